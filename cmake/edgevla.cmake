@@ -1,0 +1,27 @@
+# Helpers shared by every edgevla target.
+
+# Warnings as errors on our own targets only (never on global flags).
+function(edgevla_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-missing-field-initializers)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # GCC 12 reports false -Wrestrict positives inside std::string operator+ (GCC bug 105651).
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
+endfunction()
+
+# edgevla_add_test(<name> SOURCES a.cpp ... [LIBS lib ...] [LABELS l ...] [TIMEOUT s])
+# One GoogleTest executable registered with ctest, discovered per test case.
+function(edgevla_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  edgevla_warnings(${name})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 30
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+    ENVIRONMENT "EDGEVLA_BIN=${PROJECT_BINARY_DIR}/bin;EDGEVLA_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()

@@ -1,0 +1,216 @@
+#include "msgs/types.hpp"
+
+#include <array>
+
+namespace edgevla::msgs {
+namespace {
+
+constexpr std::uint32_t kFloats = dtype_mask({DType::kF32, DType::kF16, DType::kBF16});
+
+// Image ---------------------------------------------------------------------------------------
+
+int channels_of(std::string_view encoding) {
+  if (encoding == "rgb8" || encoding == "bgr8" || encoding == "rgbf32") return 3;
+  if (encoding == "rgba8") return 4;
+  if (encoding == "mono8" || encoding == "mono16") return 1;
+  return -1;
+}
+
+Status check_image(const Message& m) {
+  const Tensor& px = *m.tensor("pixels");
+  const std::string enc = m.string_field("encoding").value();
+  const int c = channels_of(enc);
+  if (c < 0) {
+    return invalid_argument("Image encoding '" + enc +
+                            "' is unknown (use rgb8, bgr8, rgba8, mono8, mono16 or rgbf32)");
+  }
+  if (px.shape()[2] != c) {
+    return invalid_argument("Image pixels " + px.shape().to_string() + " have " +
+                            std::to_string(px.shape()[2]) + " channels but encoding '" + enc +
+                            "' needs " + std::to_string(c));
+  }
+  const DType want = enc == "mono16" ? DType::kU16 : enc == "rgbf32" ? DType::kF32 : DType::kU8;
+  if (px.dtype() != want) {
+    return invalid_argument("Image encoding '" + enc + "' needs " +
+                            std::string(dtype_name(want)) + " pixels, got " +
+                            std::string(dtype_name(px.dtype())));
+  }
+  return Status::ok();
+}
+
+constexpr std::array kImageTensors = {
+    TensorRule{"pixels", false, dtype_mask({DType::kU8, DType::kU16, DType::kF32}), 3, 3, true,
+               "pixels [H, W, C]"},
+};
+constexpr std::array kImageFields = {
+    FieldRule{"encoding", FieldKind::kString, true},
+    FieldRule{"camera", FieldKind::kString, true},
+    FieldRule{"frame", FieldKind::kInt, false},
+};
+
+// Observation ---------------------------------------------------------------------------------
+
+Status check_observation(const Message& m) {
+  const Tensor* tokens = m.tensor("tokens");
+  const Tensor* mask = m.tensor("token_mask");
+  if ((tokens == nullptr) != (mask == nullptr)) {
+    return invalid_argument("Observation carries one of 'tokens'/'token_mask' without the other");
+  }
+  if (tokens != nullptr && !(tokens->shape() == mask->shape())) {
+    return invalid_argument("Observation 'tokens' " + tokens->shape().to_string() +
+                            " and 'token_mask' " + mask->shape().to_string() + " differ");
+  }
+  return Status::ok();
+}
+
+constexpr std::array kObservationTensors = {
+    TensorRule{"state", false, dtype_mask({DType::kF32}), 1, 1, true, "robot state [D]"},
+    TensorRule{"image.", true, dtype_mask({DType::kU8, DType::kF32}), 3, 3, false,
+               "one image per camera, image.<camera> [3, H, W] f32 or [H, W, 3] u8"},
+    TensorRule{"tokens", false, dtype_mask({DType::kI32}), 1, 1, false, "prompt token ids [L]"},
+    TensorRule{"token_mask", false, dtype_mask({DType::kBool}), 1, 1, false,
+               "true where tokens are real [L]"},
+};
+constexpr std::array kObservationFields = {
+    FieldRule{"prompt", FieldKind::kString, false},
+};
+
+// PrefixCache ---------------------------------------------------------------------------------
+
+Status check_prefix_cache(const Message& m) {
+  const std::int64_t layers = m.int_field("num_layers").value();
+  if (layers <= 0 || layers > 1024) {
+    return invalid_argument("PrefixCache num_layers " + std::to_string(layers) +
+                            " is out of range 1..1024");
+  }
+  const Tensor& mask = *m.tensor("mask");
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const Tensor* k = m.tensor("k." + std::to_string(i));
+    const Tensor* v = m.tensor("v." + std::to_string(i));
+    if (k == nullptr || v == nullptr) {
+      return invalid_argument("PrefixCache lacks k/v tensors of layer " + std::to_string(i) +
+                              " (num_layers is " + std::to_string(layers) + ")");
+    }
+    if (!(k->shape() == v->shape())) {
+      return invalid_argument("PrefixCache layer " + std::to_string(i) + " K " +
+                              k->shape().to_string() + " and V " + v->shape().to_string() +
+                              " differ");
+    }
+    if (k->shape()[0] != mask.shape()[0]) {
+      return invalid_argument("PrefixCache layer " + std::to_string(i) + " K has " +
+                              std::to_string(k->shape()[0]) + " positions but mask has " +
+                              std::to_string(mask.shape()[0]));
+    }
+  }
+  return Status::ok();
+}
+
+constexpr std::array kPrefixTensors = {
+    TensorRule{"k.", true, kFloats, 3, 3, true, "keys per layer k.<i> [prefix, kv_heads, head_dim]"},
+    TensorRule{"v.", true, kFloats, 3, 3, true, "values per layer v.<i> [prefix, kv_heads, head_dim]"},
+    TensorRule{"mask", false, dtype_mask({DType::kBool}), 1, 1, true,
+               "true where the prefix token is valid [prefix]"},
+};
+constexpr std::array kPrefixFields = {
+    FieldRule{"num_layers", FieldKind::kInt, true},
+};
+
+// ActionChunk, JointCommand, NodeStatus --------------------------------------------------------
+
+constexpr std::array kActionTensors = {
+    TensorRule{"actions", false, dtype_mask({DType::kF32}), 2, 2, true, "actions [horizon, dim]"},
+};
+constexpr std::array kActionFields = {
+    FieldRule{"dt_s", FieldKind::kNumber, false},
+    FieldRule{"observation_seq", FieldKind::kInt, false},
+};
+
+constexpr std::array kJointTensors = {
+    TensorRule{"position", false, dtype_mask({DType::kF32, DType::kF64}), 1, 1, true,
+               "joint positions [D]"},
+    TensorRule{"velocity", false, dtype_mask({DType::kF32, DType::kF64}), 1, 1, false,
+               "joint velocities [D]"},
+};
+constexpr std::array<FieldRule, 0> kJointFields = {};
+
+constexpr std::array<TensorRule, 0> kStatusTensors = {};
+constexpr std::array kStatusFields = {
+    FieldRule{"node", FieldKind::kString, true},
+    FieldRule{"state", FieldKind::kString, true},
+};
+
+}  // namespace
+
+const MessageSchema& Image::schema() {
+  static const MessageSchema s{"Image", 1, kImageTensors, kImageFields, &check_image};
+  return s;
+}
+
+const MessageSchema& Observation::schema() {
+  static const MessageSchema s{"Observation", 1, kObservationTensors, kObservationFields,
+                               &check_observation};
+  return s;
+}
+
+const MessageSchema& PrefixCache::schema() {
+  static const MessageSchema s{"PrefixCache", 1, kPrefixTensors, kPrefixFields,
+                               &check_prefix_cache};
+  return s;
+}
+
+const MessageSchema& ActionChunk::schema() {
+  static const MessageSchema s{"ActionChunk", 1, kActionTensors, kActionFields, nullptr};
+  return s;
+}
+
+const MessageSchema& JointCommand::schema() {
+  static const MessageSchema s{"JointCommand", 1, kJointTensors, kJointFields, nullptr};
+  return s;
+}
+
+const MessageSchema& NodeStatus::schema() {
+  static const MessageSchema s{"NodeStatus", 1, kStatusTensors, kStatusFields, nullptr};
+  return s;
+}
+
+const Tensor* Observation::image(std::string_view name) const {
+  return message_->tensor("image." + std::string(name));
+}
+
+namespace {
+
+Expected<Message> finish(Message m, const MessageSchema& schema) {
+  EDGEVLA_RETURN_IF_ERROR(validate(m, schema));
+  return m;
+}
+
+}  // namespace
+
+Expected<Message> Image::make(Tensor pixels, std::string encoding, std::string camera) {
+  Message m(std::string(schema().type), schema().version);
+  m.set_tensor("pixels", std::move(pixels));
+  m.set_field("encoding", std::move(encoding));
+  m.set_field("camera", std::move(camera));
+  return finish(std::move(m), schema());
+}
+
+Expected<Message> Observation::make(Tensor state) {
+  Message m(std::string(schema().type), schema().version);
+  m.set_tensor("state", std::move(state));
+  return finish(std::move(m), schema());
+}
+
+Expected<Message> ActionChunk::make(Tensor actions, double dt_s) {
+  Message m(std::string(schema().type), schema().version);
+  m.set_tensor("actions", std::move(actions));
+  m.set_field("dt_s", dt_s);
+  return finish(std::move(m), schema());
+}
+
+Expected<Message> JointCommand::make(Tensor position) {
+  Message m(std::string(schema().type), schema().version);
+  m.set_tensor("position", std::move(position));
+  return finish(std::move(m), schema());
+}
+
+}  // namespace edgevla::msgs

@@ -1,0 +1,430 @@
+#include "msgs/wire.hpp"
+
+#include <msgpack.hpp>
+
+#include <cstring>
+#include <limits>
+
+namespace edgevla::wire {
+namespace {
+
+// msgpack packer sink that appends to a std::string.
+struct StringSink {
+  std::string* out;
+  void write(const char* data, std::size_t n) { out->append(data, n); }
+};
+using Packer = msgpack::packer<StringSink>;
+
+void pack_str(Packer& p, std::string_view s) {
+  p.pack_str(static_cast<std::uint32_t>(s.size()));
+  p.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+void pack_field(Packer& p, const FieldValue& v) {
+  std::visit(
+      [&p](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          x ? p.pack_true() : p.pack_false();
+        } else if constexpr (std::is_same_v<T, std::int64_t>) {
+          p.pack_int64(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          p.pack_double(x);
+        } else {
+          pack_str(p, x);
+        }
+      },
+      v);
+}
+
+// Decoding helpers: each returns a Status naming the key that is wrong.
+using Obj = msgpack::object;
+
+std::string_view as_sv(const Obj& o) { return {o.via.str.ptr, o.via.str.size}; }
+
+Expected<std::string_view> get_str(const Obj& o, std::string_view what) {
+  if (o.type != msgpack::type::STR) return data_loss("envelope '" + std::string(what) + "' is not a string");
+  if (o.via.str.size > kMaxStringBytes) {
+    return data_loss("envelope '" + std::string(what) + "' string exceeds " +
+                     std::to_string(kMaxStringBytes) + " bytes");
+  }
+  return as_sv(o);
+}
+
+Expected<std::uint64_t> get_uint(const Obj& o, std::string_view what) {
+  if (o.type != msgpack::type::POSITIVE_INTEGER) {
+    return data_loss("envelope '" + std::string(what) + "' is not a non-negative integer");
+  }
+  return o.via.u64;
+}
+
+Expected<std::int64_t> get_int(const Obj& o, std::string_view what) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) return o.via.i64;
+  if (o.type == msgpack::type::POSITIVE_INTEGER &&
+      o.via.u64 <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return static_cast<std::int64_t>(o.via.u64);
+  }
+  return data_loss("envelope '" + std::string(what) + "' is not a 64-bit integer");
+}
+
+Expected<FieldValue> get_field(const Obj& o, std::string_view name) {
+  switch (o.type) {
+    case msgpack::type::BOOLEAN: return FieldValue(o.via.boolean);
+    case msgpack::type::POSITIVE_INTEGER:
+    case msgpack::type::NEGATIVE_INTEGER: {
+      EDGEVLA_ASSIGN_OR_RETURN(std::int64_t v, get_int(o, name));
+      return FieldValue(v);
+    }
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return FieldValue(o.via.f64);
+    case msgpack::type::STR: {
+      EDGEVLA_ASSIGN_OR_RETURN(std::string_view s, get_str(o, name));
+      return FieldValue(std::string(s));
+    }
+    default:
+      return data_loss("envelope field '" + std::string(name) +
+                       "' is not a bool, integer, float or string");
+  }
+}
+
+struct TensorDesc {
+  std::string name;
+  DType dtype = DType::kU8;
+  Shape shape;
+  std::uint64_t nbytes = 0;
+  bool has_frame = false;
+  std::uint32_t frame = 0;
+  bool has_shm = false;
+  ShmLocation shm;
+};
+
+Status decode_shm(const Obj& o, TensorDesc& d) {
+  if (o.type != msgpack::type::MAP) return data_loss("tensor '" + d.name + "' shm is not a map");
+  bool seg = false, off = false;
+  for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+    const auto& kv = o.via.map.ptr[i];
+    if (kv.key.type != msgpack::type::STR) continue;
+    const auto key = as_sv(kv.key);
+    if (key == "segment") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "shm.segment"));
+      d.shm.segment = std::string(s);
+      seg = true;
+    } else if (key == "offset") {
+      EDGEVLA_ASSIGN_OR_RETURN(d.shm.offset, get_uint(kv.val, "shm.offset"));
+      off = true;
+    } else if (key == "gen") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto g, get_uint(kv.val, "shm.gen"));
+      if (g > std::numeric_limits<std::uint32_t>::max()) return data_loss("shm.gen out of range");
+      d.shm.generation = static_cast<std::uint32_t>(g);
+    }
+  }
+  if (!seg || !off) return data_loss("tensor '" + d.name + "' shm lacks segment or offset");
+  d.has_shm = true;
+  return Status::ok();
+}
+
+Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
+  if (o.type != msgpack::type::MAP) return data_loss("tensor descriptor is not a map");
+  TensorDesc d;
+  bool has_name = false, has_dtype = false, has_shape = false, has_nbytes = false;
+  for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+    const auto& kv = o.via.map.ptr[i];
+    if (kv.key.type != msgpack::type::STR) continue;
+    const auto key = as_sv(kv.key);
+    if (key == "name") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "tensor.name"));
+      d.name = std::string(s);
+      has_name = true;
+    } else if (key == "dtype") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "tensor.dtype"));
+      auto dt = parse_dtype(s);
+      if (!dt) return data_loss("tensor dtype: " + dt.status().message());
+      d.dtype = *dt;
+      has_dtype = true;
+    } else if (key == "shape") {
+      if (kv.val.type != msgpack::type::ARRAY || kv.val.via.array.size > Shape::kMaxRank) {
+        return data_loss("tensor shape is not an array of at most " +
+                         std::to_string(Shape::kMaxRank) + " dims");
+      }
+      std::int64_t dims[Shape::kMaxRank];
+      for (std::uint32_t j = 0; j < kv.val.via.array.size; ++j) {
+        EDGEVLA_ASSIGN_OR_RETURN(auto v, get_uint(kv.val.via.array.ptr[j], "tensor.shape"));
+        if (v > static_cast<std::uint64_t>(kMaxTensorBytes)) return data_loss("tensor dim too large");
+        dims[j] = static_cast<std::int64_t>(v);
+      }
+      auto s = Shape::from(std::span<const std::int64_t>(dims, kv.val.via.array.size));
+      if (!s) return data_loss("tensor shape: " + s.status().message());
+      d.shape = *s;
+      has_shape = true;
+    } else if (key == "nbytes") {
+      EDGEVLA_ASSIGN_OR_RETURN(d.nbytes, get_uint(kv.val, "tensor.nbytes"));
+      has_nbytes = true;
+    } else if (key == "frame") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto f, get_uint(kv.val, "tensor.frame"));
+      if (f > kMaxTensors) return data_loss("tensor frame index " + std::to_string(f) + " too large");
+      d.frame = static_cast<std::uint32_t>(f);
+      d.has_frame = true;
+    } else if (key == "shm") {
+      EDGEVLA_RETURN_IF_ERROR(decode_shm(kv.val, d));
+    }
+  }
+  if (!has_name || !has_dtype || !has_shape || !has_nbytes) {
+    return data_loss("tensor descriptor '" + d.name + "' lacks one of name, dtype, shape, nbytes");
+  }
+  if (d.has_frame == d.has_shm) {
+    return data_loss("tensor '" + d.name + "' must have exactly one of 'frame' or 'shm'");
+  }
+  // Checked element count: the product of dims must not overflow.
+  std::int64_t n = 1;
+  for (auto dim : d.shape.dims()) {
+    if (dim != 0 && n > kMaxTensorBytes / dim) return data_loss("tensor '" + d.name + "' is too large");
+    n *= dim;
+  }
+  const auto expect = static_cast<std::uint64_t>(n) * dtype_size(d.dtype);
+  if (expect != d.nbytes) {
+    return data_loss("tensor '" + d.name + "' " + std::string(dtype_name(d.dtype)) +
+                     d.shape.to_string() + " needs " + std::to_string(expect) +
+                     " bytes but the descriptor says " + std::to_string(d.nbytes));
+  }
+  return d;
+}
+
+Expected<Tensor> bind_tensor(const TensorDesc& d, std::span<const Frame> frames,
+                             const ShmResolver& resolve) {
+  if (d.has_frame) {
+    if (d.frame >= frames.size()) {
+      return data_loss("tensor '" + d.name + "' refers to frame " + std::to_string(d.frame) +
+                       " but the message has " + std::to_string(frames.size()) + " tensor frames");
+    }
+    const Frame& f = frames[d.frame];
+    if (f.bytes.size() != d.nbytes) {
+      return data_loss("tensor '" + d.name + "' " + std::string(dtype_name(d.dtype)) +
+                       d.shape.to_string() + " needs " + std::to_string(d.nbytes) +
+                       " bytes but its frame holds " + std::to_string(f.bytes.size()));
+    }
+    const auto addr = reinterpret_cast<std::uintptr_t>(f.bytes.data());
+    if (addr % dtype_size(d.dtype) != 0) {
+      // Frames are normally aligned; an odd one is copied rather than read misaligned.
+      return Tensor::from_bytes(d.dtype, d.shape, f.bytes);
+    }
+    auto buffer = Buffer::wrap(const_cast<std::byte*>(f.bytes.data()), f.bytes.size(), f.owner,
+                               /*writable=*/false);
+    return Tensor::from_buffer(std::move(buffer), d.dtype, d.shape);
+  }
+  if (!resolve) {
+    return failed_precondition("tensor '" + d.name + "' is in shared memory segment '" +
+                               d.shm.segment + "', which this transport cannot reach");
+  }
+  ShmLocation loc = d.shm;
+  loc.size = d.nbytes;
+  auto buffer = resolve(loc);
+  if (!buffer) return buffer.status().with_context("tensor '" + d.name + "'");
+  return Tensor::from_buffer(std::move(*buffer), d.dtype, d.shape);
+}
+
+Status decode_trace(const Obj& o, Header& h) {
+  if (o.type != msgpack::type::ARRAY) return data_loss("envelope 'trace' is not an array");
+  if (o.via.array.size > kMaxTraceHops) return data_loss("envelope 'trace' has too many hops");
+  for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+    const Obj& hop = o.via.array.ptr[i];
+    if (hop.type != msgpack::type::ARRAY || hop.via.array.size != 2) {
+      return data_loss("trace hop is not [node, stamp_ns]");
+    }
+    EDGEVLA_ASSIGN_OR_RETURN(auto node, get_str(hop.via.array.ptr[0], "trace.node"));
+    EDGEVLA_ASSIGN_OR_RETURN(auto stamp, get_int(hop.via.array.ptr[1], "trace.stamp"));
+    h.trace.push_back({std::string(node), stamp});
+  }
+  return Status::ok();
+}
+
+Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
+                                const ShmResolver& resolve) {
+  if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
+  Message m;
+  Header& h = m.header();
+  std::string type;
+  std::uint64_t type_version = 0;
+  bool has_wire = false, has_type = false, has_topic = false, has_seq = false;
+  const Obj* tensors = nullptr;
+  for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+    const auto& kv = root.via.map.ptr[i];
+    if (kv.key.type != msgpack::type::STR) continue;  // unknown keys are ignored
+    const auto key = as_sv(kv.key);
+    if (key == "edgevla") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto v, get_uint(kv.val, "edgevla"));
+      if (v != kWireVersion) {
+        return data_loss("envelope wire version " + std::to_string(v) + " is not " +
+                         std::to_string(kWireVersion) + "; both ends must run one edgevla release");
+      }
+      has_wire = true;
+    } else if (key == "type") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "type"));
+      type = std::string(s);
+      has_type = true;
+    } else if (key == "type_version") {
+      EDGEVLA_ASSIGN_OR_RETURN(type_version, get_uint(kv.val, "type_version"));
+    } else if (key == "topic") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "topic"));
+      h.topic = std::string(s);
+      has_topic = true;
+    } else if (key == "seq") {
+      EDGEVLA_ASSIGN_OR_RETURN(h.seq, get_uint(kv.val, "seq"));
+      has_seq = true;
+    } else if (key == "src") {
+      EDGEVLA_ASSIGN_OR_RETURN(h.source_stamp_ns, get_int(kv.val, "src"));
+    } else if (key == "pub") {
+      EDGEVLA_ASSIGN_OR_RETURN(h.publish_stamp_ns, get_int(kv.val, "pub"));
+    } else if (key == "publisher") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "publisher"));
+      h.publisher = std::string(s);
+    } else if (key == "trace") {
+      EDGEVLA_RETURN_IF_ERROR(decode_trace(kv.val, h));
+    } else if (key == "fields") {
+      if (kv.val.type != msgpack::type::MAP) return data_loss("envelope 'fields' is not a map");
+      if (kv.val.via.map.size > kMaxFields) return data_loss("envelope has too many fields");
+      for (std::uint32_t j = 0; j < kv.val.via.map.size; ++j) {
+        const auto& f = kv.val.via.map.ptr[j];
+        EDGEVLA_ASSIGN_OR_RETURN(auto name, get_str(f.key, "field name"));
+        EDGEVLA_ASSIGN_OR_RETURN(auto value, get_field(f.val, name));
+        m.set_field(std::string(name), std::move(value));
+      }
+    } else if (key == "tensors") {
+      if (kv.val.type != msgpack::type::ARRAY) return data_loss("envelope 'tensors' is not an array");
+      if (kv.val.via.array.size > kMaxTensors) return data_loss("envelope has too many tensors");
+      tensors = &kv.val;
+    }
+  }
+  if (!has_wire || !has_type || !has_topic || !has_seq) {
+    return data_loss("envelope lacks one of the keys edgevla, type, topic, seq");
+  }
+  if (type_version > std::numeric_limits<std::uint32_t>::max()) {
+    return data_loss("envelope type_version out of range");
+  }
+  m.set_type(std::move(type), static_cast<std::uint32_t>(type_version));
+  if (tensors != nullptr) {
+    for (std::uint32_t i = 0; i < tensors->via.array.size; ++i) {
+      EDGEVLA_ASSIGN_OR_RETURN(TensorDesc d, decode_tensor_desc(tensors->via.array.ptr[i]));
+      if (m.tensor(d.name) != nullptr) return data_loss("tensor '" + d.name + "' appears twice");
+      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, bind_tensor(d, frames, resolve));
+      m.set_tensor(std::move(d.name), std::move(t));
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string topic_frame(std::string_view topic) {
+  std::string s(topic);
+  s.push_back('\0');
+  return s;
+}
+
+Expected<std::string_view> parse_topic_frame(std::span<const std::byte> frame) {
+  if (frame.empty() || frame.back() != std::byte{0}) {
+    return data_loss("topic frame is not NUL-terminated");
+  }
+  return std::string_view(reinterpret_cast<const char*>(frame.data()), frame.size() - 1);
+}
+
+Status encode_envelope(const Message& m, std::span<const TensorPlacement> placements,
+                       std::string& out) {
+  if (placements.size() != m.tensors().size()) {
+    return internal_error("encode_envelope: " + std::to_string(placements.size()) +
+                          " placements for " + std::to_string(m.tensors().size()) + " tensors");
+  }
+  out.clear();
+  StringSink sink{&out};
+  Packer p(sink);
+  const Header& h = m.header();
+  p.pack_map(11);
+  pack_str(p, "edgevla");
+  p.pack_uint32(kWireVersion);
+  pack_str(p, "type");
+  pack_str(p, m.type());
+  pack_str(p, "type_version");
+  p.pack_uint32(m.version());
+  pack_str(p, "topic");
+  pack_str(p, h.topic);
+  pack_str(p, "seq");
+  p.pack_uint64(h.seq);
+  pack_str(p, "src");
+  p.pack_int64(h.source_stamp_ns);
+  pack_str(p, "pub");
+  p.pack_int64(h.publish_stamp_ns);
+  pack_str(p, "publisher");
+  pack_str(p, h.publisher);
+  pack_str(p, "trace");
+  p.pack_array(static_cast<std::uint32_t>(h.trace.size()));
+  for (const auto& hop : h.trace) {
+    p.pack_array(2);
+    pack_str(p, hop.node);
+    p.pack_int64(hop.stamp_ns);
+  }
+  pack_str(p, "fields");
+  p.pack_map(static_cast<std::uint32_t>(m.fields().size()));
+  for (const auto& [k, v] : m.fields()) {
+    pack_str(p, k);
+    pack_field(p, v);
+  }
+  pack_str(p, "tensors");
+  p.pack_array(static_cast<std::uint32_t>(m.tensors().size()));
+  for (std::size_t i = 0; i < m.tensors().size(); ++i) {
+    const NamedTensor& t = m.tensors()[i];
+    if (!t.tensor.defined()) return invalid_argument("tensor '" + t.name + "' is undefined");
+    if (!t.tensor.is_contiguous()) {
+      return invalid_argument("tensor '" + t.name + "' is a strided view; make it contiguous");
+    }
+    p.pack_map(5);
+    pack_str(p, "name");
+    pack_str(p, t.name);
+    pack_str(p, "dtype");
+    pack_str(p, dtype_name(t.tensor.dtype()));
+    pack_str(p, "shape");
+    p.pack_array(static_cast<std::uint32_t>(t.tensor.rank()));
+    for (auto d : t.tensor.shape().dims()) p.pack_uint64(static_cast<std::uint64_t>(d));
+    pack_str(p, "nbytes");
+    p.pack_uint64(t.tensor.nbytes());
+    if (const auto* f = std::get_if<InlineFrame>(&placements[i])) {
+      pack_str(p, "frame");
+      p.pack_uint32(f->index);
+    } else {
+      const auto& loc = std::get<ShmLocation>(placements[i]);
+      pack_str(p, "shm");
+      p.pack_map(3);
+      pack_str(p, "segment");
+      pack_str(p, loc.segment);
+      pack_str(p, "offset");
+      p.pack_uint64(loc.offset);
+      pack_str(p, "gen");
+      p.pack_uint32(loc.generation);
+    }
+  }
+  return Status::ok();
+}
+
+Expected<Message> decode(std::span<const std::byte> envelope, std::span<const Frame> tensor_frames,
+                         const ShmResolver& resolve) {
+  if (envelope.size() > kMaxEnvelopeBytes) {
+    return data_loss("envelope of " + std::to_string(envelope.size()) + " bytes exceeds " +
+                     std::to_string(kMaxEnvelopeBytes));
+  }
+  try {
+    const msgpack::unpack_limit limit(/*array=*/kMaxTensors, /*map=*/kMaxFields,
+                                      /*str=*/kMaxStringBytes, /*bin=*/kMaxStringBytes,
+                                      /*ext=*/0, /*depth=*/8);
+    std::size_t offset = 0;
+    msgpack::object_handle oh =
+        msgpack::unpack(reinterpret_cast<const char*>(envelope.data()), envelope.size(), offset,
+                        nullptr, nullptr, limit);
+    if (offset != envelope.size()) {
+      return data_loss("envelope has " + std::to_string(envelope.size() - offset) +
+                       " trailing bytes after the msgpack map");
+    }
+    return decode_object(oh.get(), tensor_frames, resolve);
+  } catch (const std::exception& e) {
+    return data_loss(std::string("envelope is not valid msgpack: ") + e.what());
+  }
+}
+
+}  // namespace edgevla::wire

@@ -1,0 +1,254 @@
+#include "runtime/bus/bus.hpp"
+
+#include <unistd.h>
+
+#include <sstream>
+
+#include "msgs/schema.hpp"
+#include "runtime/bus/bus_io.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla {
+namespace {
+
+std::atomic<int> g_bus_counter{0};
+
+Status check_topic_name(std::string_view topic) {
+  if (topic.empty() || topic.front() != '/') {
+    return invalid_argument("topic '" + std::string(topic) + "' must start with '/'");
+  }
+  for (char c : topic) {
+    if (c == '\0' || c == ' ' || c == '\n') {
+      return invalid_argument("topic '" + std::string(topic) + "' contains a blank or NUL");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Bus::Bus(BusOptions options) : options_(std::move(options)) {
+  if (options_.domain.empty()) options_.domain = Registry::default_domain();
+  if (options_.registry_dir.empty()) options_.registry_dir = Registry::default_dir(options_.domain);
+  id_ = local_hostname() + "/" + std::to_string(::getpid()) + "/" + std::to_string(++g_bus_counter);
+}
+
+Expected<std::unique_ptr<Bus>> Bus::create(BusOptions options) {
+  std::unique_ptr<Bus> bus(new Bus(std::move(options)));
+  if (bus->options_.cross_process) {
+    auto io = BusIo::create(*bus, bus->options_, bus->id_);
+    if (!io) return io.status();
+    bus->io_ = std::move(*io);
+  }
+  return bus;
+}
+
+Bus::~Bus() { io_.reset(); }
+
+Expected<std::shared_ptr<TopicWriter>> Bus::advertise(std::string_view topic, std::string_view type,
+                                                      std::string_view node) {
+  EDGEVLA_RETURN_IF_ERROR(check_topic_name(topic));
+  if (type.empty()) return invalid_argument("publisher on '" + std::string(topic) + "' has no type");
+  auto writer = std::make_shared<TopicWriter>(std::string(topic), std::string(type), std::string(node));
+  {
+    std::lock_guard lock(mu_);
+    TopicEntry& e = topics_[std::string(topic)];
+    std::erase_if(e.writers, [](const auto& w) { return w.expired(); });
+    if (!e.writers.empty() && e.type != type) {
+      std::string other;
+      if (auto w = e.writers.front().lock()) other = w->node();
+      return already_exists("topic '" + std::string(topic) + "' already carries " + e.type +
+                            " (published by node '" + other + "'); node '" + std::string(node) +
+                            "' cannot publish " + std::string(type) + " on it — remap one of them");
+    }
+    e.type = std::string(type);
+    e.writers.push_back(writer);
+  }
+  if (io_) io_->registry_changed();
+  return writer;
+}
+
+void Bus::unadvertise(const std::shared_ptr<TopicWriter>& writer) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = topics_.find(writer->topic());
+    if (it == topics_.end()) return;
+    std::erase_if(it->second.writers, [&](const auto& w) {
+      auto p = w.lock();
+      return !p || p == writer;
+    });
+  }
+  if (io_) io_->registry_changed();
+}
+
+std::shared_ptr<const Bus::QueueList> Bus::queues_for(const std::string& topic) const {
+  std::lock_guard lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return nullptr;
+  return it->second.queues;
+}
+
+void Bus::dispatch(const MessagePtr& m, const QueueList& queues, std::uint64_t lost) {
+  for (const auto& q : queues) {
+    if (!q->type().empty() && q->type() != m->type()) {
+      q->counters().rejected.add();
+      rate_log_.warn("type:" + q->owner() + ":" + q->topic(),
+                     "topic '" + q->topic() + "' carries " + m->type() + " but node '" +
+                         q->owner() + "' subscribed to it expecting " + q->type() +
+                         "; message dropped — fix the remap or the subscription type");
+      continue;
+    }
+    if (lost) q->counters().lost.add(lost);
+    q->push(m);
+  }
+}
+
+Status Bus::publish(TopicWriter& w, Message&& m) {
+  const auto fail = [&](Status s) {
+    w.counters().errors.add();
+    return s.with_context("node '" + w.node() + "' publishing on '" + w.topic() + "'");
+  };
+  if (m.type() != w.type()) {
+    return fail(invalid_argument("message type is '" + m.type() + "' but the publisher was declared for '" +
+                                 w.type() + "'"));
+  }
+  if (const MessageSchema* schema = find_schema(m.type())) {
+    if (Status s = validate(m, *schema); !s.is_ok()) return fail(s);
+  }
+  Header& h = m.header();
+  h.topic = w.topic();
+  h.seq = w.next_seq();
+  h.publish_stamp_ns = wall_now_ns();
+  if (h.source_stamp_ns == 0) h.source_stamp_ns = h.publish_stamp_ns;
+  h.publisher = id_;
+  h.trace.push_back({w.node(), h.publish_stamp_ns});
+  std::uint64_t bytes = 0;
+  for (const auto& t : m.tensors()) bytes += t.tensor.nbytes();
+  w.counters().published.add();
+  w.counters().bytes.add(bytes);
+
+  auto message = std::make_shared<const Message>(std::move(m));
+  if (auto queues = queues_for(w.topic())) dispatch(message, *queues, 0);
+  if (io_) {
+    if (Status s = io_->send(w, *message); !s.is_ok()) return fail(s);
+  }
+  return Status::ok();
+}
+
+Status Bus::attach(std::shared_ptr<SubscriptionQueue> queue) {
+  EDGEVLA_RETURN_IF_ERROR(check_topic_name(queue->topic()));
+  const std::string topic = queue->topic();
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    TopicEntry& e = topics_[topic];
+    auto list = std::make_shared<QueueList>(*e.queues);
+    first = list->empty();
+    list->push_back(std::move(queue));
+    e.queues = std::move(list);
+  }
+  if (io_) {
+    if (first) io_->subscribe(topic);
+    io_->registry_changed();
+  }
+  return Status::ok();
+}
+
+void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue) {
+  bool last = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = topics_.find(queue->topic());
+    if (it == topics_.end()) return;
+    auto list = std::make_shared<QueueList>(*it->second.queues);
+    std::erase(*list, queue);
+    last = list->empty();
+    it->second.queues = std::move(list);
+  }
+  queue->clear();
+  if (io_) {
+    if (last) io_->unsubscribe(queue->topic());
+    io_->registry_changed();
+  }
+}
+
+Expected<Tensor> Bus::loan(DType dtype, const Shape& shape) {
+  const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  if (io_) {
+    auto buffer = io_->allocate_shm(bytes);
+    if (buffer) return Tensor::from_buffer(std::move(*buffer), dtype, shape);
+    rate_log_.warn("loan", "shared memory loan of " + std::to_string(bytes) +
+                               " bytes failed, using the heap (one copy per remote send): " +
+                               buffer.status().message());
+  }
+  return Tensor::empty(dtype, shape);
+}
+
+void Bus::set_node_names(std::vector<std::string> names) {
+  {
+    std::lock_guard lock(mu_);
+    node_names_ = std::move(names);
+  }
+  if (io_) io_->registry_changed();
+}
+
+void Bus::set_control_handler(ControlHandler handler) {
+  if (io_) io_->set_control_handler(std::move(handler));
+}
+
+void Bus::deliver_remote(const MessagePtr& m, std::uint64_t lost) {
+  if (auto queues = queues_for(m->header().topic)) dispatch(m, *queues, lost);
+}
+
+void Bus::reject_remote(const std::string& topic, const std::string& reason) {
+  if (auto queues = queues_for(topic)) {
+    for (const auto& q : *queues) q->counters().rejected.add();
+  }
+  rate_log_.warn("reject:" + topic, "dropped a message on '" + topic + "': " + reason);
+}
+
+void Bus::describe(RegistryEntry& e) const {
+  std::lock_guard lock(mu_);
+  e.nodes = node_names_;
+  e.publishers.clear();
+  e.subscriptions.clear();
+  for (const auto& [topic, entry] : topics_) {
+    for (const auto& w : entry.writers) {
+      if (auto p = w.lock()) e.publishers.push_back({topic, p->type(), p->node()});
+    }
+    for (const auto& q : *entry.queues) e.subscriptions.push_back({topic, q->type(), q->owner()});
+  }
+}
+
+std::string Bus::stats_yaml() const {
+  std::ostringstream out;
+  out << "bus: " << id_ << "\n";
+  out << "topics:\n";
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [topic, entry] : topics_) {
+      out << "  " << topic << ":\n    type: " << (entry.type.empty() ? "?" : entry.type) << "\n";
+      for (const auto& w : entry.writers) {
+        if (auto p = w.lock()) {
+          const auto& c = p->counters();
+          out << "    - publisher: " << p->node() << "\n      published: " << c.published.get()
+              << "\n      bytes: " << c.bytes.get() << "\n      sent_remote: " << c.sent_remote.get()
+              << "\n      copied_to_shm: " << c.copied_to_shm.get() << "\n      errors: " << c.errors.get()
+              << "\n";
+        }
+      }
+      for (const auto& q : *entry.queues) {
+        const auto& c = q->counters();
+        out << "    - subscriber: " << q->owner() << "\n      qos: " << q->qos().to_string()
+            << "\n      received: " << c.received.get() << "\n      delivered: " << c.delivered.get()
+            << "\n      dropped_overflow: " << c.dropped_overflow.get()
+            << "\n      dropped_timeout: " << c.dropped_timeout.get()
+            << "\n      rejected: " << c.rejected.get() << "\n      lost: " << c.lost.get() << "\n";
+      }
+    }
+  }
+  if (io_) out << io_->stats_yaml();
+  return out.str();
+}
+
+}  // namespace edgevla

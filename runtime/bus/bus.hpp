@@ -1,0 +1,141 @@
+// The bus: topic-based publish/subscribe whose transport is chosen by where the peers live.
+//  - same process: the message (and its tensor buffers) is handed over by reference;
+//  - same host, other process: tensor bytes stay in shared memory, only a descriptor crosses
+//    a ZeroMQ ipc socket;
+//  - other host: ZeroMQ tcp, tensor frames sent straight from their buffers.
+// Peers on one host find each other through the registry directory; other hosts are listed
+// as tcp peers. Node code is the same in every case.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "msgs/message.hpp"
+#include "runtime/bus/qos.hpp"
+#include "runtime/bus/registry.hpp"
+#include "runtime/bus/subscription_queue.hpp"
+#include "runtime/util/log.hpp"
+#include "runtime/util/stats.hpp"
+
+namespace edgevla {
+
+struct BusOptions {
+  std::string domain;                  // graphs in different domains never see each other
+  std::string registry_dir;            // default: Registry::default_dir(domain)
+  std::string process_name;            // shown by `edgevla node list`
+  bool cross_process = true;           // false: in-process only (no sockets, no registry)
+  std::string tcp_listen;              // e.g. "tcp://0.0.0.0:7447" or "tcp://127.0.0.1:*"
+  std::vector<std::string> tcp_peers;  // tcp endpoints of buses on other hosts
+  std::size_t shm_pool_bytes = std::size_t{2} << 30;
+  std::size_t inline_max_bytes = 4096;  // smaller tensors travel inside the message
+  std::int64_t shm_transit_timeout_ns = 2'000'000'000;
+};
+
+struct PublisherCounters {
+  Counter published;
+  Counter bytes;           // tensor bytes published
+  Counter sent_remote;     // messages that went out on ipc or tcp
+  Counter copied_to_shm;   // tensors copied into shared memory (published from heap)
+  Counter errors;          // rejected by validation or transport
+};
+
+// One publisher's handle on a topic (created by Bus::advertise).
+class TopicWriter {
+ public:
+  TopicWriter(std::string topic, std::string type, std::string node)
+      : topic_(std::move(topic)), type_(std::move(type)), node_(std::move(node)) {}
+  const std::string& topic() const { return topic_; }
+  const std::string& type() const { return type_; }
+  const std::string& node() const { return node_; }
+  PublisherCounters& counters() { return counters_; }
+  const PublisherCounters& counters() const { return counters_; }
+  std::uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+ private:
+  std::string topic_;
+  std::string type_;
+  std::string node_;
+  std::atomic<std::uint64_t> seq_{0};
+  PublisherCounters counters_;
+};
+
+// A request on a bus's control endpoint: a command and one argument.
+struct ControlRequest {
+  std::string command;
+  std::string argument;
+};
+// Answers with YAML text, or a Status that is sent back as the error.
+using ControlHandler = std::function<Expected<std::string>(const ControlRequest&)>;
+
+class BusIo;
+
+class Bus {
+ public:
+  static Expected<std::unique_ptr<Bus>> create(BusOptions options);
+  ~Bus();
+  Bus(const Bus&) = delete;
+  Bus& operator=(const Bus&) = delete;
+
+  // "<host>/<pid>/<n>", unique per bus instance.
+  const std::string& id() const { return id_; }
+  const BusOptions& options() const { return options_; }
+
+  // Declares that `node` publishes `type` on `topic`. A topic carries one type.
+  Expected<std::shared_ptr<TopicWriter>> advertise(std::string_view topic, std::string_view type,
+                                                   std::string_view node);
+  void unadvertise(const std::shared_ptr<TopicWriter>& writer);
+  // Stamps the header (seq, publish stamp, hop), validates, delivers locally and remotely.
+  Status publish(TopicWriter& writer, Message&& message);
+
+  // Starts/stops delivering the queue's topic into it.
+  Status attach(std::shared_ptr<SubscriptionQueue> queue);
+  void detach(const std::shared_ptr<SubscriptionQueue>& queue);
+
+  // A writable CPU tensor in shared memory: publish it and other processes read these very
+  // bytes. Falls back to the heap (with a warning) when shared memory is unavailable.
+  Expected<Tensor> loan(DType dtype, const Shape& shape);
+
+  void set_node_names(std::vector<std::string> names);
+  void set_control_handler(ControlHandler handler);
+  // YAML summary of topics, transports, pool and drops (`edgevla node list -v`).
+  std::string stats_yaml() const;
+
+  // Called by the transport: a message from another process, with `lost` messages missing
+  // before it in its publisher's sequence.
+  void deliver_remote(const MessagePtr& message, std::uint64_t lost);
+  // Called by the transport: a message for `topic` could not be decoded.
+  void reject_remote(const std::string& topic, const std::string& reason);
+
+  // Snapshot of what this bus publishes and subscribes (for the registry).
+  void describe(RegistryEntry& entry) const;
+
+ private:
+  explicit Bus(BusOptions options);
+
+  using QueueList = std::vector<std::shared_ptr<SubscriptionQueue>>;
+  struct TopicEntry {
+    std::string type;  // from the first publisher
+    std::vector<std::weak_ptr<TopicWriter>> writers;
+    std::shared_ptr<const QueueList> queues = std::make_shared<QueueList>();
+  };
+
+  std::shared_ptr<const QueueList> queues_for(const std::string& topic) const;
+  void dispatch(const MessagePtr& message, const QueueList& queues, std::uint64_t lost);
+
+  BusOptions options_;
+  std::string id_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, TopicEntry> topics_;
+  std::vector<std::string> node_names_;
+  std::unique_ptr<BusIo> io_;
+  mutable RateLimitedLog rate_log_;
+};
+
+}  // namespace edgevla

@@ -1,0 +1,473 @@
+#include "runtime/bus/bus_io.hpp"
+
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+#include <zmq_addon.hpp>
+
+#include "msgs/schema.hpp"
+#include "msgs/wire.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla {
+namespace {
+
+constexpr auto kPollPeriod = std::chrono::milliseconds(100);
+constexpr std::int64_t kRescanPeriodNs = 1'000'000'000;
+constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
+
+std::span<const std::byte> bytes_of(const zmq::message_t& m) {
+  return {static_cast<const std::byte*>(m.data()), m.size()};
+}
+
+void free_buffer_hold(void* /*data*/, void* hint) { delete static_cast<BufferPtr*>(hint); }
+
+}  // namespace
+
+BusIo::BusIo(Bus& bus, const BusOptions& options, const std::string& bus_id, Registry registry)
+    : bus_(bus), options_(options), bus_id_(bus_id), registry_(std::move(registry)) {}
+
+Expected<std::unique_ptr<BusIo>> BusIo::create(Bus& bus, const BusOptions& options,
+                                               const std::string& bus_id) {
+  auto reg = Registry::open(options.registry_dir);
+  if (!reg) return reg.status();
+  std::unique_ptr<BusIo> io(new BusIo(bus, options, bus_id, std::move(*reg)));
+  EDGEVLA_RETURN_IF_ERROR(io->start());
+  return io;
+}
+
+Status BusIo::start() {
+  shm::remove_stale_segments();
+  registry_.list();  // prunes files of dead processes
+  shm::PoolOptions po;
+  const std::string tail = bus_id_.substr(bus_id_.find('/') + 1);  // pid/n
+  po.name_prefix = shm::segment_prefix() + tail.substr(0, tail.find('/')) + "." +
+                   tail.substr(tail.find('/') + 1);
+  po.max_bytes = options_.shm_pool_bytes;
+  po.transit_timeout_ns = options_.shm_transit_timeout_ns;
+  pool_ = shm::Pool::create(po);
+
+  self_.bus_id = bus_id_;
+  self_.pid = static_cast<std::uint32_t>(::getpid());
+  self_.host = local_hostname();
+  self_.process = options_.process_name;
+  self_.started_ns = wall_now_ns();
+  self_.data_endpoint = "ipc://" + registry_.path_for(bus_id_, ".pub");
+  self_.control_endpoint = "ipc://" + registry_.path_for(bus_id_, ".ctl");
+  try {
+    pub_ipc_ = zmq::socket_t(ctx_, zmq::socket_type::xpub);
+    pub_ipc_.set(zmq::sockopt::linger, 0);
+    pub_ipc_.set(zmq::sockopt::xpub_verboser, 1);
+    pub_ipc_.bind(self_.data_endpoint);
+    if (!options_.tcp_listen.empty()) {
+      pub_tcp_ = zmq::socket_t(ctx_, zmq::socket_type::xpub);
+      pub_tcp_.set(zmq::sockopt::linger, 0);
+      pub_tcp_.set(zmq::sockopt::xpub_verboser, 1);
+      pub_tcp_.bind(options_.tcp_listen);
+      tcp_endpoint_ = pub_tcp_.get(zmq::sockopt::last_endpoint);
+      self_.tcp_endpoint = tcp_endpoint_;
+    }
+    sub_ipc_ = zmq::socket_t(ctx_, zmq::socket_type::sub);
+    sub_ipc_.set(zmq::sockopt::linger, 0);
+    sub_tcp_ = zmq::socket_t(ctx_, zmq::socket_type::sub);
+    sub_tcp_.set(zmq::sockopt::linger, 0);
+    for (const auto& peer : options_.tcp_peers) sub_tcp_.connect(peer);
+    control_ = zmq::socket_t(ctx_, zmq::socket_type::rep);
+    control_.set(zmq::sockopt::linger, 0);
+    control_.bind(self_.control_endpoint);
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("bus sockets: ") + e.what() +
+                       " (tcp_listen '" + options_.tcp_listen + "')");
+  }
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ >= 0) {
+    ::inotify_add_watch(inotify_fd_, registry_.dir().c_str(), IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE);
+  }
+  write_registry();
+  rescan_registry();
+  thread_ = std::thread([this] { run(); });
+  return Status::ok();
+}
+
+BusIo::~BusIo() {
+  stop_.store(true);
+  if (wake_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+  }
+  if (thread_.joinable()) thread_.join();
+  registry_.remove(self_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+}
+
+void BusIo::post(std::function<void()> command) {
+  {
+    std::lock_guard lock(cmd_mu_);
+    commands_.push_back(std::move(command));
+  }
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void BusIo::subscribe(const std::string& topic) {
+  post([this, f = wire::topic_frame(topic)] { sub_ipc_.set(zmq::sockopt::subscribe, f);
+                                              sub_tcp_.set(zmq::sockopt::subscribe, f); });
+}
+
+void BusIo::unsubscribe(const std::string& topic) {
+  post([this, f = wire::topic_frame(topic)] { sub_ipc_.set(zmq::sockopt::unsubscribe, f);
+                                              sub_tcp_.set(zmq::sockopt::unsubscribe, f); });
+}
+
+void BusIo::registry_changed() {
+  registry_dirty_.store(true);
+  post([] {});
+}
+
+void BusIo::set_control_handler(ControlHandler handler) {
+  std::lock_guard lock(control_mu_);
+  control_handler_ = std::move(handler);
+}
+
+void BusIo::write_registry() {
+  registry_dirty_.store(false);
+  bus_.describe(self_);
+  if (Status s = registry_.write(self_); !s.is_ok()) rate_log_.warn("registry", s.message());
+}
+
+void BusIo::rescan_registry() {
+  const auto entries = registry_.list();
+  std::map<std::string, std::pair<std::string, std::uint32_t>> seen;
+  for (const auto& e : entries) {
+    if (e.bus_id == bus_id_ || e.data_endpoint.empty()) continue;
+    seen[e.bus_id] = {e.data_endpoint, e.pid};
+    if (!connected_.contains(e.bus_id)) {
+      try {
+        sub_ipc_.connect(e.data_endpoint);
+      } catch (const zmq::error_t& err) {
+        rate_log_.warn("connect:" + e.bus_id, "cannot connect to " + e.data_endpoint + ": " + err.what());
+        seen.erase(e.bus_id);
+      }
+    }
+  }
+  for (const auto& [id, ep] : connected_) {
+    if (seen.contains(id)) continue;
+    try {
+      sub_ipc_.disconnect(ep.first);
+    } catch (const zmq::error_t&) {
+    }
+    mapper_.forget_process(ep.second);
+  }
+  connected_ = std::move(seen);
+}
+
+void BusIo::drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest) {
+  if (!pub) return;
+  zmq::message_t m;
+  while (pub.recv(m, zmq::recv_flags::dontwait)) {
+    if (m.size() == 0) continue;
+    const auto* p = static_cast<const char*>(m.data());
+    std::string filter(p + 1, m.size() - 1);
+    if (p[0] == 1) {
+      ++interest[filter];
+    } else if (p[0] == 0) {
+      if (--interest[filter] <= 0) interest.erase(filter);
+    }
+  }
+}
+
+int BusIo::interest_in(const std::unordered_map<std::string, int>& interest,
+                       const std::string& frame) const {
+  int n = 0;
+  if (auto it = interest.find(frame); it != interest.end()) n += it->second;
+  if (auto it = interest.find(std::string()); it != interest.end()) n += it->second;  // everything
+  return n;
+}
+
+Status BusIo::send(TopicWriter& writer, const Message& m) {
+  const std::string frame = wire::topic_frame(m.header().topic);
+  std::lock_guard lock(send_mu_);
+  drain_interest(pub_ipc_, ipc_interest_);
+  drain_interest(pub_tcp_, tcp_interest_);
+  if (const int n = interest_in(ipc_interest_, frame); n > 0) {
+    EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, n));
+  }
+  if (pub_tcp_ && interest_in(tcp_interest_, frame) > 0) {
+    EDGEVLA_RETURN_IF_ERROR(send_tcp(m));
+  }
+  return Status::ok();
+}
+
+Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
+  std::vector<wire::TensorPlacement> placements;
+  std::vector<const Tensor*> inline_tensors;
+  std::vector<BufferPtr> copies;  // heap tensors copied into shared memory for this send
+  for (const auto& nt : m.tensors()) {
+    const Tensor& t = nt.tensor;
+    if (!t.device().is_cpu()) {
+      return failed_precondition("tensor '" + nt.name + "' is on " + t.device().to_string() +
+                                 "; only CPU tensors cross processes in this build");
+    }
+    if (t.nbytes() <= options_.inline_max_bytes) {
+      placements.push_back(wire::InlineFrame{static_cast<std::uint32_t>(inline_tensors.size())});
+      inline_tensors.push_back(&t);
+      continue;
+    }
+    const Buffer* buffer = t.buffer().get();
+    std::size_t offset = t.offset();
+    if (!pool_->owns(*buffer)) {
+      auto copy = pool_->allocate(t.nbytes());
+      if (!copy) {
+        counters_.inline_fallback.add();
+        rate_log_.warn("pool", "sending '" + nt.name + "' inline: " + copy.status().message());
+        placements.push_back(wire::InlineFrame{static_cast<std::uint32_t>(inline_tensors.size())});
+        inline_tensors.push_back(&t);
+        continue;
+      }
+      std::memcpy((*copy)->data(), t.raw_data(), t.nbytes());
+      writer.counters().copied_to_shm.add();
+      buffer = copy->get();
+      offset = 0;
+      copies.push_back(std::move(*copy));
+    }
+    ShmLocation loc = *buffer->shm();
+    loc.offset += offset;
+    loc.size = t.nbytes();
+    pool_->mark_sent(*buffer, static_cast<std::uint32_t>(receivers));
+    placements.push_back(std::move(loc));
+  }
+  EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope_));
+  try {
+    const std::string frame = wire::topic_frame(m.header().topic);
+    const bool more = !inline_tensors.empty();
+    pub_ipc_.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    pub_ipc_.send(zmq::buffer(envelope_), more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
+                                               : zmq::send_flags::dontwait);
+    for (std::size_t i = 0; i < inline_tensors.size(); ++i) {
+      const Tensor& t = *inline_tensors[i];
+      const bool last = i + 1 == inline_tensors.size();
+      zmq::message_t part(t.raw_data(), t.nbytes());  // small: copied
+      pub_ipc_.send(part, last ? zmq::send_flags::dontwait
+                               : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("ipc send failed: ") + e.what());
+  }
+  // `copies` may be released now: the pending count keeps their blocks until received.
+  writer.counters().sent_remote.add();
+  counters_.sent_ipc.add();
+  return Status::ok();
+}
+
+Status BusIo::send_tcp(const Message& m) {
+  std::vector<wire::TensorPlacement> placements;
+  for (std::size_t i = 0; i < m.tensors().size(); ++i) {
+    if (!m.tensors()[i].tensor.device().is_cpu()) {
+      return failed_precondition("tensor '" + m.tensors()[i].name + "' is not on the CPU");
+    }
+    placements.push_back(wire::InlineFrame{static_cast<std::uint32_t>(i)});
+  }
+  std::string envelope;
+  EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
+  try {
+    const std::string frame = wire::topic_frame(m.header().topic);
+    const bool more = !m.tensors().empty();
+    pub_tcp_.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    pub_tcp_.send(zmq::buffer(envelope), more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
+                                              : zmq::send_flags::dontwait);
+    for (std::size_t i = 0; i < m.tensors().size(); ++i) {
+      const Tensor& t = m.tensors()[i].tensor;
+      const bool last = i + 1 == m.tensors().size();
+      // Zero copy: ZeroMQ sends from the tensor's buffer and releases our hold when done.
+      auto* hold = new BufferPtr(t.buffer());
+      zmq::message_t part(t.raw_data(), t.nbytes(), &free_buffer_hold, hold);
+      pub_tcp_.send(part, last ? zmq::send_flags::dontwait
+                               : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("tcp send failed: ") + e.what());
+  }
+  counters_.sent_tcp.add();
+  return Status::ok();
+}
+
+void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed) {
+  counters_.received.add();
+  if (parts.size() < 2) {
+    counters_.decode_errors.add();
+    bus_.reject_remote("?", "malformed message with " + std::to_string(parts.size()) +
+                                " frame(s); expected topic, envelope, tensors");
+    return;
+  }
+  auto topic = wire::parse_topic_frame(bytes_of(parts[0]));
+  if (!topic) {
+    counters_.decode_errors.add();
+    bus_.reject_remote("?", topic.status().message());
+    return;
+  }
+  const std::string topic_name(*topic);
+  std::vector<wire::Frame> frames;
+  frames.reserve(parts.size() - 2);
+  for (std::size_t i = 2; i < parts.size(); ++i) {
+    auto owner = std::make_shared<zmq::message_t>(std::move(parts[i]));
+    frames.push_back({bytes_of(*owner), owner});
+  }
+  wire::ShmResolver resolver;
+  if (shm_allowed) resolver = [this](const ShmLocation& loc) { return mapper_.acquire(loc); };
+  auto decoded = wire::decode(bytes_of(parts[1]), frames, resolver);
+  if (!decoded) {
+    counters_.decode_errors.add();
+    bus_.reject_remote(topic_name, decoded.status().message());
+    return;
+  }
+  Message& m = *decoded;
+  if (m.header().topic != topic_name) {
+    counters_.decode_errors.add();
+    bus_.reject_remote(topic_name, "envelope names topic '" + m.header().topic +
+                                       "' but was sent on '" + topic_name + "'");
+    return;
+  }
+  if (const MessageSchema* schema = find_schema(m.type())) {
+    if (Status s = validate(m, *schema); !s.is_ok()) {
+      counters_.decode_errors.add();
+      bus_.reject_remote(topic_name, s.message());
+      return;
+    }
+  }
+  std::uint64_t lost = 0;
+  auto& last = last_seq_[topic_name + "\n" + m.header().publisher];
+  if (m.header().seq <= last) {
+    counters_.duplicates.add();
+    return;
+  }
+  if (last != 0 && m.header().seq > last + 1) lost = m.header().seq - last - 1;
+  last = m.header().seq;
+  bus_.deliver_remote(std::make_shared<const Message>(std::move(m)), lost);
+}
+
+void BusIo::receive(zmq::socket_t& socket, bool shm_allowed) {
+  for (int i = 0; i < 256; ++i) {  // bounded, so control requests and discovery are not starved
+    std::vector<zmq::message_t> parts;
+    try {
+      if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
+    } catch (const zmq::error_t& e) {
+      rate_log_.warn("recv", std::string("receive failed: ") + e.what());
+      return;
+    }
+    handle_message(parts, shm_allowed);
+  }
+}
+
+void BusIo::serve_control() {
+  std::vector<zmq::message_t> parts;
+  try {
+    if (!zmq::recv_multipart(control_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
+  } catch (const zmq::error_t&) {
+    return;
+  }
+  ControlRequest req;
+  if (!parts.empty()) req.command = parts[0].to_string();
+  if (parts.size() > 1) req.argument = parts[1].to_string();
+  Expected<std::string> reply = std::string();
+  if (req.command == "bus") {
+    reply = bus_.stats_yaml();
+  } else {
+    std::lock_guard lock(control_mu_);
+    if (control_handler_) {
+      reply = control_handler_(req);
+    } else {
+      reply = not_found("this process hosts no nodes");
+    }
+  }
+  try {
+    if (reply) {
+      control_.send(zmq::str_buffer("ok"), zmq::send_flags::sndmore);
+      control_.send(zmq::buffer(*reply), zmq::send_flags::none);
+    } else {
+      control_.send(zmq::str_buffer("error"), zmq::send_flags::sndmore);
+      control_.send(zmq::buffer(reply.status().message()), zmq::send_flags::none);
+    }
+  } catch (const zmq::error_t&) {
+  }
+}
+
+void BusIo::run() {
+  std::int64_t last_rescan = steady_now_ns();
+  std::int64_t last_sweep = last_rescan;
+  while (!stop_.load()) {
+    std::vector<zmq::pollitem_t> items = {
+        {sub_ipc_.handle(), 0, ZMQ_POLLIN, 0},
+        {sub_tcp_.handle(), 0, ZMQ_POLLIN, 0},
+        {control_.handle(), 0, ZMQ_POLLIN, 0},
+        {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+        {nullptr, inotify_fd_, ZMQ_POLLIN, 0},
+    };
+    if (inotify_fd_ < 0) items.pop_back();
+    try {
+      zmq::poll(items.data(), items.size(), kPollPeriod);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) rate_log_.warn("poll", std::string("poll failed: ") + e.what());
+      continue;
+    }
+    if (items[3].revents & ZMQ_POLLIN) {
+      std::uint64_t v;
+      [[maybe_unused]] auto n = ::read(wake_fd_, &v, sizeof v);
+      std::vector<std::function<void()>> cmds;
+      {
+        std::lock_guard lock(cmd_mu_);
+        cmds.swap(commands_);
+      }
+      for (auto& c : cmds) c();
+    }
+    bool rescan = false;
+    if (items.size() > 4 && (items[4].revents & ZMQ_POLLIN)) {
+      char buf[4096];
+      while (::read(inotify_fd_, buf, sizeof buf) > 0) {
+      }
+      rescan = true;
+    }
+    if (items[0].revents & ZMQ_POLLIN) receive(sub_ipc_, /*shm_allowed=*/true);
+    if (items[1].revents & ZMQ_POLLIN) receive(sub_tcp_, /*shm_allowed=*/false);
+    if (items[2].revents & ZMQ_POLLIN) serve_control();
+    if (registry_dirty_.load()) write_registry();
+    const std::int64_t now = steady_now_ns();
+    if (rescan || now - last_rescan > kRescanPeriodNs) {
+      last_rescan = now;
+      rescan_registry();
+      std::lock_guard lock(send_mu_);
+      drain_interest(pub_ipc_, ipc_interest_);
+      drain_interest(pub_tcp_, tcp_interest_);
+    }
+    if (now - last_sweep > kStaleSweepPeriodNs) {
+      last_sweep = now;
+      shm::remove_stale_segments();
+    }
+  }
+}
+
+std::string BusIo::stats_yaml() const {
+  std::ostringstream out;
+  const auto p = pool_->stats();
+  const auto m = mapper_.stats();
+  out << "transport:\n  received: " << counters_.received.get()
+      << "\n  decode_errors: " << counters_.decode_errors.get()
+      << "\n  duplicates: " << counters_.duplicates.get() << "\n  sent_ipc: " << counters_.sent_ipc.get()
+      << "\n  sent_tcp: " << counters_.sent_tcp.get()
+      << "\n  inline_fallback: " << counters_.inline_fallback.get() << "\n";
+  out << "shm_pool:\n  segments: " << p.segments << "\n  bytes: " << p.bytes << "\n  in_use: " << p.in_use
+      << "\n  allocations: " << p.allocations << "\n  created: " << p.created
+      << "\n  recycled: " << p.recycled << "\n  transit_expired: " << p.transit_expired
+      << "\n  dead_holders_cleared: " << p.dead_holders_cleared << "\n  exhausted: " << p.exhausted << "\n";
+  out << "shm_mapper:\n  acquired: " << m.acquired << "\n  recycled_before_read: " << m.recycled_before_read
+      << "\n  vanished: " << m.vanished << "\n  bad_descriptor: " << m.bad_descriptor
+      << "\n  slots_full: " << m.slots_full << "\n  mapped: " << m.mapped << "\n";
+  if (!tcp_endpoint_.empty()) out << "tcp_endpoint: " << tcp_endpoint_ << "\n";
+  return out.str();
+}
+
+}  // namespace edgevla

@@ -1,0 +1,105 @@
+// The bus's cross-process side: ZeroMQ sockets, the shared-memory pool and mapper, registry
+// discovery and the control endpoint, all driven by one I/O thread. Publishers call send()
+// from their own threads; everything else happens on the I/O thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "runtime/bus/bus.hpp"
+#include "runtime/bus/registry.hpp"
+#include "runtime/shm/mapper.hpp"
+#include "runtime/shm/pool.hpp"
+
+namespace edgevla {
+
+struct TransportCounters {
+  Counter received;        // messages received from other processes
+  Counter decode_errors;   // envelopes or descriptors that could not be decoded
+  Counter duplicates;      // same message seen twice (e.g. over ipc and tcp)
+  Counter sent_ipc;
+  Counter sent_tcp;
+  Counter inline_fallback; // tensors sent inline over ipc because the pool was full
+};
+
+class BusIo {
+ public:
+  static Expected<std::unique_ptr<BusIo>> create(Bus& bus, const BusOptions& options,
+                                                 const std::string& bus_id);
+  ~BusIo();
+
+  // Sends to other processes that subscribed to the message's topic (none: returns at once).
+  Status send(TopicWriter& writer, const Message& message);
+  void subscribe(const std::string& topic);
+  void unsubscribe(const std::string& topic);
+  void registry_changed();
+  Expected<BufferPtr> allocate_shm(std::size_t bytes) { return pool_->allocate(bytes); }
+  void set_control_handler(ControlHandler handler);
+  std::string stats_yaml() const;
+  const std::string& tcp_endpoint() const { return tcp_endpoint_; }
+
+ private:
+  BusIo(Bus& bus, const BusOptions& options, const std::string& bus_id, Registry registry);
+  Status start();
+  void run();
+  void post(std::function<void()> command);
+  void drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest);
+  int interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame) const;
+  Status send_ipc(TopicWriter& writer, const Message& message, int receivers);
+  Status send_tcp(const Message& message);
+  void receive(zmq::socket_t& socket, bool shm_allowed);
+  void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
+  void rescan_registry();
+  void write_registry();
+  void serve_control();
+
+  Bus& bus_;
+  BusOptions options_;
+  std::string bus_id_;
+  Registry registry_;
+  RegistryEntry self_;
+  std::string tcp_endpoint_;
+
+  zmq::context_t ctx_{1};
+  // Publishing sockets and the subscription interest they report; guarded by send_mu_.
+  std::mutex send_mu_;
+  zmq::socket_t pub_ipc_;
+  zmq::socket_t pub_tcp_;
+  std::unordered_map<std::string, int> ipc_interest_;
+  std::unordered_map<std::string, int> tcp_interest_;
+  std::string envelope_;  // reused encode buffer
+
+  // I/O-thread sockets.
+  zmq::socket_t sub_ipc_;
+  zmq::socket_t sub_tcp_;
+  zmq::socket_t control_;
+  int wake_fd_ = -1;
+  int inotify_fd_ = -1;
+
+  std::mutex cmd_mu_;
+  std::vector<std::function<void()>> commands_;
+  std::atomic<bool> registry_dirty_{true};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+
+  std::map<std::string, std::pair<std::string, std::uint32_t>> connected_;  // bus id -> endpoint, pid
+  std::unordered_map<std::string, std::uint64_t> last_seq_;  // topic \n publisher -> seq
+  ControlHandler control_handler_;
+  std::mutex control_mu_;
+
+  std::shared_ptr<shm::Pool> pool_;
+  shm::Mapper mapper_;
+  TransportCounters counters_;
+  RateLimitedLog rate_log_;
+};
+
+}  // namespace edgevla

@@ -1,0 +1,53 @@
+#include "runtime/bus/qos.hpp"
+
+#include <charconv>
+
+namespace edgevla {
+
+std::string QoS::to_string() const {
+  if (reliability == Reliability::kReliable) {
+    return "reliable:" + std::to_string(depth) + ":" + std::to_string(max_block.count()) + "ms";
+  }
+  if (depth == 1) return "keep_latest";
+  return "keep_last:" + std::to_string(depth);
+}
+
+namespace {
+
+bool parse_size(std::string_view s, std::size_t& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && out > 0;
+}
+
+}  // namespace
+
+Expected<QoS> parse_qos(std::string_view text) {
+  const auto bad = [&] {
+    return invalid_argument("bad QoS '" + std::string(text) +
+                            "' (use keep_latest, keep_last:N, reliable:N or reliable:N:MSms)");
+  };
+  if (text == "keep_latest") return QoS::keep_latest();
+  if (text == "sensor_data") return QoS::sensor_data();
+  std::size_t n = 0;
+  if (text.starts_with("keep_last:")) {
+    if (!parse_size(text.substr(10), n)) return bad();
+    return QoS::keep_last(n);
+  }
+  if (text.starts_with("reliable:")) {
+    auto rest = text.substr(9);
+    std::chrono::milliseconds block{100};
+    if (auto colon = rest.find(':'); colon != std::string_view::npos) {
+      auto ms = rest.substr(colon + 1);
+      if (!ms.ends_with("ms")) return bad();
+      std::size_t v = 0;
+      if (!parse_size(ms.substr(0, ms.size() - 2), v)) return bad();
+      block = std::chrono::milliseconds(v);
+      rest = rest.substr(0, colon);
+    }
+    if (!parse_size(rest, n)) return bad();
+    return QoS::reliable(n, block);
+  }
+  return bad();
+}
+
+}  // namespace edgevla

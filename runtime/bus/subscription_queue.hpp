@@ -1,0 +1,63 @@
+// The queue between the bus and one subscription. Many producers (publishers in this
+// process, the bus's receive thread), one consumer (the subscribing node's executor).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "msgs/message.hpp"
+#include "runtime/bus/qos.hpp"
+#include "runtime/bus/waker.hpp"
+#include "runtime/util/stats.hpp"
+
+namespace edgevla {
+
+struct SubscriptionCounters {
+  Counter received;          // messages offered to the queue
+  Counter dropped_overflow;  // oldest dropped because the queue was full (best effort)
+  Counter dropped_timeout;   // reliable: the publisher waited max_block and then dropped
+  Counter rejected;          // wrong type, failed schema, undecodable, bad shm descriptor
+  Counter lost;              // gaps in the publisher's sequence numbers (dropped in transport)
+  Counter delivered;         // handed to the callback
+};
+
+class SubscriptionQueue {
+ public:
+  // `type` empty accepts any message type (recorder, topic echo).
+  SubscriptionQueue(std::string topic, std::string type, QoS qos, std::string owner,
+                    std::shared_ptr<Waker> waker);
+
+  const std::string& topic() const { return topic_; }
+  const std::string& type() const { return type_; }
+  const QoS& qos() const { return qos_; }
+  const std::string& owner() const { return owner_; }
+
+  // Offers a message. Best effort never blocks; reliable blocks up to qos.max_block.
+  // Returns false when a message (this or an older one) was dropped.
+  bool push(MessagePtr message);
+  // The oldest queued message, or nullptr.
+  MessagePtr pop();
+  std::size_t size() const;
+  // Drops everything queued (deactivation) without counting drops.
+  void clear();
+
+  SubscriptionCounters& counters() { return counters_; }
+  const SubscriptionCounters& counters() const { return counters_; }
+
+ private:
+  std::string topic_;
+  std::string type_;
+  QoS qos_;
+  std::string owner_;
+  std::shared_ptr<Waker> waker_;
+  mutable std::mutex mu_;
+  std::condition_variable space_;
+  std::deque<MessagePtr> queue_;
+  SubscriptionCounters counters_;
+};
+
+}  // namespace edgevla

@@ -1,0 +1,51 @@
+#include "runtime/bus/waker.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+
+#include "runtime/util/clock.hpp"
+
+namespace edgevla {
+
+void Waker::notify() {
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE, INT_MAX,
+            nullptr, nullptr, 0);
+  }
+}
+
+void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns) {
+  if (spin_ns > 0) {
+    const std::int64_t until = steady_now_ns() + spin_ns;
+    while (steady_now_ns() < until) {
+      if (epoch_.load(std::memory_order_acquire) != seen) return;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  if (epoch_.load(std::memory_order_seq_cst) == seen) {
+    timespec rel{};
+    timespec* timeout = nullptr;
+    if (deadline_ns > 0) {
+      std::int64_t left = deadline_ns - steady_now_ns();
+      if (left < 0) left = 0;
+      rel.tv_sec = left / 1'000'000'000;
+      rel.tv_nsec = left % 1'000'000'000;
+      timeout = &rel;
+    }
+    if (timeout == nullptr || timeout->tv_sec > 0 || timeout->tv_nsec > 0) {
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, seen,
+              timeout, nullptr, 0);
+    }
+  }
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+}  // namespace edgevla

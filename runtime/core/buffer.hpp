@@ -1,0 +1,92 @@
+// Buffer: a reference-counted block of bytes (shared_ptr<Buffer>) that tensors view.
+// The kind says who owns the bytes; the release action runs when the last reference goes,
+// on whatever thread drops it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "runtime/core/device.hpp"
+#include "runtime/core/status.hpp"
+
+namespace edgevla {
+
+enum class BufferKind {
+  kHeap,          // aligned heap allocation owned by the buffer
+  kSharedMemory,  // a block of a POSIX shared-memory segment (see runtime/shm)
+  kMappedFile,    // a read-only memory-mapped file (weights)
+  kExternal,      // memory owned by someone else (a received ZeroMQ frame, a caller's array)
+};
+
+std::string_view buffer_kind_name(BufferKind kind);
+
+// Where a shared-memory buffer lives, so another process can map the same bytes.
+struct ShmLocation {
+  std::string segment;        // shm_open name, e.g. "/edgevla.1000.4242.1.7"
+  std::uint64_t offset = 0;   // byte offset of the data inside the segment
+  std::uint64_t size = 0;     // bytes
+  std::uint32_t generation = 0;  // block generation at publish time (recycling guard)
+};
+
+class Buffer final {
+ public:
+  using Release = std::function<void()>;
+
+  struct Options {
+    BufferKind kind = BufferKind::kExternal;
+    Device device = Device::cpu();
+    bool writable = false;
+    std::optional<ShmLocation> shm;  // set for kSharedMemory
+    Release release;                 // runs once when the buffer is destroyed
+  };
+
+  Buffer(std::byte* data, std::size_t size, Options options);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  // 64-byte aligned heap memory, uninitialised.
+  static Expected<std::shared_ptr<Buffer>> allocate_heap(std::size_t size);
+  // Maps a whole file read-only. The mapping is shared and never copied to the heap.
+  static Expected<std::shared_ptr<Buffer>> map_file(const std::string& path);
+  // Wraps caller memory; `keep_alive` owns it and is released with the buffer.
+  static std::shared_ptr<Buffer> wrap(std::byte* data, std::size_t size,
+                                      std::shared_ptr<void> keep_alive, bool writable);
+
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::span<std::byte> bytes() const { return {data_, size_}; }
+  BufferKind kind() const { return options_.kind; }
+  Device device() const { return options_.device; }
+  bool writable() const { return options_.writable; }
+  const std::optional<ShmLocation>& shm() const { return options_.shm; }
+
+ private:
+  std::byte* data_;
+  std::size_t size_;
+  Options options_;
+};
+
+using BufferPtr = std::shared_ptr<Buffer>;
+
+// Allocates buffers on one device. CPU's is built in; a GPU backend registers its own.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns `size` bytes of writable, uninitialised memory on device().
+  virtual Expected<BufferPtr> allocate(std::size_t size) = 0;
+  // The device this allocator's buffers live on.
+  virtual Device device() const = 0;
+};
+
+// Registers the allocator for a device type, replacing any earlier one.
+void register_allocator(DeviceType type, std::shared_ptr<Allocator> allocator);
+// The allocator for `device`; not_found names the backend that would provide it.
+Expected<Allocator*> allocator_for(Device device);
+
+}  // namespace edgevla

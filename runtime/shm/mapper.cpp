@@ -1,0 +1,111 @@
+#include "runtime/shm/mapper.hpp"
+
+#include <unistd.h>
+
+namespace edgevla::shm {
+
+Mapper::Mapper(std::size_t max_cached_segments)
+    : max_cached_(max_cached_segments), pid_(static_cast<std::uint32_t>(::getpid())) {}
+
+Expected<std::shared_ptr<Segment>> Mapper::segment(const std::string& name) {
+  if (auto it = cache_.find(name); it != cache_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.second);
+    return it->second.first;
+  }
+  if (!name.starts_with(segment_prefix())) {
+    ++stats_.bad_descriptor;
+    return invalid_argument("shared memory segment '" + name +
+                            "' is not an edgevla segment of this user");
+  }
+  auto opened = Segment::open(name);
+  if (!opened) {
+    if (opened.status().code() == StatusCode::kNotFound) {
+      ++stats_.vanished;
+    } else {
+      ++stats_.bad_descriptor;
+    }
+    return opened.status();
+  }
+  std::shared_ptr<Segment> seg = std::move(*opened);
+  lru_.push_front(name);
+  cache_.emplace(name, std::make_pair(seg, lru_.begin()));
+  while (cache_.size() > max_cached_) {
+    cache_.erase(lru_.back());  // buffers still using it keep their own reference
+    lru_.pop_back();
+  }
+  return seg;
+}
+
+Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
+  std::shared_ptr<Segment> seg;
+  {
+    std::lock_guard lock(mu_);
+    auto s = segment(loc.segment);
+    if (!s) return s.status();
+    seg = std::move(*s);
+    if (loc.offset < kDataOffset || loc.offset - kDataOffset > seg->capacity() ||
+        loc.size > seg->capacity() - (loc.offset - kDataOffset)) {
+      ++stats_.bad_descriptor;
+      return out_of_range("descriptor [offset " + std::to_string(loc.offset) + ", " +
+                          std::to_string(loc.size) + " bytes] points outside segment '" +
+                          loc.segment + "' (data at offset " + std::to_string(kDataOffset) + ", " +
+                          std::to_string(seg->capacity()) + " bytes)");
+    }
+  }
+  const int slot = seg->claim_slot(pid_);
+  if (slot < 0) {
+    std::lock_guard lock(mu_);
+    ++stats_.slots_full;
+    return resource_exhausted("segment '" + loc.segment + "' already has " +
+                              std::to_string(kMaxHolders) + " holder processes");
+  }
+  auto& state = seg->header().state;
+  std::uint64_t raw = state.load();
+  for (;;) {
+    State s = State::unpack(raw);
+    if (s.generation != loc.generation || (s.flags & kFlagRecycling)) {
+      seg->release_slot(slot);
+      std::lock_guard lock(mu_);
+      ++stats_.recycled_before_read;
+      return unavailable("buffer in '" + loc.segment +
+                         "' was recycled by its publisher before this subscriber read it "
+                         "(the subscriber fell behind by more than the publisher's pool)");
+    }
+    if (s.pending == 0) break;
+    --s.pending;
+    if (state.compare_exchange_weak(raw, s.pack())) break;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.acquired;
+  }
+  Buffer::Options o;
+  o.kind = BufferKind::kSharedMemory;
+  o.writable = false;
+  o.shm = loc;
+  o.release = [seg, slot] { seg->release_slot(slot); };
+  std::byte* data = seg->data() + (loc.offset - kDataOffset);
+  return std::make_shared<Buffer>(data, loc.size, std::move(o));
+}
+
+void Mapper::forget_process(std::uint32_t pid) {
+  const std::string prefix = segment_prefix() + std::to_string(pid) + ".";
+  std::lock_guard lock(mu_);
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (it->first.starts_with(prefix)) {
+      lru_.erase(it->second.second);
+      it = cache_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+MapperStats Mapper::stats() const {
+  std::lock_guard lock(mu_);
+  MapperStats s = stats_;
+  s.mapped = cache_.size();
+  return s;
+}
+
+}  // namespace edgevla::shm

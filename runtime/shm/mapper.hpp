@@ -1,0 +1,48 @@
+// The receiving side of shared memory: maps publishers' segments (once, then cached) and
+// turns a descriptor into a read-only buffer that holds the block until the last reference
+// to it is dropped.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/core/buffer.hpp"
+#include "runtime/shm/segment.hpp"
+
+namespace edgevla::shm {
+
+struct MapperStats {
+  std::uint64_t acquired = 0;
+  std::uint64_t recycled_before_read = 0;  // the publisher reused the block first (too slow)
+  std::uint64_t vanished = 0;              // the segment no longer exists
+  std::uint64_t bad_descriptor = 0;        // offset/size outside the segment, bad header
+  std::uint64_t slots_full = 0;            // more holders than kMaxHolders
+  std::uint64_t mapped = 0;                // segments mapped now
+};
+
+class Mapper {
+ public:
+  explicit Mapper(std::size_t max_cached_segments = 1024);
+
+  // A buffer over [loc.offset, loc.offset + loc.size) of the segment, or the reason why not.
+  Expected<BufferPtr> acquire(const ShmLocation& loc);
+  // Drops cached mappings of segments created by `pid` (it exited).
+  void forget_process(std::uint32_t pid);
+  MapperStats stats() const;
+
+ private:
+  Expected<std::shared_ptr<Segment>> segment(const std::string& name);
+
+  std::size_t max_cached_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<Segment>, std::list<std::string>::iterator>> cache_;
+  std::list<std::string> lru_;  // front = most recently used
+  MapperStats stats_;
+  std::uint32_t pid_;
+};
+
+}  // namespace edgevla::shm

@@ -1,0 +1,170 @@
+#include "runtime/shm/pool.hpp"
+
+#include <bit>
+
+#include "runtime/util/clock.hpp"
+
+namespace edgevla::shm {
+
+std::shared_ptr<Pool> Pool::create(PoolOptions options) {
+  return std::shared_ptr<Pool>(new Pool(std::move(options)));
+}
+
+Pool::~Pool() = default;
+
+std::size_t Pool::size_class(std::size_t size) {
+  constexpr std::size_t kMin = 4096;
+  constexpr std::size_t kFine = 64 * 1024;
+  if (size <= kMin) return kMin;
+  if (size <= kFine) return std::bit_ceil(size);
+  const std::size_t pow = std::bit_floor(size);
+  const std::size_t step = pow / 4;
+  return (size + step - 1) / step * step;
+}
+
+bool Pool::try_recycle(Block& b, std::int64_t now_ns) {
+  const Segment& seg = *b.segment;
+  auto& state = seg.header().state;
+  std::uint64_t raw = state.load();
+  const State s = State::unpack(raw);
+  if (s.flags != 0) return false;
+  const bool expired = now_ns - b.sent_ns >= options_.transit_timeout_ns;
+  if (s.pending > 0 && !expired) return false;
+  if (seg.any_holder()) return false;
+  const State recycling{s.generation + 1, 0, kFlagRecycling};
+  if (!state.compare_exchange_strong(raw, recycling.pack())) return false;
+  if (seg.any_holder()) {
+    // A receiver claimed a slot between our checks; it keeps the block.
+    std::uint64_t expect = recycling.pack();
+    state.compare_exchange_strong(expect, s.pack());
+    return false;
+  }
+  state.store(State{s.generation + 1, 0, 0}.pack());
+  b.generation = s.generation + 1;
+  if (s.pending > 0) {
+    ++stats_.transit_expired;
+  } else if (b.sent_ns != 0) {
+    ++stats_.recycled;
+  }
+  b.sent_ns = 0;
+  return true;
+}
+
+bool Pool::evict_idle_for(std::size_t need) {
+  // Frees least recently used idle blocks (any size class) until `need` more bytes fit.
+  const std::int64_t now = steady_now_ns();
+  while (bytes_ + need > options_.max_bytes) {
+    Block* victim = nullptr;
+    for (auto& b : blocks_) {
+      if (!b.segment || b.local_in_use) continue;
+      if (victim == nullptr || b.last_used < victim->last_used) {
+        if (try_recycle(b, now)) victim = &b;
+      }
+    }
+    if (victim == nullptr) return false;
+    bytes_ -= victim->size_class;
+    victim->segment.reset();
+  }
+  return true;
+}
+
+Expected<BufferPtr> Pool::allocate(std::size_t size) {
+  const std::size_t cls = size_class(size);
+  std::unique_lock lock(mu_);
+  const std::int64_t now = steady_now_ns();
+  // Sweep slots of dead receivers now and then, so a crashed subscriber frees its blocks.
+  if (now - last_sweep_ns_ > 100'000'000) {
+    last_sweep_ns_ = now;
+    for (auto& b : blocks_) {
+      if (b.segment && !b.local_in_use) {
+        stats_.dead_holders_cleared += static_cast<std::uint64_t>(b.segment->clear_dead_holders());
+      }
+    }
+  }
+  std::size_t chosen = blocks_.size();
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    Block& b = blocks_[i];
+    if (!b.segment || b.local_in_use || b.size_class != cls) continue;
+    if (chosen < blocks_.size() && blocks_[chosen].last_used <= b.last_used) continue;
+    if (try_recycle(b, now)) chosen = i;
+  }
+  if (chosen == blocks_.size()) {
+    if (bytes_ + cls > options_.max_bytes && !evict_idle_for(cls)) {
+      ++stats_.exhausted;
+      return resource_exhausted(
+          "shared memory pool is full (" + std::to_string(bytes_ >> 20) + " MiB of " +
+          std::to_string(options_.max_bytes >> 20) +
+          " MiB held by this process's in-flight messages); subscribers are holding buffers — "
+          "release received messages sooner or raise bus.shm_pool_mb");
+    }
+    const std::string name = options_.name_prefix + "." + std::to_string(next_segment_++);
+    auto seg = Segment::create(name, cls);
+    if (!seg) return seg.status();
+    // Reuse an empty slot so indices stay small.
+    for (chosen = 0; chosen < blocks_.size() && blocks_[chosen].segment; ++chosen) {
+    }
+    if (chosen == blocks_.size()) blocks_.emplace_back();
+    Block& nb = blocks_[chosen];
+    nb = Block{};
+    nb.segment = std::move(*seg);
+    nb.size_class = cls;
+    nb.generation = State::unpack(nb.segment->header().state.load()).generation;
+    bytes_ += cls;
+    ++stats_.created;
+  }
+  Block& b = blocks_[chosen];
+  b.local_in_use = true;
+  b.last_used = ++tick_;
+  ++stats_.allocations;
+  Buffer::Options o;
+  o.kind = BufferKind::kSharedMemory;
+  o.writable = true;
+  o.shm = ShmLocation{b.segment->name(), kDataOffset, size, b.generation};
+  o.release = [self = shared_from_this(), chosen] { self->release(chosen); };
+  return std::make_shared<Buffer>(b.segment->data(), size, std::move(o));
+}
+
+void Pool::release(std::size_t index) {
+  std::lock_guard lock(mu_);
+  blocks_[index].local_in_use = false;
+}
+
+void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers) {
+  if (!buffer.shm() || receivers == 0) return;
+  std::lock_guard lock(mu_);
+  for (auto& b : blocks_) {
+    if (!b.segment || b.segment->name() != buffer.shm()->segment) continue;
+    auto& state = b.segment->header().state;
+    std::uint64_t raw = state.load();
+    for (;;) {
+      State s = State::unpack(raw);
+      const std::uint32_t p = s.pending + receivers;
+      s.pending = static_cast<std::uint16_t>(p > 0xffff ? 0xffff : p);
+      if (state.compare_exchange_weak(raw, s.pack())) break;
+    }
+    b.sent_ns = steady_now_ns();
+    return;
+  }
+}
+
+bool Pool::owns(const Buffer& buffer) const {
+  return buffer.kind() == BufferKind::kSharedMemory && buffer.shm() &&
+         buffer.shm()->segment.starts_with(options_.name_prefix + ".");
+}
+
+PoolStats Pool::stats() const {
+  std::lock_guard lock(mu_);
+  PoolStats s = stats_;
+  s.segments = 0;
+  s.in_use = 0;
+  for (const auto& b : blocks_) {
+    if (!b.segment) continue;
+    ++s.segments;
+    const State st = State::unpack(b.segment->header().state.load());
+    if (b.local_in_use || st.pending > 0 || b.segment->any_holder()) ++s.in_use;
+  }
+  s.bytes = bytes_;
+  return s;
+}
+
+}  // namespace edgevla::shm

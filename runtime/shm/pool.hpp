@@ -1,0 +1,78 @@
+// The publishing side of shared memory: a pool of segments this process owns. A node loans a
+// buffer, fills it and publishes; subscribers in other processes map the same bytes. Blocks
+// are recycled once every receiver has let go (or the transit timeout passed), so memory use
+// is bounded by the pool size and a slow or crashed subscriber costs drops, never a leak.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/core/buffer.hpp"
+#include "runtime/shm/segment.hpp"
+
+namespace edgevla::shm {
+
+struct PoolOptions {
+  std::string name_prefix;                        // e.g. "/edgevla.1000.4242.1" (unique per bus)
+  std::size_t max_bytes = std::size_t{2} << 30;   // all segments together
+  std::int64_t transit_timeout_ns = 2'000'000'000; // a sent block not acquired by then is reusable
+};
+
+struct PoolStats {
+  std::uint64_t segments = 0;        // segments that exist now
+  std::uint64_t bytes = 0;           // their data bytes
+  std::uint64_t in_use = 0;          // held locally or by receivers
+  std::uint64_t allocations = 0;     // buffers handed out
+  std::uint64_t created = 0;         // segments ever created
+  std::uint64_t recycled = 0;        // blocks reused after every holder let go
+  std::uint64_t transit_expired = 0; // blocks reused after the transit timeout (receiver lost)
+  std::uint64_t dead_holders_cleared = 0;
+  std::uint64_t exhausted = 0;       // allocations refused because the pool was full
+};
+
+class Pool : public std::enable_shared_from_this<Pool> {
+ public:
+  static std::shared_ptr<Pool> create(PoolOptions options);
+  ~Pool();
+
+  // A writable buffer of at least `size` bytes (exactly `size` visible) in shared memory.
+  Expected<BufferPtr> allocate(std::size_t size);
+  // Records that the block behind `buffer` was just sent to `receivers` other processes.
+  void mark_sent(const Buffer& buffer, std::uint32_t receivers);
+  // True when `buffer` is a block of this pool (then it can be sent as a descriptor).
+  bool owns(const Buffer& buffer) const;
+  PoolStats stats() const;
+
+  // Size class of a request: powers of two up to 64 KiB, then four steps per power of two.
+  static std::size_t size_class(std::size_t size);
+
+ private:
+  struct Block {
+    std::unique_ptr<Segment> segment;
+    std::size_t size_class = 0;
+    std::uint32_t generation = 1;
+    bool local_in_use = false;
+    std::int64_t sent_ns = 0;
+    std::uint64_t last_used = 0;  // allocation tick, for LRU reuse
+  };
+
+  explicit Pool(PoolOptions options) : options_(std::move(options)) {}
+  bool try_recycle(Block& block, std::int64_t now_ns);
+  void release(std::size_t index);
+  bool evict_idle_for(std::size_t need);
+
+  PoolOptions options_;
+  mutable std::mutex mu_;
+  std::vector<Block> blocks_;  // index is stable: evicted blocks leave an empty slot
+  std::size_t bytes_ = 0;
+  std::uint64_t tick_ = 0;
+  std::uint64_t next_segment_ = 0;
+  std::int64_t last_sweep_ns_ = 0;
+  PoolStats stats_;
+};
+
+}  // namespace edgevla::shm

@@ -1,0 +1,99 @@
+// One POSIX shared-memory segment holding one buffer block, with a small control header.
+//
+// Cross-process lifetime protocol (see docs/shm.md):
+//  - state packs generation (32 bits) | pending receivers (16) | flags (16).
+//  - A receiver claims a holder slot (CAS 0 -> its pid), then checks the generation it was
+//    told and decrements pending. A wrong generation or RECYCLING flag means the block was
+//    reused before this receiver got to it: it releases the slot and counts a drop.
+//  - The owner recycles a block only when it holds no local reference, pending is 0 (or the
+//    transit timeout passed) and no slot is held: it sets RECYCLING with the next generation,
+//    re-checks the slots, and reverts if a receiver slipped in.
+//  - Slots of dead processes are cleared by the owner, so a crashed subscriber cannot pin a
+//    block forever.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/core/status.hpp"
+
+namespace edgevla::shm {
+
+inline constexpr std::uint64_t kMagic = 0x314d485341564c45ull;  // "ELVASHM1" little endian
+inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr int kMaxHolders = 32;
+inline constexpr std::size_t kDataOffset = 4096;
+inline constexpr std::uint32_t kFlagRecycling = 1;
+
+struct State {
+  std::uint32_t generation;
+  std::uint16_t pending;
+  std::uint16_t flags;
+
+  static State unpack(std::uint64_t v) {
+    return {static_cast<std::uint32_t>(v >> 32), static_cast<std::uint16_t>((v >> 16) & 0xffff),
+            static_cast<std::uint16_t>(v & 0xffff)};
+  }
+  std::uint64_t pack() const {
+    return (static_cast<std::uint64_t>(generation) << 32) |
+           (static_cast<std::uint64_t>(pending) << 16) | flags;
+  }
+};
+
+struct SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t layout_version;
+  std::uint32_t owner_pid;
+  std::uint64_t data_offset;
+  std::uint64_t data_capacity;
+  std::atomic<std::uint64_t> state;
+  std::atomic<std::uint32_t> holders[kMaxHolders];  // pid of each process holding the block
+};
+static_assert(sizeof(SegmentHeader) <= kDataOffset);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
+class Segment {
+ public:
+  // Creates a new segment (mode 0600) with `capacity` data bytes reserved up front, so a full
+  // /dev/shm is an error here rather than a SIGBUS on first write.
+  static Expected<std::unique_ptr<Segment>> create(const std::string& name, std::size_t capacity);
+  // Opens an existing segment read-write (the header's atomics need writes) and checks it.
+  static Expected<std::unique_ptr<Segment>> open(const std::string& name);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  const std::string& name() const { return name_; }
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  std::byte* data() const { return static_cast<std::byte*>(base_) + kDataOffset; }
+  std::size_t capacity() const { return header().data_capacity; }
+
+  // Claims a holder slot for `pid`; -1 when all slots are taken.
+  int claim_slot(std::uint32_t pid) const;
+  void release_slot(int slot) const;
+  bool any_holder() const;
+  // Clears slots whose process no longer exists; returns how many.
+  int clear_dead_holders() const;
+
+ private:
+  Segment(std::string name, void* base, std::size_t map_size, bool owner)
+      : name_(std::move(name)), base_(base), map_size_(map_size), owner_(owner) {}
+
+  std::string name_;
+  void* base_;
+  std::size_t map_size_;
+  bool owner_;  // the creator unlinks the name on destruction
+};
+
+bool process_alive(pid_t pid);
+// Segment names of this user begin with this prefix ("/edgevla.<uid>.").
+std::string segment_prefix();
+// Unlinks segments whose creating process is gone (crashed publishers). Returns the count.
+int remove_stale_segments();
+
+}  // namespace edgevla::shm
