@@ -1,0 +1,384 @@
+#include "runtime/node/host.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "runtime/node/node_registry.hpp"
+#include "runtime/node/node_runtime.hpp"
+
+namespace edgevla {
+
+std::int64_t process_rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::int64_t pages_total = 0, pages_rss = 0;
+  f >> pages_total >> pages_rss;
+  return pages_rss * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+namespace {
+
+// Attaches a fresh runtime to `node` and runs its configure().
+Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std::int64_t spin_ns,
+                                                      std::shared_ptr<NodeRuntime>& slot_rt) {
+  auto rt = std::make_shared<NodeRuntime>();
+  rt->options = node.options();
+  rt->bus = bus;
+  rt->spin_ns = spin_ns;
+  slot_rt = rt;
+  NodeSpec spec(*rt);
+  Status s;
+  try {
+    s = node.configure(spec);
+  } catch (const std::exception& e) {
+    s = internal_error("node '" + node.name() + "': configure threw: " + e.what());
+  }
+  if (!s.is_ok()) return s;
+  EDGEVLA_RETURN_IF_ERROR(rt->check_unknown_params());
+  rt->state.store(NodeState::kConfigured);
+  return rt;
+}
+
+}  // namespace
+
+NodeHost::NodeHost(Bus& bus, NodeHostOptions options) : bus_(bus), options_(std::move(options)) {
+  bus_.set_control_handler([this](const ControlRequest& r) { return control(r); });
+  if (options_.status_period.count() > 0) {
+    auto w = bus_.advertise(options_.status_topic, "NodeStatus",
+                            options_.process_name.empty() ? "host" : options_.process_name);
+    if (w) {
+      status_writer_ = *w;
+      status_thread_ = std::thread([this] { status_loop(); });
+    } else {
+      logger().warn("NodeStatus disabled: {}", w.status().message());
+    }
+  }
+}
+
+NodeHost::~NodeHost() {
+  bus_.set_control_handler(nullptr);  // no introspection call may run into a dying host
+  {
+    std::lock_guard lock(status_mu_);
+    status_stop_ = true;
+  }
+  status_cv_.notify_all();
+  if (status_thread_.joinable()) status_thread_.join();
+  shutdown();
+  if (status_writer_) bus_.unadvertise(status_writer_);
+}
+
+Expected<Node*> NodeHost::add(const NodeOptions& options) {
+  auto node = NodeRegistry::instance().create(options);
+  if (!node) return node.status();
+  return configure_and_add(std::move(*node));
+}
+
+Expected<Node*> NodeHost::add(std::unique_ptr<Node> node) { return configure_and_add(std::move(node)); }
+
+Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
+  if (find(node->name()) != nullptr) {
+    return already_exists("two nodes are named '" + node->name() + "'; node names must be unique");
+  }
+  std::shared_ptr<NodeRuntime> rt;
+  node->runtime_ = nullptr;
+  auto configured = configure_node(*node, &bus_, options_.spin_ns, rt);
+  if (!configured) return configured.status();
+  node->runtime_ = *configured;
+  Node* raw = node.get();
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mu_);
+    slots_.push_back({std::move(node), *configured});
+    for (const auto& s : slots_) names.push_back(s.node->name());
+  }
+  bus_.set_node_names(std::move(names));
+  return raw;
+}
+
+Status NodeHost::activate(Slot& slot) {
+  NodeRuntime& rt = *slot.rt;
+  if (rt.state.load() != NodeState::kConfigured) {
+    return failed_precondition("node '" + slot.node->name() + "' is " +
+                               std::string(node_state_name(rt.state.load())) + ", not inactive");
+  }
+  std::vector<std::shared_ptr<TopicWriter>> writers;
+  auto undo = [&] {
+    for (auto& p : rt.publishers) {
+      p->active.store(false);
+      if (p->writer) bus_.unadvertise(p->writer);
+      p->writer.reset();
+    }
+  };
+  for (auto& p : rt.publishers) {
+    auto w = bus_.advertise(p->topic, p->type, p->node);
+    if (!w) {
+      undo();
+      return w.status();
+    }
+    p->writer = *w;
+    p->active.store(true, std::memory_order_release);
+  }
+  Status s;
+  try {
+    s = slot.node->activate();
+  } catch (const std::exception& e) {
+    s = internal_error(std::string("activate threw: ") + e.what());
+  }
+  if (!s.is_ok()) {
+    undo();
+    return s.with_context("node '" + slot.node->name() + "' failed to activate");
+  }
+  for (auto& sub : rt.subscriptions) {
+    if (Status a = bus_.attach(sub->queue); !a.is_ok()) {
+      for (auto& other : rt.subscriptions) bus_.detach(other->queue);
+      [[maybe_unused]] Status d = slot.node->deactivate();
+      undo();
+      return a.with_context("node '" + slot.node->name() + "'");
+    }
+  }
+  rt.running.store(true, std::memory_order_release);
+  rt.executor = std::thread([&rt] { rt.run_executor(); });
+  rt.state.store(NodeState::kActive);
+  return Status::ok();
+}
+
+Status NodeHost::deactivate(Slot& slot) {
+  NodeRuntime& rt = *slot.rt;
+  if (rt.state.load() != NodeState::kActive) return Status::ok();
+  rt.running.store(false, std::memory_order_release);
+  rt.waker->notify();
+  if (rt.executor.joinable()) rt.executor.join();
+  for (auto& sub : rt.subscriptions) bus_.detach(sub->queue);
+  Status s;
+  try {
+    s = slot.node->deactivate();
+  } catch (const std::exception& e) {
+    s = internal_error(std::string("deactivate threw: ") + e.what());
+  }
+  for (auto& p : rt.publishers) {
+    p->active.store(false);
+    if (p->writer) bus_.unadvertise(p->writer);
+    p->writer.reset();
+  }
+  rt.state.store(NodeState::kConfigured);
+  return s.with_context("node '" + slot.node->name() + "' deactivate");
+}
+
+Status NodeHost::activate_all() {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].rt->state.load() == NodeState::kActive) continue;
+    if (Status s = activate(slots_[i]); !s.is_ok()) {
+      for (std::size_t j = i; j-- > 0;) [[maybe_unused]] Status d = deactivate(slots_[j]);
+      return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status NodeHost::deactivate_all() {
+  std::lock_guard lock(mu_);
+  Status first;
+  for (std::size_t i = slots_.size(); i-- > 0;) {
+    Status s = deactivate(slots_[i]);
+    if (!s.is_ok()) {
+      logger().error("{}", s.message());
+      if (first.is_ok()) first = s;
+    }
+  }
+  return first;
+}
+
+void NodeHost::shutdown() {
+  [[maybe_unused]] Status s = deactivate_all();
+  std::lock_guard lock(mu_);
+  while (!slots_.empty()) {
+    slots_.back().rt->state.store(NodeState::kFinalized);
+    slots_.pop_back();
+  }
+}
+
+Node* NodeHost::find(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& s : slots_) {
+    if (s.node->name() == name) return s.node.get();
+  }
+  return nullptr;
+}
+
+std::vector<CallbackReport> NodeHost::callback_reports() const {
+  std::lock_guard lock(mu_);
+  std::vector<CallbackReport> out;
+  auto fill = [](CallbackReport& r, const CallbackStats& s) {
+    r.count = s.count.get();
+    r.errors = s.errors.get();
+    r.p50_ns = s.latency.quantile_ns(0.5);
+    r.p99_ns = s.latency.quantile_ns(0.99);
+    r.max_ns = s.latency.max_ns();
+    r.delay_p50_ns = s.delay.quantile_ns(0.5);
+    r.delay_p99_ns = s.delay.quantile_ns(0.99);
+    r.overruns = s.overruns.get();
+  };
+  for (const auto& slot : slots_) {
+    for (const auto& sub : slot.rt->subscriptions) {
+      CallbackReport r{slot.node->name(), sub->name, "subscription"};
+      fill(r, sub->stats);
+      const auto& c = sub->queue->counters();
+      r.dropped = c.dropped_overflow.get() + c.dropped_timeout.get() + c.lost.get();
+      r.rejected = c.rejected.get();
+      out.push_back(r);
+    }
+    for (const auto& t : slot.rt->timers) {
+      CallbackReport r{slot.node->name(), t->name, "timer"};
+      fill(r, t->stats);
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+std::uint64_t NodeHost::bad_inputs(std::string_view node) const {
+  std::lock_guard lock(mu_);
+  for (const auto& s : slots_) {
+    if (s.node->name() == node) return s.rt->bad_inputs.get();
+  }
+  return 0;
+}
+
+std::string NodeHost::nodes_yaml() const {
+  const auto reports = callback_reports();
+  std::lock_guard lock(mu_);
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "process" << YAML::Value << options_.process_name
+      << YAML::Key << "pid" << YAML::Value << ::getpid() << YAML::Key << "bus" << YAML::Value
+      << bus_.id() << YAML::Key << "rss_bytes" << YAML::Value << process_rss_bytes();
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& slot : slots_) {
+    const NodeRuntime& rt = *slot.rt;
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << slot.node->name() << YAML::Key
+        << "type" << YAML::Value << slot.node->type() << YAML::Key << "state" << YAML::Value
+        << std::string(node_state_name(rt.state.load())) << YAML::Key << "bad_inputs"
+        << YAML::Value << rt.bad_inputs.get();
+    out << YAML::Key << "publishers" << YAML::Value << YAML::BeginSeq;
+    for (const auto& p : rt.publishers) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p->name
+          << YAML::Key << "topic" << YAML::Value << p->topic << YAML::Key << "type" << YAML::Value
+          << p->type;
+      if (p->writer) {
+        const auto& c = p->writer->counters();
+        out << YAML::Key << "published" << YAML::Value << c.published.get() << YAML::Key
+            << "sent_remote" << YAML::Value << c.sent_remote.get() << YAML::Key << "errors"
+            << YAML::Value << c.errors.get();
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::Key << "subscriptions" << YAML::Value << YAML::BeginSeq;
+    for (const auto& s : rt.subscriptions) {
+      const auto& c = s->queue->counters();
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s->name
+          << YAML::Key << "topic" << YAML::Value << s->queue->topic() << YAML::Key << "type"
+          << YAML::Value << (s->queue->type().empty() ? "*" : s->queue->type()) << YAML::Key
+          << "qos" << YAML::Value << s->queue->qos().to_string() << YAML::Key << "received"
+          << YAML::Value << c.received.get() << YAML::Key << "dropped_overflow" << YAML::Value
+          << c.dropped_overflow.get() << YAML::Key << "dropped_timeout" << YAML::Value
+          << c.dropped_timeout.get() << YAML::Key << "lost" << YAML::Value << c.lost.get()
+          << YAML::Key << "rejected" << YAML::Value << c.rejected.get() << YAML::Key << "queued"
+          << YAML::Value << s->queue->size() << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::Key << "callbacks" << YAML::Value << YAML::BeginSeq;
+    for (const auto& r : reports) {
+      if (r.node != slot.node->name()) continue;
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << r.name
+          << YAML::Key << "kind" << YAML::Value << r.kind << YAML::Key << "count" << YAML::Value
+          << r.count << YAML::Key << "errors" << YAML::Value << r.errors << YAML::Key << "p50_us"
+          << YAML::Value << r.p50_ns / 1000.0 << YAML::Key << "p99_us" << YAML::Value
+          << r.p99_ns / 1000.0 << YAML::Key << "max_us" << YAML::Value << r.max_ns / 1000.0
+          << YAML::Key << "dropped" << YAML::Value << r.dropped << YAML::Key << "overruns"
+          << YAML::Value << r.overruns << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+Expected<std::string> NodeHost::params_yaml(std::string_view node) const {
+  std::lock_guard lock(mu_);
+  for (const auto& slot : slots_) {
+    if (slot.node->name() != node) continue;
+    YAML::Emitter out;
+    out.SetDoublePrecision(15);
+    out << YAML::BeginMap << YAML::Key << slot.node->name() << YAML::Value << YAML::BeginMap;
+    for (const auto& p : slot.rt->params) {
+      out << YAML::Key << p.name << YAML::Value;
+      emit_param_value(out, p.value);
+      std::string comment = std::string(param_type_name(p.type));
+      if (!p.info.description.empty()) comment += ": " + p.info.description;
+      if (p.origin != "default") comment += " [from " + p.origin + "]";
+      out << YAML::Comment(comment);
+    }
+    out << YAML::EndMap << YAML::EndMap;
+    return std::string(out.c_str()) + "\n";
+  }
+  return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
+Expected<std::string> NodeHost::control(const ControlRequest& r) const {
+  if (r.command == "nodes") return nodes_yaml();
+  if (r.command == "params") return params_yaml(r.argument);
+  return invalid_argument("unknown control command '" + r.command + "' (nodes, params, bus)");
+}
+
+void NodeHost::publish_status() {
+  std::vector<Message> out;
+  {
+    const auto reports = callback_reports();
+    std::lock_guard lock(mu_);
+    const std::int64_t rss = process_rss_bytes();
+    for (const auto& slot : slots_) {
+      Message m("NodeStatus", 1);
+      m.set_field("node", slot.node->name());
+      m.set_field("type", slot.node->type());
+      m.set_field("state", std::string(node_state_name(slot.rt->state.load())));
+      m.set_field("pid", static_cast<std::int64_t>(::getpid()));
+      m.set_field("process_rss_bytes", rss);
+      m.set_field("bad_inputs", static_cast<std::int64_t>(slot.rt->bad_inputs.get()));
+      for (const auto& r : reports) {
+        if (r.node != slot.node->name()) continue;
+        const std::string k = "cb." + r.name + ".";
+        m.set_field(k + "count", static_cast<std::int64_t>(r.count));
+        m.set_field(k + "p50_us", r.p50_ns / 1000.0);
+        m.set_field(k + "p99_us", r.p99_ns / 1000.0);
+        m.set_field(k + "dropped", static_cast<std::int64_t>(r.dropped));
+        m.set_field(k + "errors", static_cast<std::int64_t>(r.errors));
+      }
+      out.push_back(std::move(m));
+    }
+  }
+  for (auto& m : out) {
+    if (Status s = bus_.publish(*status_writer_, std::move(m)); !s.is_ok()) {
+      logger().debug("NodeStatus: {}", s.message());
+    }
+  }
+}
+
+void NodeHost::status_loop() {
+  std::unique_lock lock(status_mu_);
+  while (!status_cv_.wait_for(lock, options_.status_period, [this] { return status_stop_; })) {
+    lock.unlock();
+    publish_status();
+    lock.lock();
+  }
+}
+
+Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options) {
+  auto node = NodeRegistry::instance().create(options);
+  if (!node) return node.status();
+  std::shared_ptr<NodeRuntime> rt;
+  auto configured = configure_node(**node, nullptr, 0, rt);
+  if (!configured) return configured.status();
+  return (*configured)->params;
+}
+
+}  // namespace edgevla

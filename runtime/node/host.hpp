@@ -1,0 +1,104 @@
+// NodeHost: runs the nodes of one process. It creates nodes from the registry, walks them
+// through their lifecycle in a chosen order, runs one executor thread per active node,
+// publishes NodeStatus for each and answers introspection requests on the bus's control
+// endpoint (`edgevla node list`, `edgevla param dump`).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/bus/bus.hpp"
+#include "runtime/node/node.hpp"
+#include "runtime/node/params.hpp"
+
+namespace edgevla {
+
+struct NodeRuntime;
+
+struct NodeHostOptions {
+  std::string process_name;
+  std::string status_topic = "/edgevla/status";
+  std::chrono::milliseconds status_period{1000};  // 0 turns NodeStatus off
+  std::int64_t spin_ns = 0;  // executors spin this long before sleeping (latency vs CPU)
+};
+
+struct CallbackReport {
+  std::string node;
+  std::string name;
+  std::string kind;  // "subscription" or "timer"
+  std::uint64_t count = 0;
+  std::uint64_t errors = 0;
+  std::int64_t p50_ns = 0;
+  std::int64_t p99_ns = 0;
+  std::int64_t max_ns = 0;
+  std::int64_t delay_p50_ns = 0;
+  std::int64_t delay_p99_ns = 0;
+  std::uint64_t dropped = 0;   // queue overflow + reliable timeouts + transport losses
+  std::uint64_t rejected = 0;  // wrong type / malformed
+  std::uint64_t overruns = 0;
+};
+
+class NodeHost {
+ public:
+  // `bus` may be shared by several hosts; it must outlive the host.
+  explicit NodeHost(Bus& bus, NodeHostOptions options = {});
+  ~NodeHost();
+  NodeHost(const NodeHost&) = delete;
+  NodeHost& operator=(const NodeHost&) = delete;
+
+  // Creates a node of a registered type and configures it. Param errors name node, key and
+  // origin; nothing is added on error.
+  Expected<Node*> add(const NodeOptions& options);
+  // Adds a node built by the caller (tests, embedding) and configures it.
+  Expected<Node*> add(std::unique_ptr<Node> node);
+
+  // Activates nodes in the order they were added; if one fails, those already activated are
+  // deactivated again and the error returned.
+  Status activate_all();
+  // Deactivates in reverse order (callbacks stop before each node's deactivate()).
+  Status deactivate_all();
+  // Deactivates (if needed) and destroys every node, last added first.
+  void shutdown();
+
+  Node* find(std::string_view name) const;
+  std::vector<CallbackReport> callback_reports() const;
+  std::uint64_t bad_inputs(std::string_view node) const;
+  std::string nodes_yaml() const;
+  Expected<std::string> params_yaml(std::string_view node) const;
+
+ private:
+  struct Slot {
+    std::unique_ptr<Node> node;
+    std::shared_ptr<NodeRuntime> rt;
+  };
+  Expected<Node*> configure_and_add(std::unique_ptr<Node> node);
+  Status activate(Slot& slot);
+  Status deactivate(Slot& slot);
+  void publish_status();
+  void status_loop();
+  Expected<std::string> control(const ControlRequest& request) const;
+
+  Bus& bus_;
+  NodeHostOptions options_;
+  mutable std::mutex mu_;
+  std::vector<Slot> slots_;
+  std::shared_ptr<TopicWriter> status_writer_;
+  std::thread status_thread_;
+  std::mutex status_mu_;
+  std::condition_variable status_cv_;
+  bool status_stop_ = false;
+};
+
+// Configures a node with no bus, to validate a launch before anything starts. Returns the
+// declared params, or the first error (unknown type, bad or unknown param).
+Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options);
+
+// Resident set size of this process in bytes.
+std::int64_t process_rss_bytes();
+
+}  // namespace edgevla

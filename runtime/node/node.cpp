@@ -1,0 +1,225 @@
+#include "runtime/node/node.hpp"
+
+#include "runtime/node/node_runtime.hpp"
+
+namespace edgevla {
+
+std::string_view node_state_name(NodeState s) {
+  switch (s) {
+    case NodeState::kUnconfigured: return "unconfigured";
+    case NodeState::kConfigured: return "inactive";
+    case NodeState::kActive: return "active";
+    case NodeState::kFinalized: return "finalized";
+  }
+  return "?";
+}
+
+namespace {
+const SystemClock kSystemClock;
+}
+
+Node::Node(const NodeOptions& options) : options_(options), clock_(&kSystemClock) {}
+
+Node::~Node() = default;
+
+void Node::report_bad_input(std::string_view what, const Status& why) {
+  if (runtime_) runtime_->bad_inputs.add();
+  rate_log_.warn(what, "node '" + name() + "': " + std::string(what) + ": " + why.message());
+}
+
+// PublisherHandle --------------------------------------------------------------------------
+
+Status PublisherHandle::publish(Message&& message) const {
+  if (!state_) return failed_precondition("publish on an empty publisher handle");
+  if (!state_->active.load(std::memory_order_acquire) || !state_->writer) {
+    return failed_precondition("node '" + state_->node + "' cannot publish on '" + state_->topic +
+                               "' while it is not active");
+  }
+  return state_->bus->publish(*state_->writer, std::move(message));
+}
+
+Expected<Tensor> PublisherHandle::loan(DType dtype, const Shape& shape) const {
+  if (state_ && state_->bus) return state_->bus->loan(dtype, shape);
+  return Tensor::empty(dtype, shape);
+}
+
+const std::string& PublisherHandle::topic() const {
+  static const std::string kNone;
+  return state_ ? state_->topic : kNone;
+}
+
+// NodeSpec ------------------------------------------------------------------------------------
+
+const std::string& NodeSpec::node_name() const { return rt_.options.name; }
+
+std::string NodeSpec::resolve_topic(std::string_view name) const {
+  const auto& o = rt_.options;
+  if (auto it = o.remaps.find(std::string(name)); it != o.remaps.end()) name = it->second;
+  std::string topic;
+  if (name.starts_with('/')) {
+    topic = std::string(name);
+  } else {
+    topic = "/" + (o.ns.empty() ? "" : (o.ns.starts_with('/') ? o.ns.substr(1) : o.ns) + "/") +
+            std::string(name);
+  }
+  if (auto it = o.remaps.find(topic); it != o.remaps.end()) topic = it->second;
+  return topic;
+}
+
+Expected<ParamValue> NodeSpec::declare_value(const std::string& name, ParamType type,
+                                             ParamValue default_value, const ParamInfo& info) {
+  const std::string where = "node '" + rt_.options.name + "': param '" + name + "'";
+  for (const auto& p : rt_.params) {
+    if (p.name == name) return already_exists(where + " is declared twice");
+  }
+  if (Status s = check_param_value(default_value, info); !s.is_ok()) {
+    return internal_error(where + " default " + s.message());
+  }
+  ParamDescriptor d{name, type, default_value, default_value, info, "default"};
+  if (auto it = rt_.options.params.find(name); it != rt_.options.params.end()) {
+    const std::string origin = it->second.origin.empty() ? "" : " (" + it->second.origin + ")";
+    auto v = param_from_yaml(it->second.value, type);
+    if (!v) return invalid_argument(where + " " + v.status().message() + origin);
+    if (Status s = check_param_value(*v, info); !s.is_ok()) {
+      return out_of_range(where + " = " + s.message() + origin);
+    }
+    d.value = std::move(*v);
+    d.origin = it->second.origin;
+  }
+  rt_.params.push_back(d);
+  return d.value;
+}
+
+Status NodeSpec::int_overflow(const std::string& name, std::int64_t value) const {
+  return out_of_range("node '" + rt_.options.name + "': param '" + name + "' = " +
+                      std::to_string(value) + " does not fit a 32-bit int");
+}
+
+Expected<PublisherHandle> NodeSpec::publisher(std::string_view name, std::string_view type) {
+  for (const auto& p : rt_.publishers) {
+    if (p->name == name) {
+      return already_exists("node '" + rt_.options.name + "' declares publisher '" +
+                            std::string(name) + "' twice");
+    }
+  }
+  auto s = std::make_shared<PublisherHandle::State>();
+  s->name = std::string(name);
+  s->topic = resolve_topic(name);
+  s->type = std::string(type);
+  s->node = rt_.options.name;
+  s->bus = rt_.bus;
+  rt_.publishers.push_back(s);
+  return PublisherHandle(std::move(s));
+}
+
+Status NodeSpec::subscribe_any(std::string_view name, std::string type, QoS qos,
+                               std::function<void(const MessagePtr&)> callback) {
+  for (const auto& s : rt_.subscriptions) {
+    if (s->name == name) {
+      return already_exists("node '" + rt_.options.name + "' declares subscription '" +
+                            std::string(name) + "' twice");
+    }
+  }
+  if (auto it = rt_.options.qos.find(std::string(name)); it != rt_.options.qos.end()) qos = it->second;
+  auto e = std::make_unique<SubscriptionEntry>();
+  e->name = std::string(name);
+  e->queue = std::make_shared<SubscriptionQueue>(resolve_topic(name), std::move(type), qos,
+                                                 rt_.options.name, rt_.waker);
+  e->callback = std::move(callback);
+  rt_.subscriptions.push_back(std::move(e));
+  return Status::ok();
+}
+
+Status NodeSpec::timer(std::string_view name, std::chrono::nanoseconds period,
+                       std::function<void()> callback) {
+  if (period.count() <= 0) {
+    return invalid_argument("node '" + rt_.options.name + "': timer '" + std::string(name) +
+                            "' needs a positive period");
+  }
+  auto t = std::make_unique<TimerEntry>();
+  t->name = std::string(name);
+  t->period_ns = period.count();
+  t->callback = std::move(callback);
+  rt_.timers.push_back(std::move(t));
+  return Status::ok();
+}
+
+// NodeRuntime ---------------------------------------------------------------------------------
+
+Status NodeRuntime::check_unknown_params() const {
+  for (const auto& [key, ov] : options.params) {
+    bool declared = false;
+    for (const auto& p : params) declared = declared || p.name == key;
+    if (declared) continue;
+    std::string known;
+    for (const auto& p : params) known += (known.empty() ? "" : ", ") + p.name;
+    return invalid_argument("node '" + options.name + "' (type " + options.type +
+                            ") has no param '" + key + "'" +
+                            (ov.origin.empty() ? "" : " (set in " + ov.origin + ")") +
+                            "; declared params: " + (known.empty() ? "none" : known));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+template <class F>
+void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& stats, F&& f) {
+  const std::int64_t t0 = steady_now_ns();
+  try {
+    f();
+  } catch (const std::exception& e) {
+    stats.errors.add();
+    rt.rate_log.error(what, "node '" + rt.options.name + "': callback '" + what +
+                                "' threw: " + e.what() + " (the node keeps running)");
+  } catch (...) {
+    stats.errors.add();
+    rt.rate_log.error(what, "node '" + rt.options.name + "': callback '" + what +
+                                "' threw a non-standard exception (the node keeps running)");
+  }
+  stats.latency.record(steady_now_ns() - t0);
+  stats.count.add();
+}
+
+}  // namespace
+
+void NodeRuntime::run_executor() {
+  const std::int64_t start = steady_now_ns();
+  for (auto& t : timers) t->next_ns = start + t->period_ns;
+  std::size_t rr = 0;  // round-robin start, so one busy topic cannot starve another
+  while (running.load(std::memory_order_acquire)) {
+    const std::uint32_t seen = waker->epoch();
+    bool worked = false;
+    std::int64_t next_deadline = 0;
+    const std::int64_t now = steady_now_ns();
+    for (auto& t : timers) {
+      if (now >= t->next_ns) {
+        t->stats.delay.record(now - t->next_ns);
+        invoke_guarded(*this, t->name, t->stats, t->callback);
+        t->next_ns += t->period_ns;
+        const std::int64_t after = steady_now_ns();
+        if (after >= t->next_ns) {
+          const std::int64_t missed = (after - t->next_ns) / t->period_ns + 1;
+          t->stats.overruns.add(static_cast<std::uint64_t>(missed));
+          t->next_ns += missed * t->period_ns;
+        }
+        worked = true;
+      }
+      if (next_deadline == 0 || t->next_ns < next_deadline) next_deadline = t->next_ns;
+    }
+    const std::size_t n = subscriptions.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      auto& s = *subscriptions[(rr + k) % n];
+      MessagePtr m = s.queue->pop();
+      if (!m) continue;
+      s.stats.delay.record(wall_now_ns() - m->header().publish_stamp_ns);
+      s.queue->counters().delivered.add();
+      invoke_guarded(*this, s.name, s.stats, [&] { s.callback(m); });
+      worked = true;
+    }
+    if (n) rr = (rr + 1) % n;
+    if (!worked) waker->wait(seen, next_deadline, spin_ns);
+  }
+}
+
+}  // namespace edgevla

@@ -1,0 +1,149 @@
+// Node: one stage of a graph. Lifecycle (driven by NodeHost, so a launcher can order heavy
+// loads): configure (declare params, publishers, subscriptions, timers; cheap, no I/O) ->
+// activate (load weights, allocate; then callbacks start) -> deactivate (callbacks stopped
+// first) -> shutdown (the node is destroyed). All callbacks of one node run on that node's
+// own executor thread, one at a time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "msgs/types.hpp"
+#include "runtime/bus/qos.hpp"
+#include "runtime/node/params.hpp"
+#include "runtime/util/clock.hpp"
+#include "runtime/util/log.hpp"
+
+namespace edgevla {
+
+class Bus;
+class TopicWriter;
+struct NodeRuntime;
+
+struct NodeOptions {
+  std::string name;                            // unique in the graph
+  std::string type;                            // registered type name
+  std::string ns;                              // namespace prepended to relative topic names
+  ParamOverrides params;                       // from params files, launch file, --set
+  std::map<std::string, std::string> remaps;   // declared name (or resolved topic) -> topic
+  std::map<std::string, QoS> qos;              // subscription name -> QoS override
+  std::string origin;                          // where the node was declared ("launch/x.yaml:12")
+};
+
+// A publisher handle. Valid to publish while the node is active.
+class PublisherHandle {
+ public:
+  PublisherHandle() = default;
+  // Stamps and sends. Errors (inactive node, schema violation, transport) are returned and
+  // counted; the message is not sent.
+  Status publish(Message&& message) const;
+  // A writable tensor whose bytes other processes can read without a copy (shared memory).
+  Expected<Tensor> loan(DType dtype, const Shape& shape) const;
+  const std::string& topic() const;
+
+  struct State;  // defined in runtime/node/node_runtime.hpp
+
+ private:
+  friend class NodeSpec;
+  explicit PublisherHandle(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  std::shared_ptr<State> state_;
+};
+
+// Typed publisher: Publisher<msgs::Image>.
+template <class M>
+class Publisher final : public PublisherHandle {
+ public:
+  Publisher() = default;
+  explicit Publisher(PublisherHandle h) : PublisherHandle(std::move(h)) {}
+};
+
+// What a node declares in configure(). Bound to the node's runtime by NodeHost.
+class NodeSpec {
+ public:
+  explicit NodeSpec(NodeRuntime& runtime) : rt_(runtime) {}
+
+  template <class T>
+  Status declare(Param<T>& p) {
+    using S = typename ParamTraits<T>::Storage;
+    auto v = declare_value(p.name_, ParamTraits<T>::kType, ParamValue(S(p.default_)), p.info_);
+    if (!v) return v.status();
+    if constexpr (std::is_same_v<T, int>) {
+      const std::int64_t x = std::get<S>(*v);
+      if (x < INT32_MIN || x > INT32_MAX) return int_overflow(p.name_, x);
+    }
+    p.value_ = static_cast<T>(std::get<S>(*v));
+    return Status::ok();
+  }
+
+  template <class M>
+  Expected<Publisher<M>> publisher(std::string_view name) {
+    auto h = publisher(name, M::schema().type);
+    if (!h) return h.status();
+    return Publisher<M>(std::move(*h));
+  }
+  // Untyped publisher for custom message types.
+  Expected<PublisherHandle> publisher(std::string_view name, std::string_view type);
+
+  // Typed subscription: the callback gets a validated view (msgs::Image, ...).
+  template <class M, class F>
+  Status subscribe(std::string_view name, QoS qos, F&& callback) {
+    return subscribe_any(name, std::string(M::schema().type), qos,
+                         [cb = std::forward<F>(callback)](const MessagePtr& m) { cb(M(m)); });
+  }
+  // Any message type when `type` is empty; the callback gets the shared message.
+  Status subscribe_any(std::string_view name, std::string type, QoS qos,
+                       std::function<void(const MessagePtr&)> callback);
+
+  // A fixed-rate timer on the node's executor; missed periods are skipped and counted.
+  Status timer(std::string_view name, std::chrono::nanoseconds period, std::function<void()> callback);
+
+  const std::string& node_name() const;
+  // The topic a declared name resolves to, after namespace and remaps.
+  std::string resolve_topic(std::string_view name) const;
+
+ private:
+  Expected<ParamValue> declare_value(const std::string& name, ParamType type, ParamValue default_value,
+                                     const ParamInfo& info);
+  Status int_overflow(const std::string& name, std::int64_t value) const;
+  NodeRuntime& rt_;
+};
+
+class Node {
+ public:
+  explicit Node(const NodeOptions& options);
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Declares params, publishers, subscriptions and timers. Must not load heavy resources.
+  virtual Status configure(NodeSpec& spec) = 0;
+  // Acquires resources (weights, devices, buffers). Callbacks start after it returns ok.
+  virtual Status activate() = 0;
+  // Releases what activate() acquired. Callbacks have already stopped.
+  virtual Status deactivate() = 0;
+
+  const std::string& name() const { return options_.name; }
+  const std::string& type() const { return options_.type; }
+  const NodeOptions& options() const { return options_; }
+
+ protected:
+  // The node's clock (wall clock in a graph, recorded stamps in replay).
+  std::int64_t now_ns() const { return clock_->now_ns(); }
+  spdlog::logger& log() const { return logger(); }
+  // Counts a bad input and logs it at most once a second per `what`; the node carries on.
+  void report_bad_input(std::string_view what, const Status& why);
+
+ private:
+  friend class NodeHost;
+  NodeOptions options_;
+  const Clock* clock_;
+  RateLimitedLog rate_log_;
+  std::shared_ptr<NodeRuntime> runtime_;
+};
+
+}  // namespace edgevla

@@ -1,0 +1,76 @@
+// What the runtime keeps per node: declared params, publishers, subscriptions, timers, the
+// executor and statistics. Internal to runtime/node; nodes see only NodeSpec and handles.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/bus/bus.hpp"
+#include "runtime/bus/subscription_queue.hpp"
+#include "runtime/bus/waker.hpp"
+#include "runtime/node/node.hpp"
+#include "runtime/util/stats.hpp"
+
+namespace edgevla {
+
+enum class NodeState { kUnconfigured, kConfigured, kActive, kFinalized };
+std::string_view node_state_name(NodeState state);
+
+struct CallbackStats {
+  Counter count;
+  Counter errors;            // callbacks that threw (caught, logged, counted)
+  LatencyHistogram latency;  // time spent in the callback
+  LatencyHistogram delay;    // subscription: publish -> callback start; timer: lateness
+  Counter overruns;          // timer periods skipped because the previous run was late
+};
+
+struct SubscriptionEntry {
+  std::string name;
+  std::shared_ptr<SubscriptionQueue> queue;
+  std::function<void(const MessagePtr&)> callback;
+  CallbackStats stats;
+};
+
+struct TimerEntry {
+  std::string name;
+  std::int64_t period_ns = 0;
+  std::int64_t next_ns = 0;
+  std::function<void()> callback;
+  CallbackStats stats;
+};
+
+struct PublisherHandle::State {
+  std::string name;
+  std::string topic;
+  std::string type;
+  std::string node;
+  Bus* bus = nullptr;
+  std::shared_ptr<TopicWriter> writer;
+  std::atomic<bool> active{false};
+};
+
+struct NodeRuntime {
+  NodeOptions options;
+  Bus* bus = nullptr;  // null during a dry-run configure (launch validation)
+  std::vector<ParamDescriptor> params;
+  std::vector<std::shared_ptr<PublisherHandle::State>> publishers;
+  std::vector<std::unique_ptr<SubscriptionEntry>> subscriptions;
+  std::vector<std::unique_ptr<TimerEntry>> timers;
+  std::shared_ptr<Waker> waker = std::make_shared<Waker>();
+  Counter bad_inputs;
+  std::atomic<NodeState> state{NodeState::kUnconfigured};
+  std::atomic<bool> running{false};
+  std::int64_t spin_ns = 0;
+  std::thread executor;
+  RateLimitedLog rate_log;
+
+  // Runs callbacks until `running` turns false (the node's executor thread).
+  void run_executor();
+  // Params given from outside that no declaration consumed: "node 'x': unknown param ...".
+  Status check_unknown_params() const;
+};
+
+}  // namespace edgevla

@@ -1,0 +1,171 @@
+#include "runtime/node/params.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace edgevla {
+
+std::string_view param_type_name(ParamType t) {
+  switch (t) {
+    case ParamType::kBool: return "bool";
+    case ParamType::kInt: return "int";
+    case ParamType::kDouble: return "double";
+    case ParamType::kString: return "string";
+    case ParamType::kIntList: return "int list";
+    case ParamType::kDoubleList: return "double list";
+    case ParamType::kStringList: return "string list";
+  }
+  return "?";
+}
+
+namespace {
+
+// yaml-cpp marks quoted scalars with the "!" tag; plain scalars have "?".
+bool is_quoted(const YAML::Node& n) { return n.Tag() == "!"; }
+
+Expected<bool> to_bool(const YAML::Node& n) {
+  const std::string s = n.Scalar();
+  if (!is_quoted(n)) {
+    if (s == "true" || s == "True" || s == "TRUE" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off") return false;
+  }
+  return invalid_argument("expects a bool (true/false), got '" + s + "'");
+}
+
+Expected<std::int64_t> to_int(const YAML::Node& n) {
+  const std::string s = n.Scalar();
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (is_quoted(n) || ec != std::errc() || p != s.data() + s.size()) {
+    return invalid_argument("expects an integer, got '" + s + "'" +
+                            (is_quoted(n) ? " (a quoted string)" : ""));
+  }
+  return v;
+}
+
+Expected<double> to_double(const YAML::Node& n) {
+  const std::string s = n.Scalar();
+  if (!is_quoted(n)) {
+    if (s == ".inf" || s == "+.inf") return INFINITY;
+    if (s == "-.inf") return -INFINITY;
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (!s.empty() && end == s.c_str() + s.size() && !std::isnan(v)) return v;
+  }
+  return invalid_argument("expects a number, got '" + s + "'" +
+                          (is_quoted(n) ? " (a quoted string)" : ""));
+}
+
+template <class T, class F>
+Expected<ParamValue> to_list(const YAML::Node& n, F convert, std::string_view what) {
+  if (!n.IsSequence()) {
+    return invalid_argument("expects a list of " + std::string(what) + ", e.g. [1, 2, 3]");
+  }
+  std::vector<T> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) {
+      return invalid_argument("element " + std::to_string(i) + " is not a " + std::string(what));
+    }
+    auto v = convert(n[i]);
+    if (!v) return invalid_argument("element " + std::to_string(i) + " " + v.status().message());
+    out.push_back(*v);
+  }
+  return ParamValue(std::move(out));
+}
+
+}  // namespace
+
+Expected<ParamValue> param_from_yaml(const YAML::Node& n, ParamType type) {
+  if (!n || n.IsNull()) return invalid_argument("has no value");
+  const bool list = type == ParamType::kIntList || type == ParamType::kDoubleList ||
+                    type == ParamType::kStringList;
+  if (!list && !n.IsScalar()) {
+    return invalid_argument("expects a single " + std::string(param_type_name(type)) +
+                            ", got a " + (n.IsSequence() ? "list" : "map"));
+  }
+  switch (type) {
+    case ParamType::kBool: {
+      auto v = to_bool(n);
+      if (!v) return v.status();
+      return ParamValue(*v);
+    }
+    case ParamType::kInt: {
+      auto v = to_int(n);
+      if (!v) return v.status();
+      return ParamValue(*v);
+    }
+    case ParamType::kDouble: {
+      auto v = to_double(n);
+      if (!v) return v.status();
+      return ParamValue(*v);
+    }
+    case ParamType::kString: return ParamValue(n.Scalar());
+    case ParamType::kIntList: return to_list<std::int64_t>(n, to_int, "integers");
+    case ParamType::kDoubleList: return to_list<double>(n, to_double, "numbers");
+    case ParamType::kStringList:
+      return to_list<std::string>(
+          n, [](const YAML::Node& e) -> Expected<std::string> { return e.Scalar(); }, "strings");
+  }
+  return internal_error("unknown param type");
+}
+
+Status check_param_value(const ParamValue& value, const ParamInfo& info) {
+  auto in_range = [&](double v) -> Status {
+    if ((info.min && v < *info.min) || (info.max && v > *info.max)) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "%g is out of range [%g, %g]", v,
+                    info.min ? *info.min : -INFINITY, info.max ? *info.max : INFINITY);
+      return out_of_range(buf);
+    }
+    return Status::ok();
+  };
+  if (const auto* i = std::get_if<std::int64_t>(&value)) return in_range(static_cast<double>(*i));
+  if (const auto* d = std::get_if<double>(&value)) return in_range(*d);
+  if (const auto* l = std::get_if<std::vector<std::int64_t>>(&value)) {
+    for (auto v : *l) EDGEVLA_RETURN_IF_ERROR(in_range(static_cast<double>(v)));
+  }
+  if (const auto* l = std::get_if<std::vector<double>>(&value)) {
+    for (auto v : *l) EDGEVLA_RETURN_IF_ERROR(in_range(v));
+  }
+  if (const auto* s = std::get_if<std::string>(&value); s && !info.choices.empty()) {
+    for (const auto& c : info.choices) {
+      if (c == *s) return Status::ok();
+    }
+    std::string all;
+    for (const auto& c : info.choices) all += (all.empty() ? "" : ", ") + c;
+    return out_of_range("'" + *s + "' is not one of: " + all);
+  }
+  return Status::ok();
+}
+
+std::string param_value_to_string(const ParamValue& value) {
+  YAML::Emitter out;
+  out << YAML::Flow;
+  emit_param_value(out, value);
+  return out.c_str();
+}
+
+void emit_param_value(YAML::Emitter& out, const ParamValue& value) {
+  std::visit(
+      [&out](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          out << YAML::TrueFalseBool << v;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          out << YAML::DoubleQuoted << v;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          out << YAML::Flow << YAML::BeginSeq;
+          for (const auto& s : v) out << YAML::DoubleQuoted << s;
+          out << YAML::EndSeq;
+        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>> ||
+                             std::is_same_v<T, std::vector<double>>) {
+          out << YAML::Flow << v;
+        } else {
+          out << v;
+        }
+      },
+      value);
+}
+
+}  // namespace edgevla

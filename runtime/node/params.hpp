@@ -1,0 +1,94 @@
+// Declared parameters. A node declares each param with a type, default, description, range
+// and read-only flag; values from params files, the launch file and --set are checked against
+// the declaration, and anything undeclared, mistyped or out of range is a startup error that
+// names the node, the key and where the value came from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/core/status.hpp"
+
+namespace edgevla {
+
+enum class ParamType { kBool, kInt, kDouble, kString, kIntList, kDoubleList, kStringList };
+
+std::string_view param_type_name(ParamType type);
+
+using ParamValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>,
+                                std::vector<double>, std::vector<std::string>>;
+
+struct ParamInfo {
+  std::string description;
+  std::optional<double> min;          // inclusive; numbers and every element of number lists
+  std::optional<double> max;          // inclusive
+  std::vector<std::string> choices;   // allowed strings (empty: any)
+  bool read_only = false;             // fixed once the node is active
+};
+
+// A value given from outside the node, and where it was written ("params/a.yaml:12", "--set").
+struct ParamOverride {
+  YAML::Node value;
+  std::string origin;
+};
+using ParamOverrides = std::map<std::string, ParamOverride>;
+
+struct ParamDescriptor {
+  std::string name;
+  ParamType type = ParamType::kString;
+  ParamValue default_value;
+  ParamValue value;
+  ParamInfo info;
+  std::string origin = "default";
+};
+
+// Converts `node` to `type`; the error says what was expected and what was found.
+Expected<ParamValue> param_from_yaml(const YAML::Node& node, ParamType type);
+// Checks range and choices.
+Status check_param_value(const ParamValue& value, const ParamInfo& info);
+std::string param_value_to_string(const ParamValue& value);
+// Emits a value into a YAML emitter (used by `param dump`).
+void emit_param_value(YAML::Emitter& out, const ParamValue& value);
+
+template <class T>
+struct ParamTraits;
+template <> struct ParamTraits<bool> { using Storage = bool; static constexpr ParamType kType = ParamType::kBool; };
+template <> struct ParamTraits<int> { using Storage = std::int64_t; static constexpr ParamType kType = ParamType::kInt; };
+template <> struct ParamTraits<std::int64_t> { using Storage = std::int64_t; static constexpr ParamType kType = ParamType::kInt; };
+template <> struct ParamTraits<double> { using Storage = double; static constexpr ParamType kType = ParamType::kDouble; };
+template <> struct ParamTraits<std::string> { using Storage = std::string; static constexpr ParamType kType = ParamType::kString; };
+template <> struct ParamTraits<std::vector<std::int64_t>> { using Storage = std::vector<std::int64_t>; static constexpr ParamType kType = ParamType::kIntList; };
+template <> struct ParamTraits<std::vector<double>> { using Storage = std::vector<double>; static constexpr ParamType kType = ParamType::kDoubleList; };
+template <> struct ParamTraits<std::vector<std::string>> { using Storage = std::vector<std::string>; static constexpr ParamType kType = ParamType::kStringList; };
+
+// A typed parameter member of a node: `Param<int> num_steps_{"num_steps", 10, {...}};`,
+// then `spec.declare(num_steps_)` in configure(); read with `*num_steps_`.
+template <class T>
+class Param {
+ public:
+  Param(std::string name, T default_value, ParamInfo info = {})
+      : name_(std::move(name)), default_(default_value), value_(std::move(default_value)),
+        info_(std::move(info)) {}
+
+  const std::string& name() const { return name_; }
+  const T& value() const { return value_; }
+  const T& operator*() const { return value_; }
+  const T* operator->() const { return &value_; }
+  const T& default_value() const { return default_; }
+  const ParamInfo& info() const { return info_; }
+
+ private:
+  friend class NodeSpec;
+  std::string name_;
+  T default_;
+  T value_;
+  ParamInfo info_;
+};
+
+}  // namespace edgevla

@@ -1,0 +1,53 @@
+// Helpers shared by edgevla tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "runtime/core/status.hpp"
+
+namespace edgevla::testing {
+
+// A registry domain no other test (or concurrently running ctest job) uses.
+inline std::string unique_domain(const std::string& tag) {
+  static int counter = 0;
+  return "t" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + tag;
+}
+
+// Polls `done` until it returns true or `timeout` passes; returns the final value.
+inline bool eventually(const std::function<bool()>& done,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return done();
+}
+
+// Source dir and build bin dir (set by ctest through the environment).
+inline std::string source_dir() {
+  const char* d = std::getenv("EDGEVLA_SOURCE_DIR");
+  return d ? d : ".";
+}
+inline std::string bin_dir() {
+  const char* d = std::getenv("EDGEVLA_BIN");
+  return d ? d : ".";
+}
+
+}  // namespace edgevla::testing
+
+#define EXPECT_OK(expr)                                  \
+  do {                                                   \
+    const ::edgevla::Status edgevla_s_ = (expr);         \
+    EXPECT_TRUE(edgevla_s_.is_ok()) << edgevla_s_.to_string(); \
+  } while (0)
+#define ASSERT_OK(expr)                                  \
+  do {                                                   \
+    const ::edgevla::Status edgevla_s_ = (expr);         \
+    ASSERT_TRUE(edgevla_s_.is_ok()) << edgevla_s_.to_string(); \
+  } while (0)
