@@ -1,0 +1,31 @@
+// The `edgevla` command line: subcommand implementations.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace edgevla::cli {
+
+struct EchoOptions {
+  std::string topic;
+  int count = 0;          // stop after this many messages (0: never)
+  double timeout_s = 0;   // fail when nothing arrives this long (0: wait forever)
+  bool full = false;      // print every element of small tensors
+};
+struct RateOptions {
+  std::string topic;
+  double duration_s = 0;  // stop after this long (0: until Ctrl-C)
+  int window = 100;       // messages in the sliding window
+};
+
+int topic_list(bool verbose);
+int topic_info(const std::string& topic);
+int topic_echo(const EchoOptions& options);
+int topic_hz(const RateOptions& options);
+int topic_bw(const RateOptions& options);
+int node_list(bool verbose);
+int node_info(const std::string& node);
+int node_types();
+int param_dump(const std::string& node);
+
+}  // namespace edgevla::cli

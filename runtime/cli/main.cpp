@@ -1,0 +1,125 @@
+// edgevla: one binary, subcommands (launch, topic, node, param).
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+
+#include "runtime/cli/cli.hpp"
+#include "runtime/launch/launcher.hpp"
+#include "runtime/util/log.hpp"
+
+namespace {
+
+int launch_command(const std::string& file, const std::vector<std::string>& sets, double duration, bool check) {
+  auto launch = edgevla::load_launch(file, sets);
+  if (!launch) {
+    edgevla::logger().error("{}", launch.status().message());
+    return 2;
+  }
+  if (check) {
+    for (const auto& g : launch->groups) {
+      std::printf("group %s:", g.name.c_str());
+      for (const auto& n : g.nodes) std::printf(" %s(%s)", n.name.c_str(), n.type.c_str());
+      std::printf("\n");
+    }
+    std::printf("%s: ok\n", file.c_str());
+    return 0;
+  }
+  edgevla::LaunchRunOptions o;
+  o.launch_file = file;
+  o.sets = sets;
+  o.duration_s = duration;
+  return edgevla::run_launch(*launch, o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the mask and signals reach sigtimedwait.
+  edgevla::block_launch_signals();
+
+  CLI::App app{"edgevla: run VLA policies as a graph of nodes"};
+  app.require_subcommand(1);
+  std::string domain;
+  app.add_option("--domain", domain, "graph domain (default $EDGEVLA_DOMAIN or 'default')");
+
+  std::string file, group;
+  std::vector<std::string> sets;
+  double duration = 0;
+  bool check = false;
+  int ready_fd = -1;
+
+  auto* launch = app.add_subcommand("launch", "run a launch file");
+  launch->add_option("file", file, "launch file (YAML)")->required();
+  launch->add_option("--set", sets, "override a param: node.key=value (repeatable)");
+  launch->add_option("--duration", duration, "stop after this many seconds");
+  launch->add_flag("--check", check, "validate the launch file and params, start nothing");
+
+  auto* grp = app.add_subcommand("__group", "run one process group (used by launch)");
+  grp->group("");
+  grp->add_option("file", file)->required();
+  grp->add_option("--group", group)->required();
+  grp->add_option("--set", sets);
+  grp->add_option("--ready-fd", ready_fd);
+  grp->add_option("--duration", duration);
+
+  auto* topic = app.add_subcommand("topic", "inspect topics of a running graph");
+  topic->require_subcommand(1);
+  bool verbose = false;
+  auto* tlist = topic->add_subcommand("list", "topics with their types and peers");
+  tlist->add_flag("-v,--verbose", verbose, "list publishers and subscribers");
+  std::string topic_name;
+  auto* tinfo = topic->add_subcommand("info", "who publishes and subscribes a topic");
+  tinfo->add_option("topic", topic_name)->required();
+  edgevla::cli::EchoOptions echo;
+  auto* techo = topic->add_subcommand("echo", "print messages: header and tensor summaries");
+  techo->add_option("topic", echo.topic)->required();
+  techo->add_option("-n,--count", echo.count, "stop after N messages");
+  techo->add_option("--timeout", echo.timeout_s, "fail if no message arrives within S seconds");
+  techo->add_flag("--full", echo.full, "print the values of small tensors");
+  edgevla::cli::RateOptions rate;
+  auto* thz = topic->add_subcommand("hz", "message rate");
+  thz->add_option("topic", rate.topic)->required();
+  thz->add_option("--duration", rate.duration_s, "stop after S seconds");
+  thz->add_option("--window", rate.window, "messages in the averaging window");
+  auto* tbw = topic->add_subcommand("bw", "bandwidth (tensor bytes per second)");
+  tbw->add_option("topic", rate.topic)->required();
+  tbw->add_option("--duration", rate.duration_s, "stop after S seconds");
+  tbw->add_option("--window", rate.window, "messages in the averaging window");
+
+  auto* node = app.add_subcommand("node", "inspect nodes");
+  node->require_subcommand(1);
+  auto* nlist = node->add_subcommand("list", "running nodes");
+  nlist->add_flag("-v,--verbose", verbose, "state, topics, callback statistics and drops");
+  std::string node_name;
+  auto* ninfo = node->add_subcommand("info", "one node's state, topics and statistics");
+  ninfo->add_option("node", node_name)->required();
+  auto* ntypes = node->add_subcommand("types", "node types this binary can run");
+
+  auto* param = app.add_subcommand("param", "inspect params");
+  param->require_subcommand(1);
+  auto* pdump = param->add_subcommand("dump", "a node's params as a params file");
+  pdump->add_option("node", node_name)->required();
+
+  CLI11_PARSE(app, argc, argv);
+  if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
+
+  if (launch->parsed()) return launch_command(file, sets, duration, check);
+  if (grp->parsed()) {
+    auto d = edgevla::load_launch(file, sets);
+    if (!d) {
+      edgevla::logger().error("{}", d.status().message());
+      return 2;
+    }
+    return edgevla::run_group(*d, group, duration, ready_fd);
+  }
+  if (tlist->parsed()) return edgevla::cli::topic_list(verbose);
+  if (tinfo->parsed()) return edgevla::cli::topic_info(topic_name);
+  if (techo->parsed()) return edgevla::cli::topic_echo(echo);
+  if (thz->parsed()) return edgevla::cli::topic_hz(rate);
+  if (tbw->parsed()) return edgevla::cli::topic_bw(rate);
+  if (nlist->parsed()) return edgevla::cli::node_list(verbose);
+  if (ninfo->parsed()) return edgevla::cli::node_info(node_name);
+  if (ntypes->parsed()) return edgevla::cli::node_types();
+  if (pdump->parsed()) return edgevla::cli::param_dump(node_name);
+  return 1;
+}

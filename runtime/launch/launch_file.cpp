@@ -1,0 +1,346 @@
+#include "runtime/launch/launch_file.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "runtime/node/host.hpp"
+#include "runtime/node/node_registry.hpp"
+
+namespace edgevla {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string where(const std::string& file, const YAML::Node& n) {
+  return file + ":" + std::to_string(n.Mark().line + 1);
+}
+
+Status error_at(const std::string& file, const YAML::Node& n, const std::string& msg) {
+  return invalid_argument(where(file, n) + ": " + msg);
+}
+
+// Rejects keys outside `allowed`, naming the first unknown one.
+Status check_keys(const std::string& file, const YAML::Node& map, const std::set<std::string>& allowed,
+                  const std::string& what) {
+  for (const auto& kv : map) {
+    const auto key = kv.first.as<std::string>();
+    if (!allowed.contains(key)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return error_at(file, kv.first, "unknown key '" + key + "' in " + what + " (allowed: " + list + ")");
+    }
+  }
+  return Status::ok();
+}
+
+Expected<std::string> get_string(const std::string& file, const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) return error_at(file, n, "'" + key + "' must be a string");
+  return n.Scalar();
+}
+
+Expected<bool> get_bool(const std::string& file, const YAML::Node& n, const std::string& key) {
+  auto v = param_from_yaml(n, ParamType::kBool);
+  if (!v) return error_at(file, n, "'" + key + "' " + v.status().message());
+  return std::get<bool>(*v);
+}
+
+Expected<double> get_number(const std::string& file, const YAML::Node& n, const std::string& key) {
+  auto v = param_from_yaml(n, ParamType::kDouble);
+  if (!v) return error_at(file, n, "'" + key + "' " + v.status().message());
+  return std::get<double>(*v);
+}
+
+Expected<std::vector<std::string>> get_strings(const std::string& file, const YAML::Node& n,
+                                               const std::string& key) {
+  if (!n.IsSequence()) return error_at(file, n, "'" + key + "' must be a list");
+  std::vector<std::string> out;
+  for (const auto& e : n) {
+    if (!e.IsScalar()) return error_at(file, e, "'" + key + "' entries must be strings");
+    out.push_back(e.Scalar());
+  }
+  return out;
+}
+
+std::string relative_to(const std::string& file, const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  return (fs::path(file).parent_path() / path).lexically_normal().string();
+}
+
+Expected<YAML::Node> load_yaml(const std::string& path, const std::string& referenced_from) {
+  if (!fs::exists(path)) {
+    return not_found((referenced_from.empty() ? "" : referenced_from + ": ") + "file '" + path +
+                     "' does not exist");
+  }
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+}
+
+// A params file: { node_name: { key: value, ... }, ... }.
+struct ParamsFile {
+  std::string path;
+  YAML::Node root;
+};
+
+Expected<ParamsFile> load_params_file(const std::string& path, const std::string& referenced_from) {
+  EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(path, referenced_from));
+  if (root.IsNull()) return ParamsFile{path, YAML::Node(YAML::NodeType::Map)};
+  if (!root.IsMap()) return error_at(path, root, "a params file must map node names to their params");
+  for (const auto& kv : root) {
+    if (!kv.second.IsMap()) {
+      return error_at(path, kv.second, "params of node '" + kv.first.as<std::string>() + "' must be a map");
+    }
+  }
+  return ParamsFile{path, root};
+}
+
+void apply_params(NodeOptions& node, const YAML::Node& params, const std::string& file) {
+  for (const auto& kv : params) {
+    node.params[kv.first.as<std::string>()] = ParamOverride{kv.second, where(file, kv.first)};
+  }
+}
+
+struct Parser {
+  std::vector<std::string> stack;  // include chain, for cycle detection
+  LaunchDescription out;
+  std::vector<ParamsFile> params_files;  // global, in order of appearance
+
+  Status parse_node(const std::string& file, const YAML::Node& n, GroupDescription& group) {
+    if (!n.IsMap()) return error_at(file, n, "a node must be a map with at least 'name' and 'type'");
+    EDGEVLA_RETURN_IF_ERROR(check_keys(
+        file, n, {"name", "type", "namespace", "params", "params_files", "remap", "qos"}, "a node"));
+    if (!n["name"]) return error_at(file, n, "node lacks 'name'");
+    if (!n["type"]) return error_at(file, n, "node lacks 'type'");
+    NodeOptions o;
+    EDGEVLA_ASSIGN_OR_RETURN(o.name, get_string(file, n["name"], "name"));
+    EDGEVLA_ASSIGN_OR_RETURN(o.type, get_string(file, n["type"], "type"));
+    if (o.name.empty() || o.name.find_first_of("/. \t") != std::string::npos) {
+      return error_at(file, n["name"], "node name '" + o.name + "' must be non-empty without '/', '.' or blanks");
+    }
+    o.origin = where(file, n);
+    if (n["namespace"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(o.ns, get_string(file, n["namespace"], "namespace"));
+    }
+    if (const auto pf = n["params_files"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(auto files, get_strings(file, pf, "params_files"));
+      for (const auto& f : files) {
+        EDGEVLA_ASSIGN_OR_RETURN(ParamsFile p, load_params_file(relative_to(file, f), where(file, pf)));
+        // A per-node params file may hold only this node's section, or be keyed by name.
+        if (const auto mine = p.root[o.name]) apply_params(o, mine, p.path);
+      }
+    }
+    if (const auto p = n["params"]) {
+      if (!p.IsMap()) return error_at(file, p, "'params' must be a map of key: value");
+      apply_params(o, p, file);
+    }
+    if (const auto r = n["remap"]) {
+      if (!r.IsMap()) return error_at(file, r, "'remap' must map declared names to topics");
+      for (const auto& kv : r) o.remaps[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+    if (const auto q = n["qos"]) {
+      if (!q.IsMap()) return error_at(file, q, "'qos' must map subscription names to QoS");
+      for (const auto& kv : q) {
+        auto qos = parse_qos(kv.second.as<std::string>(""));
+        if (!qos) return error_at(file, kv.second, qos.status().message());
+        o.qos[kv.first.as<std::string>()] = *qos;
+      }
+    }
+    group.nodes.push_back(std::move(o));
+    return Status::ok();
+  }
+
+  Status parse_group(const std::string& file, const YAML::Node& n) {
+    if (!n.IsMap()) return error_at(file, n, "a group must be a map");
+    EDGEVLA_RETURN_IF_ERROR(check_keys(file, n,
+                                       {"name", "respawn", "respawn_delay_s", "max_respawns", "required",
+                                        "tcp_listen", "tcp_peers", "shm_pool_mb", "spin_us", "nodes"},
+                                       "a group"));
+    GroupDescription g;
+    g.origin = where(file, n);
+    if (!n["name"]) return error_at(file, n, "group lacks 'name'");
+    EDGEVLA_ASSIGN_OR_RETURN(g.name, get_string(file, n["name"], "name"));
+    if (n["respawn"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.respawn, get_bool(file, n["respawn"], "respawn"));
+    }
+    if (n["required"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.required, get_bool(file, n["required"], "required"));
+    }
+    if (n["respawn_delay_s"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.respawn_delay_s, get_number(file, n["respawn_delay_s"], "respawn_delay_s"));
+    }
+    if (n["max_respawns"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["max_respawns"], "max_respawns"));
+      g.max_respawns = static_cast<int>(v);
+    }
+    if (n["shm_pool_mb"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["shm_pool_mb"], "shm_pool_mb"));
+      if (v < 1) return error_at(file, n["shm_pool_mb"], "'shm_pool_mb' must be at least 1");
+      g.shm_pool_mb = static_cast<std::int64_t>(v);
+    }
+    if (n["spin_us"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["spin_us"], "spin_us"));
+      g.spin_us = static_cast<std::int64_t>(v);
+    }
+    if (n["tcp_listen"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.tcp_listen, get_string(file, n["tcp_listen"], "tcp_listen"));
+    }
+    if (n["tcp_peers"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.tcp_peers, get_strings(file, n["tcp_peers"], "tcp_peers"));
+    }
+    if (!n["nodes"] || !n["nodes"].IsSequence()) return error_at(file, n, "group '" + g.name + "' needs a 'nodes' list");
+    for (const auto& node : n["nodes"]) EDGEVLA_RETURN_IF_ERROR(parse_node(file, node, g));
+    for (const auto& other : out.groups) {
+      if (other.name == g.name) {
+        return error_at(file, n["name"], "group '" + g.name + "' is declared twice (first at " + other.origin + ")");
+      }
+    }
+    out.groups.push_back(std::move(g));
+    return Status::ok();
+  }
+
+  Status parse_file(const std::string& path, const std::string& referenced_from) {
+    std::error_code ec;
+    const std::string canonical = fs::weakly_canonical(path, ec).string();
+    for (const auto& s : stack) {
+      if (s == canonical) {
+        std::string chain;
+        for (const auto& c : stack) chain += c + " -> ";
+        return invalid_argument("include cycle: " + chain + canonical);
+      }
+    }
+    EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(path, referenced_from));
+    if (!root.IsMap()) return error_at(path, root, "a launch file must be a map");
+    EDGEVLA_RETURN_IF_ERROR(check_keys(path, root, {"include", "plugins", "params_files", "groups", "nodes"},
+                                       "a launch file"));
+    stack.push_back(canonical);
+    if (const auto inc = root["include"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(auto files, get_strings(path, inc, "include"));
+      for (const auto& f : files) EDGEVLA_RETURN_IF_ERROR(parse_file(relative_to(path, f), where(path, inc)));
+    }
+    if (const auto pl = root["plugins"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(auto files, get_strings(path, pl, "plugins"));
+      for (const auto& f : files) out.plugins.push_back(relative_to(path, f));
+    }
+    if (const auto pf = root["params_files"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(auto files, get_strings(path, pf, "params_files"));
+      for (const auto& f : files) {
+        EDGEVLA_ASSIGN_OR_RETURN(ParamsFile p, load_params_file(relative_to(path, f), where(path, pf)));
+        params_files.push_back(std::move(p));
+      }
+    }
+    if (const auto groups = root["groups"]) {
+      if (!groups.IsSequence()) return error_at(path, groups, "'groups' must be a list");
+      for (const auto& g : groups) EDGEVLA_RETURN_IF_ERROR(parse_group(path, g));
+    }
+    if (const auto nodes = root["nodes"]) {
+      if (!nodes.IsSequence()) return error_at(path, nodes, "'nodes' must be a list");
+      YAML::Node g(YAML::NodeType::Map);
+      g["name"] = "main";
+      g["nodes"] = nodes;
+      EDGEVLA_RETURN_IF_ERROR(parse_group(path, g));
+    }
+    stack.pop_back();
+    return Status::ok();
+  }
+
+  NodeOptions* find_node(const std::string& name) {
+    for (auto& g : out.groups) {
+      for (auto& n : g.nodes) {
+        if (n.name == name) return &n;
+      }
+    }
+    return nullptr;
+  }
+
+  // Global params files sit below each node's own params: they fill only keys not yet set.
+  Status apply_global_params() {
+    for (const auto& pf : params_files) {
+      for (const auto& kv : pf.root) {
+        const std::string node = kv.first.as<std::string>();
+        NodeOptions* o = find_node(node);
+        if (o == nullptr) {
+          return error_at(pf.path, kv.first, "params for node '" + node + "', but the launch has no node of that name");
+        }
+        for (const auto& p : kv.second) {
+          const std::string key = p.first.as<std::string>();
+          if (!o->params.contains(key)) o->params[key] = ParamOverride{p.second, where(pf.path, p.first)};
+        }
+      }
+    }
+    return Status::ok();
+  }
+};
+
+Status apply_sets(LaunchDescription& d, const std::vector<std::string>& sets) {
+  for (const auto& s : sets) {
+    const auto dot = s.find('.');
+    const auto eq = s.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || dot > eq || dot == 0 || eq == dot + 1) {
+      return invalid_argument("--set '" + s + "' must look like node.key=value");
+    }
+    const std::string node = s.substr(0, dot);
+    const std::string key = s.substr(dot + 1, eq - dot - 1);
+    NodeOptions* target = nullptr;
+    for (auto& g : d.groups) {
+      for (auto& n : g.nodes) {
+        if (n.name == node) target = &n;
+      }
+    }
+    if (target == nullptr) return invalid_argument("--set '" + s + "': the launch has no node named '" + node + "'");
+    YAML::Node value;
+    try {
+      value = YAML::Load(s.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      return invalid_argument("--set '" + s + "': value is not valid YAML: " + e.msg);
+    }
+    target->params[key] = ParamOverride{value, "--set " + s};
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<LaunchDescription> parse_launch(const std::string& path, const std::vector<std::string>& sets) {
+  Parser p;
+  p.out.file = path;
+  try {
+    EDGEVLA_RETURN_IF_ERROR(p.parse_file(path, ""));
+  } catch (const YAML::Exception& e) {
+    // A value of the wrong YAML kind somewhere (e.g. a list where a string belongs).
+    return invalid_argument((p.stack.empty() ? path : p.stack.back()) + ":" +
+                            std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (p.out.groups.empty()) return invalid_argument(path + ": the launch declares no nodes");
+  std::map<std::string, std::string> seen;
+  for (const auto& g : p.out.groups) {
+    for (const auto& n : g.nodes) {
+      if (auto it = seen.find(n.name); it != seen.end()) {
+        return invalid_argument(n.origin + ": node name '" + n.name + "' is already used at " + it->second);
+      }
+      seen[n.name] = n.origin;
+    }
+  }
+  EDGEVLA_RETURN_IF_ERROR(p.apply_global_params());
+  EDGEVLA_RETURN_IF_ERROR(apply_sets(p.out, sets));
+  return p.out;
+}
+
+Expected<LaunchDescription> load_launch(const std::string& path, const std::vector<std::string>& sets) {
+  EDGEVLA_ASSIGN_OR_RETURN(LaunchDescription d, parse_launch(path, sets));
+  for (const auto& plugin : d.plugins) {
+    EDGEVLA_RETURN_IF_ERROR(NodeRegistry::instance().load_plugin(plugin).with_context(path));
+  }
+  for (const auto& g : d.groups) {
+    for (const auto& n : g.nodes) {
+      auto params = dry_configure(n);
+      if (!params) return params.status().with_context(n.origin);
+    }
+  }
+  return d;
+}
+
+}  // namespace edgevla

@@ -1,0 +1,54 @@
+// Launch files: which nodes run, with which params, in which processes.
+//
+//   include: [common.yaml]             # other launch files, merged in
+//   plugins: [../build/lib/libmy.so]   # shared libraries that register node types
+//   params_files: [../params/demo.yaml]  # ROS 2-style: keyed by node name
+//   groups:                            # one process per group; nodes in a group share it
+//     - name: main
+//       respawn: false
+//       nodes:
+//         - name: source
+//           type: tensor_source
+//           params: {rate_hz: 30}
+//           remap: {image: /camera/image}
+//   nodes: [...]                       # shorthand for a single group named "main"
+//
+// Everything is checked before anything starts; errors name the file, line and key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/node/node.hpp"
+
+namespace edgevla {
+
+struct GroupDescription {
+  std::string name;
+  bool respawn = false;          // restart the process when it exits unexpectedly
+  double respawn_delay_s = 1.0;
+  int max_respawns = 10;         // then give up (and stop the launch if required)
+  bool required = false;         // when this process ends for good, stop the whole launch
+  std::string tcp_listen;        // expose this process's topics to other hosts
+  std::vector<std::string> tcp_peers;
+  std::int64_t shm_pool_mb = 2048;
+  std::int64_t spin_us = 0;      // executor spin before sleeping (latency vs CPU)
+  std::vector<NodeOptions> nodes;  // in start order
+  std::string origin;            // "file:line"
+};
+
+struct LaunchDescription {
+  std::string file;  // the top-level file
+  std::vector<std::string> plugins;
+  std::vector<GroupDescription> groups;  // in start order
+};
+
+// Parses `path` (with includes and params files), applies `sets` ("node.key=value") and
+// checks the result: unique names, known node types (after loading plugins), every param
+// declared, typed and in range. Nothing is started.
+Expected<LaunchDescription> load_launch(const std::string& path, const std::vector<std::string>& sets);
+
+// Parses only, without loading plugins or configuring nodes (used by load_launch and tests).
+Expected<LaunchDescription> parse_launch(const std::string& path, const std::vector<std::string>& sets);
+
+}  // namespace edgevla

@@ -1,0 +1,241 @@
+#include "runtime/launch/launcher.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/bus/bus.hpp"
+#include "runtime/node/host.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla {
+namespace {
+
+sigset_t launch_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+// Waits up to `timeout_ns` for one of the launch signals; returns it, or 0 on timeout.
+int wait_signal(std::int64_t timeout_ns) {
+  const sigset_t set = launch_signals();
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+  const int sig = ::sigtimedwait(&set, nullptr, &ts);
+  return sig < 0 ? 0 : sig;
+}
+
+void write_all(int fd, const std::string& s) {
+  if (fd < 0) return;
+  [[maybe_unused]] auto n = ::write(fd, s.data(), s.size());
+}
+
+}  // namespace
+
+void block_launch_signals() {
+  const sigset_t set = launch_signals();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int run_group(const LaunchDescription& launch, const std::string& group_name, double duration_s,
+              int ready_fd) {
+  const GroupDescription* group = nullptr;
+  for (const auto& g : launch.groups) {
+    if (g.name == group_name) group = &g;
+  }
+  auto fail = [&](const Status& s) {
+    logger().error("group '{}': {}", group_name, s.message());
+    write_all(ready_fd, "error: " + s.message() + "\n");
+    if (ready_fd >= 0) ::close(ready_fd);
+    return 1;
+  };
+  if (group == nullptr) return fail(not_found("the launch has no group named '" + group_name + "'"));
+  if (ready_fd >= 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the supervisor
+    if (::getppid() == 1) return 1;
+  }
+  BusOptions bo;
+  bo.process_name = group->name;
+  bo.tcp_listen = group->tcp_listen;
+  bo.tcp_peers = group->tcp_peers;
+  bo.shm_pool_bytes = static_cast<std::size_t>(group->shm_pool_mb) << 20;
+  auto bus = Bus::create(bo);
+  if (!bus) return fail(bus.status());
+  int code = 0;
+  {
+    NodeHostOptions ho;
+    ho.process_name = group->name;
+    ho.spin_ns = group->spin_us * 1000;
+    NodeHost host(**bus, ho);
+    for (const auto& n : group->nodes) {
+      auto added = host.add(n);
+      if (!added) return fail(added.status().with_context(n.origin));
+    }
+    if (Status s = host.activate_all(); !s.is_ok()) return fail(s);
+    logger().info("group '{}': {} node(s) active (pid {})", group->name, group->nodes.size(), ::getpid());
+    write_all(ready_fd, "ok\n");
+    if (ready_fd >= 0) ::close(ready_fd);
+
+    const std::int64_t deadline = duration_s > 0 ? steady_now_ns() + static_cast<std::int64_t>(duration_s * 1e9) : 0;
+    for (;;) {
+      const std::int64_t left = deadline ? deadline - steady_now_ns() : 1'000'000'000;
+      if (left <= 0) break;
+      const int sig = wait_signal(std::min<std::int64_t>(left, 1'000'000'000));
+      if (sig == SIGINT || sig == SIGTERM) break;
+    }
+    logger().info("group '{}': shutting down", group->name);
+    if (Status s = host.deactivate_all(); !s.is_ok()) code = 1;
+    host.shutdown();
+  }
+  return code;
+}
+
+namespace {
+
+struct Child {
+  const GroupDescription* group = nullptr;
+  pid_t pid = -1;
+  int respawns = 0;
+  bool done = false;              // exited for good
+  std::int64_t restart_at_ns = 0; // pending respawn
+};
+
+// Starts one group's process and waits for it to report ready. Returns the pid or the error.
+Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return unavailable(std::string("pipe: ") + std::strerror(errno));
+  std::vector<std::string> args = {"edgevla", "__group", o.launch_file, "--group", g.name, "--ready-fd", "3"};
+  for (const auto& s : o.sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) return unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(fds[1], 3);  // dup2 clears O_CLOEXEC on the new descriptor
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(o.self_exe.c_str(), argv.data());
+    _exit(127);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  pollfd p{fds[0], POLLIN, 0};
+  const std::int64_t deadline = steady_now_ns() + 600'000'000'000;  // heavy loads can be slow
+  while (steady_now_ns() < deadline) {
+    if (wait_signal(0) == SIGINT) {  // interrupted while starting
+      ::kill(pid, SIGTERM);
+      ::close(fds[0]);
+      return unavailable("interrupted while starting group '" + g.name + "'");
+    }
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    reply.append(buf, static_cast<std::size_t>(n));
+    if (reply.find('\n') != std::string::npos) break;
+  }
+  ::close(fds[0]);
+  if (reply.starts_with("ok")) return pid;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (reply.starts_with("error: ")) {
+    return failed_precondition("group '" + g.name + "' failed to start: " + reply.substr(7, reply.find('\n') - 7));
+  }
+  return failed_precondition("group '" + g.name + "' exited before reporting ready");
+}
+
+void stop_children(std::vector<Child>& children) {
+  for (auto it = children.rbegin(); it != children.rend(); ++it) {
+    if (it->pid <= 0) continue;
+    ::kill(it->pid, SIGTERM);
+    const std::int64_t deadline = steady_now_ns() + 10'000'000'000;
+    int status = 0;
+    while (::waitpid(it->pid, &status, WNOHANG) == 0) {
+      if (steady_now_ns() > deadline) {
+        logger().warn("group '{}' did not stop within 10 s; killing it", it->group->name);
+        ::kill(it->pid, SIGKILL);
+        ::waitpid(it->pid, &status, 0);
+        break;
+      }
+      ::usleep(5000);
+    }
+    it->pid = -1;
+  }
+}
+
+}  // namespace
+
+int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
+  if (launch.groups.size() == 1) return run_group(launch, launch.groups[0].name, o.duration_s, -1);
+
+  std::vector<Child> children;
+  for (const auto& g : launch.groups) {
+    auto pid = spawn_group(g, o);
+    if (!pid) {
+      logger().error("{}", pid.status().message());
+      stop_children(children);
+      return 1;
+    }
+    children.push_back({&g, *pid});
+    logger().info("group '{}' started (pid {})", g.name, *pid);
+  }
+  const std::int64_t deadline = o.duration_s > 0 ? steady_now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9) : 0;
+  bool stop = false;
+  int code = 0;
+  while (!stop) {
+    if (deadline && steady_now_ns() >= deadline) break;
+    const int sig = wait_signal(100'000'000);
+    if (sig == SIGINT || sig == SIGTERM) break;
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      for (auto& c : children) {
+        if (c.pid != pid) continue;
+        c.pid = -1;
+        const std::string how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
+                                                  : "was killed by signal " + std::to_string(WTERMSIG(status));
+        if (c.group->respawn && c.respawns < c.group->max_respawns) {
+          logger().warn("group '{}' {}; restarting in {} s", c.group->name, how, c.group->respawn_delay_s);
+          c.restart_at_ns = steady_now_ns() + static_cast<std::int64_t>(c.group->respawn_delay_s * 1e9);
+        } else {
+          logger().error("group '{}' {}", c.group->name, how);
+          c.done = true;
+          code = 1;
+          if (c.group->required) stop = true;
+        }
+      }
+    }
+    for (auto& c : children) {
+      if (c.restart_at_ns == 0 || steady_now_ns() < c.restart_at_ns) continue;
+      c.restart_at_ns = 0;
+      ++c.respawns;
+      auto pid = spawn_group(*c.group, o);
+      if (pid) {
+        c.pid = *pid;
+        logger().info("group '{}' restarted (pid {}, restart {})", c.group->name, *pid, c.respawns);
+      } else {
+        logger().error("{}", pid.status().message());
+        c.restart_at_ns = steady_now_ns() + static_cast<std::int64_t>(c.group->respawn_delay_s * 1e9);
+      }
+    }
+    bool any = false;
+    for (const auto& c : children) any = any || !c.done;
+    if (!any) break;
+  }
+  logger().info("stopping {} group(s)", children.size());
+  stop_children(children);
+  return code;
+}
+
+}  // namespace edgevla

@@ -1,0 +1,33 @@
+// Running a launch: one process per group. A single-group launch runs in the calling
+// process; with several groups the caller becomes a supervisor that starts each group's
+// process in order (waiting for it to report its nodes active), restarts groups marked
+// respawn, and on SIGINT/SIGTERM stops them in reverse order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/launch/launch_file.hpp"
+
+namespace edgevla {
+
+struct LaunchRunOptions {
+  std::string launch_file;         // passed to child processes
+  std::vector<std::string> sets;   // passed to child processes
+  double duration_s = 0;           // stop after this long (0: run until a signal)
+  std::string self_exe = "/proc/self/exe";
+};
+
+// Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (and the threads it starts later),
+// so the launcher can wait for them synchronously. Call first thing in main().
+void block_launch_signals();
+
+// Runs the whole launch; returns the process exit code (0 on a clean, signalled shutdown).
+int run_launch(const LaunchDescription& launch, const LaunchRunOptions& options);
+
+// Runs one group in this process. `ready_fd` >= 0: write "ok\n" there once every node is
+// active, or "error: ...\n" if start-up failed.
+int run_group(const LaunchDescription& launch, const std::string& group, double duration_s,
+              int ready_fd);
+
+}  // namespace edgevla
