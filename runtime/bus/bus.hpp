@@ -36,6 +36,9 @@ struct BusOptions {
   std::size_t shm_pool_bytes = std::size_t{2} << 30;
   std::size_t inline_max_bytes = 4096;  // smaller tensors travel inside the message
   std::int64_t shm_transit_timeout_ns = 2'000'000'000;
+  // After traffic, the I/O thread keeps polling this long before it sleeps: trims a thread
+  // wake-up from cross-process latency at the cost of CPU. 0 = never spin.
+  std::int64_t spin_ns = 0;
 };
 
 struct PublisherCounters {

@@ -399,6 +399,7 @@ void BusIo::serve_control() {
 void BusIo::run() {
   std::int64_t last_rescan = steady_now_ns();
   std::int64_t last_sweep = last_rescan;
+  std::int64_t last_traffic = 0;
   while (!stop_.load()) {
     std::vector<zmq::pollitem_t> items = {
         {sub_ipc_.handle(), 0, ZMQ_POLLIN, 0},
@@ -408,8 +409,9 @@ void BusIo::run() {
         {nullptr, inotify_fd_, ZMQ_POLLIN, 0},
     };
     if (inotify_fd_ < 0) items.pop_back();
+    const bool spinning = options_.spin_ns > 0 && steady_now_ns() - last_traffic < options_.spin_ns;
     try {
-      zmq::poll(items.data(), items.size(), kPollPeriod);
+      zmq::poll(items.data(), items.size(), spinning ? std::chrono::milliseconds(0) : kPollPeriod);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) rate_log_.warn("poll", std::string("poll failed: ") + e.what());
       continue;
@@ -433,6 +435,7 @@ void BusIo::run() {
     }
     if (items[0].revents & ZMQ_POLLIN) receive(sub_ipc_, /*shm_allowed=*/true);
     if (items[1].revents & ZMQ_POLLIN) receive(sub_tcp_, /*shm_allowed=*/false);
+    if ((items[0].revents | items[1].revents) & ZMQ_POLLIN) last_traffic = steady_now_ns();
     if (items[2].revents & ZMQ_POLLIN) serve_control();
     if (registry_dirty_.load()) write_registry();
     const std::int64_t now = steady_now_ns();

@@ -79,6 +79,7 @@ class [[nodiscard]] Expected {
   const T* operator->() const { return &std::get<T>(v_); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
 
   // The error; an ok Status when a value is held.
   Status status() const { return has_value() ? Status::ok() : std::get<Status>(v_); }

@@ -56,9 +56,9 @@ bool Pool::evict_idle_for(std::size_t need) {
   while (bytes_ + need > options_.max_bytes) {
     Block* victim = nullptr;
     for (auto& b : blocks_) {
-      if (!b.segment || b.local_in_use) continue;
-      if (victim == nullptr || b.last_used < victim->last_used) {
-        if (try_recycle(b, now)) victim = &b;
+      if (!b->segment || b->local_in_use.load()) continue;
+      if (victim == nullptr || b->last_used < victim->last_used) {
+        if (try_recycle(*b, now)) victim = b.get();
       }
     }
     if (victim == nullptr) return false;
@@ -68,71 +68,82 @@ bool Pool::evict_idle_for(std::size_t need) {
   return true;
 }
 
-Expected<BufferPtr> Pool::allocate(std::size_t size) {
-  const std::size_t cls = size_class(size);
-  std::unique_lock lock(mu_);
-  const std::int64_t now = steady_now_ns();
-  // Sweep slots of dead receivers now and then, so a crashed subscriber frees its blocks.
-  if (now - last_sweep_ns_ > 100'000'000) {
-    last_sweep_ns_ = now;
-    for (auto& b : blocks_) {
-      if (b.segment && !b.local_in_use) {
-        stats_.dead_holders_cleared += static_cast<std::uint64_t>(b.segment->clear_dead_holders());
-      }
-    }
-  }
-  std::size_t chosen = blocks_.size();
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    Block& b = blocks_[i];
-    if (!b.segment || b.local_in_use || b.size_class != cls) continue;
-    if (chosen < blocks_.size() && blocks_[chosen].last_used <= b.last_used) continue;
-    if (try_recycle(b, now)) chosen = i;
-  }
-  if (chosen == blocks_.size()) {
-    if (bytes_ + cls > options_.max_bytes && !evict_idle_for(cls)) {
-      ++stats_.exhausted;
-      return resource_exhausted(
-          "shared memory pool is full (" + std::to_string(bytes_ >> 20) + " MiB of " +
-          std::to_string(options_.max_bytes >> 20) +
-          " MiB held by this process's in-flight messages); subscribers are holding buffers — "
-          "release received messages sooner or raise bus.shm_pool_mb");
-    }
-    const std::string name = options_.name_prefix + "." + std::to_string(next_segment_++);
-    auto seg = Segment::create(name, cls);
-    if (!seg) return seg.status();
-    // Reuse an empty slot so indices stay small.
-    for (chosen = 0; chosen < blocks_.size() && blocks_[chosen].segment; ++chosen) {
-    }
-    if (chosen == blocks_.size()) blocks_.emplace_back();
-    Block& nb = blocks_[chosen];
-    nb = Block{};
-    nb.segment = std::move(*seg);
-    nb.size_class = cls;
-    nb.generation = State::unpack(nb.segment->header().state.load()).generation;
-    bytes_ += cls;
-    ++stats_.created;
-  }
-  Block& b = blocks_[chosen];
-  b.local_in_use = true;
+BufferPtr Pool::hand_out(Block& b, std::size_t size) {
+  b.local_in_use.store(true);
   b.last_used = ++tick_;
   ++stats_.allocations;
   Buffer::Options o;
   o.kind = BufferKind::kSharedMemory;
   o.writable = true;
   o.shm = ShmLocation{b.segment->name(), kDataOffset, size, b.generation};
-  o.release = [self = shared_from_this(), chosen] { self->release(chosen); };
+  // The pool outlives its buffers (captured), and a Block is never evicted while in use.
+  o.release = [self = shared_from_this(), block = &b] { block->local_in_use.store(false); };
   return std::make_shared<Buffer>(b.segment->data(), size, std::move(o));
 }
 
-void Pool::release(std::size_t index) {
+Expected<BufferPtr> Pool::allocate(std::size_t size) {
+  const std::size_t cls = size_class(size);
+  std::string name;
+  {
+    std::lock_guard lock(mu_);
+    const std::int64_t now = steady_now_ns();
+    // Sweep slots of dead receivers now and then, so a crashed subscriber frees its blocks.
+    if (now - last_sweep_ns_ > 100'000'000) {
+      last_sweep_ns_ = now;
+      for (auto& b : blocks_) {
+        if (b->segment && !b->local_in_use.load()) {
+          stats_.dead_holders_cleared += static_cast<std::uint64_t>(b->segment->clear_dead_holders());
+        }
+      }
+    }
+    Block* chosen = nullptr;
+    for (auto& b : blocks_) {
+      if (!b->segment || b->local_in_use.load() || b->size_class != cls) continue;
+      if (chosen != nullptr && chosen->last_used <= b->last_used) continue;
+      if (try_recycle(*b, now)) chosen = b.get();
+    }
+    if (chosen != nullptr) return hand_out(*chosen, size);
+    if (bytes_ + cls > options_.max_bytes && !evict_idle_for(cls)) {
+      ++stats_.exhausted;
+      return resource_exhausted(
+          "shared memory pool is full (" + std::to_string(bytes_ >> 20) + " MiB of " +
+          std::to_string(options_.max_bytes >> 20) +
+          " MiB held by this process's in-flight messages); subscribers are holding buffers — "
+          "release received messages sooner or raise the group's shm_pool_mb");
+    }
+    bytes_ += cls;  // reserved while the segment is created without the lock
+    name = options_.name_prefix + "." + std::to_string(next_segment_++);
+  }
+  auto seg = Segment::create(name, cls);
   std::lock_guard lock(mu_);
-  blocks_[index].local_in_use = false;
+  if (!seg) {
+    bytes_ -= cls;
+    return seg.status();
+  }
+  Block* slot = nullptr;
+  for (auto& b : blocks_) {
+    if (!b->segment && !b->local_in_use.load()) {
+      slot = b.get();
+      break;
+    }
+  }
+  if (slot == nullptr) {
+    blocks_.push_back(std::make_unique<Block>());
+    slot = blocks_.back().get();
+  }
+  slot->segment = std::move(*seg);
+  slot->size_class = cls;
+  slot->generation = State::unpack(slot->segment->header().state.load()).generation;
+  slot->sent_ns = 0;
+  ++stats_.created;
+  return hand_out(*slot, size);
 }
 
 void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers) {
   if (!buffer.shm() || receivers == 0) return;
   std::lock_guard lock(mu_);
-  for (auto& b : blocks_) {
+  for (auto& bp : blocks_) {
+    Block& b = *bp;
     if (!b.segment || b.segment->name() != buffer.shm()->segment) continue;
     auto& state = b.segment->header().state;
     std::uint64_t raw = state.load();
@@ -158,10 +169,10 @@ PoolStats Pool::stats() const {
   s.segments = 0;
   s.in_use = 0;
   for (const auto& b : blocks_) {
-    if (!b.segment) continue;
+    if (!b->segment) continue;
     ++s.segments;
-    const State st = State::unpack(b.segment->header().state.load());
-    if (b.local_in_use || st.pending > 0 || b.segment->any_holder()) ++s.in_use;
+    const State st = State::unpack(b->segment->header().state.load());
+    if (b->local_in_use.load() || st.pending > 0 || b->segment->any_holder()) ++s.in_use;
   }
   s.bytes = bytes_;
   return s;

@@ -52,22 +52,24 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
  private:
   struct Block {
-    std::unique_ptr<Segment> segment;
+    std::unique_ptr<Segment> segment;  // null: an evicted slot, reusable
     std::size_t size_class = 0;
     std::uint32_t generation = 1;
-    bool local_in_use = false;
+    // Cleared without the pool lock when the last local reference goes, so a subscriber
+    // dropping a message never waits for a publisher that is creating a segment.
+    std::atomic<bool> local_in_use{false};
     std::int64_t sent_ns = 0;
     std::uint64_t last_used = 0;  // allocation tick, for LRU reuse
   };
 
   explicit Pool(PoolOptions options) : options_(std::move(options)) {}
   bool try_recycle(Block& block, std::int64_t now_ns);
-  void release(std::size_t index);
   bool evict_idle_for(std::size_t need);
+  BufferPtr hand_out(Block& block, std::size_t size);
 
   PoolOptions options_;
   mutable std::mutex mu_;
-  std::vector<Block> blocks_;  // index is stable: evicted blocks leave an empty slot
+  std::vector<std::unique_ptr<Block>> blocks_;  // stable addresses; never shrinks
   std::size_t bytes_ = 0;
   std::uint64_t tick_ = 0;
   std::uint64_t next_segment_ = 0;

@@ -1,0 +1,478 @@
+// Bus latency and throughput per transport and payload size, against baselines measured in
+// the same run: a plain memcpy of the payload, and plain ZeroMQ sending a copy of it
+// (inproc between threads, ipc between processes).
+//
+// Latency is one-way: publish stamp (wall clock, shared by processes on a host) to the start
+// of the subscriber's callback on its executor thread, i.e. everything a node sees. Messages
+// are spaced so each one measures latency, not queueing. Throughput sends a burst back to
+// back and counts what the subscriber received per second.
+//
+//   edgevla_bench_bus [--sizes 1024,65536,...] [--spin-us N] [--json out.json]
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "bench/bench_common.hpp"
+#include "runtime/bus/bus.hpp"
+#include "runtime/node/host.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla::bench {
+namespace {
+
+struct Config {
+  std::vector<std::size_t> sizes = {1024, 64 * 1024, 1 << 20, 16 << 20, 64 << 20};
+  std::int64_t spin_us = 0;
+  std::string json;
+  std::string only;  // run only transports whose name contains this
+};
+
+// Messages with a payload sequence number below this are warm-up and not measured.
+constexpr std::uint64_t kWarmup = 30;
+
+int count_for(std::size_t size) {
+  if (size <= 64 * 1024) return 2000;
+  if (size <= (1 << 20)) return 500;
+  if (size <= (16 << 20)) return 100;
+  return 40;
+}
+
+// Records one-way latency of every message it receives.
+class LatencySink final : public Node {
+ public:
+  explicit LatencySink(const NodeOptions& o) : Node(o) {}
+  Status configure(NodeSpec& spec) override {
+    return spec.subscribe_any("data", "", QoS::keep_last(4096), [this](const MessagePtr& m) {
+      const std::int64_t now = wall_now_ns();
+      std::uint64_t seq = 0;
+      std::memcpy(&seq, m->tensors()[0].tensor.raw_data(), sizeof seq);
+      std::lock_guard lock(mu);
+      ++seen;
+      if (seq < kWarmup) return;  // warm-up: pool segments being created and mapped
+      samples.push_back(now - m->header().publish_stamp_ns);
+      last_ns = steady_now_ns();
+      if (first_ns == 0) first_ns = last_ns;
+      // Touch the payload the way a consumer would start reading it.
+      volatile std::byte b = m->tensors()[0].tensor.raw_data()[0];
+      (void)b;
+    });
+  }
+  Status activate() override { return Status::ok(); }
+  Status deactivate() override { return Status::ok(); }
+
+  std::size_t received() {
+    std::lock_guard lock(mu);
+    return samples.size();
+  }
+  std::size_t seen_any() {
+    std::lock_guard lock(mu);
+    return seen;
+  }
+  std::mutex mu;
+  std::size_t seen = 0;
+  std::vector<std::int64_t> samples;
+  std::int64_t first_ns = 0;
+  std::int64_t last_ns = 0;
+};
+
+struct Row {
+  std::string transport;
+  std::size_t size = 0;
+  double p50_us = 0, p99_us = 0;
+  double msgs_per_s = 0, gb_per_s = 0;
+  std::size_t sent = 0, received = 0;
+};
+
+Message payload_message(Bus& bus, std::size_t size, std::uint64_t seq) {
+  Tensor t = *bus.loan(DType::kU8, Shape{static_cast<std::int64_t>(size)});
+  std::memcpy(t.raw_data(), &seq, sizeof seq);
+  Message m("Blob", 1);
+  m.set_tensor("data", std::move(t));
+  return m;
+}
+
+void sleep_until(std::int64_t steady_ns) {
+  while (steady_now_ns() < steady_ns) {
+    const std::int64_t left = steady_ns - steady_now_ns();
+    if (left > 200'000) std::this_thread::sleep_for(std::chrono::nanoseconds(left - 100'000));
+  }
+}
+
+// Zero-copy transports: one spacing for every payload size, so "flat in size" is measured
+// with the same idle time between messages.
+constexpr std::int64_t kZeroCopyIntervalNs = 1'000'000;
+
+std::int64_t interval_for(std::size_t size) {
+  // Long enough that a copying transport finishes one message before the next starts.
+  if (const char* e = std::getenv("BENCH_INTERVAL_NS")) return std::atoll(e);
+  return std::max<std::int64_t>(kZeroCopyIntervalNs, static_cast<std::int64_t>(size) * 2);  // 0.5 GB/s
+}
+
+// Publishes `count` spaced messages then a burst; returns nothing (the sink measures).
+void publish_series(Bus& bus, TopicWriter& w, std::size_t size, int count, int burst, bool copying) {
+  const std::int64_t interval = copying ? interval_for(size) : kZeroCopyIntervalNs;
+  std::int64_t next = steady_now_ns();
+  for (int i = 0; i < count; ++i) {
+    sleep_until(next);
+    next += interval;
+    (void)bus.publish(w, payload_message(bus, size, static_cast<std::uint64_t>(i)));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < burst; ++i) (void)bus.publish(w, payload_message(bus, size, kWarmup + static_cast<std::uint64_t>(i)));
+}
+
+// --- edgevla, same process ------------------------------------------------------------------
+
+Row run_inprocess(const Config& c, std::size_t size) {
+  BusOptions bo;
+  bo.domain = "bench-inproc-" + std::to_string(::getpid());
+  bo.spin_ns = c.spin_us * 1000;
+  auto bus = std::move(*Bus::create(bo));
+  NodeHostOptions ho;
+  ho.status_period = std::chrono::milliseconds(0);
+  ho.spin_ns = c.spin_us * 1000;
+  NodeHost host(*bus, ho);
+  NodeOptions no{"sink", "latency_sink"};
+  no.remaps["data"] = "/bench";
+  auto* sink = static_cast<LatencySink*>(*host.add(std::make_unique<LatencySink>(no)));
+  (void)host.activate_all();
+  auto w = *bus->advertise("/bench", "Blob", "bench");
+  const int count = count_for(size);
+  const int burst = count;
+  publish_series(*bus, *w, size, count + static_cast<int>(kWarmup), 0, false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Row r{"edgevla same-process", size};
+  {
+    std::lock_guard lock(sink->mu);
+    r.p50_us = percentile_us(sink->samples, 0.5);
+    r.p99_us = percentile_us(sink->samples, 0.99);
+    sink->samples.clear();
+    sink->first_ns = 0;
+  }
+  publish_series(*bus, *w, size, 0, burst, false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    std::lock_guard lock(sink->mu);
+    const double span = static_cast<double>(sink->last_ns - sink->first_ns) / 1e9;
+    r.received = sink->samples.size();
+    r.msgs_per_s = span > 0 ? static_cast<double>(r.received - 1) / span : 0;
+  }
+  r.sent = static_cast<std::size_t>(count + burst);
+  r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
+  host.shutdown();
+  return r;
+}
+
+// --- edgevla, other process (ipc + shm) or tcp ---------------------------------------------
+
+// Child: subscribes, waits for `expect` messages (or a timeout), writes samples to `fd`.
+int child_sink(const Config& c, const std::string& domain, const std::string& tcp_peer, int fd,
+               int count, int burst) {
+  BusOptions bo;
+  bo.domain = domain;
+  bo.spin_ns = c.spin_us * 1000;
+  if (!tcp_peer.empty()) bo.tcp_peers = {tcp_peer};
+  auto bus = std::move(*Bus::create(bo));
+  NodeHostOptions ho;
+  ho.status_period = std::chrono::milliseconds(0);
+  ho.spin_ns = c.spin_us * 1000;
+  NodeHost host(*bus, ho);
+  NodeOptions no{"sink", "latency_sink"};
+  no.remaps["data"] = "/bench";
+  auto* sink = static_cast<LatencySink*>(*host.add(std::make_unique<LatencySink>(no)));
+  (void)host.activate_all();
+  // Warm-up: the parent publishes until we have seen one message; tell it.
+  while (sink->seen_any() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::lock_guard lock(sink->mu);
+    sink->samples.clear();
+  }
+  [[maybe_unused]] auto n = ::write(fd, "R", 1);
+  auto wait_for = [&](std::size_t want, std::int64_t timeout_ns) {
+    const std::int64_t until = steady_now_ns() + timeout_ns;
+    while (sink->received() < want && steady_now_ns() < until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  wait_for(static_cast<std::size_t>(count), 120'000'000'000);
+  std::vector<std::int64_t> lat;
+  {
+    std::lock_guard lock(sink->mu);
+    lat.swap(sink->samples);
+    sink->first_ns = 0;
+  }
+  [[maybe_unused]] auto m = ::write(fd, "B", 1);  // ready for the burst
+  wait_for(static_cast<std::size_t>(burst), 5'000'000'000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::ostringstream out;
+  {
+    std::lock_guard lock(sink->mu);
+    out << percentile_us(lat, 0.5) << " " << percentile_us(lat, 0.99) << " " << lat.size() << " "
+        << sink->samples.size() << " " << (sink->last_ns - sink->first_ns) << "\n";
+  }
+  const std::string s = out.str();
+  [[maybe_unused]] auto k = ::write(fd, s.data(), s.size());
+  host.shutdown();
+  return 0;
+}
+
+char read_char(int fd) {
+  char ch = 0;
+  [[maybe_unused]] auto n = ::read(fd, &ch, 1);
+  return ch;
+}
+
+Row run_cross(const Config& c, std::size_t size, bool tcp) {
+  const std::string domain = "bench-x-" + std::to_string(::getpid()) + (tcp ? "-tcp" : "");
+  BusOptions bo;
+  bo.domain = tcp ? domain + "-pub" : domain;
+  if (tcp) bo.tcp_listen = "tcp://127.0.0.1:*";
+  bo.shm_pool_bytes = std::max<std::size_t>(std::size_t{1} << 30, size * 8);
+  auto bus = std::move(*Bus::create(bo));
+  std::string peer;
+  if (tcp) {
+    const std::string y = bus->stats_yaml();
+    const auto pos = y.find("tcp_endpoint: ");
+    peer = y.substr(pos + 14, y.find('\n', pos) - pos - 14);
+  }
+  const int count = count_for(size);
+  const int burst = count;
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    _exit(child_sink(c, domain, peer, fds[1], count, burst));
+  }
+  ::close(fds[1]);
+  auto w = *bus->advertise("/bench", "Blob", "bench");
+  // Until the child has seen a message (the subscription has propagated).
+  std::thread warm([&] {
+    for (int i = 0; i < 1'000'000; ++i) {
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) break;
+      (void)bus->publish(*w, payload_message(*bus, size, 0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  warm.join();
+  read_char(fds[0]);  // 'R'
+  publish_series(*bus, *w, size, count + static_cast<int>(kWarmup), 0, tcp);
+  read_char(fds[0]);  // 'B'
+  publish_series(*bus, *w, size, 0, burst, tcp);
+  std::string line;
+  for (char ch; (ch = read_char(fds[0])) != '\n' && ch != 0;) line.push_back(ch);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(fds[0]);
+  Row r{tcp ? "edgevla tcp loopback" : "edgevla cross-process", size};
+  std::istringstream in(line);
+  std::int64_t span_ns = 0;
+  in >> r.p50_us >> r.p99_us >> r.received >> r.received >> span_ns;
+  r.sent = static_cast<std::size_t>(count + burst);
+  r.msgs_per_s = span_ns > 0 ? static_cast<double>(r.received - 1) / (static_cast<double>(span_ns) / 1e9) : 0;
+  r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
+  return r;
+}
+
+// --- baselines ---------------------------------------------------------------------------------
+
+Row run_memcpy(std::size_t size) {
+  std::vector<std::byte> a(size, std::byte{1}), b(size, std::byte{2});
+  std::vector<std::int64_t> ns;
+  const int count = count_for(size);
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t t0 = steady_now_ns();
+    std::memcpy(b.data(), a.data(), size);
+    ns.push_back(steady_now_ns() - t0);
+    a[0] = b[size - 1];
+  }
+  Row r{"baseline memcpy", size};
+  r.p50_us = percentile_us(ns, 0.5);
+  r.p99_us = percentile_us(ns, 0.99);
+  r.msgs_per_s = 1e6 / std::max(r.p50_us, 1e-3);
+  r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
+  r.sent = r.received = static_cast<std::size_t>(count);
+  return r;
+}
+
+// Plain ZeroMQ PUB/SUB with the payload copied into each message; the receiver thread or
+// process measures one-way latency from a stamp in the first 8 bytes.
+Row run_zmq(std::size_t size, bool ipc) {
+  const int count = count_for(size);
+  const std::string ep = ipc ? "ipc:///tmp/edgevla-bench-zmq-" + std::to_string(::getpid())
+                             : "inproc://edgevla-bench";
+  zmq::context_t ctx(1);
+  zmq::socket_t pub(ctx, zmq::socket_type::pub);
+  pub.set(zmq::sockopt::sndhwm, 0);
+  pub.bind(ep);
+  auto receiver = [size, count](zmq::context_t& c, const std::string& endpoint, int fd) {
+    zmq::socket_t sub(c, zmq::socket_type::sub);
+    sub.set(zmq::sockopt::rcvhwm, 0);
+    sub.connect(endpoint);
+    sub.set(zmq::sockopt::subscribe, "");
+    std::vector<std::int64_t> lat;
+    zmq::message_t m;
+    std::int64_t first = 0, last = 0;
+    std::size_t got = 0;
+    bool warm = false;
+    while (true) {
+      if (!sub.recv(m)) continue;
+      std::int64_t stamp;
+      std::memcpy(&stamp, m.data(), sizeof stamp);
+      if (stamp == -1) {  // end of latency series
+        [[maybe_unused]] auto n = ::write(fd, "B", 1);
+        continue;
+      }
+      if (stamp == -2) break;
+      if (stamp == 0) {  // warm-up probe
+        if (!warm) {
+          warm = true;
+          [[maybe_unused]] auto n = ::write(fd, "R", 1);
+        }
+        continue;
+      }
+      if (stamp > 0) {
+        lat.push_back(wall_now_ns() - stamp);
+      } else {  // burst message
+        last = steady_now_ns();
+        if (first == 0) first = last;
+        ++got;
+      }
+    }
+    std::ostringstream out;
+    out << percentile_us(lat, 0.5) << " " << percentile_us(lat, 0.99) << " " << got << " " << (last - first)
+        << "\n";
+    const std::string s = out.str();
+    [[maybe_unused]] auto n = ::write(fd, s.data(), s.size());
+    (void)size;
+    (void)count;
+  };
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  pid_t pid = -1;
+  std::thread th;
+  if (ipc) {
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      zmq::context_t c2(1);
+      receiver(c2, ep, fds[1]);
+      _exit(0);
+    }
+    ::close(fds[1]);
+  } else {
+    th = std::thread([&] { receiver(ctx, ep, fds[1]); });
+  }
+  std::vector<std::byte> payload(size, std::byte{3});
+  auto send_stamp = [&](std::int64_t stamp) {
+    std::memcpy(payload.data(), &stamp, sizeof stamp);
+    zmq::message_t m(payload.data(), payload.size());  // the copy a plain transport makes
+    pub.send(m, zmq::send_flags::none);
+  };
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;
+    send_stamp(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  read_char(fds[0]);
+  const std::int64_t interval = interval_for(size);
+  std::int64_t next = steady_now_ns();
+  for (int i = 0; i < count; ++i) {
+    sleep_until(next);
+    next += interval;
+    send_stamp(wall_now_ns());
+  }
+  send_stamp(-1);
+  read_char(fds[0]);
+  for (int i = 0; i < count; ++i) send_stamp(-3);
+  send_stamp(-2);
+  std::string line;
+  for (char ch; (ch = read_char(fds[0])) != '\n' && ch != 0;) line.push_back(ch);
+  if (ipc) {
+    int status;
+    ::waitpid(pid, &status, 0);
+  } else {
+    th.join();
+  }
+  if (!ipc) ::close(fds[1]);
+  ::close(fds[0]);
+  Row r{ipc ? "baseline zmq ipc copy" : "baseline zmq inproc copy", size};
+  std::istringstream in(line);
+  std::int64_t span = 0;
+  in >> r.p50_us >> r.p99_us >> r.received >> span;
+  r.sent = static_cast<std::size_t>(count);
+  r.msgs_per_s = span > 0 ? static_cast<double>(r.received - 1) / (static_cast<double>(span) / 1e9) : 0;
+  r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
+  return r;
+}
+
+std::string human(std::size_t s) {
+  if (s >= (1 << 20)) return std::to_string(s >> 20) + " MB";
+  if (s >= 1024) return std::to_string(s >> 10) + " KB";
+  return std::to_string(s) + " B";
+}
+
+}  // namespace
+}  // namespace edgevla::bench
+
+int main(int argc, char** argv) {
+  using namespace edgevla::bench;
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--spin-us" && i + 1 < argc) c.spin_us = std::atoll(argv[++i]);
+    if (a == "--json" && i + 1 < argc) c.json = argv[++i];
+    if (a == "--only" && i + 1 < argc) c.only = argv[++i];
+    if (a == "--sizes" && i + 1 < argc) {
+      c.sizes.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string tok; std::getline(ss, tok, ',');) c.sizes.push_back(std::stoull(tok));
+    }
+  }
+  edgevla::logger().set_level(spdlog::level::warn);
+  std::vector<Row> rows;
+  std::printf("machine: %s\nexecutor spin: %lld us\n\n", machine_description().c_str(), static_cast<long long>(c.spin_us));
+  std::printf("%-26s %8s %10s %10s %12s %10s %9s\n", "transport", "payload", "p50 us", "p99 us", "msgs/s", "GB/s", "recv/sent");
+  for (std::size_t size : c.sizes) {
+    static const char* kNames[] = {"memcpy", "zmq inproc", "zmq ipc", "same-process", "cross-process", "tcp"};
+    for (int k = 0; k < 6; ++k) {
+      if (!c.only.empty() && std::string(kNames[k]).find(c.only) == std::string::npos) continue;
+      Row r;
+      switch (k) {
+        case 0: r = run_memcpy(size); break;
+        case 1: r = run_zmq(size, false); break;
+        case 2: r = run_zmq(size, true); break;
+        case 3: r = run_inprocess(c, size); break;
+        case 4: r = run_cross(c, size, false); break;
+        case 5: r = run_cross(c, size, true); break;
+      }
+      std::printf("%-26s %8s %10.1f %10.1f %12.0f %10.2f %4zu/%-4zu\n", r.transport.c_str(), human(size).c_str(), r.p50_us,
+                  r.p99_us, r.msgs_per_s, r.gb_per_s, r.received, r.sent);
+      std::fflush(stdout);
+      rows.push_back(r);
+    }
+    std::printf("\n");
+  }
+  if (!c.json.empty()) {
+    std::FILE* f = std::fopen(c.json.c_str(), "w");
+    std::fprintf(f, "{\n  \"machine\": \"%s\",\n  \"spin_us\": %lld,\n  \"rows\": [\n", machine_description().c_str(),
+                 static_cast<long long>(c.spin_us));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::fprintf(f, "    {\"transport\": \"%s\", \"bytes\": %zu, \"p50_us\": %.2f, \"p99_us\": %.2f, \"msgs_per_s\": %.1f, \"gb_per_s\": %.3f, \"received\": %zu, \"sent\": %zu}%s\n",
+                   r.transport.c_str(), r.size, r.p50_us, r.p99_us, r.msgs_per_s, r.gb_per_s, r.received, r.sent,
+                   i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+  }
+  return 0;
+}
