@@ -298,16 +298,17 @@ Status BusIo::send_tcp(const Message& m) {
 
 void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed) {
   counters_.received.add();
-  if (parts.size() < 2) {
-    counters_.decode_errors.add();
-    bus_.reject_remote("?", "malformed message with " + std::to_string(parts.size()) +
-                                " frame(s); expected topic, envelope, tensors");
-    return;
-  }
-  auto topic = wire::parse_topic_frame(bytes_of(parts[0]));
+  auto topic = parts.empty() ? Expected<std::string_view>(data_loss("empty message"))
+                             : wire::parse_topic_frame(bytes_of(parts[0]));
   if (!topic) {
     counters_.decode_errors.add();
     bus_.reject_remote("?", topic.status().message());
+    return;
+  }
+  if (parts.size() < 2) {
+    counters_.decode_errors.add();
+    bus_.reject_remote(std::string(*topic), "malformed message with " + std::to_string(parts.size()) +
+                                                " frame(s); expected topic, envelope, tensors");
     return;
   }
   const std::string topic_name(*topic);

@@ -112,3 +112,206 @@ TEST(Bus, CrossBusOverTcpSendsInlineFrames) {
 
 }  // namespace
 }  // namespace edgevla
+
+// Malformed traffic from another process: a raw ZeroMQ publisher registered under a fake
+// bus id injects frames; the receiving bus must reject each one with a counter and keep
+// delivering good messages.
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <msgpack.hpp>
+
+#include "msgs/wire.hpp"
+#include "runtime/shm/pool.hpp"
+
+namespace edgevla {
+namespace {
+
+class FakePeer {
+ public:
+  explicit FakePeer(const std::string& domain) {
+    reg_ = std::make_unique<Registry>(*Registry::open(Registry::default_dir(domain)));
+    entry_.bus_id = "fakehost/" + std::to_string(::getpid()) + "/9" + std::to_string(++n_);
+    entry_.pid = static_cast<std::uint32_t>(::getpid());
+    entry_.process = "fake";
+    entry_.data_endpoint = "ipc://" + reg_->path_for(entry_.bus_id, ".pub");
+    pub_.set(zmq::sockopt::linger, 0);
+    pub_.bind(entry_.data_endpoint);
+    EXPECT_TRUE(reg_->write(entry_).is_ok());
+  }
+  ~FakePeer() { reg_->remove(entry_); }
+
+  // Sends until `done` holds (the subscription needs time to reach us).
+  void send_until(const std::vector<std::string>& frames, const std::function<bool()>& done) {
+    ASSERT_TRUE(testing::eventually([&] {
+      send(frames);
+      return done();
+    }));
+  }
+  void send(const std::vector<std::string>& frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      pub_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  }
+
+ private:
+  static inline int n_ = 0;
+  std::unique_ptr<Registry> reg_;
+  RegistryEntry entry_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t pub_{ctx_, zmq::socket_type::pub};
+};
+
+std::vector<std::string> encode(Message m, std::uint64_t seq, const std::string& topic = "/cam") {
+  m.header().topic = topic;
+  m.header().seq = seq;
+  m.header().publisher = "fake";
+  std::vector<wire::TensorPlacement> p;
+  std::vector<std::string> frames = {wire::topic_frame(topic), ""};
+  for (std::size_t i = 0; i < m.tensors().size(); ++i) {
+    p.push_back(wire::InlineFrame{static_cast<std::uint32_t>(i)});
+    const auto b = m.tensors()[i].tensor.bytes();
+    frames.emplace_back(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+  EXPECT_TRUE(wire::encode_envelope(m, p, frames[1]).is_ok());
+  return frames;
+}
+
+Message small_image(std::uint8_t v) {
+  Tensor px = *Tensor::empty(DType::kU8, Shape{2, 2, 3});
+  std::memset(px.raw_data(), v, px.nbytes());
+  return *msgs::Image::make(px, "rgb8", "base");
+}
+
+TEST(BusBadInput, EachMalformedMessageIsRejectedAndCountedAndGoodOnesStillFlow) {
+  const auto domain = unique_domain("bad");
+  auto bus = make_bus(domain);
+  Collector c("/cam", "Image");
+  ASSERT_OK(bus->attach(c.queue));
+  FakePeer peer(domain);
+  std::uint64_t seq = 1;
+  peer.send_until(encode(small_image(1), seq++), [&] { return c.queue->size() > 0; });
+  while (c.queue->pop()) {
+  }
+  const auto rejected = [&] { return c.queue->counters().rejected.get(); };
+  std::uint64_t expect = rejected();
+
+  auto check = [&](const std::vector<std::string>& frames, const char* what) {
+    peer.send(frames);
+    ASSERT_TRUE(testing::eventually([&] { return rejected() > expect; })) << what;
+    expect = rejected();
+  };
+  // Garbage envelope.
+  check({wire::topic_frame("/cam"), "\xc1\xc1garbage"}, "garbage");
+  // Envelope claims more bytes than the frame holds.
+  auto short_frame = encode(small_image(2), seq++);
+  short_frame[2].resize(5);
+  check(short_frame, "short frame");
+  // Unknown dtype.
+  auto bad_dtype = encode(small_image(3), seq++);
+  const auto pos = bad_dtype[1].find("u8");
+  ASSERT_NE(pos, std::string::npos);
+  bad_dtype[1].replace(pos, 2, "q8");
+  check(bad_dtype, "unknown dtype");
+  // Shared-memory descriptor pointing outside its segment.
+  {
+    auto pool = shm::Pool::create({shm::segment_prefix() + std::to_string(::getpid()) + ".fake", 1 << 20, 1'000'000'000});
+    auto block = *pool->allocate(4096);
+    Message m = small_image(4);
+    Tensor big = *Tensor::empty(DType::kU8, Shape{100, 100, 3});  // 30000 bytes, segment holds 4096
+    m.set_tensor("pixels", big);
+    m.header().topic = "/cam";
+    m.header().seq = seq++;
+    ShmLocation loc = *block->shm();
+    loc.size = big.nbytes();
+    std::vector<wire::TensorPlacement> p = {loc};
+    std::string env;
+    ASSERT_TRUE(wire::encode_envelope(m, p, env).is_ok());
+    check({wire::topic_frame("/cam"), env}, "descriptor outside segment");
+    // A segment that does not exist.
+    loc.segment = shm::segment_prefix() + "999999999.7.7";
+    loc.size = 12;
+    Message m2 = small_image(5);
+    m2.header().topic = "/cam";
+    m2.header().seq = seq++;
+    std::vector<wire::TensorPlacement> p2 = {loc};
+    ASSERT_TRUE(wire::encode_envelope(m2, p2, env).is_ok());
+    check({wire::topic_frame("/cam"), env}, "vanished segment");
+  }
+  // Wrong message type for this subscription.
+  Message chunk = *msgs::ActionChunk::make(*Tensor::empty(DType::kF32, Shape{4, 2}), 0.02);
+  check(encode(chunk, seq++), "wrong type");
+  // A schema violation (Image without its camera field).
+  Message no_camera = small_image(6);
+  no_camera.set_field("camera", std::int64_t{1});
+  check(encode(no_camera, seq++), "schema");
+  // Only one frame.
+  check({wire::topic_frame("/cam")}, "one frame");
+
+  // After all that, a good message is still delivered.
+  peer.send_until(encode(small_image(9), seq++), [&] { return c.queue->size() > 0; });
+  MessagePtr good = c.queue->pop();
+  ASSERT_NE(good, nullptr);
+  EXPECT_EQ(good->tensor("pixels")->data<std::uint8_t>()[0], 9);
+}
+
+TEST(BusBadInput, SequenceGapsAreCountedAsLost) {
+  const auto domain = unique_domain("gap");
+  auto bus = make_bus(domain);
+  Collector c("/cam", "Image");
+  ASSERT_OK(bus->attach(c.queue));
+  FakePeer peer(domain);
+  peer.send_until(encode(small_image(1), 1), [&] { return c.queue->size() > 0; });
+  // Whatever warm-up copies arrived, the next ones jump from 1 to 5: 3 lost.
+  peer.send(encode(small_image(2), 5));
+  ASSERT_TRUE(testing::eventually([&] { return c.queue->counters().lost.get() >= 3; }));
+  EXPECT_EQ(c.queue->counters().lost.get(), 3u);
+  // A repeated sequence number (e.g. the same message over two transports) is dropped silently.
+  peer.send(encode(small_image(3), 5));
+  peer.send(encode(small_image(4), 6));
+  ASSERT_TRUE(testing::eventually([&] {
+    MessagePtr m;
+    while (auto x = c.queue->pop()) m = x;
+    return m && m->header().seq == 6;
+  }));
+}
+
+TEST(Bus, TopicCarriesOneType) {
+  auto bus = make_bus(unique_domain("onetype"));
+  auto a = bus->advertise("/x", "Image", "a");
+  ASSERT_TRUE(a.has_value());
+  auto b = bus->advertise("/x", "ActionChunk", "b");
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.status().message().find("node 'a'"), std::string::npos);
+  EXPECT_FALSE(bus->advertise("no-slash", "Image", "a").has_value());
+}
+
+TEST(Bus, PublishValidatesAgainstTheSchema) {
+  auto bus = make_bus(unique_domain("validate"));
+  auto w = *bus->advertise("/x", "Image", "cam");
+  Message m = small_image(1);
+  m.set_tensor("pixels", *Tensor::empty(DType::kU8, Shape{2, 2}));
+  auto s = bus->publish(*w, std::move(m));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("node 'cam'"), std::string::npos);
+  EXPECT_EQ(w->counters().errors.get(), 1u);
+  EXPECT_FALSE(bus->publish(*w, Message("ActionChunk", 1)).is_ok());
+}
+
+TEST(Bus, HeapTensorsAreCopiedIntoSharedMemoryOnceForOtherProcesses) {
+  const auto domain = unique_domain("heapcopy");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto w = *pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(*w, image_message(*pub, 64, 64, 3, /*loan=*/false)));
+    return c.queue->size() > 0;
+  }));
+  EXPECT_GE(w->counters().copied_to_shm.get(), 1u);
+  EXPECT_EQ(c.queue->pop()->tensor("pixels")->buffer()->kind(), BufferKind::kSharedMemory);
+}
+
+}  // namespace
+}  // namespace edgevla

@@ -1,0 +1,200 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "runtime/shm/mapper.hpp"
+#include "runtime/shm/pool.hpp"
+
+namespace edgevla::shm {
+namespace {
+
+std::string prefix(const std::string& tag) {
+  static int n = 0;
+  return segment_prefix() + std::to_string(::getpid()) + ".t" + tag + std::to_string(++n);
+}
+
+std::shared_ptr<Pool> make_pool(const std::string& tag, std::size_t max_bytes = 64 << 20,
+                                std::int64_t transit_ns = 2'000'000'000) {
+  return Pool::create({prefix(tag), max_bytes, transit_ns});
+}
+
+TEST(ShmPool, SegmentsArePrivateToTheUser) {
+  auto pool = make_pool("mode");
+  auto b = *pool->allocate(1000);
+  ASSERT_TRUE(b->shm().has_value());
+  struct stat st {};
+  ASSERT_EQ(::stat(("/dev/shm" + b->shm()->segment).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(b->size(), 1000u);
+  EXPECT_TRUE(b->writable());
+  EXPECT_TRUE(pool->owns(*b));
+}
+
+TEST(ShmPool, SizeClasses) {
+  EXPECT_EQ(Pool::size_class(1), 4096u);
+  EXPECT_EQ(Pool::size_class(5000), 8192u);
+  EXPECT_EQ(Pool::size_class(65536), 65536u);
+  EXPECT_EQ(Pool::size_class((1 << 20) + 1), (1u << 20) + (1u << 18));
+  EXPECT_GE(Pool::size_class(64 << 20), std::size_t{64} << 20);
+}
+
+TEST(ShmMapper, ReadsThePublishersBytes) {
+  auto pool = make_pool("read");
+  auto b = *pool->allocate(4096);
+  std::memset(b->data(), 0x5a, 4096);
+  pool->mark_sent(*b, 1);
+  Mapper m;
+  auto r = m.acquire(*b->shm());
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ((*r)->kind(), BufferKind::kSharedMemory);
+  EXPECT_FALSE((*r)->writable());
+  EXPECT_EQ(static_cast<int>((*r)->data()[4095]), 0x5a);
+  EXPECT_EQ(m.stats().acquired, 1u);
+}
+
+TEST(ShmPool, BlockIsReusedOnlyAfterEveryReceiverLetGo) {
+  auto pool = make_pool("reuse");
+  Mapper m;
+  ShmLocation loc;
+  {
+    auto b = *pool->allocate(4096);
+    loc = *b->shm();
+    pool->mark_sent(*b, 1);
+  }  // local reference gone, but one receiver is still pending
+  auto second = *pool->allocate(4096);
+  EXPECT_NE(second->shm()->segment, loc.segment);  // pending block is not reused
+  second.reset();
+  {
+    auto held = m.acquire(loc);
+    ASSERT_TRUE(held.has_value());
+    auto third = *pool->allocate(4096);
+    EXPECT_NE(third->shm()->segment, loc.segment);  // still held by the receiver
+  }
+  // Receiver released: the pool can recycle it now, with a new generation.
+  std::vector<BufferPtr> keep;
+  bool reused = false;
+  for (int i = 0; i < 3 && !reused; ++i) {
+    keep.push_back(*pool->allocate(4096));
+    if (keep.back()->shm()->segment == loc.segment) {
+      reused = true;
+      EXPECT_NE(keep.back()->shm()->generation, loc.generation);
+    }
+  }
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(pool->stats().created, 2u);
+  // The old descriptor no longer reads: its generation is gone.
+  auto stale = m.acquire(loc);
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_EQ(m.stats().recycled_before_read, 1u);
+}
+
+TEST(ShmPool, TransitTimeoutFreesBlocksNobodyPickedUp) {
+  auto pool = make_pool("transit", 64 << 20, 30'000'000);
+  std::string seg;
+  {
+    auto b = *pool->allocate(4096);
+    seg = b->shm()->segment;
+    pool->mark_sent(*b, 3);  // three receivers expected, none will come
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto again = *pool->allocate(4096);
+  EXPECT_EQ(again->shm()->segment, seg);
+  EXPECT_EQ(pool->stats().transit_expired, 1u);
+}
+
+TEST(ShmPool, CrashedSubscriberDoesNotPinABlockForever) {
+  auto pool = make_pool("crash");
+  ShmLocation loc;
+  {
+    auto b = *pool->allocate(4096);
+    loc = *b->shm();
+    pool->mark_sent(*b, 1);
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    Mapper m;
+    auto held = m.acquire(loc);
+    // Dies holding the block: no release runs.
+    _exit(held.has_value() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past the sweep interval
+  std::vector<BufferPtr> keep;
+  bool reused = false;
+  for (int i = 0; i < 3 && !reused; ++i) {
+    keep.push_back(*pool->allocate(4096));
+    reused = keep.back()->shm()->segment == loc.segment;
+  }
+  EXPECT_TRUE(reused);
+  EXPECT_GE(pool->stats().dead_holders_cleared, 1u);
+}
+
+TEST(ShmPool, FullPoolIsAClearError) {
+  auto pool = make_pool("full", 8192);
+  auto a = *pool->allocate(4096);
+  auto b = *pool->allocate(4096);
+  auto c = pool->allocate(4096);
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(c.status().message().find("shm_pool_mb"), std::string::npos);
+  a.reset();
+  EXPECT_TRUE(pool->allocate(4096).has_value());  // freed block is reused
+  EXPECT_EQ(pool->stats().exhausted, 1u);
+}
+
+TEST(ShmPool, IdleBlocksOfOtherSizesAreEvictedWhenFull) {
+  auto pool = make_pool("evict", 64 * 1024);
+  { auto small = *pool->allocate(4096); }
+  auto big = pool->allocate(60 * 1024);
+  EXPECT_TRUE(big.has_value()) << big.status().to_string();
+}
+
+TEST(ShmMapper, BadDescriptors) {
+  auto pool = make_pool("bad");
+  auto b = *pool->allocate(4096);
+  Mapper m;
+  ShmLocation outside = *b->shm();
+  outside.size = 1 << 20;
+  auto r1 = m.acquire(outside);
+  ASSERT_FALSE(r1.has_value());
+  EXPECT_EQ(r1.status().code(), StatusCode::kOutOfRange);
+  ShmLocation before = *b->shm();
+  before.offset = 16;
+  EXPECT_FALSE(m.acquire(before).has_value());
+  ShmLocation vanished{segment_prefix() + "999999999.1.1", kDataOffset, 16, 1};
+  auto r2 = m.acquire(vanished);
+  ASSERT_FALSE(r2.has_value());
+  EXPECT_EQ(r2.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r2.status().message().find("vanished"), std::string::npos);
+  auto r3 = m.acquire({"/not-ours", kDataOffset, 16, 1});
+  ASSERT_FALSE(r3.has_value());
+  const auto s = m.stats();
+  EXPECT_EQ(s.bad_descriptor, 3u);
+  EXPECT_EQ(s.vanished, 1u);
+}
+
+TEST(ShmJanitor, RemovesSegmentsOfDeadProcesses) {
+  const pid_t child = ::fork();
+  if (child == 0) _exit(0);
+  ::waitpid(child, nullptr, 0);  // a pid that is certainly gone
+  const std::string name = segment_prefix() + std::to_string(child) + ".1.0";
+  {
+    auto seg = Segment::create(name, 4096);
+    ASSERT_TRUE(seg.has_value());
+    // Keep the file: pretend the creator crashed (no unlink on destruction).
+    (*seg).release();
+  }
+  EXPECT_GE(remove_stale_segments(), 1);
+  auto gone = Segment::open(name);
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace edgevla::shm
