@@ -17,11 +17,15 @@ function(edgevla_add_test name)
   edgevla_warnings(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  # Tests find the edgevla binary and the source tree without any environment set up.
+  target_compile_definitions(${name} PRIVATE
+    EDGEVLA_TEST_BIN_DIR="${PROJECT_BINARY_DIR}/bin" EDGEVLA_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
-  gtest_discover_tests(${name}
-    DISCOVERY_TIMEOUT 30
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
-    ENVIRONMENT "EDGEVLA_BIN=${PROJECT_BINARY_DIR}/bin;EDGEVLA_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  set(props TIMEOUT ${T_TIMEOUT})
+  if(T_LABELS)
+    list(APPEND props LABELS ${T_LABELS})
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 30 PROPERTIES ${props})
 endfunction()

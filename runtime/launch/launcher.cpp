@@ -122,6 +122,9 @@ Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o
   const pid_t pid = ::fork();
   if (pid < 0) return unavailable(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // Own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops
+    // the groups one by one in reverse start order.
+    ::setpgid(0, 0);
     ::dup2(fds[1], 3);  // dup2 clears O_CLOEXEC on the new descriptor
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

@@ -29,14 +29,14 @@ inline bool eventually(const std::function<bool()>& done,
   return done();
 }
 
-// Source dir and build bin dir (set by ctest through the environment).
+// The source tree and the build's bin/ directory (compiled in; the environment may override).
 inline std::string source_dir() {
   const char* d = std::getenv("EDGEVLA_SOURCE_DIR");
-  return d ? d : ".";
+  return d ? d : EDGEVLA_TEST_SOURCE_DIR;
 }
 inline std::string bin_dir() {
   const char* d = std::getenv("EDGEVLA_BIN");
-  return d ? d : ".";
+  return d ? d : EDGEVLA_TEST_BIN_DIR;
 }
 
 }  // namespace edgevla::testing

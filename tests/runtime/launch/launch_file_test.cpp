@@ -1,0 +1,153 @@
+#include "runtime/launch/launch_file.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace edgevla {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LaunchFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("launch_" + std::to_string(::getpid()) + "_" +
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_ / "params");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const auto p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  // Expects `load_launch` to fail with a message containing every part of `parts`.
+  void expect_error(const std::string& file, std::vector<std::string> parts, std::vector<std::string> sets = {}) {
+    auto d = load_launch(file, sets);
+    ASSERT_FALSE(d.has_value()) << "expected an error";
+    for (const auto& p : parts) EXPECT_NE(d.status().message().find(p), std::string::npos) << d.status().message();
+  }
+  fs::path dir_;
+};
+
+constexpr const char* kTwoNodes = R"(params_files: [params/p.yaml]
+nodes:
+  - name: source
+    type: tensor_source
+    params: {rate_hz: 10}
+    remap: {image: /cam}
+  - name: sink
+    type: tensor_sink
+    remap: {image: /cam}
+    qos: {image: keep_latest}
+)";
+
+TEST_F(LaunchFile, ParamsPrecedenceFileThenInlineThenSet) {
+  write("params/p.yaml", "source:\n  rate_hz: 5\n  width: 32\nsink:\n  verify: false\n");
+  const auto f = write("l.yaml", kTwoNodes);
+  auto d = load_launch(f, {"source.width=16"});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  ASSERT_EQ(d->groups.size(), 1u);
+  EXPECT_EQ(d->groups[0].name, "main");
+  const NodeOptions& src = d->groups[0].nodes[0];
+  EXPECT_EQ(src.params.at("rate_hz").value.as<double>(), 10.0);  // inline beats the file
+  EXPECT_EQ(src.params.at("width").value.as<int>(), 16);         // --set beats everything
+  EXPECT_NE(src.params.at("width").origin.find("--set"), std::string::npos);
+  EXPECT_NE(src.params.at("rate_hz").origin.find("l.yaml:5"), std::string::npos);
+  const NodeOptions& sink = d->groups[0].nodes[1];
+  EXPECT_NE(sink.params.at("verify").origin.find("p.yaml:5"), std::string::npos);
+  EXPECT_EQ(sink.remaps.at("image"), "/cam");
+  EXPECT_EQ(sink.qos.at("image").depth, 1u);
+  EXPECT_NE(src.origin.find("l.yaml:3"), std::string::npos);
+}
+
+TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
+  write("params/src.yaml", "source:\n  height: 24\n");
+  write("common.yaml", "groups:\n  - name: sensors\n    respawn: true\n    nodes:\n      - name: source\n"
+                       "        type: tensor_source\n        params_files: [params/src.yaml]\n");
+  const auto f = write("top.yaml", "include: [common.yaml]\ngroups:\n  - name: consumers\n    spin_us: 20\n"
+                                   "    nodes:\n      - {name: sink, type: tensor_sink}\n");
+  auto d = load_launch(f, {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  ASSERT_EQ(d->groups.size(), 2u);
+  EXPECT_EQ(d->groups[0].name, "sensors");
+  EXPECT_TRUE(d->groups[0].respawn);
+  EXPECT_EQ(d->groups[1].spin_us, 20);
+  EXPECT_EQ(d->groups[0].nodes[0].params.at("height").value.as<int>(), 24);
+}
+
+TEST_F(LaunchFile, UnknownKeyNamesFileLineAndKey) {
+  const auto f = write("l.yaml", "nodes:\n  - name: source\n    type: tensor_source\n    parms: {rate_hz: 3}\n");
+  expect_error(f, {"l.yaml:4", "'parms'", "allowed:"});
+}
+
+TEST_F(LaunchFile, UnknownTopLevelKey) {
+  expect_error(write("l.yaml", "nodez: []\n"), {"l.yaml:1", "'nodez'"});
+}
+
+TEST_F(LaunchFile, WrongTypesAreNamed) {
+  expect_error(write("a.yaml", "groups:\n  - name: g\n    respawn: sometimes\n    nodes: []\n"),
+               {"a.yaml:3", "respawn", "expects a bool"});
+  expect_error(write("b.yaml", "nodes: {name: x}\n"), {"b.yaml:1", "'nodes' must be a list"});
+  expect_error(write("c.yaml", "nodes:\n  - name: s\n    type: tensor_source\n    remap: [a, b]\n"),
+               {"c.yaml:4", "remap"});
+  expect_error(write("d.yaml", "nodes:\n  - name: s\n    type: tensor_sink\n    qos: {image: fast}\n"),
+               {"d.yaml:4", "keep_last:N"});
+}
+
+TEST_F(LaunchFile, BadParamValuesAreStartupErrors) {
+  write("params/p.yaml", "source:\n  width: -3\n");
+  expect_error(write("l.yaml", kTwoNodes), {"source", "width", "out of range", "p.yaml:2"});
+  write("params/p.yaml", "source:\n  rate: 3\n");
+  expect_error(write("l.yaml", kTwoNodes), {"source", "'rate'", "p.yaml:2", "rate_hz"});
+}
+
+TEST_F(LaunchFile, MissingFilesAreNamed) {
+  expect_error(write("l.yaml", kTwoNodes), {"params/p.yaml", "does not exist"});
+  expect_error((dir_ / "absent.yaml").string(), {"absent.yaml", "does not exist"});
+  expect_error(write("i.yaml", "include: [nope.yaml]\n"), {"nope.yaml", "i.yaml:1"});
+}
+
+TEST_F(LaunchFile, DuplicateNodeNames) {
+  expect_error(write("l.yaml", "nodes:\n  - {name: a, type: tensor_sink}\n  - {name: a, type: tensor_sink}\n"),
+               {"'a'", "l.yaml:3", "l.yaml:2"});
+}
+
+TEST_F(LaunchFile, IncludeCycle) {
+  write("a.yaml", "include: [b.yaml]\n");
+  write("b.yaml", "include: [a.yaml]\nnodes: [{name: s, type: tensor_sink}]\n");
+  expect_error((dir_ / "a.yaml").string(), {"include cycle", "a.yaml", "b.yaml"});
+}
+
+TEST_F(LaunchFile, ParamsForANodeThatDoesNotExist) {
+  write("params/p.yaml", "source:\n  rate_hz: 5\nsorce:\n  width: 3\n");
+  expect_error(write("l.yaml", kTwoNodes), {"p.yaml:3", "'sorce'"});
+}
+
+TEST_F(LaunchFile, SetErrors) {
+  write("params/p.yaml", "{}\n");
+  const auto f = write("l.yaml", kTwoNodes);
+  expect_error(f, {"node.key=value"}, {"rate_hz=3"});
+  expect_error(f, {"no node named 'cam'"}, {"cam.rate_hz=3"});
+  expect_error(f, {"source", "'fps'", "--set source.fps=3"}, {"source.fps=3"});
+  expect_error(f, {"source", "rate_hz", "expects a number"}, {"source.rate_hz=fast"});
+}
+
+TEST_F(LaunchFile, UnknownNodeTypeAndPlugin) {
+  expect_error(write("l.yaml", "nodes: [{name: s, type: camera9000}]\n"), {"camera9000", "l.yaml:1", "known types"});
+  expect_error(write("p.yaml", "plugins: [libnothere.so]\nnodes: [{name: s, type: tensor_sink}]\n"),
+               {"libnothere.so", "does not exist"});
+}
+
+TEST_F(LaunchFile, BadNodeNameAndInvalidYaml) {
+  expect_error(write("l.yaml", "nodes: [{name: a.b, type: tensor_sink}]\n"), {"'a.b'"});
+  expect_error(write("y.yaml", "nodes: [\n  - {name: a\n"), {"y.yaml", "not valid YAML"});
+  expect_error(write("e.yaml", "{}\n"), {"declares no nodes"});
+}
+
+}  // namespace
+}  // namespace edgevla

@@ -1,0 +1,170 @@
+// Multi-process tests: `edgevla launch` with process groups, signals, respawn and plugins.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/bus/registry.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/test_util.hpp"
+
+namespace edgevla {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::eventually;
+using testing::Process;
+
+class Launcher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    domain_ = testing::unique_domain(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(::testing::TempDir()) / domain_;
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::vector<std::string> env() const { return {"EDGEVLA_DOMAIN=" + domain_}; }
+  std::string exe() const { return testing::bin_dir() + "/edgevla"; }
+  std::string demo(const std::string& name) const { return testing::source_dir() + "/launch/" + name; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+    return path(name);
+  }
+  YAML::Node summary(const std::string& name) const { return YAML::LoadFile(path(name)); }
+
+  std::vector<RegistryEntry> entries() const {
+    return Registry::open(Registry::default_dir(domain_))->list();
+  }
+  pid_t pid_of_process(const std::string& process) const {
+    for (const auto& e : entries()) {
+      if (e.process == process && !e.nodes.empty()) return static_cast<pid_t>(e.pid);
+    }
+    return -1;
+  }
+
+  std::string domain_;
+  fs::path dir_;
+};
+
+TEST_F(Launcher, TwoProcessesDeliverEveryByteThroughSharedMemory) {
+  auto r = testing::run({exe(), "launch", demo("demo_multiprocess.yaml"), "--duration", "3", "--set",
+                         "source.rate_hz=50", "--set", "sink.summary_file=" + path("sink.yaml")},
+                        env(), path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const YAML::Node s = summary("sink.yaml");
+  EXPECT_GE(s["frames"].as<int>(), 50);
+  EXPECT_EQ(s["corrupt"].as<int>(), 0);
+  EXPECT_EQ(s["missing"].as<int>(), 0);
+  EXPECT_EQ(s["transport"].as<std::string>(), "shm");
+  EXPECT_GT(s["p50_ns"].as<std::int64_t>(), 0);
+}
+
+TEST_F(Launcher, OneProcessHandsOverByReference) {
+  auto r = testing::run({exe(), "launch", demo("demo_inprocess.yaml"), "--duration", "2", "--set",
+                         "sink.summary_file=" + path("sink.yaml")},
+                        env(), path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const YAML::Node s = summary("sink.yaml");
+  EXPECT_GE(s["frames"].as<int>(), 30);
+  EXPECT_EQ(s["corrupt"].as<int>(), 0);
+  EXPECT_NE(r.out.find("frames"), std::string::npos);  // the sink printed its table
+}
+
+TEST_F(Launcher, SigintStopsEveryGroupCleanly) {
+  Process p({exe(), "launch", demo("demo_multiprocess.yaml"), "--set", "sink.summary_file=" + path("sink.yaml")},
+            env(), path("run"));
+  ASSERT_TRUE(eventually([&] { return pid_of_process("consumers") > 0 && pid_of_process("sensors") > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
+  EXPECT_GT(summary("sink.yaml")["frames"].as<int>(), 0);  // deactivate ran and flushed
+  EXPECT_TRUE(eventually([&] { return entries().empty(); }, std::chrono::seconds(3)));
+  // Shutdown order: consumers (started last) stop first.
+  const std::string err = p.err();
+  EXPECT_LT(err.find("group 'consumers': shutting down"), err.find("group 'sensors': shutting down"));
+}
+
+TEST_F(Launcher, SigtermStopsASingleProcessLaunchCleanly) {
+  Process p({exe(), "launch", demo("demo_inprocess.yaml"), "--set", "sink.summary_file=" + path("sink.yaml")},
+            env(), path("run"));
+  ASSERT_TRUE(eventually([&] { return pid_of_process("main") > 0; }));
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
+  EXPECT_TRUE(fs::exists(path("sink.yaml")));
+}
+
+TEST_F(Launcher, RespawnRestartsACrashedGroup) {
+  const auto f = write("respawn.yaml", "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
+                       "groups:\n"
+                       "  - name: sensors\n    nodes: [{name: source, type: tensor_source, remap: {image: /r}}]\n"
+                       "  - name: consumers\n    respawn: true\n    respawn_delay_s: 0.2\n"
+                       "    nodes: [{name: sink, type: tensor_sink, remap: {image: /r}}]\n");
+  Process p({exe(), "launch", f}, env(), path("run"));
+  pid_t first = -1;
+  ASSERT_TRUE(eventually([&] { return (first = pid_of_process("consumers")) > 0; }));
+  ::kill(first, SIGKILL);
+  pid_t second = -1;
+  ASSERT_TRUE(eventually([&] {
+    second = pid_of_process("consumers");
+    return second > 0 && second != first;
+  })) << p.err();
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
+  EXPECT_NE(p.err().find("restarting"), std::string::npos);
+}
+
+TEST_F(Launcher, RequiredGroupEndingStopsTheLaunch) {
+  const auto f = write("required.yaml", "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
+                       "groups:\n"
+                       "  - name: sensors\n    required: true\n"
+                       "    nodes: [{name: source, type: tensor_source}]\n"
+                       "  - name: consumers\n    nodes: [{name: sink, type: tensor_sink}]\n");
+  Process p({exe(), "launch", f}, env(), path("run"));
+  pid_t sensors = -1;
+  ASSERT_TRUE(eventually([&] { return (sensors = pid_of_process("sensors")) > 0 && pid_of_process("consumers") > 0; }));
+  ::kill(sensors, SIGKILL);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 1);  // a group died: the launch reports failure
+  EXPECT_TRUE(eventually([&] { return pid_of_process("consumers") < 0; }));
+}
+
+TEST_F(Launcher, BadParamStartsNothing) {
+  auto r = testing::run({exe(), "launch", demo("demo_multiprocess.yaml"), "--set", "sink.qos=fastest"}, env(),
+                        path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sink"), std::string::npos);
+  EXPECT_NE(r.err.find("qos"), std::string::npos);
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(Launcher, CheckValidatesWithoutStarting) {
+  auto r = testing::run({exe(), "launch", "--check", demo("demo_multiprocess.yaml")}, env(), path("run"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("group consumers: sink(tensor_sink)"), std::string::npos);
+}
+
+TEST_F(Launcher, PluginNodeTypesLoadFromTheLaunchFile) {
+  const std::string lib = testing::bin_dir() + "/../lib/libedgevla_test_plugin.so";
+  const auto f = write("plugin.yaml", "plugins: [" + lib + "]\n"
+                       "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
+                       "nodes:\n"
+                       "  - {name: source, type: tensor_source, remap: {image: /raw}}\n"
+                       "  - {name: relay, type: test_relay, remap: {in: /raw, out: /relayed}}\n"
+                       "  - {name: sink, type: tensor_sink, remap: {image: /relayed}, params: {summary_file: " +
+                       path("sink.yaml") + "}}\n");
+  auto r = testing::run({exe(), "launch", f, "--duration", "2"}, env(), path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(summary("sink.yaml")["frames"].as<int>(), 10);
+  EXPECT_EQ(summary("sink.yaml")["corrupt"].as<int>(), 0);
+
+  const std::string bad = testing::bin_dir() + "/../lib/libedgevla_test_plugin_duplicate.so";
+  const auto g = write("dup.yaml", "plugins: [" + bad + "]\nnodes: [{name: s, type: tensor_sink}]\n");
+  auto d = testing::run({exe(), "launch", "--check", g}, env(), path("dup"));
+  EXPECT_EQ(d.code, 2);
+  EXPECT_NE(d.err.find("registered twice"), std::string::npos) << d.err;
+}
+
+}  // namespace
+}  // namespace edgevla

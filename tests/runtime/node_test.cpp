@@ -1,0 +1,278 @@
+#include "runtime/node/node.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "runtime/bus/bus.hpp"
+#include "runtime/node/host.hpp"
+#include "runtime/node/node_registry.hpp"
+#include "tests/support/test_util.hpp"
+
+namespace edgevla {
+namespace {
+
+using testing::eventually;
+
+ParamOverride yaml(const std::string& text, const std::string& origin = "test.yaml:3") {
+  return {YAML::Load(text), origin};
+}
+
+// A node with one param of every kind, a publisher, a subscription and a timer.
+class ProbeNode final : public Node {
+ public:
+  explicit ProbeNode(const NodeOptions& o) : Node(o) {}
+  Status configure(NodeSpec& spec) override {
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(steps));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(rate));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(enabled));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(mode));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(limits));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(names));
+    EDGEVLA_ASSIGN_OR_RETURN(out, spec.publisher<msgs::ActionChunk>("out"));
+    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>("in", QoS::keep_last(10), [this](const msgs::ActionChunk& m) {
+      if (m.actions().shape()[0] == 13) throw std::runtime_error("unlucky chunk");
+      ++received;
+      if (m.actions().shape()[0] == 7) report_bad_input("chunk", invalid_argument("7 is bad"));
+      order.push_back("cb");
+    }));
+    in_topic = spec.resolve_topic("in");
+    return spec.timer("tick", std::chrono::milliseconds(5), [this] { ++ticks; });
+  }
+  Status activate() override {
+    order.push_back("activate:" + name());
+    return fail_activate ? unavailable("device busy") : Status::ok();
+  }
+  Status deactivate() override {
+    order.push_back("deactivate:" + name());
+    return Status::ok();
+  }
+
+  Param<int> steps{"num_steps", 10, {"denoising steps", 1, 100}};
+  Param<double> rate{"rate_hz", 50.0, {"control rate", 0.5, 1000.0}};
+  Param<bool> enabled{"enabled", true, {"on/off"}};
+  Param<std::string> mode{"mode", "replace", {"transition", {}, {}, {"replace", "blend"}}};
+  Param<std::vector<double>> limits{"limits", {1.0, 2.0}, {"per joint", -10.0, 10.0}};
+  Param<std::vector<std::string>> names{"names", {}, {"joint names"}};
+  Publisher<msgs::ActionChunk> out;
+  std::string in_topic;
+  std::atomic<int> received{0};
+  std::atomic<int> ticks{0};
+  bool fail_activate = false;
+  std::vector<std::string> order;  // shared across probe instances via a pointer below
+};
+
+std::unique_ptr<Bus> bus_for(const std::string& tag) {
+  BusOptions o;
+  o.domain = testing::unique_domain(tag);
+  return std::move(*Bus::create(o));
+}
+
+NodeOptions opts(const std::string& name, ParamOverrides params = {}) {
+  NodeOptions o;
+  o.name = name;
+  o.type = "probe";
+  o.params = std::move(params);
+  return o;
+}
+
+Message chunk(int rows) { return *msgs::ActionChunk::make(*Tensor::empty(DType::kF32, Shape{rows, 2}), 0.02); }
+
+TEST(Params, DefaultsAndOverridesReachTheNode) {
+  auto bus = bus_for("params");
+  NodeHost host(*bus);
+  auto* n = static_cast<ProbeNode*>(*host.add(std::make_unique<ProbeNode>(opts(
+      "p", {{"num_steps", yaml("3")}, {"rate_hz", yaml("25")}, {"enabled", yaml("false")},
+            {"mode", yaml("blend")}, {"limits", yaml("[0.5, -1, 3]")}, {"names", yaml("[a, b]")}}))));
+  EXPECT_EQ(*n->steps, 3);
+  EXPECT_EQ(*n->rate, 25.0);
+  EXPECT_FALSE(*n->enabled);
+  EXPECT_EQ(*n->mode, "blend");
+  EXPECT_EQ(n->limits->size(), 3u);
+  EXPECT_EQ((*n->names)[1], "b");
+  auto dump = host.params_yaml("p");
+  ASSERT_TRUE(dump.has_value());
+  EXPECT_NE(dump->find("num_steps: 3"), std::string::npos);
+  EXPECT_NE(dump->find("from test.yaml:3"), std::string::npos);
+  // The dump is itself a valid params file for this node.
+  const YAML::Node parsed = YAML::Load(*dump);
+  EXPECT_EQ(parsed["p"]["num_steps"].as<int>(), 3);
+  EXPECT_EQ(parsed["p"]["mode"].as<std::string>(), "blend");
+}
+
+struct BadParam {
+  const char* key;
+  const char* value;
+  const char* expect;  // text the error must contain
+};
+
+class ParamErrors : public ::testing::TestWithParam<BadParam> {};
+
+TEST_P(ParamErrors, NameNodeKeyAndOrigin) {
+  const BadParam& b = GetParam();
+  auto bus = bus_for("perr");
+  NodeHost host(*bus);
+  auto added = host.add(std::make_unique<ProbeNode>(opts("probe1", {{b.key, yaml(b.value, "params/x.yaml:12")}})));
+  ASSERT_FALSE(added.has_value());
+  const std::string m = added.status().message();
+  EXPECT_NE(m.find("probe1"), std::string::npos) << m;
+  EXPECT_NE(m.find(b.key), std::string::npos) << m;
+  EXPECT_NE(m.find("params/x.yaml:12"), std::string::npos) << m;
+  EXPECT_NE(m.find(b.expect), std::string::npos) << m;
+  EXPECT_EQ(host.find("probe1"), nullptr);  // nothing was added
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ParamErrors,
+    ::testing::Values(BadParam{"num_steps", "ten", "expects an integer"},
+                      BadParam{"num_steps", "2.5", "expects an integer"},
+                      BadParam{"num_steps", "\"4\"", "quoted string"},
+                      BadParam{"num_steps", "0", "out of range"},
+                      BadParam{"num_steps", "99999999999", "out of range"},
+                      BadParam{"rate_hz", "fast", "expects a number"},
+                      BadParam{"enabled", "maybe", "expects a bool"},
+                      BadParam{"mode", "mix", "not one of: replace, blend"},
+                      BadParam{"limits", "3", "expects a list"},
+                      BadParam{"limits", "[1, 20]", "out of range"},
+                      BadParam{"limits", "[1, x]", "element 1"},
+                      BadParam{"rate_hz", "[1, 2]", "expects a single double"},
+                      BadParam{"rate_hz", "", "has no value"},
+                      BadParam{"num_stepz", "3", "has no param 'num_stepz'"}));
+
+TEST(Params, UnknownParamListsTheDeclaredOnes) {
+  auto d = dry_configure([] {
+    NodeOptions o;
+    o.name = "sink";
+    o.type = "tensor_sink";
+    o.params["verfy"] = yaml("true", "--set sink.verfy=true");
+    return o;
+  }());
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.status().message().find("verify"), std::string::npos);
+  EXPECT_NE(d.status().message().find("--set sink.verfy=true"), std::string::npos);
+}
+
+TEST(Node, TopicsResolveThroughNamespaceAndRemaps) {
+  auto bus = bus_for("remap");
+  NodeHost host(*bus);
+  NodeOptions a = opts("a");
+  a.ns = "robot1";
+  auto* na = static_cast<ProbeNode*>(*host.add(std::make_unique<ProbeNode>(a)));
+  EXPECT_EQ(na->in_topic, "/robot1/in");
+  EXPECT_EQ(na->out.topic(), "/robot1/out");
+  NodeOptions b = opts("b");
+  b.remaps["in"] = "/chunks";
+  b.remaps["/out"] = "/elsewhere";
+  auto* nb = static_cast<ProbeNode*>(*host.add(std::make_unique<ProbeNode>(b)));
+  EXPECT_EQ(nb->in_topic, "/chunks");
+  EXPECT_EQ(nb->out.topic(), "/elsewhere");
+}
+
+TEST(Node, LifecycleCallbacksTimersAndStats) {
+  auto bus = bus_for("life");
+  NodeHost host(*bus);
+  NodeOptions o = opts("n");
+  o.remaps["in"] = "/loop";
+  o.remaps["out"] = "/loop";
+  auto* n = static_cast<ProbeNode*>(*host.add(std::make_unique<ProbeNode>(o)));
+  // Not active yet: publishing is refused with a clear error.
+  auto early = n->out.publish(chunk(2));
+  ASSERT_FALSE(early.is_ok());
+  EXPECT_NE(early.message().find("not active"), std::string::npos);
+  ASSERT_OK(host.activate_all());
+  ASSERT_OK(n->out.publish(chunk(2)));
+  ASSERT_OK(n->out.publish(chunk(13)));  // its callback throws; the node keeps running
+  ASSERT_OK(n->out.publish(chunk(7)));   // reported as bad input
+  ASSERT_OK(n->out.publish(chunk(2)));
+  ASSERT_TRUE(eventually([&] { return n->received.load() == 3 && n->ticks.load() >= 4; }));
+  ASSERT_OK(host.deactivate_all());
+  const int ticks = n->ticks.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(n->ticks.load(), ticks);  // executor stopped before deactivate
+  EXPECT_EQ(host.bad_inputs("n"), 1u);
+  bool saw_sub = false, saw_timer = false;
+  for (const auto& r : host.callback_reports()) {
+    if (r.name == "in") {
+      saw_sub = true;
+      EXPECT_EQ(r.count, 4u);
+      EXPECT_EQ(r.errors, 1u);
+      EXPECT_GT(r.p50_ns, 0);
+      EXPECT_GE(r.p99_ns, r.p50_ns);
+    }
+    if (r.name == "tick") {
+      saw_timer = true;
+      EXPECT_GE(r.count, 4u);
+    }
+  }
+  EXPECT_TRUE(saw_sub && saw_timer);
+  const std::string y = host.nodes_yaml();
+  EXPECT_NE(y.find("name: n"), std::string::npos);
+  EXPECT_NE(y.find("state: inactive"), std::string::npos);
+  // Re-activation works.
+  ASSERT_OK(host.activate_all());
+  ASSERT_OK(n->out.publish(chunk(2)));
+  ASSERT_TRUE(eventually([&] { return n->received.load() == 4; }));
+}
+
+TEST(Node, FailedActivationRollsBackInReverseOrder) {
+  auto bus = bus_for("rollback");
+  NodeHost host(*bus);
+  std::vector<std::string> order;
+  auto a = std::make_unique<ProbeNode>(opts("a"));
+  auto b = std::make_unique<ProbeNode>(opts("b"));
+  auto c = std::make_unique<ProbeNode>(opts("c"));
+  c->fail_activate = true;
+  auto* pa = a.get();
+  auto* pb = b.get();
+  ASSERT_TRUE(host.add(std::move(a)).has_value());
+  ASSERT_TRUE(host.add(std::move(b)).has_value());
+  ASSERT_TRUE(host.add(std::move(c)).has_value());
+  auto s = host.activate_all();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("node 'c'"), std::string::npos);
+  EXPECT_NE(s.message().find("device busy"), std::string::npos);
+  EXPECT_EQ(pa->order, (std::vector<std::string>{"activate:a", "deactivate:a"}));
+  EXPECT_EQ(pb->order, (std::vector<std::string>{"activate:b", "deactivate:b"}));
+}
+
+TEST(Node, DuplicateNamesAndUnknownTypesAreRejected) {
+  auto bus = bus_for("dups");
+  NodeHost host(*bus);
+  ASSERT_TRUE(host.add(std::make_unique<ProbeNode>(opts("same"))).has_value());
+  auto dup = host.add(std::make_unique<ProbeNode>(opts("same")));
+  ASSERT_FALSE(dup.has_value());
+  EXPECT_NE(dup.status().message().find("'same'"), std::string::npos);
+  NodeOptions o;
+  o.name = "x";
+  o.type = "no_such_type";
+  auto unknown = host.add(o);
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.status().message().find("tensor_source"), std::string::npos);  // lists known types
+}
+
+TEST(Node, StatusIsPublishedForEveryNode) {
+  auto bus = bus_for("status");
+  NodeHostOptions ho;
+  ho.process_name = "proc";
+  ho.status_period = std::chrono::milliseconds(20);
+  NodeHost host(*bus, ho);
+  ASSERT_TRUE(host.add(std::make_unique<ProbeNode>(opts("watched"))).has_value());
+  ASSERT_OK(host.activate_all());
+  auto waker = std::make_shared<Waker>();
+  auto q = std::make_shared<SubscriptionQueue>("/edgevla/status", "NodeStatus", QoS::keep_last(50), "t", waker);
+  ASSERT_OK(bus->attach(q));
+  MessagePtr m;
+  ASSERT_TRUE(eventually([&] {
+    m = q->pop();
+    return m != nullptr;
+  }));
+  EXPECT_EQ(*m->string_field("node"), "watched");
+  EXPECT_EQ(*m->string_field("state"), "active");
+  EXPECT_GT(*m->int_field("process_rss_bytes"), 0);
+  EXPECT_TRUE(m->field("cb.tick.count") != nullptr);
+  bus->detach(q);
+}
+
+}  // namespace
+}  // namespace edgevla
