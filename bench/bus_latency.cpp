@@ -236,11 +236,7 @@ Row run_cross(const Config& c, std::size_t size, bool tcp) {
   bo.shm_pool_bytes = std::max<std::size_t>(std::size_t{1} << 30, size * 8);
   auto bus = std::move(*Bus::create(bo));
   std::string peer;
-  if (tcp) {
-    const std::string y = bus->stats_yaml();
-    const auto pos = y.find("tcp_endpoint: ");
-    peer = y.substr(pos + 14, y.find('\n', pos) - pos - 14);
-  }
+  if (tcp) peer = bus->tcp_endpoint();
   const int count = count_for(size);
   const int burst = count;
   int fds[2];

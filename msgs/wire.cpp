@@ -100,7 +100,7 @@ struct TensorDesc {
 
 Status decode_shm(const Obj& o, TensorDesc& d) {
   if (o.type != msgpack::type::MAP) return data_loss("tensor '" + d.name + "' shm is not a map");
-  bool seg = false, off = false;
+  bool seg = false, off = false, gen = false;
   for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
     const auto& kv = o.via.map.ptr[i];
     if (kv.key.type != msgpack::type::STR) continue;
@@ -116,9 +116,10 @@ Status decode_shm(const Obj& o, TensorDesc& d) {
       EDGEVLA_ASSIGN_OR_RETURN(auto g, get_uint(kv.val, "shm.gen"));
       if (g > std::numeric_limits<std::uint32_t>::max()) return data_loss("shm.gen out of range");
       d.shm.generation = static_cast<std::uint32_t>(g);
+      gen = true;
     }
   }
-  if (!seg || !off) return data_loss("tensor '" + d.name + "' shm lacks segment or offset");
+  if (!seg || !off || !gen) return data_loss("tensor '" + d.name + "' shm lacks segment, offset or gen");
   d.has_shm = true;
   return Status::ok();
 }
@@ -174,10 +175,11 @@ Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
   if (d.has_frame == d.has_shm) {
     return data_loss("tensor '" + d.name + "' must have exactly one of 'frame' or 'shm'");
   }
-  // Checked element count: the product of dims must not overflow.
+  // Checked size: the product of dims times the element size must stay within the limit.
   std::int64_t n = 1;
+  const auto esize = static_cast<std::int64_t>(dtype_size(d.dtype));
   for (auto dim : d.shape.dims()) {
-    if (dim != 0 && n > kMaxTensorBytes / dim) return data_loss("tensor '" + d.name + "' is too large");
+    if (dim != 0 && n > kMaxTensorBytes / esize / dim) return data_loss("tensor '" + d.name + "' is too large");
     n *= dim;
   }
   const auto expect = static_cast<std::uint64_t>(n) * dtype_size(d.dtype);

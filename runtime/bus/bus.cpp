@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include <sstream>
+#include <yaml-cpp/yaml.h>
 
 #include "msgs/schema.hpp"
 #include "runtime/bus/bus_io.hpp"
@@ -45,13 +45,17 @@ Expected<std::unique_ptr<Bus>> Bus::create(BusOptions options) {
 
 Bus::~Bus() { io_.reset(); }
 
+std::string Bus::tcp_endpoint() const { return io_ ? io_->tcp_endpoint() : std::string(); }
+
 Expected<std::shared_ptr<TopicWriter>> Bus::advertise(std::string_view topic, std::string_view type,
                                                       std::string_view node) {
   EDGEVLA_RETURN_IF_ERROR(check_topic_name(topic));
   if (type.empty()) return invalid_argument("publisher on '" + std::string(topic) + "' has no type");
-  auto writer = std::make_shared<TopicWriter>(std::string(topic), std::string(type), std::string(node));
+  std::shared_ptr<TopicWriter> writer;
   {
     std::lock_guard lock(mu_);
+    writer = std::make_shared<TopicWriter>(std::string(topic), std::string(type), std::string(node),
+                                           id_ + "#" + std::to_string(++writers_created_));
     TopicEntry& e = topics_[std::string(topic)];
     std::erase_if(e.writers, [](const auto& w) { return w.expired(); });
     if (!e.writers.empty() && e.type != type) {
@@ -120,7 +124,7 @@ Status Bus::publish(TopicWriter& w, Message&& m) {
   h.seq = w.next_seq();
   h.publish_stamp_ns = wall_now_ns();
   if (h.source_stamp_ns == 0) h.source_stamp_ns = h.publish_stamp_ns;
-  h.publisher = id_;
+  h.publisher = w.id();
   h.trace.push_back({w.node(), h.publish_stamp_ns});
   std::uint64_t bytes = 0;
   for (const auto& t : m.tensors()) bytes += t.tensor.nbytes();
@@ -221,34 +225,43 @@ void Bus::describe(RegistryEntry& e) const {
 }
 
 std::string Bus::stats_yaml() const {
-  std::ostringstream out;
-  out << "bus: " << id_ << "\n";
-  out << "topics:\n";
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "bus" << YAML::Value << id_;
+  out << YAML::Key << "topics" << YAML::Value << YAML::BeginMap;
   {
     std::lock_guard lock(mu_);
     for (const auto& [topic, entry] : topics_) {
-      out << "  " << topic << ":\n    type: " << (entry.type.empty() ? "?" : entry.type) << "\n";
+      out << YAML::Key << topic << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "type" << YAML::Value << (entry.type.empty() ? "*" : entry.type);
+      out << YAML::Key << "publishers" << YAML::Value << YAML::BeginSeq;
       for (const auto& w : entry.writers) {
         if (auto p = w.lock()) {
           const auto& c = p->counters();
-          out << "    - publisher: " << p->node() << "\n      published: " << c.published.get()
-              << "\n      bytes: " << c.bytes.get() << "\n      sent_remote: " << c.sent_remote.get()
-              << "\n      copied_to_shm: " << c.copied_to_shm.get() << "\n      errors: " << c.errors.get()
-              << "\n";
+          out << YAML::Flow << YAML::BeginMap << YAML::Key << "node" << YAML::Value << p->node()
+              << YAML::Key << "id" << YAML::Value << p->id() << YAML::Key << "published" << YAML::Value
+              << c.published.get() << YAML::Key << "bytes" << YAML::Value << c.bytes.get() << YAML::Key
+              << "sent_remote" << YAML::Value << c.sent_remote.get() << YAML::Key << "copied_to_shm"
+              << YAML::Value << c.copied_to_shm.get() << YAML::Key << "errors" << YAML::Value
+              << c.errors.get() << YAML::EndMap;
         }
       }
+      out << YAML::EndSeq << YAML::Key << "subscribers" << YAML::Value << YAML::BeginSeq;
       for (const auto& q : *entry.queues) {
         const auto& c = q->counters();
-        out << "    - subscriber: " << q->owner() << "\n      qos: " << q->qos().to_string()
-            << "\n      received: " << c.received.get() << "\n      delivered: " << c.delivered.get()
-            << "\n      dropped_overflow: " << c.dropped_overflow.get()
-            << "\n      dropped_timeout: " << c.dropped_timeout.get()
-            << "\n      rejected: " << c.rejected.get() << "\n      lost: " << c.lost.get() << "\n";
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "node" << YAML::Value << q->owner() << YAML::Key
+            << "qos" << YAML::Value << q->qos().to_string() << YAML::Key << "received" << YAML::Value
+            << c.received.get() << YAML::Key << "delivered" << YAML::Value << c.delivered.get() << YAML::Key
+            << "dropped_overflow" << YAML::Value << c.dropped_overflow.get() << YAML::Key << "dropped_timeout"
+            << YAML::Value << c.dropped_timeout.get() << YAML::Key << "rejected" << YAML::Value
+            << c.rejected.get() << YAML::Key << "lost" << YAML::Value << c.lost.get() << YAML::EndMap;
       }
+      out << YAML::EndSeq << YAML::EndMap;
     }
   }
-  if (io_) out << io_->stats_yaml();
-  return out.str();
+  out << YAML::EndMap;
+  if (io_) io_->emit_stats(out);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace edgevla

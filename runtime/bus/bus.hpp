@@ -52,9 +52,11 @@ struct PublisherCounters {
 // One publisher's handle on a topic (created by Bus::advertise).
 class TopicWriter {
  public:
-  TopicWriter(std::string topic, std::string type, std::string node)
-      : topic_(std::move(topic)), type_(std::move(type)), node_(std::move(node)) {}
+  TopicWriter(std::string topic, std::string type, std::string node, std::string id)
+      : topic_(std::move(topic)), type_(std::move(type)), node_(std::move(node)), id_(std::move(id)) {}
   const std::string& topic() const { return topic_; }
+  // "<bus id>#<n>": unique per publisher, so receivers track sequence numbers per publisher.
+  const std::string& id() const { return id_; }
   const std::string& type() const { return type_; }
   const std::string& node() const { return node_; }
   PublisherCounters& counters() { return counters_; }
@@ -65,6 +67,7 @@ class TopicWriter {
   std::string topic_;
   std::string type_;
   std::string node_;
+  std::string id_;
   std::atomic<std::uint64_t> seq_{0};
   PublisherCounters counters_;
 };
@@ -89,6 +92,8 @@ class Bus {
   // "<host>/<pid>/<n>", unique per bus instance.
   const std::string& id() const { return id_; }
   const BusOptions& options() const { return options_; }
+  // The bound tcp endpoint (e.g. "tcp://127.0.0.1:40311"), or empty without tcp_listen.
+  std::string tcp_endpoint() const;
 
   // Declares that `node` publishes `type` on `topic`. A topic carries one type.
   Expected<std::shared_ptr<TopicWriter>> advertise(std::string_view topic, std::string_view type,
@@ -107,7 +112,7 @@ class Bus {
 
   void set_node_names(std::vector<std::string> names);
   void set_control_handler(ControlHandler handler);
-  // YAML summary of topics, transports, pool and drops (`edgevla node list -v`).
+  // YAML summary of topics, transports, pool and drops (control command "bus").
   std::string stats_yaml() const;
 
   // Called by the transport: a message from another process, with `lost` messages missing
@@ -137,6 +142,7 @@ class Bus {
   mutable std::mutex mu_;
   std::unordered_map<std::string, TopicEntry> topics_;
   std::vector<std::string> node_names_;
+  std::uint64_t writers_created_ = 0;
   std::unique_ptr<BusIo> io_;
   mutable RateLimitedLog rate_log_;
 };

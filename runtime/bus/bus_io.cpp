@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <sstream>
 #include <zmq_addon.hpp>
 
 #include "msgs/schema.hpp"
@@ -198,7 +197,7 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
     EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, n));
   }
   if (pub_tcp_ && interest_in(tcp_interest_, frame) > 0) {
-    EDGEVLA_RETURN_IF_ERROR(send_tcp(m));
+    EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m));
   }
   return Status::ok();
 }
@@ -264,7 +263,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
   return Status::ok();
 }
 
-Status BusIo::send_tcp(const Message& m) {
+Status BusIo::send_tcp(TopicWriter& writer, const Message& m) {
   std::vector<wire::TensorPlacement> placements;
   for (std::size_t i = 0; i < m.tensors().size(); ++i) {
     if (!m.tensors()[i].tensor.device().is_cpu()) {
@@ -292,6 +291,7 @@ Status BusIo::send_tcp(const Message& m) {
   } catch (const zmq::error_t& e) {
     return unavailable(std::string("tcp send failed: ") + e.what());
   }
+  writer.counters().sent_remote.add();
   counters_.sent_tcp.add();
   return Status::ok();
 }
@@ -454,24 +454,36 @@ void BusIo::run() {
   }
 }
 
-std::string BusIo::stats_yaml() const {
-  std::ostringstream out;
+void BusIo::emit_stats(YAML::Emitter& out) const {
   const auto p = pool_->stats();
   const auto m = mapper_.stats();
-  out << "transport:\n  received: " << counters_.received.get()
-      << "\n  decode_errors: " << counters_.decode_errors.get()
-      << "\n  duplicates: " << counters_.duplicates.get() << "\n  sent_ipc: " << counters_.sent_ipc.get()
-      << "\n  sent_tcp: " << counters_.sent_tcp.get()
-      << "\n  inline_fallback: " << counters_.inline_fallback.get() << "\n";
-  out << "shm_pool:\n  segments: " << p.segments << "\n  bytes: " << p.bytes << "\n  in_use: " << p.in_use
-      << "\n  allocations: " << p.allocations << "\n  created: " << p.created
-      << "\n  recycled: " << p.recycled << "\n  transit_expired: " << p.transit_expired
-      << "\n  dead_holders_cleared: " << p.dead_holders_cleared << "\n  exhausted: " << p.exhausted << "\n";
-  out << "shm_mapper:\n  acquired: " << m.acquired << "\n  recycled_before_read: " << m.recycled_before_read
-      << "\n  vanished: " << m.vanished << "\n  bad_descriptor: " << m.bad_descriptor
-      << "\n  slots_full: " << m.slots_full << "\n  mapped: " << m.mapped << "\n";
-  if (!tcp_endpoint_.empty()) out << "tcp_endpoint: " << tcp_endpoint_ << "\n";
-  return out.str();
+  auto kv = [&out](const char* k, std::uint64_t v) { out << YAML::Key << k << YAML::Value << v; };
+  out << YAML::Key << "transport" << YAML::Value << YAML::BeginMap;
+  kv("received", counters_.received.get());
+  kv("decode_errors", counters_.decode_errors.get());
+  kv("duplicates", counters_.duplicates.get());
+  kv("sent_ipc", counters_.sent_ipc.get());
+  kv("sent_tcp", counters_.sent_tcp.get());
+  kv("inline_fallback", counters_.inline_fallback.get());
+  out << YAML::EndMap << YAML::Key << "shm_pool" << YAML::Value << YAML::BeginMap;
+  kv("segments", p.segments);
+  kv("bytes", p.bytes);
+  kv("in_use", p.in_use);
+  kv("allocations", p.allocations);
+  kv("created", p.created);
+  kv("recycled", p.recycled);
+  kv("transit_expired", p.transit_expired);
+  kv("dead_holders_cleared", p.dead_holders_cleared);
+  kv("exhausted", p.exhausted);
+  out << YAML::EndMap << YAML::Key << "shm_mapper" << YAML::Value << YAML::BeginMap;
+  kv("acquired", m.acquired);
+  kv("recycled_before_read", m.recycled_before_read);
+  kv("vanished", m.vanished);
+  kv("bad_descriptor", m.bad_descriptor);
+  kv("slots_full", m.slots_full);
+  kv("mapped", m.mapped);
+  out << YAML::EndMap;
+  if (!tcp_endpoint_.empty()) out << YAML::Key << "tcp_endpoint" << YAML::Value << tcp_endpoint_;
 }
 
 }  // namespace edgevla

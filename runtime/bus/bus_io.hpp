@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
 #include <zmq.hpp>
 
 #include "runtime/bus/bus.hpp"
@@ -44,7 +45,8 @@ class BusIo {
   void registry_changed();
   Expected<BufferPtr> allocate_shm(std::size_t bytes) { return pool_->allocate(bytes); }
   void set_control_handler(ControlHandler handler);
-  std::string stats_yaml() const;
+  // Adds transport, shm_pool, shm_mapper and tcp_endpoint keys to an open YAML map.
+  void emit_stats(YAML::Emitter& out) const;
   const std::string& tcp_endpoint() const { return tcp_endpoint_; }
 
  private:
@@ -55,7 +57,7 @@ class BusIo {
   void drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest);
   int interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame) const;
   Status send_ipc(TopicWriter& writer, const Message& message, int receivers);
-  Status send_tcp(const Message& message);
+  Status send_tcp(TopicWriter& writer, const Message& message);
   void receive(zmq::socket_t& socket, bool shm_allowed);
   void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
   void rescan_registry();

@@ -90,12 +90,8 @@ TEST(Bus, CrossBusOverIpcUsesSharedMemory) {
 
 TEST(Bus, CrossBusOverTcpSendsInlineFrames) {
   auto pub = make_bus(unique_domain("tcpa"), "tcp://127.0.0.1:*");
-  const std::string endpoint = [&] {
-    // The bound endpoint is in the registry entry; read it back through stats.
-    const std::string y = pub->stats_yaml();
-    const auto pos = y.find("tcp_endpoint: ");
-    return y.substr(pos + 14, y.find('\n', pos) - pos - 14);
-  }();
+  const std::string endpoint = pub->tcp_endpoint();
+  ASSERT_TRUE(endpoint.starts_with("tcp://127.0.0.1:")) << endpoint;
   auto sub = make_bus(unique_domain("tcpb"), "", {endpoint});
   auto writer = pub->advertise("/cam", "Image", "src");
   Collector c("/cam", "Image");
@@ -311,6 +307,62 @@ TEST(Bus, HeapTensorsAreCopiedIntoSharedMemoryOnceForOtherProcesses) {
   }));
   EXPECT_GE(w->counters().copied_to_shm.get(), 1u);
   EXPECT_EQ(c.queue->pop()->tensor("pixels")->buffer()->kind(), BufferKind::kSharedMemory);
+}
+
+}  // namespace
+}  // namespace edgevla
+
+#include <yaml-cpp/yaml.h>
+
+namespace edgevla {
+namespace {
+
+TEST(Bus, TwoPublishersOfOneTopicInOneProcessAreBothDelivered) {
+  const auto domain = unique_domain("twopub");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto a = *pub->advertise("/cam", "Image", "left");
+  auto b = *pub->advertise("/cam", "Image", "right");
+  EXPECT_NE(a->id(), b->id());
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(*a, image_message(*pub, 2, 2, 1)));
+    return c.queue->size() > 0;
+  }));
+  while (c.queue->pop()) {
+  }
+  // Interleaved sequences (a: n, n+1...; b: 1, 2, ...) must not look like duplicates.
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK(pub->publish(*a, image_message(*pub, 2, 2, 10)));
+    ASSERT_OK(pub->publish(*b, image_message(*pub, 2, 2, 20)));
+  }
+  int from_a = 0, from_b = 0;
+  ASSERT_TRUE(eventually([&] {
+    while (auto m = c.queue->pop()) {
+      const auto v = m->tensor("pixels")->data<std::uint8_t>()[0];  // warm-up copies carry 1
+      from_a += v == 10;
+      from_b += v == 20;
+    }
+    return from_a == 5 && from_b == 5;
+  })) << from_a << " " << from_b;
+  EXPECT_EQ(c.queue->counters().lost.get(), 0u);
+}
+
+TEST(Bus, StatsAreValidYaml) {
+  const auto domain = unique_domain("statsyaml");
+  auto bus = make_bus(domain, "tcp://127.0.0.1:*");
+  auto w = *bus->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(bus->attach(c.queue));
+  ASSERT_OK(bus->publish(*w, image_message(*bus, 2, 2, 1)));
+  const YAML::Node y = YAML::Load(bus->stats_yaml());
+  EXPECT_EQ(y["bus"].as<std::string>(), bus->id());
+  EXPECT_EQ(y["topics"]["/cam"]["type"].as<std::string>(), "Image");
+  EXPECT_EQ(y["topics"]["/cam"]["publishers"][0]["published"].as<int>(), 1);
+  EXPECT_EQ(y["topics"]["/cam"]["subscribers"][0]["received"].as<int>(), 1);
+  EXPECT_TRUE(y["shm_pool"]["segments"].IsScalar());
+  EXPECT_EQ(y["tcp_endpoint"].as<std::string>(), bus->tcp_endpoint());
 }
 
 }  // namespace
