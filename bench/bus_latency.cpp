@@ -33,6 +33,7 @@ struct Config {
   std::int64_t spin_us = 0;
   std::string json;
   std::string only;  // run only transports whose name contains this
+  std::string markdown;
 };
 
 // Messages with a payload sequence number below this are warm-up and not measured.
@@ -165,7 +166,7 @@ Row run_inprocess(const Config& c, std::size_t size) {
     r.received = sink->samples.size();
     r.msgs_per_s = span > 0 ? static_cast<double>(r.received - 1) / span : 0;
   }
-  r.sent = static_cast<std::size_t>(count + burst);
+  r.sent = static_cast<std::size_t>(burst);
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
   host.shutdown();
   return r;
@@ -271,7 +272,7 @@ Row run_cross(const Config& c, std::size_t size, bool tcp) {
   std::istringstream in(line);
   std::int64_t span_ns = 0;
   in >> r.p50_us >> r.p99_us >> r.received >> r.received >> span_ns;
-  r.sent = static_cast<std::size_t>(count + burst);
+  r.sent = static_cast<std::size_t>(burst);
   r.msgs_per_s = span_ns > 0 ? static_cast<double>(r.received - 1) / (static_cast<double>(span_ns) / 1e9) : 0;
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
   return r;
@@ -427,6 +428,7 @@ int main(int argc, char** argv) {
     if (a == "--spin-us" && i + 1 < argc) c.spin_us = std::atoll(argv[++i]);
     if (a == "--json" && i + 1 < argc) c.json = argv[++i];
     if (a == "--only" && i + 1 < argc) c.only = argv[++i];
+    if (a == "--markdown" && i + 1 < argc) c.markdown = argv[++i];
     if (a == "--sizes" && i + 1 < argc) {
       c.sizes.clear();
       std::stringstream ss(argv[++i]);
@@ -436,7 +438,7 @@ int main(int argc, char** argv) {
   edgevla::logger().set_level(spdlog::level::warn);
   std::vector<Row> rows;
   std::printf("machine: %s\nexecutor spin: %lld us\n\n", machine_description().c_str(), static_cast<long long>(c.spin_us));
-  std::printf("%-26s %8s %10s %10s %12s %10s %9s\n", "transport", "payload", "p50 us", "p99 us", "msgs/s", "GB/s", "recv/sent");
+  std::printf("%-26s %8s %10s %10s %12s %10s %9s\n", "transport", "payload", "p50 us", "p99 us", "msgs/s", "GB/s", "burst rx/tx");
   for (std::size_t size : c.sizes) {
     static const char* kNames[] = {"memcpy", "zmq inproc", "zmq ipc", "same-process", "cross-process", "tcp"};
     for (int k = 0; k < 6; ++k) {
@@ -456,6 +458,53 @@ int main(int argc, char** argv) {
       rows.push_back(r);
     }
     std::printf("\n");
+  }
+  // Ratios against the baselines of the same run, and flatness in payload size.
+  auto find = [&](const std::string& t, std::size_t size) -> const Row* {
+    for (const auto& r : rows) {
+      if (r.transport == t && r.size == size) return &r;
+    }
+    return nullptr;
+  };
+  auto num = [](const char* format, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return std::string(buf);
+  };
+  std::ostringstream md;
+  md << "| payload | same-process p50 / p99 (us) | zmq inproc copy p50 / same-process p50 | memcpy / same-process | cross-process p50 / p99 (us) | zmq ipc copy p50 / cross-process p50 | tcp loopback p50 (us) |\n";
+  md << "|---|---|---|---|---|---|---|\n";
+  for (std::size_t size : c.sizes) {
+    const Row* sp = find("edgevla same-process", size);
+    const Row* cp = find("edgevla cross-process", size);
+    const Row* tcp = find("edgevla tcp loopback", size);
+    const Row* zi = find("baseline zmq inproc copy", size);
+    const Row* zc = find("baseline zmq ipc copy", size);
+    const Row* mc = find("baseline memcpy", size);
+    md << "| " << human(size) << " | "
+       << (sp ? num("%.1f", sp->p50_us) + " / " + num("%.1f", sp->p99_us) : "-") << " | "
+       << (sp && zi ? num("%.2f", zi->p50_us / sp->p50_us) : "-") << " | "
+       << (sp && mc ? num("%.2f", mc->p50_us / sp->p50_us) : "-") << " | "
+       << (cp ? num("%.1f", cp->p50_us) + " / " + num("%.1f", cp->p99_us) : "-") << " | "
+       << (cp && zc ? num("%.2f", zc->p50_us / cp->p50_us) : "-") << " | "
+       << (tcp ? num("%.0f", tcp->p50_us) : "-") << " |\n";
+  }
+  for (const char* t : {"edgevla same-process", "edgevla cross-process"}) {
+    const Row* small = find(t, c.sizes.front());
+    const Row* large = find(t, c.sizes.back());
+    if (small && large) {
+      char line[256];
+      std::snprintf(line, sizeof line, "\n%s: p50 at %s is %.2fx the p50 at %s (flat means <= 2x).\n", t,
+                    human(c.sizes.back()).c_str(), large->p50_us / small->p50_us, human(c.sizes.front()).c_str());
+      md << line;
+    }
+  }
+  std::printf("\n%s\n", md.str().c_str());
+  if (!c.markdown.empty()) {
+    std::FILE* f = std::fopen(c.markdown.c_str(), "w");
+    std::fprintf(f, "machine: %s  \nexecutor/bus spin: %lld us\n\n%s", machine_description().c_str(),
+                 static_cast<long long>(c.spin_us), md.str().c_str());
+    std::fclose(f);
   }
   if (!c.json.empty()) {
     std::FILE* f = std::fopen(c.json.c_str(), "w");
