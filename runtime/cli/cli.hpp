@@ -25,6 +25,8 @@ int topic_hz(const RateOptions& options);
 int topic_bw(const RateOptions& options);
 int node_list(bool verbose);
 int node_info(const std::string& node);
+// One row per callback of every running node: count, latency, drops, errors, process RSS.
+int node_stats();
 int node_types();
 int param_dump(const std::string& node);
 

@@ -61,6 +61,34 @@ int node_list(bool verbose) {
   return 0;
 }
 
+int node_stats() {
+  std::printf("%-14s %-12s %-12s %-13s %8s %10s %10s %10s %8s %8s %9s\n", "process", "node", "callback", "kind",
+              "count", "p50 us", "p99 us", "max us", "dropped", "errors", "rss MB");
+  int rows = 0;
+  for (const auto& e : entries()) {
+    if (e.nodes.empty()) continue;
+    auto reply = control_request(e.control_endpoint, "nodes", "");
+    if (!reply) {
+      std::fprintf(stderr, "process %s (pid %u): %s\n", e.process.c_str(), e.pid, reply.status().message().c_str());
+      continue;
+    }
+    const YAML::Node root = YAML::Load(*reply);
+    const double rss_mb = root["rss_bytes"].as<double>(0) / (1 << 20);
+    for (const auto& n : root["nodes"]) {
+      for (const auto& cb : n["callbacks"]) {
+        std::printf("%-14s %-12s %-12s %-13s %8llu %10.1f %10.1f %10.1f %8llu %8llu %9.1f\n", e.process.c_str(),
+                    n["name"].as<std::string>().c_str(), cb["name"].as<std::string>().c_str(),
+                    cb["kind"].as<std::string>().c_str(), cb["count"].as<unsigned long long>(0),
+                    cb["p50_us"].as<double>(0), cb["p99_us"].as<double>(0), cb["max_us"].as<double>(0),
+                    cb["dropped"].as<unsigned long long>(0), cb["errors"].as<unsigned long long>(0), rss_mb);
+        ++rows;
+      }
+    }
+  }
+  if (rows == 0) std::fprintf(stderr, "no node callbacks in domain '%s'\n", Registry::default_domain().c_str());
+  return 0;
+}
+
 int node_info(const std::string& node) {
   const auto all = entries();
   const RegistryEntry* e = host_of(all, node);

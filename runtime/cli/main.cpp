@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   auto* ninfo = node->add_subcommand("info", "one node's state, topics and statistics");
   ninfo->add_option("node", node_name)->required();
   auto* ntypes = node->add_subcommand("types", "node types this binary can run");
+  auto* nstats = node->add_subcommand("stats", "per-callback count, latency and drops of every running node");
 
   auto* param = app.add_subcommand("param", "inspect params");
   param->require_subcommand(1);
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
   if (nlist->parsed()) return edgevla::cli::node_list(verbose);
   if (ninfo->parsed()) return edgevla::cli::node_info(node_name);
   if (ntypes->parsed()) return edgevla::cli::node_types();
+  if (nstats->parsed()) return edgevla::cli::node_stats();
   if (pdump->parsed()) return edgevla::cli::param_dump(node_name);
   return 1;
 }

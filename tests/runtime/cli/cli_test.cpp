@@ -138,6 +138,15 @@ TEST_F(Cli, ParamDumpIsAParamsFile) {
   EXPECT_NE(missing.err.find("ghost"), std::string::npos);
 }
 
+TEST_F(Cli, NodeStatsTableCoversEveryProcess) {
+  auto r = cli({"node", "stats"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("consumers +sink +image +subscription +([0-9]+)"))) << r.out;
+  EXPECT_GT(std::stoi(m[1]), 0);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("sensors +source +tick +timer +[1-9]"))) << r.out;
+}
+
 TEST_F(Cli, NodeTypes) {
   auto r = cli({"node", "types"});
   EXPECT_EQ(r.code, 0);
