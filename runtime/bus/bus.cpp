@@ -48,14 +48,14 @@ Bus::~Bus() { io_.reset(); }
 std::string Bus::tcp_endpoint() const { return io_ ? io_->tcp_endpoint() : std::string(); }
 
 Expected<std::shared_ptr<TopicWriter>> Bus::advertise(std::string_view topic, std::string_view type,
-                                                      std::string_view node) {
+                                                      std::string_view node, PublisherOptions options) {
   EDGEVLA_RETURN_IF_ERROR(check_topic_name(topic));
   if (type.empty()) return invalid_argument("publisher on '" + std::string(topic) + "' has no type");
   std::shared_ptr<TopicWriter> writer;
   {
     std::lock_guard lock(mu_);
     writer = std::make_shared<TopicWriter>(std::string(topic), std::string(type), std::string(node),
-                                           id_ + "#" + std::to_string(++writers_created_));
+                                           id_ + "#" + std::to_string(++writers_created_), options);
     TopicEntry& e = topics_[std::string(topic)];
     std::erase_if(e.writers, [](const auto& w) { return w.expired(); });
     if (!e.writers.empty() && e.type != type) {
@@ -92,7 +92,7 @@ std::shared_ptr<const Bus::QueueList> Bus::queues_for(const std::string& topic) 
   return it->second.queues;
 }
 
-void Bus::dispatch(const MessagePtr& m, const QueueList& queues, std::uint64_t lost) {
+void Bus::dispatch(const MessagePtr& m, const QueueList& queues, std::uint64_t lost, bool may_wait) {
   for (const auto& q : queues) {
     if (!q->type().empty() && q->type() != m->type()) {
       q->counters().rejected.add();
@@ -103,7 +103,7 @@ void Bus::dispatch(const MessagePtr& m, const QueueList& queues, std::uint64_t l
       continue;
     }
     if (lost) q->counters().lost.add(lost);
-    q->push(m);
+    q->push(m, may_wait);
   }
 }
 
@@ -132,7 +132,7 @@ Status Bus::publish(TopicWriter& w, Message&& m) {
   w.counters().bytes.add(bytes);
 
   auto message = std::make_shared<const Message>(std::move(m));
-  if (auto queues = queues_for(w.topic())) dispatch(message, *queues, 0);
+  if (auto queues = queues_for(w.topic())) dispatch(message, *queues, 0, !w.options().never_wait);
   if (io_) {
     if (Status s = io_->send(w, *message); !s.is_ok()) return fail(s);
   }
@@ -201,7 +201,7 @@ void Bus::set_control_handler(ControlHandler handler) {
 }
 
 void Bus::deliver_remote(const MessagePtr& m, std::uint64_t lost) {
-  if (auto queues = queues_for(m->header().topic)) dispatch(m, *queues, lost);
+  if (auto queues = queues_for(m->header().topic)) dispatch(m, *queues, lost, /*may_wait=*/true);
 }
 
 void Bus::reject_remote(const std::string& topic, const std::string& reason) {

@@ -49,11 +49,19 @@ struct PublisherCounters {
   Counter errors;          // rejected by validation or transport
 };
 
+struct PublisherOptions {
+  // Never wait for a reliable subscriber's queue: drop (counted) instead. For publishers in
+  // control loops, which must not stall whatever their subscribers ask for.
+  bool never_wait = false;
+};
+
 // One publisher's handle on a topic (created by Bus::advertise).
 class TopicWriter {
  public:
-  TopicWriter(std::string topic, std::string type, std::string node, std::string id)
-      : topic_(std::move(topic)), type_(std::move(type)), node_(std::move(node)), id_(std::move(id)) {}
+  TopicWriter(std::string topic, std::string type, std::string node, std::string id, PublisherOptions options)
+      : topic_(std::move(topic)), type_(std::move(type)), node_(std::move(node)), id_(std::move(id)),
+        options_(options) {}
+  const PublisherOptions& options() const { return options_; }
   const std::string& topic() const { return topic_; }
   // "<bus id>#<n>": unique per publisher, so receivers track sequence numbers per publisher.
   const std::string& id() const { return id_; }
@@ -68,6 +76,7 @@ class TopicWriter {
   std::string type_;
   std::string node_;
   std::string id_;
+  PublisherOptions options_;
   std::atomic<std::uint64_t> seq_{0};
   PublisherCounters counters_;
 };
@@ -97,7 +106,7 @@ class Bus {
 
   // Declares that `node` publishes `type` on `topic`. A topic carries one type.
   Expected<std::shared_ptr<TopicWriter>> advertise(std::string_view topic, std::string_view type,
-                                                   std::string_view node);
+                                                   std::string_view node, PublisherOptions options = {});
   void unadvertise(const std::shared_ptr<TopicWriter>& writer);
   // Stamps the header (seq, publish stamp, hop), validates, delivers locally and remotely.
   Status publish(TopicWriter& writer, Message&& message);
@@ -135,7 +144,7 @@ class Bus {
   };
 
   std::shared_ptr<const QueueList> queues_for(const std::string& topic) const;
-  void dispatch(const MessagePtr& message, const QueueList& queues, std::uint64_t lost);
+  void dispatch(const MessagePtr& message, const QueueList& queues, std::uint64_t lost, bool may_wait);
 
   BusOptions options_;
   std::string id_;

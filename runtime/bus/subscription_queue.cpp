@@ -12,14 +12,14 @@ SubscriptionQueue::SubscriptionQueue(std::string topic, std::string type, QoS qo
   if (qos_.depth == 0) qos_.depth = 1;
 }
 
-bool SubscriptionQueue::push(MessagePtr message) {
+bool SubscriptionQueue::push(MessagePtr message, bool may_wait) {
   counters_.received.add();
   bool dropped = false;
   MessagePtr evicted;  // released outside the lock: dropping it may free a shm block
   {
     std::unique_lock lock(mu_);
     if (queue_.size() >= qos_.depth && qos_.reliability == Reliability::kReliable) {
-      space_.wait_for(lock, qos_.max_block, [&] { return queue_.size() < qos_.depth; });
+      if (may_wait) space_.wait_for(lock, qos_.max_block, [&] { return queue_.size() < qos_.depth; });
       if (queue_.size() >= qos_.depth) {
         counters_.dropped_timeout.add();
         evicted = std::move(queue_.front());

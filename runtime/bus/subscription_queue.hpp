@@ -36,9 +36,10 @@ class SubscriptionQueue {
   const QoS& qos() const { return qos_; }
   const std::string& owner() const { return owner_; }
 
-  // Offers a message. Best effort never blocks; reliable blocks up to qos.max_block.
+  // Offers a message. Best effort never blocks; reliable blocks up to qos.max_block unless
+  // `may_wait` is false (a publisher that must never wait), then drops at once like best effort.
   // Returns false when a message (this or an older one) was dropped.
-  bool push(MessagePtr message);
+  bool push(MessagePtr message, bool may_wait = true);
   // The oldest queued message, or nullptr.
   MessagePtr pop();
   std::size_t size() const;

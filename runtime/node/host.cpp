@@ -111,7 +111,7 @@ Status NodeHost::activate(Slot& slot) {
     }
   };
   for (auto& p : rt.publishers) {
-    auto w = bus_.advertise(p->topic, p->type, p->node);
+    auto w = bus_.advertise(p->topic, p->type, p->node, p->options);
     if (!w) {
       undo();
       return w.status();

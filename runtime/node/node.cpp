@@ -95,7 +95,8 @@ Status NodeSpec::int_overflow(const std::string& name, std::int64_t value) const
                       std::to_string(value) + " does not fit a 32-bit int");
 }
 
-Expected<PublisherHandle> NodeSpec::publisher(std::string_view name, std::string_view type) {
+Expected<PublisherHandle> NodeSpec::publisher(std::string_view name, std::string_view type,
+                                              PublisherOptions options) {
   for (const auto& p : rt_.publishers) {
     if (p->name == name) {
       return already_exists("node '" + rt_.options.name + "' declares publisher '" +
@@ -107,6 +108,7 @@ Expected<PublisherHandle> NodeSpec::publisher(std::string_view name, std::string
   s->topic = resolve_topic(name);
   s->type = std::string(type);
   s->node = rt_.options.name;
+  s->options = options;
   s->bus = rt_.bus;
   rt_.publishers.push_back(s);
   return PublisherHandle(std::move(s));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "msgs/types.hpp"
+#include "runtime/bus/bus.hpp"
 #include "runtime/bus/qos.hpp"
 #include "runtime/node/params.hpp"
 #include "runtime/util/clock.hpp"
@@ -81,13 +82,14 @@ class NodeSpec {
   }
 
   template <class M>
-  Expected<Publisher<M>> publisher(std::string_view name) {
-    auto h = publisher(name, M::schema().type);
+  Expected<Publisher<M>> publisher(std::string_view name, PublisherOptions options = {}) {
+    auto h = publisher(name, M::schema().type, options);
     if (!h) return h.status();
     return Publisher<M>(std::move(*h));
   }
   // Untyped publisher for custom message types.
-  Expected<PublisherHandle> publisher(std::string_view name, std::string_view type);
+  Expected<PublisherHandle> publisher(std::string_view name, std::string_view type,
+                                      PublisherOptions options = {});
 
   // Typed subscription: the callback gets a validated view (msgs::Image, ...).
   template <class M, class F>

@@ -47,6 +47,7 @@ struct PublisherHandle::State {
   std::string topic;
   std::string type;
   std::string node;
+  PublisherOptions options;
   Bus* bus = nullptr;
   std::shared_ptr<TopicWriter> writer;
   std::atomic<bool> active{false};

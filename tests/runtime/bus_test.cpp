@@ -367,3 +367,22 @@ TEST(Bus, StatsAreValidYaml) {
 
 }  // namespace
 }  // namespace edgevla
+
+namespace edgevla {
+namespace {
+
+TEST(Bus, NeverWaitPublisherIsNotStalledByAReliableSubscriber) {
+  auto bus = make_bus(unique_domain("neverwait"));
+  PublisherOptions control_loop;
+  control_loop.never_wait = true;
+  auto fast = *bus->advertise("/cmd", "Image", "controller", control_loop);
+  Collector c("/cmd", "Image", QoS::reliable(1, std::chrono::milliseconds(2000)));
+  ASSERT_OK(bus->attach(c.queue));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) ASSERT_OK(bus->publish(*fast, image_message(*bus, 2, 2, 1)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(c.queue->counters().dropped_timeout.get(), 4u);
+}
+
+}  // namespace
+}  // namespace edgevla

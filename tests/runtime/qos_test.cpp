@@ -75,6 +75,17 @@ TEST(QoS, ReliableGivesUpAfterMaxBlockAndCounts) {
   EXPECT_EQ(q.pop()->header().seq, 2u);
 }
 
+TEST(QoS, APublisherThatMustNotWaitDropsInsteadOfBlocking) {
+  SubscriptionQueue q("/t", "", QoS::reliable(1, std::chrono::milliseconds(5000)), "n",
+                      std::make_shared<Waker>());
+  q.push(msg(1));
+  const std::int64_t t0 = steady_now_ns();
+  EXPECT_FALSE(q.push(msg(2), /*may_wait=*/false));
+  EXPECT_LT(steady_now_ns() - t0, 1'000'000'000);
+  EXPECT_EQ(q.counters().dropped_timeout.get(), 1u);
+  EXPECT_EQ(q.pop()->header().seq, 2u);
+}
+
 TEST(QoS, Parse) {
   EXPECT_EQ(parse_qos("keep_last:7")->depth, 7u);
   EXPECT_EQ(parse_qos("keep_latest")->depth, 1u);
