@@ -2,6 +2,7 @@
 
 #include <msgpack.hpp>
 
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -20,16 +21,28 @@ void pack_str(Packer& p, std::string_view s) {
   p.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
 }
 
-void pack_field(Packer& p, const FieldValue& v) {
+// Always a msgpack float64, as msgs/README.md specifies. Not packer::pack_double: msgpack-cxx 4
+// writes integral doubles as integers (2.0 arrives as int 2, -0.0 as 0, 1e19 as a uint64 the
+// decoder rejects) and converts 2^64 to uint64_t, which is undefined behaviour.
+void pack_float64(StringSink& sink, double d) {
+  const auto bits = std::bit_cast<std::uint64_t>(d);
+  char buf[9];
+  buf[0] = static_cast<char>(0xcb);
+  for (int i = 0; i < 8; ++i) buf[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xff);
+  sink.write(buf, sizeof buf);
+}
+
+// The packer writes straight through to `sink`, so both may append in turn.
+void pack_field(Packer& p, StringSink& sink, const FieldValue& v) {
   std::visit(
-      [&p](const auto& x) {
+      [&p, &sink](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, bool>) {
           x ? p.pack_true() : p.pack_false();
         } else if constexpr (std::is_same_v<T, std::int64_t>) {
           p.pack_int64(x);
         } else if constexpr (std::is_same_v<T, double>) {
-          p.pack_double(x);
+          pack_float64(sink, x);
         } else {
           pack_str(p, x);
         }
@@ -41,6 +54,20 @@ void pack_field(Packer& p, const FieldValue& v) {
 using Obj = msgpack::object;
 
 std::string_view as_sv(const Obj& o) { return {o.via.str.ptr, o.via.str.size}; }
+
+// Each known key may appear once per map; a repeat is malformed (it could also smuggle more
+// hops or fields past the limits).
+Status check_unique_keys(const Obj& map, std::initializer_list<std::string_view> known, std::string_view what) {
+  for (std::string_view k : known) {
+    int seen = 0;
+    for (std::uint32_t i = 0; i < map.via.map.size; ++i) {
+      const auto& key = map.via.map.ptr[i].key;
+      if (key.type == msgpack::type::STR && as_sv(key) == k) ++seen;
+    }
+    if (seen > 1) return data_loss(std::string(what) + " key '" + std::string(k) + "' appears more than once");
+  }
+  return Status::ok();
+}
 
 Expected<std::string_view> get_str(const Obj& o, std::string_view what) {
   if (o.type != msgpack::type::STR) return data_loss("envelope '" + std::string(what) + "' is not a string");
@@ -100,6 +127,7 @@ struct TensorDesc {
 
 Status decode_shm(const Obj& o, TensorDesc& d) {
   if (o.type != msgpack::type::MAP) return data_loss("tensor '" + d.name + "' shm is not a map");
+  EDGEVLA_RETURN_IF_ERROR(check_unique_keys(o, {"segment", "offset", "gen"}, "shm descriptor"));
   bool seg = false, off = false, gen = false;
   for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
     const auto& kv = o.via.map.ptr[i];
@@ -126,6 +154,8 @@ Status decode_shm(const Obj& o, TensorDesc& d) {
 
 Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
   if (o.type != msgpack::type::MAP) return data_loss("tensor descriptor is not a map");
+  EDGEVLA_RETURN_IF_ERROR(
+      check_unique_keys(o, {"name", "dtype", "shape", "nbytes", "frame", "shm"}, "tensor descriptor"));
   TensorDesc d;
   bool has_name = false, has_dtype = false, has_shape = false, has_nbytes = false;
   for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
@@ -176,12 +206,20 @@ Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
     return data_loss("tensor '" + d.name + "' must have exactly one of 'frame' or 'shm'");
   }
   // Checked size: the product of dims times the element size must stay within the limit.
+  // Zero dims are left out of the product checked, not let through it: [0, 2^40, 2^40] has
+  // no elements, but its row-major strides still overflow int64 (contiguous_strides).
   std::int64_t n = 1;
+  bool empty = false;
   const auto esize = static_cast<std::int64_t>(dtype_size(d.dtype));
   for (auto dim : d.shape.dims()) {
-    if (dim != 0 && n > kMaxTensorBytes / esize / dim) return data_loss("tensor '" + d.name + "' is too large");
+    if (dim == 0) {
+      empty = true;
+      continue;
+    }
+    if (n > kMaxTensorBytes / esize / dim) return data_loss("tensor '" + d.name + "' is too large");
     n *= dim;
   }
+  if (empty) n = 0;
   const auto expect = static_cast<std::uint64_t>(n) * dtype_size(d.dtype);
   if (expect != d.nbytes) {
     return data_loss("tensor '" + d.name + "' " + std::string(dtype_name(d.dtype)) +
@@ -242,6 +280,9 @@ Status decode_trace(const Obj& o, Header& h) {
 Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
                                 const ShmResolver& resolve) {
   if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
+  EDGEVLA_RETURN_IF_ERROR(check_unique_keys(root, {"edgevla", "type", "type_version", "topic", "seq", "src", "pub",
+                                                   "publisher", "trace", "fields", "tensors"},
+                                            "envelope"));
   Message m;
   Header& h = m.header();
   std::string type;
@@ -367,7 +408,7 @@ Status encode_envelope(const Message& m, std::span<const TensorPlacement> placem
   p.pack_map(static_cast<std::uint32_t>(m.fields().size()));
   for (const auto& [k, v] : m.fields()) {
     pack_str(p, k);
-    pack_field(p, v);
+    pack_field(p, sink, v);
   }
   pack_str(p, "tensors");
   p.pack_array(static_cast<std::uint32_t>(m.tensors().size()));

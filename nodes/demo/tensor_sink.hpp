@@ -33,7 +33,7 @@ class TensorSinkNode final : public Node {
 
   Param<bool> verify_{"verify", true, {"check every byte against the source's pattern"}};
   Param<std::string> summary_file_{"summary_file", "", {"write the summary as YAML here on deactivation"}};
-  Param<std::string> qos_{"qos", "keep_last:10", {"subscription QoS (keep_latest, keep_last:N, reliable:N)"}};
+  Param<std::string> qos_{"qos", "keep_last:10", {"subscription QoS (keep_latest, keep_last:N, reliable:N)", {}, {}, {}, true}};
   mutable std::mutex mu_;
   SinkSummary summary_;
   LatencyHistogram latency_;

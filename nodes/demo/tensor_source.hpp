@@ -23,7 +23,7 @@ class TensorSourceNode final : public Node {
  private:
   void on_tick();
 
-  Param<double> rate_hz_{"rate_hz", 30.0, {"frames per second", 0.01, 100000.0}};
+  Param<double> rate_hz_{"rate_hz", 30.0, {"frames per second (sets the timer)", 0.01, 100000.0, {}, true}};
   Param<int> width_{"width", 640, {"image width in pixels", 1, 16384}};
   Param<int> height_{"height", 480, {"image height in pixels", 1, 16384}};
   Param<std::string> encoding_{"encoding", "rgb8", {"pixel encoding", {}, {}, {"rgb8", "rgba8", "mono8"}}};

@@ -29,5 +29,6 @@ int node_info(const std::string& node);
 int node_stats();
 int node_types();
 int param_dump(const std::string& node);
+int param_set(const std::string& node, const std::string& key, const std::string& value);
 
 }  // namespace edgevla::cli

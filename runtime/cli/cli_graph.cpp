@@ -129,6 +129,19 @@ int param_dump(const std::string& node) {
   return 0;
 }
 
+int param_set(const std::string& node, const std::string& key, const std::string& value) {
+  const auto all = entries();
+  const RegistryEntry* e = host_of(all, node);
+  if (e == nullptr) return no_such_node(node);
+  auto reply = control_request(e->control_endpoint, "set", node + "\n" + key + "\n" + value);
+  if (!reply) {
+    std::fprintf(stderr, "%s\n", reply.status().message().c_str());
+    return 1;
+  }
+  std::cout << *reply;
+  return 0;
+}
+
 int topic_list(bool verbose) {
   struct Info {
     std::string type;

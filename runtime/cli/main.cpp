@@ -100,6 +100,11 @@ int main(int argc, char** argv) {
   param->require_subcommand(1);
   auto* pdump = param->add_subcommand("dump", "a node's params as a params file");
   pdump->add_option("node", node_name)->required();
+  std::string param_key, param_value;
+  auto* pset = param->add_subcommand("set", "change a param of a running node (not read-only ones)");
+  pset->add_option("node", node_name)->required();
+  pset->add_option("key", param_key)->required();
+  pset->add_option("value", param_value, "YAML value, e.g. 0.5, true, \"[1, 2]\"")->required();
 
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
@@ -123,5 +128,6 @@ int main(int argc, char** argv) {
   if (ntypes->parsed()) return edgevla::cli::node_types();
   if (nstats->parsed()) return edgevla::cli::node_stats();
   if (pdump->parsed()) return edgevla::cli::param_dump(node_name);
+  if (pset->parsed()) return edgevla::cli::param_set(node_name, param_key, param_value);
   return 1;
 }

@@ -76,8 +76,15 @@ Expected<std::size_t> extent_bytes(const Shape& shape, const Shape& strides, DTy
 }  // namespace
 
 Expected<Tensor> Tensor::empty(DType dtype, const Shape& shape, Device device) {
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 46;  // 64 TiB: far beyond any real tensor
+  std::int64_t bytes_needed = static_cast<std::int64_t>(dtype_size(dtype));
   for (auto d : shape.dims()) {
     if (d < 0) return invalid_argument("negative dimension in shape " + shape.to_string());
+    if (d != 0 && bytes_needed > kMaxBytes / d) {
+      return invalid_argument("shape " + shape.to_string() + " of " + std::string(dtype_name(dtype)) +
+                              " is too large to allocate");
+    }
+    bytes_needed *= d == 0 ? 1 : d;
   }
   EDGEVLA_ASSIGN_OR_RETURN(Allocator * alloc, allocator_for(device));
   const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);

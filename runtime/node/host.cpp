@@ -324,10 +324,54 @@ Expected<std::string> NodeHost::params_yaml(std::string_view node) const {
   return not_found("no node named '" + std::string(node) + "' in this process");
 }
 
-Expected<std::string> NodeHost::control(const ControlRequest& r) const {
+Status NodeHost::set_param(std::string_view node, std::string_view key, std::string_view value) {
+  std::lock_guard lock(mu_);
+  for (auto& slot : slots_) {
+    if (slot.node->name() != node) continue;
+    NodeRuntime& rt = *slot.rt;
+    const std::string where = "node '" + std::string(node) + "': param '" + std::string(key) + "'";
+    for (auto& d : rt.params) {
+      if (d.name != key) continue;
+      if (d.info.read_only) {
+        return failed_precondition(where + " is read-only (it is used when the node is configured); "
+                                   "change it in the launch or params file and restart");
+      }
+      YAML::Node parsed;
+      try {
+        parsed = YAML::Load(std::string(value));
+      } catch (const YAML::Exception& e) {
+        return invalid_argument(where + ": '" + std::string(value) + "' is not valid YAML: " + e.msg);
+      }
+      auto v = param_from_yaml(parsed, d.type);
+      if (!v) return invalid_argument(where + " " + v.status().message());
+      if (Status s = check_param_value(*v, d.info); !s.is_ok()) return out_of_range(where + " = " + s.message());
+      if (d.int32) {
+        const auto x = std::get<std::int64_t>(*v);
+        if (x < INT32_MIN || x > INT32_MAX) return out_of_range(where + " does not fit a 32-bit int");
+      }
+      d.value = *v;
+      d.origin = "param set";
+      rt.post([apply = d.apply, nv = *v] { apply(nv); });
+      return Status::ok();
+    }
+    return not_found(where + " is not declared");
+  }
+  return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
+Expected<std::string> NodeHost::control(const ControlRequest& r) {
   if (r.command == "nodes") return nodes_yaml();
   if (r.command == "params") return params_yaml(r.argument);
-  return invalid_argument("unknown control command '" + r.command + "' (nodes, params, bus)");
+  if (r.command == "set") {
+    // argument: "<node>\n<key>\n<value>"
+    const auto a = r.argument.find('\n');
+    const auto b = a == std::string::npos ? a : r.argument.find('\n', a + 1);
+    if (b == std::string::npos) return invalid_argument("set expects node, key and value");
+    EDGEVLA_RETURN_IF_ERROR(set_param(r.argument.substr(0, a), r.argument.substr(a + 1, b - a - 1),
+                                      r.argument.substr(b + 1)));
+    return params_yaml(r.argument.substr(0, a));
+  }
+  return invalid_argument("unknown control command '" + r.command + "' (nodes, params, set, bus)");
 }
 
 void NodeHost::publish_status() {

@@ -70,6 +70,9 @@ class NodeHost {
   std::uint64_t bad_inputs(std::string_view node) const;
   std::string nodes_yaml() const;
   Expected<std::string> params_yaml(std::string_view node) const;
+  // Changes a param of a running node. `value` is YAML text, checked like a params-file value;
+  // read-only params are refused. Applied on the node's executor thread between callbacks.
+  Status set_param(std::string_view node, std::string_view key, std::string_view value);
 
  private:
   struct Slot {
@@ -81,7 +84,7 @@ class NodeHost {
   Status deactivate(Slot& slot);
   void publish_status();
   void status_loop();
-  Expected<std::string> control(const ControlRequest& request) const;
+  Expected<std::string> control(const ControlRequest& request);
 
   Bus& bus_;
   NodeHostOptions options_;

@@ -90,6 +90,11 @@ Expected<ParamValue> NodeSpec::declare_value(const std::string& name, ParamType 
   return d.value;
 }
 
+void NodeSpec::bind_param(bool int32, std::function<void(const ParamValue&)> apply) {
+  rt_.params.back().int32 = int32;
+  rt_.params.back().apply = std::move(apply);
+}
+
 Status NodeSpec::int_overflow(const std::string& name, std::int64_t value) const {
   return out_of_range("node '" + rt_.options.name + "': param '" + name + "' = " +
                       std::to_string(value) + " does not fit a 32-bit int");
@@ -148,6 +153,31 @@ Status NodeSpec::timer(std::string_view name, std::chrono::nanoseconds period,
 
 // NodeRuntime ---------------------------------------------------------------------------------
 
+void NodeRuntime::post(std::function<void()> command) {
+  {
+    std::lock_guard lock(commands_mu);
+    if (running.load(std::memory_order_acquire)) {
+      commands.push_back(std::move(command));
+      command = nullptr;
+    }
+  }
+  if (command) {
+    command();  // no executor thread: nothing else runs the node's code now
+  } else {
+    waker->notify();
+  }
+}
+
+bool NodeRuntime::run_commands() {
+  std::vector<std::function<void()>> batch;
+  {
+    std::lock_guard lock(commands_mu);
+    batch.swap(commands);
+  }
+  for (auto& c : batch) c();
+  return !batch.empty();
+}
+
 Status NodeRuntime::check_unknown_params() const {
   for (const auto& [key, ov] : options.params) {
     bool declared = false;
@@ -191,7 +221,7 @@ void NodeRuntime::run_executor() {
   std::size_t rr = 0;  // round-robin start, so one busy topic cannot starve another
   while (running.load(std::memory_order_acquire)) {
     const std::uint32_t seen = waker->epoch();
-    bool worked = false;
+    bool worked = run_commands();
     std::int64_t next_deadline = 0;
     const std::int64_t now = steady_now_ns();
     for (auto& t : timers) {

@@ -78,6 +78,7 @@ class NodeSpec {
       if (x < INT32_MIN || x > INT32_MAX) return int_overflow(p.name_, x);
     }
     p.value_ = static_cast<T>(std::get<S>(*v));
+    bind_param(std::is_same_v<T, int>, [&p](const ParamValue& nv) { p.value_ = static_cast<T>(std::get<S>(nv)); });
     return Status::ok();
   }
 
@@ -112,6 +113,8 @@ class NodeSpec {
   Expected<ParamValue> declare_value(const std::string& name, ParamType type, ParamValue default_value,
                                      const ParamInfo& info);
   Status int_overflow(const std::string& name, std::int64_t value) const;
+  // Attaches the setter of the param declared last (for `edgevla param set`).
+  void bind_param(bool int32, std::function<void(const ParamValue&)> apply);
   NodeRuntime& rt_;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -67,6 +68,13 @@ struct NodeRuntime {
   std::int64_t spin_ns = 0;
   std::thread executor;
   RateLimitedLog rate_log;
+
+  // Commands run on the executor thread between callbacks (param updates); run at once when
+  // the node has no executor thread running.
+  std::mutex commands_mu;
+  std::vector<std::function<void()>> commands;
+  void post(std::function<void()> command);
+  bool run_commands();
 
   // Runs callbacks until `running` turns false (the node's executor thread).
   void run_executor();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +47,9 @@ struct ParamDescriptor {
   ParamValue value;
   ParamInfo info;
   std::string origin = "default";
+  bool int32 = false;  // declared as a C++ int: values must fit 32 bits
+  // Writes a (checked) value into the node's Param member; runs on the node's executor thread.
+  std::function<void(const ParamValue&)> apply;
 };
 
 // Converts `node` to `type`; the error says what was expected and what was found.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <msgpack.hpp>
 
+#include <cmath>
+
 #include "msgs/types.hpp"
 
 namespace edgevla::wire {
@@ -187,6 +189,43 @@ TEST(Wire, DescriptorChecks) {
   auto version = decode(as_bytes(envelope_with([](auto& p) { pack_desc(p, "f32", {4}, 16); }, 9)), frames, nullptr);
   ASSERT_FALSE(version.has_value());
   EXPECT_NE(version.status().message().find("wire version 9"), std::string::npos);
+}
+
+TEST(Wire, RepeatedKeysAreRejected) {
+  std::vector<std::byte> bytes(16);
+  std::vector<Frame> frames = {{bytes, nullptr}};
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> p(buf);
+  p.pack_map(6);
+  p.pack(std::string("edgevla"));
+  p.pack(1);
+  p.pack(std::string("type"));
+  p.pack(std::string("Blob"));
+  p.pack(std::string("topic"));
+  p.pack(std::string("/x"));
+  p.pack(std::string("seq"));
+  p.pack(1);
+  p.pack(std::string("trace"));
+  p.pack_array(0);
+  p.pack(std::string("trace"));
+  p.pack_array(0);
+  auto d = decode(as_bytes(std::string(buf.data(), buf.size())), frames, nullptr);
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.status().message().find("'trace' appears more than once"), std::string::npos);
+}
+
+TEST(Wire, FloatFieldsStayFloatsAcrossTheWire) {
+  Message m = sample();
+  m.set_field("whole", 2.0);
+  m.set_field("negzero", -0.0);
+  m.set_field("huge", 1e19);
+  Encoded e = encode_inline(m);
+  auto d = decode(as_bytes(e.envelope), e.frames, nullptr);
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  ASSERT_TRUE(std::holds_alternative<double>(*d->field("whole")));
+  EXPECT_EQ(std::get<double>(*d->field("whole")), 2.0);
+  EXPECT_TRUE(std::signbit(std::get<double>(*d->field("negzero"))));
+  EXPECT_EQ(std::get<double>(*d->field("huge")), 1e19);
 }
 
 TEST(Wire, TopicFrame) {

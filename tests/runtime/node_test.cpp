@@ -30,9 +30,11 @@ class ProbeNode final : public Node {
     EDGEVLA_RETURN_IF_ERROR(spec.declare(mode));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(limits));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(names));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(window));
     EDGEVLA_ASSIGN_OR_RETURN(out, spec.publisher<msgs::ActionChunk>("out"));
     EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>("in", QoS::keep_last(10), [this](const msgs::ActionChunk& m) {
       if (m.actions().shape()[0] == 13) throw std::runtime_error("unlucky chunk");
+      last_steps = *steps;
       ++received;
       if (m.actions().shape()[0] == 7) report_bad_input("chunk", invalid_argument("7 is bad"));
       order.push_back("cb");
@@ -55,6 +57,8 @@ class ProbeNode final : public Node {
   Param<std::string> mode{"mode", "replace", {"transition", {}, {}, {"replace", "blend"}}};
   Param<std::vector<double>> limits{"limits", {1.0, 2.0}, {"per joint", -10.0, 10.0}};
   Param<std::vector<std::string>> names{"names", {}, {"joint names"}};
+  Param<int> window{"window", 4, {"fixed at configure", 1, 10, {}, true}};
+  std::atomic<int> last_steps{0};
   Publisher<msgs::ActionChunk> out;
   std::string in_topic;
   std::atomic<int> received{0};
@@ -151,6 +155,37 @@ TEST(Params, UnknownParamListsTheDeclaredOnes) {
   ASSERT_FALSE(d.has_value());
   EXPECT_NE(d.status().message().find("verify"), std::string::npos);
   EXPECT_NE(d.status().message().find("--set sink.verfy=true"), std::string::npos);
+}
+
+TEST(Params, SetWhileRunningReachesTheNodeBetweenCallbacks) {
+  auto bus = bus_for("pset");
+  NodeHost host(*bus);
+  NodeOptions o = opts("n");
+  o.remaps["in"] = "/loop";
+  o.remaps["out"] = "/loop";
+  auto* n = static_cast<ProbeNode*>(*host.add(std::make_unique<ProbeNode>(o)));
+  ASSERT_OK(host.activate_all());
+  ASSERT_OK(host.set_param("n", "num_steps", "7"));
+  ASSERT_OK(n->out.publish(chunk(2)));
+  ASSERT_TRUE(eventually([&] { return n->last_steps.load() == 7; }));
+  EXPECT_NE(host.params_yaml("n")->find("num_steps: 7"), std::string::npos);
+  EXPECT_NE(host.params_yaml("n")->find("from param set"), std::string::npos);
+
+  auto ro = host.set_param("n", "window", "5");
+  EXPECT_EQ(ro.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(ro.message().find("read-only"), std::string::npos);
+  auto type = host.set_param("n", "num_steps", "many");
+  EXPECT_NE(type.message().find("expects an integer"), std::string::npos);
+  auto range = host.set_param("n", "num_steps", "1000");
+  EXPECT_EQ(range.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(host.set_param("n", "nope", "1").code(), StatusCode::kNotFound);
+  EXPECT_EQ(host.set_param("ghost", "num_steps", "1").code(), StatusCode::kNotFound);
+  EXPECT_EQ(*n->steps, 7);  // rejected changes left the value alone
+
+  // An inactive node (no executor) takes the change at once.
+  ASSERT_OK(host.deactivate_all());
+  ASSERT_OK(host.set_param("n", "mode", "blend"));
+  EXPECT_EQ(*n->mode, "blend");
 }
 
 TEST(Node, TopicsResolveThroughNamespaceAndRemaps) {

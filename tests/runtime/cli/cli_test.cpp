@@ -147,6 +147,24 @@ TEST_F(Cli, NodeStatsTableCoversEveryProcess) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("sensors +source +tick +timer +[1-9]"))) << r.out;
 }
 
+TEST_F(Cli, ParamSetChangesARunningNode) {
+  auto r = cli({"param", "set", "source", "width", "320"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(YAML::Load(r.out)["source"]["width"].as<int>(), 320);
+  // The next frames come out at the new size.
+  ASSERT_TRUE(eventually([&] {
+    return cli({"topic", "echo", "/demo/image", "-n", "1", "--timeout", "5"}).out.find("u8[480,320,3]") !=
+           std::string::npos;
+  }));
+  EXPECT_EQ(cli({"param", "set", "source", "width", "640"}).code, 0);
+  auto ro = cli({"param", "set", "source", "rate_hz", "10"});
+  EXPECT_EQ(ro.code, 1);
+  EXPECT_NE(ro.err.find("read-only"), std::string::npos);
+  auto bad = cli({"param", "set", "source", "width", "-5"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("out of range"), std::string::npos);
+}
+
 TEST_F(Cli, NodeTypes) {
   auto r = cli({"node", "types"});
   EXPECT_EQ(r.code, 0);

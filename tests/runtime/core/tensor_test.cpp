@@ -83,6 +83,14 @@ TEST(Tensor, ViewsShareTheBufferAndCopyOnlyWhenAsked) {
   EXPECT_FALSE(t.select(3, 0).has_value());
 }
 
+TEST(Tensor, AbsurdShapesAreErrorsNotOverflows) {
+  auto t = Tensor::empty(DType::kF64, Shape{1ll << 30, 1ll << 30, 1ll << 30});
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.status().message().find("too large"), std::string::npos);
+  EXPECT_FALSE(Tensor::empty(DType::kU8, Shape{-1}).has_value());
+  EXPECT_EQ(Tensor::empty(DType::kU8, Shape{0, 5})->numel(), 0);
+}
+
 TEST(Tensor, SummaryCountsNonFinite) {
   std::vector<float> v = {1.0f, NAN, 3.0f, INFINITY, -1.0f};
   auto s = summarize(*Tensor::from_values<float>(v, Shape{5}));
