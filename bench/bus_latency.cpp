@@ -132,19 +132,33 @@ void publish_series(Bus& bus, TopicWriter& w, std::size_t size, int count, int b
 
 // --- edgevla, same process ------------------------------------------------------------------
 
+// A bus with one active LatencySink on /bench.
+struct SinkGraph {
+  std::unique_ptr<Bus> bus;
+  std::unique_ptr<NodeHost> host;
+  LatencySink* sink = nullptr;
+
+  SinkGraph(const Config& c, BusOptions bo) {
+    bo.spin_ns = c.spin_us * 1000;
+    bus = std::move(*Bus::create(bo));
+    NodeHostOptions ho;
+    ho.status_period = std::chrono::milliseconds(0);
+    ho.spin_ns = c.spin_us * 1000;
+    host = std::make_unique<NodeHost>(*bus, ho);
+    NodeOptions no{"sink", "latency_sink"};
+    no.remaps["data"] = "/bench";
+    sink = static_cast<LatencySink*>(*host->add(std::make_unique<LatencySink>(no)));
+    (void)host->activate_all();
+  }
+  ~SinkGraph() { host->shutdown(); }
+};
+
 Row run_inprocess(const Config& c, std::size_t size) {
   BusOptions bo;
   bo.domain = "bench-inproc-" + std::to_string(::getpid());
-  bo.spin_ns = c.spin_us * 1000;
-  auto bus = std::move(*Bus::create(bo));
-  NodeHostOptions ho;
-  ho.status_period = std::chrono::milliseconds(0);
-  ho.spin_ns = c.spin_us * 1000;
-  NodeHost host(*bus, ho);
-  NodeOptions no{"sink", "latency_sink"};
-  no.remaps["data"] = "/bench";
-  auto* sink = static_cast<LatencySink*>(*host.add(std::make_unique<LatencySink>(no)));
-  (void)host.activate_all();
+  SinkGraph g(c, bo);
+  Bus* bus = g.bus.get();
+  LatencySink* sink = g.sink;
   auto w = *bus->advertise("/bench", "Blob", "bench");
   const int count = count_for(size);
   const int burst = count;
@@ -168,7 +182,6 @@ Row run_inprocess(const Config& c, std::size_t size) {
   }
   r.sent = static_cast<std::size_t>(burst);
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
-  host.shutdown();
   return r;
 }
 
@@ -179,17 +192,9 @@ int child_sink(const Config& c, const std::string& domain, const std::string& tc
                int count, int burst) {
   BusOptions bo;
   bo.domain = domain;
-  bo.spin_ns = c.spin_us * 1000;
   if (!tcp_peer.empty()) bo.tcp_peers = {tcp_peer};
-  auto bus = std::move(*Bus::create(bo));
-  NodeHostOptions ho;
-  ho.status_period = std::chrono::milliseconds(0);
-  ho.spin_ns = c.spin_us * 1000;
-  NodeHost host(*bus, ho);
-  NodeOptions no{"sink", "latency_sink"};
-  no.remaps["data"] = "/bench";
-  auto* sink = static_cast<LatencySink*>(*host.add(std::make_unique<LatencySink>(no)));
-  (void)host.activate_all();
+  SinkGraph g(c, bo);
+  LatencySink* sink = g.sink;
   // Warm-up: the parent publishes until we have seen one message; tell it.
   while (sink->seen_any() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   {
@@ -219,7 +224,6 @@ int child_sink(const Config& c, const std::string& domain, const std::string& tc
   }
   const std::string s = out.str();
   [[maybe_unused]] auto k = ::write(fd, s.data(), s.size());
-  host.shutdown();
   return 0;
 }
 

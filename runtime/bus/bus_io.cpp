@@ -24,6 +24,23 @@ std::span<const std::byte> bytes_of(const zmq::message_t& m) {
 
 void free_buffer_hold(void* /*data*/, void* hint) { delete static_cast<BufferPtr*>(hint); }
 
+// Sends topic frame, envelope and tensor frames as one multipart message, never blocking.
+Status send_multipart(zmq::socket_t& socket, const std::string& topic, const std::string& envelope,
+                      std::vector<zmq::message_t>& parts) {
+  constexpr auto kMore = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+  try {
+    const std::string frame = wire::topic_frame(topic);
+    socket.send(zmq::buffer(frame), kMore);
+    socket.send(zmq::buffer(envelope), parts.empty() ? zmq::send_flags::dontwait : kMore);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      socket.send(parts[i], i + 1 == parts.size() ? zmq::send_flags::dontwait : kMore);
+    }
+  } catch (const zmq::error_t& e) {
+    return unavailable(e.what());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 BusIo::BusIo(Bus& bus, const BusOptions& options, const std::string& bus_id, Registry registry)
@@ -241,22 +258,9 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
     placements.push_back(std::move(loc));
   }
   EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope_));
-  try {
-    const std::string frame = wire::topic_frame(m.header().topic);
-    const bool more = !inline_tensors.empty();
-    pub_ipc_.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    pub_ipc_.send(zmq::buffer(envelope_), more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
-                                               : zmq::send_flags::dontwait);
-    for (std::size_t i = 0; i < inline_tensors.size(); ++i) {
-      const Tensor& t = *inline_tensors[i];
-      const bool last = i + 1 == inline_tensors.size();
-      zmq::message_t part(t.raw_data(), t.nbytes());  // small: copied
-      pub_ipc_.send(part, last ? zmq::send_flags::dontwait
-                               : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    }
-  } catch (const zmq::error_t& e) {
-    return unavailable(std::string("ipc send failed: ") + e.what());
-  }
+  std::vector<zmq::message_t> parts;
+  for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
+  EDGEVLA_RETURN_IF_ERROR(send_multipart(pub_ipc_, m.header().topic, envelope_, parts).with_context("ipc send"));
   // `copies` may be released now: the pending count keeps their blocks until received.
   writer.counters().sent_remote.add();
   counters_.sent_ipc.add();
@@ -273,24 +277,13 @@ Status BusIo::send_tcp(TopicWriter& writer, const Message& m) {
   }
   std::string envelope;
   EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
-  try {
-    const std::string frame = wire::topic_frame(m.header().topic);
-    const bool more = !m.tensors().empty();
-    pub_tcp_.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    pub_tcp_.send(zmq::buffer(envelope), more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
-                                              : zmq::send_flags::dontwait);
-    for (std::size_t i = 0; i < m.tensors().size(); ++i) {
-      const Tensor& t = m.tensors()[i].tensor;
-      const bool last = i + 1 == m.tensors().size();
-      // Zero copy: ZeroMQ sends from the tensor's buffer and releases our hold when done.
-      auto* hold = new BufferPtr(t.buffer());
-      zmq::message_t part(t.raw_data(), t.nbytes(), &free_buffer_hold, hold);
-      pub_tcp_.send(part, last ? zmq::send_flags::dontwait
-                               : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    }
-  } catch (const zmq::error_t& e) {
-    return unavailable(std::string("tcp send failed: ") + e.what());
+  std::vector<zmq::message_t> parts;
+  for (const auto& nt : m.tensors()) {
+    // Zero copy: ZeroMQ sends from the tensor's buffer and releases our hold when done.
+    auto* hold = new BufferPtr(nt.tensor.buffer());
+    parts.emplace_back(nt.tensor.raw_data(), nt.tensor.nbytes(), &free_buffer_hold, hold);
   }
+  EDGEVLA_RETURN_IF_ERROR(send_multipart(pub_tcp_, m.header().topic, envelope, parts).with_context("tcp send"));
   writer.counters().sent_remote.add();
   counters_.sent_tcp.add();
   return Status::ok();
