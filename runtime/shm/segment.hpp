@@ -1,6 +1,6 @@
 // One POSIX shared-memory segment holding one buffer block, with a small control header.
 //
-// Cross-process lifetime protocol (see docs/shm.md):
+// Cross-process lifetime protocol (specified in msgs/README.md, section 6):
 //  - state packs generation (32 bits) | pending receivers (16) | flags (16).
 //  - A receiver claims a holder slot (CAS 0 -> its pid), then checks the generation it was
 //    told and decrements pending. A wrong generation or RECYCLING flag means the block was
