@@ -7,7 +7,8 @@
 // are spaced so each one measures latency, not queueing. Throughput sends a burst back to
 // back and counts what the subscriber received per second.
 //
-//   edgevla_bench_bus [--sizes 1024,65536,...] [--spin-us N] [--json out.json]
+//   edgevla_bench_bus [--sizes 1024,65536,...] [--only TRANSPORT] [--spin-us N] [--json F] [--markdown F]
+// EDGEVLA_BENCH_DEBUG=1 prints the publishing bus's statistics (pool, transport) after each run.
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +40,10 @@ struct Config {
 // Messages with a payload sequence number below this are warm-up and not measured.
 constexpr std::uint64_t kWarmup = 30;
 
+// Zero-copy transports cost the same at every size, so they get a long series everywhere; a
+// short one at 64 MB would let a few ms of background noise decide the p50.
+constexpr int kZeroCopyCount = 500;
+
 int count_for(std::size_t size) {
   if (size <= 64 * 1024) return 2000;
   if (size <= (1 << 20)) return 500;
@@ -49,9 +54,11 @@ int count_for(std::size_t size) {
 // Records one-way latency of every message it receives.
 class LatencySink final : public Node {
  public:
-  explicit LatencySink(const NodeOptions& o) : Node(o) {}
+  // Queued messages hold their shared-memory blocks: the queue holds at most ~512 MB.
+  LatencySink(const NodeOptions& o, std::size_t payload)
+      : Node(o), depth_(std::clamp<std::size_t>((std::size_t{512} << 20) / payload, 8, 4096)) {}
   Status configure(NodeSpec& spec) override {
-    return spec.subscribe_any("data", "", QoS::keep_last(4096), [this](const MessagePtr& m) {
+    return spec.subscribe_any("data", "", QoS::keep_last(depth_), [this](const MessagePtr& m) {
       const std::int64_t now = wall_now_ns();
       std::uint64_t seq = 0;
       std::memcpy(&seq, m->tensors()[0].tensor.raw_data(), sizeof seq);
@@ -73,6 +80,7 @@ class LatencySink final : public Node {
     std::lock_guard lock(mu);
     return samples.size();
   }
+  std::size_t depth_;
   std::size_t seen_any() {
     std::lock_guard lock(mu);
     return seen;
@@ -123,7 +131,9 @@ void publish_series(Bus& bus, TopicWriter& w, std::size_t size, int count, int b
   std::int64_t next = steady_now_ns();
   for (int i = 0; i < count; ++i) {
     sleep_until(next);
-    next += interval;
+    // A late publisher skips the slots it missed instead of catching up in a burst, as a
+    // camera does.
+    next = std::max(next + interval, steady_now_ns());
     (void)bus.publish(w, payload_message(bus, size, static_cast<std::uint64_t>(i)));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -138,7 +148,7 @@ struct SinkGraph {
   std::unique_ptr<NodeHost> host;
   LatencySink* sink = nullptr;
 
-  SinkGraph(const Config& c, BusOptions bo) {
+  SinkGraph(const Config& c, BusOptions bo, std::size_t payload) {
     bo.spin_ns = c.spin_us * 1000;
     bus = std::move(*Bus::create(bo));
     NodeHostOptions ho;
@@ -147,7 +157,7 @@ struct SinkGraph {
     host = std::make_unique<NodeHost>(*bus, ho);
     NodeOptions no{"sink", "latency_sink"};
     no.remaps["data"] = "/bench";
-    sink = static_cast<LatencySink*>(*host->add(std::make_unique<LatencySink>(no)));
+    sink = static_cast<LatencySink*>(*host->add(std::make_unique<LatencySink>(no, payload)));
     (void)host->activate_all();
   }
   ~SinkGraph() { host->shutdown(); }
@@ -156,12 +166,12 @@ struct SinkGraph {
 Row run_inprocess(const Config& c, std::size_t size) {
   BusOptions bo;
   bo.domain = "bench-inproc-" + std::to_string(::getpid());
-  SinkGraph g(c, bo);
+  SinkGraph g(c, bo, size);
   Bus* bus = g.bus.get();
   LatencySink* sink = g.sink;
   auto w = *bus->advertise("/bench", "Blob", "bench");
-  const int count = count_for(size);
-  const int burst = count;
+  const int count = std::max(count_for(size), kZeroCopyCount);
+  const int burst = count_for(size);
   publish_series(*bus, *w, size, count + static_cast<int>(kWarmup), 0, false);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Row r{"edgevla same-process", size};
@@ -189,11 +199,11 @@ Row run_inprocess(const Config& c, std::size_t size) {
 
 // Child: subscribes, waits for `expect` messages (or a timeout), writes samples to `fd`.
 int child_sink(const Config& c, const std::string& domain, const std::string& tcp_peer, int fd,
-               int count, int burst) {
+               std::size_t size, int count, int burst) {
   BusOptions bo;
   bo.domain = domain;
   if (!tcp_peer.empty()) bo.tcp_peers = {tcp_peer};
-  SinkGraph g(c, bo);
+  SinkGraph g(c, bo, size);
   LatencySink* sink = g.sink;
   // Warm-up: the parent publishes until we have seen one message; tell it.
   while (sink->seen_any() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -242,14 +252,14 @@ Row run_cross(const Config& c, std::size_t size, bool tcp) {
   auto bus = std::move(*Bus::create(bo));
   std::string peer;
   if (tcp) peer = bus->tcp_endpoint();
-  const int count = count_for(size);
-  const int burst = count;
+  const int count = tcp ? count_for(size) : std::max(count_for(size), kZeroCopyCount);
+  const int burst = count_for(size);
   int fds[2];
   if (::pipe(fds) != 0) return {};
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
-    _exit(child_sink(c, domain, peer, fds[1], count, burst));
+    _exit(child_sink(c, domain, peer, fds[1], size, count, burst));
   }
   ::close(fds[1]);
   auto w = *bus->advertise("/bench", "Blob", "bench");
@@ -272,6 +282,7 @@ Row run_cross(const Config& c, std::size_t size, bool tcp) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   ::close(fds[0]);
+  if (std::getenv("EDGEVLA_BENCH_DEBUG")) std::fprintf(stderr, "%s\n", bus->stats_yaml().c_str());
   Row r{tcp ? "edgevla tcp loopback" : "edgevla cross-process", size};
   std::istringstream in(line);
   std::int64_t span_ns = 0;
@@ -303,16 +314,22 @@ Row run_memcpy(std::size_t size) {
   return r;
 }
 
-// Plain ZeroMQ PUB/SUB with the payload copied into each message; the receiver thread or
-// process measures one-way latency from a stamp in the first 8 bytes.
-Row run_zmq(std::size_t size, bool ipc) {
+enum class ZmqTransport { kInproc, kIpc, kTcp };
+
+// Plain ZeroMQ PUB/SUB with the payload copied into each message; the receiver thread (inproc)
+// or process (ipc, tcp loopback) measures one-way latency from a stamp in the first 8 bytes.
+Row run_zmq(std::size_t size, ZmqTransport transport) {
   const int count = count_for(size);
-  const std::string ep = ipc ? "ipc:///tmp/edgevla-bench-zmq-" + std::to_string(::getpid())
-                             : "inproc://edgevla-bench";
+  const bool ipc = transport != ZmqTransport::kInproc;  // receiver in another process
   zmq::context_t ctx(1);
   zmq::socket_t pub(ctx, zmq::socket_type::pub);
   pub.set(zmq::sockopt::sndhwm, 0);
-  pub.bind(ep);
+  switch (transport) {
+    case ZmqTransport::kInproc: pub.bind("inproc://edgevla-bench"); break;
+    case ZmqTransport::kIpc: pub.bind("ipc:///tmp/edgevla-bench-zmq-" + std::to_string(::getpid())); break;
+    case ZmqTransport::kTcp: pub.bind("tcp://127.0.0.1:*"); break;
+  }
+  const std::string ep = pub.get(zmq::sockopt::last_endpoint);
   auto receiver = [size, count](zmq::context_t& c, const std::string& endpoint, int fd) {
     zmq::socket_t sub(c, zmq::socket_type::sub);
     sub.set(zmq::sockopt::rcvhwm, 0);
@@ -405,7 +422,10 @@ Row run_zmq(std::size_t size, bool ipc) {
   }
   if (!ipc) ::close(fds[1]);
   ::close(fds[0]);
-  Row r{ipc ? "baseline zmq ipc copy" : "baseline zmq inproc copy", size};
+  Row r{transport == ZmqTransport::kInproc ? "baseline zmq inproc copy"
+         : transport == ZmqTransport::kIpc  ? "baseline zmq ipc copy"
+                                            : "baseline zmq tcp copy",
+        size};
   std::istringstream in(line);
   std::int64_t span = 0;
   in >> r.p50_us >> r.p99_us >> r.received >> span;
@@ -444,17 +464,18 @@ int main(int argc, char** argv) {
   std::printf("machine: %s\nexecutor spin: %lld us\n\n", machine_description().c_str(), static_cast<long long>(c.spin_us));
   std::printf("%-26s %8s %10s %10s %12s %10s %9s\n", "transport", "payload", "p50 us", "p99 us", "msgs/s", "GB/s", "burst rx/tx");
   for (std::size_t size : c.sizes) {
-    static const char* kNames[] = {"memcpy", "zmq inproc", "zmq ipc", "same-process", "cross-process", "tcp"};
-    for (int k = 0; k < 6; ++k) {
+    static const char* kNames[] = {"memcpy", "zmq inproc", "zmq ipc", "zmq tcp", "same-process", "cross-process", "tcp loopback"};
+    for (int k = 0; k < 7; ++k) {
       if (!c.only.empty() && std::string(kNames[k]).find(c.only) == std::string::npos) continue;
       Row r;
       switch (k) {
         case 0: r = run_memcpy(size); break;
-        case 1: r = run_zmq(size, false); break;
-        case 2: r = run_zmq(size, true); break;
-        case 3: r = run_inprocess(c, size); break;
-        case 4: r = run_cross(c, size, false); break;
-        case 5: r = run_cross(c, size, true); break;
+        case 1: r = run_zmq(size, ZmqTransport::kInproc); break;
+        case 2: r = run_zmq(size, ZmqTransport::kIpc); break;
+        case 3: r = run_zmq(size, ZmqTransport::kTcp); break;
+        case 4: r = run_inprocess(c, size); break;
+        case 5: r = run_cross(c, size, false); break;
+        case 6: r = run_cross(c, size, true); break;
       }
       std::printf("%-26s %8s %10.1f %10.1f %12.0f %10.2f %4zu/%-4zu\n", r.transport.c_str(), human(size).c_str(), r.p50_us,
                   r.p99_us, r.msgs_per_s, r.gb_per_s, r.received, r.sent);
@@ -476,14 +497,15 @@ int main(int argc, char** argv) {
     return std::string(buf);
   };
   std::ostringstream md;
-  md << "| payload | same-process p50 / p99 (us) | zmq inproc copy p50 / same-process p50 | memcpy / same-process | cross-process p50 / p99 (us) | zmq ipc copy p50 / cross-process p50 | tcp loopback p50 (us) |\n";
-  md << "|---|---|---|---|---|---|---|\n";
+  md << "| payload | same-process p50 / p99 (us) | zmq inproc copy p50 / same-process p50 | memcpy / same-process | cross-process p50 / p99 (us) | zmq ipc copy p50 / cross-process p50 | tcp loopback p50 (us) | zmq tcp copy p50 / tcp p50 |\n";
+  md << "|---|---|---|---|---|---|---|---|\n";
   for (std::size_t size : c.sizes) {
     const Row* sp = find("edgevla same-process", size);
     const Row* cp = find("edgevla cross-process", size);
     const Row* tcp = find("edgevla tcp loopback", size);
     const Row* zi = find("baseline zmq inproc copy", size);
     const Row* zc = find("baseline zmq ipc copy", size);
+    const Row* zt = find("baseline zmq tcp copy", size);
     const Row* mc = find("baseline memcpy", size);
     md << "| " << human(size) << " | "
        << (sp ? num("%.1f", sp->p50_us) + " / " + num("%.1f", sp->p99_us) : "-") << " | "
@@ -491,7 +513,8 @@ int main(int argc, char** argv) {
        << (sp && mc ? num("%.2f", mc->p50_us / sp->p50_us) : "-") << " | "
        << (cp ? num("%.1f", cp->p50_us) + " / " + num("%.1f", cp->p99_us) : "-") << " | "
        << (cp && zc ? num("%.2f", zc->p50_us / cp->p50_us) : "-") << " | "
-       << (tcp ? num("%.0f", tcp->p50_us) : "-") << " |\n";
+       << (tcp ? num("%.0f", tcp->p50_us) : "-") << " | "
+       << (tcp && zt ? num("%.2f", zt->p50_us / tcp->p50_us) : "-") << " |\n";
   }
   for (const char* t : {"edgevla same-process", "edgevla cross-process"}) {
     const Row* small = find(t, c.sizes.front());

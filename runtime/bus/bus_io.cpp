@@ -17,6 +17,8 @@ namespace {
 constexpr auto kPollPeriod = std::chrono::milliseconds(100);
 constexpr std::int64_t kRescanPeriodNs = 1'000'000'000;
 constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
+// Largest tensor sent inline over ipc when the shared-memory pool is full.
+constexpr std::size_t kInlineFallbackMaxBytes = 1 << 20;
 
 std::span<const std::byte> bytes_of(const zmq::message_t& m) {
   return {static_cast<const std::byte*>(m.data()), m.size()};
@@ -223,6 +225,10 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
   std::vector<wire::TensorPlacement> placements;
   std::vector<const Tensor*> inline_tensors;
   std::vector<BufferPtr> copies;  // heap tensors copied into shared memory for this send
+  const auto send_inline = [&](const Tensor& t) {
+    placements.emplace_back(std::in_place_index<0>, static_cast<std::uint32_t>(inline_tensors.size()));
+    inline_tensors.push_back(&t);
+  };
   for (const auto& nt : m.tensors()) {
     const Tensor& t = nt.tensor;
     if (!t.device().is_cpu()) {
@@ -230,8 +236,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
                                  "; only CPU tensors cross processes in this build");
     }
     if (t.nbytes() <= options_.inline_max_bytes) {
-      placements.push_back(wire::InlineFrame{static_cast<std::uint32_t>(inline_tensors.size())});
-      inline_tensors.push_back(&t);
+      send_inline(t);
       continue;
     }
     const Buffer* buffer = t.buffer().get();
@@ -239,10 +244,18 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
     if (!pool_->owns(*buffer)) {
       auto copy = pool_->allocate(t.nbytes());
       if (!copy) {
+        // Small tensors can still go inline; copying a large one through the socket would
+        // only slow a publisher whose subscribers already cannot keep up.
+        if (t.nbytes() > kInlineFallbackMaxBytes) {
+          counters_.dropped_pool_full.add();
+          writer.counters().errors.add();
+          rate_log_.warn("pool", "not sending '" + m.header().topic + "' to other processes: " +
+                                     copy.status().message());
+          return Status::ok();  // delivered locally; remote subscribers count a sequence gap
+        }
         counters_.inline_fallback.add();
         rate_log_.warn("pool", "sending '" + nt.name + "' inline: " + copy.status().message());
-        placements.push_back(wire::InlineFrame{static_cast<std::uint32_t>(inline_tensors.size())});
-        inline_tensors.push_back(&t);
+        send_inline(t);
         continue;
       }
       std::memcpy((*copy)->data(), t.raw_data(), t.nbytes());
@@ -458,6 +471,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("sent_ipc", counters_.sent_ipc.get());
   kv("sent_tcp", counters_.sent_tcp.get());
   kv("inline_fallback", counters_.inline_fallback.get());
+  kv("dropped_pool_full", counters_.dropped_pool_full.get());
   out << YAML::EndMap << YAML::Key << "shm_pool" << YAML::Value << YAML::BeginMap;
   kv("segments", p.segments);
   kv("bytes", p.bytes);

@@ -30,6 +30,7 @@ struct TransportCounters {
   Counter sent_ipc;
   Counter sent_tcp;
   Counter inline_fallback; // tensors sent inline over ipc because the pool was full
+  Counter dropped_pool_full;  // messages not sent to other processes: pool full, tensor too big to inline
 };
 
 class BusIo {

@@ -85,7 +85,10 @@ Expected<std::unique_ptr<Segment>> Segment::open(const std::string& name) {
     return data_loss("shared memory segment '" + name + "' is " + std::to_string(total) +
                      " bytes, too small to be an edgevla segment");
   }
-  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f.fd, 0);
+  // No MAP_POPULATE here: pre-faulting a 64 MB segment takes tens of ms, and a subscriber
+  // stuck mapping falls behind its publisher (which then needs more segments, which need
+  // mapping...). Pages fault in as the consumer reads them, once per segment.
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
   if (base == MAP_FAILED) {
     return unavailable("cannot map shared memory segment '" + name + "': " + errno_text(errno));
   }

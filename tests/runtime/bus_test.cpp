@@ -386,3 +386,32 @@ TEST(Bus, NeverWaitPublisherIsNotStalledByAReliableSubscriber) {
 
 }  // namespace
 }  // namespace edgevla
+
+namespace edgevla {
+namespace {
+
+TEST(Bus, FullPoolDropsLargeRemoteSendsInsteadOfCopyingThemInline) {
+  const auto domain = unique_domain("poolfull");
+  BusOptions small;
+  small.domain = domain;
+  small.shm_pool_bytes = 4 << 20;  // room for two 1.5 MB blocks
+  auto pub = std::move(*Bus::create(small));
+  auto sub = make_bus(domain);
+  auto w = *pub->advertise("/big", "Image", "src");
+  Collector slow("/big", "Image", QoS::keep_last(100));  // never pops: holds every block it gets
+  ASSERT_OK(sub->attach(slow.queue));
+  const auto big = [&] { return image_message(*pub, 512, 1024, 7); };  // 1.5 MB
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(*w, big()));
+    return slow.queue->size() > 0;
+  }));
+  for (int i = 0; i < 6; ++i) ASSERT_OK(pub->publish(*w, big()));  // publish keeps succeeding
+  ASSERT_TRUE(eventually([&] {
+    return YAML::Load(pub->stats_yaml())["transport"]["dropped_pool_full"].as<int>() >= 1;
+  }));
+  EXPECT_EQ(YAML::Load(pub->stats_yaml())["transport"]["inline_fallback"].as<int>(), 0);
+  EXPECT_LE(slow.queue->size(), 2u);  // only what fits the pool ever crossed
+}
+
+}  // namespace
+}  // namespace edgevla
