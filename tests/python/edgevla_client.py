@@ -2,7 +2,7 @@
 """A small, self-contained Python subscriber for edgevla topics.
 
 Implements the wire format of msgs/README.md (edgevla wire version 1) with nothing but the
-Debian packages python3-zmq, python3-msgpack and python3-numpy:
+Debian packages python3-zmq, python3-msgpack, python3-numpy and python3-yaml:
 
     from edgevla_client import Subscriber, find_tcp_endpoint
     endpoint = find_tcp_endpoint(domain="default", topic="/camera/image")
@@ -31,6 +31,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import msgpack
 import numpy as np
+import yaml
 import zmq
 
 # --- Constants of the wire format (msgs/wire.hpp) -------------------------------------------
@@ -447,57 +448,20 @@ def registry_dir(domain: Optional[str] = None) -> str:
     return os.path.join(base, f"edgevla-{os.getuid()}", domain)
 
 
-def _yaml_scalar(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        return text[1:-1].encode().decode("unicode_escape")
-    if len(text) >= 2 and text[0] == text[-1] == "'":
-        return text[1:-1].replace("''", "'")
-    if text in ("~", "null"):
-        return ""
-    return text
-
-
-def _flow_items(text: str) -> List[str]:
-    text = text.strip()
-    if text.startswith(("[", "{")):
-        text = text[1:-1]
-    return [p for p in (x.strip() for x in text.split(",")) if p]
-
-
 def read_registry_file(path: str) -> Dict[str, Any]:
-    """Parses one registry file (the subset of YAML the C++ side writes; no PyYAML needed).
-
-    Returns the scalar keys as strings (pid and started_ns as int), 'nodes' as a list and
-    'publishers'/'subscriptions' as lists of {topic, type, node}.
-    """
-    entry: Dict[str, Any] = {"nodes": [], "publishers": [], "subscriptions": []}
-    current = None
+    """One registry file: bus, pid, host, process, started_ns, data, control, tcp, nodes,
+    publishers and subscriptions (lists of {topic, type, node})."""
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            if not line.startswith((" ", "-")):
-                key, _, value = line.partition(":")
-                key = key.strip()
-                value = value.strip()
-                current = key
-                if key == "nodes":
-                    entry["nodes"] = [_yaml_scalar(x) for x in _flow_items(value)]
-                elif key in ("publishers", "subscriptions"):
-                    pass  # block sequence follows (or "[]")
-                else:
-                    entry[key] = _yaml_scalar(value)
-            elif current in ("publishers", "subscriptions") and line.strip().startswith("- "):
-                item = {}
-                for kv in _flow_items(line.strip()[2:]):
-                    k, _, v = kv.partition(":")
-                    item[k.strip()] = _yaml_scalar(v)
-                entry[current].append(item)
-    for k in ("pid", "started_ns"):
-        if k in entry:
-            entry[k] = int(entry[k])
+        entry = yaml.safe_load(f) or {}
+    if not isinstance(entry, dict):
+        raise ValueError(f"{path}: not a registry entry")
+    for key in ("nodes", "publishers", "subscriptions"):
+        entry[key] = entry.get(key) or []
+    for key in ("bus", "host", "process", "data", "control", "tcp"):
+        entry[key] = "" if entry.get(key) is None else str(entry[key])
+    for key in ("pid", "started_ns"):
+        if key in entry:
+            entry[key] = int(entry[key])
     return entry
 
 
@@ -517,7 +481,7 @@ def list_buses(domain: Optional[str] = None) -> List[Dict[str, Any]]:
     for path in sorted(glob.glob(os.path.join(registry_dir(domain), "*.yaml"))):
         try:
             entry = read_registry_file(path)
-        except (OSError, ValueError):
+        except (OSError, ValueError, yaml.YAMLError):
             continue  # being replaced; read it next time
         if "bus" not in entry or not _alive(int(entry.get("pid", 0))):
             continue
