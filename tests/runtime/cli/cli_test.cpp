@@ -91,8 +91,10 @@ TEST_F(Cli, TopicHzMeasuresTheSourceRate) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("average rate: ([0-9.]+) Hz"))) << r.out;
   const double hz = std::stod(m[1]);
-  EXPECT_GT(hz, 20.0);  // source publishes at 30 Hz (params/demo.yaml)
-  EXPECT_LT(hz, 40.0);
+  // The source publishes at 30 Hz (params/demo.yaml); the band is wide so a loaded machine
+  // cannot fail it, narrow enough that a wrong rate computation would.
+  EXPECT_GT(hz, 10.0);
+  EXPECT_LT(hz, 45.0);
 }
 
 TEST_F(Cli, TopicBwMeasuresBytes) {
