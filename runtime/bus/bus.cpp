@@ -134,7 +134,12 @@ Status Bus::publish(TopicWriter& w, Message&& m) {
   auto message = std::make_shared<const Message>(std::move(m));
   if (auto queues = queues_for(w.topic())) dispatch(message, *queues, 0, !w.options().never_wait);
   if (io_) {
-    if (Status s = io_->send(w, *message); !s.is_ok()) return fail(s);
+    // Local subscribers already have the message; a failed remote send is a counted drop.
+    if (Status s = io_->send(w, *message); !s.is_ok()) {
+      w.counters().errors.add();
+      rate_log_.warn("send:" + w.topic(), "node '" + w.node() + "': message on '" + w.topic() +
+                                              "' not sent to other processes: " + s.message());
+    }
   }
   return Status::ok();
 }
@@ -142,6 +147,7 @@ Status Bus::publish(TopicWriter& w, Message&& m) {
 Status Bus::attach(std::shared_ptr<SubscriptionQueue> queue) {
   EDGEVLA_RETURN_IF_ERROR(check_topic_name(queue->topic()));
   const std::string topic = queue->topic();
+  queue->open();
   bool first = false;
   {
     std::lock_guard lock(mu_);
@@ -169,7 +175,7 @@ void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue) {
     last = list->empty();
     it->second.queues = std::move(list);
   }
-  queue->clear();
+  queue->close();  // pushes racing with this detach are dropped, not queued
   if (io_) {
     if (last) io_->unsubscribe(queue->topic());
     io_->registry_changed();
@@ -177,7 +183,7 @@ void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue) {
 }
 
 Expected<Tensor> Bus::loan(DType dtype, const Shape& shape) {
-  const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  EDGEVLA_ASSIGN_OR_RETURN(std::size_t bytes, checked_nbytes(dtype, shape));
   if (io_) {
     auto buffer = io_->allocate_shm(bytes);
     if (buffer) return Tensor::from_buffer(std::move(*buffer), dtype, shape);
@@ -201,14 +207,20 @@ void Bus::set_control_handler(ControlHandler handler) {
 }
 
 void Bus::deliver_remote(const MessagePtr& m, std::uint64_t lost) {
-  if (auto queues = queues_for(m->header().topic)) dispatch(m, *queues, lost, /*may_wait=*/true);
+  // The receive thread serves every topic of this process: it must never wait on one queue.
+  if (auto queues = queues_for(m->header().topic)) dispatch(m, *queues, lost, /*may_wait=*/false);
 }
 
 void Bus::reject_remote(const std::string& topic, const std::string& reason) {
+  std::string nodes;
   if (auto queues = queues_for(topic)) {
-    for (const auto& q : *queues) q->counters().rejected.add();
+    for (const auto& q : *queues) {
+      q->counters().rejected.add();
+      nodes += (nodes.empty() ? "" : ", ") + q->owner();
+    }
   }
-  rate_log_.warn("reject:" + topic, "dropped a message on '" + topic + "': " + reason);
+  rate_log_.warn("reject:" + topic, "dropped a message on '" + topic + "'" +
+                                        (nodes.empty() ? "" : " for node(s) " + nodes) + ": " + reason);
 }
 
 void Bus::describe(RegistryEntry& e) const {

@@ -15,7 +15,8 @@ namespace edgevla {
 namespace {
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(100);
-constexpr std::int64_t kRescanPeriodNs = 1'000'000'000;
+// inotify catches registry changes at once; the periodic rescan only notices crashed peers.
+constexpr std::int64_t kRescanPeriodNs = 2'000'000'000;
 constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
 // Largest tensor sent inline over ipc when the shared-memory pool is full.
 constexpr std::size_t kInlineFallbackMaxBytes = 1 << 20;
@@ -27,11 +28,10 @@ std::span<const std::byte> bytes_of(const zmq::message_t& m) {
 void free_buffer_hold(void* /*data*/, void* hint) { delete static_cast<BufferPtr*>(hint); }
 
 // Sends topic frame, envelope and tensor frames as one multipart message, never blocking.
-Status send_multipart(zmq::socket_t& socket, const std::string& topic, const std::string& envelope,
+Status send_multipart(zmq::socket_t& socket, const std::string& frame, const std::string& envelope,
                       std::vector<zmq::message_t>& parts) {
   constexpr auto kMore = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
   try {
-    const std::string frame = wire::topic_frame(topic);
     socket.send(zmq::buffer(frame), kMore);
     socket.send(zmq::buffer(envelope), parts.empty() ? zmq::send_flags::dontwait : kMore);
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -59,7 +59,6 @@ Expected<std::unique_ptr<BusIo>> BusIo::create(Bus& bus, const BusOptions& optio
 
 Status BusIo::start() {
   shm::remove_stale_segments();
-  registry_.list();  // prunes files of dead processes
   shm::PoolOptions po;
   const std::string tail = bus_id_.substr(bus_id_.find('/') + 1);  // pid/n
   po.name_prefix = shm::segment_prefix() + tail.substr(0, tail.find('/')) + "." +
@@ -133,13 +132,20 @@ void BusIo::post(std::function<void()> command) {
 }
 
 void BusIo::subscribe(const std::string& topic) {
-  post([this, f = wire::topic_frame(topic)] { sub_ipc_.set(zmq::sockopt::subscribe, f);
-                                              sub_tcp_.set(zmq::sockopt::subscribe, f); });
+  post([this, f = wire::topic_frame(topic)] {
+    sub_ipc_.set(zmq::sockopt::subscribe, f);
+    sub_tcp_.set(zmq::sockopt::subscribe, f);
+  });
 }
 
 void BusIo::unsubscribe(const std::string& topic) {
-  post([this, f = wire::topic_frame(topic)] { sub_ipc_.set(zmq::sockopt::unsubscribe, f);
-                                              sub_tcp_.set(zmq::sockopt::unsubscribe, f); });
+  post([this, topic] {
+    const std::string f = wire::topic_frame(topic);
+    sub_ipc_.set(zmq::sockopt::unsubscribe, f);
+    sub_tcp_.set(zmq::sockopt::unsubscribe, f);
+    // A later subscription starts afresh: what was published meanwhile is not "lost".
+    std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.starts_with(topic + "\n"); });
+  });
 }
 
 void BusIo::registry_changed() {
@@ -180,6 +186,8 @@ void BusIo::rescan_registry() {
     } catch (const zmq::error_t&) {
     }
     mapper_.forget_process(ep.second);
+    // Sequence tracking of that bus's publishers ("<bus id>#k") is no longer needed.
+    std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.find("\n" + id + "#") != std::string::npos; });
   }
   connected_ = std::move(seen);
 }
@@ -209,94 +217,119 @@ int BusIo::interest_in(const std::unordered_map<std::string, int>& interest,
 
 Status BusIo::send(TopicWriter& writer, const Message& m) {
   const std::string frame = wire::topic_frame(m.header().topic);
-  std::lock_guard lock(send_mu_);
-  drain_interest(pub_ipc_, ipc_interest_);
-  drain_interest(pub_tcp_, tcp_interest_);
-  if (const int n = interest_in(ipc_interest_, frame); n > 0) {
-    EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, n));
+  int ipc_receivers = 0;
+  bool tcp_wanted = false;
+  {
+    std::lock_guard lock(send_mu_);
+    drain_interest(pub_ipc_, ipc_interest_);
+    drain_interest(pub_tcp_, tcp_interest_);
+    ipc_receivers = interest_in(ipc_interest_, frame);
+    tcp_wanted = pub_tcp_ && interest_in(tcp_interest_, frame) > 0;
   }
-  if (pub_tcp_ && interest_in(tcp_interest_, frame) > 0) {
-    EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m));
+  if (ipc_receivers == 0 && !tcp_wanted) return Status::ok();
+
+  // Everything that can fail or take time (device checks, strided copies, heap->shm copies,
+  // encoding) happens before the send lock, so one big publish does not stall the others.
+  std::vector<Tensor> tensors;
+  tensors.reserve(m.tensors().size());
+  for (const auto& nt : m.tensors()) {
+    if (!nt.tensor.device().is_cpu()) {
+      return failed_precondition("tensor '" + nt.name + "' is on " + nt.tensor.device().to_string() +
+                                 "; only CPU tensors cross processes in this build");
+    }
+    auto c = nt.tensor.contiguous();  // strided views travel as their contiguous bytes
+    if (!c) return c.status();
+    tensors.push_back(std::move(*c));
   }
+  if (ipc_receivers > 0) EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, tensors, frame, ipc_receivers));
+  if (tcp_wanted) EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m, tensors, frame));
   return Status::ok();
 }
 
-Status BusIo::send_ipc(TopicWriter& writer, const Message& m, int receivers) {
+Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<Tensor>& tensors,
+                       const std::string& frame, int receivers) {
   std::vector<wire::TensorPlacement> placements;
   std::vector<const Tensor*> inline_tensors;
-  std::vector<BufferPtr> copies;  // heap tensors copied into shared memory for this send
+  std::vector<BufferPtr> blocks;  // shared-memory blocks this send points at
   const auto send_inline = [&](const Tensor& t) {
     placements.emplace_back(std::in_place_index<0>, static_cast<std::uint32_t>(inline_tensors.size()));
     inline_tensors.push_back(&t);
   };
-  for (const auto& nt : m.tensors()) {
-    const Tensor& t = nt.tensor;
-    if (!t.device().is_cpu()) {
-      return failed_precondition("tensor '" + nt.name + "' is on " + t.device().to_string() +
-                                 "; only CPU tensors cross processes in this build");
-    }
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
     if (t.nbytes() <= options_.inline_max_bytes) {
       send_inline(t);
       continue;
     }
-    const Buffer* buffer = t.buffer().get();
+    BufferPtr block = t.buffer();
     std::size_t offset = t.offset();
-    if (!pool_->owns(*buffer)) {
+    if (!pool_->owns(*block)) {
       auto copy = pool_->allocate(t.nbytes());
       if (!copy) {
         // Small tensors can still go inline; copying a large one through the socket would
         // only slow a publisher whose subscribers already cannot keep up.
         if (t.nbytes() > kInlineFallbackMaxBytes) {
           counters_.dropped_pool_full.add();
-          writer.counters().errors.add();
-          rate_log_.warn("pool", "not sending '" + m.header().topic + "' to other processes: " +
-                                     copy.status().message());
-          return Status::ok();  // delivered locally; remote subscribers count a sequence gap
+          return resource_exhausted(copy.status().message());
         }
         counters_.inline_fallback.add();
-        rate_log_.warn("pool", "sending '" + nt.name + "' inline: " + copy.status().message());
+        rate_log_.warn("pool", "sending '" + m.tensors()[i].name + "' inline: " + copy.status().message());
         send_inline(t);
         continue;
       }
       std::memcpy((*copy)->data(), t.raw_data(), t.nbytes());
       writer.counters().copied_to_shm.add();
-      buffer = copy->get();
+      block = std::move(*copy);
       offset = 0;
-      copies.push_back(std::move(*copy));
     }
-    ShmLocation loc = *buffer->shm();
+    ShmLocation loc = *block->shm();
     loc.offset += offset;
     loc.size = t.nbytes();
-    pool_->mark_sent(*buffer, static_cast<std::uint32_t>(receivers));
     placements.push_back(std::move(loc));
+    blocks.push_back(std::move(block));
   }
-  EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope_));
+  std::string envelope;
+  EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
   std::vector<zmq::message_t> parts;
   for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
-  EDGEVLA_RETURN_IF_ERROR(send_multipart(pub_ipc_, m.header().topic, envelope_, parts).with_context("ipc send"));
-  // `copies` may be released now: the pending count keeps their blocks until received.
+  // Pending counts go up before the send, so a receiver that is faster than this thread
+  // cannot decrement first; a failed send takes them back.
+  for (const auto& b : blocks) pool_->mark_sent(*b, static_cast<std::uint32_t>(receivers));
+  Status sent;
+  {
+    std::lock_guard lock(send_mu_);
+    sent = send_multipart(pub_ipc_, frame, envelope, parts);
+  }
+  if (!sent.is_ok()) {
+    for (const auto& b : blocks) pool_->cancel_sent(*b, static_cast<std::uint32_t>(receivers));
+    return sent.with_context("ipc send");
+  }
+  // `blocks` may be released now: the pending count keeps them until received.
   writer.counters().sent_remote.add();
   counters_.sent_ipc.add();
   return Status::ok();
 }
 
-Status BusIo::send_tcp(TopicWriter& writer, const Message& m) {
+Status BusIo::send_tcp(TopicWriter& writer, const Message& m, const std::vector<Tensor>& tensors,
+                       const std::string& frame) {
   std::vector<wire::TensorPlacement> placements;
-  for (std::size_t i = 0; i < m.tensors().size(); ++i) {
-    if (!m.tensors()[i].tensor.device().is_cpu()) {
-      return failed_precondition("tensor '" + m.tensors()[i].name + "' is not on the CPU");
-    }
-    placements.push_back(wire::InlineFrame{static_cast<std::uint32_t>(i)});
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    placements.emplace_back(std::in_place_index<0>, static_cast<std::uint32_t>(i));
   }
   std::string envelope;
   EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
   std::vector<zmq::message_t> parts;
-  for (const auto& nt : m.tensors()) {
+  for (const Tensor& t : tensors) {
     // Zero copy: ZeroMQ sends from the tensor's buffer and releases our hold when done.
-    auto* hold = new BufferPtr(nt.tensor.buffer());
-    parts.emplace_back(nt.tensor.raw_data(), nt.tensor.nbytes(), &free_buffer_hold, hold);
+    auto* hold = new BufferPtr(t.buffer());
+    parts.emplace_back(t.raw_data(), t.nbytes(), &free_buffer_hold, hold);
   }
-  EDGEVLA_RETURN_IF_ERROR(send_multipart(pub_tcp_, m.header().topic, envelope, parts).with_context("tcp send"));
+  Status sent;
+  {
+    std::lock_guard lock(send_mu_);
+    sent = send_multipart(pub_tcp_, frame, envelope, parts);
+  }
+  EDGEVLA_RETURN_IF_ERROR(sent.with_context("tcp send"));
   writer.counters().sent_remote.add();
   counters_.sent_tcp.add();
   return Status::ok();
@@ -407,15 +440,15 @@ void BusIo::run() {
   std::int64_t last_rescan = steady_now_ns();
   std::int64_t last_sweep = last_rescan;
   std::int64_t last_traffic = 0;
+  std::vector<zmq::pollitem_t> items = {
+      {sub_ipc_.handle(), 0, ZMQ_POLLIN, 0},
+      {sub_tcp_.handle(), 0, ZMQ_POLLIN, 0},
+      {control_.handle(), 0, ZMQ_POLLIN, 0},
+      {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+      {nullptr, inotify_fd_, ZMQ_POLLIN, 0},
+  };
+  if (inotify_fd_ < 0) items.pop_back();
   while (!stop_.load()) {
-    std::vector<zmq::pollitem_t> items = {
-        {sub_ipc_.handle(), 0, ZMQ_POLLIN, 0},
-        {sub_tcp_.handle(), 0, ZMQ_POLLIN, 0},
-        {control_.handle(), 0, ZMQ_POLLIN, 0},
-        {nullptr, wake_fd_, ZMQ_POLLIN, 0},
-        {nullptr, inotify_fd_, ZMQ_POLLIN, 0},
-    };
-    if (inotify_fd_ < 0) items.pop_back();
     const bool spinning = options_.spin_ns > 0 && steady_now_ns() - last_traffic < options_.spin_ns;
     try {
       zmq::poll(items.data(), items.size(), spinning ? std::chrono::milliseconds(0) : kPollPeriod);
@@ -431,7 +464,13 @@ void BusIo::run() {
         std::lock_guard lock(cmd_mu_);
         cmds.swap(commands_);
       }
-      for (auto& c : cmds) c();
+      for (auto& c : cmds) {
+        try {
+          c();
+        } catch (const std::exception& e) {
+          rate_log_.warn("command", std::string("bus command failed: ") + e.what());
+        }
+      }
     }
     bool rescan = false;
     if (items.size() > 4 && (items[4].revents & ZMQ_POLLIN)) {

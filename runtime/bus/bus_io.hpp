@@ -57,8 +57,11 @@ class BusIo {
   void post(std::function<void()> command);
   void drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest);
   int interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame) const;
-  Status send_ipc(TopicWriter& writer, const Message& message, int receivers);
-  Status send_tcp(TopicWriter& writer, const Message& message);
+  // `tensors` are the message's tensors, contiguous and on the CPU; `frame` its topic frame.
+  Status send_ipc(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
+                  const std::string& frame, int receivers);
+  Status send_tcp(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
+                  const std::string& frame);
   void receive(zmq::socket_t& socket, bool shm_allowed);
   void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
   void rescan_registry();
@@ -79,7 +82,6 @@ class BusIo {
   zmq::socket_t pub_tcp_;
   std::unordered_map<std::string, int> ipc_interest_;
   std::unordered_map<std::string, int> tcp_interest_;
-  std::string envelope_;  // reused encode buffer
 
   // I/O-thread sockets.
   zmq::socket_t sub_ipc_;

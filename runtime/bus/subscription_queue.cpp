@@ -13,13 +13,17 @@ SubscriptionQueue::SubscriptionQueue(std::string topic, std::string type, QoS qo
 }
 
 bool SubscriptionQueue::push(MessagePtr message, bool may_wait) {
-  counters_.received.add();
   bool dropped = false;
   MessagePtr evicted;  // released outside the lock: dropping it may free a shm block
   {
     std::unique_lock lock(mu_);
+    if (closed_) return true;  // detached meanwhile: not a subscriber any more
+    counters_.received.add();
     if (queue_.size() >= qos_.depth && qos_.reliability == Reliability::kReliable) {
-      if (may_wait) space_.wait_for(lock, qos_.max_block, [&] { return queue_.size() < qos_.depth; });
+      if (may_wait) {
+        space_.wait_for(lock, qos_.max_block, [&] { return closed_ || queue_.size() < qos_.depth; });
+        if (closed_) return true;
+      }
       if (queue_.size() >= qos_.depth) {
         counters_.dropped_timeout.add();
         evicted = std::move(queue_.front());
@@ -55,10 +59,16 @@ std::size_t SubscriptionQueue::size() const {
   return queue_.size();
 }
 
-void SubscriptionQueue::clear() {
+void SubscriptionQueue::open() {
+  std::lock_guard lock(mu_);
+  closed_ = false;
+}
+
+void SubscriptionQueue::close() {
   std::deque<MessagePtr> old;
   {
     std::lock_guard lock(mu_);
+    closed_ = true;
     old.swap(queue_);
   }
   space_.notify_all();

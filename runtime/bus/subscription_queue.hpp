@@ -43,8 +43,11 @@ class SubscriptionQueue {
   // The oldest queued message, or nullptr.
   MessagePtr pop();
   std::size_t size() const;
-  // Drops everything queued (deactivation) without counting drops.
-  void clear();
+  // Accepts messages (attach).
+  void open();
+  // Drops everything queued and refuses further pushes until open() (detach); not counted as
+  // drops, and a publisher waiting for room is released at once.
+  void close();
 
   SubscriptionCounters& counters() { return counters_; }
   const SubscriptionCounters& counters() const { return counters_; }
@@ -58,6 +61,7 @@ class SubscriptionQueue {
   mutable std::mutex mu_;
   std::condition_variable space_;
   std::deque<MessagePtr> queue_;
+  bool closed_ = false;
   SubscriptionCounters counters_;
 };
 

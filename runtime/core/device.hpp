@@ -1,6 +1,6 @@
 // Where a buffer's bytes live. CPU is the only device with an allocator in this build;
-// CUDA buffers arrive with the CUDA backend, which registers its allocator in
-// runtime/core/allocator.hpp. Code that receives a tensor checks its device, so a CUDA
+// CUDA buffers arrive with the CUDA backend, which registers its allocator with
+// register_allocator() (runtime/core/buffer.hpp). Code that receives a tensor checks its device, so a CUDA
 // tensor reaching a CPU-only stage is a clear error, not a crash.
 #pragma once
 

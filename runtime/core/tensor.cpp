@@ -75,19 +75,28 @@ Expected<std::size_t> extent_bytes(const Shape& shape, const Shape& strides, DTy
 
 }  // namespace
 
-Expected<Tensor> Tensor::empty(DType dtype, const Shape& shape, Device device) {
+Expected<std::size_t> checked_nbytes(DType dtype, const Shape& shape) {
   constexpr std::int64_t kMaxBytes = std::int64_t{1} << 46;  // 64 TiB: far beyond any real tensor
-  std::int64_t bytes_needed = static_cast<std::int64_t>(dtype_size(dtype));
+  std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  bool empty = false;
   for (auto d : shape.dims()) {
     if (d < 0) return invalid_argument("negative dimension in shape " + shape.to_string());
-    if (d != 0 && bytes_needed > kMaxBytes / d) {
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (bytes > kMaxBytes / d) {
       return invalid_argument("shape " + shape.to_string() + " of " + std::string(dtype_name(dtype)) +
                               " is too large to allocate");
     }
-    bytes_needed *= d == 0 ? 1 : d;
+    bytes *= d;
   }
+  return empty ? std::size_t{0} : static_cast<std::size_t>(bytes);
+}
+
+Expected<Tensor> Tensor::empty(DType dtype, const Shape& shape, Device device) {
+  EDGEVLA_ASSIGN_OR_RETURN(std::size_t bytes, checked_nbytes(dtype, shape));
   EDGEVLA_ASSIGN_OR_RETURN(Allocator * alloc, allocator_for(device));
-  const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
   EDGEVLA_ASSIGN_OR_RETURN(BufferPtr buffer, alloc->allocate(bytes));
   return from_buffer(std::move(buffer), dtype, shape);
 }
@@ -95,6 +104,9 @@ Expected<Tensor> Tensor::empty(DType dtype, const Shape& shape, Device device) {
 Expected<Tensor> Tensor::from_buffer(BufferPtr buffer, DType dtype, const Shape& shape,
                                      std::optional<Shape> strides, std::size_t offset_bytes) {
   if (!buffer) return invalid_argument("tensor view of a null buffer");
+  for (auto d : shape.dims()) {
+    if (d < 0) return invalid_argument("negative dimension in shape " + shape.to_string());
+  }
   Shape st = strides ? *strides : contiguous_strides(shape);
   if (st.rank() != shape.rank()) {
     return invalid_argument("strides " + st.to_string() + " do not match shape " +
@@ -121,7 +133,7 @@ Expected<Tensor> Tensor::from_buffer(BufferPtr buffer, DType dtype, const Shape&
 
 Expected<Tensor> Tensor::from_bytes(DType dtype, const Shape& shape,
                                     std::span<const std::byte> bytes) {
-  const auto need = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  EDGEVLA_ASSIGN_OR_RETURN(std::size_t need, checked_nbytes(dtype, shape));
   if (bytes.size() != need) {
     return invalid_argument(std::string(dtype_name(dtype)) + shape.to_string() + " needs " +
                             std::to_string(need) + " bytes, got " + std::to_string(bytes.size()));

@@ -46,6 +46,9 @@ class Shape {
 // Row-major strides (in elements) for a shape.
 Shape contiguous_strides(const Shape& shape);
 
+// Bytes a contiguous tensor of `shape` needs, or an error for negative or absurd dims.
+Expected<std::size_t> checked_nbytes(DType dtype, const Shape& shape);
+
 class Tensor final {
  public:
   Tensor() = default;

@@ -33,6 +33,8 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std:
     s = node.configure(spec);
   } catch (const std::exception& e) {
     s = internal_error("node '" + node.name() + "': configure threw: " + e.what());
+  } catch (...) {
+    s = internal_error("node '" + node.name() + "': configure threw a non-standard exception");
   }
   if (!s.is_ok()) return s;
   EDGEVLA_RETURN_IF_ERROR(rt->check_unknown_params());
@@ -68,6 +70,11 @@ NodeHost::~NodeHost() {
   if (status_writer_) bus_.unadvertise(status_writer_);
 }
 
+std::vector<NodeHost::SlotPtr> NodeHost::snapshot() const {
+  std::lock_guard lock(mu_);
+  return slots_;
+}
+
 Expected<Node*> NodeHost::add(const NodeOptions& options) {
   auto node = NodeRegistry::instance().create(options);
   if (!node) return node.status();
@@ -77,6 +84,7 @@ Expected<Node*> NodeHost::add(const NodeOptions& options) {
 Expected<Node*> NodeHost::add(std::unique_ptr<Node> node) { return configure_and_add(std::move(node)); }
 
 Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
+  std::lock_guard lifecycle(lifecycle_mu_);
   if (find(node->name()) != nullptr) {
     return already_exists("two nodes are named '" + node->name() + "'; node names must be unique");
   }
@@ -89,8 +97,8 @@ Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
   std::vector<std::string> names;
   {
     std::lock_guard lock(mu_);
-    slots_.push_back({std::move(node), *configured});
-    for (const auto& s : slots_) names.push_back(s.node->name());
+    slots_.push_back(std::make_shared<Slot>(Slot{std::move(node), *configured}));
+    for (const auto& s : slots_) names.push_back(s->node->name());
   }
   bus_.set_node_names(std::move(names));
   return raw;
@@ -124,6 +132,8 @@ Status NodeHost::activate(Slot& slot) {
     s = slot.node->activate();
   } catch (const std::exception& e) {
     s = internal_error(std::string("activate threw: ") + e.what());
+  } catch (...) {
+    s = internal_error("activate threw a non-standard exception");
   }
   if (!s.is_ok()) {
     undo();
@@ -149,12 +159,15 @@ Status NodeHost::deactivate(Slot& slot) {
   rt.running.store(false, std::memory_order_release);
   rt.waker->notify();
   if (rt.executor.joinable()) rt.executor.join();
+  rt.run_commands();  // param changes posted while it was stopping still apply
   for (auto& sub : rt.subscriptions) bus_.detach(sub->queue);
   Status s;
   try {
     s = slot.node->deactivate();
   } catch (const std::exception& e) {
     s = internal_error(std::string("deactivate threw: ") + e.what());
+  } catch (...) {
+    s = internal_error("deactivate threw a non-standard exception");
   }
   for (auto& p : rt.publishers) {
     p->active.store(false);
@@ -166,11 +179,12 @@ Status NodeHost::deactivate(Slot& slot) {
 }
 
 Status NodeHost::activate_all() {
-  std::lock_guard lock(mu_);
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].rt->state.load() == NodeState::kActive) continue;
-    if (Status s = activate(slots_[i]); !s.is_ok()) {
-      for (std::size_t j = i; j-- > 0;) [[maybe_unused]] Status d = deactivate(slots_[j]);
+  std::lock_guard lifecycle(lifecycle_mu_);
+  const auto slots = snapshot();
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i]->rt->state.load() == NodeState::kActive) continue;
+    if (Status s = activate(*slots[i]); !s.is_ok()) {
+      for (std::size_t j = i; j-- > 0;) [[maybe_unused]] Status d = deactivate(*slots[j]);
       return s;
     }
   }
@@ -178,10 +192,11 @@ Status NodeHost::activate_all() {
 }
 
 Status NodeHost::deactivate_all() {
-  std::lock_guard lock(mu_);
+  std::lock_guard lifecycle(lifecycle_mu_);
+  const auto slots = snapshot();
   Status first;
-  for (std::size_t i = slots_.size(); i-- > 0;) {
-    Status s = deactivate(slots_[i]);
+  for (std::size_t i = slots.size(); i-- > 0;) {
+    Status s = deactivate(*slots[i]);
     if (!s.is_ok()) {
       logger().error("{}", s.message());
       if (first.is_ok()) first = s;
@@ -192,23 +207,26 @@ Status NodeHost::deactivate_all() {
 
 void NodeHost::shutdown() {
   [[maybe_unused]] Status s = deactivate_all();
-  std::lock_guard lock(mu_);
-  while (!slots_.empty()) {
-    slots_.back().rt->state.store(NodeState::kFinalized);
-    slots_.pop_back();
+  std::lock_guard lifecycle(lifecycle_mu_);
+  std::vector<SlotPtr> dying;
+  {
+    std::lock_guard lock(mu_);
+    dying.swap(slots_);
+  }
+  while (!dying.empty()) {  // last added first
+    dying.back()->rt->state.store(NodeState::kFinalized);
+    dying.pop_back();
   }
 }
 
 Node* NodeHost::find(std::string_view name) const {
-  std::lock_guard lock(mu_);
-  for (const auto& s : slots_) {
-    if (s.node->name() == name) return s.node.get();
+  for (const auto& s : snapshot()) {
+    if (s->node->name() == name) return s->node.get();
   }
   return nullptr;
 }
 
 std::vector<CallbackReport> NodeHost::callback_reports() const {
-  std::lock_guard lock(mu_);
   std::vector<CallbackReport> out;
   auto fill = [](CallbackReport& r, const CallbackStats& s) {
     r.count = s.count.get();
@@ -220,7 +238,8 @@ std::vector<CallbackReport> NodeHost::callback_reports() const {
     r.delay_p99_ns = s.delay.quantile_ns(0.99);
     r.overruns = s.overruns.get();
   };
-  for (const auto& slot : slots_) {
+  for (const auto& slotp : snapshot()) {
+    const Slot& slot = *slotp;
     for (const auto& sub : slot.rt->subscriptions) {
       CallbackReport r{slot.node->name(), sub->name, "subscription"};
       fill(r, sub->stats);
@@ -239,22 +258,21 @@ std::vector<CallbackReport> NodeHost::callback_reports() const {
 }
 
 std::uint64_t NodeHost::bad_inputs(std::string_view node) const {
-  std::lock_guard lock(mu_);
-  for (const auto& s : slots_) {
-    if (s.node->name() == node) return s.rt->bad_inputs.get();
+  for (const auto& s : snapshot()) {
+    if (s->node->name() == node) return s->rt->bad_inputs.get();
   }
   return 0;
 }
 
 std::string NodeHost::nodes_yaml() const {
   const auto reports = callback_reports();
-  std::lock_guard lock(mu_);
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "process" << YAML::Value << options_.process_name
       << YAML::Key << "pid" << YAML::Value << ::getpid() << YAML::Key << "bus" << YAML::Value
       << bus_.id() << YAML::Key << "rss_bytes" << YAML::Value << process_rss_bytes();
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
-  for (const auto& slot : slots_) {
+  for (const auto& slotp : snapshot()) {
+    const Slot& slot = *slotp;
     const NodeRuntime& rt = *slot.rt;
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << slot.node->name() << YAML::Key
         << "type" << YAML::Value << slot.node->type() << YAML::Key << "state" << YAML::Value
@@ -304,9 +322,10 @@ std::string NodeHost::nodes_yaml() const {
 }
 
 Expected<std::string> NodeHost::params_yaml(std::string_view node) const {
-  std::lock_guard lock(mu_);
-  for (const auto& slot : slots_) {
+  for (const auto& slotp : snapshot()) {
+    const Slot& slot = *slotp;
     if (slot.node->name() != node) continue;
+    std::lock_guard lock(params_mu_);  // param set may be changing a descriptor
     YAML::Emitter out;
     out.SetDoublePrecision(15);
     out << YAML::BeginMap << YAML::Key << slot.node->name() << YAML::Value << YAML::BeginMap;
@@ -325,10 +344,10 @@ Expected<std::string> NodeHost::params_yaml(std::string_view node) const {
 }
 
 Status NodeHost::set_param(std::string_view node, std::string_view key, std::string_view value) {
-  std::lock_guard lock(mu_);
-  for (auto& slot : slots_) {
-    if (slot.node->name() != node) continue;
-    NodeRuntime& rt = *slot.rt;
+  for (const auto& slotp : snapshot()) {
+    if (slotp->node->name() != node) continue;
+    NodeRuntime& rt = *slotp->rt;
+    std::lock_guard lock(params_mu_);
     const std::string where = "node '" + std::string(node) + "': param '" + std::string(key) + "'";
     for (auto& d : rt.params) {
       if (d.name != key) continue;
@@ -344,10 +363,8 @@ Status NodeHost::set_param(std::string_view node, std::string_view key, std::str
       }
       auto v = param_from_yaml(parsed, d.type);
       if (!v) return invalid_argument(where + " " + v.status().message());
-      if (Status s = check_param_value(*v, d.info); !s.is_ok()) return out_of_range(where + " = " + s.message());
-      if (d.int32) {
-        const auto x = std::get<std::int64_t>(*v);
-        if (x < INT32_MIN || x > INT32_MAX) return out_of_range(where + " does not fit a 32-bit int");
+      if (Status s = check_param_value(*v, d.info, d.int32); !s.is_ok()) {
+        return out_of_range(where + " = " + s.message());
       }
       d.value = *v;
       d.origin = "param set";
@@ -378,9 +395,9 @@ void NodeHost::publish_status() {
   std::vector<Message> out;
   {
     const auto reports = callback_reports();
-    std::lock_guard lock(mu_);
     const std::int64_t rss = process_rss_bytes();
-    for (const auto& slot : slots_) {
+    for (const auto& slotp : snapshot()) {
+      const Slot& slot = *slotp;
       Message m("NodeStatus", 1);
       m.set_field("node", slot.node->name());
       m.set_field("type", slot.node->type());
@@ -422,7 +439,9 @@ Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options)
   std::shared_ptr<NodeRuntime> rt;
   auto configured = configure_node(**node, nullptr, 0, rt);
   if (!configured) return configured.status();
-  return (*configured)->params;
+  auto params = (*configured)->params;
+  for (auto& p : params) p.apply = nullptr;  // they point into the node destroyed here
+  return params;
 }
 
 }  // namespace edgevla

@@ -45,7 +45,7 @@ struct CallbackReport {
 
 class NodeHost {
  public:
-  // `bus` may be shared by several hosts; it must outlive the host.
+  // One host per bus (the host owns the bus's control endpoint); the bus must outlive it.
   explicit NodeHost(Bus& bus, NodeHostOptions options = {});
   ~NodeHost();
   NodeHost(const NodeHost&) = delete;
@@ -79,6 +79,9 @@ class NodeHost {
     std::unique_ptr<Node> node;
     std::shared_ptr<NodeRuntime> rt;
   };
+  using SlotPtr = std::shared_ptr<Slot>;
+  // The nodes, in add order. Slots stay alive while a snapshot holds them.
+  std::vector<SlotPtr> snapshot() const;
   Expected<Node*> configure_and_add(std::unique_ptr<Node> node);
   Status activate(Slot& slot);
   Status deactivate(Slot& slot);
@@ -88,8 +91,12 @@ class NodeHost {
 
   Bus& bus_;
   NodeHostOptions options_;
+  // lifecycle_mu_ orders add/activate/deactivate/shutdown (node code runs under it);
+  // mu_ guards only the slot list, so introspection never waits for a slow activate().
+  std::mutex lifecycle_mu_;
   mutable std::mutex mu_;
-  std::vector<Slot> slots_;
+  std::vector<SlotPtr> slots_;
+  mutable std::mutex params_mu_;  // param descriptors (param set vs dump)
   std::shared_ptr<TopicWriter> status_writer_;
   std::thread status_thread_;
   std::mutex status_mu_;

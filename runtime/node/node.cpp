@@ -67,20 +67,20 @@ std::string NodeSpec::resolve_topic(std::string_view name) const {
 }
 
 Expected<ParamValue> NodeSpec::declare_value(const std::string& name, ParamType type,
-                                             ParamValue default_value, const ParamInfo& info) {
+                                             ParamValue default_value, const ParamInfo& info, bool int32) {
   const std::string where = "node '" + rt_.options.name + "': param '" + name + "'";
   for (const auto& p : rt_.params) {
     if (p.name == name) return already_exists(where + " is declared twice");
   }
-  if (Status s = check_param_value(default_value, info); !s.is_ok()) {
+  if (Status s = check_param_value(default_value, info, int32); !s.is_ok()) {
     return internal_error(where + " default " + s.message());
   }
-  ParamDescriptor d{name, type, default_value, default_value, info, "default"};
+  ParamDescriptor d{name, type, default_value, default_value, info, "default", int32, nullptr};
   if (auto it = rt_.options.params.find(name); it != rt_.options.params.end()) {
     const std::string origin = it->second.origin.empty() ? "" : " (" + it->second.origin + ")";
     auto v = param_from_yaml(it->second.value, type);
     if (!v) return invalid_argument(where + " " + v.status().message() + origin);
-    if (Status s = check_param_value(*v, info); !s.is_ok()) {
+    if (Status s = check_param_value(*v, info, int32); !s.is_ok()) {
       return out_of_range(where + " = " + s.message() + origin);
     }
     d.value = std::move(*v);
@@ -90,14 +90,8 @@ Expected<ParamValue> NodeSpec::declare_value(const std::string& name, ParamType 
   return d.value;
 }
 
-void NodeSpec::bind_param(bool int32, std::function<void(const ParamValue&)> apply) {
-  rt_.params.back().int32 = int32;
+void NodeSpec::bind_param(std::function<void(const ParamValue&)> apply) {
   rt_.params.back().apply = std::move(apply);
-}
-
-Status NodeSpec::int_overflow(const std::string& name, std::int64_t value) const {
-  return out_of_range("node '" + rt_.options.name + "': param '" + name + "' = " +
-                      std::to_string(value) + " does not fit a 32-bit int");
 }
 
 Expected<PublisherHandle> NodeSpec::publisher(std::string_view name, std::string_view type,

@@ -71,14 +71,11 @@ class NodeSpec {
   template <class T>
   Status declare(Param<T>& p) {
     using S = typename ParamTraits<T>::Storage;
-    auto v = declare_value(p.name_, ParamTraits<T>::kType, ParamValue(S(p.default_)), p.info_);
+    auto v = declare_value(p.name_, ParamTraits<T>::kType, ParamValue(S(p.default_)), p.info_,
+                           std::is_same_v<T, int>);
     if (!v) return v.status();
-    if constexpr (std::is_same_v<T, int>) {
-      const std::int64_t x = std::get<S>(*v);
-      if (x < INT32_MIN || x > INT32_MAX) return int_overflow(p.name_, x);
-    }
     p.value_ = static_cast<T>(std::get<S>(*v));
-    bind_param(std::is_same_v<T, int>, [&p](const ParamValue& nv) { p.value_ = static_cast<T>(std::get<S>(nv)); });
+    bind_param([&p](const ParamValue& nv) { p.value_ = static_cast<T>(std::get<S>(nv)); });
     return Status::ok();
   }
 
@@ -111,10 +108,9 @@ class NodeSpec {
 
  private:
   Expected<ParamValue> declare_value(const std::string& name, ParamType type, ParamValue default_value,
-                                     const ParamInfo& info);
-  Status int_overflow(const std::string& name, std::int64_t value) const;
+                                     const ParamInfo& info, bool int32);
   // Attaches the setter of the param declared last (for `edgevla param set`).
-  void bind_param(bool int32, std::function<void(const ParamValue&)> apply);
+  void bind_param(std::function<void(const ParamValue&)> apply);
   NodeRuntime& rt_;
 };
 

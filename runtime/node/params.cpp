@@ -1,6 +1,7 @@
 #include "runtime/node/params.hpp"
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
@@ -110,7 +111,14 @@ Expected<ParamValue> param_from_yaml(const YAML::Node& n, ParamType type) {
   return internal_error("unknown param type");
 }
 
-Status check_param_value(const ParamValue& value, const ParamInfo& info) {
+Status check_param_value(const ParamValue& value, const ParamInfo& info, bool int32) {
+  if (const auto* i = std::get_if<std::int64_t>(&value); i && int32 && (*i < INT32_MIN || *i > INT32_MAX)) {
+    // Range first: its message says what the node accepts.
+    if ((info.min && *i < *info.min) || (info.max && *i > *info.max)) {
+      return check_param_value(ParamValue(static_cast<double>(*i)), info, false);
+    }
+    return out_of_range(std::to_string(*i) + " does not fit a 32-bit int");
+  }
   auto in_range = [&](double v) -> Status {
     if ((info.min && v < *info.min) || (info.max && v > *info.max)) {
       char buf[128];

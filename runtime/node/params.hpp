@@ -54,8 +54,8 @@ struct ParamDescriptor {
 
 // Converts `node` to `type`; the error says what was expected and what was found.
 Expected<ParamValue> param_from_yaml(const YAML::Node& node, ParamType type);
-// Checks range and choices.
-Status check_param_value(const ParamValue& value, const ParamInfo& info);
+// Checks range and choices, and (for params declared as a C++ int) that integers fit 32 bits.
+Status check_param_value(const ParamValue& value, const ParamInfo& info, bool int32 = false);
 std::string param_value_to_string(const ParamValue& value);
 // Emits a value into a YAML emitter (used by `param dump`).
 void emit_param_value(YAML::Emitter& out, const ParamValue& value);

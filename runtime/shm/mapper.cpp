@@ -13,16 +13,16 @@ Expected<std::shared_ptr<Segment>> Mapper::segment(const std::string& name) {
     return it->second.first;
   }
   if (!name.starts_with(segment_prefix())) {
-    ++stats_.bad_descriptor;
+    counters_.bad_descriptor.add();
     return invalid_argument("shared memory segment '" + name +
                             "' is not an edgevla segment of this user");
   }
   auto opened = Segment::open(name);
   if (!opened) {
     if (opened.status().code() == StatusCode::kNotFound) {
-      ++stats_.vanished;
+      counters_.vanished.add();
     } else {
-      ++stats_.bad_descriptor;
+      counters_.bad_descriptor.add();
     }
     return opened.status();
   }
@@ -45,7 +45,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
     seg = std::move(*s);
     if (loc.offset < kDataOffset || loc.offset - kDataOffset > seg->capacity() ||
         loc.size > seg->capacity() - (loc.offset - kDataOffset)) {
-      ++stats_.bad_descriptor;
+      counters_.bad_descriptor.add();
       return out_of_range("descriptor [offset " + std::to_string(loc.offset) + ", " +
                           std::to_string(loc.size) + " bytes] points outside segment '" +
                           loc.segment + "' (data at offset " + std::to_string(kDataOffset) + ", " +
@@ -54,8 +54,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
   }
   const int slot = seg->claim_slot(pid_);
   if (slot < 0) {
-    std::lock_guard lock(mu_);
-    ++stats_.slots_full;
+    counters_.slots_full.add();
     return resource_exhausted("segment '" + loc.segment + "' already has " +
                               std::to_string(kMaxHolders) + " holder processes");
   }
@@ -65,8 +64,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
     State s = State::unpack(raw);
     if (s.generation != loc.generation || (s.flags & kFlagRecycling)) {
       seg->release_slot(slot);
-      std::lock_guard lock(mu_);
-      ++stats_.recycled_before_read;
+      counters_.recycled_before_read.add();
       return unavailable("buffer in '" + loc.segment +
                          "' was recycled by its publisher before this subscriber read it "
                          "(the subscriber fell behind by more than the publisher's pool)");
@@ -75,10 +73,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
     --s.pending;
     if (state.compare_exchange_weak(raw, s.pack())) break;
   }
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.acquired;
-  }
+  counters_.acquired.add();
   Buffer::Options o;
   o.kind = BufferKind::kSharedMemory;
   o.writable = false;
@@ -102,8 +97,13 @@ void Mapper::forget_process(std::uint32_t pid) {
 }
 
 MapperStats Mapper::stats() const {
+  MapperStats s;
+  s.acquired = counters_.acquired.get();
+  s.recycled_before_read = counters_.recycled_before_read.get();
+  s.vanished = counters_.vanished.get();
+  s.bad_descriptor = counters_.bad_descriptor.get();
+  s.slots_full = counters_.slots_full.get();
   std::lock_guard lock(mu_);
-  MapperStats s = stats_;
   s.mapped = cache_.size();
   return s;
 }

@@ -12,6 +12,7 @@
 
 #include "runtime/core/buffer.hpp"
 #include "runtime/shm/segment.hpp"
+#include "runtime/util/stats.hpp"
 
 namespace edgevla::shm {
 
@@ -41,7 +42,9 @@ class Mapper {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::pair<std::shared_ptr<Segment>, std::list<std::string>::iterator>> cache_;
   std::list<std::string> lru_;  // front = most recently used
-  MapperStats stats_;
+  struct Counters {
+    Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full;
+  } counters_;
   std::uint32_t pid_;
 };
 

@@ -1,5 +1,6 @@
 #include "runtime/shm/pool.hpp"
 
+#include <algorithm>
 #include <bit>
 
 #include "runtime/util/clock.hpp"
@@ -20,6 +21,30 @@ std::size_t Pool::size_class(std::size_t size) {
   const std::size_t pow = std::bit_floor(size);
   const std::size_t step = pow / 4;
   return (size + step - 1) / step * step;
+}
+
+bool Pool::looks_reusable(const Block& b, std::int64_t now_ns) const {
+  if (!b.segment || b.local_in_use.load()) return false;
+  const State s = State::unpack(b.segment->header().state.load());
+  if (s.flags != 0) return false;
+  if (s.pending > 0 && now_ns - b.sent_ns < options_.transit_timeout_ns) return false;
+  return !b.segment->any_holder();
+}
+
+template <class Eligible>
+Pool::Block* Pool::recycle_lru(std::int64_t now_ns, Eligible eligible) {
+  // Candidates by cheap checks, oldest first; only the one taken is recycled (its generation
+  // bumped), and the next is tried only if a receiver slipped in meanwhile.
+  std::vector<Block*> candidates;
+  for (auto& b : blocks_) {
+    if (eligible(*b) && looks_reusable(*b, now_ns)) candidates.push_back(b.get());
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Block* a, const Block* b) { return a->last_used < b->last_used; });
+  for (Block* b : candidates) {
+    if (try_recycle(*b, now_ns)) return b;
+  }
+  return nullptr;
 }
 
 bool Pool::try_recycle(Block& b, std::int64_t now_ns) {
@@ -54,15 +79,10 @@ bool Pool::evict_idle_for(std::size_t need) {
   // Frees least recently used idle blocks (any size class) until `need` more bytes fit.
   const std::int64_t now = steady_now_ns();
   while (bytes_ + need > options_.max_bytes) {
-    Block* victim = nullptr;
-    for (auto& b : blocks_) {
-      if (!b->segment || b->local_in_use.load()) continue;
-      if (victim == nullptr || b->last_used < victim->last_used) {
-        if (try_recycle(*b, now)) victim = b.get();
-      }
-    }
+    Block* victim = recycle_lru(now, [](const Block&) { return true; });
     if (victim == nullptr) return false;
     bytes_ -= victim->size_class;
+    by_segment_.erase(victim->segment->name());
     victim->segment.reset();
   }
   return true;
@@ -96,13 +116,9 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
         }
       }
     }
-    Block* chosen = nullptr;
-    for (auto& b : blocks_) {
-      if (!b->segment || b->local_in_use.load() || b->size_class != cls) continue;
-      if (chosen != nullptr && chosen->last_used <= b->last_used) continue;
-      if (try_recycle(*b, now)) chosen = b.get();
+    if (Block* reuse = recycle_lru(now, [cls](const Block& b) { return b.size_class == cls; })) {
+      return hand_out(*reuse, size);
     }
-    if (chosen != nullptr) return hand_out(*chosen, size);
     if (bytes_ + cls > options_.max_bytes && !evict_idle_for(cls)) {
       ++stats_.exhausted;
       return resource_exhausted(
@@ -132,6 +148,7 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
     slot = blocks_.back().get();
   }
   slot->segment = std::move(*seg);
+  by_segment_[slot->segment->name()] = slot;
   slot->size_class = cls;
   slot->generation = State::unpack(slot->segment->header().state.load()).generation;
   slot->sent_ns = 0;
@@ -140,27 +157,33 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
 }
 
 void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers) {
-  if (!buffer.shm() || receivers == 0) return;
+  adjust_pending(buffer, static_cast<std::int32_t>(receivers));
+}
+
+void Pool::cancel_sent(const Buffer& buffer, std::uint32_t receivers) {
+  adjust_pending(buffer, -static_cast<std::int32_t>(receivers));
+}
+
+void Pool::adjust_pending(const Buffer& buffer, std::int32_t delta) {
+  if (!buffer.shm() || delta == 0) return;
   std::lock_guard lock(mu_);
-  for (auto& bp : blocks_) {
-    Block& b = *bp;
-    if (!b.segment || b.segment->name() != buffer.shm()->segment) continue;
-    auto& state = b.segment->header().state;
-    std::uint64_t raw = state.load();
-    for (;;) {
-      State s = State::unpack(raw);
-      const std::uint32_t p = s.pending + receivers;
-      s.pending = static_cast<std::uint16_t>(p > 0xffff ? 0xffff : p);
-      if (state.compare_exchange_weak(raw, s.pack())) break;
-    }
-    b.sent_ns = steady_now_ns();
-    return;
+  auto it = by_segment_.find(buffer.shm()->segment);
+  if (it == by_segment_.end()) return;
+  Block& b = *it->second;
+  auto& state = b.segment->header().state;
+  std::uint64_t raw = state.load();
+  for (;;) {
+    State s = State::unpack(raw);
+    const std::int32_t p = std::clamp<std::int32_t>(static_cast<std::int32_t>(s.pending) + delta, 0, 0xffff);
+    s.pending = static_cast<std::uint16_t>(p);
+    if (state.compare_exchange_weak(raw, s.pack())) break;
   }
+  if (delta > 0) b.sent_ns = steady_now_ns();
 }
 
 bool Pool::owns(const Buffer& buffer) const {
   return buffer.kind() == BufferKind::kSharedMemory && buffer.shm() &&
-         buffer.shm()->segment.starts_with(options_.name_prefix + ".");
+         buffer.shm()->segment.starts_with(segment_name_prefix_);
 }
 
 PoolStats Pool::stats() const {

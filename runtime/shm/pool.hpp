@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/core/buffer.hpp"
@@ -41,8 +42,10 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   // A writable buffer of at least `size` bytes (exactly `size` visible) in shared memory.
   Expected<BufferPtr> allocate(std::size_t size);
-  // Records that the block behind `buffer` was just sent to `receivers` other processes.
+  // Records that the block behind `buffer` is being sent to `receivers` other processes.
   void mark_sent(const Buffer& buffer, std::uint32_t receivers);
+  // Takes back a mark_sent() whose send failed.
+  void cancel_sent(const Buffer& buffer, std::uint32_t receivers);
   // True when `buffer` is a block of this pool (then it can be sent as a descriptor).
   bool owns(const Buffer& buffer) const;
   PoolStats stats() const;
@@ -62,14 +65,23 @@ class Pool : public std::enable_shared_from_this<Pool> {
     std::uint64_t last_used = 0;  // allocation tick, for LRU reuse
   };
 
-  explicit Pool(PoolOptions options) : options_(std::move(options)) {}
+  explicit Pool(PoolOptions options)
+      : options_(std::move(options)), segment_name_prefix_(options_.name_prefix + ".") {}
+  // Cheap test (no state change): could try_recycle() succeed now?
+  bool looks_reusable(const Block& block, std::int64_t now_ns) const;
   bool try_recycle(Block& block, std::int64_t now_ns);
+  // Recycles the least recently used reusable block among those `eligible` accepts.
+  template <class Eligible>
+  Block* recycle_lru(std::int64_t now_ns, Eligible eligible);
+  void adjust_pending(const Buffer& buffer, std::int32_t delta);
   bool evict_idle_for(std::size_t need);
   BufferPtr hand_out(Block& block, std::size_t size);
 
   PoolOptions options_;
+  std::string segment_name_prefix_;  // "<name_prefix>."
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Block>> blocks_;  // stable addresses; never shrinks
+  std::unordered_map<std::string, Block*> by_segment_;
   std::size_t bytes_ = 0;
   std::uint64_t tick_ = 0;
   std::uint64_t next_segment_ = 0;
