@@ -188,7 +188,7 @@ Row run_inprocess(const Config& c, std::size_t size) {
     std::lock_guard lock(sink->mu);
     const double span = static_cast<double>(sink->last_ns - sink->first_ns) / 1e9;
     r.received = sink->samples.size();
-    r.msgs_per_s = span > 0 ? static_cast<double>(r.received - 1) / span : 0;
+    r.msgs_per_s = span > 0 && r.received > 1 ? static_cast<double>(r.received - 1) / span : 0;
   }
   r.sent = static_cast<std::size_t>(burst);
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
@@ -288,7 +288,9 @@ Row run_cross(const Config& c, std::size_t size, bool tcp) {
   std::int64_t span_ns = 0;
   in >> r.p50_us >> r.p99_us >> r.received >> r.received >> span_ns;
   r.sent = static_cast<std::size_t>(burst);
-  r.msgs_per_s = span_ns > 0 ? static_cast<double>(r.received - 1) / (static_cast<double>(span_ns) / 1e9) : 0;
+  r.msgs_per_s = span_ns > 0 && r.received > 1
+                     ? static_cast<double>(r.received - 1) / (static_cast<double>(span_ns) / 1e9)
+                     : 0;
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
   return r;
 }
@@ -430,7 +432,9 @@ Row run_zmq(std::size_t size, ZmqTransport transport) {
   std::int64_t span = 0;
   in >> r.p50_us >> r.p99_us >> r.received >> span;
   r.sent = static_cast<std::size_t>(count);
-  r.msgs_per_s = span > 0 ? static_cast<double>(r.received - 1) / (static_cast<double>(span) / 1e9) : 0;
+  r.msgs_per_s = span > 0 && r.received > 1
+                     ? static_cast<double>(r.received - 1) / (static_cast<double>(span) / 1e9)
+                     : 0;
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
   return r;
 }

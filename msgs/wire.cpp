@@ -415,9 +415,6 @@ Status encode_envelope(const Message& m, std::span<const TensorPlacement> placem
   for (std::size_t i = 0; i < m.tensors().size(); ++i) {
     const NamedTensor& t = m.tensors()[i];
     if (!t.tensor.defined()) return invalid_argument("tensor '" + t.name + "' is undefined");
-    if (!t.tensor.is_contiguous()) {
-      return invalid_argument("tensor '" + t.name + "' is a strided view; make it contiguous");
-    }
     p.pack_map(5);
     pack_str(p, "name");
     pack_str(p, t.name);

@@ -41,7 +41,8 @@ std::string topic_frame(std::string_view topic);
 Expected<std::string_view> parse_topic_frame(std::span<const std::byte> frame);
 
 // Encodes `message`'s envelope into `out` (cleared first). placements[i] says where the bytes
-// of message.tensors()[i] travel; tensors must be contiguous.
+// of message.tensors()[i] travel; the caller places them as contiguous row-major bytes (a
+// strided view is copied first).
 Status encode_envelope(const Message& message, std::span<const TensorPlacement> placements,
                        std::string& out);
 

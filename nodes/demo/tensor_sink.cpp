@@ -70,7 +70,7 @@ Status TensorSinkNode::deactivate() {
     std::ofstream f(*summary_file_);
     f << "frames: " << s.frames << "\ncorrupt: " << s.corrupt << "\nmissing: " << s.missing
       << "\ntransport: " << s.transport << "\np50_ns: " << s.p50_ns << "\np99_ns: " << s.p99_ns
-      << "\nmax_ns: " << s.max_ns << "\n";
+      << "\nmax_ns: " << s.max_ns << "\ndeactivated_ns: " << wall_now_ns() << "\n";
     if (!f) return unavailable("node '" + name() + "': cannot write summary to '" + *summary_file_ + "'");
   }
   return Status::ok();

@@ -17,7 +17,7 @@ struct SinkSummary {
   std::int64_t p50_ns = 0;       // capture -> sink callback
   std::int64_t p99_ns = 0;
   std::int64_t max_ns = 0;
-  std::string transport;         // what carried the pixels: heap (same process) or shm
+  std::string transport;         // buffer kind the pixels arrived in (shm when the source loans)
 };
 
 class TensorSinkNode final : public Node {

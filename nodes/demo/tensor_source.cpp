@@ -1,5 +1,7 @@
 #include "nodes/demo/tensor_source.hpp"
 
+#include <fstream>
+
 #include "runtime/node/node_registry.hpp"
 
 namespace edgevla::nodes {
@@ -11,6 +13,7 @@ Status TensorSourceNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(encoding_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(camera_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(max_frames_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(summary_file_));
   EDGEVLA_ASSIGN_OR_RETURN(image_, spec.publisher<msgs::Image>("image"));
   const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / *rate_hz_));
   return spec.timer("tick", period, [this] { on_tick(); });
@@ -21,7 +24,13 @@ Status TensorSourceNode::activate() {
   return Status::ok();
 }
 
-Status TensorSourceNode::deactivate() { return Status::ok(); }
+Status TensorSourceNode::deactivate() {
+  if (summary_file_->empty()) return Status::ok();
+  std::ofstream f(*summary_file_);
+  f << "frames: " << frame_ << "\ndeactivated_ns: " << wall_now_ns() << "\n";
+  if (!f) return unavailable("node '" + name() + "': cannot write summary to '" + *summary_file_ + "'");
+  return Status::ok();
+}
 
 void TensorSourceNode::on_tick() {
   if (*max_frames_ > 0 && frame_ >= *max_frames_) return;

@@ -29,6 +29,7 @@ class TensorSourceNode final : public Node {
   Param<std::string> encoding_{"encoding", "rgb8", {"pixel encoding", {}, {}, {"rgb8", "rgba8", "mono8"}}};
   Param<std::string> camera_{"camera", "base", {"camera name written into each Image"}};
   Param<std::int64_t> max_frames_{"max_frames", 0, {"stop publishing after this many frames (0: never)", 0.0, {}}};
+  Param<std::string> summary_file_{"summary_file", "", {"write frames published as YAML here on deactivation"}};
   Publisher<msgs::Image> image_;
   std::int64_t frame_ = 0;
 };

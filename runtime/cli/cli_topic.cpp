@@ -23,7 +23,9 @@ struct Tap {
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   std::shared_ptr<SubscriptionQueue> queue;
 
-  static Expected<Tap> open(const std::string& topic, const std::string& purpose) {
+  // `depth` is small: every queued message from another process holds one of its
+  // publisher's shared-memory blocks.
+  static Expected<Tap> open(const std::string& topic, const std::string& purpose, std::size_t depth) {
     ::signal(SIGINT, on_sigint);
     ::signal(SIGTERM, on_sigint);
     BusOptions o;
@@ -32,7 +34,7 @@ struct Tap {
     if (!bus) return bus.status();
     Tap t;
     t.bus = std::move(*bus);
-    t.queue = std::make_shared<SubscriptionQueue>(topic, "", QoS::keep_last(1000), "cli-" + purpose, t.waker);
+    t.queue = std::make_shared<SubscriptionQueue>(topic, "", QoS::keep_last(depth), "cli-" + purpose, t.waker);
     EDGEVLA_RETURN_IF_ERROR(t.bus->attach(t.queue));
     return t;
   }
@@ -94,7 +96,7 @@ void print_message(const Message& m, bool full) {
 }  // namespace
 
 int topic_echo(const EchoOptions& o) {
-  auto tap = Tap::open(o.topic, "echo");
+  auto tap = Tap::open(o.topic, "echo", 2);
   if (!tap) {
     std::fprintf(stderr, "%s\n", tap.status().message().c_str());
     return 1;
@@ -122,7 +124,7 @@ namespace {
 
 template <class Report>
 int rate_loop(const RateOptions& o, const char* purpose, Report report) {
-  auto tap = Tap::open(o.topic, purpose);
+  auto tap = Tap::open(o.topic, purpose, 16);
   if (!tap) {
     std::fprintf(stderr, "%s\n", tap.status().message().c_str());
     return 1;

@@ -5,6 +5,7 @@
 
 #include "runtime/cli/cli.hpp"
 #include "runtime/launch/launcher.hpp"
+#include "runtime/node/node_registry.hpp"
 #include "runtime/util/log.hpp"
 
 namespace {
@@ -34,9 +35,6 @@ int launch_command(const std::string& file, const std::vector<std::string>& sets
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread exists, so every thread inherits the mask and signals reach sigtimedwait.
-  edgevla::block_launch_signals();
-
   CLI::App app{"edgevla: run VLA policies as a graph of nodes"};
   app.require_subcommand(1);
   std::string domain;
@@ -109,9 +107,24 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
 
+  if (launch->parsed() || grp->parsed()) {
+    // Before any thread exists, so every thread inherits the mask and signals reach the
+    // launcher's sigtimedwait (other subcommands keep ordinary Ctrl-C handling).
+    edgevla::block_launch_signals();
+  }
   if (launch->parsed()) return launch_command(file, sets, duration, check);
   if (grp->parsed()) {
-    auto d = edgevla::load_launch(file, sets);
+    // The supervisor validated the whole launch already; this process needs its plugins and
+    // its own group's nodes, which run_group configures.
+    auto d = edgevla::parse_launch(file, sets);
+    if (d) {
+      for (const auto& plugin : d->plugins) {
+        if (edgevla::Status s = edgevla::NodeRegistry::instance().load_plugin(plugin); !s.is_ok()) {
+          d = s;
+          break;
+        }
+      }
+    }
     if (!d) {
       edgevla::logger().error("{}", d.status().message());
       return 2;

@@ -129,8 +129,14 @@ struct Parser {
       EDGEVLA_ASSIGN_OR_RETURN(auto files, get_strings(file, pf, "params_files"));
       for (const auto& f : files) {
         EDGEVLA_ASSIGN_OR_RETURN(ParamsFile p, load_params_file(relative_to(file, f), where(file, pf)));
-        // A per-node params file may hold only this node's section, or be keyed by name.
-        if (const auto mine = p.root[o.name]) apply_params(o, mine, p.path);
+        // Keyed by node name like every params file; it may hold other nodes' sections too
+        // (one file shared by several nodes), but it must hold this node's.
+        const YAML::Node mine = p.root[o.name];
+        if (!mine) {
+          return error_at(file, pf, "params file '" + p.path + "' has no section for node '" + o.name +
+                                        "' (params files are keyed by node name)");
+        }
+        apply_params(o, mine, p.path);
       }
     }
     if (const auto p = n["params"]) {

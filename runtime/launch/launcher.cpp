@@ -137,8 +137,10 @@ Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o
   pollfd p{fds[0], POLLIN, 0};
   const std::int64_t deadline = steady_now_ns() + 600'000'000'000;  // heavy loads can be slow
   while (steady_now_ns() < deadline) {
-    if (wait_signal(0) == SIGINT) {  // interrupted while starting
+    const int sig = wait_signal(0);
+    if (sig == SIGINT || sig == SIGTERM) {  // asked to stop while starting
       ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
       ::close(fds[0]);
       return unavailable("interrupted while starting group '" + g.name + "'");
     }
@@ -151,6 +153,12 @@ Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o
   }
   ::close(fds[0]);
   if (reply.starts_with("ok")) return pid;
+  if (reply.empty() && steady_now_ns() >= deadline) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return timeout_error("group '" + g.name + "' did not report its nodes active within 600 s; stopped it");
+  }
+  ::kill(pid, SIGKILL);  // it reported an error or closed the pipe: make sure it is gone
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (reply.starts_with("error: ")) {

@@ -415,3 +415,84 @@ TEST(Bus, FullPoolDropsLargeRemoteSendsInsteadOfCopyingThemInline) {
 
 }  // namespace
 }  // namespace edgevla
+
+namespace edgevla {
+namespace {
+
+TEST(Bus, StridedViewsCrossProcessesAsTheirContiguousBytes) {
+  const auto domain = unique_domain("strided");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto w = *pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  // Row r of a 128x64x3 image holds the value r; its left half is a strided view.
+  Tensor full = *Tensor::empty(DType::kU8, Shape{128, 64, 3});
+  for (std::int64_t i = 0; i < full.numel(); ++i) full.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(i / 192);
+  Tensor cols = *full.slice(1, 0, 32);  // [128, 32, 3]: each row skips 32 pixels
+  ASSERT_FALSE(cols.is_contiguous());
+  Message m = *msgs::Image::make(cols, "rgb8", "base");
+  ASSERT_TRUE(eventually([&] {
+    Message copy = m;
+    EXPECT_OK(pub->publish(*w, std::move(copy)));
+    return c.queue->size() > 0;
+  }));
+  MessagePtr got = c.queue->pop();
+  const Tensor& px = *got->tensor("pixels");
+  ASSERT_EQ(px.shape(), (Shape{128, 32, 3}));
+  for (std::int64_t r = 0; r < 128; ++r) {
+    ASSERT_EQ(px.data<std::uint8_t>()[r * 96], static_cast<std::uint8_t>(r)) << r;
+    ASSERT_EQ(px.data<std::uint8_t>()[r * 96 + 95], static_cast<std::uint8_t>(r)) << r;
+  }
+}
+
+TEST(Bus, LoanRejectsBadShapes) {
+  auto bus = make_bus(unique_domain("loanshape"));
+  EXPECT_FALSE(bus->loan(DType::kU8, Shape{-1}).has_value());
+  EXPECT_FALSE(bus->loan(DType::kF64, Shape{1ll << 30, 1ll << 30, 1ll << 30}).has_value());
+  EXPECT_TRUE(bus->loan(DType::kU8, Shape{0}).has_value());
+}
+
+TEST(Bus, AFullReliableQueueDoesNotStallOtherTopicsFromOtherProcesses) {
+  const auto domain = unique_domain("reliableremote");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto slow_w = *pub->advertise("/slow", "Image", "src");
+  auto fast_w = *pub->advertise("/fast", "Image", "src");
+  Collector slow("/slow", "Image", QoS::reliable(1, std::chrono::milliseconds(5000)));
+  Collector fast("/fast", "Image");
+  ASSERT_OK(sub->attach(slow.queue));
+  ASSERT_OK(sub->attach(fast.queue));
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(*slow_w, image_message(*pub, 2, 2, 1)));
+    EXPECT_OK(pub->publish(*fast_w, image_message(*pub, 2, 2, 1)));
+    return slow.queue->size() > 0 && fast.queue->size() > 0;
+  }));
+  while (fast.queue->pop()) {
+  }
+  // /slow's queue is full; three more must not hold up /fast.
+  for (int i = 0; i < 3; ++i) ASSERT_OK(pub->publish(*slow_w, image_message(*pub, 2, 2, 2)));
+  ASSERT_OK(pub->publish(*fast_w, image_message(*pub, 2, 2, 3)));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return fast.queue->size() > 0; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));  // not the 5 s wait
+  EXPECT_TRUE(eventually([&] { return slow.queue->counters().dropped_timeout.get() >= 3; }));
+}
+
+TEST(Bus, DetachedQueueTakesNoMoreMessages) {
+  auto bus = make_bus(unique_domain("detach"));
+  auto w = *bus->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(bus->attach(c.queue));
+  ASSERT_OK(bus->publish(*w, image_message(*bus, 2, 2, 1)));
+  bus->detach(c.queue);
+  EXPECT_EQ(c.queue->size(), 0u);
+  EXPECT_TRUE(c.queue->push(std::make_shared<const Message>(image_message(*bus, 2, 2, 2))));
+  EXPECT_EQ(c.queue->size(), 0u);  // a push racing with the detach is dropped
+  ASSERT_OK(bus->attach(c.queue));
+  ASSERT_OK(bus->publish(*w, image_message(*bus, 2, 2, 3)));
+  EXPECT_EQ(c.queue->size(), 1u);
+}
+
+}  // namespace
+}  // namespace edgevla

@@ -64,7 +64,7 @@ class ProbeNode final : public Node {
   std::atomic<int> received{0};
   std::atomic<int> ticks{0};
   bool fail_activate = false;
-  std::vector<std::string> order;  // shared across probe instances via a pointer below
+  std::vector<std::string> order;  // lifecycle calls this instance saw, in order
 };
 
 std::unique_ptr<Bus> bus_for(const std::string& tag) {
@@ -182,8 +182,11 @@ TEST(Params, SetWhileRunningReachesTheNodeBetweenCallbacks) {
   EXPECT_EQ(host.set_param("ghost", "num_steps", "1").code(), StatusCode::kNotFound);
   EXPECT_EQ(*n->steps, 7);  // rejected changes left the value alone
 
-  // An inactive node (no executor) takes the change at once.
+  // A change posted just before deactivation is applied, not lost.
+  ASSERT_OK(host.set_param("n", "num_steps", "9"));
   ASSERT_OK(host.deactivate_all());
+  EXPECT_EQ(*n->steps, 9);
+  // An inactive node (no executor) takes the change at once.
   ASSERT_OK(host.set_param("n", "mode", "blend"));
   EXPECT_EQ(*n->mode, "blend");
 }

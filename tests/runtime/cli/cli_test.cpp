@@ -167,6 +167,15 @@ TEST_F(Cli, ParamSetChangesARunningNode) {
   EXPECT_NE(bad.err.find("out of range"), std::string::npos);
 }
 
+TEST_F(Cli, CtrlCStopsEchoHzAndBw) {
+  for (const char* verb : {"echo", "hz", "bw"}) {
+    testing::Process p({exe(), "topic", verb, "/demo/image"}, env(), (*dir_ / (std::string("sig_") + verb)).string());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    p.signal(SIGINT);
+    EXPECT_EQ(p.wait(std::chrono::seconds(10)), 0) << verb << ": " << p.err();
+  }
+}
+
 TEST_F(Cli, NodeTypes) {
   auto r = cli({"node", "types"});
   EXPECT_EQ(r.code, 0);

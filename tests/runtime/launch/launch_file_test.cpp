@@ -80,6 +80,13 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   EXPECT_EQ(d->groups[0].nodes[0].params.at("height").value.as<int>(), 24);
 }
 
+TEST_F(LaunchFile, PerNodeParamsFileMustHaveTheNodesSection) {
+  write("params/src.yaml", "sorce:\n  height: 24\n");
+  const auto f = write("l.yaml", "nodes:\n  - name: source\n    type: tensor_source\n"
+                                 "    params_files: [params/src.yaml]\n");
+  expect_error(f, {"l.yaml:4", "src.yaml", "no section for node 'source'"});
+}
+
 TEST_F(LaunchFile, UnknownKeyNamesFileLineAndKey) {
   const auto f = write("l.yaml", "nodes:\n  - name: source\n    type: tensor_source\n    parms: {rate_hz: 3}\n");
   expect_error(f, {"l.yaml:4", "'parms'", "allowed:"});

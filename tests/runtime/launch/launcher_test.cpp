@@ -62,7 +62,7 @@ TEST_F(Launcher, TwoProcessesDeliverEveryByteThroughSharedMemory) {
   EXPECT_GT(s["p50_ns"].as<std::int64_t>(), 0);
 }
 
-TEST_F(Launcher, OneProcessHandsOverByReference) {
+TEST_F(Launcher, OneProcessDeliversEveryFrameIntact) {
   auto r = testing::run({exe(), "launch", demo("demo_inprocess.yaml"), "--duration", "2", "--set",
                          "sink.summary_file=" + path("sink.yaml")},
                         env(), path("run"));
@@ -74,7 +74,8 @@ TEST_F(Launcher, OneProcessHandsOverByReference) {
 }
 
 TEST_F(Launcher, SigintStopsEveryGroupCleanly) {
-  Process p({exe(), "launch", demo("demo_multiprocess.yaml"), "--set", "sink.summary_file=" + path("sink.yaml")},
+  Process p({exe(), "launch", demo("demo_multiprocess.yaml"), "--set", "sink.summary_file=" + path("sink.yaml"),
+             "--set", "source.summary_file=" + path("source.yaml")},
             env(), path("run"));
   ASSERT_TRUE(eventually([&] { return pid_of_process("consumers") > 0 && pid_of_process("sensors") > 0; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -82,9 +83,10 @@ TEST_F(Launcher, SigintStopsEveryGroupCleanly) {
   EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
   EXPECT_GT(summary("sink.yaml")["frames"].as<int>(), 0);  // deactivate ran and flushed
   EXPECT_TRUE(eventually([&] { return entries().empty(); }, std::chrono::seconds(3)));
-  // Shutdown order: consumers (started last) stop first.
-  const std::string err = p.err();
-  EXPECT_LT(err.find("group 'consumers': shutting down"), err.find("group 'sensors': shutting down"));
+  // Shutdown order: consumers (started last) are deactivated before sensors.
+  EXPECT_LT(summary("sink.yaml")["deactivated_ns"].as<std::int64_t>(),
+            summary("source.yaml")["deactivated_ns"].as<std::int64_t>());
+  EXPECT_GE(summary("source.yaml")["frames"].as<int>(), summary("sink.yaml")["frames"].as<int>());
 }
 
 TEST_F(Launcher, SigtermStopsASingleProcessLaunchCleanly) {
@@ -113,7 +115,6 @@ TEST_F(Launcher, RespawnRestartsACrashedGroup) {
   })) << p.err();
   p.signal(SIGINT);
   EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
-  EXPECT_NE(p.err().find("restarting"), std::string::npos);
 }
 
 TEST_F(Launcher, RequiredGroupEndingStopsTheLaunch) {

@@ -10,8 +10,7 @@ class RelayNode final : public edgevla::Node {
   edgevla::Status configure(edgevla::NodeSpec& spec) override {
     EDGEVLA_ASSIGN_OR_RETURN(out_, spec.publisher<edgevla::msgs::Image>("out"));
     return spec.subscribe<edgevla::msgs::Image>("in", edgevla::QoS::keep_last(5), [this](const edgevla::msgs::Image& m) {
-      edgevla::Message copy = m.message();
-      copy.header().trace = m.header().trace;
+      edgevla::Message copy = m.message();  // tensors are shared, not copied
       if (edgevla::Status s = out_.publish(std::move(copy)); !s.is_ok()) report_bad_input("relay", s);
     });
   }
