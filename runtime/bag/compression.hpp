@@ -1,0 +1,41 @@
+// Chunk compression for MCAP: none, lz4 (frame format) and zstd, via Debian's liblz4/libzstd.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "runtime/core/status.hpp"
+
+namespace edgevla::mcap {
+
+enum class Compression { kNone, kLz4, kZstd };
+
+// The MCAP name: "", "lz4" or "zstd".
+std::string_view compression_name(Compression c);
+// Accepts "none", "", "lz4", "zstd".
+Expected<Compression> parse_compression(std::string_view name);
+
+// Compresses with reusable contexts (one per writer thread).
+class Compressor {
+ public:
+  explicit Compressor(Compression c, int level = 0);
+  ~Compressor();
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
+  Compression kind() const { return kind_; }
+  // Replaces `out` with the compressed form of `in`.
+  Status compress(std::span<const std::byte> in, std::string& out);
+
+ private:
+  Compression kind_;
+  int level_;
+  void* zstd_ = nullptr;  // ZSTD_CCtx
+};
+
+// Decompresses a chunk's records into exactly `uncompressed_size` bytes at `out`.
+Status decompress(std::string_view compression, std::span<const std::byte> in, std::span<std::byte> out);
+
+}  // namespace edgevla::mcap

@@ -1,0 +1,258 @@
+#include "runtime/bag/mcap_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/util/log.hpp"
+
+namespace edgevla::mcap {
+namespace {
+
+std::span<const std::byte> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<McapWriter>> McapWriter::open(const std::string& path, McapWriterOptions options) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return unavailable("cannot create bag '" + path + "': " + std::strerror(errno));
+  std::unique_ptr<McapWriter> w(new McapWriter(path, fd, std::move(options)));
+  std::string head(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
+  RecordWriter(head).header({w->options_.profile, w->options_.library});
+  EDGEVLA_RETURN_IF_ERROR(w->write_raw(head));
+  return w;
+}
+
+McapWriter::McapWriter(std::string path, int fd, McapWriterOptions options)
+    : path_(std::move(path)), fd_(fd), options_(std::move(options)),
+      compressor_(options_.compression, options_.compression_level) {}
+
+McapWriter::~McapWriter() {
+  if (Status s = close(); !s.is_ok()) logger().error("closing bag '{}': {}", path_, s.message());
+}
+
+Status McapWriter::write_raw(std::span<const std::byte> bytes) {
+  if (!failed_.is_ok()) return failed_;
+  data_crc_ = crc32(bytes, data_crc_);
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failed_ = unavailable("writing bag '" + path_ + "' failed: " + std::strerror(errno) +
+                            (errno == ENOSPC ? " (disk full)" : ""));
+      return failed_;
+    }
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+    offset_ += static_cast<std::uint64_t>(n);
+    stats_.bytes_written += static_cast<std::uint64_t>(n);
+  }
+  return Status::ok();
+}
+
+std::uint16_t McapWriter::add_schema(const std::string& name, const std::string& encoding, const std::string& data) {
+  for (const auto& s : schemas_) {
+    if (s.name == name && s.encoding == encoding && s.data == data) return s.id;
+  }
+  schemas_.push_back({static_cast<std::uint16_t>(schemas_.size() + 1), name, encoding, data});
+  return schemas_.back().id;
+}
+
+std::uint16_t McapWriter::add_channel(const std::string& topic, const std::string& message_encoding,
+                                      std::uint16_t schema_id, const StringMap& metadata) {
+  for (const auto& c : channels_) {
+    if (c.topic == topic && c.message_encoding == message_encoding && c.schema_id == schema_id &&
+        c.metadata == metadata) {
+      return c.id;
+    }
+  }
+  channels_.push_back({static_cast<std::uint16_t>(channels_.size()), schema_id, topic, message_encoding, metadata});
+  return channels_.back().id;
+}
+
+void McapWriter::begin_message_in_chunk(std::uint16_t channel_id) {
+  // Every chunk carries the schema and channel records of the messages in it.
+  if (chunk_channels_.insert(channel_id).second) {
+    const Channel& ch = channels_[channel_id];
+    RecordWriter w(chunk_);
+    if (ch.schema_id != 0 && chunk_schemas_.insert(ch.schema_id).second) w.schema(schemas_[ch.schema_id - 1]);
+    w.channel(ch);
+  }
+}
+
+void McapWriter::note_message(std::uint16_t channel_id, std::uint64_t log_time, std::size_t offset) {
+  if (chunk_index_entries_.empty() || log_time < chunk_start_time_) chunk_start_time_ = log_time;
+  if (chunk_index_entries_.empty() || log_time > chunk_end_time_) chunk_end_time_ = log_time;
+  auto& idx = chunk_index_entries_[channel_id];
+  idx.channel_id = channel_id;
+  idx.records.emplace_back(log_time, offset);
+  if (statistics_.message_count == 0 || log_time < statistics_.message_start_time) {
+    statistics_.message_start_time = log_time;
+  }
+  if (log_time > statistics_.message_end_time) statistics_.message_end_time = log_time;
+  ++statistics_.message_count;
+  ++statistics_.channel_message_counts[channel_id];
+  ++stats_.messages;
+}
+
+Status McapWriter::write_message(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time,
+                                 std::uint64_t publish_time, std::span<const std::byte> data) {
+  return write_message_with(channel_id, sequence, log_time, publish_time, [&](std::string& out) {
+    out.append(reinterpret_cast<const char*>(data.data()), data.size());
+    return Status::ok();
+  });
+}
+
+Status McapWriter::write_message_with(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time,
+                                      std::uint64_t publish_time, const std::function<Status(std::string& out)>& fill) {
+  if (closed_) return failed_precondition("bag '" + path_ + "' is closed");
+  if (!failed_.is_ok()) return failed_;
+  if (channel_id >= channels_.size()) return invalid_argument("unknown channel id " + std::to_string(channel_id));
+  begin_message_in_chunk(channel_id);
+  const std::size_t offset = chunk_.size();
+  RecordWriter w(chunk_);
+  const std::size_t mark = w.begin_message(channel_id, sequence, log_time, publish_time);
+  if (Status s = fill(chunk_); !s.is_ok()) {
+    chunk_.resize(offset);  // drop the half-written record
+    return s;
+  }
+  w.end_record(mark);
+  note_message(channel_id, log_time, offset);
+  if (chunk_.size() >= options_.chunk_size) return write_chunk();
+  return Status::ok();
+}
+
+Status McapWriter::write_chunk() {
+  if (chunk_.empty()) return Status::ok();
+  const auto records = as_bytes(chunk_);
+  std::span<const std::byte> body = records;
+  if (options_.compression != Compression::kNone) {
+    EDGEVLA_RETURN_IF_ERROR(compressor_.compress(records, compressed_));
+    body = as_bytes(compressed_);
+  }
+  // The chunk record's fields, then its records straight from the buffer.
+  const std::string compression(compression_name(options_.compression));
+  std::string head;
+  RecordWriter h(head);
+  h.u8(static_cast<std::uint8_t>(Op::kChunk));
+  h.u64(8 + 8 + 8 + 4 + 4 + compression.size() + 8 + body.size());
+  h.u64(chunk_start_time_);
+  h.u64(chunk_end_time_);
+  h.u64(records.size());
+  h.u32(crc32(records));
+  h.str(compression);
+  h.u64(body.size());
+  ChunkIndex ci;
+  ci.message_start_time = chunk_start_time_;
+  ci.message_end_time = chunk_end_time_;
+  ci.chunk_start_offset = offset_;
+  ci.compression = compression;
+  ci.compressed_size = body.size();
+  ci.uncompressed_size = records.size();
+  EDGEVLA_RETURN_IF_ERROR(write_raw(head));
+  EDGEVLA_RETURN_IF_ERROR(write_raw(body));
+  ci.chunk_length = offset_ - ci.chunk_start_offset;
+
+  std::string indexes;
+  const std::uint64_t index_start = offset_;
+  for (const auto& [channel, idx] : chunk_index_entries_) {
+    ci.message_index_offsets[channel] = index_start + indexes.size();
+    RecordWriter(indexes).message_index(idx);
+  }
+  ci.message_index_length = indexes.size();
+  EDGEVLA_RETURN_IF_ERROR(write_raw(indexes));
+  chunk_indexes_.push_back(std::move(ci));
+  ++statistics_.chunk_count;
+  ++stats_.chunks;
+  stats_.uncompressed_bytes += records.size();
+  chunk_.clear();
+  chunk_channels_.clear();
+  chunk_schemas_.clear();
+  chunk_index_entries_.clear();
+  return Status::ok();
+}
+
+Status McapWriter::flush() { return write_chunk(); }
+
+Status McapWriter::write_metadata(const std::string& name, const StringMap& values) {
+  if (closed_) return failed_precondition("bag '" + path_ + "' is closed");
+  EDGEVLA_RETURN_IF_ERROR(write_chunk());
+  std::string rec;
+  RecordWriter(rec).metadata({name, values});
+  metadata_indexes_.push_back({offset_, rec.size(), name});
+  ++statistics_.metadata_count;
+  return write_raw(rec);
+}
+
+Status McapWriter::write_attachment(const std::string& name, const std::string& media_type, std::uint64_t log_time,
+                                    std::span<const std::byte> data) {
+  if (closed_) return failed_precondition("bag '" + path_ + "' is closed");
+  EDGEVLA_RETURN_IF_ERROR(write_chunk());
+  std::string rec;
+  RecordWriter(rec).attachment({log_time, log_time, name, media_type, data, 0});
+  attachment_indexes_.push_back({offset_, rec.size(), log_time, log_time, data.size(), name, media_type});
+  ++statistics_.attachment_count;
+  return write_raw(rec);
+}
+
+Status McapWriter::close() {
+  if (closed_) return failed_;
+  closed_ = true;
+  Status s = write_chunk();
+  if (s.is_ok()) {
+    std::string end;
+    RecordWriter(end).data_end({data_crc_});  // CRC of every byte before this record
+    s = write_raw(end);
+  }
+  if (s.is_ok()) {
+    // Summary: groups of one opcode each, then their offsets, then the footer.
+    const std::uint64_t summary_start = offset_;
+    std::string summary;
+    RecordWriter w(summary);
+    std::vector<SummaryOffset> groups;
+    const auto group = [&](Op op, const auto& emit) {
+      const std::size_t before = summary.size();
+      emit();
+      if (summary.size() > before) {
+        groups.push_back({static_cast<std::uint8_t>(op), summary_start + before, summary.size() - before});
+      }
+    };
+    group(Op::kSchema, [&] {
+      for (const auto& x : schemas_) w.schema(x);
+    });
+    group(Op::kChannel, [&] {
+      for (const auto& x : channels_) w.channel(x);
+    });
+    statistics_.schema_count = static_cast<std::uint16_t>(schemas_.size());
+    statistics_.channel_count = static_cast<std::uint32_t>(channels_.size());
+    group(Op::kStatistics, [&] { w.statistics(statistics_); });
+    group(Op::kChunkIndex, [&] {
+      for (const auto& x : chunk_indexes_) w.chunk_index(x);
+    });
+    group(Op::kAttachmentIndex, [&] {
+      for (const auto& x : attachment_indexes_) w.attachment_index(x);
+    });
+    group(Op::kMetadataIndex, [&] {
+      for (const auto& x : metadata_indexes_) w.metadata_index(x);
+    });
+    const std::uint64_t summary_offset_start = summary_start + summary.size();
+    for (const auto& g : groups) w.summary_offset(g);
+    // The footer's CRC covers the summary through the footer's summary_offset_start field.
+    w.u8(static_cast<std::uint8_t>(Op::kFooter));
+    w.u64(20);
+    w.u64(summary_start);
+    w.u64(summary_offset_start);
+    w.u32(crc32(as_bytes(summary)));
+    summary.append(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
+    s = write_raw(summary);
+  }
+  if (::close(fd_) != 0 && s.is_ok()) s = unavailable("closing bag '" + path_ + "': " + std::strerror(errno));
+  if (failed_.is_ok()) failed_ = s;
+  return s;
+}
+
+}  // namespace edgevla::mcap
