@@ -123,6 +123,8 @@ struct TensorDesc {
   std::uint32_t frame = 0;
   bool has_shm = false;
   ShmLocation shm;
+  bool has_data = false;
+  std::span<const std::byte> data;
 };
 
 Status decode_shm(const Obj& o, TensorDesc& d) {
@@ -155,7 +157,7 @@ Status decode_shm(const Obj& o, TensorDesc& d) {
 Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
   if (o.type != msgpack::type::MAP) return data_loss("tensor descriptor is not a map");
   EDGEVLA_RETURN_IF_ERROR(
-      check_unique_keys(o, {"name", "dtype", "shape", "nbytes", "frame", "shm"}, "tensor descriptor"));
+      check_unique_keys(o, {"name", "dtype", "shape", "nbytes", "frame", "shm", "data"}, "tensor descriptor"));
   TensorDesc d;
   bool has_name = false, has_dtype = false, has_shape = false, has_nbytes = false;
   for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
@@ -197,13 +199,17 @@ Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
       d.has_frame = true;
     } else if (key == "shm") {
       EDGEVLA_RETURN_IF_ERROR(decode_shm(kv.val, d));
+    } else if (key == "data") {
+      if (kv.val.type != msgpack::type::BIN) return data_loss("tensor '" + d.name + "' data is not a msgpack bin");
+      d.data = {reinterpret_cast<const std::byte*>(kv.val.via.bin.ptr), kv.val.via.bin.size};
+      d.has_data = true;
     }
   }
   if (!has_name || !has_dtype || !has_shape || !has_nbytes) {
     return data_loss("tensor descriptor '" + d.name + "' lacks one of name, dtype, shape, nbytes");
   }
-  if (d.has_frame == d.has_shm) {
-    return data_loss("tensor '" + d.name + "' must have exactly one of 'frame' or 'shm'");
+  if (int{d.has_frame} + int{d.has_shm} + int{d.has_data} != 1) {
+    return data_loss("tensor '" + d.name + "' must have exactly one of 'frame', 'shm' or 'data'");
   }
   // Checked size: the product of dims times the element size must stay within the limit.
   // Zero dims are left out of the product checked, not let through it: [0, 2^40, 2^40] has
@@ -229,28 +235,31 @@ Expected<TensorDesc> decode_tensor_desc(const Obj& o) {
   return d;
 }
 
+// A tensor over bytes someone else owns: viewed in place when aligned (and owned), else copied.
+Expected<Tensor> view_or_copy(const TensorDesc& d, std::span<const std::byte> bytes, const std::shared_ptr<void>& owner,
+                              std::string_view where) {
+  if (bytes.size() != d.nbytes) {
+    return data_loss("tensor '" + d.name + "' " + std::string(dtype_name(d.dtype)) + d.shape.to_string() +
+                     " needs " + std::to_string(d.nbytes) + " bytes but its " + std::string(where) + " holds " +
+                     std::to_string(bytes.size()));
+  }
+  const auto addr = reinterpret_cast<std::uintptr_t>(bytes.data());
+  if (!owner || addr % dtype_size(d.dtype) != 0) return Tensor::from_bytes(d.dtype, d.shape, bytes);
+  auto buffer = Buffer::wrap(const_cast<std::byte*>(bytes.data()), bytes.size(), owner, /*writable=*/false);
+  return Tensor::from_buffer(std::move(buffer), d.dtype, d.shape);
+}
+
 Expected<Tensor> bind_tensor(const TensorDesc& d, std::span<const Frame> frames,
-                             const ShmResolver& resolve) {
+                             const ShmResolver& resolve, const std::shared_ptr<void>& owner) {
   if (d.has_frame) {
     if (d.frame >= frames.size()) {
       return data_loss("tensor '" + d.name + "' refers to frame " + std::to_string(d.frame) +
                        " but the message has " + std::to_string(frames.size()) + " tensor frames");
     }
     const Frame& f = frames[d.frame];
-    if (f.bytes.size() != d.nbytes) {
-      return data_loss("tensor '" + d.name + "' " + std::string(dtype_name(d.dtype)) +
-                       d.shape.to_string() + " needs " + std::to_string(d.nbytes) +
-                       " bytes but its frame holds " + std::to_string(f.bytes.size()));
-    }
-    const auto addr = reinterpret_cast<std::uintptr_t>(f.bytes.data());
-    if (addr % dtype_size(d.dtype) != 0) {
-      // Frames are normally aligned; an odd one is copied rather than read misaligned.
-      return Tensor::from_bytes(d.dtype, d.shape, f.bytes);
-    }
-    auto buffer = Buffer::wrap(const_cast<std::byte*>(f.bytes.data()), f.bytes.size(), f.owner,
-                               /*writable=*/false);
-    return Tensor::from_buffer(std::move(buffer), d.dtype, d.shape);
+    return view_or_copy(d, f.bytes, f.owner ? f.owner : owner, "frame");
   }
+  if (d.has_data) return view_or_copy(d, d.data, owner, "data");
   if (!resolve) {
     return failed_precondition("tensor '" + d.name + "' is in shared memory segment '" +
                                d.shm.segment + "', which this transport cannot reach");
@@ -278,7 +287,7 @@ Status decode_trace(const Obj& o, Header& h) {
 }
 
 Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
-                                const ShmResolver& resolve) {
+                                const ShmResolver& resolve, const std::shared_ptr<void>& owner) {
   if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
   EDGEVLA_RETURN_IF_ERROR(check_unique_keys(root, {"edgevla", "type", "type_version", "topic", "seq", "src", "pub",
                                                    "publisher", "trace", "fields", "tensors"},
@@ -348,7 +357,7 @@ Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
     for (std::uint32_t i = 0; i < tensors->via.array.size; ++i) {
       EDGEVLA_ASSIGN_OR_RETURN(TensorDesc d, decode_tensor_desc(tensors->via.array.ptr[i]));
       if (m.tensor(d.name) != nullptr) return data_loss("tensor '" + d.name + "' appears twice");
-      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, bind_tensor(d, frames, resolve));
+      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, bind_tensor(d, frames, resolve, owner));
       m.set_tensor(std::move(d.name), std::move(t));
     }
   }
@@ -372,11 +381,17 @@ Expected<std::string_view> parse_topic_frame(std::span<const std::byte> frame) {
 
 Status encode_envelope(const Message& m, std::span<const TensorPlacement> placements,
                        std::string& out) {
+  out.clear();
+  return append_envelope(m, placements, out);
+}
+
+Status append_envelope(const Message& m, std::span<const TensorPlacement> placements,
+                       std::string& out) {
   if (placements.size() != m.tensors().size()) {
     return internal_error("encode_envelope: " + std::to_string(placements.size()) +
                           " placements for " + std::to_string(m.tensors().size()) + " tensors");
   }
-  out.clear();
+  const std::size_t start = out.size();
   StringSink sink{&out};
   Packer p(sink);
   const Header& h = m.header();
@@ -414,7 +429,10 @@ Status encode_envelope(const Message& m, std::span<const TensorPlacement> placem
   p.pack_array(static_cast<std::uint32_t>(m.tensors().size()));
   for (std::size_t i = 0; i < m.tensors().size(); ++i) {
     const NamedTensor& t = m.tensors()[i];
-    if (!t.tensor.defined()) return invalid_argument("tensor '" + t.name + "' is undefined");
+    if (!t.tensor.defined()) {
+      out.resize(start);  // leave `out` as it was
+      return invalid_argument("tensor '" + t.name + "' is undefined");
+    }
     p.pack_map(5);
     pack_str(p, "name");
     pack_str(p, t.name);
@@ -428,6 +446,19 @@ Status encode_envelope(const Message& m, std::span<const TensorPlacement> placem
     if (const auto* f = std::get_if<InlineFrame>(&placements[i])) {
       pack_str(p, "frame");
       p.pack_uint32(f->index);
+    } else if (std::holds_alternative<InlineBytes>(placements[i])) {
+      const auto bytes = t.tensor.bytes();
+      if (bytes.size() != t.tensor.nbytes()) {
+        out.resize(start);
+        return invalid_argument("tensor '" + t.name + "' is a strided view; make it contiguous to inline it");
+      }
+      if (bytes.size() > std::numeric_limits<std::uint32_t>::max()) {
+        out.resize(start);
+        return invalid_argument("tensor '" + t.name + "' is over 4 GiB, too large to inline");
+      }
+      pack_str(p, "data");
+      p.pack_bin(static_cast<std::uint32_t>(bytes.size()));
+      p.pack_bin_body(reinterpret_cast<const char*>(bytes.data()), static_cast<std::uint32_t>(bytes.size()));
     } else {
       const auto& loc = std::get<ShmLocation>(placements[i]);
       pack_str(p, "shm");
@@ -461,9 +492,30 @@ Expected<Message> decode(std::span<const std::byte> envelope, std::span<const Fr
       return data_loss("envelope has " + std::to_string(envelope.size() - offset) +
                        " trailing bytes after the msgpack map");
     }
-    return decode_object(oh.get(), tensor_frames, resolve);
+    return decode_object(oh.get(), tensor_frames, resolve, nullptr);
   } catch (const std::exception& e) {
     return data_loss(std::string("envelope is not valid msgpack: ") + e.what());
+  }
+}
+
+Expected<Message> decode_record(std::span<const std::byte> record, std::shared_ptr<void> owner) {
+  try {
+    const msgpack::unpack_limit limit(/*array=*/kMaxTensors, /*map=*/kMaxFields,
+                                      /*str=*/kMaxStringBytes, /*bin=*/std::numeric_limits<std::uint32_t>::max(),
+                                      /*ext=*/0, /*depth=*/8);
+    // Tensor bins are referenced in `record`, not copied into the unpacker's zone.
+    const auto reference_bins = [](msgpack::type::object_type type, std::size_t, void*) {
+      return type == msgpack::type::BIN;
+    };
+    std::size_t offset = 0;
+    msgpack::object_handle oh = msgpack::unpack(reinterpret_cast<const char*>(record.data()), record.size(), offset,
+                                                reference_bins, nullptr, limit);
+    if (offset != record.size()) {
+      return data_loss("bag record has " + std::to_string(record.size() - offset) + " trailing bytes");
+    }
+    return decode_object(oh.get(), {}, nullptr, owner);
+  } catch (const std::exception& e) {
+    return data_loss(std::string("bag record is not valid msgpack: ") + e.what());
   }
 }
 

@@ -33,7 +33,9 @@ inline constexpr std::int64_t kMaxTensorBytes = std::int64_t{1} << 40;
 struct InlineFrame {
   std::uint32_t index = 0;  // 0 = the first frame after the envelope
 };
-using TensorPlacement = std::variant<InlineFrame, ShmLocation>;
+// The tensor's bytes inside the envelope itself, as a msgpack bin ("data"): bag records.
+struct InlineBytes {};
+using TensorPlacement = std::variant<InlineFrame, ShmLocation, InlineBytes>;
 
 // Frame 0 for a topic.
 std::string topic_frame(std::string_view topic);
@@ -44,6 +46,9 @@ Expected<std::string_view> parse_topic_frame(std::span<const std::byte> frame);
 // of message.tensors()[i] travel; the caller places them as contiguous row-major bytes (a
 // strided view is copied first).
 Status encode_envelope(const Message& message, std::span<const TensorPlacement> placements,
+                       std::string& out);
+// Like encode_envelope, but appends to `out` (a bag writer encodes straight into its chunk).
+Status append_envelope(const Message& message, std::span<const TensorPlacement> placements,
                        std::string& out);
 
 // A received frame and whatever keeps its bytes alive.
@@ -60,5 +65,9 @@ using ShmResolver = std::function<Expected<BufferPtr>(const ShmLocation& loc)>;
 // malformed input is a Status naming the offending part.
 Expected<Message> decode(std::span<const std::byte> envelope, std::span<const Frame> tensor_frames,
                          const ShmResolver& resolve);
+
+// Decodes a bag record: one envelope whose tensors carry their bytes inline ("data"). Tensors
+// view `record` in place (kept alive by `owner`) when their alignment allows, else are copied.
+Expected<Message> decode_record(std::span<const std::byte> record, std::shared_ptr<void> owner);
 
 }  // namespace edgevla::wire

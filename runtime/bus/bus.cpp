@@ -107,7 +107,11 @@ void Bus::dispatch(const MessagePtr& m, const QueueList& queues, std::uint64_t l
   }
 }
 
-Status Bus::publish(TopicWriter& w, Message&& m) {
+Status Bus::publish(TopicWriter& w, Message&& m) { return send(w, std::move(m), /*stamp=*/true); }
+
+Status Bus::republish(TopicWriter& w, Message&& m) { return send(w, std::move(m), /*stamp=*/false); }
+
+Status Bus::send(TopicWriter& w, Message&& m, bool stamp) {
   const auto fail = [&](Status s) {
     w.counters().errors.add();
     return s.with_context("node '" + w.node() + "' publishing on '" + w.topic() + "'");
@@ -121,11 +125,13 @@ Status Bus::publish(TopicWriter& w, Message&& m) {
   }
   Header& h = m.header();
   h.topic = w.topic();
-  h.seq = w.next_seq();
-  h.publish_stamp_ns = wall_now_ns();
-  if (h.source_stamp_ns == 0) h.source_stamp_ns = h.publish_stamp_ns;
-  h.publisher = w.id();
-  h.trace.push_back({w.node(), h.publish_stamp_ns});
+  if (stamp) {
+    h.seq = w.next_seq();
+    h.publish_stamp_ns = wall_now_ns();
+    if (h.source_stamp_ns == 0) h.source_stamp_ns = h.publish_stamp_ns;
+    h.publisher = w.id();
+    h.trace.push_back({w.node(), h.publish_stamp_ns});
+  }
   std::uint64_t bytes = 0;
   for (const auto& t : m.tensors()) bytes += t.tensor.nbytes();
   w.counters().published.add();
@@ -164,7 +170,7 @@ Status Bus::attach(std::shared_ptr<SubscriptionQueue> queue) {
   return Status::ok();
 }
 
-void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue) {
+void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue, bool keep_queued) {
   bool last = false;
   {
     std::lock_guard lock(mu_);
@@ -175,7 +181,7 @@ void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue) {
     last = list->empty();
     it->second.queues = std::move(list);
   }
-  queue->close();  // pushes racing with this detach are dropped, not queued
+  if (!keep_queued) queue->close();  // pushes racing with this detach are dropped, not queued
   if (io_) {
     if (last) io_->unsubscribe(queue->topic());
     io_->registry_changed();

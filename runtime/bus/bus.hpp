@@ -110,10 +110,14 @@ class Bus {
   void unadvertise(const std::shared_ptr<TopicWriter>& writer);
   // Stamps the header (seq, publish stamp, hop), validates, delivers locally and remotely.
   Status publish(TopicWriter& writer, Message&& message);
+  // Delivers a recorded message with its header as recorded (bag playback): only the topic
+  // is set to the writer's (which may be a remap of the recorded one).
+  Status republish(TopicWriter& writer, Message&& message);
 
-  // Starts/stops delivering the queue's topic into it.
+  // Starts/stops delivering the queue's topic into it. Detaching drops what is queued unless
+  // `keep_queued` (a recorder drains its queue to the bag after it stops subscribing).
   Status attach(std::shared_ptr<SubscriptionQueue> queue);
-  void detach(const std::shared_ptr<SubscriptionQueue>& queue);
+  void detach(const std::shared_ptr<SubscriptionQueue>& queue, bool keep_queued = false);
 
   // A writable CPU tensor in shared memory: publish it and other processes read these very
   // bytes. Falls back to the heap (with a warning) when shared memory is unavailable.
@@ -143,6 +147,7 @@ class Bus {
     std::shared_ptr<const QueueList> queues = std::make_shared<QueueList>();
   };
 
+  Status send(TopicWriter& writer, Message&& message, bool stamp);
   std::shared_ptr<const QueueList> queues_for(const std::string& topic) const;
   void dispatch(const MessagePtr& message, const QueueList& queues, std::uint64_t lost, bool may_wait);
 

@@ -19,12 +19,14 @@ struct QoS {
   std::size_t depth = 10;
   Reliability reliability = Reliability::kBestEffort;
   std::chrono::milliseconds max_block{100};
+  // Also bounds the tensor bytes queued (0: no bound); the oldest messages go first.
+  std::size_t max_bytes = 0;
 
-  static QoS keep_last(std::size_t depth) { return {depth, Reliability::kBestEffort, {}}; }
+  static QoS keep_last(std::size_t depth) { return {depth, Reliability::kBestEffort, {}, 0}; }
   // Only the newest message matters (a controller reading the latest state).
   static QoS keep_latest() { return keep_last(1); }
   static QoS reliable(std::size_t depth, std::chrono::milliseconds max_block) {
-    return {depth, Reliability::kReliable, max_block};
+    return {depth, Reliability::kReliable, max_block, 0};
   }
   static QoS sensor_data() { return keep_last(5); }
 

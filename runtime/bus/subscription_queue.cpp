@@ -1,5 +1,7 @@
 #include "runtime/bus/subscription_queue.hpp"
 
+#include "runtime/util/clock.hpp"
+
 namespace edgevla {
 
 SubscriptionQueue::SubscriptionQueue(std::string topic, std::string type, QoS qos,
@@ -12,46 +14,64 @@ SubscriptionQueue::SubscriptionQueue(std::string topic, std::string type, QoS qo
   if (qos_.depth == 0) qos_.depth = 1;
 }
 
+namespace {
+
+std::size_t tensor_bytes(const Message& m) {
+  std::size_t n = 0;
+  for (const auto& t : m.tensors()) n += t.tensor.nbytes();
+  return n;
+}
+
+}  // namespace
+
 bool SubscriptionQueue::push(MessagePtr message, bool may_wait) {
+  const std::int64_t arrival = wall_now_ns();
+  const std::size_t bytes = qos_.max_bytes ? tensor_bytes(*message) : 0;
   bool dropped = false;
-  MessagePtr evicted;  // released outside the lock: dropping it may free a shm block
+  std::deque<Stamped> evicted;  // released outside the lock: dropping may free a shm block
   {
     std::unique_lock lock(mu_);
     if (closed_) return true;  // detached meanwhile: not a subscriber any more
     counters_.received.add();
+    const auto evict_oldest = [&](Counter& counter) {
+      counter.add();
+      if (qos_.max_bytes) bytes_ -= tensor_bytes(*queue_.front().message);
+      evicted.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      dropped = true;
+    };
     if (queue_.size() >= qos_.depth && qos_.reliability == Reliability::kReliable) {
       if (may_wait) {
         space_.wait_for(lock, qos_.max_block, [&] { return closed_ || queue_.size() < qos_.depth; });
         if (closed_) return true;
       }
-      if (queue_.size() >= qos_.depth) {
-        counters_.dropped_timeout.add();
-        evicted = std::move(queue_.front());
-        queue_.pop_front();
-        dropped = true;
-      }
+      if (queue_.size() >= qos_.depth) evict_oldest(counters_.dropped_timeout);
     } else if (queue_.size() >= qos_.depth) {
-      counters_.dropped_overflow.add();
-      evicted = std::move(queue_.front());
-      queue_.pop_front();
-      dropped = true;
+      evict_oldest(counters_.dropped_overflow);
     }
-    queue_.push_back(std::move(message));
+    while (qos_.max_bytes && !queue_.empty() && bytes_ + bytes > qos_.max_bytes) {
+      evict_oldest(counters_.dropped_overflow);
+    }
+    queue_.push_back({std::move(message), arrival});
+    bytes_ += bytes;
   }
   waker_->notify();
   return !dropped;
 }
 
-MessagePtr SubscriptionQueue::pop() {
-  MessagePtr m;
+MessagePtr SubscriptionQueue::pop() { return pop_stamped().message; }
+
+SubscriptionQueue::Stamped SubscriptionQueue::pop_stamped() {
+  Stamped s;
   {
     std::lock_guard lock(mu_);
-    if (queue_.empty()) return nullptr;
-    m = std::move(queue_.front());
+    if (queue_.empty()) return s;
+    s = std::move(queue_.front());
     queue_.pop_front();
+    if (qos_.max_bytes) bytes_ -= tensor_bytes(*s.message);
   }
   if (qos_.reliability == Reliability::kReliable) space_.notify_one();
-  return m;
+  return s;
 }
 
 std::size_t SubscriptionQueue::size() const {
@@ -65,11 +85,12 @@ void SubscriptionQueue::open() {
 }
 
 void SubscriptionQueue::close() {
-  std::deque<MessagePtr> old;
+  std::deque<Stamped> old;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
     old.swap(queue_);
+    bytes_ = 0;
   }
   space_.notify_all();
 }

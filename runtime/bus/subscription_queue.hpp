@@ -42,6 +42,12 @@ class SubscriptionQueue {
   bool push(MessagePtr message, bool may_wait = true);
   // The oldest queued message, or nullptr.
   MessagePtr pop();
+  struct Stamped {
+    MessagePtr message;
+    std::int64_t arrival_ns = 0;  // wall clock when the bus queued it
+  };
+  // The oldest queued message with its arrival time (message null when empty).
+  Stamped pop_stamped();
   std::size_t size() const;
   // Accepts messages (attach).
   void open();
@@ -60,7 +66,8 @@ class SubscriptionQueue {
   std::shared_ptr<Waker> waker_;
   mutable std::mutex mu_;
   std::condition_variable space_;
-  std::deque<MessagePtr> queue_;
+  std::deque<Stamped> queue_;
+  std::size_t bytes_ = 0;  // tensor bytes queued (tracked when qos.max_bytes is set)
   bool closed_ = false;
   SubscriptionCounters counters_;
 };

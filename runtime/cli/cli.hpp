@@ -18,6 +18,29 @@ struct RateOptions {
   int window = 100;       // messages in the sliding window
 };
 
+struct BagRecordOptions {
+  std::string output;
+  std::vector<std::string> topics;
+  bool all = false;
+  std::string compression = "zstd";
+  int max_queue_mb = 512;
+  double duration_s = 0;
+};
+struct BagPlayOptions {
+  std::string path;
+  double rate = 1.0;
+  bool loop = false;
+  std::vector<std::string> topics;
+  double start_offset_s = 0;
+  double duration_s = 0;
+  int warmup_ms = 300;
+};
+
+int bag_record(const BagRecordOptions& options);
+int bag_info(const std::string& path);
+int bag_play(const BagPlayOptions& options);
+int bag_recover(const std::string& in, const std::string& out);
+
 int topic_list(bool verbose);
 int topic_info(const std::string& topic);
 int topic_echo(const EchoOptions& options);

@@ -104,6 +104,32 @@ int main(int argc, char** argv) {
   pset->add_option("key", param_key)->required();
   pset->add_option("value", param_value, "YAML value, e.g. 0.5, true, \"[1, 2]\"")->required();
 
+  auto* bag = app.add_subcommand("bag", "record, inspect, play and recover MCAP bags");
+  bag->require_subcommand(1);
+  edgevla::cli::BagRecordOptions rec;
+  auto* brec = bag->add_subcommand("record", "record topics into a bag (until Ctrl-C)");
+  brec->add_option("-o,--output", rec.output, "the .mcap file")->required();
+  brec->add_option("--topics", rec.topics, "topics to record (comma-separated)")->delimiter(',');
+  brec->add_flag("--all", rec.all, "record every topic, including ones that appear later");
+  brec->add_option("--compression", rec.compression, "none, lz4 or zstd");
+  brec->add_option("--max-queue-mb", rec.max_queue_mb, "per-topic queue bound before dropping");
+  brec->add_option("--duration", rec.duration_s, "stop after S seconds");
+  std::string bag_path, bag_out;
+  auto* binfo = bag->add_subcommand("info", "topics, types, counts, rates, duration, sizes, compression");
+  binfo->add_option("bag", bag_path)->required();
+  edgevla::cli::BagPlayOptions play;
+  auto* bplay = bag->add_subcommand("play", "republish a bag with its original timing and headers");
+  bplay->add_option("bag", play.path)->required();
+  bplay->add_option("--rate", play.rate, "playback speed factor (2.0: twice as fast)");
+  bplay->add_flag("--loop", play.loop, "start over at the end");
+  bplay->add_option("--topics", play.topics, "play only these topics (comma-separated)")->delimiter(',');
+  bplay->add_option("--start-offset", play.start_offset_s, "skip the first S seconds");
+  bplay->add_option("--duration", play.duration_s, "play S seconds");
+  bplay->add_option("--warmup-ms", play.warmup_ms, "wait this long for subscribers before the first message");
+  auto* brecover = bag->add_subcommand("recover", "rewrite a damaged or cut-short bag with everything intact");
+  brecover->add_option("in", bag_path)->required();
+  brecover->add_option("out", bag_out)->required();
+
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
 
@@ -131,6 +157,10 @@ int main(int argc, char** argv) {
     }
     return edgevla::run_group(*d, group, duration, ready_fd);
   }
+  if (brec->parsed()) return edgevla::cli::bag_record(rec);
+  if (binfo->parsed()) return edgevla::cli::bag_info(bag_path);
+  if (bplay->parsed()) return edgevla::cli::bag_play(play);
+  if (brecover->parsed()) return edgevla::cli::bag_recover(bag_path, bag_out);
   if (tlist->parsed()) return edgevla::cli::topic_list(verbose);
   if (tinfo->parsed()) return edgevla::cli::topic_info(topic_name);
   if (techo->parsed()) return edgevla::cli::topic_echo(echo);

@@ -208,6 +208,26 @@ struct Parser {
     return Status::ok();
   }
 
+  // `record:` runs a bag_recorder node in a process of its own, started first and stopped
+  // last so it sees everything; its keys are that node's params (output, topics, all, ...).
+  Status parse_record(const std::string& file, const YAML::Node& rec) {
+    if (!rec.IsMap()) return error_at(file, rec, "'record' must be a map of recorder params (output, topics|all, ...)");
+    for (const auto& g : out.groups) {
+      if (g.name == "record") return error_at(file, rec, "only one 'record' section is allowed (first at " + g.origin + ")");
+    }
+    GroupDescription g;
+    g.name = "record";
+    g.origin = where(file, rec);
+    NodeOptions o;
+    o.name = "recorder";
+    o.type = "bag_recorder";
+    o.origin = where(file, rec);
+    apply_params(o, rec, file);
+    g.nodes.push_back(std::move(o));
+    out.groups.insert(out.groups.begin(), std::move(g));
+    return Status::ok();
+  }
+
   Status parse_file(const std::string& path, const std::string& referenced_from) {
     std::error_code ec;
     const std::string canonical = fs::weakly_canonical(path, ec).string();
@@ -220,7 +240,7 @@ struct Parser {
     }
     EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(path, referenced_from));
     if (!root.IsMap()) return error_at(path, root, "a launch file must be a map");
-    EDGEVLA_RETURN_IF_ERROR(check_keys(path, root, {"include", "plugins", "params_files", "groups", "nodes"},
+    EDGEVLA_RETURN_IF_ERROR(check_keys(path, root, {"include", "plugins", "params_files", "groups", "nodes", "record"},
                                        "a launch file"));
     stack.push_back(canonical);
     if (const auto inc = root["include"]) {
@@ -249,6 +269,7 @@ struct Parser {
       g["nodes"] = nodes;
       EDGEVLA_RETURN_IF_ERROR(parse_group(path, g));
     }
+    if (const auto rec = root["record"]) EDGEVLA_RETURN_IF_ERROR(parse_record(path, rec));
     stack.pop_back();
     return Status::ok();
   }

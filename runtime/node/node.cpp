@@ -22,6 +22,8 @@ Node::Node(const NodeOptions& options) : options_(options), clock_(&kSystemClock
 
 Node::~Node() = default;
 
+Bus* Node::bus() const { return runtime_ ? runtime_->bus : nullptr; }
+
 void Node::report_bad_input(std::string_view what, const Status& why) {
   if (runtime_) runtime_->bad_inputs.add();
   rate_log_.warn(what, "node '" + name() + "': " + std::string(what) + ": " + why.message());

@@ -138,6 +138,9 @@ class Node {
   spdlog::logger& log() const { return logger(); }
   // Counts a bad input and logs it at most once a second per `what`; the node carries on.
   void report_bad_input(std::string_view what, const Status& why);
+  // The bus this node runs on, for infrastructure nodes that subscribe to topics found at run
+  // time (the recorder); null during a dry-run configure. Stage nodes use NodeSpec instead.
+  Bus* bus() const;
 
  private:
   friend class NodeHost;

@@ -86,6 +86,32 @@ TEST(QoS, APublisherThatMustNotWaitDropsInsteadOfBlocking) {
   EXPECT_EQ(q.pop()->header().seq, 2u);
 }
 
+TEST(QoS, ByteBoundDropsOldestAndStampsArrival) {
+  QoS qos = QoS::keep_last(100);
+  qos.max_bytes = 3000;
+  SubscriptionQueue q("/t", "", qos, "n", std::make_shared<Waker>());
+  auto sized = [](std::uint64_t seq, std::int64_t n) {
+    auto m = std::make_shared<Message>("Blob", 1);
+    m->header().seq = seq;
+    m->set_tensor("data", *Tensor::empty(DType::kU8, Shape{n}));
+    return MessagePtr(m);
+  };
+  const std::int64_t before = wall_now_ns();
+  q.push(sized(1, 1000));
+  q.push(sized(2, 1000));
+  q.push(sized(3, 1000));
+  q.push(sized(4, 1500));  // needs 1500 more: the two oldest go
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.counters().dropped_overflow.get(), 2u);
+  auto s = q.pop_stamped();
+  EXPECT_EQ(s.message->header().seq, 3u);
+  EXPECT_GE(s.arrival_ns, before);
+  EXPECT_LE(s.arrival_ns, wall_now_ns());
+  q.push(sized(5, 1500));  // 1500 + 1500 fits
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.counters().dropped_overflow.get(), 2u);
+}
+
 TEST(QoS, Parse) {
   EXPECT_EQ(parse_qos("keep_last:7")->depth, 7u);
   EXPECT_EQ(parse_qos("keep_latest")->depth, 1u);

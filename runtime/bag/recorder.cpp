@@ -1,0 +1,207 @@
+#include "runtime/bag/recorder.hpp"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/bag/bag_codec.hpp"
+#include "runtime/bus/control_client.hpp"
+#include "runtime/bus/registry.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla::bag {
+
+Expected<std::unique_ptr<Recorder>> Recorder::start(Bus& bus, RecorderOptions options) {
+  if (options.output.empty()) return invalid_argument("recorder needs an output file (-o run.mcap)");
+  if (options.topics.empty() && !options.all) {
+    return invalid_argument("recorder needs topics to record (--topics a,b) or --all");
+  }
+  mcap::McapWriterOptions wo;
+  wo.compression = options.compression;
+  wo.chunk_size = options.chunk_bytes;
+  auto writer = mcap::McapWriter::open(options.output, wo);
+  if (!writer) return writer.status();
+  std::unique_ptr<Recorder> r(new Recorder(bus, std::move(options)));
+  r->writer_ = std::move(*writer);
+  mcap::StringMap info = {{"domain", bus.options().domain},
+                          {"host", local_hostname()},
+                          {"pid", std::to_string(::getpid())},
+                          {"started_ns", std::to_string(wall_now_ns())},
+                          {"recorder", "edgevla"}};
+  for (const auto& [k, v] : r->options_.info) info[k] = v;
+  EDGEVLA_RETURN_IF_ERROR(r->writer_->write_metadata("edgevla.recording", info));
+  for (const auto& t : r->options_.topics) r->subscribe(t);
+  r->discover();
+  r->running_.store(true);
+  r->thread_ = std::thread([p = r.get()] { p->run(); });
+  return r;
+}
+
+Recorder::~Recorder() { (void)stop(); }
+
+void Recorder::subscribe(const std::string& topic) {
+  std::lock_guard lock(mu_);
+  if (topics_.contains(topic)) return;
+  QoS qos = QoS::keep_last(1 << 20);
+  qos.max_bytes = options_.max_queue_bytes;
+  auto queue = std::make_shared<SubscriptionQueue>(topic, "", qos, "recorder", waker_);
+  if (Status s = bus_.attach(queue); !s.is_ok()) {
+    rate_log_.warn("attach:" + topic, "recorder cannot subscribe to '" + topic + "': " + s.message());
+    return;
+  }
+  topics_[topic].queue = std::move(queue);
+}
+
+void Recorder::discover() {
+  auto reg = Registry::open(bus_.options().registry_dir);
+  if (!reg) return;
+  const auto entries = reg->list();
+  if (options_.all) {
+    for (const auto& e : entries) {
+      for (const auto& p : e.publishers) subscribe(p.topic);
+    }
+    RegistryEntry self;
+    bus_.describe(self);
+    for (const auto& p : self.publishers) subscribe(p.topic);
+  }
+  // Nodes of processes not seen before: their type, params and topics, for replay.
+  for (const auto& e : entries) {
+    if (e.nodes.empty() || recorded_processes_.contains(e.bus_id)) continue;
+    auto nodes = control_request(e.control_endpoint, "nodes", "", std::chrono::seconds(1));
+    if (!nodes) continue;  // try again next round
+    recorded_processes_.insert(e.bus_id);
+    try {
+      const YAML::Node root = YAML::Load(*nodes);
+      for (const auto& n : root["nodes"]) {
+        const std::string name = n["name"].as<std::string>();
+        auto params = control_request(e.control_endpoint, "params", name, std::chrono::seconds(1));
+        YAML::Emitter subs, pubs;
+        subs << n["subscriptions"];
+        pubs << n["publishers"];
+        (void)writer_->write_metadata("edgevla.node", {{"name", name},
+                                                       {"type", n["type"].as<std::string>("")},
+                                                       {"process", e.process},
+                                                       {"params", params ? *params : ""},
+                                                       {"subscriptions", subs.c_str()},
+                                                       {"publishers", pubs.c_str()}});
+      }
+    } catch (const YAML::Exception& ex) {
+      rate_log_.warn("snapshot", "recorder could not read the nodes of process " + e.process + ": " + ex.what());
+    }
+  }
+}
+
+Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stamped& s) {
+  const Message& m = *s.message;
+  Topic* t = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    t = &topics_.at(topic);
+  }
+  if (!t->has_channel) {
+    const auto schema = writer_->add_schema(m.type(), kSchemaEncoding, schema_text(m.type(), m.version()));
+    t->channel = writer_->add_channel(topic, kMessageEncoding, schema,
+                                      {{"edgevla.type", m.type()}, {"edgevla.type_version", std::to_string(m.version())}});
+    t->has_channel = true;
+  }
+  const auto log_time = static_cast<std::uint64_t>(s.arrival_ns);
+  const auto pub_time = static_cast<std::uint64_t>(m.header().publish_stamp_ns);
+  EDGEVLA_RETURN_IF_ERROR(writer_->write_message_with(t->channel, static_cast<std::uint32_t>(m.header().seq), log_time,
+                                                      pub_time, [&](std::string& out) { return append_record(m, out); }));
+  ++t->written;
+  return Status::ok();
+}
+
+void Recorder::run() {
+  std::int64_t last_flush = steady_now_ns();
+  std::int64_t last_discovery = last_flush;
+  std::uint64_t reported_drops = 0;
+  std::uint64_t unflushed = 0;
+  for (;;) {
+    const std::uint32_t seen = waker_->epoch();
+    // Merge the topics by arrival time: refill each topic's head, write the earliest.
+    std::string next;
+    SubscriptionQueue::Stamped head;
+    std::uint64_t drops = 0;
+    {
+      std::lock_guard lock(mu_);
+      std::int64_t best = 0;
+      for (auto& [topic, t] : topics_) {
+        if (!t.head.message) t.head = t.queue->pop_stamped();
+        drops += t.queue->counters().dropped_overflow.get();
+        if (t.head.message && (next.empty() || t.head.arrival_ns < best)) {
+          best = t.head.arrival_ns;
+          next = topic;
+        }
+      }
+      if (!next.empty()) head = std::move(topics_.at(next).head);
+    }
+    if (drops > reported_drops) {
+      rate_log_.warn("drops", "recorder is falling behind: " + std::to_string(drops - reported_drops) +
+                                  " more message(s) dropped (" + std::to_string(drops) +
+                                  " in all); the disk is slower than the data — record fewer topics or use lz4");
+      reported_drops = drops;
+    }
+    if (head.message) {
+      if (Status s = write(next, head); !s.is_ok()) {
+        write_errors_.fetch_add(1);
+        rate_log_.error("write", "recorder cannot write to '" + options_.output + "': " + s.message());
+      } else {
+        written_.fetch_add(1);
+        ++unflushed;
+      }
+      bytes_written_.store(writer_->stats().bytes_written);
+    } else if (!running_.load()) {
+      break;  // stopped and drained
+    }
+    const std::int64_t now = steady_now_ns();
+    if (unflushed && now - last_flush > options_.flush_period.count() * 1'000'000) {
+      if (Status s = writer_->flush(); !s.is_ok()) rate_log_.error("write", s.message());
+      last_flush = now;
+      unflushed = 0;
+    }
+    if (now - last_discovery > options_.discovery_period.count() * 1'000'000) {
+      discover();
+      last_discovery = now;
+    }
+    if (!head.message && running_.load()) {
+      waker_->wait(seen, now + options_.flush_period.count() * 1'000'000 / 2);
+    }
+  }
+}
+
+Status Recorder::stop() {
+  if (!thread_.joinable()) return final_;
+  {
+    // Stop subscribing but keep what is queued: it is written before the bag is closed.
+    std::lock_guard lock(mu_);
+    for (auto& [topic, t] : topics_) bus_.detach(t.queue, /*keep_queued=*/true);
+  }
+  running_.store(false);
+  waker_->notify();
+  thread_.join();
+  final_ = writer_->close();
+  bytes_written_.store(writer_->stats().bytes_written);
+  return final_;
+}
+
+RecorderStats Recorder::stats() const {
+  RecorderStats s;
+  s.written = written_.load();
+  s.write_errors = write_errors_.load();
+  s.bytes_written = bytes_written_.load();
+  std::lock_guard lock(mu_);
+  for (const auto& [topic, t] : topics_) {
+    s.dropped += t.queue->counters().dropped_overflow.get();
+    s.per_topic[topic] = t.written;
+  }
+  return s;
+}
+
+std::vector<std::string> Recorder::topics() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [topic, t] : topics_) out.push_back(topic);
+  return out;
+}
+
+}  // namespace edgevla::bag

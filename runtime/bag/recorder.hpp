@@ -1,0 +1,86 @@
+// Records topics into an MCAP bag. It subscribes through the bus like any node (zero-copy on
+// the local transports) and writes on its own thread; publishers never wait for it. Each
+// topic's queue is bounded in bytes: when the disk falls behind, the oldest queued messages
+// are dropped, counted and reported, and memory stays bounded.
+//
+// The bag is self-describing for replay: at start (and whenever a new process appears) the
+// recorder stores each running node's type, params and topics as "edgevla.node" metadata.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/bag/mcap_writer.hpp"
+#include "runtime/bus/bus.hpp"
+
+namespace edgevla::bag {
+
+struct RecorderOptions {
+  std::string output;                      // the .mcap file
+  std::vector<std::string> topics;         // record these ...
+  bool all = false;                        // ... or every topic in the domain, as they appear
+  mcap::Compression compression = mcap::Compression::kZstd;
+  std::size_t chunk_bytes = 4 << 20;
+  std::size_t max_queue_bytes = 512 << 20;           // per topic
+  std::chrono::milliseconds flush_period{500};        // a crash loses at most this much
+  std::chrono::milliseconds discovery_period{500};    // new topics and processes
+  std::map<std::string, std::string> info;            // extra edgevla.recording metadata
+};
+
+struct RecorderStats {
+  std::uint64_t written = 0;
+  std::uint64_t dropped = 0;          // queue overflow: the disk fell behind
+  std::uint64_t write_errors = 0;
+  std::uint64_t bytes_written = 0;
+  std::map<std::string, std::uint64_t> per_topic;
+};
+
+class Recorder {
+ public:
+  // Opens the bag, subscribes and starts writing.
+  static Expected<std::unique_ptr<Recorder>> start(Bus& bus, RecorderOptions options);
+  ~Recorder();
+  // Unsubscribes, writes what is queued, closes the bag. Idempotent.
+  Status stop();
+  RecorderStats stats() const;
+  // Topics being recorded now.
+  std::vector<std::string> topics() const;
+
+ private:
+  Recorder(Bus& bus, RecorderOptions options) : bus_(bus), options_(std::move(options)) {}
+  void subscribe(const std::string& topic);
+  void discover();
+  void snapshot_nodes();
+  void run();
+  Status write(const std::string& topic, const SubscriptionQueue::Stamped& s);
+
+  struct Topic {
+    std::shared_ptr<SubscriptionQueue> queue;
+    SubscriptionQueue::Stamped head;  // next message, taken out for the merge by arrival time
+    std::uint16_t channel = 0;
+    bool has_channel = false;
+    std::uint64_t written = 0;
+  };
+
+  Bus& bus_;
+  RecorderOptions options_;
+  std::unique_ptr<mcap::McapWriter> writer_;  // used by the writer thread only
+  std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
+  mutable std::mutex mu_;
+  std::map<std::string, Topic> topics_;
+  std::set<std::string> recorded_processes_;
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+  Status final_;
+  std::atomic<std::uint64_t> written_{0}, write_errors_{0}, bytes_written_{0};
+  RateLimitedLog rate_log_;
+};
+
+}  // namespace edgevla::bag

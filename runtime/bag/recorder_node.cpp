@@ -1,0 +1,72 @@
+// bag_recorder: the recorder as a node, so a launch file's `record:` section and
+// `edgevla bag record` run it like any other node (params, stats, NodeStatus, clean shutdown).
+#include "runtime/bag/recorder.hpp"
+#include "runtime/node/node_registry.hpp"
+
+namespace edgevla::bag {
+namespace {
+
+class BagRecorderNode final : public Node {
+ public:
+  explicit BagRecorderNode(const NodeOptions& o) : Node(o) {}
+
+  Status configure(NodeSpec& spec) override {
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(output_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(topics_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(all_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(compression_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(chunk_mb_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(max_queue_mb_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(flush_period_s_));
+    if (output_->empty()) {
+      return invalid_argument("node '" + name() + "': param 'output' must name the .mcap file to write");
+    }
+    if (topics_->empty() && !*all_) {
+      return invalid_argument("node '" + name() + "': set 'topics' to the topics to record, or 'all: true'");
+    }
+    return Status::ok();
+  }
+
+  Status activate() override {
+    if (bus() == nullptr) return failed_precondition("node '" + name() + "' has no bus");
+    RecorderOptions o;
+    o.output = *output_;
+    o.topics = *topics_;
+    o.all = *all_;
+    o.compression = *mcap::parse_compression(*compression_);
+    o.chunk_bytes = static_cast<std::size_t>(*chunk_mb_ * (1 << 20));
+    o.max_queue_bytes = static_cast<std::size_t>(*max_queue_mb_) << 20;
+    o.flush_period = std::chrono::milliseconds(static_cast<std::int64_t>(*flush_period_s_ * 1000));
+    auto r = Recorder::start(*bus(), std::move(o));
+    if (!r) return r.status().with_context("node '" + name() + "'");
+    recorder_ = std::move(*r);
+    log().info("node '{}': recording {} to {}", name(), *all_ ? "all topics" : std::to_string(topics_->size()) + " topic(s)",
+               *output_);
+    return Status::ok();
+  }
+
+  Status deactivate() override {
+    if (!recorder_) return Status::ok();
+    Status s = recorder_->stop();
+    const RecorderStats st = recorder_->stats();
+    log().info("node '{}': wrote {} message(s), {} bytes to {}; {} dropped (disk behind), {} write error(s)", name(),
+               st.written, st.bytes_written, *output_, st.dropped, st.write_errors);
+    recorder_.reset();
+    return s;
+  }
+
+ private:
+  Param<std::string> output_{"output", "", {"the .mcap file to write", {}, {}, {}, true}};
+  Param<std::vector<std::string>> topics_{"topics", {}, {"topics to record", {}, {}, {}, true}};
+  Param<bool> all_{"all", false, {"record every topic in the domain, including ones that appear later", {}, {}, {}, true}};
+  Param<std::string> compression_{"compression", "zstd", {"chunk compression", {}, {}, {"none", "lz4", "zstd"}, true}};
+  Param<double> chunk_mb_{"chunk_mb", 4.0, {"uncompressed chunk size", 0.0625, 1024.0, {}, true}};
+  Param<int> max_queue_mb_{"max_queue_mb", 512, {"per-topic queue bound; beyond it the oldest are dropped", 1, 65536, {}, true}};
+  Param<double> flush_period_s_{"flush_period_s", 0.5, {"longest time a chunk stays in memory", 0.01, 60.0, {}, true}};
+  std::unique_ptr<Recorder> recorder_;
+};
+
+EDGEVLA_REGISTER_NODE(BagRecorderNode, "bag_recorder", "records topics into an MCAP bag");
+
+}  // namespace
+}  // namespace edgevla::bag
