@@ -7,6 +7,7 @@
 
 #include "runtime/node/host.hpp"
 #include "runtime/node/node_registry.hpp"
+#include "runtime/util/log.hpp"
 
 namespace edgevla {
 namespace {
@@ -290,7 +291,11 @@ struct Parser {
         const std::string node = kv.first.as<std::string>();
         NodeOptions* o = find_node(node);
         if (o == nullptr) {
-          return error_at(pf.path, kv.first, "params for node '" + node + "', but the launch has no node of that name");
+          // One params file often serves several launch files; a section for a node this
+          // launch does not run is not an error, but is said (it may be a misspelt name).
+          logger().warn("{}: params for node '{}', which this launch does not run (ignored)", where(pf.path, kv.first),
+                        node);
+          continue;
         }
         for (const auto& p : kv.second) {
           const std::string key = p.first.as<std::string>();

@@ -36,7 +36,12 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std:
   } catch (...) {
     s = internal_error("node '" + node.name() + "': configure threw a non-standard exception");
   }
-  if (!s.is_ok()) return s;
+  if (!s.is_ok()) {
+    // A node that rejects its configuration for another reason than a bad value (say, "set
+    // topics or all") is often missing a param the user misspelt: say that first.
+    if (!rt->declaration_failed) EDGEVLA_RETURN_IF_ERROR(rt->check_unknown_params());
+    return s;
+  }
   EDGEVLA_RETURN_IF_ERROR(rt->check_unknown_params());
   rt->state.store(NodeState::kConfigured);
   return rt;

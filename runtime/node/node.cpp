@@ -70,6 +70,13 @@ std::string NodeSpec::resolve_topic(std::string_view name) const {
 
 Expected<ParamValue> NodeSpec::declare_value(const std::string& name, ParamType type,
                                              ParamValue default_value, const ParamInfo& info, bool int32) {
+  auto v = resolve_value(name, type, std::move(default_value), info, int32);
+  if (!v) rt_.declaration_failed = true;
+  return v;
+}
+
+Expected<ParamValue> NodeSpec::resolve_value(const std::string& name, ParamType type,
+                                             ParamValue default_value, const ParamInfo& info, bool int32) {
   const std::string where = "node '" + rt_.options.name + "': param '" + name + "'";
   for (const auto& p : rt_.params) {
     if (p.name == name) return already_exists(where + " is declared twice");

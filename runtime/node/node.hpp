@@ -109,6 +109,8 @@ class NodeSpec {
  private:
   Expected<ParamValue> declare_value(const std::string& name, ParamType type, ParamValue default_value,
                                      const ParamInfo& info, bool int32);
+  Expected<ParamValue> resolve_value(const std::string& name, ParamType type, ParamValue default_value,
+                                     const ParamInfo& info, bool int32);
   // Attaches the setter of the param declared last (for `edgevla param set`).
   void bind_param(std::function<void(const ParamValue&)> apply);
   NodeRuntime& rt_;

@@ -63,6 +63,7 @@ struct NodeRuntime {
   std::vector<std::unique_ptr<TimerEntry>> timers;
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   Counter bad_inputs;
+  bool declaration_failed = false;  // a declare() was refused (bad value) during configure
   std::atomic<NodeState> state{NodeState::kUnconfigured};
   std::atomic<bool> running{false};
   std::int64_t spin_ns = 0;
