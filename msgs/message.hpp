@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,13 +22,22 @@ struct TraceHop {
   bool operator==(const TraceHop&) const = default;
 };
 
+// State of the publishing node's random generator when the callback that produced a message
+// began: replaying the callback from this state reproduces its draws bit for bit.
+struct RngState {
+  std::uint64_t seed = 0;
+  std::uint64_t counter = 0;
+  bool operator==(const RngState&) const = default;
+};
+
 struct Header {
   std::string topic;
   std::uint64_t seq = 0;               // per publisher and topic, starts at 1, no gaps
   std::int64_t source_stamp_ns = 0;    // capture time of the data this message derives from
   std::int64_t publish_stamp_ns = 0;   // when this message was published
   std::vector<TraceHop> trace;         // one hop per node that published along the path
-  std::string publisher;               // id of the publishing bus ("host/pid/n"); gap detection
+  std::string publisher;               // id of the publisher ("host/pid/n#k"); gap detection
+  std::optional<RngState> rng;         // set when the publishing node has a generator
 };
 
 using FieldValue = std::variant<bool, std::int64_t, double, std::string>;

@@ -290,7 +290,7 @@ Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
                                 const ShmResolver& resolve, const std::shared_ptr<void>& owner) {
   if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
   EDGEVLA_RETURN_IF_ERROR(check_unique_keys(root, {"edgevla", "type", "type_version", "topic", "seq", "src", "pub",
-                                                   "publisher", "trace", "fields", "tensors"},
+                                                   "publisher", "trace", "rng", "fields", "tensors"},
                                             "envelope"));
   Message m;
   Header& h = m.header();
@@ -331,6 +331,14 @@ Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
       h.publisher = std::string(s);
     } else if (key == "trace") {
       EDGEVLA_RETURN_IF_ERROR(decode_trace(kv.val, h));
+    } else if (key == "rng") {
+      if (kv.val.type != msgpack::type::ARRAY || kv.val.via.array.size != 2) {
+        return data_loss("envelope 'rng' is not [seed, counter]");
+      }
+      RngState r;
+      EDGEVLA_ASSIGN_OR_RETURN(r.seed, get_uint(kv.val.via.array.ptr[0], "rng.seed"));
+      EDGEVLA_ASSIGN_OR_RETURN(r.counter, get_uint(kv.val.via.array.ptr[1], "rng.counter"));
+      h.rng = r;
     } else if (key == "fields") {
       if (kv.val.type != msgpack::type::MAP) return data_loss("envelope 'fields' is not a map");
       if (kv.val.via.map.size > kMaxFields) return data_loss("envelope has too many fields");
@@ -395,7 +403,7 @@ Status append_envelope(const Message& m, std::span<const TensorPlacement> placem
   StringSink sink{&out};
   Packer p(sink);
   const Header& h = m.header();
-  p.pack_map(11);
+  p.pack_map(h.rng ? 12 : 11);
   pack_str(p, "edgevla");
   p.pack_uint32(kWireVersion);
   pack_str(p, "type");
@@ -412,6 +420,12 @@ Status append_envelope(const Message& m, std::span<const TensorPlacement> placem
   p.pack_int64(h.publish_stamp_ns);
   pack_str(p, "publisher");
   pack_str(p, h.publisher);
+  if (h.rng) {
+    pack_str(p, "rng");
+    p.pack_array(2);
+    p.pack_uint64(h.rng->seed);
+    p.pack_uint64(h.rng->counter);
+  }
   pack_str(p, "trace");
   p.pack_array(static_cast<std::uint32_t>(h.trace.size()));
   for (const auto& hop : h.trace) {

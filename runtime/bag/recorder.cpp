@@ -113,7 +113,8 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
 
 void Recorder::run() {
   std::int64_t last_flush = steady_now_ns();
-  std::int64_t last_discovery = last_flush;
+  // Registry files are written asynchronously: look again soon after starting.
+  std::int64_t last_discovery = last_flush - options_.discovery_period.count() * 1'000'000 + 50'000'000;
   std::uint64_t reported_drops = 0;
   std::uint64_t unflushed = 0;
   for (;;) {
@@ -179,6 +180,7 @@ Status Recorder::stop() {
   running_.store(false);
   waker_->notify();
   thread_.join();
+  discover();  // nodes that came up since the last round still go into the bag
   final_ = writer_->close();
   bytes_written_.store(writer_->stats().bytes_written);
   return final_;

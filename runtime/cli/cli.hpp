@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bag/replay.hpp"
+
 namespace edgevla::cli {
 
 struct EchoOptions {
@@ -40,6 +42,10 @@ int bag_record(const BagRecordOptions& options);
 int bag_info(const std::string& path);
 int bag_play(const BagPlayOptions& options);
 int bag_recover(const std::string& in, const std::string& out);
+
+// Prints the comparison table; exit 0 when every output is within tolerance, 1 when not,
+// 2 when the replay could not run.
+int replay(const bag::ReplayOptions& options, const std::string& report_path);
 
 int topic_list(bool verbose);
 int topic_info(const std::string& topic);

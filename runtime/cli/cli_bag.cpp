@@ -196,3 +196,26 @@ int bag_recover(const std::string& in, const std::string& out) {
 }
 
 }  // namespace edgevla::cli
+
+namespace edgevla::cli {
+
+int replay(const bag::ReplayOptions& options, const std::string& report_path) {
+  auto report = bag::replay_node(options);
+  if (!report) {
+    std::fprintf(stderr, "replay: %s\n", report.status().message().c_str());
+    return 2;
+  }
+  std::fputs(report->table().c_str(), stdout);
+  if (!report_path.empty()) {
+    std::FILE* f = std::fopen(report_path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "replay: cannot write the report to '%s'\n", report_path.c_str());
+      return 2;
+    }
+    std::fputs(report->json().c_str(), f);
+    std::fclose(f);
+  }
+  return report->passed() ? 0 : 1;
+}
+
+}  // namespace edgevla::cli

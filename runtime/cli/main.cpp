@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "runtime/bag/replay.hpp"
 #include "runtime/cli/cli.hpp"
 #include "runtime/launch/launcher.hpp"
 #include "runtime/node/node_registry.hpp"
@@ -130,6 +131,19 @@ int main(int argc, char** argv) {
   brecover->add_option("in", bag_path)->required();
   brecover->add_option("out", bag_out)->required();
 
+  edgevla::bag::ReplayOptions replay;
+  std::vector<std::string> tolerances;
+  std::string report_path;
+  auto* rep = app.add_subcommand("replay", "run one node on its recorded inputs and compare its outputs");
+  rep->add_option("--bag", replay.bag, "the recording")->required();
+  rep->add_option("--node", replay.node, "the node to replay")->required();
+  rep->add_option("--launch", replay.launch_file, "take the node's configuration from this launch file");
+  rep->add_option("--params", replay.params_file, "params file (keyed by node name) over the recorded params");
+  rep->add_option("--set", replay.sets, "override a param: key=value (repeatable)");
+  rep->add_option("--tolerance", tolerances,
+                  "[tensor:]rel_l2=X,max_abs=Y,cosine=Z (repeatable; default rel_l2=1e-5)");
+  rep->add_option("--report", report_path, "write the full comparison as JSON");
+
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
 
@@ -156,6 +170,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     return edgevla::run_group(*d, group, duration, ready_fd);
+  }
+  if (rep->parsed()) {
+    for (const auto& t : tolerances) {
+      if (auto s = edgevla::bag::parse_tolerance(t, replay.tolerance, replay.per_tensor); !s.is_ok()) {
+        std::fprintf(stderr, "%s\n", s.message().c_str());
+        return 2;
+      }
+    }
+    return edgevla::cli::replay(replay, report_path);
   }
   if (brec->parsed()) return edgevla::cli::bag_record(rec);
   if (binfo->parsed()) return edgevla::cli::bag_info(bag_path);

@@ -25,6 +25,10 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std:
   auto rt = std::make_shared<NodeRuntime>();
   rt->options = node.options();
   rt->bus = bus;
+  // Default seed: FNV-1a of the node name, so two runs of one graph draw the same numbers.
+  std::uint64_t seed = 0xcbf29ce484222325ull;
+  for (unsigned char c : node.name()) seed = (seed ^ c) * 0x100000001b3ull;
+  rt->rng.set_state({seed, 0});
   rt->spin_ns = spin_ns;
   slot_rt = rt;
   NodeSpec spec(*rt);
@@ -95,6 +99,7 @@ Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
   }
   std::shared_ptr<NodeRuntime> rt;
   node->runtime_ = nullptr;
+  if (options_.clock != nullptr) node->clock_ = options_.clock;
   auto configured = configure_node(*node, &bus_, options_.spin_ns, rt);
   if (!configured) return configured.status();
   node->runtime_ = *configured;
@@ -379,6 +384,38 @@ Status NodeHost::set_param(std::string_view node, std::string_view key, std::str
     return not_found(where + " is not declared");
   }
   return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
+Status NodeHost::set_rng_state(std::string_view node, const RngState& state) {
+  for (const auto& slotp : snapshot()) {
+    if (slotp->node->name() != node) continue;
+    NodeRuntime& rt = *slotp->rt;
+    if (!rt.post_and_wait([&rt, state] { rt.rng.set_state(state); }, std::chrono::seconds(10))) {
+      return timeout_error("node '" + std::string(node) + "' is busy: its generator state was not set within 10 s");
+    }
+    return Status::ok();
+  }
+  return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
+Expected<NodeTopics> NodeHost::topics_of(std::string_view node) const {
+  for (const auto& slotp : snapshot()) {
+    if (slotp->node->name() != node) continue;
+    NodeTopics t;
+    for (const auto& s : slotp->rt->subscriptions) t.subscriptions.push_back({s->name, s->queue->topic(), s->queue->type()});
+    for (const auto& p : slotp->rt->publishers) t.publishers.push_back({p->name, p->topic, p->type});
+    return t;
+  }
+  return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
+std::uint64_t NodeHost::subscription_callbacks(std::string_view node) const {
+  std::uint64_t n = 0;
+  for (const auto& slotp : snapshot()) {
+    if (slotp->node->name() != node) continue;
+    for (const auto& sub : slotp->rt->subscriptions) n += sub->stats.count.get();
+  }
+  return n;
 }
 
 Expected<std::string> NodeHost::control(const ControlRequest& r) {

@@ -25,6 +25,17 @@ struct NodeHostOptions {
   std::string status_topic = "/edgevla/status";
   std::chrono::milliseconds status_period{1000};  // 0 turns NodeStatus off
   std::int64_t spin_ns = 0;  // executors spin this long before sleeping (latency vs CPU)
+  const Clock* clock = nullptr;  // the nodes' clock (default: the system clock); replay drives one
+};
+
+struct TopicBinding {
+  std::string name;   // as declared by the node
+  std::string topic;  // after namespace and remaps
+  std::string type;   // message type ("" for any)
+};
+struct NodeTopics {
+  std::vector<TopicBinding> subscriptions;
+  std::vector<TopicBinding> publishers;
 };
 
 struct CallbackReport {
@@ -73,6 +84,13 @@ class NodeHost {
   // Changes a param of a running node. `value` is YAML text, checked like a params-file value;
   // read-only params are refused. Applied on the node's executor thread between callbacks.
   Status set_param(std::string_view node, std::string_view key, std::string_view value);
+  // Replay: sets a node's generator state before the callback it should reproduce. Returns
+  // once applied (on the node's thread when it is active).
+  Status set_rng_state(std::string_view node, const RngState& state);
+  // What a configured node subscribes to and publishes.
+  Expected<NodeTopics> topics_of(std::string_view node) const;
+  // Subscription callbacks the node has completed so far (replay waits on it).
+  std::uint64_t subscription_callbacks(std::string_view node) const;
 
  private:
   struct Slot {

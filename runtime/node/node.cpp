@@ -2,6 +2,8 @@
 
 #include "runtime/node/node_runtime.hpp"
 
+#include <future>
+
 namespace edgevla {
 
 std::string_view node_state_name(NodeState s) {
@@ -24,6 +26,11 @@ Node::~Node() = default;
 
 Bus* Node::bus() const { return runtime_ ? runtime_->bus : nullptr; }
 
+Rng& Node::rng() {
+  static thread_local Rng unbound;  // a node used outside a host (unit tests of node code)
+  return runtime_ ? runtime_->rng : unbound;
+}
+
 void Node::report_bad_input(std::string_view what, const Status& why) {
   if (runtime_) runtime_->bad_inputs.add();
   rate_log_.warn(what, "node '" + name() + "': " + std::string(what) + ": " + why.message());
@@ -37,6 +44,7 @@ Status PublisherHandle::publish(Message&& message) const {
     return failed_precondition("node '" + state_->node + "' cannot publish on '" + state_->topic +
                                "' while it is not active");
   }
+  if (state_->runtime != nullptr) message.header().rng = state_->runtime->callback_rng;
   return state_->bus->publish(*state_->writer, std::move(message));
 }
 
@@ -53,6 +61,8 @@ const std::string& PublisherHandle::topic() const {
 // NodeSpec ------------------------------------------------------------------------------------
 
 const std::string& NodeSpec::node_name() const { return rt_.options.name; }
+
+void NodeSpec::seed_rng(std::uint64_t seed) { rt_.rng.set_state({seed, 0}); }
 
 std::string NodeSpec::resolve_topic(std::string_view name) const {
   const auto& o = rt_.options;
@@ -115,6 +125,7 @@ Expected<PublisherHandle> NodeSpec::publisher(std::string_view name, std::string
   s->name = std::string(name);
   s->topic = resolve_topic(name);
   s->type = std::string(type);
+  s->runtime = &rt_;
   s->node = rt_.options.name;
   s->options = options;
   s->bus = rt_.bus;
@@ -171,6 +182,16 @@ void NodeRuntime::post(std::function<void()> command) {
   }
 }
 
+bool NodeRuntime::post_and_wait(std::function<void()> command, std::chrono::milliseconds timeout) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto future = done->get_future();
+  post([command = std::move(command), done] {
+    command();
+    done->set_value();
+  });
+  return future.wait_for(timeout) == std::future_status::ready;
+}
+
 bool NodeRuntime::run_commands() {
   std::vector<std::function<void()>> batch;
   {
@@ -200,6 +221,7 @@ namespace {
 
 template <class F>
 void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& stats, F&& f) {
+  rt.callback_rng = rt.rng.state();
   const std::int64_t t0 = steady_now_ns();
   try {
     f();

@@ -19,6 +19,7 @@
 #include "runtime/node/params.hpp"
 #include "runtime/util/clock.hpp"
 #include "runtime/util/log.hpp"
+#include "runtime/util/rng.hpp"
 
 namespace edgevla {
 
@@ -103,6 +104,8 @@ class NodeSpec {
   Status timer(std::string_view name, std::chrono::nanoseconds period, std::function<void()> callback);
 
   const std::string& node_name() const;
+  // Seeds the node's generator (default: a hash of the node name). Call in configure().
+  void seed_rng(std::uint64_t seed);
   // The topic a declared name resolves to, after namespace and remaps.
   std::string resolve_topic(std::string_view name) const;
 
@@ -137,6 +140,9 @@ class Node {
  protected:
   // The node's clock (wall clock in a graph, recorded stamps in replay).
   std::int64_t now_ns() const { return clock_->now_ns(); }
+  // The node's random generator. Use it for all randomness: its state when a callback starts
+  // is stamped on every message published from that callback, so replay reproduces the draws.
+  Rng& rng();
   spdlog::logger& log() const { return logger(); }
   // Counts a bad input and logs it at most once a second per `what`; the node carries on.
   void report_bad_input(std::string_view what, const Status& why);

@@ -13,6 +13,7 @@
 #include "runtime/bus/subscription_queue.hpp"
 #include "runtime/bus/waker.hpp"
 #include "runtime/node/node.hpp"
+#include "runtime/util/rng.hpp"
 #include "runtime/util/stats.hpp"
 
 namespace edgevla {
@@ -44,6 +45,7 @@ struct TimerEntry {
 };
 
 struct PublisherHandle::State {
+  NodeRuntime* runtime = nullptr;  // the publishing node (its generator state goes in headers)
   std::string name;
   std::string topic;
   std::string type;
@@ -63,6 +65,8 @@ struct NodeRuntime {
   std::vector<std::unique_ptr<TimerEntry>> timers;
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   Counter bad_inputs;
+  Rng rng;
+  RngState callback_rng;  // generator state when the running callback began
   bool declaration_failed = false;  // a declare() was refused (bad value) during configure
   std::atomic<NodeState> state{NodeState::kUnconfigured};
   std::atomic<bool> running{false};
@@ -75,6 +79,8 @@ struct NodeRuntime {
   std::mutex commands_mu;
   std::vector<std::function<void()>> commands;
   void post(std::function<void()> command);
+  // Like post, but returns only once the command has run (or `timeout` passed: false).
+  bool post_and_wait(std::function<void()> command, std::chrono::milliseconds timeout);
   bool run_commands();
 
   // Runs callbacks until `running` turns false (the node's executor thread).

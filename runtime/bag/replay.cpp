@@ -1,0 +1,416 @@
+#include "runtime/bag/replay.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "runtime/bag/bag_codec.hpp"
+#include "runtime/bus/bus.hpp"
+#include "runtime/launch/launch_file.hpp"
+#include "runtime/node/host.hpp"
+#include "runtime/node/node_registry.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla::bag {
+namespace {
+
+// The node's clock during replay: the recorded stamp of the input being processed.
+class ReplayClock final : public Clock {
+ public:
+  std::int64_t now_ns() const override { return t_.load(); }
+  void set(std::int64_t t) { t_.store(t); }
+
+ private:
+  std::atomic<std::int64_t> t_{0};
+};
+
+struct Recorded {
+  std::uint64_t log_time = 0;
+  std::string topic;
+  MessagePtr message;
+};
+
+std::string trace_key(const std::vector<TraceHop>& trace, std::size_t hops) {
+  std::string k;
+  for (std::size_t i = 0; i < hops && i < trace.size(); ++i) k += trace[i].node + "@" + std::to_string(trace[i].stamp_ns) + ";";
+  return k;
+}
+
+// The node's configuration as the recorder stored it.
+Expected<NodeOptions> options_from_bag(mcap::McapReader& reader, const std::string& node, const std::string& bag) {
+  std::optional<mcap::Metadata> found;
+  for (auto& m : reader.metadata()) {
+    if (m.name == "edgevla.node" && m.metadata.contains("name") && m.metadata.at("name") == node) found = m;
+  }
+  if (!found) {
+    std::string known;
+    for (auto& m : reader.metadata()) {
+      if (m.name == "edgevla.node" && m.metadata.contains("name")) known += (known.empty() ? "" : ", ") + m.metadata.at("name");
+    }
+    return not_found("bag '" + bag + "' has no node named '" + node + "' (recorded nodes: " +
+                     (known.empty() ? "none; record with the graph running, or pass --launch" : known) + ")");
+  }
+  NodeOptions o;
+  o.name = node;
+  o.type = found->metadata["type"];
+  o.origin = "bag " + bag;
+  try {
+    const YAML::Node params = YAML::Load(found->metadata["params"]);
+    if (params && params[node]) {
+      for (const auto& kv : params[node]) {
+        o.params[kv.first.as<std::string>()] = ParamOverride{kv.second, "bag " + bag};
+      }
+    }
+    for (const char* key : {"subscriptions", "publishers"}) {
+      const YAML::Node list = YAML::Load(found->metadata[key]);
+      for (const auto& e : list) o.remaps[e["name"].as<std::string>()] = e["topic"].as<std::string>();
+    }
+  } catch (const YAML::Exception& e) {
+    return data_loss("bag '" + bag + "': the recorded configuration of node '" + node + "' is unreadable: " + e.msg);
+  }
+  return o;
+}
+
+Status apply_overrides(NodeOptions& o, const ReplayOptions& r) {
+  if (!r.params_file.empty()) {
+    YAML::Node file;
+    try {
+      file = YAML::LoadFile(r.params_file);
+    } catch (const YAML::Exception& e) {
+      return invalid_argument("params file '" + r.params_file + "': " + e.msg);
+    }
+    if (!file[o.name]) return invalid_argument("params file '" + r.params_file + "' has no section for node '" + o.name + "'");
+    for (const auto& kv : file[o.name]) {
+      o.params[kv.first.as<std::string>()] =
+          ParamOverride{kv.second, r.params_file + ":" + std::to_string(kv.first.Mark().line + 1)};
+    }
+  }
+  for (const auto& s : r.sets) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) return invalid_argument("--set '" + s + "' must look like key=value");
+    try {
+      o.params[s.substr(0, eq)] = ParamOverride{YAML::Load(s.substr(eq + 1)), "--set " + s};
+    } catch (const YAML::Exception& e) {
+      return invalid_argument("--set '" + s + "': " + e.msg);
+    }
+  }
+  return Status::ok();
+}
+
+const Tolerance& tolerance_for(const ReplayOptions& o, const std::string& tensor) {
+  auto it = o.per_tensor.find(tensor);
+  return it == o.per_tensor.end() ? o.tolerance : it->second;
+}
+
+TensorResult compare(const std::string& topic, std::size_t index, const std::string& name, const Tensor& produced,
+                     const Tensor& recorded, const Tolerance& tol) {
+  TensorResult r{topic, index, name, recorded.shape().to_string()};
+  if (!(produced.shape() == recorded.shape()) || produced.dtype() != recorded.dtype()) {
+    r.pass = false;
+    r.problem = "produced " + std::string(dtype_name(produced.dtype())) + produced.shape().to_string() + ", recorded " +
+                std::string(dtype_name(recorded.dtype())) + recorded.shape().to_string();
+    return r;
+  }
+  auto a = produced.contiguous();
+  auto b = recorded.contiguous();
+  if (!a || !b || !produced.device().is_cpu()) {
+    r.pass = false;
+    r.problem = "cannot read the tensors on the CPU";
+    return r;
+  }
+  const std::size_t es = dtype_size(recorded.dtype());
+  double diff2 = 0, ref2 = 0, prod2 = 0, dot = 0, max_abs = 0;
+  for (std::int64_t i = 0; i < recorded.numel(); ++i) {
+    const double x = element_as_double(produced.dtype(), a->raw_data() + static_cast<std::size_t>(i) * es);
+    const double y = element_as_double(recorded.dtype(), b->raw_data() + static_cast<std::size_t>(i) * es);
+    const double d = x - y;
+    if (std::isnan(x) != std::isnan(y)) max_abs = NAN;  // a NaN on one side only always fails
+    if (!std::isnan(d)) max_abs = std::isnan(max_abs) ? max_abs : std::max(max_abs, std::fabs(d));
+    diff2 += std::isnan(d) ? 0 : d * d;
+    ref2 += y * y;
+    prod2 += x * x;
+    dot += x * y;
+  }
+  r.max_abs = max_abs;
+  r.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? INFINITY : 0.0);
+  r.cosine = (ref2 > 0 && prod2 > 0) ? dot / std::sqrt(ref2 * prod2) : (ref2 == prod2 ? 1.0 : 0.0);
+  r.pass = !std::isnan(r.max_abs) && (tol.max_abs < 0 || r.max_abs <= tol.max_abs) && r.rel_l2 <= tol.rel_l2 &&
+           (tol.min_cosine < 0 || r.cosine >= tol.min_cosine);
+  return r;
+}
+
+}  // namespace
+
+Status parse_tolerance(const std::string& spec, Tolerance& all, std::map<std::string, Tolerance>& per_tensor) {
+  std::string body = spec;
+  Tolerance* target = &all;
+  if (const auto colon = spec.find(':'); colon != std::string::npos) {
+    const std::string tensor = spec.substr(0, colon);
+    per_tensor.try_emplace(tensor, all);
+    target = &per_tensor[tensor];
+    body = spec.substr(colon + 1);
+  }
+  std::stringstream ss(body);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto eq = item.find('=');
+    char* end = nullptr;
+    const double v = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
+    const std::string key = item.substr(0, eq);
+    if (eq == std::string::npos || end == item.c_str() + eq + 1 || *end != '\0') {
+      return invalid_argument("tolerance '" + spec + "': '" + item + "' must be metric=number");
+    }
+    if (key == "max_abs") {
+      target->max_abs = v;
+    } else if (key == "rel_l2") {
+      target->rel_l2 = v;
+    } else if (key == "cosine" || key == "min_cosine") {
+      target->min_cosine = v;
+    } else {
+      return invalid_argument("tolerance '" + spec + "': unknown metric '" + key + "' (max_abs, rel_l2, cosine)");
+    }
+  }
+  return Status::ok();
+}
+
+bool ReplayReport::passed() const {
+  if (!problems.empty()) return false;
+  return std::all_of(tensors.begin(), tensors.end(), [](const TensorResult& t) { return t.pass; });
+}
+
+std::string ReplayReport::table() const {
+  std::ostringstream out;
+  out << "replay of node '" << node << "' (" << type << ") from " << bag << ": " << inputs << " input(s)\n";
+  for (const auto& [topic, counts] : outputs) {
+    out << "  outputs on " << topic << ": recorded " << counts.first << ", produced " << counts.second << "\n";
+  }
+  // One line per (topic, tensor): the worst values over every output.
+  struct Worst {
+    std::size_t n = 0, failed = 0;
+    double max_abs = 0, rel_l2 = 0, cosine = 1;
+    std::string shape;
+  };
+  std::map<std::pair<std::string, std::string>, Worst> worst;
+  for (const auto& t : tensors) {
+    Worst& w = worst[{t.topic, t.tensor}];
+    ++w.n;
+    w.failed += t.pass ? 0 : 1;
+    w.max_abs = std::max(w.max_abs, t.max_abs);
+    w.rel_l2 = std::max(w.rel_l2, t.rel_l2);
+    w.cosine = std::min(w.cosine, t.cosine);
+    w.shape = t.shape;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %6s %12s %12s %12s %7s\n", "topic", "tensor", "shape", "n",
+                "max_abs", "rel_l2", "cosine", "failed");
+  out << line;
+  for (const auto& [key, w] : worst) {
+    std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %6zu %12.4g %12.4g %12.8f %7zu\n", key.first.c_str(),
+                  key.second.c_str(), w.shape.c_str(), w.n, w.max_abs, w.rel_l2, w.cosine, w.failed);
+    out << line;
+  }
+  int shown = 0;
+  for (const auto& t : tensors) {
+    if (t.pass || shown++ >= 10) continue;
+    out << "  FAIL " << t.topic << " #" << t.index << " " << t.tensor << ": "
+        << (t.problem.empty() ? "max_abs " + std::to_string(t.max_abs) + " rel_l2 " + std::to_string(t.rel_l2) +
+                                    " cosine " + std::to_string(t.cosine)
+                              : t.problem)
+        << "\n";
+  }
+  for (const auto& p : problems) out << "  PROBLEM " << p << "\n";
+  if (!latency_ms.empty()) {
+    auto l = latency_ms;
+    std::sort(l.begin(), l.end());
+    std::snprintf(line, sizeof line, "  latency per input: p50 %.3f ms  p99 %.3f ms  max %.3f ms\n", l[l.size() / 2],
+                  l[static_cast<std::size_t>(0.99 * static_cast<double>(l.size() - 1))], l.back());
+    out << line;
+  }
+  out << (passed() ? "RESULT: PASS" : "RESULT: FAIL") << "\n";
+  return out.str();
+}
+
+std::string ReplayReport::json() const {
+  YAML::Emitter out;  // YAML's flow style is JSON for these values
+  out << YAML::DoubleQuoted << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "bag" << YAML::Value << bag << YAML::Key << "node" << YAML::Value << node << YAML::Key
+      << "type" << YAML::Value << type << YAML::Key << "passed" << YAML::Value << YAML::TrueFalseBool << passed()
+      << YAML::Key << "inputs" << YAML::Value << inputs;
+  out << YAML::Key << "latency_ms" << YAML::Value << YAML::BeginSeq;
+  for (double l : latency_ms) out << l;
+  out << YAML::EndSeq << YAML::Key << "outputs" << YAML::Value << YAML::BeginMap;
+  for (const auto& [topic, c] : outputs) {
+    out << YAML::Key << topic << YAML::Value << YAML::BeginMap << YAML::Key << "recorded" << YAML::Value << c.first
+        << YAML::Key << "produced" << YAML::Value << c.second << YAML::EndMap;
+  }
+  out << YAML::EndMap << YAML::Key << "tensors" << YAML::Value << YAML::BeginSeq;
+  for (const auto& t : tensors) {
+    out << YAML::BeginMap << YAML::Key << "topic" << YAML::Value << t.topic << YAML::Key << "index" << YAML::Value
+        << t.index << YAML::Key << "tensor" << YAML::Value << t.tensor << YAML::Key << "shape" << YAML::Value
+        << t.shape << YAML::Key << "max_abs" << YAML::Value << t.max_abs << YAML::Key << "rel_l2" << YAML::Value
+        << t.rel_l2 << YAML::Key << "cosine" << YAML::Value << t.cosine << YAML::Key << "pass" << YAML::Value
+        << t.pass << YAML::Key << "problem" << YAML::Value << t.problem << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "problems" << YAML::Value << YAML::BeginSeq;
+  for (const auto& p : problems) out << p;
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+Expected<ReplayReport> replay_node(const ReplayOptions& o) {
+  auto reader = mcap::McapReader::open(o.bag);
+  if (!reader) return reader.status();
+
+  // The node's configuration.
+  NodeOptions options;
+  if (!o.launch_file.empty()) {
+    EDGEVLA_ASSIGN_OR_RETURN(LaunchDescription launch, parse_launch(o.launch_file, {}));
+    for (const auto& p : launch.plugins) EDGEVLA_RETURN_IF_ERROR(NodeRegistry::instance().load_plugin(p));
+    bool found = false;
+    for (const auto& g : launch.groups) {
+      for (const auto& n : g.nodes) {
+        if (n.name == o.node) {
+          options = n;
+          found = true;
+        }
+      }
+    }
+    if (!found) return not_found("launch file '" + o.launch_file + "' has no node named '" + o.node + "'");
+  } else {
+    EDGEVLA_ASSIGN_OR_RETURN(options, options_from_bag(**reader, o.node, o.bag));
+  }
+  EDGEVLA_RETURN_IF_ERROR(apply_overrides(options, o));
+
+  // The node alone, on an in-process bus, with the replay clock.
+  BusOptions bo;
+  bo.cross_process = false;
+  EDGEVLA_ASSIGN_OR_RETURN(auto bus, Bus::create(bo));
+  ReplayClock clock;
+  NodeHostOptions ho;
+  ho.process_name = "replay";
+  ho.status_period = std::chrono::milliseconds(0);
+  ho.clock = &clock;
+  NodeHost host(*bus, ho);
+  auto added = host.add(options);
+  if (!added) return added.status().with_context("replaying node '" + o.node + "'");
+  EDGEVLA_ASSIGN_OR_RETURN(NodeTopics topics, host.topics_of(o.node));
+
+  // Recorded inputs (the node's subscribed topics) and outputs (what this node published).
+  std::map<std::string, std::string> input_types;
+  std::map<std::string, int> subs_per_topic;
+  for (const auto& s : topics.subscriptions) {
+    input_types[s.topic] = s.type;
+    ++subs_per_topic[s.topic];
+  }
+  std::set<std::string> output_topics;
+  for (const auto& p : topics.publishers) output_topics.insert(p.topic);
+  std::vector<Recorded> inputs;
+  std::map<std::string, std::vector<MessagePtr>> expected;            // topic -> outputs in order
+  std::map<std::string, RngState> rng_by_input;                       // input trace -> generator state
+  Status read = (*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
+    const std::string& topic = v.channel->topic;
+    const bool is_input = input_types.contains(topic);
+    if (!is_input && !output_topics.contains(topic)) return Status::ok();
+    auto m = decode_record(v);
+    if (!m) return m.status();
+    auto msg = std::make_shared<const Message>(std::move(*m));
+    if (is_input) {
+      const std::string& want = input_types[topic];
+      if (!want.empty() && msg->type() != want) {
+        return invalid_argument("topic '" + topic + "' carries " + msg->type() + " in the bag, but node '" + o.node +
+                                "' subscribes to it expecting " + want);
+      }
+      inputs.push_back({v.record.log_time, topic, msg});
+    }
+    const auto& trace = msg->header().trace;
+    if (output_topics.contains(topic) && !trace.empty() && trace.back().node == o.node) {
+      if (msg->header().rng) rng_by_input.emplace(trace_key(trace, trace.size() - 1), *msg->header().rng);
+      expected[topic].push_back(msg);
+    }
+    return Status::ok();
+  });
+  EDGEVLA_RETURN_IF_ERROR(read);
+  if (inputs.empty()) {
+    std::string list;
+    for (const auto& [t, ty] : input_types) list += (list.empty() ? "" : ", ") + t;
+    return not_found("bag '" + o.bag + "' has no messages on the inputs of node '" + o.node + "' (" +
+                     (list.empty() ? "it subscribes to nothing" : list) + "); record those topics");
+  }
+  std::stable_sort(inputs.begin(), inputs.end(), [](const Recorded& a, const Recorded& b) { return a.log_time < b.log_time; });
+
+  // Collect what the node publishes.
+  auto waker = std::make_shared<Waker>();
+  std::map<std::string, std::shared_ptr<SubscriptionQueue>> collectors;
+  for (const auto& t : output_topics) {
+    collectors[t] = std::make_shared<SubscriptionQueue>(t, "", QoS::keep_last(1 << 20), "replay", waker);
+    EDGEVLA_RETURN_IF_ERROR(bus->attach(collectors[t]));
+  }
+  EDGEVLA_RETURN_IF_ERROR(host.activate_all());
+  std::map<std::string, std::shared_ptr<TopicWriter>> writers;
+  for (const auto& [topic, type] : input_types) {
+    std::string t = type;
+    for (const auto& in : inputs) {
+      if (in.topic == topic) t = in.message->type();
+    }
+    if (t.empty()) continue;
+    EDGEVLA_ASSIGN_OR_RETURN(writers[topic], bus->advertise(topic, t, "bag_replay"));
+  }
+
+  ReplayReport report;
+  report.bag = o.bag;
+  report.node = o.node;
+  report.type = options.type;
+  report.inputs = inputs.size();
+  for (const auto& in : inputs) {
+    if (auto it = rng_by_input.find(trace_key(in.message->header().trace, in.message->header().trace.size()));
+        it != rng_by_input.end()) {
+      EDGEVLA_RETURN_IF_ERROR(host.set_rng_state(o.node, it->second));
+    }
+    clock.set(static_cast<std::int64_t>(in.log_time));
+    const std::uint64_t before = host.subscription_callbacks(o.node);
+    const std::int64_t t0 = steady_now_ns();
+    Message copy = *in.message;  // tensors are shared, not copied
+    EDGEVLA_RETURN_IF_ERROR(bus->republish(*writers.at(in.topic), std::move(copy)));
+    const auto want = before + static_cast<std::uint64_t>(subs_per_topic[in.topic]);
+    const std::int64_t deadline = t0 + o.input_timeout.count() * 1'000'000;
+    while (host.subscription_callbacks(o.node) < want && steady_now_ns() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    if (host.subscription_callbacks(o.node) < want) {
+      report.problems.push_back("input " + std::to_string(report.latency_ms.size()) + " on " + in.topic +
+                                " was not processed within " + std::to_string(o.input_timeout.count()) + " ms");
+    }
+    report.latency_ms.push_back(static_cast<double>(steady_now_ns() - t0) / 1e6);
+  }
+  (void)host.deactivate_all();
+
+  for (const auto& topic : output_topics) {
+    std::vector<MessagePtr> produced;
+    while (auto m = collectors[topic]->pop()) produced.push_back(m);
+    const auto& rec = expected[topic];
+    report.outputs[topic] = {rec.size(), produced.size()};
+    if (rec.size() != produced.size()) {
+      report.problems.push_back(topic + ": recorded " + std::to_string(rec.size()) + " output(s), replay produced " +
+                                std::to_string(produced.size()));
+    }
+    for (std::size_t i = 0; i < std::min(rec.size(), produced.size()); ++i) {
+      for (const auto& nt : rec[i]->tensors()) {
+        const Tensor* p = produced[i]->tensor(nt.name);
+        if (p == nullptr) {
+          report.tensors.push_back({topic, i, nt.name, nt.tensor.shape().to_string(), 0, 0, 1, false,
+                                    "missing from the replayed output"});
+          continue;
+        }
+        report.tensors.push_back(compare(topic, i, nt.name, *p, nt.tensor, tolerance_for(o, nt.name)));
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace edgevla::bag
