@@ -199,11 +199,23 @@ void fuzz_topic_frame(std::span<const std::uint8_t> bytes) {
   }
 }
 
+// The bag-record decoder (tensor bytes inline as msgpack bins, viewed in place).
+void fuzz_record(std::span<const std::uint8_t> bytes) {
+  const wire::Frame owned = heap_frame(bytes, 0);
+  auto decoded = wire::decode_record(owned.bytes, owned.owner);
+  if (!decoded) {
+    FUZZ_CHECK(!decoded.status().message().empty(), "");
+    return;
+  }
+  touch_tensors(*decoded, bytes.size());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const fuzz::Split in = fuzz::split_input({data, size});
   fuzz_topic_frame(in.envelope);
+  fuzz_record(in.envelope);
 
   const wire::Frame envelope = heap_frame(in.envelope, 0);
   std::vector<wire::Frame> frames;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/bag/bag_codec.hpp"
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/mcap_writer.hpp"
 #include "runtime/bag/recorder.hpp"
@@ -139,6 +140,27 @@ TEST_F(FeaturesReplay, ABagWithoutTheNodesInputsIsAnError) {
   auto r = bag::replay_node(o);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.status().message().find("/cam"), std::string::npos);
+  fs::remove(path);
+}
+
+TEST_F(FeaturesReplay, AnInputOfTheWrongTypeIsAnError) {
+  // The node's configuration, but /cam carries ActionChunks instead of Images.
+  const auto path = (fs::path(::testing::TempDir()) / ("wrongtype_" + std::to_string(::getpid()) + ".mcap")).string();
+  {
+    auto reader = std::move(*mcap::McapReader::open(*bag_));
+    auto w = std::move(*mcap::McapWriter::open(path));
+    for (const auto& m : reader->metadata()) ASSERT_TRUE(w->write_metadata(m.name, m.metadata).is_ok());
+    const auto ch = w->add_channel("/cam", bag::kMessageEncoding, 0);
+    Message chunk = *msgs::ActionChunk::make(*Tensor::empty(DType::kF32, Shape{4, 3}), 0.02);
+    ASSERT_TRUE(w->write_message_with(ch, 1, 1, 1, [&](std::string& out) { return bag::append_record(chunk, out); }).is_ok());
+    ASSERT_TRUE(w->close().is_ok());
+  }
+  auto o = options();
+  o.bag = path;
+  auto r = bag::replay_node(o);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("carries ActionChunk"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("expecting Image"), std::string::npos);
   fs::remove(path);
 }
 
