@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "msgs/types.hpp"
 #include "runtime/bag/bag_codec.hpp"
@@ -278,6 +279,23 @@ TEST(Player, OffsetDurationAndTopicFilters) {
   EXPECT_EQ(other.queue->size(), 5u);
   EXPECT_FALSE(play(*bus, path, {.rate = 0}).has_value());
   EXPECT_FALSE(play(*bus, path + ".missing", {}).has_value());
+  fs::remove(path);
+}
+
+TEST(Player, LoopsUntilStopped) {
+  const std::string path = timed_bag();
+  auto bus = make_bus("loop");
+  Collector c("/cam");
+  ASSERT_TRUE(bus->attach(c.queue).is_ok());
+  std::atomic<bool> stop{false};
+  Expected<PlayStats> stats = invalid_argument("not run");
+  std::thread t([&] { stats = play(*bus, path, {.rate = 20.0, .loop = true, .topics = {"/cam"}}, &stop); });
+  ASSERT_TRUE(eventually([&] { return c.queue->size() >= 120; }));  // past two passes of 50
+  stop.store(true);
+  t.join();
+  ASSERT_TRUE(stats.has_value()) << stats.status().to_string();
+  EXPECT_GE(stats->loops, 3u);
+  EXPECT_GE(stats->published, 120u);
   fs::remove(path);
 }
 
