@@ -121,6 +121,12 @@ struct Writer {
     std::string envelope;
     Status st = wire::encode_envelope(m, placements, envelope);
     if (!st) die("encode_envelope: " + st.to_string());
+    // The same message as a bag record (every tensor inline under "data"), for decode_record.
+    std::string record;
+    std::vector<wire::TensorPlacement> inline_bytes(m.tensors().size(), wire::InlineBytes{});
+    if (wire::encode_envelope(m, inline_bytes, record).is_ok()) {
+      write(fuzz::join_input(ResolverMode::kNone, false, record, {}));
+    }
     if (!any_shm) {
       write(fuzz::join_input(ResolverMode::kNone, false, envelope, frames));
       write(fuzz::join_input(ResolverMode::kExact, true, envelope, frames));
