@@ -29,31 +29,32 @@ Compressor::~Compressor() {
   if (zstd_ != nullptr) ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zstd_));
 }
 
-Status Compressor::compress(std::span<const std::byte> in, std::string& out) {
-  switch (kind_) {
-    case Compression::kNone:
-      out.assign(reinterpret_cast<const char*>(in.data()), in.size());
-      return Status::ok();
-    case Compression::kLz4: {
-      LZ4F_preferences_t prefs{};
-      prefs.compressionLevel = level_;
-      prefs.frameInfo.contentSize = in.size();
-      out.resize(LZ4F_compressFrameBound(in.size(), &prefs));
-      const std::size_t n = LZ4F_compressFrame(out.data(), out.size(), in.data(), in.size(), &prefs);
-      if (LZ4F_isError(n)) return internal_error(std::string("lz4 compression failed: ") + LZ4F_getErrorName(n));
-      out.resize(n);
-      return Status::ok();
-    }
-    case Compression::kZstd: {
-      out.resize(ZSTD_compressBound(in.size()));
-      const std::size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), out.data(), out.size(), in.data(),
-                                              in.size(), level_ == 0 ? 1 : level_);
-      if (ZSTD_isError(n)) return internal_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
-      out.resize(n);
-      return Status::ok();
-    }
+Expected<std::span<const std::byte>> Compressor::compress(std::span<const std::byte> in) {
+  std::size_t bound = 0;
+  LZ4F_preferences_t prefs{};
+  if (kind_ == Compression::kLz4) {
+    prefs.compressionLevel = level_;
+    prefs.frameInfo.contentSize = in.size();
+    bound = LZ4F_compressFrameBound(in.size(), &prefs);
+  } else if (kind_ == Compression::kZstd) {
+    bound = ZSTD_compressBound(in.size());
+  } else {
+    return internal_error("Compressor::compress called for no compression");
   }
-  return internal_error("unknown compression");
+  if (bound > capacity_) {
+    out_.reset(new std::byte[bound]);
+    capacity_ = bound;
+  }
+  std::size_t n = 0;
+  if (kind_ == Compression::kLz4) {
+    n = LZ4F_compressFrame(out_.get(), capacity_, in.data(), in.size(), &prefs);
+    if (LZ4F_isError(n)) return internal_error(std::string("lz4 compression failed: ") + LZ4F_getErrorName(n));
+  } else {
+    n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), out_.get(), capacity_, in.data(), in.size(),
+                          level_ == 0 ? 1 : level_);
+    if (ZSTD_isError(n)) return internal_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
+  }
+  return std::span<const std::byte>(out_.get(), n);
 }
 
 Status decompress(std::string_view compression, std::span<const std::byte> in, std::span<std::byte> out) {

@@ -26,13 +26,16 @@ class Compressor {
   Compressor(const Compressor&) = delete;
   Compressor& operator=(const Compressor&) = delete;
   Compression kind() const { return kind_; }
-  // Replaces `out` with the compressed form of `in`.
-  Status compress(std::span<const std::byte> in, std::string& out);
+  // The compressed form of `in`, in a buffer the compressor reuses (valid until the next
+  // call). Not for Compression::kNone.
+  Expected<std::span<const std::byte>> compress(std::span<const std::byte> in);
 
  private:
   Compression kind_;
   int level_;
   void* zstd_ = nullptr;  // ZSTD_CCtx
+  std::unique_ptr<std::byte[]> out_;  // grown, never zero-filled
+  std::size_t capacity_ = 0;
 };
 
 // Decompresses a chunk's records into exactly `uncompressed_size` bytes at `out`.

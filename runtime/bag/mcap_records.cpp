@@ -17,6 +17,10 @@ std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t crc) {
   return static_cast<std::uint32_t>(c);
 }
 
+std::uint32_t crc32_concat(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t length_b) {
+  return static_cast<std::uint32_t>(::crc32_combine64(crc_a, crc_b, static_cast<z_off64_t>(length_b)));
+}
+
 std::string_view op_name(std::uint8_t op) {
   switch (static_cast<Op>(op)) {
     case Op::kHeader: return "Header";

@@ -244,5 +244,7 @@ std::string_view op_name(std::uint8_t op);
 
 // CRC-32 (ISO-HDLC, as zlib's crc32), continuing from `crc`.
 std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t crc = 0);
+// The CRC of A followed by B, from crc(A), crc(B) and B's length (no pass over the bytes).
+std::uint32_t crc32_concat(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t length_b);
 
 }  // namespace edgevla::mcap

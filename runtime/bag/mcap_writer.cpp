@@ -1,7 +1,6 @@
 #include "runtime/bag/mcap_writer.hpp"
 
 #include <fcntl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,11 @@ std::span<const std::byte> as_bytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
+// Chunks finished but not yet written. Two: one being written, one waiting, while the caller
+// fills a third; a writer that falls further behind makes the caller wait (its queues, not
+// this buffer, absorb the backlog).
+constexpr std::size_t kMaxPendingJobs = 2;
+
 }  // namespace
 
 Expected<std::unique_ptr<McapWriter>> McapWriter::open(const std::string& path, McapWriterOptions options) {
@@ -25,34 +29,125 @@ Expected<std::unique_ptr<McapWriter>> McapWriter::open(const std::string& path, 
   std::string head(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
   RecordWriter(head).header({w->options_.profile, w->options_.library});
   EDGEVLA_RETURN_IF_ERROR(w->write_raw(head));
+  w->io_ = std::thread([p = w.get()] { p->io_loop(); });
   return w;
 }
 
 McapWriter::McapWriter(std::string path, int fd, McapWriterOptions options)
     : path_(std::move(path)), fd_(fd), options_(std::move(options)),
-      compressor_(options_.compression, options_.compression_level) {}
+      compressor_(options_.compression, options_.compression_level) {
+  chunk_.reserve(options_.chunk_size + (64 << 10));
+}
 
 McapWriter::~McapWriter() {
   if (Status s = close(); !s.is_ok()) logger().error("closing bag '{}': {}", path_, s.message());
 }
 
-Status McapWriter::write_raw(std::span<const std::byte> bytes) {
-  if (!failed_.is_ok()) return failed_;
-  data_crc_ = crc32(bytes, data_crc_);
+// I/O thread -------------------------------------------------------------------------------
+
+Status McapWriter::write_raw(std::span<const std::byte> bytes, std::uint32_t crc) {
+  data_crc_ = crc32_concat(data_crc_, crc, bytes.size());
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      failed_ = unavailable("writing bag '" + path_ + "' failed: " + std::strerror(errno) +
-                            (errno == ENOSPC ? " (disk full)" : ""));
-      return failed_;
+      return unavailable("writing bag '" + path_ + "' failed: " + std::strerror(errno) +
+                         (errno == ENOSPC ? " (disk full)" : ""));
     }
     bytes = bytes.subspan(static_cast<std::size_t>(n));
     offset_ += static_cast<std::uint64_t>(n);
-    stats_.bytes_written += static_cast<std::uint64_t>(n);
+    bytes_written_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
   }
   return Status::ok();
 }
+
+Status McapWriter::write_chunk_now(PendingChunk& c) {
+  const auto records = as_bytes(c.records);
+  std::span<const std::byte> body = records;
+  std::uint32_t body_crc = c.crc;  // uncompressed: the records' CRC, taken while encoding
+  if (options_.compression != Compression::kNone) {
+    EDGEVLA_ASSIGN_OR_RETURN(body, compressor_.compress(records));
+    body_crc = crc32(body);
+  }
+  // The chunk record's fields, then its records straight from the buffer.
+  const std::string compression(compression_name(options_.compression));
+  std::string head;
+  RecordWriter h(head);
+  h.u8(static_cast<std::uint8_t>(Op::kChunk));
+  h.u64(8 + 8 + 8 + 4 + 4 + compression.size() + 8 + body.size());
+  h.u64(c.start_time);
+  h.u64(c.end_time);
+  h.u64(records.size());
+  h.u32(c.crc);
+  h.str(compression);
+  h.u64(body.size());
+  ChunkIndex ci;
+  ci.message_start_time = c.start_time;
+  ci.message_end_time = c.end_time;
+  ci.chunk_start_offset = offset_;
+  ci.compression = compression;
+  ci.compressed_size = body.size();
+  ci.uncompressed_size = records.size();
+  EDGEVLA_RETURN_IF_ERROR(write_raw(as_bytes(head)));
+  EDGEVLA_RETURN_IF_ERROR(write_raw(body, body_crc));
+  ci.chunk_length = offset_ - ci.chunk_start_offset;
+
+  std::string indexes;
+  const std::uint64_t index_start = offset_;
+  for (const auto& [channel, idx] : c.indexes) {
+    ci.message_index_offsets[channel] = index_start + indexes.size();
+    RecordWriter(indexes).message_index(idx);
+  }
+  ci.message_index_length = indexes.size();
+  EDGEVLA_RETURN_IF_ERROR(write_raw(indexes));
+  chunk_indexes_.push_back(std::move(ci));
+  uncompressed_bytes_.fetch_add(records.size(), std::memory_order_relaxed);
+  return Status::ok();
+}
+
+void McapWriter::io_loop() {
+  for (;;) {
+    std::function<Status()> job;
+    {
+      std::unique_lock lock(io_mu_);
+      io_cv_.wait(lock, [&] { return io_stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and nothing left to do
+      job = std::move(jobs_.front());
+      io_busy_ = true;
+    }
+    // After a failure the remaining jobs are dropped: the file is already broken.
+    Status s = failed().is_ok() ? job() : Status::ok();
+    {
+      std::lock_guard lock(io_mu_);
+      jobs_.pop_front();
+      io_busy_ = false;
+      if (!s.is_ok() && failed_.is_ok()) failed_ = s;
+    }
+    io_cv_.notify_all();
+  }
+}
+
+Status McapWriter::submit(std::function<Status()> job) {
+  std::unique_lock lock(io_mu_);
+  io_cv_.wait(lock, [&] { return jobs_.size() < kMaxPendingJobs || !failed_.is_ok(); });
+  if (!failed_.is_ok()) return failed_;
+  jobs_.push_back(std::move(job));
+  io_cv_.notify_all();
+  return Status::ok();
+}
+
+Status McapWriter::drain() {
+  std::unique_lock lock(io_mu_);
+  io_cv_.wait(lock, [&] { return jobs_.empty() && !io_busy_; });
+  return failed_;
+}
+
+Status McapWriter::failed() const {
+  std::lock_guard lock(io_mu_);
+  return failed_;
+}
+
+// Caller side ------------------------------------------------------------------------------
 
 std::uint16_t McapWriter::add_schema(const std::string& name, const std::string& encoding, const std::string& data) {
   for (const auto& s : schemas_) {
@@ -74,13 +169,19 @@ std::uint16_t McapWriter::add_channel(const std::string& topic, const std::strin
   return channels_.back().id;
 }
 
+void McapWriter::append_crc(std::size_t from) {
+  chunk_crc_ = crc32({reinterpret_cast<const std::byte*>(chunk_.data()) + from, chunk_.size() - from}, chunk_crc_);
+}
+
 void McapWriter::begin_message_in_chunk(std::uint16_t channel_id) {
   // Every chunk carries the schema and channel records of the messages in it.
   if (chunk_channels_.insert(channel_id).second) {
+    const std::size_t from = chunk_.size();
     const Channel& ch = channels_[channel_id];
     RecordWriter w(chunk_);
     if (ch.schema_id != 0 && chunk_schemas_.insert(ch.schema_id).second) w.schema(schemas_[ch.schema_id - 1]);
     w.channel(ch);
+    append_crc(from);
   }
 }
 
@@ -96,22 +197,29 @@ void McapWriter::note_message(std::uint16_t channel_id, std::uint64_t log_time, 
   if (log_time > statistics_.message_end_time) statistics_.message_end_time = log_time;
   ++statistics_.message_count;
   ++statistics_.channel_message_counts[channel_id];
-  ++stats_.messages;
+  ++messages_;
 }
 
 Status McapWriter::write_message(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time,
                                  std::uint64_t publish_time, std::span<const std::byte> data) {
-  return write_message_with(channel_id, sequence, log_time, publish_time, [&](std::string& out) {
-    out.append(reinterpret_cast<const char*>(data.data()), data.size());
-    return Status::ok();
-  });
+  return write_message_with(
+      channel_id, sequence, log_time, publish_time,
+      [&](std::string& out) {
+        out.append(reinterpret_cast<const char*>(data.data()), data.size());
+        return Status::ok();
+      },
+      data.size());
 }
 
 Status McapWriter::write_message_with(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time,
-                                      std::uint64_t publish_time, const std::function<Status(std::string& out)>& fill) {
+                                      std::uint64_t publish_time, const std::function<Status(std::string& out)>& fill,
+                                      std::size_t size_hint) {
   if (closed_) return failed_precondition("bag '" + path_ + "' is closed");
-  if (!failed_.is_ok()) return failed_;
+  EDGEVLA_RETURN_IF_ERROR(failed());
   if (channel_id >= channels_.size()) return invalid_argument("unknown channel id " + std::to_string(channel_id));
+  if (!chunk_.empty() && chunk_.size() + size_hint > options_.chunk_size) EDGEVLA_RETURN_IF_ERROR(finish_chunk());
+  // Room for the channel/schema records, the record header and the data, before writing any.
+  if (chunk_.capacity() < chunk_.size() + size_hint + (64 << 10)) chunk_.reserve(chunk_.size() + size_hint + (64 << 10));
   begin_message_in_chunk(channel_id);
   const std::size_t offset = chunk_.size();
   RecordWriter w(chunk_);
@@ -121,88 +229,95 @@ Status McapWriter::write_message_with(std::uint16_t channel_id, std::uint32_t se
     return s;
   }
   w.end_record(mark);
+  append_crc(offset);
   note_message(channel_id, log_time, offset);
-  if (chunk_.size() >= options_.chunk_size) return write_chunk();
+  if (chunk_.size() >= options_.chunk_size) return finish_chunk();
   return Status::ok();
 }
 
-Status McapWriter::write_chunk() {
+Status McapWriter::finish_chunk() {
   if (chunk_.empty()) return Status::ok();
-  const auto records = as_bytes(chunk_);
-  std::span<const std::byte> body = records;
-  if (options_.compression != Compression::kNone) {
-    EDGEVLA_RETURN_IF_ERROR(compressor_.compress(records, compressed_));
-    body = as_bytes(compressed_);
-  }
-  // The chunk record's fields, then its records straight from the buffer.
-  const std::string compression(compression_name(options_.compression));
-  std::string head;
-  RecordWriter h(head);
-  h.u8(static_cast<std::uint8_t>(Op::kChunk));
-  h.u64(8 + 8 + 8 + 4 + 4 + compression.size() + 8 + body.size());
-  h.u64(chunk_start_time_);
-  h.u64(chunk_end_time_);
-  h.u64(records.size());
-  h.u32(crc32(records));
-  h.str(compression);
-  h.u64(body.size());
-  ChunkIndex ci;
-  ci.message_start_time = chunk_start_time_;
-  ci.message_end_time = chunk_end_time_;
-  ci.chunk_start_offset = offset_;
-  ci.compression = compression;
-  ci.compressed_size = body.size();
-  ci.uncompressed_size = records.size();
-  EDGEVLA_RETURN_IF_ERROR(write_raw(head));
-  EDGEVLA_RETURN_IF_ERROR(write_raw(body));
-  ci.chunk_length = offset_ - ci.chunk_start_offset;
-
-  std::string indexes;
-  const std::uint64_t index_start = offset_;
-  for (const auto& [channel, idx] : chunk_index_entries_) {
-    ci.message_index_offsets[channel] = index_start + indexes.size();
-    RecordWriter(indexes).message_index(idx);
-  }
-  ci.message_index_length = indexes.size();
-  EDGEVLA_RETURN_IF_ERROR(write_raw(indexes));
-  chunk_indexes_.push_back(std::move(ci));
-  ++statistics_.chunk_count;
-  ++stats_.chunks;
-  stats_.uncompressed_bytes += records.size();
-  chunk_.clear();
+  auto pending = std::make_shared<PendingChunk>();
+  pending->records.swap(chunk_);
+  pending->crc = chunk_crc_;
+  pending->start_time = chunk_start_time_;
+  pending->end_time = chunk_end_time_;
+  pending->indexes.swap(chunk_index_entries_);
+  chunk_crc_ = 0;
   chunk_channels_.clear();
   chunk_schemas_.clear();
-  chunk_index_entries_.clear();
-  return Status::ok();
+  ++statistics_.chunk_count;
+  {
+    std::lock_guard lock(io_mu_);  // a buffer the I/O thread is done with, capacity kept
+    if (!spare_.empty()) {
+      chunk_.swap(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  if (chunk_.capacity() < options_.chunk_size) chunk_.reserve(options_.chunk_size + (64 << 10));
+  return submit([this, pending] {
+    Status s = write_chunk_now(*pending);
+    pending->records.clear();
+    std::lock_guard lock(io_mu_);
+    spare_.push_back(std::move(pending->records));
+    return s;
+  });
 }
 
-Status McapWriter::flush() { return write_chunk(); }
+Status McapWriter::flush() {
+  EDGEVLA_RETURN_IF_ERROR(finish_chunk());
+  return drain();
+}
 
 Status McapWriter::write_metadata(const std::string& name, const StringMap& values) {
   if (closed_) return failed_precondition("bag '" + path_ + "' is closed");
-  EDGEVLA_RETURN_IF_ERROR(write_chunk());
-  std::string rec;
-  RecordWriter(rec).metadata({name, values});
-  metadata_indexes_.push_back({offset_, rec.size(), name});
+  EDGEVLA_RETURN_IF_ERROR(finish_chunk());
   ++statistics_.metadata_count;
-  return write_raw(rec);
+  auto rec = std::make_shared<std::string>();
+  RecordWriter(*rec).metadata({name, values});
+  return submit([this, rec, name] {
+    metadata_indexes_.push_back({offset_, rec->size(), name});
+    return write_raw(*rec);
+  });
 }
 
 Status McapWriter::write_attachment(const std::string& name, const std::string& media_type, std::uint64_t log_time,
                                     std::span<const std::byte> data) {
   if (closed_) return failed_precondition("bag '" + path_ + "' is closed");
-  EDGEVLA_RETURN_IF_ERROR(write_chunk());
-  std::string rec;
-  RecordWriter(rec).attachment({log_time, log_time, name, media_type, data, 0});
-  attachment_indexes_.push_back({offset_, rec.size(), log_time, log_time, data.size(), name, media_type});
+  EDGEVLA_RETURN_IF_ERROR(finish_chunk());
   ++statistics_.attachment_count;
-  return write_raw(rec);
+  auto rec = std::make_shared<std::string>();
+  RecordWriter(*rec).attachment({log_time, log_time, name, media_type, data, 0});
+  AttachmentIndex index{0, rec->size(), log_time, log_time, data.size(), name, media_type};
+  return submit([this, rec, index]() mutable {
+    index.offset = offset_;
+    attachment_indexes_.push_back(index);
+    return write_raw(*rec);
+  });
+}
+
+WriterStats McapWriter::stats() const {
+  WriterStats s;
+  s.messages = messages_;
+  s.chunks = statistics_.chunk_count;
+  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  s.uncompressed_bytes = uncompressed_bytes_.load(std::memory_order_relaxed);
+  return s;
 }
 
 Status McapWriter::close() {
-  if (closed_) return failed_;
+  if (closed_) return failed();
   closed_ = true;
-  Status s = write_chunk();
+  Status s = finish_chunk();
+  const Status drained = drain();
+  if (s.is_ok()) s = drained;
+  {
+    std::lock_guard lock(io_mu_);
+    io_stop_ = true;
+  }
+  io_cv_.notify_all();
+  if (io_.joinable()) io_.join();
+  // The I/O thread is gone: its state is ours now.
   if (s.is_ok()) {
     std::string end;
     RecordWriter(end).data_end({data_crc_});  // CRC of every byte before this record
@@ -251,6 +366,7 @@ Status McapWriter::close() {
     s = write_raw(summary);
   }
   if (::close(fd_) != 0 && s.is_ok()) s = unavailable("closing bag '" + path_ + "': " + std::strerror(errno));
+  std::lock_guard lock(io_mu_);
   if (failed_.is_ok()) failed_ = s;
   return s;
 }

@@ -6,14 +6,24 @@
 // chunk repeats the schema and channel records its messages use, so a file cut short by a
 // crash loses at most the chunk in progress (McapReader reads the rest; `edgevla bag recover`
 // rewrites it with a summary).
+//
+// Speed: the caller's thread only encodes records into the chunk buffer and takes their CRC
+// as it goes (bytes still in cache); a background thread compresses and writes finished
+// chunks, at most two in flight, so encoding overlaps disk writes. The data-section CRC is
+// derived from the chunk CRCs (crc32_concat), never a second pass over the bytes.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/bag/compression.hpp"
@@ -53,9 +63,12 @@ class McapWriter {
   Status write_message(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time,
                        std::uint64_t publish_time, std::span<const std::byte> data);
   // Like write_message, but `fill` appends the message data straight into the chunk buffer
-  // (no intermediate copy of large payloads).
+  // (no intermediate copy of large payloads). `size_hint` (about how many bytes `fill` adds)
+  // lets the writer close a chunk before a message that would overflow it and size the buffer
+  // once, instead of growing it mid-message.
   Status write_message_with(std::uint16_t channel_id, std::uint32_t sequence, std::uint64_t log_time,
-                            std::uint64_t publish_time, const std::function<Status(std::string& out)>& fill);
+                            std::uint64_t publish_time, const std::function<Status(std::string& out)>& fill,
+                            std::size_t size_hint = 0);
 
   // Data-section records outside chunks (the chunk in progress is flushed first).
   Status write_metadata(const std::string& name, const StringMap& values);
@@ -67,42 +80,73 @@ class McapWriter {
   // Flushes, writes DataEnd, summary and footer, and closes the file. Idempotent.
   Status close();
 
-  const WriterStats& stats() const { return stats_; }
+  WriterStats stats() const;
   const std::string& path() const { return path_; }
 
  private:
+  // A finished chunk on its way to the file.
+  struct PendingChunk {
+    std::string records;
+    std::uint32_t crc = 0;
+    std::uint64_t start_time = 0, end_time = 0;
+    std::map<std::uint16_t, MessageIndex> indexes;
+  };
+
   McapWriter(std::string path, int fd, McapWriterOptions options);
-  Status write_raw(std::span<const std::byte> bytes);
+  // I/O thread (or the caller once it has stopped): the file, its offset and data CRC.
+  Status write_raw(std::span<const std::byte> bytes, std::uint32_t crc);
+  Status write_raw(std::span<const std::byte> bytes) { return write_raw(bytes, crc32(bytes)); }
   Status write_raw(const std::string& bytes) {
     return write_raw({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
   }
+  Status write_chunk_now(PendingChunk& chunk);
+  void io_loop();
+  // Queues work for the I/O thread (waits while two jobs are pending).
+  Status submit(std::function<Status()> job);
+  // Waits until the I/O thread has done everything queued; its first error, if any.
+  Status drain();
+  Status failed() const;
+
+  // Caller side.
   void begin_message_in_chunk(std::uint16_t channel_id);
+  void append_crc(std::size_t from);
   void note_message(std::uint16_t channel_id, std::uint64_t log_time, std::size_t offset);
-  Status write_chunk();
+  Status finish_chunk();  // hands the chunk in progress to the I/O thread
 
   std::string path_;
   int fd_;
   McapWriterOptions options_;
-  Compressor compressor_;
   bool closed_ = false;
-  Status failed_;  // first I/O error; later calls return it
-  std::uint64_t offset_ = 0;
-  std::uint32_t data_crc_ = 0;
 
   std::vector<Schema> schemas_;    // id = index + 1
   std::vector<Channel> channels_;  // id = index
-  // Chunk in progress.
+  // Chunk in progress (caller's thread).
   std::string chunk_;
+  std::uint32_t chunk_crc_ = 0;
   std::set<std::uint16_t> chunk_channels_, chunk_schemas_;
   std::map<std::uint16_t, MessageIndex> chunk_index_entries_;
   std::uint64_t chunk_start_time_ = 0, chunk_end_time_ = 0;
-  std::string compressed_;
-  // Summary material.
+  Statistics statistics_;  // message counts and times (caller); chunk/metadata/attachment counts below
+  std::uint64_t messages_ = 0;
+  std::atomic<std::uint64_t> uncompressed_bytes_{0};
+
+  // I/O thread state.
+  Compressor compressor_;
+  std::uint64_t offset_ = 0;
+  std::uint32_t data_crc_ = 0;
+  std::atomic<std::uint64_t> bytes_written_{0};
   std::vector<ChunkIndex> chunk_indexes_;
   std::vector<MetadataIndex> metadata_indexes_;
   std::vector<AttachmentIndex> attachment_indexes_;
-  Statistics statistics_;
-  WriterStats stats_;
+
+  mutable std::mutex io_mu_;
+  std::condition_variable io_cv_;
+  std::deque<std::function<Status()>> jobs_;
+  bool io_busy_ = false;
+  bool io_stop_ = false;
+  Status failed_;                    // first I/O error; later calls return it
+  std::vector<std::string> spare_;  // chunk buffers handed back by the I/O thread
+  std::thread io_;
 };
 
 }  // namespace edgevla::mcap

@@ -105,8 +105,11 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
   }
   const auto log_time = static_cast<std::uint64_t>(s.arrival_ns);
   const auto pub_time = static_cast<std::uint64_t>(m.header().publish_stamp_ns);
-  EDGEVLA_RETURN_IF_ERROR(writer_->write_message_with(t->channel, static_cast<std::uint32_t>(m.header().seq), log_time,
-                                                      pub_time, [&](std::string& out) { return append_record(m, out); }));
+  std::size_t payload = 1024;  // envelope
+  for (const auto& nt : m.tensors()) payload += nt.tensor.nbytes() + 64;
+  EDGEVLA_RETURN_IF_ERROR(writer_->write_message_with(
+      t->channel, static_cast<std::uint32_t>(m.header().seq), log_time, pub_time,
+      [&](std::string& out) { return append_record(m, out); }, payload));
   ++t->written;
   return Status::ok();
 }

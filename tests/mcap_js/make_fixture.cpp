@@ -216,6 +216,9 @@ void write_bag(const fs::path& dir, const std::string& name, mcap::Compression c
   const auto note_boundary = [&] {
     if (w.stats().chunks != chunks_seen) {
       chunks_seen = w.stats().chunks;
+      // Chunks are written by the writer's I/O thread: wait for it (the chunk in progress is
+      // empty right after one closed, so this adds no chunk boundary of its own).
+      check(w.flush(), "flush");
       boundaries.push_back({"", w.stats().bytes_written, w.stats().messages});
     }
   };
