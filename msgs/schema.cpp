@@ -112,9 +112,10 @@ const MessageSchema* find_schema(std::string_view type) {
 }
 
 std::span<const MessageSchema* const> all_schemas() {
-  static const std::array<const MessageSchema*, 6> kAll = {
+  static const std::array<const MessageSchema*, 8> kAll = {
       &msgs::Image::schema(),       &msgs::Observation::schema(), &msgs::PrefixCache::schema(),
-      &msgs::ActionChunk::schema(), &msgs::JointCommand::schema(), &msgs::NodeStatus::schema()};
+      &msgs::ActionChunk::schema(), &msgs::JointCommand::schema(), &msgs::RobotState::schema(),
+      &msgs::Prompt::schema(),      &msgs::NodeStatus::schema()};
   return kAll;
 }
 

@@ -67,6 +67,8 @@ constexpr std::array kObservationTensors = {
     TensorRule{"state", false, dtype_mask({DType::kF32}), 1, 1, true, "robot state [D]"},
     TensorRule{"image.", true, dtype_mask({DType::kU8, DType::kF32}), 3, 3, false,
                "one image per camera, image.<camera> [3, H, W] f32 or [H, W, 3] u8"},
+    TensorRule{"state_raw", false, dtype_mask({DType::kF32}), 1, 1, false,
+               "the robot's state before normalization [d]"},
     TensorRule{"tokens", false, dtype_mask({DType::kI32}), 1, 1, false, "prompt token ids [L]"},
     TensorRule{"token_mask", false, dtype_mask({DType::kBool}), 1, 1, false,
                "true where tokens are real [L]"},
@@ -133,6 +135,17 @@ constexpr std::array kJointTensors = {
 };
 constexpr std::array<FieldRule, 0> kJointFields = {};
 
+constexpr std::array kRobotStateTensors = {
+    TensorRule{"position", false, dtype_mask({DType::kF32, DType::kF64}), 1, 1, true,
+               "state vector [D]"},
+};
+constexpr std::array<FieldRule, 0> kRobotStateFields = {};
+
+constexpr std::array<TensorRule, 0> kPromptTensors = {};
+constexpr std::array kPromptFields = {
+    FieldRule{"text", FieldKind::kString, true},
+};
+
 constexpr std::array<TensorRule, 0> kStatusTensors = {};
 constexpr std::array kStatusFields = {
     FieldRule{"node", FieldKind::kString, true},
@@ -165,6 +178,16 @@ const MessageSchema& ActionChunk::schema() {
 
 const MessageSchema& JointCommand::schema() {
   static const MessageSchema s{"JointCommand", 1, kJointTensors, kJointFields, nullptr};
+  return s;
+}
+
+const MessageSchema& RobotState::schema() {
+  static const MessageSchema s{"RobotState", 1, kRobotStateTensors, kRobotStateFields, nullptr};
+  return s;
+}
+
+const MessageSchema& Prompt::schema() {
+  static const MessageSchema s{"Prompt", 1, kPromptTensors, kPromptFields, nullptr};
   return s;
 }
 
@@ -204,6 +227,18 @@ Expected<Message> ActionChunk::make(Tensor actions, double dt_s) {
   Message m(std::string(schema().type), schema().version);
   m.set_tensor("actions", std::move(actions));
   m.set_field("dt_s", dt_s);
+  return finish(std::move(m), schema());
+}
+
+Expected<Message> RobotState::make(Tensor position) {
+  Message m(std::string(schema().type), schema().version);
+  m.set_tensor("position", std::move(position));
+  return finish(std::move(m), schema());
+}
+
+Expected<Message> Prompt::make(std::string text) {
+  Message m(std::string(schema().type), schema().version);
+  m.set_field("text", std::move(text));
   return finish(std::move(m), schema());
 }
 

@@ -66,6 +66,24 @@ class ActionChunk final : public View {
   static Expected<Message> make(Tensor actions, double dt_s);
 };
 
+// The robot's measured state (joint positions, gripper...), the policy's proprioceptive input.
+class RobotState final : public View {
+ public:
+  using View::View;
+  static const MessageSchema& schema();
+  const Tensor& position() const { return tensor("position"); }
+  static Expected<Message> make(Tensor position);
+};
+
+// A natural-language instruction for the policy.
+class Prompt final : public View {
+ public:
+  using View::View;
+  static const MessageSchema& schema();
+  std::string text() const { return message_->string_field("text").value(); }
+  static Expected<Message> make(std::string text);
+};
+
 // One command to the robot's joints.
 class JointCommand final : public View {
  public:
