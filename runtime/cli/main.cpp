@@ -5,6 +5,7 @@
 
 #include "runtime/bag/replay.hpp"
 #include "runtime/cli/cli.hpp"
+#include "runtime/cli/cli_model.hpp"
 #include "runtime/launch/launcher.hpp"
 #include "runtime/node/node_registry.hpp"
 #include "runtime/util/log.hpp"
@@ -144,6 +145,9 @@ int main(int argc, char** argv) {
                   "[tensor:]rel_l2=X,max_abs=Y,cosine=Z (repeatable; default rel_l2=1e-5)");
   rep->add_option("--report", report_path, "write the full comparison as JSON");
 
+  edgevla::cli::ModelCommands model_commands;
+  model_commands.add(app);
+
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
 
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
     edgevla::block_launch_signals();
   }
   if (launch->parsed()) return launch_command(file, sets, duration, check);
+  if (const int rc = model_commands.run(); rc >= 0) return rc;
   if (grp->parsed()) {
     // The supervisor validated the whole launch already; this process needs its plugins and
     // its own group's nodes, which run_group configures.

@@ -1,0 +1,112 @@
+#include "runtime/backends/cpu/engine_base.hpp"
+
+namespace edgevla::backends::cpu {
+namespace {
+
+Status check_against(const TensorSpec& spec, const Tensor& t, std::string_view role,
+                     std::string_view stage) {
+  const std::string what = std::string(stage) + " " + std::string(role) + " '" + spec.name + "'";
+  if (!t.defined()) return invalid_argument(what + ": the tensor is empty");
+  if (t.device().type != DeviceType::kCpu) {
+    return invalid_argument(what + " is on " + t.device().to_string() +
+                            "; the cpu backend needs host memory (copy it to the CPU or pick "
+                            "the backend of that device)");
+  }
+  if (!t.is_contiguous()) return invalid_argument(what + " " + t.describe() + " must be contiguous");
+  const bool float_ok = spec.dtype == DType::kF32 && role == "input" &&
+                        (t.dtype() == DType::kBF16 || t.dtype() == DType::kF16) &&
+                        spec.name.size() > 1 && (spec.name[0] == 'k' || spec.name[0] == 'v') &&
+                        spec.name[1] == '.';
+  if (t.dtype() != spec.dtype && !float_ok) {
+    return invalid_argument(what + " must be " + std::string(dtype_name(spec.dtype)) + ", got " +
+                            std::string(dtype_name(t.dtype())));
+  }
+  if (t.rank() != spec.max_shape.rank()) {
+    return invalid_argument(what + " must have shape like " + spec.max_shape.to_string() + ", got " +
+                            t.shape().to_string());
+  }
+  for (int d = 0; d < t.rank(); ++d) {
+    if (t.shape()[d] > spec.max_shape[d] || t.shape()[d] < 0) {
+      return invalid_argument(what + " " + t.shape().to_string() + " exceeds the model's " +
+                              spec.max_shape.to_string() + " in dimension " + std::to_string(d));
+    }
+  }
+  if (role == "output" && !t.buffer()->writable()) {
+    return invalid_argument(what + " is read-only; bind a writable tensor");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int EngineBase::input_index(std::string_view name) const {
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int EngineBase::output_index(std::string_view name) const {
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    if (outputs_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Status EngineBase::bind(std::string_view name, const Tensor& tensor) {
+  in_bound_.resize(inputs_.size());
+  out_bound_.resize(outputs_.size());
+  produced_.resize(outputs_.size());
+  const std::string_view stage = stage_name(this->stage());
+  if (const int i = input_index(name); i >= 0) {
+    EDGEVLA_RETURN_IF_ERROR(check_against(inputs_[static_cast<std::size_t>(i)], tensor, "input", stage));
+    in_bound_[static_cast<std::size_t>(i)] = tensor;
+    return Status::ok();
+  }
+  if (const int o = output_index(name); o >= 0) {
+    EDGEVLA_RETURN_IF_ERROR(check_against(outputs_[static_cast<std::size_t>(o)], tensor, "output", stage));
+    out_bound_[static_cast<std::size_t>(o)] = tensor;
+    return Status::ok();
+  }
+  std::string names;
+  for (const auto& s : inputs_) names += (names.empty() ? "" : ", ") + s.name;
+  for (const auto& s : outputs_) names += ", " + s.name;
+  if (names.size() > 300) names = names.substr(0, 300) + "...";
+  return not_found(std::string(stage) + " has no input or output '" + std::string(name) +
+                   "' (it has " + names + ")");
+}
+
+void EngineBase::clear_bindings() {
+  for (auto& t : in_bound_) t = Tensor();
+  for (auto& t : out_bound_) t = Tensor();
+}
+
+const Tensor* EngineBase::bound_input(int index) const {
+  if (index < 0 || static_cast<std::size_t>(index) >= in_bound_.size()) return nullptr;
+  const Tensor& t = in_bound_[static_cast<std::size_t>(index)];
+  return t.defined() ? &t : nullptr;
+}
+
+const Tensor* EngineBase::bound_output(int index) const {
+  if (index < 0 || static_cast<std::size_t>(index) >= out_bound_.size()) return nullptr;
+  const Tensor& t = out_bound_[static_cast<std::size_t>(index)];
+  return t.defined() ? &t : nullptr;
+}
+
+void EngineBase::set_produced(int index, Tensor view) {
+  produced_.resize(outputs_.size());
+  produced_[static_cast<std::size_t>(index)] = std::move(view);
+}
+
+Expected<Tensor> EngineBase::output(std::string_view name) const {
+  const int o = output_index(name);
+  if (o < 0) return not_found(std::string(stage_name(stage())) + " has no output '" + std::string(name) + "'");
+  if (static_cast<std::size_t>(o) >= produced_.size() || !produced_[static_cast<std::size_t>(o)].defined()) {
+    return not_found(std::string(stage_name(stage())) + " output '" + std::string(name) +
+                     "' was not produced by the last run (diagnostic outputs are produced only "
+                     "when bound)");
+  }
+  return produced_[static_cast<std::size_t>(o)];
+}
+
+}  // namespace edgevla::backends::cpu

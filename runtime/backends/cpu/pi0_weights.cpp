@@ -1,0 +1,139 @@
+#include "runtime/backends/cpu/pi0_weights.hpp"
+
+namespace edgevla::backends::cpu {
+namespace {
+
+using model::Checkpoint;
+
+Expected<Tensor> get(const Checkpoint& ck, const std::string& name) {
+  auto t = ck.weight(name);
+  if (!t) return t.status();
+  if (!t->is_contiguous()) return internal_error("weight '" + name + "' is not contiguous");
+  return t;
+}
+
+Expected<std::vector<float>> vec(const Checkpoint& ck, const std::string& name) {
+  auto t = get(ck, name);
+  if (!t) return t.status();
+  std::vector<float> out(static_cast<std::size_t>(t->numel()));
+  to_f32(t->dtype(), t->raw_data(), out.data(), t->numel());
+  return out;
+}
+
+// A Linear over "<name>.weight" (+ "<name>.bias" when `bias`).
+Expected<Linear> lin(const Checkpoint& ck, const std::string& name, bool bias) {
+  auto w = get(ck, name + ".weight");
+  if (!w) return w.status();
+  Linear l;
+  l.w = w->raw_data();
+  l.dtype = w->dtype();
+  l.out = w->shape()[0];
+  l.in = w->numel() / l.out;  // conv weights [out, c, p, p] flatten to [out, c·p·p]
+  if (bias) {
+    auto b = vec(ck, name + ".bias");
+    if (!b) return b.status();
+    l.bias = std::move(*b);
+  }
+  return l;
+}
+
+
+Status load_tower(const Checkpoint& ck, std::string_view prefix, const model::GemmaDims& dims,
+                  bool adaptive, TowerWeights& out) {
+  const std::string p(prefix);
+  auto norm = [&](const std::string& name, std::vector<float>& w, Linear& mod) -> Status {
+    if (adaptive) {
+      EDGEVLA_ASSIGN_OR_RETURN(mod, lin(ck, name + ".dense", true));
+    } else {
+      EDGEVLA_ASSIGN_OR_RETURN(w, vec(ck, name + ".weight"));
+    }
+    return Status::ok();
+  };
+  out.layers.resize(static_cast<std::size_t>(dims.depth));
+  for (int i = 0; i < dims.depth; ++i) {
+    GemmaLayer& l = out.layers[static_cast<std::size_t>(i)];
+    const std::string b = p + "layers." + std::to_string(i) + ".";
+    EDGEVLA_RETURN_IF_ERROR(norm(b + "input_layernorm", l.in_norm, l.in_mod));
+    EDGEVLA_RETURN_IF_ERROR(norm(b + "post_attention_layernorm", l.post_norm, l.post_mod));
+    EDGEVLA_ASSIGN_OR_RETURN(l.q, lin(ck, b + "self_attn.q_proj", false));
+    EDGEVLA_ASSIGN_OR_RETURN(l.k, lin(ck, b + "self_attn.k_proj", false));
+    EDGEVLA_ASSIGN_OR_RETURN(l.v, lin(ck, b + "self_attn.v_proj", false));
+    EDGEVLA_ASSIGN_OR_RETURN(l.o, lin(ck, b + "self_attn.o_proj", false));
+    EDGEVLA_ASSIGN_OR_RETURN(l.gate, lin(ck, b + "mlp.gate_proj", false));
+    EDGEVLA_ASSIGN_OR_RETURN(l.up, lin(ck, b + "mlp.up_proj", false));
+    EDGEVLA_ASSIGN_OR_RETURN(l.down, lin(ck, b + "mlp.down_proj", false));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<VisionWeights> load_vision(const Checkpoint& ck) {
+  const std::string v(model::kVisionPrefix);
+  VisionWeights w;
+  EDGEVLA_ASSIGN_OR_RETURN(w.patch, lin(ck, v + "embeddings.patch_embedding", true));
+  EDGEVLA_ASSIGN_OR_RETURN(w.position, vec(ck, v + "embeddings.position_embedding.weight"));
+  const int depth = ck.config().vision.depth;
+  w.layers.resize(static_cast<std::size_t>(depth));
+  for (int i = 0; i < depth; ++i) {
+    VisionLayer& l = w.layers[static_cast<std::size_t>(i)];
+    const std::string b = v + "encoder.layers." + std::to_string(i) + ".";
+    EDGEVLA_ASSIGN_OR_RETURN(l.ln1_w, vec(ck, b + "layer_norm1.weight"));
+    EDGEVLA_ASSIGN_OR_RETURN(l.ln1_b, vec(ck, b + "layer_norm1.bias"));
+    EDGEVLA_ASSIGN_OR_RETURN(l.ln2_w, vec(ck, b + "layer_norm2.weight"));
+    EDGEVLA_ASSIGN_OR_RETURN(l.ln2_b, vec(ck, b + "layer_norm2.bias"));
+    EDGEVLA_ASSIGN_OR_RETURN(l.q, lin(ck, b + "self_attn.q_proj", true));
+    EDGEVLA_ASSIGN_OR_RETURN(l.k, lin(ck, b + "self_attn.k_proj", true));
+    EDGEVLA_ASSIGN_OR_RETURN(l.v, lin(ck, b + "self_attn.v_proj", true));
+    EDGEVLA_ASSIGN_OR_RETURN(l.o, lin(ck, b + "self_attn.out_proj", true));
+    EDGEVLA_ASSIGN_OR_RETURN(l.fc1, lin(ck, b + "mlp.fc1", true));
+    EDGEVLA_ASSIGN_OR_RETURN(l.fc2, lin(ck, b + "mlp.fc2", true));
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(w.post_w, vec(ck, v + "post_layernorm.weight"));
+  EDGEVLA_ASSIGN_OR_RETURN(w.post_b, vec(ck, v + "post_layernorm.bias"));
+  EDGEVLA_ASSIGN_OR_RETURN(w.projector, lin(ck, std::string(model::kProjector.substr(0, model::kProjector.size() - 1)), true));
+  return w;
+}
+
+Expected<Embedding> load_embedding(const Checkpoint& ck) {
+  auto t = get(ck, std::string(model::kEmbedding));
+  if (!t) return t.status();
+  return Embedding{t->raw_data(), t->dtype(), t->shape()[0], t->shape()[1]};
+}
+
+Expected<TowerWeights> load_vlm(const Checkpoint& ck) {
+  TowerWeights w;
+  // The VLM's final norm is never applied at inference (the prefix pass stops at the cache).
+  EDGEVLA_RETURN_IF_ERROR(load_tower(ck, model::kVlmPrefix, ck.config().vlm, false, w));
+  return w;
+}
+
+Expected<TowerWeights> load_expert(const Checkpoint& ck) {
+  TowerWeights w;
+  const bool ada = ck.config().type == model::ModelType::kPi05;
+  EDGEVLA_RETURN_IF_ERROR(load_tower(ck, model::kExpertPrefix, ck.config().expert, ada, w));
+  const std::string norm = std::string(model::kExpertPrefix) + "norm";
+  if (ada) {
+    EDGEVLA_ASSIGN_OR_RETURN(w.final_mod, lin(ck, norm + ".dense", true));
+  } else {
+    EDGEVLA_ASSIGN_OR_RETURN(w.final_norm, vec(ck, norm + ".weight"));
+  }
+  return w;
+}
+
+Expected<HeadWeights> load_heads(const Checkpoint& ck) {
+  HeadWeights h;
+  EDGEVLA_ASSIGN_OR_RETURN(h.action_in, lin(ck, "action_in_proj", true));
+  EDGEVLA_ASSIGN_OR_RETURN(h.action_out, lin(ck, "action_out_proj", true));
+  if (ck.config().type == model::ModelType::kPi05) {
+    EDGEVLA_ASSIGN_OR_RETURN(h.time_in, lin(ck, "time_mlp_in", true));
+    EDGEVLA_ASSIGN_OR_RETURN(h.time_out, lin(ck, "time_mlp_out", true));
+  } else {
+    EDGEVLA_ASSIGN_OR_RETURN(h.state_proj, lin(ck, "state_proj", true));
+    EDGEVLA_ASSIGN_OR_RETURN(h.action_time_in, lin(ck, "action_time_mlp_in", true));
+    EDGEVLA_ASSIGN_OR_RETURN(h.action_time_out, lin(ck, "action_time_mlp_out", true));
+  }
+  return h;
+}
+
+}  // namespace edgevla::backends::cpu

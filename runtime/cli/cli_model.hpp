@@ -1,0 +1,34 @@
+// `edgevla model ...` subcommands.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace edgevla::cli {
+
+class ModelCommands {
+ public:
+  void add(CLI::App& app);
+  // The exit code of the model command that was parsed, or -1 when none was.
+  int run();
+
+ private:
+  int init();
+  int info();
+  int forward();
+
+  CLI::App* init_ = nullptr;
+  CLI::App* info_ = nullptr;
+  CLI::App* forward_ = nullptr;
+  std::string config_, type_ = "pi05", out_, dtype_ = "f32", checkpoint_, inputs_, backend_ = "cpu";
+  std::uint64_t seed_ = 0;
+  std::vector<int> masked_;
+  int prompt_tokens_ = 12, steps_ = 0, threads_ = 0, repeat_ = 1;
+};
+
+}  // namespace edgevla::cli
