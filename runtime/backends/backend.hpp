@@ -72,6 +72,9 @@ class Engine {
   // An output of the last run, shaped as produced; not_found for unknown names.
   virtual Expected<Tensor> output(std::string_view name) const = 0;
   virtual const RunTimings& last_timings() const = 0;
+  // Bytes of this engine's weights and buffers that are resident in memory now (pages it
+  // touched), for per-node memory reports.
+  virtual std::int64_t resident_bytes() const = 0;
 };
 
 class Backend {

@@ -169,6 +169,7 @@ Status ImageResizer::resize_with_pad(const Tensor& pixels, PixelFormat format, T
   const int row1 = resize_y ? vertical_.first.back() + vertical_.count.back() : h;
   const std::size_t row_len = static_cast<std::size_t>(g.new_width) * 3;
   rows_.resize(static_cast<std::size_t>(row1 - row0) * row_len);
+  acc_.resize(row_len);
 
   // Horizontal pass (or a plain channel reorder) into packed RGB rows. The channel count is
   // a template argument so the inner loops compile to fixed strides.
@@ -207,12 +208,14 @@ Status ImageResizer::resize_with_pad(const Tensor& pixels, PixelFormat format, T
     const std::uint8_t* base =
         rows_.data() + static_cast<std::size_t>(vertical_.first[static_cast<std::size_t>(y)] - row0) * row_len;
     const int n = vertical_.count[static_cast<std::size_t>(y)];
-    for (std::size_t x = 0; x < row_len; ++x) {
-      std::int32_t acc = kHalf;
-      const std::uint8_t* p = base + x;
-      for (int t = 0; t < n; ++t, p += row_len) acc += *p * k[t];
-      o[x] = clip8(acc);
+    // Row by row into 32-bit sums: the inner loop runs along x and vectorizes.
+    std::fill(acc_.begin(), acc_.end(), kHalf);
+    for (int t = 0; t < n; ++t) {
+      const std::uint8_t* p = base + static_cast<std::size_t>(t) * row_len;
+      const std::int32_t kt = k[t];
+      for (std::size_t x = 0; x < row_len; ++x) acc_[x] += p[x] * kt;
     }
+    for (std::size_t x = 0; x < row_len; ++x) o[x] = clip8(acc_[x]);
   }
   return Status::ok();
 }

@@ -39,7 +39,8 @@ Expected<PadGeometry> pad_geometry(int width, int height, int size);
 class ImageResizer final {
  public:
   // Writes `pixels` (u8 [H, W, C], any strides, channels per `format`) as RGB into `out`
-  // (u8 [size, size, 3], contiguous, allocated by the caller; `size` is taken from it).
+  // (u8 [size, size, 3], contiguous, allocated by the caller; `size` is taken from it). Every
+  // check comes before the first write: on error `out` is left as it was.
   Status resize_with_pad(const Tensor& pixels, PixelFormat format, Tensor& out);
 
  private:
@@ -54,8 +55,8 @@ class ImageResizer final {
   static void plan_axis(int in, int out, Axis& axis);
 
   Axis horizontal_, vertical_;
-  std::vector<std::uint8_t> rgb_;   // the input as packed RGB (non-RGB encodings, strided input)
   std::vector<std::uint8_t> rows_;  // horizontal pass output: the rows the vertical pass reads
+  std::vector<std::int32_t> acc_;   // one output row's fixed-point sums
 };
 
 // One-shot form (a new resizer and output tensor each call); `encoding` as in the Image message.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -144,18 +145,27 @@ Status write_safetensors(const std::string& path, const std::vector<WriteEntry>&
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
-  std::uint64_t offset = 0;
   std::vector<std::uint64_t> sizes;
   for (const WriteEntry& e : entries) {
     if (!names.insert(e.name).second) return invalid_argument("tensor '" + e.name + "' is written twice");
     auto nbytes = checked_nbytes(e.dtype, e.shape);
     if (!nbytes) return nbytes.status().with_context("tensor '" + e.name + "'");
+    sizes.push_back(*nbytes);
+  }
+  // Data in order of falling element size, so every tensor starts aligned to its elements.
+  std::vector<std::size_t> order(entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return dtype_size(entries[a].dtype) > dtype_size(entries[b].dtype);
+  });
+  std::uint64_t offset = 0;
+  for (std::size_t i : order) {
+    const WriteEntry& e = entries[i];
     std::vector<std::int64_t> dims(e.shape.dims().begin(), e.shape.dims().end());
     header[e.name] = {{"dtype", safetensors_dtype_name(e.dtype)},
                       {"shape", dims},
-                      {"data_offsets", {offset, offset + *nbytes}}};
-    sizes.push_back(*nbytes);
-    offset += *nbytes;
+                      {"data_offsets", {offset, offset + sizes[i]}}};
+    offset += sizes[i];
   }
   std::string text = header.dump();
   // Pad with spaces so the data section starts 8-byte aligned, as other writers do.
@@ -178,7 +188,7 @@ Status write_safetensors(const std::string& path, const std::vector<WriteEntry>&
   }
   if (fill) {
     std::vector<std::byte> buf;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
+    for (std::size_t i : order) {
       buf.assign(sizes[i], std::byte{0});
       if (Status s = fill(entries[i], buf); !s.is_ok()) return fail(s.with_context("tensor '" + entries[i].name + "'"));
       if (std::fwrite(buf.data(), 1, buf.size(), out) != buf.size()) {

@@ -60,7 +60,8 @@ struct WriteEntry {
 // Fills the bytes of one entry (exactly nbytes of it).
 using FillFn = std::function<Status(const WriteEntry& entry, std::span<std::byte> out)>;
 
-// Writes entries in the given order (names must be unique). With `fill` null the data section is
+// Writes entries (names must be unique; data ordered by falling element size, names kept in
+// the given order otherwise, so each tensor is aligned to its elements). With `fill` null the data section is
 // left as a hole (a sparse file of zeros): for tests of loaders at real model sizes.
 Status write_safetensors(const std::string& path, const std::vector<WriteEntry>& entries,
                          const std::map<std::string, std::string>& metadata, const FillFn& fill);

@@ -184,7 +184,7 @@ Status train_tokenizer(const std::vector<std::string>& corpus_lines, int vocab_s
                        const std::string& model_path) {
   if (corpus_lines.empty()) return invalid_argument("train_tokenizer: the corpus is empty");
   const std::unordered_map<std::string, std::string> args = {
-      {"model_type", "unigram"},
+      {"model_type", "bpe"},  // whole words and numbers become pieces: short prompts
       {"vocab_size", std::to_string(vocab_size)},
       {"hard_vocab_limit", "false"},
       {"pad_id", "0"},

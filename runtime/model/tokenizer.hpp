@@ -72,7 +72,7 @@ class Tokenizer final {
 };
 
 // Trains a small SentencePiece model in process and writes it to `model_path` (for generated
-// checkpoints): unigram, pad 0 / EOS 1 / BOS 2 / unknown 3, "\n" a user-defined piece, byte
+// checkpoints): BPE, pad 0 / EOS 1 / BOS 2 / unknown 3, "\n" a user-defined piece, byte
 // fallback, identity normalization, whitespace kept as given, no dummy prefix, vocab_size a
 // soft limit. Deterministic: one thread and a fixed seed, so one corpus gives one file.
 Status train_tokenizer(const std::vector<std::string>& corpus_lines, int vocab_size,

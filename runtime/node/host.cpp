@@ -288,6 +288,9 @@ std::string NodeHost::nodes_yaml() const {
         << "type" << YAML::Value << slot.node->type() << YAML::Key << "state" << YAML::Value
         << std::string(node_state_name(rt.state.load())) << YAML::Key << "bad_inputs"
         << YAML::Value << rt.bad_inputs.get();
+    if (const std::int64_t mem = rt.memory_bytes.load(std::memory_order_relaxed); mem >= 0) {
+      out << YAML::Key << "memory_bytes" << YAML::Value << mem;
+    }
     out << YAML::Key << "publishers" << YAML::Value << YAML::BeginSeq;
     for (const auto& p : rt.publishers) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p->name
@@ -447,6 +450,9 @@ void NodeHost::publish_status() {
       m.set_field("pid", static_cast<std::int64_t>(::getpid()));
       m.set_field("process_rss_bytes", rss);
       m.set_field("bad_inputs", static_cast<std::int64_t>(slot.rt->bad_inputs.get()));
+      if (const std::int64_t mem = slot.rt->memory_bytes.load(std::memory_order_relaxed); mem >= 0) {
+        m.set_field("memory_bytes", mem);
+      }
       for (const auto& r : reports) {
         if (r.node != slot.node->name()) continue;
         const std::string k = "cb." + r.name + ".";

@@ -146,6 +146,9 @@ class Node {
   spdlog::logger& log() const { return logger(); }
   // Counts a bad input and logs it at most once a second per `what`; the node carries on.
   void report_bad_input(std::string_view what, const Status& why);
+  // Reports the memory this node holds (its NodeStatus carries it as memory_bytes): lets a
+  // table of a one-process graph say which node uses what, where process RSS cannot.
+  void report_memory(std::int64_t bytes);
   // The bus this node runs on, for infrastructure nodes that subscribe to topics found at run
   // time (the recorder); null during a dry-run configure. Stage nodes use NodeSpec instead.
   Bus* bus() const;

@@ -65,6 +65,8 @@ struct NodeRuntime {
   std::vector<std::unique_ptr<TimerEntry>> timers;
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   Counter bad_inputs;
+  // Resident bytes the node itself accounts for (weights it touched, its buffers); -1: none.
+  std::atomic<std::int64_t> memory_bytes{-1};
   Rng rng;
   RngState callback_rng;  // generator state when the running callback began
   bool declaration_failed = false;  // a declare() was refused (bad value) during configure

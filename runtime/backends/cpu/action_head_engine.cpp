@@ -28,6 +28,25 @@ class ActionHeadEngine final : public EngineBase {
 
   Status run(const RunOptions& options) override;
 
+  std::int64_t resident_bytes() const override {
+    std::int64_t total = 0;
+    for (const GemmaLayer& l : expert_.layers) {
+      for (const Linear* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.in_mod, &l.post_mod}) {
+        total += cpu::resident_bytes(*w);
+      }
+    }
+    for (const Linear* w : {&expert_.final_mod, &heads_.action_in, &heads_.action_out, &heads_.state_proj,
+                            &heads_.action_time_in, &heads_.action_time_out, &heads_.time_in, &heads_.time_out}) {
+      total += cpu::resident_bytes(*w);
+    }
+    for (const FloatBuffer& b : pk_) total += cpu::resident_bytes(b);
+    for (const FloatBuffer& b : pv_) total += cpu::resident_bytes(b);
+    for (const FloatBuffer* b : {&xs_, &ys_, &q_, &k_, &v_, &o_, &tmp_, &gate_, &up_, &at_, &hid_}) {
+      total += cpu::resident_bytes(*b);
+    }
+    return total + cpu::resident_bytes(attn_.logits);
+  }
+
  private:
   ActionHeadEngine(const model::ModelConfig& c, const EngineOptions& o)
       : cfg_(c), max_steps_(std::max(1, o.max_steps)), ctx_(o.threads) {}

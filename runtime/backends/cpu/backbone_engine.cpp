@@ -28,6 +28,24 @@ class BackboneEngine final : public EngineBase {
 
   Status run(const RunOptions& options) override;
 
+  std::int64_t resident_bytes() const override {
+    std::int64_t total = cpu::resident_bytes(vision_.patch) + cpu::resident_bytes(vision_.projector);
+    for (const VisionLayer& l : vision_.layers) {
+      for (const Linear* w : {&l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2}) total += cpu::resident_bytes(*w);
+    }
+    for (const GemmaLayer& l : vlm_.layers) {
+      for (const Linear* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) total += cpu::resident_bytes(*w);
+    }
+    total += cpu::resident_bytes(embed_.table, static_cast<std::size_t>(embed_.vocab * embed_.width) * dtype_size(embed_.dtype));
+    for (const FloatBuffer* b : {&patches_, &ve_, &vy_, &vq_, &vk_, &vv_, &vo_, &vh_, &x_, &y_, &q_, &o_, &gate_, &up_}) {
+      total += cpu::resident_bytes(*b);
+    }
+    total += cpu::resident_bytes(vattn_.logits) + cpu::resident_bytes(attn_.logits);
+    for (const Tensor& t : k_own_) total += cpu::resident_bytes(t.raw_data(), t.nbytes());
+    for (const Tensor& t : v_own_) total += cpu::resident_bytes(t.raw_data(), t.nbytes());
+    return total;
+  }
+
  private:
   BackboneEngine(const model::ModelConfig& c, const EngineOptions& o) : cfg_(c), ctx_(o.threads) {}
   Status allocate();

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include <cblas.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 // Hot loops are compiled twice on x86-64: for AVX2+FMA (x86-64-v3) and for the baseline, the
 // loader picks one at start-up. Other architectures build the plain version.
@@ -118,6 +120,21 @@ void KernelContext::reserve_panels(std::int64_t max_in) {
     const auto need = static_cast<std::size_t>(panel_rows_ * max_in);
     if (p.size() < need) p.resize(need);
   }
+}
+
+std::int64_t resident_bytes(const void* p, std::size_t n) {
+  if (p == nullptr || n == 0) return 0;
+  static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(p) & ~(page - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + n + page - 1) & ~(page - 1);
+  std::int64_t total = 0;
+  unsigned char vec[4096];
+  for (std::uintptr_t a = begin; a < end; a += page * sizeof vec) {
+    const std::uintptr_t len = std::min<std::uintptr_t>(end - a, page * sizeof vec);
+    if (::mincore(reinterpret_cast<void*>(a), len, vec) != 0) return total;
+    for (std::uintptr_t i = 0; i < len / page; ++i) total += (vec[i] & 1) ? static_cast<std::int64_t>(page) : 0;
+  }
+  return total;
 }
 
 void to_f32(DType dtype, const void* src, float* dst, std::int64_t n) {

@@ -133,6 +133,16 @@ void attention(KernelContext& ctx, const float* q, std::int64_t rows, std::int64
                const KeyBlock& b, const std::int32_t* key_limit, float scale, float* out,
                std::int64_t ldo, AttentionScratch& scratch);
 
+// Bytes of [p, p + n) resident in memory (mincore over the pages it spans).
+std::int64_t resident_bytes(const void* p, std::size_t n);
+inline std::int64_t resident_bytes(const Linear& l) {
+  return resident_bytes(l.w, static_cast<std::size_t>(l.out * l.in) * dtype_size(l.dtype)) +
+         static_cast<std::int64_t>(l.bias.size() * sizeof(float));
+}
+inline std::int64_t resident_bytes(const FloatBuffer& b) {
+  return resident_bytes(b.data(), static_cast<std::size_t>(b.size()) * sizeof(float));
+}
+
 // Converts n values of a floating dtype to f32.
 void to_f32(DType dtype, const void* src, float* dst, std::int64_t n);
 

@@ -1,0 +1,43 @@
+// action_head: the action expert and the flow-matching loop. For each PrefixCache it draws the
+// initial noise from the node's generator (so replay reproduces it), runs num_steps Euler steps,
+// un-normalizes with the checkpoint's norm stats and publishes an ActionChunk [H, robot dims]
+// stamped with the source observation's capture time. See nodes/action_head/README.md.
+#pragma once
+
+#include "nodes/model_stage.hpp"
+#include "runtime/model/norm_stats.hpp"
+
+namespace edgevla::nodes {
+
+class ActionHeadNode final : public Node {
+ public:
+  explicit ActionHeadNode(const NodeOptions& options) : Node(options) {}
+  Status configure(NodeSpec& spec) override;
+  Status activate() override;
+  Status deactivate() override;
+
+ private:
+  void on_prefix(const msgs::PrefixCache& prefix);
+  Status infer(const msgs::PrefixCache& prefix);
+
+  ModelStageParams params_;
+  // clang-format off
+  Param<int> num_steps_{"num_steps", 0,
+      {"Euler steps per chunk (0: the checkpoint's default, 10)", 0, 1000}};
+  Param<std::string> norm_stats_{"norm_stats", "",
+      {"norm_stats.json (default: the checkpoint's assets)", {}, {}, {}, true}};
+  Param<int> output_dim_{"output_dim", 0,
+      {"action dims published (0: the length of the norm stats' actions)", 0, 4096, {}, true}};
+  Param<double> action_dt_s_{"action_dt_s", 0.02,
+      {"time between two actions of a chunk (the policy's control period)", 1e-4, 10.0}};
+  // clang-format on
+
+  Publisher<msgs::ActionChunk> actions_;
+  ModelStage stage_;
+  model::NormStats stats_;
+  model::NormKind kind_ = model::NormKind::kQuantile;
+  int out_dim_ = 0;
+  Tensor noise_, normalized_;
+};
+
+}  // namespace edgevla::nodes

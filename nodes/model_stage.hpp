@@ -1,0 +1,38 @@
+// What the two model stages (backbone, action_head) share: opening the checkpoint with the
+// expected variant, making the engine of the configured backend, and reporting its memory.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/backends/backend.hpp"
+#include "runtime/model/checkpoint.hpp"
+#include "runtime/node/node.hpp"
+
+namespace edgevla::nodes {
+
+struct ModelStageParams {
+  // clang-format off
+  Param<std::string> checkpoint{"checkpoint", "",
+      {"checkpoint folder (config.json + model.safetensors; `edgevla model init` makes one)", {}, {}, {}, true}};
+  Param<std::string> backend{"backend", "cpu",
+      {"inference backend (cpu; cuda/tensorrt when built)", {}, {}, {}, true}};
+  Param<int> threads{"threads", 0, {"worker threads of the backend (0: all cores)", 0, 1024, {}, true}};
+  Param<std::string> model_type{"model_type", "auto",
+      {"refuse a checkpoint of the other variant", {}, {}, {"auto", "pi0", "pi05"}, true}};
+  // clang-format on
+
+  Status declare(NodeSpec& spec);
+};
+
+struct ModelStage {
+  std::optional<model::Checkpoint> checkpoint;
+  std::unique_ptr<backends::Engine> engine;
+
+  // Opens the checkpoint and builds the engine of `stage` (heavy: call from activate()).
+  Status open(const ModelStageParams& params, backends::Stage stage, int max_steps = 64);
+  void close();
+};
+
+}  // namespace edgevla::nodes
