@@ -1,8 +1,25 @@
 #include "nodes/model_stage.hpp"
 
+#include <filesystem>
+
+#include "runtime/model/safetensors.hpp"
+
 namespace edgevla::nodes {
 
-Status ModelStageParams::declare(NodeSpec& spec) {
+std::int64_t stage_weight_bytes(const model::SafetensorsFile& file, backends::Stage stage) {
+  constexpr std::string_view kPrefixModel = "paligemma_with_expert.paligemma.";
+  std::int64_t bytes = 0;
+  for (const auto& e : file.entries()) {
+    if (e.name == model::kExpertLmHead) continue;
+    const bool prefix_model = e.name.starts_with(kPrefixModel);
+    if (prefix_model == (stage == backends::Stage::kBackbone)) {
+      bytes += static_cast<std::int64_t>(e.end - e.begin);
+    }
+  }
+  return bytes;
+}
+
+Status ModelStageParams::declare(NodeSpec& spec, backends::Stage stage) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(checkpoint));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(backend));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(threads));
@@ -10,6 +27,11 @@ Status ModelStageParams::declare(NodeSpec& spec) {
   if (checkpoint->empty()) {
     return invalid_argument("param 'checkpoint' is not set (a folder with config.json and model.safetensors; "
                             "make one with `edgevla model init --config small --out DIR`)");
+  }
+  // A missing or damaged file is reported by activate(), with the fix.
+  const auto weights = std::filesystem::path(*checkpoint) / "model.safetensors";
+  if (auto file = model::SafetensorsFile::open(weights.string())) {
+    spec.declare_load(stage_weight_bytes(*file, stage));
   }
   return Status::ok();
 }

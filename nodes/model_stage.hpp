@@ -23,8 +23,14 @@ struct ModelStageParams {
       {"refuse a checkpoint of the other variant", {}, {}, {"auto", "pi0", "pi05"}, true}};
   // clang-format on
 
-  Status declare(NodeSpec& spec);
+  // Declares the params and, from the weights file's header (nothing is read), the bytes the
+  // stage will load, so heavy stages are activated first.
+  Status declare(NodeSpec& spec, backends::Stage stage);
 };
+
+// Bytes of the weights `stage` reads from `file` (by name: the prefix model's tensors for the
+// backbone, the rest for the action head; heads saved but never used are left out).
+std::int64_t stage_weight_bytes(const model::SafetensorsFile& file, backends::Stage stage);
 
 struct ModelStage {
   std::optional<model::Checkpoint> checkpoint;

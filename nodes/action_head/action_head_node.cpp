@@ -7,7 +7,7 @@
 namespace edgevla::nodes {
 
 Status ActionHeadNode::configure(NodeSpec& spec) {
-  EDGEVLA_RETURN_IF_ERROR(params_.declare(spec));
+  EDGEVLA_RETURN_IF_ERROR(params_.declare(spec, backends::Stage::kActionHead));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(num_steps_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(norm_stats_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(output_dim_));

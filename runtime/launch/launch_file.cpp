@@ -366,10 +366,11 @@ Expected<LaunchDescription> load_launch(const std::string& path, const std::vect
   for (const auto& plugin : d.plugins) {
     EDGEVLA_RETURN_IF_ERROR(NodeRegistry::instance().load_plugin(plugin).with_context(path));
   }
-  for (const auto& g : d.groups) {
+  for (auto& g : d.groups) {
     for (const auto& n : g.nodes) {
-      auto params = dry_configure(n);
-      if (!params) return params.status().with_context(n.origin);
+      auto run = dry_run(n);
+      if (!run) return run.status().with_context(n.origin);
+      g.load_bytes = std::max(g.load_bytes, run->load_bytes);
     }
   }
   return d;

@@ -35,12 +35,13 @@ struct GroupDescription {
   std::int64_t spin_us = 0;      // executor spin before sleeping (latency vs CPU)
   std::vector<NodeOptions> nodes;  // in start order
   std::string origin;            // "file:line"
+  std::int64_t load_bytes = 0;   // largest load a node of the group declared (load_launch)
 };
 
 struct LaunchDescription {
   std::string file;  // the top-level file
   std::vector<std::string> plugins;
-  std::vector<GroupDescription> groups;  // in start order
+  std::vector<GroupDescription> groups;  // in file order; started heaviest load first
 };
 
 // Parses `path` (with includes and params files), applies `sets` ("node.key=value") and

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -190,8 +191,16 @@ Status NodeHost::deactivate(Slot& slot) {
 
 Status NodeHost::activate_all() {
   std::lock_guard lifecycle(lifecycle_mu_);
-  const auto slots = snapshot();
+  auto slots = snapshot();
+  // Heaviest declared load first; nodes without one keep their order after them.
+  std::stable_sort(slots.begin(), slots.end(), [](const SlotPtr& a, const SlotPtr& b) {
+    return a->rt->load_bytes > b->rt->load_bytes;
+  });
   for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i]->rt->load_bytes > 0) {
+      logger().info("activating '{}' ({:.1f} MB to load)", slots[i]->node->name(),
+                    static_cast<double>(slots[i]->rt->load_bytes) / 1e6);
+    }
     if (slots[i]->rt->state.load() == NodeState::kActive) continue;
     if (Status s = activate(*slots[i]); !s.is_ok()) {
       for (std::size_t j = i; j-- > 0;) [[maybe_unused]] Status d = deactivate(*slots[j]);
@@ -481,15 +490,20 @@ void NodeHost::status_loop() {
   }
 }
 
-Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options) {
+Expected<DryRun> dry_run(const NodeOptions& options) {
   auto node = NodeRegistry::instance().create(options);
   if (!node) return node.status();
   std::shared_ptr<NodeRuntime> rt;
   auto configured = configure_node(**node, nullptr, 0, rt);
   if (!configured) return configured.status();
-  auto params = (*configured)->params;
-  for (auto& p : params) p.apply = nullptr;  // they point into the node destroyed here
-  return params;
+  DryRun out{(*configured)->params, (*configured)->load_bytes};
+  for (auto& p : out.params) p.apply = nullptr;  // they point into the node destroyed here
+  return out;
+}
+
+Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options) {
+  EDGEVLA_ASSIGN_OR_RETURN(DryRun run, dry_run(options));
+  return std::move(run.params);
 }
 
 }  // namespace edgevla

@@ -68,7 +68,7 @@ class NodeHost {
   // Adds a node built by the caller (tests, embedding) and configures it.
   Expected<Node*> add(std::unique_ptr<Node> node);
 
-  // Activates nodes in the order they were added; if one fails, those already activated are
+  // Activates nodes heaviest declared load first (then in the order they were added); if one fails, those already activated are
   // deactivated again and the error returned.
   Status activate_all();
   // Deactivates in reverse order (callbacks stop before each node's deactivate()).
@@ -125,6 +125,12 @@ class NodeHost {
 // Configures a node with no bus, to validate a launch before anything starts. Returns the
 // declared params, or the first error (unknown type, bad or unknown param).
 Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options);
+// The same, with the load the node declared (for ordering activation across processes).
+struct DryRun {
+  std::vector<ParamDescriptor> params;
+  std::int64_t load_bytes = 0;
+};
+Expected<DryRun> dry_run(const NodeOptions& options);
 
 // Resident set size of this process in bytes.
 std::int64_t process_rss_bytes();

@@ -36,6 +36,8 @@ void Node::report_bad_input(std::string_view what, const Status& why) {
   rate_log_.warn(what, "node '" + name() + "': " + std::string(what) + ": " + why.message());
 }
 
+void NodeSpec::declare_load(std::int64_t bytes) { rt_.load_bytes = bytes; }
+
 void Node::report_memory(std::int64_t bytes) {
   if (runtime_) runtime_->memory_bytes.store(bytes, std::memory_order_relaxed);
 }

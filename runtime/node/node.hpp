@@ -100,6 +100,11 @@ class NodeSpec {
   Status subscribe_any(std::string_view name, std::string type, QoS qos,
                        std::function<void(const MessagePtr&)> callback);
 
+  // Declares how many bytes activate() will load (weights, engines). Hosts and the launcher
+  // activate the heaviest nodes first, so a graph that does not fit in memory fails at the
+  // first, largest load rather than after everything else started.
+  void declare_load(std::int64_t bytes);
+
   // A fixed-rate timer on the node's executor; missed periods are skipped and counted.
   Status timer(std::string_view name, std::chrono::nanoseconds period, std::function<void()> callback);
 

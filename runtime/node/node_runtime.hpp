@@ -67,6 +67,8 @@ struct NodeRuntime {
   Counter bad_inputs;
   // Resident bytes the node itself accounts for (weights it touched, its buffers); -1: none.
   std::atomic<std::int64_t> memory_bytes{-1};
+  // Bytes activate() will load (declared in configure): heavy nodes are activated first.
+  std::int64_t load_bytes = 0;
   Rng rng;
   RngState callback_rng;  // generator state when the running callback began
   bool declaration_failed = false;  // a declare() was refused (bad value) during configure

@@ -40,10 +40,12 @@ class ProbeNode final : public Node {
       order.push_back("cb");
     }));
     in_topic = spec.resolve_topic("in");
+    if (load > 0) spec.declare_load(load);
     return spec.timer("tick", std::chrono::milliseconds(5), [this] { ++ticks; });
   }
   Status activate() override {
     order.push_back("activate:" + name());
+    if (shared_order) shared_order->push_back(name());
     return fail_activate ? unavailable("device busy") : Status::ok();
   }
   Status deactivate() override {
@@ -51,6 +53,8 @@ class ProbeNode final : public Node {
     return Status::ok();
   }
 
+  std::int64_t load = 0;                            // declared at configure when > 0
+  std::vector<std::string>* shared_order = nullptr;  // activation order across nodes
   Param<int> steps{"num_steps", 10, {"denoising steps", 1, 100}};
   Param<double> rate{"rate_hz", 50.0, {"control rate", 0.5, 1000.0}};
   Param<bool> enabled{"enabled", true, {"on/off"}};
@@ -272,6 +276,23 @@ TEST(Node, FailedActivationRollsBackInReverseOrder) {
   EXPECT_NE(s.message().find("device busy"), std::string::npos);
   EXPECT_EQ(pa->order, (std::vector<std::string>{"activate:a", "deactivate:a"}));
   EXPECT_EQ(pb->order, (std::vector<std::string>{"activate:b", "deactivate:b"}));
+}
+
+TEST(Node, HeaviestDeclaredLoadIsActivatedFirst) {
+  auto bus = bus_for("heavy_first");
+  NodeHost host(*bus);
+  std::vector<std::string> order;
+  for (auto [name, load] : {std::pair{"camera", std::int64_t{0}}, {"head", std::int64_t{300}},
+                            {"backbone", std::int64_t{9000}}, {"actuation", std::int64_t{0}}}) {
+    auto n = std::make_unique<ProbeNode>(opts(name));
+    n->load = load;
+    n->shared_order = &order;
+    ASSERT_TRUE(host.add(std::move(n)).has_value());
+  }
+  ASSERT_OK(host.activate_all());
+  // Heaviest first; nodes that declared nothing keep the order they were added in.
+  EXPECT_EQ(order, (std::vector<std::string>{"backbone", "head", "camera", "actuation"}));
+  ASSERT_OK(host.deactivate_all());
 }
 
 TEST(Node, DuplicateNamesAndUnknownTypesAreRejected) {

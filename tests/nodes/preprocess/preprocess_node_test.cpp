@@ -190,11 +190,20 @@ struct Inputs {
   Tensor wrist = image(30, 30, 3, 0, {10, 20, 30});
 };
 
+// Publishes one message and waits until the node has handled it: subscriptions are separate
+// queues, so without the wait the trigger frame could be handled before the other inputs
+// (and keep_latest queues would drop back-to-back messages).
+void publish_and_wait(Graph& g, const auto& publisher, Message m) {
+  const std::uint64_t before = g.host->subscription_callbacks("pre");
+  ASSERT_OK(publisher.publish(std::move(m)));
+  ASSERT_TRUE(eventually([&] { return g.host->subscription_callbacks("pre") > before; }));
+}
+
 void publish_all(Graph& g, const Inputs& in, std::vector<double> state, std::int64_t stamp,
                  std::int64_t frame = 1) {
-  ASSERT_OK(g.harness->state.publish(state_msg(std::move(state), stamp)));
-  ASSERT_OK(g.harness->wrist.publish(image_msg(in.wrist, "bgr8", stamp, frame)));
-  ASSERT_OK(g.harness->base.publish(image_msg(in.base, "rgb8", stamp, frame)));  // the trigger
+  publish_and_wait(g, g.harness->state, state_msg(std::move(state), stamp));
+  publish_and_wait(g, g.harness->wrist, image_msg(in.wrist, "bgr8", stamp, frame));
+  publish_and_wait(g, g.harness->base, image_msg(in.base, "rgb8", stamp, frame));  // the trigger
 }
 
 TEST(PreprocessNode, Pi05ObservationCarriesImagesNormalizedStateAndTokens) {
@@ -295,17 +304,14 @@ TEST(PreprocessNode, Pi0UsesZScoresAndThePromptTopicOverridesTheParam) {
   };
   check(g.harness->last(), "pick up the red cup");
 
-  auto p = msgs::Prompt::make("open the drawer");
-  ASSERT_OK(g.harness->prompt.publish(std::move(*p)));
-  ASSERT_TRUE(eventually([&] { return g.host->subscription_callbacks("pre") >= 4; }));
+  publish_and_wait(g, g.harness->prompt, *msgs::Prompt::make("open the drawer"));
   publish_all(g, in, {1.5, 0.0, 1.0, 2.0}, wall_now_ns(), 2);
   ASSERT_TRUE(eventually([&] { return g.harness->count() == 2; }));
   check(g.harness->last(), "open the drawer");
 
   // Changing the param afterwards makes it the prompt again.
+  // (applied on the node's thread before the callbacks of the inputs published next)
   ASSERT_OK(g.host->set_param("pre", "prompt", "close the door"));
-  ASSERT_TRUE(eventually([&] { return *g.host->params_yaml("pre") != ""; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   publish_all(g, in, {1.5, 0.0, 1.0, 2.0}, wall_now_ns(), 3);
   ASSERT_TRUE(eventually([&] { return g.harness->count() == 3; }));
   check(g.harness->last(), "close the door");
@@ -317,9 +323,9 @@ TEST(PreprocessNode, StaleInputsAreDroppedAndCounted) {
   ASSERT_OK(g.activated);
   Inputs in;
   const std::int64_t now = wall_now_ns();
-  ASSERT_OK(g.harness->state.publish(state_msg({0, 0, 0, 0}, now - 2'000'000'000)));  // 2 s old
-  ASSERT_OK(g.harness->wrist.publish(image_msg(in.wrist, "bgr8", now, 1)));
-  ASSERT_OK(g.harness->base.publish(image_msg(in.base, "rgb8", now, 1)));
+  publish_and_wait(g, g.harness->state, state_msg({0, 0, 0, 0}, now - 2'000'000'000));  // 2 s old
+  publish_and_wait(g, g.harness->wrist, image_msg(in.wrist, "bgr8", now, 1));
+  publish_and_wait(g, g.harness->base, image_msg(in.base, "rgb8", now, 1));
   ASSERT_TRUE(eventually([&] { return g.host->bad_inputs("pre") == 1; }));
   EXPECT_EQ(g.harness->count(), 0u);
   // A fresh state: the next frame makes an observation.
@@ -340,9 +346,10 @@ TEST(PreprocessNode, NanStateIsRejectedAndTheNodeKeepsRunning) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(g.harness->count(), 0u);
   // Too long a state (5 > the stats' 4 dims) and an infinite one are rejected too.
-  ASSERT_OK(g.harness->state.publish(state_msg({0, 0, 0, 0, 0}, wall_now_ns())));
-  ASSERT_OK(g.harness->state.publish(state_msg({0, 0, std::numeric_limits<double>::infinity(), 0}, wall_now_ns())));
-  ASSERT_TRUE(eventually([&] { return g.host->bad_inputs("pre") == 3; }));
+  publish_and_wait(g, g.harness->state, state_msg({0, 0, 0, 0, 0}, wall_now_ns()));
+  publish_and_wait(g, g.harness->state,
+                   state_msg({0, 0, std::numeric_limits<double>::infinity(), 0}, wall_now_ns()));
+  EXPECT_EQ(g.host->bad_inputs("pre"), 3u);
   publish_all(g, in, {3, 3, 3, 3}, wall_now_ns(), 2);
   ASSERT_TRUE(eventually([&] { return g.harness->count() == 1; }));
   EXPECT_EQ(floats(*g.harness->last()->tensor("state_raw")), (std::vector<float>{3, 3, 3, 3}));
@@ -359,10 +366,10 @@ TEST(PreprocessNode, BadImagesAreCountedAndThePreviousFrameStays) {
   // mono16 is not a policy encoding; an extreme aspect ratio cannot be resized.
   auto mono16 = Tensor::empty(DType::kU16, Shape{10, 10, 1});
   auto m = msgs::Image::make(*mono16, "mono16", "cam");
-  ASSERT_OK(g.harness->wrist.publish(std::move(*m)));
-  ASSERT_OK(g.harness->wrist.publish(image_msg(image(1, 500, 3, 5), "rgb8", wall_now_ns(), 2)));
-  ASSERT_TRUE(eventually([&] { return g.host->bad_inputs("pre") == 2; }));
-  ASSERT_OK(g.harness->base.publish(image_msg(in.base, "rgb8", wall_now_ns(), 3)));
+  publish_and_wait(g, g.harness->wrist, std::move(*m));
+  publish_and_wait(g, g.harness->wrist, image_msg(image(1, 500, 3, 5), "rgb8", wall_now_ns(), 2));
+  EXPECT_EQ(g.host->bad_inputs("pre"), 2u);
+  publish_and_wait(g, g.harness->base, image_msg(in.base, "rgb8", wall_now_ns(), 3));
   ASSERT_TRUE(eventually([&] { return g.harness->count() == 2; }));
   const Tensor* wrist = g.harness->last()->tensor("image.left_wrist_0_rgb");
   EXPECT_EQ(std::memcmp(wrist->raw_data(), first_wrist.raw_data(), first_wrist.nbytes()), 0);
@@ -392,8 +399,8 @@ TEST(PreprocessNode, DefaultStateAndTimerPublishWithoutARobot) {
   Graph g = start("timer", ckpt, {{"rate_hz", yaml("50")}, {"default_state", yaml("[1, 1, 1, 1]")}});
   ASSERT_OK(g.activated);
   Inputs in;
-  ASSERT_OK(g.harness->wrist.publish(image_msg(in.wrist, "bgr8", wall_now_ns(), 1)));
-  ASSERT_OK(g.harness->base.publish(image_msg(in.base, "rgb8", wall_now_ns(), 1)));
+  publish_and_wait(g, g.harness->wrist, image_msg(in.wrist, "bgr8", wall_now_ns(), 1));
+  publish_and_wait(g, g.harness->base, image_msg(in.base, "rgb8", wall_now_ns(), 1));
   ASSERT_TRUE(eventually([&] { return g.harness->count() >= 1; }));
   const MessagePtr m = g.harness->last();
   EXPECT_EQ(floats(*m->tensor("state_raw")), (std::vector<float>{1, 1, 1, 1}));

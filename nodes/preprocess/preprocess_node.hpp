@@ -1,0 +1,111 @@
+// preprocess: turns camera frames, the robot's state and an instruction into the Observation a
+// pi0 / pi0.5 policy consumes (docs/model.md §9): each camera resized with padding to the
+// model's image size and scaled to [-1, 1], the state normalized with the checkpoint's norm
+// stats and zero-padded to action_dim, the prompt tokenized (pi0.5: with the discretized state
+// in it). Behaviour, params and topics: nodes/preprocess/README.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/model/config.hpp"
+#include "runtime/model/image_ops.hpp"
+#include "runtime/model/norm_stats.hpp"
+#include "runtime/model/tokenizer.hpp"
+#include "runtime/node/node.hpp"
+
+namespace edgevla::nodes {
+
+class PreprocessNode final : public Node {
+ public:
+  explicit PreprocessNode(const NodeOptions& options);
+  ~PreprocessNode() override;
+  Status configure(NodeSpec& spec) override;
+  Status activate() override;
+  Status deactivate() override;
+
+ private:
+  // One subscribed camera slot and its newest accepted frame, already resized (frames are
+  // resized when they arrive, so the Image's buffer is let go at once).
+  struct Camera {
+    std::string slot;
+    std::string topic_name;          // "image/<slot>", as declared
+    model::ImageResizer resizer;
+    Tensor canvas;                   // u8 [S, S, 3], the newest frame resized with padding
+    std::optional<Header> header;    // that frame's header; empty until a frame arrives
+    std::optional<std::int64_t> frame;  // its "frame" field, when it has one
+  };
+  // The newest accepted robot state, normalized.
+  struct State {
+    std::vector<float> raw;          // as received (f64 rounded to f32)
+    std::vector<double> normalized;  // openpi's float64 arithmetic
+    std::int64_t stamp_ns = 0;
+    bool from_param = false;         // default_state: never stale
+  };
+
+  void on_image(std::size_t index, const msgs::Image& image);
+  void on_state(const msgs::RobotState& state);
+  void on_prompt(const msgs::Prompt& prompt);
+  void on_tick();
+  // Publishes an Observation from the newest inputs, or says (once, or as a counted drop) why
+  // it cannot.
+  void publish_observation();
+  Expected<State> make_state(std::span<const double> raw, std::int64_t stamp_ns) const;
+  Expected<model::TokenizedPrompt> tokenize(const std::string& prompt, const State& state);
+  const std::string& active_prompt();
+  void waiting_for(const std::string& what);
+  std::string where() const { return "node '" + name() + "'"; }
+
+  // clang-format off
+  Param<std::string> checkpoint_{"checkpoint", "",
+      {"checkpoint folder (config.json, assets/, tokenizer.model)", {}, {}, {}, true}};
+  Param<std::string> tokenizer_{"tokenizer", "",
+      {"SentencePiece model (empty: <checkpoint>/tokenizer.model)", {}, {}, {}, true}};
+  Param<std::string> norm_stats_{"norm_stats", "",
+      {"norm_stats.json (empty: <checkpoint>/assets/<asset_id>/norm_stats.json)", {}, {}, {}, true}};
+  Param<std::string> model_type_{"model_type", "auto",
+      {"pi0 or pi05 (auto: config.json's model_type, else the weight set)", {}, {},
+       {"auto", "pi0", "pi05"}, true}};
+  Param<std::vector<std::string>> cameras_{"cameras", {},
+      {"camera slots to subscribe, each on image/<slot> (empty: all the model's slots); "
+       "slots not listed are absent (masked)", {}, {}, {}, true}};
+  Param<std::string> prompt_{"prompt", "",
+      {"instruction used until a Prompt arrives on 'prompt' (empty: wait for one)"}};
+  Param<std::string> on_long_prompt_{"on_long_prompt", "error",
+      {"a prompt over the model's token budget: drop the observation (error) or cut it "
+       "(truncate)", {}, {}, {"error", "truncate"}}};
+  Param<double> max_age_s_{"max_age_s", 0.5,
+      {"inputs older than this relative to the newest input are stale (0: no check)", 0.0, 3600.0}};
+  Param<double> rate_hz_{"rate_hz", 0.0,
+      {"0: publish on every frame of the first camera; > 0: publish at this rate", 0.0, 1000.0,
+       {}, true}};
+  Param<int> state_dim_{"state_dim", 0,
+      {"length the robot state must have (0: any, up to action_dim and the stats' length)", 0,
+       4096, {}, true}};
+  Param<std::vector<double>> default_state_{"default_state", {},
+      {"state used until a RobotState arrives (empty: wait for one)", {}, {}, {}, true}};
+  // clang-format on
+
+  Publisher<msgs::Observation> observation_;
+  model::ModelConfig config_;
+  std::vector<Camera> cameras_in_;
+
+  // Set by activate().
+  model::ModelType type_ = model::ModelType::kPi05;
+  model::NormKind norm_kind_ = model::NormKind::kQuantile;
+  model::NormStats stats_;
+  std::optional<model::Tokenizer> tok_;
+  std::optional<State> state_;
+  std::optional<std::string> prompt_message_;  // newest Prompt message, until `prompt` changes
+  std::string seen_prompt_param_;
+  // pi0's tokens depend on the prompt only: the last result is kept.
+  std::string cached_prompt_;
+  std::optional<model::TokenizedPrompt> cached_tokens_;
+  bool inputs_changed_ = false;
+  std::string waiting_logged_;
+  std::string truncation_logged_;
+};
+
+}  // namespace edgevla::nodes
