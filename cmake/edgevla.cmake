@@ -6,6 +6,8 @@ function(edgevla_warnings target)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC 12 reports false -Wrestrict positives inside std::string operator+ (GCC bug 105651).
     target_compile_options(${target} PRIVATE -Wno-restrict)
+    # ... and false -Wmaybe-uninitialized ones on std::variant moves after inlining (GCC bug 80635).
+    target_compile_options(${target} PRIVATE -Wno-maybe-uninitialized)
   endif()
 endfunction()
 

@@ -16,6 +16,15 @@
 
 namespace edgevla {
 
+// One input the publishing node had consumed when it published (replay feeds inputs in this
+// interleaving): the newest message taken from that subscription, by publish stamp.
+struct InputMark {
+  std::string topic;
+  std::int64_t publish_stamp_ns = 0;
+  bool trigger = false;  // the message whose callback published this one
+  bool operator==(const InputMark&) const = default;
+};
+
 struct TraceHop {
   std::string node;
   std::int64_t stamp_ns = 0;  // when `node` published the message (wall clock)
@@ -38,6 +47,8 @@ struct Header {
   std::vector<TraceHop> trace;         // one hop per node that published along the path
   std::string publisher;               // id of the publisher ("host/pid/n#k"); gap detection
   std::optional<RngState> rng;         // set when the publishing node has a generator
+  std::int64_t callback_stamp_ns = 0;  // node clock when the producing callback began (0: none)
+  std::vector<InputMark> inputs;       // what the publishing node had consumed (node publishers)
 };
 
 using FieldValue = std::variant<bool, std::int64_t, double, std::string>;

@@ -286,11 +286,26 @@ Status decode_trace(const Obj& o, Header& h) {
   return Status::ok();
 }
 
+Status decode_inputs(const Obj& o, Header& h) {
+  if (o.type != msgpack::type::ARRAY) return data_loss("envelope 'in' is not an array");
+  if (o.via.array.size > kMaxTraceHops) return data_loss("envelope 'in' has too many entries");
+  for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+    const Obj& e = o.via.array.ptr[i];
+    if (e.type != msgpack::type::ARRAY || e.via.array.size != 3 || e.via.array.ptr[2].type != msgpack::type::BOOLEAN) {
+      return data_loss("envelope 'in' entry is not [topic, publish_stamp_ns, trigger]");
+    }
+    EDGEVLA_ASSIGN_OR_RETURN(auto topic, get_str(e.via.array.ptr[0], "in.topic"));
+    EDGEVLA_ASSIGN_OR_RETURN(auto stamp, get_int(e.via.array.ptr[1], "in.pub"));
+    h.inputs.push_back({std::string(topic), stamp, e.via.array.ptr[2].via.boolean});
+  }
+  return Status::ok();
+}
+
 Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
                                 const ShmResolver& resolve, const std::shared_ptr<void>& owner) {
   if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
   EDGEVLA_RETURN_IF_ERROR(check_unique_keys(root, {"edgevla", "type", "type_version", "topic", "seq", "src", "pub",
-                                                   "publisher", "trace", "rng", "fields", "tensors"},
+                                                   "publisher", "trace", "rng", "cb", "in", "fields", "tensors"},
                                             "envelope"));
   Message m;
   Header& h = m.header();
@@ -326,6 +341,10 @@ Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
       EDGEVLA_ASSIGN_OR_RETURN(h.source_stamp_ns, get_int(kv.val, "src"));
     } else if (key == "pub") {
       EDGEVLA_ASSIGN_OR_RETURN(h.publish_stamp_ns, get_int(kv.val, "pub"));
+    } else if (key == "cb") {
+      EDGEVLA_ASSIGN_OR_RETURN(h.callback_stamp_ns, get_int(kv.val, "cb"));
+    } else if (key == "in") {
+      EDGEVLA_RETURN_IF_ERROR(decode_inputs(kv.val, h));
     } else if (key == "publisher") {
       EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "publisher"));
       h.publisher = std::string(s);
@@ -403,7 +422,7 @@ Status append_envelope(const Message& m, std::span<const TensorPlacement> placem
   StringSink sink{&out};
   Packer p(sink);
   const Header& h = m.header();
-  p.pack_map(h.rng ? 12 : 11);
+  p.pack_map(11 + (h.rng ? 1 : 0) + (h.callback_stamp_ns != 0 ? 1 : 0) + (h.inputs.empty() ? 0 : 1));
   pack_str(p, "edgevla");
   p.pack_uint32(kWireVersion);
   pack_str(p, "type");
@@ -420,6 +439,20 @@ Status append_envelope(const Message& m, std::span<const TensorPlacement> placem
   p.pack_int64(h.publish_stamp_ns);
   pack_str(p, "publisher");
   pack_str(p, h.publisher);
+  if (h.callback_stamp_ns != 0) {
+    pack_str(p, "cb");
+    p.pack_int64(h.callback_stamp_ns);
+  }
+  if (!h.inputs.empty()) {
+    pack_str(p, "in");
+    p.pack_array(static_cast<std::uint32_t>(h.inputs.size()));
+    for (const auto& in : h.inputs) {
+      p.pack_array(3);
+      pack_str(p, in.topic);
+      p.pack_int64(in.publish_stamp_ns);
+      if (in.trigger) p.pack_true(); else p.pack_false();
+    }
+  }
   if (h.rng) {
     pack_str(p, "rng");
     p.pack_array(2);

@@ -12,6 +12,8 @@ Status ActionHeadNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(norm_stats_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(output_dim_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(action_dt_s_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(seed_));
+  if (*seed_ >= 0) spec.seed_rng(static_cast<std::uint64_t>(*seed_));
   EDGEVLA_ASSIGN_OR_RETURN(actions_, spec.publisher<msgs::ActionChunk>("actions"));
   return spec.subscribe<msgs::PrefixCache>("prefix", QoS::keep_last(1),
                                            [this](const msgs::PrefixCache& m) { on_prefix(m); });
@@ -98,7 +100,9 @@ Status ActionHeadNode::infer(const msgs::PrefixCache& prefix) {
   if (auto seq = prefix.message().int_field("observation_seq")) m.set_field("observation_seq", *seq);
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));
   m.set_field("action_head_ms", engine.last_timings().total_ms);
-  if (auto ms = prefix.message().number_field("backbone_ms")) m.set_field("backbone_ms", *ms);
+  for (const char* stage : {"preprocess_ms", "backbone_ms"}) {
+    if (auto ms = prefix.message().number_field(stage)) m.set_field(stage, *ms);
+  }
   m.derive_from(prefix.header());
   EDGEVLA_RETURN_IF_ERROR(actions_.publish(std::move(m)));
   report_memory(engine.resident_bytes());

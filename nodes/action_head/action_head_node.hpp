@@ -28,6 +28,9 @@ class ActionHeadNode final : public Node {
       {"norm_stats.json (default: the checkpoint's assets)", {}, {}, {}, true}};
   Param<int> output_dim_{"output_dim", 0,
       {"action dims published (0: the length of the norm stats' actions)", 0, 4096, {}, true}};
+  Param<int> seed_{"seed", -1,
+      {"seed of the noise generator (-1: derived from the node's name); `edgevla infer --seed N` "
+       "draws the same first noise", -1, 2147483647, {}, true}};
   Param<double> action_dt_s_{"action_dt_s", 0.02,
       {"time between two actions of a chunk (the policy's control period)", 1e-4, 10.0}};
   // clang-format on

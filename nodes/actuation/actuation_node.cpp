@@ -245,6 +245,7 @@ Status ActuationNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(watchdog_timeout_s_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(sink_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(sink_path_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(publish_state_));
   // Checked here, not in activate(), so `edgevla launch --check` catches them.
   const std::string where = "node '" + name() + "'";
   EDGEVLA_RETURN_IF_ERROR(ChunkExecutor::validate(executor_options()).with_context(where));
@@ -256,6 +257,10 @@ Status ActuationNode::configure(NodeSpec& spec) {
   }
   EDGEVLA_ASSIGN_OR_RETURN(command_, spec.publisher<msgs::JointCommand>(
                                          "command", PublisherOptions{.never_wait = true}));
+  if (*publish_state_) {
+    EDGEVLA_ASSIGN_OR_RETURN(state_, spec.publisher<msgs::RobotState>(
+                                         "state", PublisherOptions{.never_wait = true}));
+  }
   EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>(
       "chunks", QoS::keep_latest(), [this](const msgs::ActionChunk& m) { on_chunk(m); }));
   const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / *control_rate_hz_));
@@ -300,6 +305,7 @@ Status ActuationNode::deactivate() {
 }
 
 void ActuationNode::on_chunk(const msgs::ActionChunk& chunk) {
+  const std::int64_t received = now_ns();
   const Tensor& actions = chunk.actions();
   if (!actions.device().is_cpu()) {
     report_bad_input("chunks",
@@ -318,12 +324,13 @@ void ActuationNode::on_chunk(const msgs::ActionChunk& chunk) {
   in.source_stamp_ns = chunk.header().source_stamp_ns;
   if (auto dt = chunk.message().number_field("dt_s")) in.dt_s = *dt;
   in.id = next_chunk_id_++;
-  if (Status s = executor_->submit(in, now_ns()); !s.is_ok()) {
+  if (Status s = executor_->submit(in, received); !s.is_ok()) {
     report_bad_input("chunks", s);
     return;
   }
   newest_header_ = chunk.header();
   newest_id_ = in.id;
+  newest_received_ns_ = received;
   newest_observation_seq_.reset();
   if (auto seq = chunk.message().int_field("observation_seq")) newest_observation_seq_ = *seq;
 }
@@ -337,6 +344,7 @@ void ActuationNode::on_tick() {
     current_header_ = newest_header_;
     current_id_ = newest_id_;
     current_observation_seq_ = newest_observation_seq_;
+    current_received_ns_ = newest_received_ns_;
   }
   const bool derived = cmd->chunk_id >= 0 && current_header_.has_value();
   const std::int64_t chunk_seq = derived ? static_cast<std::int64_t>(current_header_->seq) : -1;
@@ -362,6 +370,16 @@ void ActuationNode::on_tick() {
     log_limit_.warn("publish", "node '" + name() + "': " + position.status().message());
     return;
   }
+  if (*publish_state_) {
+    // The simulated robot is where it was commanded, at the time of the command.
+    auto st = msgs::RobotState::make(*position);
+    if (st) {
+      st->header().source_stamp_ns = now;
+      if (Status s = state_.publish(std::move(*st)); !s.is_ok()) {
+        log_limit_.warn("publish", "node '" + name() + "': " + s.message());
+      }
+    }
+  }
   auto msg = msgs::JointCommand::make(std::move(*position));
   if (!msg) {
     log_limit_.warn("publish", "node '" + name() + "': " + msg.status().message());
@@ -382,6 +400,7 @@ void ActuationNode::on_tick() {
   if (!cmd->fault.empty()) msg->set_field("fault", cmd->fault);
   if (derived && current_observation_seq_)
     msg->set_field("observation_seq", *current_observation_seq_);
+  if (derived) msg->set_field("chunk_received_ns", current_received_ns_);
   msg->set_field("chunks_received", count(n.chunks_received));
   msg->set_field("chunks_rejected", count(n.chunks_rejected));
   msg->set_field("chunks_superseded", count(n.chunks_superseded));

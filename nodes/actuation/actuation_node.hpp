@@ -52,6 +52,9 @@ class ActuationNode final : public Node {
       {"held before the first chunk (empty: publish nothing until then)", {}, {}, {}, true}};
   Param<double> watchdog_timeout_s_{"watchdog_timeout_s", 0.5,
       {"hold and report a fault after this long without a chunk (0: off)", 0.0, 3600.0}};
+  Param<bool> publish_state_{"publish_state", false,
+      {"also publish each command as the robot's RobotState on 'state' (a simulated robot that "
+       "follows its commands: closes the loop for demos and tests without a robot)", {}, {}, {}, true}};
   Param<std::string> sink_{"sink", "none",
       {"where every command is also written", {}, {}, {"none", "csv", "stdout", "udp"}, true}};
   Param<std::string> sink_path_{"sink_path", "",
@@ -59,6 +62,7 @@ class ActuationNode final : public Node {
   // clang-format on
 
   Publisher<msgs::JointCommand> command_;
+  Publisher<msgs::RobotState> state_;
   std::optional<ChunkExecutor> executor_;
   std::unique_ptr<CommandSink> sink_out_;
   RateLimitedLog log_limit_;
@@ -73,6 +77,10 @@ class ActuationNode final : public Node {
   std::int64_t current_id_ = -1;
   std::optional<std::int64_t> newest_observation_seq_;
   std::optional<std::int64_t> current_observation_seq_;
+  // When each arrived (node clock): end of the camera-to-actuation path, before the wait for
+  // the control tick.
+  std::int64_t newest_received_ns_ = 0;
+  std::int64_t current_received_ns_ = 0;
 };
 
 }  // namespace edgevla::nodes

@@ -60,6 +60,8 @@ Status PreprocessNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(on_long_prompt_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(max_age_s_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(rate_hz_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(wait_for_chunk_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(chunk_timeout_s_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(state_dim_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(default_state_));
 
@@ -112,6 +114,10 @@ Status PreprocessNode::configure(NodeSpec& spec) {
       "state", QoS::keep_latest(), [this](const msgs::RobotState& m) { on_state(m); }));
   EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::Prompt>(
       "prompt", QoS::keep_latest(), [this](const msgs::Prompt& m) { on_prompt(m); }));
+  if (*wait_for_chunk_) {
+    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>(
+        "actions", QoS::keep_latest(), [this](const msgs::ActionChunk& m) { on_chunk(m); }));
+  }
   if (*rate_hz_ > 0) {
     const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / *rate_hz_));
     EDGEVLA_RETURN_IF_ERROR(spec.timer("publish", period, [this] { on_tick(); }));
@@ -186,6 +192,7 @@ Status PreprocessNode::activate() {
   seen_prompt_param_ = *prompt_;
   cached_tokens_.reset();
   inputs_changed_ = false;
+  in_flight_ = false;
   waiting_logged_.clear();
   truncation_logged_.clear();
 
@@ -220,6 +227,7 @@ Status PreprocessNode::deactivate() {
 }
 
 void PreprocessNode::on_image(std::size_t index, const msgs::Image& image) {
+  trigger_ns_ = steady_now_ns();
   Camera& cam = cameras_in_[index];
   auto format = model::parse_pixel_format(image.encoding());
   if (!format) {
@@ -302,7 +310,13 @@ void PreprocessNode::on_prompt(const msgs::Prompt& prompt) {
 }
 
 void PreprocessNode::on_tick() {
+  trigger_ns_ = steady_now_ns();
   if (inputs_changed_) publish_observation();
+}
+
+void PreprocessNode::on_chunk(const msgs::ActionChunk&) {
+  // A chunk came back: the next frame makes the next observation.
+  in_flight_ = false;
 }
 
 const std::string& PreprocessNode::active_prompt() {
@@ -333,6 +347,14 @@ Expected<model::TokenizedPrompt> PreprocessNode::tokenize(const std::string& pro
 }
 
 void PreprocessNode::publish_observation() {
+  if (*wait_for_chunk_ && in_flight_) {
+    const auto timeout = static_cast<std::int64_t>(*chunk_timeout_s_ * 1e9);
+    if (steady_now_ns() - in_flight_since_ns_ < timeout) return;
+    report_bad_input("actions", timeout_error(
+        "no ActionChunk came back within chunk_timeout_s = " + seconds(timeout) +
+        " (the observation was dropped downstream, or a stage is down); publishing the next one"));
+    in_flight_ = false;
+  }
   // Every listed camera, a state and a prompt are needed.
   std::vector<std::string> missing;
   for (const Camera& c : cameras_in_) {
@@ -439,9 +461,14 @@ void PreprocessNode::publish_observation() {
   const Camera& first = cameras_in_.front();
   msg->derive_from(*first.header);
   if (first.frame) msg->set_field("frame", *first.frame);
+  msg->set_field("preprocess_ms", static_cast<double>(steady_now_ns() - trigger_ns_) * 1e-6);
   if (Status st = observation_.publish(std::move(*msg)); !st.is_ok()) {
     report_bad_input("publish", st);
     return;
+  }
+  if (*wait_for_chunk_) {
+    in_flight_ = true;
+    in_flight_since_ns_ = steady_now_ns();
   }
   waiting_logged_.clear();
 }

@@ -49,6 +49,7 @@ class PreprocessNode final : public Node {
   void on_state(const msgs::RobotState& state);
   void on_prompt(const msgs::Prompt& prompt);
   void on_tick();
+  void on_chunk(const msgs::ActionChunk& chunk);
   // Publishes an Observation from the newest inputs, or says (once, or as a counted drop) why
   // it cannot.
   void publish_observation();
@@ -81,6 +82,12 @@ class PreprocessNode final : public Node {
   Param<double> rate_hz_{"rate_hz", 0.0,
       {"0: publish on every frame of the first camera; > 0: publish at this rate", 0.0, 1000.0,
        {}, true}};
+  Param<bool> wait_for_chunk_{"wait_for_chunk", false,
+      {"one observation in flight: after publishing one, wait until its ActionChunk comes back "
+       "on 'actions' (or chunk_timeout_s passes), then publish on the next frame", {}, {}, {}, true}};
+  Param<double> chunk_timeout_s_{"chunk_timeout_s", 2.0,
+      {"wait_for_chunk: publish again after this long without a chunk (a dropped observation)",
+       0.01, 3600.0}};
   Param<int> state_dim_{"state_dim", 0,
       {"length the robot state must have (0: any, up to action_dim and the stats' length)", 0,
        4096, {}, true}};
@@ -104,6 +111,9 @@ class PreprocessNode final : public Node {
   std::string cached_prompt_;
   std::optional<model::TokenizedPrompt> cached_tokens_;
   bool inputs_changed_ = false;
+  std::int64_t trigger_ns_ = 0;        // steady clock when the publishing callback began
+  bool in_flight_ = false;             // wait_for_chunk: an observation awaits its chunk
+  std::int64_t in_flight_since_ns_ = 0;
   std::string waiting_logged_;
   std::string truncation_logged_;
 };

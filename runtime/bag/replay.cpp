@@ -32,8 +32,9 @@ class ReplayClock final : public Clock {
 
 struct Recorded {
   std::uint64_t log_time = 0;
-  std::string topic;
+  std::string topic;              // empty: a timer tick
   MessagePtr message;
+  MessagePtr callback_output;     // an output of the recorded callback this event replays
 };
 
 std::string trace_key(const std::vector<TraceHop>& trace, std::size_t hops) {
@@ -185,7 +186,9 @@ bool ReplayReport::passed() const {
 
 std::string ReplayReport::table() const {
   std::ostringstream out;
-  out << "replay of node '" << node << "' (" << type << ") from " << bag << ": " << inputs << " input(s)\n";
+  out << "replay of node '" << node << "' (" << type << ") from " << bag << ": " << inputs << " input(s)";
+  if (ticks > 0) out << ", " << ticks << " timer tick(s) at their recorded times";
+  out << "\n";
   for (const auto& [topic, counts] : outputs) {
     out << "  outputs on " << topic << ": recorded " << counts.first << ", produced " << counts.second << "\n";
   }
@@ -240,7 +243,7 @@ std::string ReplayReport::json() const {
   out << YAML::DoubleQuoted << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "bag" << YAML::Value << bag << YAML::Key << "node" << YAML::Value << node << YAML::Key
       << "type" << YAML::Value << type << YAML::Key << "passed" << YAML::Value << YAML::TrueFalseBool << passed()
-      << YAML::Key << "inputs" << YAML::Value << inputs;
+      << YAML::Key << "inputs" << YAML::Value << inputs << YAML::Key << "ticks" << YAML::Value << ticks;
   out << YAML::Key << "latency_ms" << YAML::Value << YAML::BeginSeq;
   for (double l : latency_ms) out << l;
   out << YAML::EndSeq << YAML::Key << "outputs" << YAML::Value << YAML::BeginMap;
@@ -295,10 +298,13 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   ho.process_name = "replay";
   ho.status_period = std::chrono::milliseconds(0);
   ho.clock = &clock;
+  ho.manual_timers = true;  // a timer-driven node ticks at its recorded publish times (below)
   NodeHost host(*bus, ho);
   auto added = host.add(options);
   if (!added) return added.status().with_context("replaying node '" + o.node + "'");
   EDGEVLA_ASSIGN_OR_RETURN(NodeTopics topics, host.topics_of(o.node));
+  EDGEVLA_ASSIGN_OR_RETURN(const std::vector<std::int64_t> periods, host.timer_periods(o.node));
+  const std::size_t timers = periods.size();
 
   // Recorded inputs (the node's subscribed topics) and outputs (what this node published).
   std::map<std::string, std::string> input_types;
@@ -341,7 +347,89 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
     return not_found("bag '" + o.bag + "' has no messages on the inputs of node '" + o.node + "' (" +
                      (list.empty() ? "it subscribes to nothing" : list) + "); record those topics");
   }
-  std::stable_sort(inputs.begin(), inputs.end(), [](const Recorded& a, const Recorded& b) { return a.log_time < b.log_time; });
+  // The order to feed. Outputs recorded with input marks (every message a node publishes
+  // carries them) say exactly which inputs the node had taken when it published, and which one
+  // triggered the callback (none: a timer). Each recorded callback is replayed after precisely
+  // the inputs it had seen; a timer callback is fired at its recorded stamp. Without marks
+  // (bags of other publishers), inputs go in recording order and a timer-driven node ticks at
+  // its outputs' publish times (closer than half a period: one tick).
+  std::vector<Recorded> events;  // inputs (topic set) and ticks (topic empty); log_time = clock
+  std::map<std::int64_t, MessagePtr> callbacks;  // callback stamp -> one output of it
+  bool marked = true;
+  for (const auto& [topic, list] : expected) {
+    for (const auto& m : list) {
+      if (m->header().callback_stamp_ns == 0 || m->header().inputs.empty()) marked = false;
+      callbacks.emplace(m->header().callback_stamp_ns, m);
+    }
+  }
+  if (marked && !callbacks.empty()) {
+    std::map<std::string, std::vector<const Recorded*>> by_topic;  // by publish stamp
+    for (const auto& in : inputs) by_topic[in.topic].push_back(&in);
+    for (auto& [topic, list] : by_topic) {
+      std::stable_sort(list.begin(), list.end(), [](const Recorded* a, const Recorded* b) {
+        return a->message->header().publish_stamp_ns < b->message->header().publish_stamp_ns;
+      });
+    }
+    std::map<std::string, std::size_t> next;
+    auto take_until = [&](const std::string& topic, std::int64_t pub, bool inclusive, std::vector<const Recorded*>& out) {
+      auto it = by_topic.find(topic);
+      if (it == by_topic.end()) return;
+      std::size_t& i = next[topic];
+      while (i < it->second.size()) {
+        const std::int64_t p = it->second[i]->message->header().publish_stamp_ns;
+        if (p > pub || (!inclusive && p == pub)) break;
+        out.push_back(it->second[i++]);
+      }
+    };
+    auto by_publish = [](const Recorded* a, const Recorded* b) {
+      return a->message->header().publish_stamp_ns < b->message->header().publish_stamp_ns;
+    };
+    for (const auto& [stamp, m] : callbacks) {
+      std::vector<const Recorded*> before;
+      const InputMark* trigger = nullptr;
+      for (const auto& mark : m->header().inputs) {
+        if (mark.trigger) trigger = &mark;
+        take_until(mark.topic, mark.publish_stamp_ns, !mark.trigger, before);
+      }
+      std::stable_sort(before.begin(), before.end(), by_publish);
+      for (const Recorded* r : before) {
+        events.push_back({static_cast<std::uint64_t>(r->message->header().publish_stamp_ns), r->topic, r->message});
+      }
+      std::vector<const Recorded*> fired;
+      if (trigger != nullptr) take_until(trigger->topic, trigger->publish_stamp_ns, true, fired);
+      if (trigger != nullptr && fired.empty()) continue;  // its input is not in the bag: reported as a count mismatch
+      Recorded e{static_cast<std::uint64_t>(stamp), trigger != nullptr ? fired.back()->topic : std::string(),
+                 trigger != nullptr ? fired.back()->message : m};
+      e.callback_output = m;
+      events.push_back(std::move(e));
+    }
+    std::vector<const Recorded*> rest;
+    for (const auto& [topic, list] : by_topic) {
+      for (std::size_t i = next[topic]; i < list.size(); ++i) rest.push_back(list[i]);
+    }
+    std::stable_sort(rest.begin(), rest.end(), by_publish);
+    for (const Recorded* r : rest) {
+      events.push_back({static_cast<std::uint64_t>(r->message->header().publish_stamp_ns), r->topic, r->message});
+    }
+  } else {
+    events = inputs;
+    if (timers > 0) {
+      for (auto& in : events) in.log_time = static_cast<std::uint64_t>(in.message->header().publish_stamp_ns);
+      std::vector<std::pair<std::int64_t, MessagePtr>> outs;
+      for (const auto& [topic, list] : expected) {
+        for (const auto& m : list) outs.emplace_back(m->header().trace.back().stamp_ns, m);
+      }
+      std::sort(outs.begin(), outs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      const std::int64_t half_period = *std::min_element(periods.begin(), periods.end()) / 2;
+      std::int64_t last_tick = -1;
+      for (const auto& [stamp, m] : outs) {
+        if (last_tick >= 0 && stamp - last_tick < half_period) continue;
+        last_tick = stamp;
+        events.push_back({static_cast<std::uint64_t>(stamp), std::string(), m, m});
+      }
+    }
+    std::stable_sort(events.begin(), events.end(), [](const Recorded& a, const Recorded& b) { return a.log_time < b.log_time; });
+  }
 
   // Collect what the node publishes.
   auto waker = std::make_shared<Waker>();
@@ -365,15 +453,25 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   report.bag = o.bag;
   report.node = o.node;
   report.type = options.type;
-  report.inputs = inputs.size();
-  for (const auto& in : inputs) {
-    if (auto it = rng_by_input.find(trace_key(in.message->header().trace, in.message->header().trace.size()));
-        it != rng_by_input.end()) {
+  report.inputs = static_cast<std::size_t>(
+      std::count_if(events.begin(), events.end(), [](const Recorded& r) { return !r.topic.empty(); }));
+  report.ticks = events.size() - report.inputs;
+  for (const auto& in : events) {
+    // The generator as the recorded callback began.
+    if (in.callback_output && in.callback_output->header().rng) {
+      EDGEVLA_RETURN_IF_ERROR(host.set_rng_state(o.node, *in.callback_output->header().rng));
+    } else if (auto it = rng_by_input.find(trace_key(in.message->header().trace, in.message->header().trace.size()));
+               !in.topic.empty() && it != rng_by_input.end()) {
       EDGEVLA_RETURN_IF_ERROR(host.set_rng_state(o.node, it->second));
     }
     clock.set(static_cast<std::int64_t>(in.log_time));
-    const std::uint64_t before = host.subscription_callbacks(o.node);
     const std::int64_t t0 = steady_now_ns();
+    if (in.topic.empty()) {  // a tick
+      EDGEVLA_RETURN_IF_ERROR(host.fire_timers(o.node));
+      report.latency_ms.push_back(static_cast<double>(steady_now_ns() - t0) / 1e6);
+      continue;
+    }
+    const std::uint64_t before = host.subscription_callbacks(o.node);
     Message copy = *in.message;  // tensors are shared, not copied
     EDGEVLA_RETURN_IF_ERROR(bus->republish(*writers.at(in.topic), std::move(copy)));
     const auto want = before + static_cast<std::uint64_t>(subs_per_topic[in.topic]);

@@ -42,6 +42,12 @@ int bag_record(const BagRecordOptions& options);
 int bag_info(const std::string& path);
 int bag_play(const BagPlayOptions& options);
 int bag_recover(const std::string& in, const std::string& out);
+struct BagReportOptions {
+  std::string path;
+  std::string json_path;   // also write the numbers as JSON
+  std::string checkpoint;  // to compare peak memory with the weights' size
+};
+int bag_report(const BagReportOptions& options);
 
 // Prints the comparison table; exit 0 when every output is within tolerance, 1 when not,
 // 2 when the replay could not run.

@@ -5,6 +5,7 @@
 
 #include "runtime/bag/replay.hpp"
 #include "runtime/cli/cli.hpp"
+#include "runtime/cli/cli_infer.hpp"
 #include "runtime/cli/cli_model.hpp"
 #include "runtime/launch/launcher.hpp"
 #include "runtime/node/node_registry.hpp"
@@ -131,6 +132,12 @@ int main(int argc, char** argv) {
   auto* brecover = bag->add_subcommand("recover", "rewrite a damaged or cut-short bag with everything intact");
   brecover->add_option("in", bag_path)->required();
   brecover->add_option("out", bag_out)->required();
+  edgevla::cli::BagReportOptions report;
+  auto* breport = bag->add_subcommand(
+      "report", "a pipeline run's numbers: per-stage and camera->actuation latency, overhead, drops, memory");
+  breport->add_option("bag", report.path)->required();
+  breport->add_option("--json", report.json_path, "also write the numbers as JSON");
+  breport->add_option("--checkpoint", report.checkpoint, "compare the graph's peak RSS with this checkpoint's weights");
 
   edgevla::bag::ReplayOptions replay;
   std::vector<std::string> tolerances;
@@ -147,6 +154,8 @@ int main(int argc, char** argv) {
 
   edgevla::cli::ModelCommands model_commands;
   model_commands.add(app);
+  edgevla::cli::InferCommand infer_command;
+  infer_command.add(app);
 
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
@@ -158,6 +167,7 @@ int main(int argc, char** argv) {
   }
   if (launch->parsed()) return launch_command(file, sets, duration, check);
   if (const int rc = model_commands.run(); rc >= 0) return rc;
+  if (const int rc = infer_command.run(); rc >= 0) return rc;
   if (grp->parsed()) {
     // The supervisor validated the whole launch already; this process needs its plugins and
     // its own group's nodes, which run_group configures.
@@ -189,6 +199,7 @@ int main(int argc, char** argv) {
   if (binfo->parsed()) return edgevla::cli::bag_info(bag_path);
   if (bplay->parsed()) return edgevla::cli::bag_play(play);
   if (brecover->parsed()) return edgevla::cli::bag_recover(bag_path, bag_out);
+  if (breport->parsed()) return edgevla::cli::bag_report(report);
   if (tlist->parsed()) return edgevla::cli::topic_list(verbose);
   if (tinfo->parsed()) return edgevla::cli::topic_info(topic_name);
   if (techo->parsed()) return edgevla::cli::topic_echo(echo);

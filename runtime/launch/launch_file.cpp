@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -99,10 +100,75 @@ Expected<ParamsFile> load_params_file(const std::string& path, const std::string
   return ParamsFile{path, root};
 }
 
-void apply_params(NodeOptions& node, const YAML::Node& params, const std::string& file) {
-  for (const auto& kv : params) {
-    node.params[kv.first.as<std::string>()] = ParamOverride{kv.second, where(file, kv.first)};
+// `${NAME}` and `${NAME:-default}` in a string value are replaced by the environment
+// variable (so one launch file serves several checkpoints or machines); `$$` is a literal `$`.
+Expected<std::string> expand_env(const std::string& text, const std::string& origin) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$') {
+      out += text[i];
+    } else if (i + 1 < text.size() && text[i + 1] == '$') {
+      out += '$';
+      ++i;
+    } else if (i + 1 < text.size() && text[i + 1] == '{') {
+      const std::size_t close = text.find('}', i + 2);
+      if (close == std::string::npos) {
+        return invalid_argument(origin + ": unclosed '${' in '" + text + "' (write $$ for a literal $)");
+      }
+      const std::string body = text.substr(i + 2, close - i - 2);
+      const std::size_t dflt = body.find(":-");
+      const std::string name = body.substr(0, dflt);
+      if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                              std::string::npos) {
+        return invalid_argument(origin + ": '${" + body + "}' is not an environment variable name");
+      }
+      const char* value = std::getenv(name.c_str());
+      if (value != nullptr && *value != '\0') {
+        out += value;
+      } else if (dflt != std::string::npos) {
+        out += body.substr(dflt + 2);
+      } else {
+        return invalid_argument(origin + ": environment variable " + name +
+                                " is not set (export it, or write ${" + name + ":-default})");
+      }
+      i = close;
+    } else {
+      out += '$';
+    }
   }
+  return out;
+}
+
+Expected<YAML::Node> expand_env(const YAML::Node& value, const std::string& origin) {
+  if (value.IsScalar()) {
+    const std::string& text = value.Scalar();
+    if (text.find('$') == std::string::npos) return value;
+    EDGEVLA_ASSIGN_OR_RETURN(std::string expanded, expand_env(text, origin));
+    // Re-read, so `${RATE:-30}` is still a number.
+    try {
+      return YAML::Load(expanded);
+    } catch (const YAML::Exception&) {
+      return YAML::Node(expanded);
+    }
+  }
+  if (value.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (const auto& e : value) {
+      EDGEVLA_ASSIGN_OR_RETURN(YAML::Node x, expand_env(e, origin));
+      out.push_back(x);
+    }
+    return out;
+  }
+  return value;
+}
+
+Status apply_params(NodeOptions& node, const YAML::Node& params, const std::string& file) {
+  for (const auto& kv : params) {
+    const std::string origin = where(file, kv.first);
+    EDGEVLA_ASSIGN_OR_RETURN(YAML::Node value, expand_env(kv.second, origin));
+    node.params[kv.first.as<std::string>()] = ParamOverride{value, origin};
+  }
+  return Status::ok();
 }
 
 struct Parser {
@@ -137,12 +203,12 @@ struct Parser {
           return error_at(file, pf, "params file '" + p.path + "' has no section for node '" + o.name +
                                         "' (params files are keyed by node name)");
         }
-        apply_params(o, mine, p.path);
+        EDGEVLA_RETURN_IF_ERROR(apply_params(o, mine, p.path));
       }
     }
     if (const auto p = n["params"]) {
       if (!p.IsMap()) return error_at(file, p, "'params' must be a map of key: value");
-      apply_params(o, p, file);
+      EDGEVLA_RETURN_IF_ERROR(apply_params(o, p, file));
     }
     if (const auto r = n["remap"]) {
       if (!r.IsMap()) return error_at(file, r, "'remap' must map declared names to topics");
@@ -223,7 +289,7 @@ struct Parser {
     o.name = "recorder";
     o.type = "bag_recorder";
     o.origin = where(file, rec);
-    apply_params(o, rec, file);
+    EDGEVLA_RETURN_IF_ERROR(apply_params(o, rec, file));
     g.nodes.push_back(std::move(o));
     out.groups.insert(out.groups.begin(), std::move(g));
     return Status::ok();
@@ -299,7 +365,10 @@ struct Parser {
         }
         for (const auto& p : kv.second) {
           const std::string key = p.first.as<std::string>();
-          if (!o->params.contains(key)) o->params[key] = ParamOverride{p.second, where(pf.path, p.first)};
+          if (o->params.contains(key)) continue;
+          const std::string origin = where(pf.path, p.first);
+          EDGEVLA_ASSIGN_OR_RETURN(YAML::Node value, expand_env(p.second, origin));
+          o->params[key] = ParamOverride{value, origin};
         }
       }
     }

@@ -192,11 +192,14 @@ void stop_children(std::vector<Child>& children) {
 int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
   if (launch.groups.size() == 1) return run_group(launch, launch.groups[0].name, o.duration_s, -1);
 
-  // Heaviest group first (each is started and reports ready before the next): a graph that
-  // does not fit fails at its largest load, before the light stages run.
+  // The recorder first (so it sees everything), then the heaviest group first (each is
+  // started and reports ready before the next): a graph that does not fit fails at its
+  // largest load, before the light stages run.
   std::vector<const GroupDescription*> order;
   for (const auto& g : launch.groups) order.push_back(&g);
   std::stable_sort(order.begin(), order.end(), [](const GroupDescription* a, const GroupDescription* b) {
+    const bool ra = a->name == "record", rb = b->name == "record";
+    if (ra != rb) return ra;
     return a->load_bytes > b->load_bytes;
   });
   std::vector<Child> children;

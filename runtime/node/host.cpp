@@ -18,10 +18,19 @@ std::int64_t process_rss_bytes() {
   return pages_rss * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+std::int64_t process_peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // in kB
+  }
+  return -1;
+}
+
 namespace {
 
 // Attaches a fresh runtime to `node` and runs its configure().
-Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std::int64_t spin_ns,
+Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std::int64_t spin_ns, bool manual_timers,
                                                       std::shared_ptr<NodeRuntime>& slot_rt) {
   auto rt = std::make_shared<NodeRuntime>();
   rt->options = node.options();
@@ -31,6 +40,7 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std:
   for (unsigned char c : node.name()) seed = (seed ^ c) * 0x100000001b3ull;
   rt->rng.set_state({seed, 0});
   rt->spin_ns = spin_ns;
+  rt->manual_timers = manual_timers;
   slot_rt = rt;
   NodeSpec spec(*rt);
   Status s;
@@ -101,9 +111,10 @@ Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
   std::shared_ptr<NodeRuntime> rt;
   node->runtime_ = nullptr;
   if (options_.clock != nullptr) node->clock_ = options_.clock;
-  auto configured = configure_node(*node, &bus_, options_.spin_ns, rt);
+  auto configured = configure_node(*node, &bus_, options_.spin_ns, options_.manual_timers, rt);
   if (!configured) return configured.status();
   node->runtime_ = *configured;
+  node->runtime_->clock = node->clock_;
   Node* raw = node.get();
   std::vector<std::string> names;
   {
@@ -410,6 +421,28 @@ Status NodeHost::set_rng_state(std::string_view node, const RngState& state) {
   return not_found("no node named '" + std::string(node) + "' in this process");
 }
 
+Expected<std::vector<std::int64_t>> NodeHost::timer_periods(std::string_view node) const {
+  for (const auto& slotp : snapshot()) {
+    if (slotp->node->name() != node) continue;
+    std::vector<std::int64_t> out;
+    for (const auto& t : slotp->rt->timers) out.push_back(t->period_ns);
+    return out;
+  }
+  return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
+Status NodeHost::fire_timers(std::string_view node) {
+  for (const auto& slotp : snapshot()) {
+    if (slotp->node->name() != node) continue;
+    NodeRuntime& rt = *slotp->rt;
+    if (!rt.post_and_wait([&rt] { rt.fire_timers(); }, std::chrono::seconds(60))) {
+      return timeout_error("node '" + std::string(node) + "': its timers did not run within 60 s");
+    }
+    return Status::ok();
+  }
+  return not_found("no node named '" + std::string(node) + "' in this process");
+}
+
 Expected<NodeTopics> NodeHost::topics_of(std::string_view node) const {
   for (const auto& slotp : snapshot()) {
     if (slotp->node->name() != node) continue;
@@ -450,6 +483,7 @@ void NodeHost::publish_status() {
   {
     const auto reports = callback_reports();
     const std::int64_t rss = process_rss_bytes();
+    const std::int64_t peak = process_peak_rss_bytes();
     for (const auto& slotp : snapshot()) {
       const Slot& slot = *slotp;
       Message m("NodeStatus", 1);
@@ -458,10 +492,12 @@ void NodeHost::publish_status() {
       m.set_field("state", std::string(node_state_name(slot.rt->state.load())));
       m.set_field("pid", static_cast<std::int64_t>(::getpid()));
       m.set_field("process_rss_bytes", rss);
+      m.set_field("process_peak_rss_bytes", peak);
       m.set_field("bad_inputs", static_cast<std::int64_t>(slot.rt->bad_inputs.get()));
       if (const std::int64_t mem = slot.rt->memory_bytes.load(std::memory_order_relaxed); mem >= 0) {
         m.set_field("memory_bytes", mem);
       }
+      if (slot.rt->load_bytes > 0) m.set_field("load_bytes", slot.rt->load_bytes);
       for (const auto& r : reports) {
         if (r.node != slot.node->name()) continue;
         const std::string k = "cb." + r.name + ".";
@@ -494,7 +530,7 @@ Expected<DryRun> dry_run(const NodeOptions& options) {
   auto node = NodeRegistry::instance().create(options);
   if (!node) return node.status();
   std::shared_ptr<NodeRuntime> rt;
-  auto configured = configure_node(**node, nullptr, 0, rt);
+  auto configured = configure_node(**node, nullptr, 0, false, rt);
   if (!configured) return configured.status();
   DryRun out{(*configured)->params, (*configured)->load_bytes};
   for (auto& p : out.params) p.apply = nullptr;  // they point into the node destroyed here

@@ -26,6 +26,7 @@ struct NodeHostOptions {
   std::chrono::milliseconds status_period{1000};  // 0 turns NodeStatus off
   std::int64_t spin_ns = 0;  // executors spin this long before sleeping (latency vs CPU)
   const Clock* clock = nullptr;  // the nodes' clock (default: the system clock); replay drives one
+  bool manual_timers = false;    // timers fire only through fire_timers() (replay drives them)
 };
 
 struct TopicBinding {
@@ -89,6 +90,11 @@ class NodeHost {
   Status set_rng_state(std::string_view node, const RngState& state);
   // What a configured node subscribes to and publishes.
   Expected<NodeTopics> topics_of(std::string_view node) const;
+  // Periods of the timers the node declared (ns), in declaration order.
+  Expected<std::vector<std::int64_t>> timer_periods(std::string_view node) const;
+  // Runs each of the node's timers once on its executor and returns when they are done
+  // (with NodeHostOptions::manual_timers, the only way they run).
+  Status fire_timers(std::string_view node);
   // Subscription callbacks the node has completed so far (replay waits on it).
   std::uint64_t subscription_callbacks(std::string_view node) const;
 
@@ -134,5 +140,7 @@ Expected<DryRun> dry_run(const NodeOptions& options);
 
 // Resident set size of this process in bytes.
 std::int64_t process_rss_bytes();
+// Peak resident set size of this process (VmHWM) in bytes; -1 when unknown.
+std::int64_t process_peak_rss_bytes();
 
 }  // namespace edgevla

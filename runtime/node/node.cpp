@@ -50,7 +50,16 @@ Status PublisherHandle::publish(Message&& message) const {
     return failed_precondition("node '" + state_->node + "' cannot publish on '" + state_->topic +
                                "' while it is not active");
   }
-  if (state_->runtime != nullptr) message.header().rng = state_->runtime->callback_rng;
+  if (state_->runtime != nullptr) {
+    message.header().rng = state_->runtime->callback_rng;
+    message.header().callback_stamp_ns = state_->runtime->callback_stamp_ns;
+    auto& marks = message.header().inputs;
+    marks.clear();
+    for (const auto& sub : state_->runtime->subscriptions) {
+      const std::int64_t pub = sub->last_publish_ns.load(std::memory_order_relaxed);
+      if (pub != 0) marks.push_back({sub->queue->topic(), pub, sub.get() == state_->runtime->callback_subscription.load(std::memory_order_relaxed)});
+    }
+  }
   return state_->bus->publish(*state_->writer, std::move(message));
 }
 
@@ -228,6 +237,7 @@ namespace {
 template <class F>
 void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& stats, F&& f) {
   rt.callback_rng = rt.rng.state();
+  rt.callback_stamp_ns = rt.clock != nullptr ? rt.clock->now_ns() : wall_now_ns();
   const std::int64_t t0 = steady_now_ns();
   try {
     f();
@@ -246,6 +256,10 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
 
 }  // namespace
 
+void NodeRuntime::fire_timers() {
+  for (auto& t : timers) invoke_guarded(*this, t->name, t->stats, t->callback);
+}
+
 void NodeRuntime::run_executor() {
   const std::int64_t start = steady_now_ns();
   for (auto& t : timers) t->next_ns = start + t->period_ns;
@@ -256,6 +270,7 @@ void NodeRuntime::run_executor() {
     std::int64_t next_deadline = 0;
     const std::int64_t now = steady_now_ns();
     for (auto& t : timers) {
+      if (manual_timers) break;
       if (now >= t->next_ns) {
         t->stats.delay.record(now - t->next_ns);
         invoke_guarded(*this, t->name, t->stats, t->callback);
@@ -277,7 +292,10 @@ void NodeRuntime::run_executor() {
       if (!m) continue;
       s.stats.delay.record(wall_now_ns() - m->header().publish_stamp_ns);
       s.queue->counters().delivered.add();
+      s.last_publish_ns.store(m->header().publish_stamp_ns, std::memory_order_relaxed);
+      callback_subscription.store(&s, std::memory_order_relaxed);
       invoke_guarded(*this, s.name, s.stats, [&] { s.callback(m); });
+      callback_subscription.store(nullptr, std::memory_order_relaxed);
       worked = true;
     }
     if (n) rr = (rr + 1) % n;

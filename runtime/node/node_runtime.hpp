@@ -31,6 +31,7 @@ struct CallbackStats {
 
 struct SubscriptionEntry {
   std::string name;
+  std::atomic<std::int64_t> last_publish_ns{0};  // publish stamp of the newest message taken
   std::shared_ptr<SubscriptionQueue> queue;
   std::function<void(const MessagePtr&)> callback;
   CallbackStats stats;
@@ -71,10 +72,14 @@ struct NodeRuntime {
   std::int64_t load_bytes = 0;
   Rng rng;
   RngState callback_rng;  // generator state when the running callback began
+  std::int64_t callback_stamp_ns = 0;  // node clock when the running callback began
+  std::atomic<const SubscriptionEntry*> callback_subscription{nullptr};  // whose callback runs (none: a timer)
+  const Clock* clock = nullptr;        // the node's clock
   bool declaration_failed = false;  // a declare() was refused (bad value) during configure
   std::atomic<NodeState> state{NodeState::kUnconfigured};
   std::atomic<bool> running{false};
   std::int64_t spin_ns = 0;
+  bool manual_timers = false;  // timers fire only through fire_timers() (replay)
   std::thread executor;
   RateLimitedLog rate_log;
 
@@ -87,6 +92,8 @@ struct NodeRuntime {
   bool post_and_wait(std::function<void()> command, std::chrono::milliseconds timeout);
   bool run_commands();
 
+  // Runs every timer callback once, now (on the calling thread: use through post_and_wait).
+  void fire_timers();
   // Runs callbacks until `running` turns false (the node's executor thread).
   void run_executor();
   // Params given from outside that no declaration consumed: "node 'x': unknown param ...".

@@ -36,6 +36,11 @@ class Harness final : public Node {
   explicit Harness(const NodeOptions& o) : Node(o) {}
   Status configure(NodeSpec& spec) override {
     EDGEVLA_ASSIGN_OR_RETURN(chunks, spec.publisher<msgs::ActionChunk>("chunks"));
+    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::RobotState>("state", QoS::keep_last(10000),
+                                                             [this](const msgs::RobotState& m) {
+                                                               std::lock_guard lock(mu_);
+                                                               states_.push_back(m.ptr());
+                                                             }));
     return spec.subscribe<msgs::JointCommand>("command", QoS::keep_last(10000),
                                               [this](const msgs::JointCommand& m) {
                                                 std::lock_guard lock(mu_);
@@ -57,12 +62,17 @@ class Harness final : public Node {
     std::lock_guard lock(mu_);
     return commands_.empty() ? nullptr : commands_.back();
   }
+  std::vector<MessagePtr> states() const {
+    std::lock_guard lock(mu_);
+    return states_;
+  }
 
   Publisher<msgs::ActionChunk> chunks;
 
  private:
   mutable std::mutex mu_;
   std::vector<MessagePtr> commands_;
+  std::vector<MessagePtr> states_;
 };
 
 // [rows, 32] with every action equal: values[j] in column j < kDim, padding elsewhere.
@@ -110,7 +120,7 @@ Graph start(const std::string& tag, ParamOverrides params) {
   NodeOptions a;
   a.name = "act";
   a.type = "actuation";
-  a.remaps = {{"chunks", "/t/chunks"}, {"command", "/t/command"}};
+  a.remaps = {{"chunks", "/t/chunks"}, {"command", "/t/command"}, {"state", "/t/state"}};
   params.emplace("action_dim", yaml(std::to_string(kDim)));
   params.emplace("watchdog_timeout_s", yaml("0"));  // unless the test wants one
   a.params = std::move(params);
@@ -154,6 +164,21 @@ TEST(ActuationNode, CommandsFollowTheChunkAtTheControlRate) {
   // Ticks count up, one per command.
   EXPECT_GT(*commands.back()->int_field("tick"), *commands.front()->int_field("tick"));
   EXPECT_EQ(g.host->bad_inputs("act"), 0u);
+}
+
+TEST(ActuationNode, PublishStateEchoesEachCommandAsTheRobotState) {
+  Graph quiet = start("nostate", {});
+  ASSERT_OK(quiet.harness->chunks.publish(chunk_of(100, kValues)));
+  ASSERT_TRUE(eventually([&] { return quiet.harness->count() >= 3; }));
+  EXPECT_TRUE(quiet.harness->states().empty());  // off by default
+
+  Graph g = start("state", {{"publish_state", yaml("true")}});
+  ASSERT_OK(g.harness->chunks.publish(chunk_of(100, kValues)));
+  ASSERT_TRUE(eventually([&] { return g.harness->states().size() >= 3; }));
+  for (const MessagePtr& m : g.harness->states()) {
+    expect_values(m, kValues);  // where the robot was commanded
+    EXPECT_GT(m->header().source_stamp_ns, 0);
+  }
 }
 
 TEST(ActuationNode, BadChunksAreCountedAndThePreviousPlanKeepsRunning) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -63,6 +64,34 @@ TEST_F(LaunchFile, ParamsPrecedenceFileThenInlineThenSet) {
   EXPECT_EQ(sink.remaps.at("image"), "/cam");
   EXPECT_EQ(sink.qos.at("image").depth, 1u);
   EXPECT_NE(src.origin.find("l.yaml:3"), std::string::npos);
+}
+
+TEST_F(LaunchFile, EnvironmentVariablesExpandInParamValues) {
+  ::setenv("EDGEVLA_TEST_RATE", "12.5", 1);
+  ::unsetenv("EDGEVLA_TEST_UNSET");
+  write("params/p.yaml", "sink:\n  qos: ${EDGEVLA_TEST_UNSET:-keep_last:3}\n");
+  const auto f = write("l.yaml", R"(params_files: [params/p.yaml]
+nodes:
+  - name: source
+    type: tensor_source
+    params: {rate_hz: "${EDGEVLA_TEST_RATE}", encoding: "${EDGEVLA_TEST_UNSET:-rgb8}"}
+  - name: sink
+    type: tensor_sink
+)");
+  auto d = load_launch(f, {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  const NodeOptions& src = d->groups[0].nodes[0];
+  EXPECT_EQ(src.params.at("rate_hz").value.as<double>(), 12.5);  // still a number
+  EXPECT_EQ(src.params.at("encoding").value.as<std::string>(), "rgb8");
+  EXPECT_EQ(d->groups[0].nodes[1].params.at("qos").value.as<std::string>(), "keep_last:3");
+
+  // Unset without a default, and a malformed reference, name the file, line and variable.
+  const auto bad = write("bad.yaml", "nodes:\n  - name: source\n    type: tensor_source\n"
+                                     "    params: {encoding: \"${EDGEVLA_TEST_UNSET}\"}\n");
+  expect_error(bad, {"bad.yaml:4", "EDGEVLA_TEST_UNSET", "not set"});
+  const auto open = write("open.yaml", "nodes:\n  - name: source\n    type: tensor_source\n"
+                                       "    params: {encoding: \"${OOPS\"}\n");
+  expect_error(open, {"open.yaml:4", "unclosed"});
 }
 
 TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {

@@ -1,0 +1,309 @@
+// `edgevla bag report`: the numbers of a recorded pipeline run, read from the messages alone.
+//
+// Stage compute times come from the fields the stages write (preprocess_ms, backbone_ms,
+// action_head_ms, carried forward on ActionChunk); the camera's own time is its hop stamp minus
+// the capture stamp. End-to-end latency comes from the header: the capture stamp the chunk
+// derives from against the time the actuation node received it (chunk_received_ns on the
+// first JointCommand executing it) and published that command. Framework overhead is what is
+// left of camera->actuation once the stages' compute is taken out: bus hand-overs, executor
+// wake-ups, queueing. Drops and memory come from the last NodeStatus of each node.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/bag/bag_codec.hpp"
+#include "runtime/bag/mcap_reader.hpp"
+#include "runtime/cli/cli.hpp"
+
+namespace edgevla::cli {
+namespace {
+
+using nlohmann::json;
+
+struct Series {
+  std::vector<double> values;
+  void add(double v) { values.push_back(v); }
+  double quantile(double q) const {
+    if (values.empty()) return NAN;
+    std::vector<double> s = values;
+    std::sort(s.begin(), s.end());
+    const double pos = q * static_cast<double>(s.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const std::size_t hi = std::min(lo + 1, s.size() - 1);
+    return s[lo] + (s[hi] - s[lo]) * (pos - static_cast<double>(lo));
+  }
+  double mean() const {
+    if (values.empty()) return NAN;
+    double sum = 0;
+    for (double v : values) sum += v;
+    return sum / static_cast<double>(values.size());
+  }
+  json to_json() const {
+    if (values.empty()) return json{{"n", 0}};
+    return json{{"n", values.size()}, {"p50", quantile(0.5)}, {"p99", quantile(0.99)},
+                {"mean", mean()}, {"max", *std::max_element(values.begin(), values.end())}};
+  }
+};
+
+struct Chunk {
+  std::int64_t source_ns = 0;
+  std::vector<TraceHop> trace;
+  std::map<std::string, double> stage_ms;  // preprocess_ms, backbone_ms, action_head_ms
+};
+
+std::optional<double> number(const Message& m, std::string_view name) {
+  auto v = m.number_field(name);
+  return v ? std::optional<double>(*v) : std::nullopt;
+}
+
+std::optional<std::int64_t> integer(const Message& m, std::string_view name) {
+  auto v = m.int_field(name);
+  return v ? std::optional<std::int64_t>(*v) : std::nullopt;
+}
+
+std::string text(const Message& m, std::string_view name) {
+  auto v = m.string_field(name);
+  return v ? *v : std::string();
+}
+
+std::string megabytes(std::int64_t bytes) {
+  if (bytes < 0) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return b;
+}
+
+std::string ms(double v) {
+  if (std::isnan(v)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, v < 10 ? "%.3f" : "%.1f", v);
+  return b;
+}
+
+}  // namespace
+
+int bag_report(const BagReportOptions& o) {
+  auto reader = mcap::McapReader::open(o.path);
+  if (!reader) {
+    std::fprintf(stderr, "%s\n", reader.status().message().c_str());
+    return 1;
+  }
+  std::map<std::pair<std::string, std::uint64_t>, Chunk> chunks;  // (topic, seq)
+  std::map<std::string, std::uint64_t> counts;                      // per message type
+  std::map<std::string, Message> last_status;                       // per node
+  std::vector<Message> commands;
+  std::int64_t first_ns = 0, last_ns = 0;
+
+  Status scan = (*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
+    auto decoded = bag::decode_record(v);
+    if (!decoded) return Status::ok();  // counted by `bag info`; a report uses what decodes
+    Message& m = *decoded;
+    ++counts[m.type()];
+    const auto t = static_cast<std::int64_t>(v.record.log_time);
+    if (first_ns == 0 || t < first_ns) first_ns = t;
+    last_ns = std::max(last_ns, t);
+    if (m.type() == "ActionChunk") {
+      Chunk c;
+      c.source_ns = m.header().source_stamp_ns;
+      c.trace = m.header().trace;
+      for (const char* f : {"preprocess_ms", "backbone_ms", "action_head_ms"}) {
+        if (auto x = number(m, f)) c.stage_ms[f] = *x;
+      }
+      chunks[{m.header().topic, m.header().seq}] = std::move(c);
+    } else if (m.type() == "JointCommand") {
+      m.clear_tensors();
+      commands.push_back(std::move(m));
+    } else if (m.type() == "NodeStatus") {
+      if (auto node = m.string_field("node")) last_status[*node] = std::move(m);
+    }
+    return Status::ok();
+  });
+  if (!scan.is_ok()) {
+    std::fprintf(stderr, "%s\n", scan.message().c_str());
+    return 1;
+  }
+
+  // Per chunk: the camera's own time, each stage's compute, the path up to the action head.
+  Series camera, preprocess, backbone, head, to_actions, wait_backbone, wait_head;
+  for (const auto& [key, c] : chunks) {
+    if (!c.trace.empty() && c.source_ns > 0) camera.add((c.trace.front().stamp_ns - c.source_ns) * 1e-6);
+    if (auto it = c.stage_ms.find("preprocess_ms"); it != c.stage_ms.end()) preprocess.add(it->second);
+    if (auto it = c.stage_ms.find("backbone_ms"); it != c.stage_ms.end()) backbone.add(it->second);
+    if (auto it = c.stage_ms.find("action_head_ms"); it != c.stage_ms.end()) head.add(it->second);
+    if (!c.trace.empty() && c.source_ns > 0) to_actions.add((c.trace.back().stamp_ns - c.source_ns) * 1e-6);
+    // hops: camera, preprocess, backbone, action_head; hop delta minus compute = waiting
+    if (c.trace.size() >= 4 && c.stage_ms.contains("backbone_ms") && c.stage_ms.contains("action_head_ms")) {
+      const auto n = c.trace.size();
+      wait_backbone.add((c.trace[n - 2].stamp_ns - c.trace[n - 3].stamp_ns) * 1e-6 - c.stage_ms.at("backbone_ms"));
+      wait_head.add((c.trace[n - 1].stamp_ns - c.trace[n - 2].stamp_ns) * 1e-6 - c.stage_ms.at("action_head_ms"));
+    }
+  }
+
+  // Per executed chunk: its first command.
+  Series to_actuation, to_command, overhead, tick_wait;
+  std::set<std::pair<std::string, std::int64_t>> seen;
+  std::optional<Message> last_command;
+  for (const Message& m : commands) {
+    last_command = m;
+    const auto seq = integer(m, "chunk_seq");
+    const auto received = integer(m, "chunk_received_ns");
+    if (!seq || *seq < 0 || !received) continue;
+    // The chunk's topic is not on the command; the chunk with this seq and capture stamp is.
+    const Chunk* chunk = nullptr;
+    std::string topic;
+    for (const auto& [key, c] : chunks) {
+      if (static_cast<std::int64_t>(key.second) == *seq && c.source_ns == m.header().source_stamp_ns) {
+        chunk = &c;
+        topic = key.first;
+        break;
+      }
+    }
+    if (!seen.insert({topic, *seq}).second) continue;
+    const std::int64_t source = m.header().source_stamp_ns;
+    if (source <= 0) continue;
+    to_actuation.add((*received - source) * 1e-6);
+    if (!m.header().trace.empty()) {
+      to_command.add((m.header().trace.back().stamp_ns - source) * 1e-6);
+      tick_wait.add((m.header().trace.back().stamp_ns - *received) * 1e-6);
+    }
+    if (chunk != nullptr && !chunk->trace.empty() && chunk->stage_ms.size() == 3) {
+      double compute = (chunk->trace.front().stamp_ns - source) * 1e-6;
+      for (const auto& [name, v] : chunk->stage_ms) compute += v;
+      overhead.add((*received - source) * 1e-6 - compute);
+    }
+  }
+
+  json out;
+  out["bag"] = o.path;
+  out["duration_s"] = (last_ns - first_ns) * 1e-9;
+  out["messages"] = counts;
+  out["stages_ms"] = {{"camera", camera.to_json()},       {"preprocess", preprocess.to_json()},
+                      {"backbone", backbone.to_json()},   {"action_head", head.to_json()},
+                      {"actuation_tick_wait", tick_wait.to_json()}};
+  out["waiting_ms"] = {{"before_backbone_done", wait_backbone.to_json()},
+                       {"before_action_head_done", wait_head.to_json()}};
+  out["latency_ms"] = {{"camera_to_actions", to_actions.to_json()},
+                       {"camera_to_actuation", to_actuation.to_json()},
+                       {"camera_to_command", to_command.to_json()},
+                       {"framework_overhead", overhead.to_json()}};
+  json nodes = json::object();
+  for (const auto& [name, m] : last_status) {
+    json n;
+    n["type"] = text(m, "type");
+    n["state"] = text(m, "state");
+    n["pid"] = integer(m, "pid").value_or(0);
+    n["bad_inputs"] = integer(m, "bad_inputs").value_or(0);
+    std::int64_t dropped = 0, calls = 0;
+    for (const auto& [key, value] : m.fields()) {
+      if (key.starts_with("cb.") && key.ends_with(".dropped")) dropped += std::get<std::int64_t>(value);
+      if (key.starts_with("cb.") && key.ends_with(".count")) calls += std::get<std::int64_t>(value);
+    }
+    n["dropped"] = dropped;
+    n["callbacks"] = calls;
+    n["memory_bytes"] = integer(m, "memory_bytes").value_or(-1);
+    n["load_bytes"] = integer(m, "load_bytes").value_or(0);
+    n["process_rss_bytes"] = integer(m, "process_rss_bytes").value_or(-1);
+    n["process_peak_rss_bytes"] = integer(m, "process_peak_rss_bytes").value_or(-1);
+    nodes[name] = n;
+  }
+  out["nodes"] = nodes;
+  // The policy's footprint: every process of the graph but the recorder's, once each.
+  std::int64_t graph_peak = 0;
+  std::set<std::int64_t> pids;
+  for (const auto& [name, n] : nodes.items()) {
+    if (n["type"] == "bag_recorder") continue;
+    if (pids.insert(n["pid"].get<std::int64_t>()).second) {
+      graph_peak += std::max<std::int64_t>(n["process_peak_rss_bytes"].get<std::int64_t>(), 0);
+    }
+  }
+  out["graph_peak_rss_bytes"] = graph_peak;
+  if (last_command) {
+    json a;
+    for (const char* k : {"chunks_received", "chunks_rejected", "chunks_superseded", "holds", "late_ticks",
+                          "position_clamps", "velocity_clamps", "watchdog_faults", "sink_errors", "tick"}) {
+      a[k] = integer(*last_command, k).value_or(0);
+    }
+    out["actuation"] = a;
+  }
+  if (!o.checkpoint.empty()) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(std::filesystem::path(o.checkpoint) / "model.safetensors", ec);
+    if (ec) {
+      std::fprintf(stderr, "%s/model.safetensors: %s\n", o.checkpoint.c_str(), ec.message().c_str());
+      return 1;
+    }
+    out["checkpoint_bytes"] = size;
+    out["peak_rss_over_checkpoint"] = static_cast<double>(graph_peak) / static_cast<double>(size);
+  }
+
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    f << out.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
+  }
+
+  // The table.
+  std::printf("%s: %.1f s, %llu observation(s), %llu chunk(s), %llu command(s)\n", o.path.c_str(),
+              out["duration_s"].get<double>(), static_cast<unsigned long long>(counts["Observation"]),
+              static_cast<unsigned long long>(counts["ActionChunk"]),
+              static_cast<unsigned long long>(counts["JointCommand"]));
+  std::printf("\n%-34s %8s %10s %10s\n", "latency (ms)", "n", "p50", "p99");
+  auto row = [](const char* name, const Series& s) {
+    std::printf("%-34s %8zu %10s %10s\n", name, s.values.size(), ms(s.quantile(0.5)).c_str(),
+                ms(s.quantile(0.99)).c_str());
+  };
+  row("camera (capture -> publish)", camera);
+  row("preprocess (compute)", preprocess);
+  row("backbone (compute)", backbone);
+  row("action_head (compute)", head);
+  row("  waiting before backbone done", wait_backbone);
+  row("  waiting before action_head done", wait_head);
+  row("camera -> actions published", to_actions);
+  row("camera -> actuation (chunk in)", to_actuation);
+  row("camera -> first command", to_command);
+  row("  actuation: wait for the tick", tick_wait);
+  row("framework overhead", overhead);
+  std::printf("  (overhead = camera -> actuation minus camera, preprocess, backbone and action_head compute)\n");
+
+  std::printf("\n%-14s %-13s %7s %9s %9s %11s %11s %11s\n", "node", "type", "pid", "dropped", "bad_in",
+              "memory", "proc RSS", "proc peak");
+  for (const auto& [name, n] : nodes.items()) {
+    std::printf("%-14s %-13s %7lld %9lld %9lld %11s %11s %11s\n", name.c_str(),
+                n["type"].get<std::string>().c_str(), static_cast<long long>(n["pid"].get<std::int64_t>()),
+                static_cast<long long>(n["dropped"].get<std::int64_t>()),
+                static_cast<long long>(n["bad_inputs"].get<std::int64_t>()),
+                megabytes(n["memory_bytes"].get<std::int64_t>()).c_str(),
+                megabytes(n["process_rss_bytes"].get<std::int64_t>()).c_str(),
+                megabytes(n["process_peak_rss_bytes"].get<std::int64_t>()).c_str());
+  }
+  if (out.contains("actuation")) {
+    const json& a = out["actuation"];
+    std::printf("\nactuation: %lld chunk(s) received, %lld rejected (stale), %lld superseded, %lld hold tick(s), "
+                "%lld late tick(s), %lld watchdog fault(s)\n",
+                static_cast<long long>(a["chunks_received"].get<std::int64_t>()),
+                static_cast<long long>(a["chunks_rejected"].get<std::int64_t>()),
+                static_cast<long long>(a["chunks_superseded"].get<std::int64_t>()),
+                static_cast<long long>(a["holds"].get<std::int64_t>()),
+                static_cast<long long>(a["late_ticks"].get<std::int64_t>()),
+                static_cast<long long>(a["watchdog_faults"].get<std::int64_t>()));
+  }
+  if (out.contains("peak_rss_over_checkpoint")) {
+    std::printf("memory: policy processes peaked at %s for a %s checkpoint (%.2fx)\n",
+                megabytes(out["graph_peak_rss_bytes"].get<std::int64_t>()).c_str(),
+                megabytes(out["checkpoint_bytes"].get<std::int64_t>()).c_str(),
+                out["peak_rss_over_checkpoint"].get<double>());
+  }
+  return 0;
+}
+
+}  // namespace edgevla::cli
