@@ -19,11 +19,14 @@ std::int64_t stage_weight_bytes(const model::SafetensorsFile& file, backends::St
   return bytes;
 }
 
-Status ModelStageParams::declare(NodeSpec& spec, backends::Stage stage) {
+Status ModelStageParams::declare(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(checkpoint));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(backend));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(threads));
-  EDGEVLA_RETURN_IF_ERROR(spec.declare(model_type));
+  return spec.declare(model_type);
+}
+
+Status ModelStageParams::check(NodeSpec& spec, backends::Stage stage) {
   if (checkpoint->empty()) {
     return invalid_argument("param 'checkpoint' is not set (a folder with config.json and model.safetensors; "
                             "make one with `edgevla model init --config small --out DIR`)");
@@ -32,6 +35,19 @@ Status ModelStageParams::declare(NodeSpec& spec, backends::Stage stage) {
   const auto weights = std::filesystem::path(*checkpoint) / "model.safetensors";
   if (auto file = model::SafetensorsFile::open(weights.string())) {
     spec.declare_load(stage_weight_bytes(*file, stage));
+    // The other variant is refused now, so `edgevla launch --check` catches it (activate()
+    // checks the whole weight set again).
+    if (*model_type != "auto") {
+      const bool pi0 = file->find("state_proj.weight") != nullptr;
+      const bool pi05 = file->find("time_mlp_in.weight") != nullptr;
+      if (pi0 != pi05 && (pi0 ? "pi0" : "pi05") != *model_type) {
+        return invalid_argument("param model_type is " + *model_type + " but " + weights.string() + " holds a " +
+                                (pi0 ? "pi0" : "pi0.5") + " checkpoint (" +
+                                (pi0 ? "state_proj.weight" : "time_mlp_in.weight") +
+                                "); point 'checkpoint' at a " + (*model_type == "pi0" ? "pi0" : "pi0.5") +
+                                " folder or set model_type: auto");
+      }
+    }
   }
   return Status::ok();
 }

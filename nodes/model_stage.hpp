@@ -23,9 +23,11 @@ struct ModelStageParams {
       {"refuse a checkpoint of the other variant", {}, {}, {"auto", "pi0", "pi05"}, true}};
   // clang-format on
 
-  // Declares the params and, from the weights file's header (nothing is read), the bytes the
+  Status declare(NodeSpec& spec);
+  // After every param of the node is declared: checks the checkpoint param, refuses a weights
+  // file of the other variant, and declares (from the header; nothing is read) the bytes the
   // stage will load, so heavy stages are activated first.
-  Status declare(NodeSpec& spec, backends::Stage stage);
+  Status check(NodeSpec& spec, backends::Stage stage);
 };
 
 // Bytes of the weights `stage` reads from `file` (by name: the prefix model's tensors for the

@@ -7,13 +7,14 @@
 namespace edgevla::nodes {
 
 Status ActionHeadNode::configure(NodeSpec& spec) {
-  EDGEVLA_RETURN_IF_ERROR(params_.declare(spec, backends::Stage::kActionHead));
+  EDGEVLA_RETURN_IF_ERROR(params_.declare(spec));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(num_steps_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(norm_stats_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(output_dim_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(action_dt_s_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(seed_));
   if (*seed_ >= 0) spec.seed_rng(static_cast<std::uint64_t>(*seed_));
+  EDGEVLA_RETURN_IF_ERROR(params_.check(spec, backends::Stage::kActionHead));
   EDGEVLA_ASSIGN_OR_RETURN(actions_, spec.publisher<msgs::ActionChunk>("actions"));
   return spec.subscribe<msgs::PrefixCache>("prefix", QoS::keep_last(1),
                                            [this](const msgs::PrefixCache& m) { on_prefix(m); });

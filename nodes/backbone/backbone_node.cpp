@@ -7,7 +7,8 @@
 namespace edgevla::nodes {
 
 Status BackboneNode::configure(NodeSpec& spec) {
-  EDGEVLA_RETURN_IF_ERROR(params_.declare(spec, backends::Stage::kBackbone));
+  EDGEVLA_RETURN_IF_ERROR(params_.declare(spec));
+  EDGEVLA_RETURN_IF_ERROR(params_.check(spec, backends::Stage::kBackbone));
   EDGEVLA_ASSIGN_OR_RETURN(cache_, spec.publisher<msgs::PrefixCache>("prefix"));
   // The newest observation only: an older one would make an older chunk.
   return spec.subscribe<msgs::Observation>("observation", QoS::keep_last(1),

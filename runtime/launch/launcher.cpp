@@ -189,12 +189,7 @@ void stop_children(std::vector<Child>& children) {
 
 }  // namespace
 
-int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
-  if (launch.groups.size() == 1) return run_group(launch, launch.groups[0].name, o.duration_s, -1);
-
-  // The recorder first (so it sees everything), then the heaviest group first (each is
-  // started and reports ready before the next): a graph that does not fit fails at its
-  // largest load, before the light stages run.
+std::vector<const GroupDescription*> start_order(const LaunchDescription& launch) {
   std::vector<const GroupDescription*> order;
   for (const auto& g : launch.groups) order.push_back(&g);
   std::stable_sort(order.begin(), order.end(), [](const GroupDescription* a, const GroupDescription* b) {
@@ -202,6 +197,13 @@ int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
     if (ra != rb) return ra;
     return a->load_bytes > b->load_bytes;
   });
+  return order;
+}
+
+int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
+  if (launch.groups.size() == 1) return run_group(launch, launch.groups[0].name, o.duration_s, -1);
+
+  const std::vector<const GroupDescription*> order = start_order(launch);
   std::vector<Child> children;
   for (const GroupDescription* gp : order) {
     const GroupDescription& g = *gp;

@@ -23,6 +23,11 @@ struct LaunchRunOptions {
 void block_launch_signals();
 
 // Runs the whole launch; returns the process exit code (0 on a clean, signalled shutdown).
+// The order run_launch starts groups in: the recorder first (so it sees everything), then the
+// heaviest declared load first (each ready before the next), so a graph that does not fit in
+// memory fails at its largest load before the light stages run; file order otherwise.
+std::vector<const GroupDescription*> start_order(const LaunchDescription& launch);
+
 int run_launch(const LaunchDescription& launch, const LaunchRunOptions& options);
 
 // Runs one group in this process. `ready_fd` >= 0: write "ok\n" there once every node is

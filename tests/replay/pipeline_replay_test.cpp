@@ -1,0 +1,176 @@
+// The pi0.5 pipeline as users run it: launch/pi05_demo.yaml (all five stages in one process,
+// recording on) on a generated tiny checkpoint, then
+//   - `edgevla bag report` on the recording has every number (stage latency, camera->actuation,
+//     overhead, drops, memory),
+//   - per-node replay of preprocess, backbone, action_head and actuation reproduces the recorded
+//     outputs bit for bit, and fails when action_head's num_steps is changed,
+//   - launch/pi05_multiprocess.yaml starts the heaviest group first and runs across processes.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/launch/launch_file.hpp"
+#include "runtime/launch/launcher.hpp"
+#include "runtime/model/generator.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/replay.hpp"
+#include "tests/support/test_util.hpp"
+
+namespace edgevla {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string exe() { return testing::bin_dir() + "/edgevla"; }
+std::string launch_file(const std::string& name) { return testing::source_dir() + "/launch/" + name; }
+
+class Pi05Pipeline : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::path(::testing::TempDir()) / testing::unique_domain("pi05_pipeline"));
+    fs::create_directories(*dir_);
+    model::GenerateOptions g;
+    g.config = *model::preset_config("tiny", model::ModelType::kPi05);
+    g.seed = 3;
+    ASSERT_OK(model::generate_checkpoint(g, checkpoint()));
+    // The launch files take the checkpoint and output folder from the environment.
+    ::setenv("EDGEVLA_CHECKPOINT", checkpoint().c_str(), 1);
+    ::setenv("EDGEVLA_RUN_DIR", dir_->c_str(), 1);
+    // Tiny's horizon is 10 actions: a stride of 5.
+    auto r = testing::run({exe(), "launch", launch_file("pi05_demo.yaml"), "--duration", "4", "--set",
+                           "actuation.execute_steps=5"},
+                          env(), (*dir_ / "launch").string(), std::chrono::seconds(120));
+    ASSERT_EQ(r.code, 0) << r.err;
+    ASSERT_TRUE(fs::exists(bag()));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::vector<std::string> env() {
+    return {"EDGEVLA_DOMAIN=" + testing::unique_domain("pi05"), "EDGEVLA_CHECKPOINT=" + checkpoint(),
+            "EDGEVLA_RUN_DIR=" + dir_->string()};
+  }
+  static std::string checkpoint() { return (*dir_ / "tiny_pi05").string(); }
+  static std::string bag() { return (*dir_ / "pi05_demo.mcap").string(); }
+  static bag::ReplayOptions replay(const std::string& node) {
+    bag::ReplayOptions o;
+    o.bag = bag();
+    o.node = node;
+    o.tolerance.rel_l2 = 0;  // same backend, same inputs, same generator states: the same bits
+    o.tolerance.max_abs = 0;
+    return o;
+  }
+  static fs::path* dir_;
+};
+fs::path* Pi05Pipeline::dir_ = nullptr;
+
+TEST_F(Pi05Pipeline, ReportHasStageLatencyEndToEndLatencyDropsAndMemory) {
+  const std::string out = (*dir_ / "report.json").string();
+  auto r = testing::run({exe(), "bag", "report", bag(), "--json", out, "--checkpoint", checkpoint()}, env(),
+                        (*dir_ / "report").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("camera -> actuation"), std::string::npos);
+  std::ifstream f(out);
+  const json j = json::parse(f);
+  EXPECT_GE(j["messages"]["Observation"].get<int>(), 5);
+  EXPECT_GE(j["messages"]["ActionChunk"].get<int>(), 5);
+  EXPECT_GE(j["messages"]["JointCommand"].get<int>(), 50);
+  for (const char* stage : {"camera", "preprocess", "backbone", "action_head"}) {
+    EXPECT_GE(j["stages_ms"][stage]["n"].get<int>(), 5) << stage;
+    EXPECT_GT(j["stages_ms"][stage]["p50"].get<double>(), 0.0) << stage;
+  }
+  const json& lat = j["latency_ms"];
+  EXPECT_GE(lat["camera_to_actuation"]["n"].get<int>(), 5);
+  // End to end covers the stages' compute; what is left is overhead, never negative.
+  EXPECT_GE(lat["camera_to_actuation"]["p50"].get<double>(), j["stages_ms"]["backbone"]["p50"].get<double>());
+  EXPECT_GE(lat["framework_overhead"]["n"].get<int>(), 5);
+  EXPECT_GE(lat["framework_overhead"]["p50"].get<double>(), 0.0);
+  EXPECT_GE(lat["camera_to_command"]["p50"].get<double>(), lat["camera_to_actuation"]["p50"].get<double>());
+  // Memory: the model stages report what they hold, bounded by the process.
+  const json& nodes = j["nodes"];
+  for (const char* n : {"backbone", "action_head"}) {
+    ASSERT_TRUE(nodes.contains(n)) << n;
+    EXPECT_GT(nodes[n]["memory_bytes"].get<std::int64_t>(), 0) << n;
+    EXPECT_GT(nodes[n]["load_bytes"].get<std::int64_t>(), 0) << n;
+    EXPECT_LE(nodes[n]["memory_bytes"].get<std::int64_t>(), nodes[n]["process_peak_rss_bytes"].get<std::int64_t>());
+    EXPECT_EQ(nodes[n]["bad_inputs"].get<int>(), 0) << n;
+  }
+  EXPECT_GT(j["checkpoint_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["peak_rss_over_checkpoint"].get<double>(), 0.0);
+  EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 5);
+  EXPECT_EQ(j["actuation"]["watchdog_faults"].get<int>(), 0);
+}
+
+TEST_F(Pi05Pipeline, PreprocessReplaysBitForBit) {
+  auto o = replay("preprocess");
+  EXPECT_REPLAY_PASSES(o);
+  auto r = bag::replay_node(o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_GE(r->outputs.at("/policy/observation").first, 5u);
+}
+
+TEST_F(Pi05Pipeline, BackboneReplaysBitForBit) { EXPECT_REPLAY_PASSES(replay("backbone")); }
+
+TEST_F(Pi05Pipeline, ActionHeadReplaysBitForBit) { EXPECT_REPLAY_PASSES(replay("action_head")); }
+
+TEST_F(Pi05Pipeline, ActuationReplaysItsControlTicksBitForBit) {
+  auto o = replay("actuation");
+  auto r = bag::replay_node(o);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_TRUE(r->passed()) << r->table();
+  EXPECT_GE(r->ticks, 50u);  // the control loop ran from the recorded tick times
+  EXPECT_EQ(r->outputs.at("/robot/command").first, r->outputs.at("/robot/command").second);
+}
+
+TEST_F(Pi05Pipeline, ChangingNumStepsFailsTheActionHeadReplay) {
+  auto o = replay("action_head");
+  o.sets = {"num_steps=3"};
+  EXPECT_REPLAY_FAILS(o);
+}
+
+TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
+  auto d = load_launch(launch_file("pi05_multiprocess.yaml"), {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  std::vector<std::string> order;
+  for (const GroupDescription* g : start_order(*d)) order.push_back(g->name);
+  EXPECT_EQ(order, (std::vector<std::string>{"record", "backbone", "action_head", "robot"}));
+
+  auto r = testing::run({exe(), "launch", launch_file("pi05_multiprocess.yaml"), "--duration", "4", "--set",
+                         "actuation.execute_steps=5"},
+                        env(), (*dir_ / "multi").string(), std::chrono::seconds(120));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = (*dir_ / "multi.json").string();
+  auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_multiprocess.mcap").string(), "--json", out}, env(),
+                          (*dir_ / "multi_report").string());
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::ifstream f(out);
+  const json j = json::parse(f);
+  EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
+  // Three policy processes, each its own pid.
+  EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["action_head"]["pid"]);
+  EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["preprocess"]["pid"]);
+}
+
+TEST_F(Pi05Pipeline, LaunchCheckRefusesTheOtherVariant) {
+  const std::string pi0 = (*dir_ / "tiny_pi0").string();
+  model::GenerateOptions g;
+  g.config = *model::preset_config("tiny", model::ModelType::kPi0);
+  ASSERT_OK(model::generate_checkpoint(g, pi0));
+  auto r = testing::run({exe(), "launch", launch_file("pi05_demo.yaml"), "--check"},
+                        {"EDGEVLA_DOMAIN=" + testing::unique_domain("check"), "EDGEVLA_CHECKPOINT=" + pi0,
+                         "EDGEVLA_RUN_DIR=" + dir_->string()},
+                        (*dir_ / "check").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("pi0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("model_type"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace edgevla
