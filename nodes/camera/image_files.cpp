@@ -225,6 +225,10 @@ Expected<RgbImage> decode_image(std::span<const std::uint8_t> bytes, const std::
 }
 
 Expected<RgbImage> decode_image_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    return invalid_argument(path + ": not a regular file (give a PNG or JPEG file)");
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) return not_found(path + ": cannot open: " + std::strerror(errno));
   std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(f),

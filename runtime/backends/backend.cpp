@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace edgevla::backends {
 namespace {
@@ -67,9 +69,18 @@ Expected<std::unique_ptr<Backend>> make_backend(std::string_view name) {
     factory = find();
   }
   if (!factory) {
+    // Registered ones, and the plugins next to this library.
+    std::set<std::string> names;
+    for (const auto& n : backend_names()) names.insert(n);
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(own_dir().empty() ? "." : own_dir(), ec)) {
+      const std::string f = e.path().filename().string();
+      constexpr std::string_view kPrefix = "libedgevla_backend_";
+      if (f.starts_with(kPrefix) && f.ends_with(".so")) names.insert(f.substr(kPrefix.size(), f.size() - kPrefix.size() - 3));
+    }
     std::string known;
-    for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
-    return not_found("backend '" + std::string(name) + "' is not available (built in: " +
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return not_found("backend '" + std::string(name) + "' is not available (available: " +
                      (known.empty() ? "none" : known) + "; loading its plugin failed: " + load_error +
                      "). Set the node's backend param to one of those, or build edgevla with that "
                      "backend enabled");

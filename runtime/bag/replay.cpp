@@ -188,6 +188,7 @@ std::string ReplayReport::table() const {
   std::ostringstream out;
   out << "replay of node '" << node << "' (" << type << ") from " << bag << ": " << inputs << " input(s)";
   if (ticks > 0) out << ", " << ticks << " timer tick(s) at their recorded times";
+  if (trailing_inputs > 0) out << " (" << trailing_inputs << " recorded after its last output: not fed)";
   out << "\n";
   for (const auto& [topic, counts] : outputs) {
     out << "  outputs on " << topic << ": recorded " << counts.first << ", produced " << counts.second << "\n";
@@ -354,6 +355,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   // (bags of other publishers), inputs go in recording order and a timer-driven node ticks at
   // its outputs' publish times (closer than half a period: one tick).
   std::vector<Recorded> events;  // inputs (topic set) and ticks (topic empty); log_time = clock
+  std::size_t trailing_inputs = 0;
   std::map<std::int64_t, MessagePtr> callbacks;  // callback stamp -> one output of it
   bool marked = true;
   for (const auto& [topic, list] : expected) {
@@ -403,14 +405,9 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
       e.callback_output = m;
       events.push_back(std::move(e));
     }
-    std::vector<const Recorded*> rest;
-    for (const auto& [topic, list] : by_topic) {
-      for (std::size_t i = next[topic]; i < list.size(); ++i) rest.push_back(list[i]);
-    }
-    std::stable_sort(rest.begin(), rest.end(), by_publish);
-    for (const Recorded* r : rest) {
-      events.push_back({static_cast<std::uint64_t>(r->message->header().publish_stamp_ns), r->topic, r->message});
-    }
+    // Inputs after the last recorded callback are not fed: whatever they made was not recorded
+    // (the recording ended first), so there is nothing to compare it with.
+    for (const auto& [topic, list] : by_topic) trailing_inputs += list.size() - next[topic];
   } else {
     events = inputs;
     if (timers > 0) {
@@ -456,6 +453,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   report.inputs = static_cast<std::size_t>(
       std::count_if(events.begin(), events.end(), [](const Recorded& r) { return !r.topic.empty(); }));
   report.ticks = events.size() - report.inputs;
+  report.trailing_inputs = trailing_inputs;
   for (const auto& in : events) {
     // The generator as the recorded callback began.
     if (in.callback_output && in.callback_output->header().rng) {

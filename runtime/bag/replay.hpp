@@ -53,6 +53,7 @@ struct ReplayReport {
   std::string bag, node, type;
   std::size_t inputs = 0;
   std::size_t ticks = 0;            // timer runs replayed at recorded publish times
+  std::size_t trailing_inputs = 0;  // inputs after the node's last recorded output (not fed)
   std::vector<double> latency_ms;  // per input: publish to callback done
   std::map<std::string, std::pair<std::size_t, std::size_t>> outputs;  // topic -> recorded, produced
   std::vector<TensorResult> tensors;
