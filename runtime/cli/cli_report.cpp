@@ -54,6 +54,7 @@ struct Series {
 
 struct Chunk {
   std::int64_t source_ns = 0;
+  std::int64_t callback_ns = 0;  // the action head's callback start
   std::vector<TraceHop> trace;
   std::map<std::string, double> stage_ms;  // preprocess_ms, backbone_ms, action_head_ms
 };
@@ -100,6 +101,8 @@ int bag_report(const BagReportOptions& o) {
   std::map<std::string, Message> last_status;                       // per node
   std::vector<Message> commands;
   std::int64_t first_ns = 0, last_ns = 0;
+  // Callback starts of the stages, by the capture stamp they derive from.
+  std::map<std::int64_t, std::int64_t> observation_cb, prefix_cb;
 
   Status scan = (*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
     auto decoded = bag::decode_record(v);
@@ -113,10 +116,15 @@ int bag_report(const BagReportOptions& o) {
       Chunk c;
       c.source_ns = m.header().source_stamp_ns;
       c.trace = m.header().trace;
+      c.callback_ns = m.header().callback_stamp_ns;
       for (const char* f : {"preprocess_ms", "backbone_ms", "action_head_ms"}) {
         if (auto x = number(m, f)) c.stage_ms[f] = *x;
       }
       chunks[{m.header().topic, m.header().seq}] = std::move(c);
+    } else if (m.type() == "Observation") {
+      if (m.header().callback_stamp_ns != 0) observation_cb[m.header().source_stamp_ns] = m.header().callback_stamp_ns;
+    } else if (m.type() == "PrefixCache") {
+      if (m.header().callback_stamp_ns != 0) prefix_cb[m.header().source_stamp_ns] = m.header().callback_stamp_ns;
     } else if (m.type() == "JointCommand") {
       m.clear_tensors();
       commands.push_back(std::move(m));
@@ -146,6 +154,28 @@ int bag_report(const BagReportOptions& o) {
     }
   }
 
+  // Where the overhead goes, per chunk whose observation and prefix were recorded too:
+  // delivery = publish -> the next stage's callback start; in-node = callback time outside
+  // the stage's compute (binding, loans, message assembly, publish).
+  Series d_cam_pre, d_pre_bb, d_bb_head, d_head_act, n_pre, n_bb, n_head;
+  std::map<std::int64_t, const Chunk*> chunk_by_source;
+  for (const auto& [key, c] : chunks) {
+    chunk_by_source[c.source_ns] = &c;
+    if (c.trace.size() < 4 || c.stage_ms.size() != 3 || c.callback_ns == 0) continue;
+    const auto ob = observation_cb.find(c.source_ns);
+    const auto pb = prefix_cb.find(c.source_ns);
+    if (ob == observation_cb.end() || pb == prefix_cb.end()) continue;
+    const auto n = c.trace.size();
+    const std::int64_t cam = c.trace[n - 4].stamp_ns, pre = c.trace[n - 3].stamp_ns, bb = c.trace[n - 2].stamp_ns,
+                       hd = c.trace[n - 1].stamp_ns;
+    d_cam_pre.add((ob->second - cam) * 1e-6);
+    n_pre.add((pre - ob->second) * 1e-6 - c.stage_ms.at("preprocess_ms"));
+    d_pre_bb.add((pb->second - pre) * 1e-6);
+    n_bb.add((bb - pb->second) * 1e-6 - c.stage_ms.at("backbone_ms"));
+    d_bb_head.add((c.callback_ns - bb) * 1e-6);
+    n_head.add((hd - c.callback_ns) * 1e-6 - c.stage_ms.at("action_head_ms"));
+  }
+
   // Per executed chunk: its first command.
   Series to_actuation, to_command, overhead, tick_wait;
   std::set<std::pair<std::string, std::int64_t>> seen;
@@ -173,6 +203,7 @@ int bag_report(const BagReportOptions& o) {
       to_command.add((m.header().trace.back().stamp_ns - source) * 1e-6);
       tick_wait.add((m.header().trace.back().stamp_ns - *received) * 1e-6);
     }
+    if (chunk != nullptr && !chunk->trace.empty()) d_head_act.add((*received - chunk->trace.back().stamp_ns) * 1e-6);
     if (chunk != nullptr && !chunk->trace.empty() && chunk->stage_ms.size() == 3) {
       double compute = (chunk->trace.front().stamp_ns - source) * 1e-6;
       for (const auto& [name, v] : chunk->stage_ms) compute += v;
@@ -193,6 +224,13 @@ int bag_report(const BagReportOptions& o) {
                        {"camera_to_actuation", to_actuation.to_json()},
                        {"camera_to_command", to_command.to_json()},
                        {"framework_overhead", overhead.to_json()}};
+  out["overhead_ms"] = {{"delivery_camera_to_preprocess", d_cam_pre.to_json()},
+                        {"in_preprocess", n_pre.to_json()},
+                        {"delivery_preprocess_to_backbone", d_pre_bb.to_json()},
+                        {"in_backbone", n_bb.to_json()},
+                        {"delivery_backbone_to_action_head", d_bb_head.to_json()},
+                        {"in_action_head", n_head.to_json()},
+                        {"delivery_action_head_to_actuation", d_head_act.to_json()}};
   json nodes = json::object();
   for (const auto& [name, m] : last_status) {
     json n;
@@ -274,6 +312,15 @@ int bag_report(const BagReportOptions& o) {
   row("  actuation: wait for the tick", tick_wait);
   row("framework overhead", overhead);
   std::printf("  (overhead = camera -> actuation minus camera, preprocess, backbone and action_head compute)\n");
+  if (!d_cam_pre.values.empty()) {
+    row("  delivery camera -> preprocess", d_cam_pre);
+    row("  in preprocess, outside compute", n_pre);
+    row("  delivery preprocess -> backbone", d_pre_bb);
+    row("  in backbone, outside compute", n_bb);
+    row("  delivery backbone -> action_head", d_bb_head);
+    row("  in action_head, outside compute", n_head);
+    row("  delivery action_head -> actuation", d_head_act);
+  }
 
   std::printf("\n%-14s %-13s %7s %9s %9s %11s %11s %11s\n", "node", "type", "pid", "dropped", "bad_in",
               "memory", "proc RSS", "proc peak");

@@ -13,9 +13,10 @@
 
 namespace edgevla::backends::cpu {
 namespace {
-// About 50 us of spinning before a worker sleeps: long enough to bridge the gap between two
-// kernels of a forward pass, short enough not to steal a core from the next stage.
-constexpr int kSpinIterations = 20000;
+// Spinning before a worker sleeps: long enough to bridge the gap between two kernels of a
+// forward pass, short enough not to steal a core from the next stage. Timed by the clock, as a
+// pause instruction lasts from ~10 to ~140 cycles depending on the CPU.
+constexpr std::int64_t kSpinNs = 50'000;
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -51,6 +52,7 @@ void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
     fn_ = fn;
     next_task_.store(0, std::memory_order_relaxed);
     done_tasks_.store(0, std::memory_order_relaxed);
+    parked_.store(false, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
@@ -64,11 +66,14 @@ void ThreadPool::worker() {
   std::uint64_t seen = 0;
   for (;;) {
     bool got = false;
-    for (int i = 0; i < kSpinIterations; ++i) {
+    const auto spin_end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNs);
+    for (int i = 0;; ++i) {
       if (generation_.load(std::memory_order_acquire) != seen) {
         got = true;
         break;
       }
+      if (parked_.load(std::memory_order_acquire)) break;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= spin_end) break;
       EDGEVLA_PAUSE();
     }
     if (!got) {

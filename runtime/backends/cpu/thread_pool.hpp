@@ -1,6 +1,7 @@
 // A fixed pool of worker threads for the CPU backend's kernels. The calling thread takes part,
-// so a pool of N threads starts N-1 workers. Workers spin briefly after a job (kernels come in
-// quick succession inside a forward pass) and then sleep, so an idle engine costs no CPU.
+// so a pool of N threads starts N-1 workers. Workers spin up to 50 us after a job (kernels come
+// in quick succession inside a forward pass) and then sleep; park() at the end of a forward
+// pass sends them to sleep at once, so the next stage of the graph gets the cores.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return size_; }
+
+  // Workers stop spinning and sleep until the next run() (call when a forward pass ends).
+  void park() { parked_.store(true, std::memory_order_release); }
 
   // Calls fn(task) for every task in [0, tasks), spread over the pool; returns when all ran.
   // Not reentrant: a task must not call run() on the same pool.
@@ -72,6 +76,7 @@ class ThreadPool {
   Trampoline call_ = nullptr;
   void* fn_ = nullptr;
   bool stop_ = false;
+  std::atomic<bool> parked_{false};
 };
 
 }  // namespace edgevla::backends::cpu

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""The pi0.5 pipeline end to end: framework overhead and memory, from recorded runs.
+
+For each config (tiny, small) it generates a seeded pi0.5 checkpoint, runs
+launch/pi05_demo.yaml (five stages in one process) and launch/pi05_multiprocess.yaml (one
+process per heavy stage) for --seconds each, and reads `edgevla bag report --json` of each
+recording:
+  - framework overhead per chunk = camera->actuation latency minus the stages' own compute
+    (camera, preprocess, backbone, action_head), split into the four bus deliveries
+    (publish -> the next stage's callback start) and the work in the nodes outside compute,
+  - peak RSS of the policy's processes (the recorder's excluded) against the size of
+    model.safetensors.
+The baseline for the deliveries is the bus's own same-process hop (bench/results/bus_latency*).
+
+  bench/pipeline.py [--seconds 15] [--configs tiny,small] [--out bench/results/NAME]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from model_cpu import machine  # noqa: E402
+
+
+def run(cmd, env):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--edgevla", default=os.path.join(ROOT, "build", "bin", "edgevla"))
+    ap.add_argument("--seconds", type=float, default=15)
+    ap.add_argument("--configs", default="tiny,small")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="edgevla_pipeline_bench_") as work:
+        for config in args.configs.split(","):
+            ckpt = os.path.join(work, f"{config}_pi05")
+            run([args.edgevla, "model", "init", "--config", config, "--model", "pi05", "--seed", "7", "--out", ckpt],
+                os.environ)
+            for launch in ("pi05_demo", "pi05_multiprocess"):
+                env = dict(os.environ, EDGEVLA_CHECKPOINT=ckpt, EDGEVLA_RUN_DIR=work,
+                           EDGEVLA_DOMAIN=f"bench-{os.getpid()}-{config}-{launch}")
+                sets = ["--set", "actuation.execute_steps=5"] if config == "tiny" else []
+                run([args.edgevla, "launch", f"launch/{launch}.yaml", "--duration", str(args.seconds)] + sets, env)
+                report = os.path.join(work, f"{config}_{launch}.json")
+                run([args.edgevla, "bag", "report", os.path.join(work, f"{launch}.mcap"), "--json", report,
+                     "--checkpoint", ckpt], env)
+                with open(report) as f:
+                    j = json.load(f)
+                row = {"config": config, "launch": launch, "chunks": j["messages"].get("ActionChunk", 0),
+                       "stages_ms": j["stages_ms"], "latency_ms": j["latency_ms"], "overhead_ms": j["overhead_ms"],
+                       "graph_peak_rss_bytes": j["graph_peak_rss_bytes"], "checkpoint_bytes": j["checkpoint_bytes"],
+                       "peak_rss_over_checkpoint": round(j["peak_rss_over_checkpoint"], 3),
+                       "nodes": {n: {k: v[k] for k in ("memory_bytes", "process_peak_rss_bytes", "dropped",
+                                                         "bad_inputs")}
+                                 for n, v in j["nodes"].items()}}
+                rows.append(row)
+                o = row["latency_ms"]
+                print(f"{config} {launch}: camera->actuation p50 {o['camera_to_actuation'].get('p50', 0):.2f} ms, "
+                      f"overhead p50 {o['framework_overhead'].get('p50', 0):.3f} ms, peak RSS "
+                      f"{row['graph_peak_rss_bytes'] / 1e6:.1f} MB = {row['peak_rss_over_checkpoint']}x checkpoint",
+                      flush=True)
+
+    result = {"bench": "pipeline", "machine": machine(), "seconds": args.seconds, "rows": rows}
+    if args.out:
+        with open(args.out + ".json", "w") as f:
+            json.dump(result, f, indent=2)
+        with open(args.out + ".md", "w") as f:
+            m = result["machine"]
+            f.write(f"# pi0.5 pipeline: framework overhead and memory\n\nMachine: {m['cpu']}, {m['cores']} cores, "
+                    f"{m['memory_gb']} GB, Linux {m['kernel']}. `bench/pipeline.py --seconds {args.seconds}`; "
+                    "numbers from `edgevla bag report` of each recorded run (recording on, lz4).\n\n")
+            f.write("| config | launch | chunks | camera->actuation p50 / p99 ms | stage compute p50 ms "
+                    "(camera + pre + backbone + head) | overhead p50 / p99 ms | peak RSS MB | checkpoint MB | ratio |\n"
+                    "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+            for r in rows:
+                s, lat = r["stages_ms"], r["latency_ms"]
+                compute = sum(s[k].get("p50", 0) for k in ("camera", "preprocess", "backbone", "action_head"))
+                f.write(f"| {r['config']} | {r['launch']} | {r['chunks']} | "
+                        f"{lat['camera_to_actuation'].get('p50', 0):.2f} / {lat['camera_to_actuation'].get('p99', 0):.2f} | "
+                        f"{compute:.2f} | {lat['framework_overhead'].get('p50', 0):.3f} / "
+                        f"{lat['framework_overhead'].get('p99', 0):.3f} | {r['graph_peak_rss_bytes'] / 1e6:.1f} | "
+                        f"{r['checkpoint_bytes'] / 1e6:.1f} | {r['peak_rss_over_checkpoint']} |\n")
+            f.write("\nWhere the overhead goes (p50 ms; delivery = publish -> next stage's callback start, "
+                    "in-node = callback time outside the stage's compute):\n\n| config | launch | "
+                    + " | ".join(k.replace("_", " ") for k in rows[0]["overhead_ms"]) + " |\n|---|---|"
+                    + "---:|" * len(rows[0]["overhead_ms"]) + "\n")
+            for r in rows:
+                f.write(f"| {r['config']} | {r['launch']} | "
+                        + " | ".join(f"{v.get('p50', 0):.3f}" for v in r["overhead_ms"].values()) + " |\n")
+        print(f"wrote {args.out}.json and {args.out}.md")
+
+
+if __name__ == "__main__":
+    main()
