@@ -353,8 +353,6 @@ void attention(KernelContext& ctx, const float* q, std::int64_t rows, std::int64
                std::int64_t ldo, AttentionScratch& scratch) {
   const std::int64_t total = a.len + b.len;
   const std::int64_t group = heads / kv_heads;
-  scratch.logits.reserve(heads * rows * total);  // engines pre-size it: a no-op in a run
-  float* logits = scratch.logits.data();
 
   // With one kv head and packed rows, the queries of all heads form one [rows·heads, h] matrix
   // against the shared keys: one GEMM per block instead of one per head.
@@ -367,40 +365,48 @@ void attention(KernelContext& ctx, const float* q, std::int64_t rows, std::int64
     const std::int64_t step = std::max<std::int64_t>(heads, ((n + threads - 1) / threads + heads - 1) / heads * heads);
     for (std::int64_t r0 = 0; r0 < n; r0 += step) {
       const std::int64_t r1 = std::min(n, r0 + step);
-      tasks.push_back({q + r0 * h, out + r0 * h, r1 - r0, h, h, 0, r0, heads, logits + r0 * total});
+      tasks.push_back({q + r0 * h, out + r0 * h, r1 - r0, h, h, 0, r0, heads, nullptr});
     }
   } else {
     for (std::int64_t j = 0; j < heads; ++j) {
-      tasks.push_back({q + j * h, out + j * h, rows, ldq, ldo, j / group, 0, 1, logits + j * rows * total});
+      tasks.push_back({q + j * h, out + j * h, rows, ldq, ldo, j / group, 0, 1, nullptr});
     }
   }
+  // Each task scores its rows a tile at a time in its own slice of the scratch.
+  const std::int64_t slice = kAttentionTile * total;
+  scratch.logits.reserve(static_cast<std::int64_t>(tasks.size()) * slice);  // engines pre-size it
+  for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i].logits = scratch.logits.data() + static_cast<std::int64_t>(i) * slice;
   ctx.pool().run(static_cast<int>(tasks.size()), [&](int ti) {
     const AttentionTask& t = tasks[static_cast<std::size_t>(ti)];
-    const int n = static_cast<int>(t.n);
-    if (a.len > 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, static_cast<int>(a.len), static_cast<int>(h),
-                  scale, t.q, static_cast<int>(t.lda), a.k + t.kv * h, static_cast<int>(a.ld), 0.0f,
-                  t.logits, static_cast<int>(total));
-    }
-    if (b.len > 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, static_cast<int>(b.len), static_cast<int>(h),
-                  scale, t.q, static_cast<int>(t.lda), b.k + t.kv * h, static_cast<int>(b.ld), 0.0f,
-                  t.logits + a.len, static_cast<int>(total));
-    }
-    for (std::int64_t r = 0; r < t.n; ++r) {
-      const std::int64_t original = (t.first + r) / t.per_row;
-      const std::int64_t limit = key_limit == nullptr ? total : std::min<std::int64_t>(total, key_limit[original]);
-      softmax_row(t.logits + r * total, limit, total);
-    }
-    if (a.len > 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(h), static_cast<int>(a.len),
-                  1.0f, t.logits, static_cast<int>(total), a.v + t.kv * h, static_cast<int>(a.ld), 0.0f,
-                  t.o, static_cast<int>(t.ldo));
-    }
-    if (b.len > 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(h), static_cast<int>(b.len),
-                  1.0f, t.logits + a.len, static_cast<int>(total), b.v + t.kv * h, static_cast<int>(b.ld),
-                  a.len > 0 ? 1.0f : 0.0f, t.o, static_cast<int>(t.ldo));
+    for (std::int64_t r0 = 0; r0 < t.n; r0 += kAttentionTile) {
+      const int n = static_cast<int>(std::min(kAttentionTile, t.n - r0));
+      const float* tq = t.q + r0 * t.lda;
+      float* to = t.o + r0 * t.ldo;
+      if (a.len > 0) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, static_cast<int>(a.len), static_cast<int>(h),
+                    scale, tq, static_cast<int>(t.lda), a.k + t.kv * h, static_cast<int>(a.ld), 0.0f,
+                    t.logits, static_cast<int>(total));
+      }
+      if (b.len > 0) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, static_cast<int>(b.len), static_cast<int>(h),
+                    scale, tq, static_cast<int>(t.lda), b.k + t.kv * h, static_cast<int>(b.ld), 0.0f,
+                    t.logits + a.len, static_cast<int>(total));
+      }
+      for (std::int64_t r = 0; r < n; ++r) {
+        const std::int64_t original = (t.first + r0 + r) / t.per_row;
+        const std::int64_t limit = key_limit == nullptr ? total : std::min<std::int64_t>(total, key_limit[original]);
+        softmax_row(t.logits + r * total, limit, total);
+      }
+      if (a.len > 0) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(h), static_cast<int>(a.len),
+                    1.0f, t.logits, static_cast<int>(total), a.v + t.kv * h, static_cast<int>(a.ld), 0.0f,
+                    to, static_cast<int>(t.ldo));
+      }
+      if (b.len > 0) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, static_cast<int>(h), static_cast<int>(b.len),
+                    1.0f, t.logits + a.len, static_cast<int>(total), b.v + t.kv * h, static_cast<int>(b.ld),
+                    a.len > 0 ? 1.0f : 0.0f, to, static_cast<int>(t.ldo));
+      }
     }
   });
 }

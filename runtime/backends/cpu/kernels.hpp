@@ -120,12 +120,16 @@ struct AttentionTask {
 };
 // Sized by the engine before the first run (reserve), so attention never allocates.
 // Logits are left uninitialised: only the rows a run uses are ever touched (resident).
+// Query rows a task scores at once: its logits are [kAttentionTile, keys], so the scratch is
+// bounded by the number of tasks, not by the sequence length squared.
+inline constexpr std::int64_t kAttentionTile = 128;
 struct AttentionScratch {
-  FloatBuffer logits;  // [heads · rows, total keys]
+  FloatBuffer logits;  // [tasks, kAttentionTile, total keys]
   std::vector<AttentionTask> tasks;
-  void reserve(std::int64_t heads, std::int64_t rows, std::int64_t keys, int threads) {
-    logits.reserve(heads * rows * keys);
-    tasks.reserve(static_cast<std::size_t>(std::max<std::int64_t>(heads, threads)));
+  void reserve(std::int64_t heads, std::int64_t /*rows*/, std::int64_t keys, int threads) {
+    const std::int64_t most_tasks = std::max<std::int64_t>(heads, threads);
+    logits.reserve(most_tasks * kAttentionTile * keys);
+    tasks.reserve(static_cast<std::size_t>(most_tasks));
   }
 };
 void attention(KernelContext& ctx, const float* q, std::int64_t rows, std::int64_t ldq,

@@ -162,8 +162,10 @@ TEST_P(ModelStages, ChunkEqualsTheForwardPassOnTheSameInputs) {
   rng.fill_normal({in->noise.data<float>(), static_cast<std::size_t>(in->noise.numel())});
   auto backend = backends::make_backend("cpu");
   ASSERT_TRUE(backend.has_value());
-  auto bb = (*backend)->create(backends::Stage::kBackbone, *opened, {});
-  auto hd = (*backend)->create(backends::Stage::kActionHead, *opened, {});
+  backends::EngineOptions eo;
+  eo.threads = 1;  // as the nodes: the same work split, so the same bits
+  auto bb = (*backend)->create(backends::Stage::kBackbone, *opened, eo);
+  auto hd = (*backend)->create(backends::Stage::kActionHead, *opened, eo);
   ASSERT_TRUE(bb.has_value() && hd.has_value());
   in->num_steps = c.num_steps;
   auto out = model::run_forward(**bb, **hd, c, *in, false);
