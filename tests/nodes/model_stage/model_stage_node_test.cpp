@@ -317,6 +317,42 @@ TEST(ModelStageNodes, DeclareTheirWeightsAsTheLoadToOrderActivation) {
   EXPECT_EQ(rb->load_bytes + rh->load_bytes, total - static_cast<std::int64_t>(head->end - head->begin));
 }
 
+TEST(ModelStageNodes, MissingNormStatsOrTokenizerFailActivationNamingTheFile) {
+  // A copy of the checkpoint without its assets and tokenizer.
+  const fs::path bare = fs::path(::testing::TempDir()) / testing::unique_domain("bare_ckpt");
+  fs::create_directories(bare);
+  const fs::path src = checkpoint(model::ModelType::kPi05);
+  fs::copy_file(src / "config.json", bare / "config.json");
+  fs::create_symlink(src / "model.safetensors", bare / "model.safetensors");
+
+  BusOptions bo;
+  bo.domain = testing::unique_domain("bare");
+  auto bus = std::move(*Bus::create(bo));
+  NodeHostOptions ho;
+  ho.status_period = std::chrono::milliseconds(0);
+  for (const char* type : {"action_head", "preprocess"}) {
+    NodeHost host(*bus, ho);
+    NodeOptions n{std::string(type), type};
+    n.params = {{"checkpoint", yaml(bare.string())}};
+    auto added = host.add(n);
+    ASSERT_TRUE(added.has_value()) << added.status().to_string();
+    const Status s = host.activate_all();
+    ASSERT_FALSE(s.is_ok()) << type;
+    EXPECT_NE(s.message().find("norm_stats.json"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(bare.string()), std::string::npos) << s.message();
+  }
+  // With the norm stats back, preprocess asks for the tokenizer next, by its path.
+  fs::copy(src / "assets", bare / "assets", fs::copy_options::recursive);
+  NodeHost host(*bus, ho);
+  NodeOptions n{"preprocess", "preprocess"};
+  n.params = {{"checkpoint", yaml(bare.string())}};
+  ASSERT_TRUE(host.add(n).has_value());
+  const Status s = host.activate_all();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find((bare / "tokenizer.model").string()), std::string::npos) << s.message();
+  fs::remove_all(bare);
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, ModelStages, ::testing::Values(model::ModelType::kPi0, model::ModelType::kPi05),
                          [](const auto& info) { return std::string(model::model_type_name(info.param)); });
 
