@@ -37,16 +37,14 @@ Status ModelStageParams::check(NodeSpec& spec, backends::Stage stage) {
     spec.declare_load(stage_weight_bytes(*file, stage));
     // The other variant is refused now, so `edgevla launch --check` catches it (activate()
     // checks the whole weight set again).
-    if (*model_type != "auto") {
-      const bool pi0 = file->find("state_proj.weight") != nullptr;
-      const bool pi05 = file->find("time_mlp_in.weight") != nullptr;
-      if (pi0 != pi05 && (pi0 ? "pi0" : "pi05") != *model_type) {
-        return invalid_argument("param model_type is " + *model_type + " but " + weights.string() + " holds a " +
-                                (pi0 ? "pi0" : "pi0.5") + " checkpoint (" +
-                                (pi0 ? "state_proj.weight" : "time_mlp_in.weight") +
-                                "); point 'checkpoint' at a " + (*model_type == "pi0" ? "pi0" : "pi0.5") +
-                                " folder or set model_type: auto");
-      }
+    auto found = model::variant_of(*file);
+    if (*model_type != "auto" && found && model::model_type_name(*found) != *model_type) {
+      const bool pi0 = *found == model::ModelType::kPi0;
+      return invalid_argument("param model_type is " + *model_type + " but " + weights.string() + " holds a " +
+                              (pi0 ? "pi0" : "pi0.5") + " checkpoint (" +
+                              (pi0 ? "state_proj.weight" : "time_mlp_in.weight") +
+                              "); point 'checkpoint' at a " + (*model_type == "pi0" ? "pi0" : "pi0.5") +
+                              " folder or set model_type: auto");
     }
   }
   return Status::ok();

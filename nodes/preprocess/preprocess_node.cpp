@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "runtime/model/checkpoint.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/node/node_registry.hpp"
 
@@ -35,14 +36,9 @@ Expected<model::ModelType> type_from_weights(const std::string& dir) {
         "config.json gives no model_type and the weights cannot tell pi0 from pi0.5 (" +
         file.status().message() + "); add \"model_type\": \"pi0\" or \"pi05\" to config.json");
   }
-  const bool pi0 = file->find("state_proj.weight") != nullptr;
-  const bool pi05 = file->find("time_mlp_in.weight") != nullptr;
-  if (pi0 == pi05) {
-    return failed_precondition(path + " holds " + (pi0 ? "both" : "neither") +
-                               " of state_proj.weight (pi0) and time_mlp_in.weight (pi0.5); add "
-                               "\"model_type\" to config.json");
-  }
-  return pi0 ? model::ModelType::kPi0 : model::ModelType::kPi05;
+  auto type = model::variant_of(*file);
+  if (!type) return type.status().with_context("add \"model_type\" to config.json, or fix the weights");
+  return *type;
 }
 
 }  // namespace

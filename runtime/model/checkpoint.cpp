@@ -39,23 +39,21 @@ void add_gemma_layers(std::vector<WeightSpec>& out, std::string_view prefix, con
   norm(key(prefix, "norm"));
 }
 
-// Counts the weight-set markers of each variant.
-struct Markers {
-  bool pi0 = false;   // state_proj / action_time_mlp / plain expert norms
-  bool pi05 = false;  // time_mlp / adaptive expert norms
-};
-
-Markers markers_of(const SafetensorsFile& f) {
-  Markers m;
-  m.pi0 = f.find("state_proj.weight") != nullptr || f.find("action_time_mlp_in.weight") != nullptr;
-  m.pi05 = f.find("time_mlp_in.weight") != nullptr ||
-           f.find(key(kExpertPrefix, "layers.0.input_layernorm.dense.weight")) != nullptr;
-  return m;
-}
-
 bool is_weight_dtype(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
 
 }  // namespace
+
+Expected<ModelType> variant_of(const SafetensorsFile& f) {
+  const bool pi0 = f.find("state_proj.weight") != nullptr || f.find("action_time_mlp_in.weight") != nullptr;
+  const bool pi05 = f.find("time_mlp_in.weight") != nullptr ||
+                    f.find(key(kExpertPrefix, "layers.0.input_layernorm.dense.weight")) != nullptr;
+  if (pi0 == pi05) {
+    return invalid_argument(f.path() + " holds " + std::string(pi0 ? "both pi0 and pi0.5" : "neither pi0 nor pi0.5") +
+                            " head weights (pi0 has state_proj.* and action_time_mlp_*, pi0.5 has "
+                            "time_mlp_* and adaptive expert norms); it is not a pi0/pi0.5 checkpoint");
+  }
+  return pi05 ? ModelType::kPi05 : ModelType::kPi0;
+}
 
 std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
   std::vector<WeightSpec> out;
@@ -135,14 +133,9 @@ Expected<Checkpoint> Checkpoint::open(const std::string& dir, const OpenOptions&
   ck.file_ = std::move(*file);
 
   // Which variant do the weights hold?
-  const Markers m = markers_of(ck.file_);
-  if (m.pi0 == m.pi05) {
-    return invalid_argument("checkpoint '" + dir + "' holds " +
-                            std::string(m.pi0 ? "both pi0 and pi0.5" : "neither pi0 nor pi0.5") +
-                            " head weights (pi0 has state_proj.* and action_time_mlp_*, pi0.5 has "
-                            "time_mlp_* and adaptive expert norms); it is not a pi0/pi0.5 checkpoint");
-  }
-  const ModelType found = m.pi05 ? ModelType::kPi05 : ModelType::kPi0;
+  auto variant = variant_of(ck.file_);
+  if (!variant) return variant.status().with_context("checkpoint '" + dir + "'");
+  const ModelType found = *variant;
   if (ck.config_.model_type_given && ck.config_.type != found) {
     return invalid_argument("checkpoint '" + dir + "': config.json says model_type " +
                             std::string(model_type_name(ck.config_.type)) + " but the weights are " +

@@ -30,6 +30,10 @@ struct WeightSpec {
   bool required = true;  // false: present in openpi's files but never read at inference
 };
 
+// pi0 or pi0.5, from the weight set alone (pi0: state_proj / action_time_mlp; pi0.5: time_mlp /
+// adaptive expert norms); reads only the file's header. An error when it holds both or neither.
+Expected<ModelType> variant_of(const SafetensorsFile& file);
+
 // Every tensor of a model with these sizes and type, in openpi's key names.
 std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 
