@@ -104,14 +104,18 @@ int bag_report(const BagReportOptions& o) {
   // Callback starts of the stages, by the capture stamp they derive from.
   std::map<std::int64_t, std::int64_t> observation_cb, prefix_cb;
 
+  static const std::set<std::string, std::less<>> kUsed = {"ActionChunk", "JointCommand", "NodeStatus",
+                                                           "Observation", "PrefixCache"};
   Status scan = (*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
-    auto decoded = bag::decode_record(v);
-    if (!decoded) return Status::ok();  // counted by `bag info`; a report uses what decodes
-    Message& m = *decoded;
-    ++counts[m.type()];
+    const std::string type = v.schema != nullptr ? v.schema->name : std::string();
+    ++counts[type];
     const auto t = static_cast<std::int64_t>(v.record.log_time);
     if (first_ns == 0 || t < first_ns) first_ns = t;
     last_ns = std::max(last_ns, t);
+    if (!kUsed.contains(type)) return Status::ok();  // images and the like: counted, not decoded
+    auto decoded = bag::decode_record(v);
+    if (!decoded) return Status::ok();  // counted by `bag info`; a report uses what decodes
+    Message& m = *decoded;
     if (m.type() == "ActionChunk") {
       Chunk c;
       c.source_ns = m.header().source_stamp_ns;
@@ -158,9 +162,7 @@ int bag_report(const BagReportOptions& o) {
   // delivery = publish -> the next stage's callback start; in-node = callback time outside
   // the stage's compute (binding, loans, message assembly, publish).
   Series d_cam_pre, d_pre_bb, d_bb_head, d_head_act, n_pre, n_bb, n_head;
-  std::map<std::int64_t, const Chunk*> chunk_by_source;
   for (const auto& [key, c] : chunks) {
-    chunk_by_source[c.source_ns] = &c;
     if (c.trace.size() < 4 || c.stage_ms.size() != 3 || c.callback_ns == 0) continue;
     const auto ob = observation_cb.find(c.source_ns);
     const auto pb = prefix_cb.find(c.source_ns);
@@ -176,26 +178,22 @@ int bag_report(const BagReportOptions& o) {
     n_head.add((hd - c.callback_ns) * 1e-6 - c.stage_ms.at("action_head_ms"));
   }
 
-  // Per executed chunk: its first command.
+  // Per executed chunk: its first command. A command names its chunk by the chunk's seq and
+  // carries its capture stamp (the topic is not on the command).
+  std::map<std::pair<std::int64_t, std::int64_t>, const Chunk*> chunk_by_seq;
+  for (const auto& [key, c] : chunks) chunk_by_seq.emplace(std::pair{static_cast<std::int64_t>(key.second), c.source_ns}, &c);
   Series to_actuation, to_command, overhead, tick_wait;
-  std::set<std::pair<std::string, std::int64_t>> seen;
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
   std::optional<Message> last_command;
   for (const Message& m : commands) {
     last_command = m;
     const auto seq = integer(m, "chunk_seq");
     const auto received = integer(m, "chunk_received_ns");
     if (!seq || *seq < 0 || !received) continue;
-    // The chunk's topic is not on the command; the chunk with this seq and capture stamp is.
-    const Chunk* chunk = nullptr;
-    std::string topic;
-    for (const auto& [key, c] : chunks) {
-      if (static_cast<std::int64_t>(key.second) == *seq && c.source_ns == m.header().source_stamp_ns) {
-        chunk = &c;
-        topic = key.first;
-        break;
-      }
-    }
-    if (!seen.insert({topic, *seq}).second) continue;
+    const std::pair key{*seq, m.header().source_stamp_ns};
+    if (!seen.insert(key).second) continue;
+    const auto found = chunk_by_seq.find(key);
+    const Chunk* chunk = found == chunk_by_seq.end() ? nullptr : found->second;
     const std::int64_t source = m.header().source_stamp_ns;
     if (source <= 0) continue;
     to_actuation.add((*received - source) * 1e-6);
