@@ -28,6 +28,8 @@ Message sample() {
   h.publish_stamp_ns = 200;
   h.publisher = "host/1/1";
   h.trace = {{"camera", 150}, {"pre", 190}};
+  h.callback_stamp_ns = 180;
+  h.inputs = {{"/cam/raw", 120, true}, {"/robot/state", -5, false}};
   return m;
 }
 
@@ -60,6 +62,8 @@ TEST(Wire, InlineRoundTripKeepsEverything) {
   EXPECT_EQ(d->header().publish_stamp_ns, 200);
   EXPECT_EQ(d->header().publisher, "host/1/1");
   EXPECT_EQ(d->header().trace, m.header().trace);
+  EXPECT_EQ(d->header().callback_stamp_ns, 180);
+  EXPECT_EQ(d->header().inputs, m.header().inputs);
   EXPECT_EQ(*d->int_field("frame"), -4);
   EXPECT_EQ(*d->number_field("gain"), 1.5);
   EXPECT_EQ(*d->bool_field("auto"), true);
@@ -212,6 +216,31 @@ TEST(Wire, RepeatedKeysAreRejected) {
   auto d = decode(as_bytes(std::string(buf.data(), buf.size())), frames, nullptr);
   ASSERT_FALSE(d.has_value());
   EXPECT_NE(d.status().message().find("'trace' appears more than once"), std::string::npos);
+}
+
+TEST(Wire, MalformedInputMarksAreErrors) {
+  // "in" must be an array of [topic, pub, trigger].
+  for (const std::string& bad : {std::string("\x93\xa1x\x01\x01"),         // trigger not a bool
+                                 std::string("\x92\xa1x\x01"),               // two entries
+                                 std::string("\x93\x01\x01\xc3")}) {         // topic not a string
+    std::string env;
+    msgpack::sbuffer sb;
+    msgpack::packer<msgpack::sbuffer> p(sb);
+    p.pack_map(6);
+    p.pack(std::string("edgevla")); p.pack(1);
+    p.pack(std::string("type")); p.pack(std::string("NodeStatus"));
+    p.pack(std::string("topic")); p.pack(std::string("/s"));
+    p.pack(std::string("seq")); p.pack(1);
+    p.pack(std::string("fields")); p.pack_map(2);
+    p.pack(std::string("node")); p.pack(std::string("n"));
+    p.pack(std::string("state")); p.pack(std::string("active"));
+    p.pack(std::string("in")); p.pack_array(1);
+    sb.write(bad.data(), bad.size());
+    env.assign(sb.data(), sb.size());
+    auto d = decode(as_bytes(env), {}, nullptr);
+    ASSERT_FALSE(d.has_value());
+    EXPECT_NE(d.status().message().find("envelope 'in"), std::string::npos) << d.status().message();
+  }
 }
 
 TEST(Wire, FloatFieldsStayFloatsAcrossTheWire) {
