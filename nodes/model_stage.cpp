@@ -64,6 +64,13 @@ Status ModelStage::open(const ModelStageParams& p, backends::Stage stage, int ma
   return Status::ok();
 }
 
+bool ModelStage::memory_report_due() {
+  const std::int64_t now = steady_now_ns();
+  if (now - last_memory_report_ns_ < 1'000'000'000) return false;
+  last_memory_report_ns_ = now;
+  return true;
+}
+
 void ModelStage::close() {
   engine.reset();
   checkpoint.reset();

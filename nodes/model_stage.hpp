@@ -41,6 +41,13 @@ struct ModelStage {
   // Opens the checkpoint and builds the engine of `stage` (heavy: call from activate()).
   Status open(const ModelStageParams& params, backends::Stage stage, int max_steps = 64);
   void close();
+  // True at most once a second: counting resident weight pages (mincore over the mapping)
+  // costs ~0.1 ms per 150 MB, so it is not done on every inference; NodeStatus goes out once
+  // a second anyway.
+  bool memory_report_due();
+
+ private:
+  std::int64_t last_memory_report_ns_ = 0;
 };
 
 }  // namespace edgevla::nodes

@@ -106,7 +106,7 @@ Status ActionHeadNode::infer(const msgs::PrefixCache& prefix) {
   }
   m.derive_from(prefix.header());
   EDGEVLA_RETURN_IF_ERROR(actions_.publish(std::move(m)));
-  report_memory(engine.resident_bytes());
+  if (stage_.memory_report_due()) report_memory(engine.resident_bytes());
   return Status::ok();
 }
 

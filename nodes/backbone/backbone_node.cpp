@@ -99,7 +99,7 @@ Status BackboneNode::infer(const msgs::Observation& obs) {
   if (auto ms = obs.message().number_field("preprocess_ms")) m.set_field("preprocess_ms", *ms);
   m.derive_from(obs.header());
   EDGEVLA_RETURN_IF_ERROR(cache_.publish(std::move(m)));
-  report_memory(engine.resident_bytes());
+  if (stage_.memory_report_due()) report_memory(engine.resident_bytes());
   return Status::ok();
 }
 
