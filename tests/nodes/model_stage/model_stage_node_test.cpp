@@ -210,6 +210,8 @@ TEST_P(ModelStages, NumStepsReachesTheModelAlsoAtRunTime) {
   ASSERT_OK(g.host->set_param("action_head", "num_steps", "4"));
   ASSERT_TRUE(eventually([&] { return g.host->params_yaml("action_head")->find("num_steps: 4") != std::string::npos; }));
   // Same prefix and the same noise (generator reset), other step count: other actions.
+  // (The harness takes the prefix on its own thread: it may see it after the chunk.)
+  ASSERT_TRUE(eventually([&] { return g.harness->last_prefix() != nullptr; }));
   const MessagePtr prefix = g.harness->last_prefix();
   ASSERT_OK(g.host->set_rng_state("action_head", *one->header().rng));
   Message again = *prefix;
