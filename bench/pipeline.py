@@ -82,15 +82,18 @@ def main():
                     f"{m['memory_gb']} GB, Linux {m['kernel']}. `bench/pipeline.py --seconds {args.seconds}`; "
                     "numbers from `edgevla bag report` of each recorded run (recording on, lz4).\n\n")
             f.write("| config | launch | chunks | camera->actuation p50 / p99 ms | stage compute p50 ms "
-                    "(camera + pre + backbone + head) | overhead p50 / p99 ms | peak RSS MB | checkpoint MB | ratio |\n"
-                    "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+                    "(camera + pre + backbone + head) | overhead p50 / p99 ms | stage hand-offs p50 / p99 ms | "
+                    "peak RSS MB | checkpoint MB | ratio |\n"
+                    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
             for r in rows:
                 s, lat = r["stages_ms"], r["latency_ms"]
                 compute = sum(s[k].get("p50", 0) for k in ("camera", "preprocess", "backbone", "action_head"))
                 f.write(f"| {r['config']} | {r['launch']} | {r['chunks']} | "
                         f"{lat['camera_to_actuation'].get('p50', 0):.2f} / {lat['camera_to_actuation'].get('p99', 0):.2f} | "
                         f"{compute:.2f} | {lat['framework_overhead'].get('p50', 0):.3f} / "
-                        f"{lat['framework_overhead'].get('p99', 0):.3f} | {r['graph_peak_rss_bytes'] / 1e6:.1f} | "
+                        f"{lat['framework_overhead'].get('p99', 0):.3f} | "
+                        f"{lat['stage_handoffs'].get('p50', 0):.3f} / {lat['stage_handoffs'].get('p99', 0):.3f} | "
+                        f"{r['graph_peak_rss_bytes'] / 1e6:.1f} | "
                         f"{r['checkpoint_bytes'] / 1e6:.1f} | {r['peak_rss_over_checkpoint']} |\n")
             f.write("\nWhere the overhead goes (p50 ms; delivery = publish -> next stage's callback start, "
                     "in-node = callback time outside the stage's compute):\n\n| config | launch | "

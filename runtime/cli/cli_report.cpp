@@ -162,6 +162,7 @@ int bag_report(const BagReportOptions& o) {
   // delivery = publish -> the next stage's callback start; in-node = callback time outside
   // the stage's compute (binding, loans, message assembly, publish).
   Series d_cam_pre, d_pre_bb, d_bb_head, d_head_act, n_pre, n_bb, n_head;
+  std::map<std::int64_t, double> deliveries_to_head;  // capture stamp -> the first three deliveries
   for (const auto& [key, c] : chunks) {
     if (c.trace.size() < 4 || c.stage_ms.size() != 3 || c.callback_ns == 0) continue;
     const auto ob = observation_cb.find(c.source_ns);
@@ -176,13 +177,14 @@ int bag_report(const BagReportOptions& o) {
     n_bb.add((bb - pb->second) * 1e-6 - c.stage_ms.at("backbone_ms"));
     d_bb_head.add((c.callback_ns - bb) * 1e-6);
     n_head.add((hd - c.callback_ns) * 1e-6 - c.stage_ms.at("action_head_ms"));
+    deliveries_to_head[c.source_ns] = (ob->second - cam + pb->second - pre + c.callback_ns - bb) * 1e-6;
   }
 
   // Per executed chunk: its first command. A command names its chunk by the chunk's seq and
   // carries its capture stamp (the topic is not on the command).
   std::map<std::pair<std::int64_t, std::int64_t>, const Chunk*> chunk_by_seq;
   for (const auto& [key, c] : chunks) chunk_by_seq.emplace(std::pair{static_cast<std::int64_t>(key.second), c.source_ns}, &c);
-  Series to_actuation, to_command, overhead, tick_wait;
+  Series to_actuation, to_command, overhead, tick_wait, handoffs;
   std::set<std::pair<std::int64_t, std::int64_t>> seen;
   std::optional<Message> last_command;
   for (const Message& m : commands) {
@@ -201,7 +203,12 @@ int bag_report(const BagReportOptions& o) {
       to_command.add((m.header().trace.back().stamp_ns - source) * 1e-6);
       tick_wait.add((m.header().trace.back().stamp_ns - *received) * 1e-6);
     }
-    if (chunk != nullptr && !chunk->trace.empty()) d_head_act.add((*received - chunk->trace.back().stamp_ns) * 1e-6);
+    if (chunk != nullptr && !chunk->trace.empty()) {
+      const double last = (*received - chunk->trace.back().stamp_ns) * 1e-6;
+      d_head_act.add(last);
+      // The bus's share alone: the four stage-to-stage hand-overs of this chunk's path.
+      if (auto d = deliveries_to_head.find(source); d != deliveries_to_head.end()) handoffs.add(d->second + last);
+    }
     if (chunk != nullptr && !chunk->trace.empty() && chunk->stage_ms.size() == 3) {
       double compute = (chunk->trace.front().stamp_ns - source) * 1e-6;
       for (const auto& [name, v] : chunk->stage_ms) compute += v;
@@ -221,7 +228,8 @@ int bag_report(const BagReportOptions& o) {
   out["latency_ms"] = {{"camera_to_actions", to_actions.to_json()},
                        {"camera_to_actuation", to_actuation.to_json()},
                        {"camera_to_command", to_command.to_json()},
-                       {"framework_overhead", overhead.to_json()}};
+                       {"framework_overhead", overhead.to_json()},
+                       {"stage_handoffs", handoffs.to_json()}};
   out["overhead_ms"] = {{"delivery_camera_to_preprocess", d_cam_pre.to_json()},
                         {"in_preprocess", n_pre.to_json()},
                         {"delivery_preprocess_to_backbone", d_pre_bb.to_json()},
@@ -318,6 +326,7 @@ int bag_report(const BagReportOptions& o) {
     row("  delivery backbone -> action_head", d_bb_head);
     row("  in action_head, outside compute", n_head);
     row("  delivery action_head -> actuation", d_head_act);
+    row("stage hand-offs (the 4 deliveries)", handoffs);
   }
 
   std::printf("\n%-14s %-13s %7s %9s %9s %11s %11s %11s\n", "node", "type", "pid", "dropped", "bad_in",
