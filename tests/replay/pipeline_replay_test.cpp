@@ -92,6 +92,13 @@ TEST_F(Pi05Pipeline, ReportHasStageLatencyEndToEndLatencyDropsAndMemory) {
   EXPECT_GE(lat["camera_to_actuation"]["p50"].get<double>(), j["stages_ms"]["backbone"]["p50"].get<double>());
   EXPECT_GE(lat["framework_overhead"]["n"].get<int>(), 5);
   EXPECT_GE(lat["framework_overhead"]["p50"].get<double>(), 0.0);
+  // The hand-offs are the part of the overhead spent between stages.
+  EXPECT_GE(lat["stage_handoffs"]["n"].get<int>(), 5);
+  EXPECT_GT(lat["stage_handoffs"]["p50"].get<double>(), 0.0);
+  for (const char* part : {"delivery_camera_to_preprocess", "delivery_preprocess_to_backbone",
+                           "delivery_backbone_to_action_head", "delivery_action_head_to_actuation"}) {
+    EXPECT_GE(j["overhead_ms"][part]["n"].get<int>(), 5) << part;
+  }
   EXPECT_GE(lat["camera_to_command"]["p50"].get<double>(), lat["camera_to_actuation"]["p50"].get<double>());
   // Memory: the model stages report what they hold, bounded by the process.
   const json& nodes = j["nodes"];
