@@ -1,7 +1,5 @@
 #include "nodes/action_head/action_head_node.hpp"
 
-#include <cmath>
-
 #include "runtime/node/node_registry.hpp"
 
 namespace edgevla::nodes {
@@ -82,21 +80,11 @@ Status ActionHeadNode::infer(const msgs::PrefixCache& prefix) {
   EDGEVLA_RETURN_IF_ERROR(engine.run(ro));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor normalized, engine.output("actions"));
 
-  // Un-normalize each row, keep the robot's dims.
+  // Un-normalize each row, keep the robot's dims; a non-finite chunk is not published.
   EDGEVLA_ASSIGN_OR_RETURN(Tensor out, actions_.loan(DType::kF32, Shape{H, out_dim_}));
-  std::vector<float> row(static_cast<std::size_t>(A));
-  const float* src = normalized.data<float>();
-  for (std::int64_t r = 0; r < H; ++r) {
-    EDGEVLA_RETURN_IF_ERROR(model::unnormalize(std::span<const float>(src + r * A, static_cast<std::size_t>(A)),
-                                               stats_.actions, kind_, row));
-    for (int d = 0; d < out_dim_; ++d) {
-      if (!std::isfinite(row[static_cast<std::size_t>(d)])) {
-        return data_loss("action chunk holds a non-finite value at step " + std::to_string(r) + ", dim " +
-                         std::to_string(d) + " (the cache or the checkpoint holds NaN/Inf); nothing published");
-      }
-      out.data<float>()[r * out_dim_ + d] = row[static_cast<std::size_t>(d)];
-    }
-  }
+  EDGEVLA_RETURN_IF_ERROR(model::unnormalize_chunk(
+      {normalized.data<float>(), static_cast<std::size_t>(H * A)}, A, stats_.actions, kind_, out_dim_,
+      {out.data<float>(), static_cast<std::size_t>(H * out_dim_)}).with_context("nothing published"));
   EDGEVLA_ASSIGN_OR_RETURN(Message m, msgs::ActionChunk::make(std::move(out), *action_dt_s_));
   if (auto seq = prefix.message().int_field("observation_seq")) m.set_field("observation_seq", *seq);
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));

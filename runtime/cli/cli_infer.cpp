@@ -354,21 +354,11 @@ int InferCommand::infer() {
 
   // Un-normalize each row and keep the robot's dims, as the action head does.
   const float* normalized_actions = out->actions.data<float>();
-  std::vector<float> actions(H * robot_dim), unnormalized_row(A);
-  for (std::size_t r = 0; r < H; ++r) {
-    const std::span<const float> src(normalized_actions + r * A, A);
-    if (Status s = model::unnormalize(src, stats->actions, kind, unnormalized_row); !s.is_ok()) {
-      return internal_failure(s);
-    }
-    for (std::size_t d = 0; d < A; ++d) {
-      if (!std::isfinite(src[d]) || (d < robot_dim && !std::isfinite(unnormalized_row[d]))) {
-        return internal_failure(
-            data_loss("action " + std::to_string(r) + ", dim " + std::to_string(d) +
-                      " is not finite (the checkpoint or its norm stats hold NaN/Inf)"));
-      }
-    }
-    std::copy_n(unnormalized_row.begin(), robot_dim,
-                actions.begin() + static_cast<std::ptrdiff_t>(r * robot_dim));
+  std::vector<float> actions(H * robot_dim);
+  if (Status s = model::unnormalize_chunk({normalized_actions, H * A}, static_cast<std::int64_t>(A), stats->actions,
+                                          kind, static_cast<std::int64_t>(robot_dim), actions);
+      !s.is_ok()) {
+    return internal_failure(s);
   }
 
   std::string images_json;

@@ -269,4 +269,31 @@ Status unnormalize(std::span<const float> x, const Stats& s, NormKind kind,
   return via_double(static_cast<DoubleFn>(&unnormalize), x, s, kind, out);
 }
 
+Status unnormalize_chunk(std::span<const float> chunk, std::int64_t width, const Stats& stats,
+                         NormKind kind, std::int64_t out_dim, std::span<float> out) {
+  if (width <= 0 || out_dim < 0 || out_dim > width || chunk.size() % static_cast<std::size_t>(width) != 0) {
+    return invalid_argument("unnormalize_chunk: " + std::to_string(chunk.size()) + " values are not rows of " +
+                            std::to_string(width) + " (keeping " + std::to_string(out_dim) + ")");
+  }
+  const std::size_t w = static_cast<std::size_t>(width), keep = static_cast<std::size_t>(out_dim);
+  const std::size_t rows = chunk.size() / w;
+  if (out.size() != rows * keep) {
+    return invalid_argument("unnormalize_chunk: output holds " + std::to_string(out.size()) + " values, not " +
+                            std::to_string(rows * keep));
+  }
+  std::vector<float> row(w);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::span<const float> src = chunk.subspan(r * w, w);
+    EDGEVLA_RETURN_IF_ERROR(unnormalize(src, stats, kind, row));
+    for (std::size_t d = 0; d < w; ++d) {
+      if (!std::isfinite(src[d]) || (d < keep && !std::isfinite(row[d]))) {
+        return data_loss("the action chunk holds a non-finite value at step " + std::to_string(r) + ", dim " +
+                         std::to_string(d) + " (the prefix cache, the checkpoint or its norm stats hold NaN/Inf)");
+      }
+    }
+    std::copy_n(row.begin(), keep, out.begin() + static_cast<std::ptrdiff_t>(r * keep));
+  }
+  return Status::ok();
+}
+
 }  // namespace edgevla::model

@@ -67,4 +67,11 @@ Status unnormalize(std::span<const double> x, const Stats& stats, NormKind kind,
 Status unnormalize(std::span<const float> x, const Stats& stats, NormKind kind,
                    std::span<float> out);
 
+// An action chunk [rows, width] (row-major) un-normalized row by row, keeping the first
+// out_dim columns of each row in out [rows, out_dim]: what the action head publishes and
+// `edgevla infer` prints. A non-finite value, in the chunk or its result, is a data_loss
+// error naming the step and the dim.
+Status unnormalize_chunk(std::span<const float> chunk, std::int64_t width, const Stats& stats,
+                         NormKind kind, std::int64_t out_dim, std::span<float> out);
+
 }  // namespace edgevla::model
