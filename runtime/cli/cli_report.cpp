@@ -143,19 +143,13 @@ int bag_report(const BagReportOptions& o) {
   }
 
   // Per chunk: the camera's own time, each stage's compute, the path up to the action head.
-  Series camera, preprocess, backbone, head, to_actions, wait_backbone, wait_head;
+  Series camera, preprocess, backbone, head, to_actions;
   for (const auto& [key, c] : chunks) {
     if (!c.trace.empty() && c.source_ns > 0) camera.add((c.trace.front().stamp_ns - c.source_ns) * 1e-6);
     if (auto it = c.stage_ms.find("preprocess_ms"); it != c.stage_ms.end()) preprocess.add(it->second);
     if (auto it = c.stage_ms.find("backbone_ms"); it != c.stage_ms.end()) backbone.add(it->second);
     if (auto it = c.stage_ms.find("action_head_ms"); it != c.stage_ms.end()) head.add(it->second);
     if (!c.trace.empty() && c.source_ns > 0) to_actions.add((c.trace.back().stamp_ns - c.source_ns) * 1e-6);
-    // hops: camera, preprocess, backbone, action_head; hop delta minus compute = waiting
-    if (c.trace.size() >= 4 && c.stage_ms.contains("backbone_ms") && c.stage_ms.contains("action_head_ms")) {
-      const auto n = c.trace.size();
-      wait_backbone.add((c.trace[n - 2].stamp_ns - c.trace[n - 3].stamp_ns) * 1e-6 - c.stage_ms.at("backbone_ms"));
-      wait_head.add((c.trace[n - 1].stamp_ns - c.trace[n - 2].stamp_ns) * 1e-6 - c.stage_ms.at("action_head_ms"));
-    }
   }
 
   // Where the overhead goes, per chunk whose observation and prefix were recorded too:
@@ -223,8 +217,6 @@ int bag_report(const BagReportOptions& o) {
   out["stages_ms"] = {{"camera", camera.to_json()},       {"preprocess", preprocess.to_json()},
                       {"backbone", backbone.to_json()},   {"action_head", head.to_json()},
                       {"actuation_tick_wait", tick_wait.to_json()}};
-  out["waiting_ms"] = {{"before_backbone_done", wait_backbone.to_json()},
-                       {"before_action_head_done", wait_head.to_json()}};
   out["latency_ms"] = {{"camera_to_actions", to_actions.to_json()},
                        {"camera_to_actuation", to_actuation.to_json()},
                        {"camera_to_command", to_command.to_json()},
@@ -310,8 +302,6 @@ int bag_report(const BagReportOptions& o) {
   row("preprocess (compute)", preprocess);
   row("backbone (compute)", backbone);
   row("action_head (compute)", head);
-  row("  waiting before backbone done", wait_backbone);
-  row("  waiting before action_head done", wait_head);
   row("camera -> actions published", to_actions);
   row("camera -> actuation (chunk in)", to_actuation);
   row("camera -> first command", to_command);
