@@ -249,11 +249,16 @@ void NodeHost::shutdown() {
   }
 }
 
-Node* NodeHost::find(std::string_view name) const {
-  for (const auto& s : snapshot()) {
-    if (s->node->name() == name) return s->node.get();
+Expected<NodeHost::SlotPtr> NodeHost::slot_named(std::string_view name) const {
+  for (auto& s : snapshot()) {
+    if (s->node->name() == name) return s;
   }
-  return nullptr;
+  return not_found("no node named '" + std::string(name) + "' in this process");
+}
+
+Node* NodeHost::find(std::string_view name) const {
+  auto slot = slot_named(name);
+  return slot ? (*slot)->node.get() : nullptr;
 }
 
 std::vector<CallbackReport> NodeHost::callback_reports() const {
@@ -410,48 +415,36 @@ Status NodeHost::set_param(std::string_view node, std::string_view key, std::str
 }
 
 Status NodeHost::set_rng_state(std::string_view node, const RngState& state) {
-  for (const auto& slotp : snapshot()) {
-    if (slotp->node->name() != node) continue;
-    NodeRuntime& rt = *slotp->rt;
-    if (!rt.post_and_wait([&rt, state] { rt.rng.set_state(state); }, std::chrono::seconds(10))) {
-      return timeout_error("node '" + std::string(node) + "' is busy: its generator state was not set within 10 s");
-    }
-    return Status::ok();
+  EDGEVLA_ASSIGN_OR_RETURN(const SlotPtr slot, slot_named(node));
+  NodeRuntime& rt = *slot->rt;
+  if (!rt.post_and_wait([&rt, state] { rt.rng.set_state(state); }, std::chrono::seconds(10))) {
+    return timeout_error("node '" + std::string(node) + "' is busy: its generator state was not set within 10 s");
   }
-  return not_found("no node named '" + std::string(node) + "' in this process");
+  return Status::ok();
 }
 
 Expected<std::vector<std::int64_t>> NodeHost::timer_periods(std::string_view node) const {
-  for (const auto& slotp : snapshot()) {
-    if (slotp->node->name() != node) continue;
-    std::vector<std::int64_t> out;
-    for (const auto& t : slotp->rt->timers) out.push_back(t->period_ns);
-    return out;
-  }
-  return not_found("no node named '" + std::string(node) + "' in this process");
+  EDGEVLA_ASSIGN_OR_RETURN(const SlotPtr slot, slot_named(node));
+  std::vector<std::int64_t> out;
+  for (const auto& t : slot->rt->timers) out.push_back(t->period_ns);
+  return out;
 }
 
 Status NodeHost::fire_timers(std::string_view node) {
-  for (const auto& slotp : snapshot()) {
-    if (slotp->node->name() != node) continue;
-    NodeRuntime& rt = *slotp->rt;
-    if (!rt.post_and_wait([&rt] { rt.fire_timers(); }, std::chrono::seconds(60))) {
-      return timeout_error("node '" + std::string(node) + "': its timers did not run within 60 s");
-    }
-    return Status::ok();
+  EDGEVLA_ASSIGN_OR_RETURN(const SlotPtr slot, slot_named(node));
+  NodeRuntime& rt = *slot->rt;
+  if (!rt.post_and_wait([&rt] { rt.fire_timers(); }, std::chrono::seconds(60))) {
+    return timeout_error("node '" + std::string(node) + "': its timers did not run within 60 s");
   }
-  return not_found("no node named '" + std::string(node) + "' in this process");
+  return Status::ok();
 }
 
 Expected<NodeTopics> NodeHost::topics_of(std::string_view node) const {
-  for (const auto& slotp : snapshot()) {
-    if (slotp->node->name() != node) continue;
-    NodeTopics t;
-    for (const auto& s : slotp->rt->subscriptions) t.subscriptions.push_back({s->name, s->queue->topic(), s->queue->type()});
-    for (const auto& p : slotp->rt->publishers) t.publishers.push_back({p->name, p->topic, p->type});
-    return t;
-  }
-  return not_found("no node named '" + std::string(node) + "' in this process");
+  EDGEVLA_ASSIGN_OR_RETURN(const SlotPtr slot, slot_named(node));
+  NodeTopics t;
+  for (const auto& s : slot->rt->subscriptions) t.subscriptions.push_back({s->name, s->queue->topic(), s->queue->type()});
+  for (const auto& p : slot->rt->publishers) t.publishers.push_back({p->name, p->topic, p->type});
+  return t;
 }
 
 std::uint64_t NodeHost::subscription_callbacks(std::string_view node) const {

@@ -106,6 +106,8 @@ class NodeHost {
   using SlotPtr = std::shared_ptr<Slot>;
   // The nodes, in add order. Slots stay alive while a snapshot holds them.
   std::vector<SlotPtr> snapshot() const;
+  // The slot of the node named `name`; not_found names it.
+  Expected<SlotPtr> slot_named(std::string_view name) const;
   Expected<Node*> configure_and_add(std::unique_ptr<Node> node);
   Status activate(Slot& slot);
   Status deactivate(Slot& slot);
