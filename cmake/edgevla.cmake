@@ -12,12 +12,15 @@ function(edgevla_warnings target)
 endfunction()
 
 # edgevla_add_test(<name> SOURCES a.cpp ... [LIBS lib ...] [LABELS l ...] [TIMEOUT s])
-# One GoogleTest executable registered with ctest, discovered per test case.
+# One GoogleTest executable registered with ctest, one ctest test per test case, listed after
+# each link (cmake/edgevla_discover_tests.cmake). Its main() is tests/support/gtest_main.cpp:
+# only an executable exiting 77 (every selected test skipped itself: a device is absent)
+# reports "not run"; a failed suite set-up is a failure.
 function(edgevla_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   edgevla_warnings(${name})
-  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${T_LIBS} edgevla_gtest_main GTest::gtest)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   # Tests find the edgevla binary and the source tree without any environment set up.
   target_compile_definitions(${name} PRIVATE
@@ -25,9 +28,17 @@ function(edgevla_add_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
-  set(props TIMEOUT ${T_TIMEOUT})
-  if(T_LABELS)
-    list(APPEND props LABELS ${T_LABELS})
-  endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 30 PROPERTIES ${props})
+  set(ctest_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_tests.cmake")
+  add_custom_command(TARGET ${name} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -D "EXE=$<TARGET_FILE:${name}>" -D "OUT=${ctest_file}"
+            -D "WORKDIR=${CMAKE_CURRENT_BINARY_DIR}" -D "TIMEOUT=${T_TIMEOUT}" -D "LABELS=${T_LABELS}"
+            -D DISCOVERY_TIMEOUT=30 -P "${PROJECT_SOURCE_DIR}/cmake/edgevla_discover_tests.cmake"
+    BYPRODUCTS "${ctest_file}"
+    VERBATIM)
+  # ctest reads the file if it exists; a test executable that was never built registers a
+  # test that fails and says so.
+  file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/${name}_include.cmake"
+       "if(EXISTS \"${ctest_file}\")\n  include(\"${ctest_file}\")\nelse()\n"
+       "  add_test(${name}_NOT_BUILT ${name}_NOT_BUILT)\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${CMAKE_CURRENT_BINARY_DIR}/${name}_include.cmake")
 endfunction()

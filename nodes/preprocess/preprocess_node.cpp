@@ -345,7 +345,7 @@ Expected<model::TokenizedPrompt> PreprocessNode::tokenize(const std::string& pro
 void PreprocessNode::publish_observation() {
   if (*wait_for_chunk_ && in_flight_) {
     const auto timeout = static_cast<std::int64_t>(*chunk_timeout_s_ * 1e9);
-    if (steady_now_ns() - in_flight_since_ns_ < timeout) return;
+    if (callback_stamp_ns() - in_flight_since_ns_ < timeout) return;
     report_bad_input("actions", timeout_error(
         "no ActionChunk came back within chunk_timeout_s = " + seconds(timeout) +
         " (the observation was dropped downstream, or a stage is down); publishing the next one"));
@@ -464,7 +464,7 @@ void PreprocessNode::publish_observation() {
   }
   if (*wait_for_chunk_) {
     in_flight_ = true;
-    in_flight_since_ns_ = steady_now_ns();
+    in_flight_since_ns_ = callback_stamp_ns();  // replay reproduces a timed-out wait
   }
   waiting_logged_.clear();
 }

@@ -113,7 +113,7 @@ class PreprocessNode final : public Node {
   bool inputs_changed_ = false;
   std::int64_t trigger_ns_ = 0;        // steady clock when the publishing callback began
   bool in_flight_ = false;             // wait_for_chunk: an observation awaits its chunk
-  std::int64_t in_flight_since_ns_ = 0;
+  std::int64_t in_flight_since_ns_ = 0;  // node clock
   std::string waiting_logged_;
   std::string truncation_logged_;
 };

@@ -357,6 +357,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   std::vector<Recorded> events;  // inputs (topic set) and ticks (topic empty); log_time = clock
   std::size_t trailing_inputs = 0;
   std::map<std::int64_t, MessagePtr> callbacks;  // callback stamp -> one output of it
+  std::vector<std::string> missing_inputs;        // marked inputs the bag lacks
   bool marked = true;
   for (const auto& [topic, list] : expected) {
     for (const auto& m : list) {
@@ -386,11 +387,23 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
     auto by_publish = [](const Recorded* a, const Recorded* b) {
       return a->message->header().publish_stamp_ns < b->message->header().publish_stamp_ns;
     };
+    // The exact inputs each recorded callback had taken: a mark whose message is not in the
+    // bag (the recorder missed it) would replay the callback on other inputs than it saw live,
+    // so it is reported instead of being compared as a drift.
+    std::map<std::string, std::set<std::int64_t>> recorded_stamps;
+    for (const auto& in : inputs) recorded_stamps[in.topic].insert(in.message->header().publish_stamp_ns);
     for (const auto& [stamp, m] : callbacks) {
       std::vector<const Recorded*> before;
       const InputMark* trigger = nullptr;
       for (const auto& mark : m->header().inputs) {
         if (mark.trigger) trigger = &mark;
+        if (input_types.contains(mark.topic) && !recorded_stamps[mark.topic].contains(mark.publish_stamp_ns)) {
+          missing_inputs.push_back("the callback at " + std::to_string(stamp) + " ns (output seq " +
+                                   std::to_string(m->header().seq) + " on " + m->header().topic + ") had taken the " +
+                                   mark.topic + " message published at " + std::to_string(mark.publish_stamp_ns) +
+                                   " ns, which the bag does not hold: the recorder missed it, so this output "
+                                   "cannot be replayed on the inputs it was made from");
+        }
         take_until(mark.topic, mark.publish_stamp_ns, !mark.trigger, before);
       }
       std::stable_sort(before.begin(), before.end(), by_publish);
@@ -454,6 +467,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
       std::count_if(events.begin(), events.end(), [](const Recorded& r) { return !r.topic.empty(); }));
   report.ticks = events.size() - report.inputs;
   report.trailing_inputs = trailing_inputs;
+  report.problems = missing_inputs;
   for (const auto& in : events) {
     // The generator as the recorded callback began.
     if (in.callback_output && in.callback_output->header().rng) {

@@ -31,6 +31,10 @@ Rng& Node::rng() {
   return runtime_ ? runtime_->rng : unbound;
 }
 
+std::int64_t Node::callback_stamp_ns() const {
+  return runtime_ && runtime_->callback_stamp_ns != 0 ? runtime_->callback_stamp_ns : now_ns();
+}
+
 void Node::report_bad_input(std::string_view what, const Status& why) {
   if (runtime_) runtime_->bad_inputs.add();
   rate_log_.warn(what, "node '" + name() + "': " + std::string(what) + ": " + why.message());

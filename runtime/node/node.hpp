@@ -145,6 +145,10 @@ class Node {
  protected:
   // The node's clock (wall clock in a graph, recorded stamps in replay).
   std::int64_t now_ns() const { return clock_->now_ns(); }
+  // The node clock when the running callback began: recorded in the header of every message
+  // the callback publishes and restored by replay, so a decision taken on it (a timeout, an
+  // age) replays exactly. Outside a callback, now_ns().
+  std::int64_t callback_stamp_ns() const;
   // The node's random generator. Use it for all randomness: its state when a callback starts
   // is stamped on every message published from that callback, so replay reproduces the draws.
   Rng& rng();

@@ -143,6 +143,48 @@ TEST_F(FeaturesReplay, ABagWithoutTheNodesInputsIsAnError) {
   fs::remove(path);
 }
 
+TEST_F(FeaturesReplay, AnInputTheRecorderMissedIsReportedNotComparedAsDrift) {
+  // The bag without the 10th frame on /cam: the output made from it names an input the bag
+  // lacks. Replay says so instead of feeding the neighbouring frame and reporting a drift.
+  const auto path = (fs::path(::testing::TempDir()) / ("missing_" + std::to_string(::getpid()) + ".mcap")).string();
+  std::int64_t dropped_stamp = 0;
+  {
+    auto reader = std::move(*mcap::McapReader::open(*bag_));
+    auto w = std::move(*mcap::McapWriter::open(path));
+    for (const auto& m : reader->metadata()) ASSERT_TRUE(w->write_metadata(m.name, m.metadata).is_ok());
+    std::map<std::uint16_t, std::uint16_t> ch;
+    int frames = 0;
+    ASSERT_TRUE(reader->for_each_message([&](const mcap::MessageView& v) {
+                         if (v.channel->topic == "/cam" && ++frames == 10) {
+                           auto m = bag::decode_record(v);
+                           if (!m) return m.status();
+                           dropped_stamp = m->header().publish_stamp_ns;
+                           return Status::ok();
+                         }
+                         if (!ch.contains(v.channel->id)) {
+                           ch[v.channel->id] = w->add_channel(v.channel->topic, v.channel->message_encoding, 0,
+                                                              v.channel->metadata);
+                         }
+                         return w->write_message(ch[v.channel->id], v.record.sequence, v.record.log_time,
+                                                 v.record.publish_time, v.record.data);
+                       }).is_ok());
+    ASSERT_TRUE(w->close().is_ok());
+  }
+  ASSERT_NE(dropped_stamp, 0);
+  auto o = options();
+  o.bag = path;
+  auto r = bag::replay_node(o);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_FALSE(r->passed());
+  bool named = false;
+  for (const auto& p : r->problems) {
+    named = named || (p.find("/cam") != std::string::npos && p.find(std::to_string(dropped_stamp)) != std::string::npos &&
+                      p.find("recorder missed") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << r->table();
+  fs::remove(path);
+}
+
 TEST_F(FeaturesReplay, AnInputOfTheWrongTypeIsAnError) {
   // The node's configuration, but /cam carries ActionChunks instead of Images.
   const auto path = (fs::path(::testing::TempDir()) / ("wrongtype_" + std::to_string(::getpid()) + ".mcap")).string();

@@ -28,8 +28,10 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    stop_.store(true, std::memory_order_relaxed);
+    // A new, closed generation wakes every worker; none can join it.
+    const std::uint64_t gen = generation_of(job_.load(std::memory_order_relaxed)) + 1;
+    job_.store((gen << kGenShift) | kClosed, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
@@ -37,56 +39,76 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::drain() {
   for (;;) {
-    const int t = next_task_.fetch_add(1, std::memory_order_acq_rel);
+    const int t = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (t >= tasks_) return;
     call_(fn_, t);
-    done_tasks_.fetch_add(1, std::memory_order_acq_rel);
+    done_tasks_.fetch_add(1, std::memory_order_release);
   }
 }
 
 void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
+  // The previous job is closed and has no joined workers (run_erased does not return before
+  // that), so nothing reads these fields now.
+  tasks_ = tasks;
+  call_ = call;
+  fn_ = fn;
+  next_task_.store(0, std::memory_order_relaxed);
+  done_tasks_.store(0, std::memory_order_relaxed);
+  parked_.store(false, std::memory_order_relaxed);
+  jobs_.fetch_add(1, std::memory_order_relaxed);
   {
+    // Publishing under the mutex: a worker about to sleep either sees the new generation in
+    // its wait predicate or is already waiting and gets the notification.
     std::lock_guard lock(mu_);
-    tasks_ = tasks;
-    call_ = call;
-    fn_ = fn;
-    next_task_.store(0, std::memory_order_relaxed);
-    done_tasks_.store(0, std::memory_order_relaxed);
-    parked_.store(false, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    const std::uint64_t gen = generation_of(job_.load(std::memory_order_relaxed)) + 1;
+    job_.store(gen << kGenShift, std::memory_order_release);  // open, nobody joined
   }
   wake_.notify_all();
   drain();
   while (done_tasks_.load(std::memory_order_acquire) < tasks) EDGEVLA_PAUSE();
-  // Workers that woke late must not touch this job's state once run() returns.
-  while (active_workers_.load(std::memory_order_acquire) != 0) EDGEVLA_PAUSE();
+  // Close the job, then wait for the workers that joined it to leave: after this, no worker
+  // can reach fn, whose closure lives on the caller's stack.
+  std::uint64_t word = job_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
+  while ((word & kJoinedMask) != 0) {
+    EDGEVLA_PAUSE();
+    word = job_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::worker() {
-  std::uint64_t seen = 0;
+  std::uint64_t seen = 0;  // the last generation this worker looked at
   for (;;) {
-    bool got = false;
-    const auto spin_end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNs);
-    for (int i = 0;; ++i) {
-      if (generation_.load(std::memory_order_acquire) != seen) {
-        got = true;
+    std::uint64_t word = job_.load(std::memory_order_acquire);
+    if (generation_of(word) == seen) {
+      const auto spin_end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNs);
+      for (int i = 0;; ++i) {
+        word = job_.load(std::memory_order_acquire);
+        if (generation_of(word) != seen) break;
+        if (parked_.load(std::memory_order_acquire) ||
+            ((i & 63) == 63 && std::chrono::steady_clock::now() >= spin_end)) {
+          std::unique_lock lock(mu_);
+          wake_.wait(lock, [&] { return generation_of(job_.load(std::memory_order_acquire)) != seen; });
+          word = job_.load(std::memory_order_acquire);
+          break;
+        }
+        EDGEVLA_PAUSE();
+      }
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_of(word);
+    // Join the job of generation `seen` if it is still open; a job that closed (or was
+    // replaced by a newer one) is left alone, its tasks are done or taken.
+    bool joined = false;
+    while (generation_of(word) == seen && (word & kClosed) == 0) {
+      if (job_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        joined = true;
         break;
       }
-      if (parked_.load(std::memory_order_acquire)) break;
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= spin_end) break;
-      EDGEVLA_PAUSE();
     }
-    if (!got) {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-    }
-    std::unique_lock lock(mu_);
-    seen = generation_.load(std::memory_order_acquire);
-    if (stop_) return;
-    active_workers_.fetch_add(1, std::memory_order_acq_rel);
-    lock.unlock();
+    if (!joined) continue;
+    joins_.fetch_add(1, std::memory_order_relaxed);
     drain();
-    active_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    job_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -2,6 +2,17 @@
 // so a pool of N threads starts N-1 workers. Workers spin up to 50 us after a job (kernels come
 // in quick succession inside a forward pass) and then sleep; park() at the end of a forward
 // pass sends them to sleep at once, so the next stage of the graph gets the cores.
+//
+// Jobs and the threads that help with them. A job is published by bumping a generation
+// counter. A worker takes part in a job only by *joining* it: one compare-and-swap on a word
+// that holds the job's generation, a "closed" bit and the number of joined workers. run()
+// returns only after it has closed the job (no worker can join it any more) and every joined
+// worker has left it, so no worker ever touches a job's closure or counters after run()
+// returned, and a late worker can never take a task of the next job with a count from the last.
+//
+// Results never depend on scheduling: the tasks are fixed by the caller (parallel_for splits
+// [0, n) by n, grain and size() only), each task writes its own outputs, and which thread runs
+// a task does not change what it computes.
 #pragma once
 
 #include <atomic>
@@ -9,6 +20,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace edgevla::backends::cpu {
@@ -26,8 +38,9 @@ class ThreadPool {
   // Workers stop spinning and sleep until the next run() (call when a forward pass ends).
   void park() { parked_.store(true, std::memory_order_release); }
 
-  // Calls fn(task) for every task in [0, tasks), spread over the pool; returns when all ran.
-  // Not reentrant: a task must not call run() on the same pool.
+  // Calls fn(task) for every task in [0, tasks), spread over the pool; returns when all ran
+  // and no worker holds a reference to fn. Not reentrant: a task must not call run() on the
+  // same pool, and one pool serves one calling thread at a time.
   template <class F>
   void run(int tasks, F&& fn) {
     if (tasks <= 0) return;
@@ -39,7 +52,7 @@ class ThreadPool {
   }
 
   // Splits [0, n) into at most size() contiguous ranges of at least `grain` items each and
-  // calls fn(begin, end) on each.
+  // calls fn(begin, end) on each. The ranges depend on n, grain and size() only.
   template <class F>
   void parallel_for(std::int64_t n, std::int64_t grain, F&& fn) {
     if (n <= 0) return;
@@ -54,6 +67,10 @@ class ThreadPool {
     });
   }
 
+  // Jobs run so far and how many of them a worker helped with (tests and benchmarks).
+  std::uint64_t jobs() const { return jobs_.load(std::memory_order_relaxed); }
+  std::uint64_t joined_jobs() const { return joins_.load(std::memory_order_relaxed); }
+
  private:
   using Trampoline = void (*)(void*, int);
   template <class F>
@@ -64,19 +81,28 @@ class ThreadPool {
   void worker();
   void drain();
 
+  // The job word: generation << kGenShift | closed << 31 | joined workers (low 31 bits).
+  static constexpr int kGenShift = 32;
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31;
+  static constexpr std::uint64_t kJoinedMask = kClosed - 1;
+  static std::uint64_t generation_of(std::uint64_t word) { return word >> kGenShift; }
+
   int size_ = 1;
   std::vector<std::thread> threads_;
-  std::mutex mu_;
+  std::mutex mu_;                 // sleeping workers wait on wake_ under it
   std::condition_variable wake_;
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> next_task_{0};
-  std::atomic<int> done_tasks_{0};
-  std::atomic<int> active_workers_{0};
+  std::atomic<std::uint64_t> job_{kClosed};  // generation 0, closed: no job yet
+  std::atomic<bool> stop_{false};  // set before the last generation is published
+  std::atomic<bool> parked_{false};
+  // The running job; written by run_erased before it publishes a generation, read by the
+  // workers that joined it.
   int tasks_ = 0;
   Trampoline call_ = nullptr;
   void* fn_ = nullptr;
-  bool stop_ = false;
-  std::atomic<bool> parked_{false};
+  std::atomic<int> next_task_{0};
+  std::atomic<int> done_tasks_{0};
+  std::atomic<std::uint64_t> jobs_{0};
+  std::atomic<std::uint64_t> joins_{0};
 };
 
 }  // namespace edgevla::backends::cpu
