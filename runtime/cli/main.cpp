@@ -9,6 +9,7 @@
 #include "runtime/cli/cli_model.hpp"
 #include "runtime/launch/launcher.hpp"
 #include "runtime/node/node_registry.hpp"
+#include "runtime/util/crash.hpp"
 #include "runtime/util/log.hpp"
 
 namespace {
@@ -160,6 +161,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (!domain.empty()) ::setenv("EDGEVLA_DOMAIN", domain.c_str(), 1);
 
+  // A crash of any edgevla process leaves its backtrace in the log; a launch group also
+  // lifts its core-file limit.
+  edgevla::install_crash_handler(grp->parsed() ? "group " + group : std::string("edgevla"));
+  if (grp->parsed() || launch->parsed()) edgevla::enable_core_dumps();
   if (launch->parsed() || grp->parsed()) {
     // Before any thread exists, so every thread inherits the mask and signals reach the
     // launcher's sigtimedwait (other subcommands keep ordinary Ctrl-C handling).
