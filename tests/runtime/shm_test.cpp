@@ -184,12 +184,16 @@ TEST(ShmJanitor, RemovesSegmentsOfDeadProcesses) {
   if (child == 0) _exit(0);
   ::waitpid(child, nullptr, 0);  // a pid that is certainly gone
   const std::string name = segment_prefix() + std::to_string(child) + ".1.0";
-  {
+  // The segment's creator dies without unlinking it (as a crash would): made in a child that
+  // leaves through _exit, so no destructor runs there and nothing leaks here.
+  const pid_t creator = ::fork();
+  if (creator == 0) {
     auto seg = Segment::create(name, 4096);
-    ASSERT_TRUE(seg.has_value());
-    // Keep the file: pretend the creator crashed (no unlink on destruction).
-    (*seg).release();
+    _exit(seg.has_value() ? 0 : 1);
   }
+  int status = 0;
+  ::waitpid(creator, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_GE(remove_stale_segments(), 1);
   auto gone = Segment::open(name);
   ASSERT_FALSE(gone.has_value());
