@@ -1,7 +1,10 @@
 #include "nodes/model_stage.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
+#include "runtime/bag/replay.hpp"
 #include "runtime/model/safetensors.hpp"
 
 namespace edgevla::nodes {
@@ -59,6 +62,7 @@ Status ModelStage::open(const ModelStageParams& p, backends::Stage stage, int ma
   EDGEVLA_ASSIGN_OR_RETURN(auto backend, backends::make_backend(*p.backend));
   backends::EngineOptions eo;
   eo.threads = *p.threads;
+  threads = *p.threads > 0 ? *p.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   eo.max_steps = max_steps;
   EDGEVLA_ASSIGN_OR_RETURN(engine, backend->create(stage, *checkpoint, eo));
   return Status::ok();
@@ -69,6 +73,10 @@ bool ModelStage::memory_report_due() {
   if (now - last_memory_report_ns_ < 1'000'000'000) return false;
   last_memory_report_ns_ = now;
   return true;
+}
+
+void ModelStage::stamp_replay_params(Message& m) const {
+  m.set_field(std::string(bag::kReplayParamPrefix) + "threads", static_cast<std::int64_t>(threads));
 }
 
 void ModelStage::close() {

@@ -37,6 +37,7 @@ std::int64_t stage_weight_bytes(const model::SafetensorsFile& file, backends::St
 struct ModelStage {
   std::optional<model::Checkpoint> checkpoint;
   std::unique_ptr<backends::Engine> engine;
+  int threads = 1;  // worker threads the engine runs with (param threads, 0 resolved to the cores)
 
   // Opens the checkpoint and builds the engine of `stage` (heavy: call from activate()).
   Status open(const ModelStageParams& params, backends::Stage stage, int max_steps = 64);
@@ -45,6 +46,10 @@ struct ModelStage {
   // costs ~0.1 ms per 150 MB, so it is not done on every inference; NodeStatus goes out once
   // a second anyway.
   bool memory_report_due();
+  // Stamps the thread count on an output (field "replay.param.threads"): the CPU backend is bit
+  // for bit the same for a given thread count, not across counts, so replay on another machine
+  // runs with the recorded count.
+  void stamp_replay_params(Message& m) const;
 
  private:
   std::int64_t last_memory_report_ns_ = 0;

@@ -89,6 +89,7 @@ Status ActionHeadNode::infer(const msgs::PrefixCache& prefix) {
   if (auto seq = prefix.message().int_field("observation_seq")) m.set_field("observation_seq", *seq);
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));
   m.set_field("action_head_ms", engine.last_timings().total_ms);
+  stage_.stamp_replay_params(m);
   for (const char* stage : {"preprocess_ms", "backbone_ms"}) {
     if (auto ms = prefix.message().number_field(stage)) m.set_field(stage, *ms);
   }

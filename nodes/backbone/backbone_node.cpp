@@ -96,6 +96,7 @@ Status BackboneNode::infer(const msgs::Observation& obs) {
   if (const Tensor* raw = obs.message().tensor("state_raw")) m.set_tensor("state_raw", *raw);
   m.set_field("observation_seq", static_cast<std::int64_t>(obs.header().seq));
   m.set_field("backbone_ms", engine.last_timings().total_ms);
+  stage_.stamp_replay_params(m);
   if (auto ms = obs.message().number_field("preprocess_ms")) m.set_field("preprocess_ms", *ms);
   m.derive_from(obs.header());
   EDGEVLA_RETURN_IF_ERROR(cache_.publish(std::move(m)));

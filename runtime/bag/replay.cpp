@@ -146,6 +146,54 @@ TensorResult compare(const std::string& topic, std::size_t index, const std::str
   return r;
 }
 
+// Params the node stamped on its outputs ("replay.param.<name>", see kReplayParamPrefix) are
+// set to their recorded values unless the user gave them (--set, params file). The first
+// output of the node in the bag carries them; only the node's remapped topics are read.
+Status apply_recorded_params(mcap::McapReader& reader, const ReplayOptions& r, NodeOptions& options,
+                             std::vector<std::string>& notes) {
+  std::set<std::string> topics;
+  for (const auto& [name, topic] : options.remaps) topics.insert(topic);
+  std::optional<Message> first;
+  const Status stop = already_exists("found");  // ends the scan early
+  Status scan = reader.for_each_message([&](const mcap::MessageView& v) -> Status {
+    if (!topics.contains(v.channel->topic)) return Status::ok();
+    auto m = decode_record(v);
+    if (!m) return Status::ok();  // reported when the inputs and outputs are read
+    const auto& trace = m->header().trace;
+    if (trace.empty() || trace.back().node != options.name) return Status::ok();
+    first = std::move(*m);
+    return stop;
+  });
+  if (!scan.is_ok() && scan.code() != stop.code()) return scan;
+  if (!first) return Status::ok();
+  for (const auto& [field, value] : first->fields()) {
+    if (!field.starts_with(kReplayParamPrefix)) continue;
+    const std::string param = field.substr(kReplayParamPrefix.size());
+    const std::string recorded = field_to_string(value);
+    auto it = options.params.find(param);
+    const bool from_user = it != options.params.end() &&
+                           (it->second.origin.starts_with("--set ") ||
+                            (!r.params_file.empty() && it->second.origin.starts_with(r.params_file + ":")));
+    if (from_user) {
+      const std::string now = YAML::Dump(it->second.value);
+      if (now != recorded) {
+        notes.push_back(param + " = " + now + " (" + it->second.origin + ") differs from the " + recorded +
+                        " the node ran with when recorded: outputs that depend on it agree within the "
+                        "backend's tolerance, not bit for bit");
+      }
+      continue;
+    }
+    try {
+      options.params[param] = ParamOverride{YAML::Load(recorded), "recorded outputs of node '" + options.name + "'"};
+    } catch (const YAML::Exception& e) {
+      return data_loss("bag '" + r.bag + "': recorded field '" + field + "' = " + recorded + " is unreadable: " + e.msg);
+    }
+    notes.push_back(param + " = " + recorded + " as recorded (the node's outputs carry the value it ran with; "
+                    "replay uses it so that the result does not depend on this machine)");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status parse_tolerance(const std::string& spec, Tolerance& all, std::map<std::string, Tolerance>& per_tensor) {
@@ -228,6 +276,7 @@ std::string ReplayReport::table() const {
         << "\n";
   }
   for (const auto& p : problems) out << "  PROBLEM " << p << "\n";
+  for (const auto& n : notes) out << "  note: " << n << "\n";
   if (!latency_ms.empty()) {
     auto l = latency_ms;
     std::sort(l.begin(), l.end());
@@ -262,6 +311,8 @@ std::string ReplayReport::json() const {
   }
   out << YAML::EndSeq << YAML::Key << "problems" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : problems) out << p;
+  out << YAML::EndSeq << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& n : notes) out << n;
   out << YAML::EndSeq << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
@@ -289,6 +340,8 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
     EDGEVLA_ASSIGN_OR_RETURN(options, options_from_bag(**reader, o.node, o.bag));
   }
   EDGEVLA_RETURN_IF_ERROR(apply_overrides(options, o));
+  std::vector<std::string> notes;
+  EDGEVLA_RETURN_IF_ERROR(apply_recorded_params(**reader, o, options, notes));
 
   // The node alone, on an in-process bus, with the replay clock.
   BusOptions bo;
@@ -468,6 +521,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   report.ticks = events.size() - report.inputs;
   report.trailing_inputs = trailing_inputs;
   report.problems = missing_inputs;
+  report.notes = notes;
   for (const auto& in : events) {
     // The generator as the recorded callback began.
     if (in.callback_output && in.callback_output->header().rng) {

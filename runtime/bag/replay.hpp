@@ -12,11 +12,18 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/core/status.hpp"
 
 namespace edgevla::bag {
+
+// Output fields "replay.param.<name>" = value: a param value the node ran with that its
+// outputs depend on bit for bit (the CPU backend's thread count, resolved from "0 = all
+// cores"). Replay sets the param to the recorded value unless --set or a params file gives
+// it, so a recording replays exactly on a machine with another core count.
+inline constexpr std::string_view kReplayParamPrefix = "replay.param.";
 
 struct Tolerance {
   double max_abs = -1;     // largest |produced - recorded| allowed (< 0: not checked)
@@ -58,6 +65,7 @@ struct ReplayReport {
   std::map<std::string, std::pair<std::size_t, std::size_t>> outputs;  // topic -> recorded, produced
   std::vector<TensorResult> tensors;
   std::vector<std::string> problems;  // anything beyond tensor tolerances (counts, timeouts)
+  std::vector<std::string> notes;     // how the node was set up (recorded params it reuses)
 
   bool passed() const;
   std::string table() const;

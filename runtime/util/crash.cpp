@@ -16,6 +16,7 @@
 #endif
 
 namespace edgevla {
+#ifndef EDGEVLA_SANITIZED
 namespace {
 
 char g_process[64] = "edgevla";
@@ -58,6 +59,7 @@ void on_crash(int sig) {
 }
 
 }  // namespace
+#endif
 
 void install_crash_handler(std::string_view process) {
 #ifndef EDGEVLA_SANITIZED

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -126,6 +127,30 @@ TEST_F(Pi05Pipeline, PreprocessReplaysBitForBit) {
 TEST_F(Pi05Pipeline, BackboneReplaysBitForBit) { EXPECT_REPLAY_PASSES(replay("backbone")); }
 
 TEST_F(Pi05Pipeline, ActionHeadReplaysBitForBit) { EXPECT_REPLAY_PASSES(replay("action_head")); }
+
+TEST_F(Pi05Pipeline, ModelStagesReplayWithTheThreadCountTheyRanWith) {
+  // The graph ran with threads: 0 (one per core). The outputs carry the resolved count and
+  // replay uses it, so a machine with another core count still replays bit for bit.
+  const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  auto r = bag::replay_node(replay("action_head"));
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_TRUE(r->passed()) << r->table();
+  bool noted = false;
+  for (const auto& n : r->notes) noted = noted || n.starts_with("threads = " + cores + " as recorded");
+  EXPECT_TRUE(noted) << r->table();
+  // Another count, given by the user: said so, and equal within the backend's tolerance.
+  auto o = replay("backbone");
+  const std::string other = cores == "1" ? "2" : "1";
+  o.sets = {"threads=" + other};
+  o.tolerance.max_abs = -1;
+  o.tolerance.rel_l2 = 1e-5;
+  auto r2 = bag::replay_node(o);
+  ASSERT_TRUE(r2.has_value()) << r2.status().to_string();
+  EXPECT_TRUE(r2->passed()) << r2->table();
+  bool differs = false;
+  for (const auto& n : r2->notes) differs = differs || (n.starts_with("threads = " + other) && n.find("differs") != std::string::npos);
+  EXPECT_TRUE(differs) << r2->table();
+}
 
 TEST_F(Pi05Pipeline, ActuationReplaysItsControlTicksBitForBit) {
   auto o = replay("actuation");
