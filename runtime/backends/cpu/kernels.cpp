@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 // Hot loops are compiled twice on x86-64: for AVX2+FMA (x86-64-v3) and for the baseline, the
-// loader picks one at start-up. Other architectures build the plain version.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// loader picks one at start-up. Other architectures build the plain version, and so do
+// ThreadSanitizer builds: the loader runs the clones' resolvers before the sanitizer's runtime
+// is up, and an instrumented resolver crashes there.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define EDGEVLA_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define EDGEVLA_KERNEL
