@@ -110,7 +110,7 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
   EDGEVLA_RETURN_IF_ERROR(writer_->write_message_with(
       t->channel, static_cast<std::uint32_t>(m.header().seq), log_time, pub_time,
       [&](std::string& out) { return append_record(m, out); }, payload));
-  ++t->written;
+  t->written.fetch_add(1, std::memory_order_relaxed);
   return Status::ok();
 }
 
@@ -197,7 +197,7 @@ RecorderStats Recorder::stats() const {
   std::lock_guard lock(mu_);
   for (const auto& [topic, t] : topics_) {
     s.dropped += t.queue->counters().dropped_overflow.get();
-    s.per_topic[topic] = t.written;
+    s.per_topic[topic] = t.written.load(std::memory_order_relaxed);
   }
   return s;
 }

@@ -66,7 +66,7 @@ class Recorder {
     SubscriptionQueue::Stamped head;  // next message, taken out for the merge by arrival time
     std::uint16_t channel = 0;
     bool has_channel = false;
-    std::uint64_t written = 0;
+    std::atomic<std::uint64_t> written{0};  // by the writer thread; stats() reads it
   };
 
   Bus& bus_;

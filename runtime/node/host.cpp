@@ -136,6 +136,7 @@ Status NodeHost::activate(Slot& slot) {
   auto undo = [&] {
     for (auto& p : rt.publishers) {
       p->active.store(false);
+      std::lock_guard lock(p->writer_mu);
       if (p->writer) bus_.unadvertise(p->writer);
       p->writer.reset();
     }
@@ -146,7 +147,10 @@ Status NodeHost::activate(Slot& slot) {
       undo();
       return w.status();
     }
-    p->writer = *w;
+    {
+      std::lock_guard lock(p->writer_mu);
+      p->writer = *w;
+    }
     p->active.store(true, std::memory_order_release);
   }
   Status s;
@@ -193,6 +197,7 @@ Status NodeHost::deactivate(Slot& slot) {
   }
   for (auto& p : rt.publishers) {
     p->active.store(false);
+    std::lock_guard lock(p->writer_mu);
     if (p->writer) bus_.unadvertise(p->writer);
     p->writer.reset();
   }
@@ -321,8 +326,13 @@ std::string NodeHost::nodes_yaml() const {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p->name
           << YAML::Key << "topic" << YAML::Value << p->topic << YAML::Key << "type" << YAML::Value
           << p->type;
-      if (p->writer) {
-        const auto& c = p->writer->counters();
+      std::shared_ptr<TopicWriter> writer;
+      {
+        std::lock_guard lock(p->writer_mu);
+        writer = p->writer;
+      }
+      if (writer) {
+        const auto& c = writer->counters();
         out << YAML::Key << "published" << YAML::Value << c.published.get() << YAML::Key
             << "sent_remote" << YAML::Value << c.sent_remote.get() << YAML::Key << "errors"
             << YAML::Value << c.errors.get();

@@ -6,6 +6,12 @@
 
 namespace edgevla {
 
+namespace {
+// The node whose callback runs on this thread (null outside callbacks).
+thread_local const NodeRuntime* t_callback_runtime = nullptr;
+}  // namespace
+
+
 std::string_view node_state_name(NodeState s) {
   switch (s) {
     case NodeState::kUnconfigured: return "unconfigured";
@@ -32,7 +38,7 @@ Rng& Node::rng() {
 }
 
 std::int64_t Node::callback_stamp_ns() const {
-  return runtime_ && runtime_->callback_stamp_ns != 0 ? runtime_->callback_stamp_ns : now_ns();
+  return runtime_ && t_callback_runtime == runtime_.get() ? runtime_->callback_stamp_ns : now_ns();
 }
 
 void Node::report_bad_input(std::string_view what, const Status& why) {
@@ -54,7 +60,9 @@ Status PublisherHandle::publish(Message&& message) const {
     return failed_precondition("node '" + state_->node + "' cannot publish on '" + state_->topic +
                                "' while it is not active");
   }
-  if (state_->runtime != nullptr) {
+  // Callback stamps, generator state and input marks describe the running callback; they are
+  // read on the node's executor thread only (a publish from any other thread carries none).
+  if (state_->runtime != nullptr && t_callback_runtime == state_->runtime) {
     message.header().rng = state_->runtime->callback_rng;
     message.header().callback_stamp_ns = state_->runtime->callback_stamp_ns;
     auto& marks = message.header().inputs;
@@ -240,6 +248,8 @@ namespace {
 
 template <class F>
 void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& stats, F&& f) {
+  const NodeRuntime* outer = t_callback_runtime;
+  t_callback_runtime = &rt;
   rt.callback_rng = rt.rng.state();
   rt.callback_stamp_ns = rt.clock != nullptr ? rt.clock->now_ns() : wall_now_ns();
   const std::int64_t t0 = steady_now_ns();
@@ -256,6 +266,7 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
   }
   stats.latency.record(steady_now_ns() - t0);
   stats.count.add();
+  t_callback_runtime = outer;
 }
 
 }  // namespace

@@ -53,7 +53,10 @@ struct PublisherHandle::State {
   std::string node;
   PublisherOptions options;
   Bus* bus = nullptr;
+  // Set at activate, reset at deactivate (under writer_mu); publish() reads it only while
+  // `active`, introspection (another thread) under writer_mu.
   std::shared_ptr<TopicWriter> writer;
+  mutable std::mutex writer_mu;
   std::atomic<bool> active{false};
 };
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -27,6 +28,15 @@ inline bool eventually(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return done();
+}
+
+// How much longer than in a normal build a test waits for a graph to do its work:
+// EDGEVLA_TEST_TIME_SCALE (scripts/sanitize sets it; sanitizer builds run several times
+// slower). Counts and contents asserted stay the same; only the time given grows.
+inline double time_scale() {
+  const char* s = std::getenv("EDGEVLA_TEST_TIME_SCALE");
+  const double v = s ? std::atof(s) : 1.0;
+  return v >= 1.0 ? v : 1.0;
 }
 
 // The source tree and the build's bin/ directory (compiled in; the environment may override).

@@ -163,7 +163,7 @@ TEST_F(Launcher, KilledRecorderLosesAtMostTheChunkInProgress) {
   ASSERT_TRUE(eventually([&] { return pid_of_process("main") > 0; }));
   Process rec({exe(), "bag", "record", "-o", path("killed.mcap"), "--topics", "/demo/image", "--compression", "none"},
               env(), path("rec"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(2500 * testing::time_scale())));
   rec.signal(SIGKILL);
   rec.wait(std::chrono::seconds(5));
   graph.signal(SIGINT);
