@@ -25,6 +25,15 @@ struct InputMark {
   bool operator==(const InputMark&) const = default;
 };
 
+// One input callback the publishing node ran since its previous publish, in the order it ran
+// them: replay runs the same callbacks in the same order, on the same clock.
+struct TakenInput {
+  std::string topic;
+  std::int64_t publish_stamp_ns = 0;   // the input message
+  std::int64_t callback_stamp_ns = 0;  // node clock when its callback began
+  bool operator==(const TakenInput&) const = default;
+};
+
 struct TraceHop {
   std::string node;
   std::int64_t stamp_ns = 0;  // when `node` published the message (wall clock)
@@ -49,6 +58,8 @@ struct Header {
   std::optional<RngState> rng;         // set when the publishing node has a generator
   std::int64_t callback_stamp_ns = 0;  // node clock when the producing callback began (0: none)
   std::vector<InputMark> inputs;       // what the publishing node had consumed (node publishers)
+  std::vector<TakenInput> taken;       // input callbacks run since the node's previous publish
+  std::uint32_t taken_lost = 0;        // older entries of `taken` dropped (over kMaxTaken)
 };
 
 using FieldValue = std::variant<bool, std::int64_t, double, std::string>;

@@ -2,6 +2,7 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -301,6 +302,22 @@ Status decode_inputs(const Obj& o, Header& h) {
   return Status::ok();
 }
 
+Status decode_taken(const Obj& o, Header& h) {
+  if (o.type != msgpack::type::ARRAY) return data_loss("envelope 'tk' is not an array");
+  if (o.via.array.size > kMaxTaken) return data_loss("envelope 'tk' has too many entries");
+  for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+    const Obj& e = o.via.array.ptr[i];
+    if (e.type != msgpack::type::ARRAY || e.via.array.size != 3) {
+      return data_loss("envelope 'tk' entry is not [topic, publish_stamp_ns, callback_stamp_ns]");
+    }
+    EDGEVLA_ASSIGN_OR_RETURN(auto topic, get_str(e.via.array.ptr[0], "tk.topic"));
+    EDGEVLA_ASSIGN_OR_RETURN(auto pub, get_int(e.via.array.ptr[1], "tk.pub"));
+    EDGEVLA_ASSIGN_OR_RETURN(auto cb, get_int(e.via.array.ptr[2], "tk.cb"));
+    h.taken.push_back({std::string(topic), pub, cb});
+  }
+  return Status::ok();
+}
+
 Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
                                 const ShmResolver& resolve, const std::shared_ptr<void>& owner) {
   if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
@@ -345,6 +362,11 @@ Expected<Message> decode_object(const Obj& root, std::span<const Frame> frames,
       EDGEVLA_ASSIGN_OR_RETURN(h.callback_stamp_ns, get_int(kv.val, "cb"));
     } else if (key == "in") {
       EDGEVLA_RETURN_IF_ERROR(decode_inputs(kv.val, h));
+    } else if (key == "tk") {
+      EDGEVLA_RETURN_IF_ERROR(decode_taken(kv.val, h));
+    } else if (key == "tkl") {
+      EDGEVLA_ASSIGN_OR_RETURN(auto lost, get_uint(kv.val, "tkl"));
+      h.taken_lost = static_cast<std::uint32_t>(std::min<std::uint64_t>(lost, 0xffffffffu));
     } else if (key == "publisher") {
       EDGEVLA_ASSIGN_OR_RETURN(auto s, get_str(kv.val, "publisher"));
       h.publisher = std::string(s);
@@ -422,7 +444,8 @@ Status append_envelope(const Message& m, std::span<const TensorPlacement> placem
   StringSink sink{&out};
   Packer p(sink);
   const Header& h = m.header();
-  p.pack_map(11 + (h.rng ? 1 : 0) + (h.callback_stamp_ns != 0 ? 1 : 0) + (h.inputs.empty() ? 0 : 1));
+  p.pack_map(11 + (h.rng ? 1 : 0) + (h.callback_stamp_ns != 0 ? 1 : 0) + (h.inputs.empty() ? 0 : 1) +
+             (h.taken.empty() ? 0 : 1) + (h.taken_lost != 0 ? 1 : 0));
   pack_str(p, "edgevla");
   p.pack_uint32(kWireVersion);
   pack_str(p, "type");
@@ -452,6 +475,20 @@ Status append_envelope(const Message& m, std::span<const TensorPlacement> placem
       p.pack_int64(in.publish_stamp_ns);
       if (in.trigger) p.pack_true(); else p.pack_false();
     }
+  }
+  if (!h.taken.empty()) {
+    pack_str(p, "tk");
+    p.pack_array(static_cast<std::uint32_t>(h.taken.size()));
+    for (const auto& t : h.taken) {
+      p.pack_array(3);
+      pack_str(p, t.topic);
+      p.pack_int64(t.publish_stamp_ns);
+      p.pack_int64(t.callback_stamp_ns);
+    }
+  }
+  if (h.taken_lost != 0) {
+    pack_str(p, "tkl");
+    p.pack_uint32(h.taken_lost);
   }
   if (h.rng) {
     pack_str(p, "rng");

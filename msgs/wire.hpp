@@ -27,6 +27,9 @@ inline constexpr std::size_t kMaxEnvelopeBytes = 1 << 20;
 inline constexpr std::size_t kMaxTensors = 4096;
 inline constexpr std::size_t kMaxFields = 4096;
 inline constexpr std::size_t kMaxTraceHops = 256;
+// Most input callbacks a header lists in `tk` (a node that takes more between two publishes
+// keeps the newest and counts the rest in `tkl`).
+inline constexpr std::size_t kMaxTaken = 1024;
 inline constexpr std::size_t kMaxStringBytes = 64 * 1024;
 inline constexpr std::int64_t kMaxTensorBytes = std::int64_t{1} << 40;
 

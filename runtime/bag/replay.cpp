@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "msgs/wire.hpp"
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/bus/bus.hpp"
 #include "runtime/launch/launch_file.hpp"
@@ -418,7 +419,65 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
       callbacks.emplace(m->header().callback_stamp_ns, m);
     }
   }
-  if (marked && !callbacks.empty()) {
+  // Outputs that list the input callbacks the node ran before them, in order (header `taken`):
+  // replay runs exactly those callbacks in that order, each on its recorded clock. This is exact
+  // whatever the timing was: which frame came before which chunk is recorded, not guessed.
+  bool taken_mode = marked && !callbacks.empty();
+  bool any_taken = false;
+  std::uint64_t lost = 0;
+  for (const auto& [topic, list] : expected) {
+    for (const auto& m : list) {
+      any_taken = any_taken || !m->header().taken.empty();
+      lost += m->header().taken_lost;
+    }
+  }
+  taken_mode = taken_mode && any_taken && lost == 0;
+  if (marked && any_taken && lost > 0) {
+    notes.push_back("the node took more than " + std::to_string(wire::kMaxTaken) +
+                    " inputs between two outputs (" + std::to_string(lost) +
+                    " not listed): inputs are fed by their marks, not in the recorded callback order");
+  }
+  if (taken_mode) {
+    std::map<std::int64_t, std::vector<MessagePtr>> by_callback;  // callback stamp -> its outputs
+    for (const auto& [topic, list] : expected) {
+      for (const auto& m : list) by_callback[m->header().callback_stamp_ns].push_back(m);
+    }
+    std::map<std::pair<std::string, std::int64_t>, const Recorded*> by_key;
+    for (const auto& in : inputs) by_key.emplace(std::make_pair(in.topic, in.message->header().publish_stamp_ns), &in);
+    std::set<const Recorded*> fed;
+    for (auto& [stamp, outs] : by_callback) {
+      std::sort(outs.begin(), outs.end(), [](const MessagePtr& a, const MessagePtr& b) {
+        return a->header().publish_stamp_ns < b->header().publish_stamp_ns;
+      });
+      std::vector<TakenInput> taken;
+      for (const auto& m : outs) taken.insert(taken.end(), m->header().taken.begin(), m->header().taken.end());
+      const bool triggered = !taken.empty() && taken.back().callback_stamp_ns == stamp;
+      for (std::size_t i = 0; i < taken.size(); ++i) {
+        const TakenInput& t = taken[i];
+        if (i > 0 && taken[i - 1].topic == t.topic && taken[i - 1].publish_stamp_ns == t.publish_stamp_ns) continue;
+        auto it = by_key.find({t.topic, t.publish_stamp_ns});
+        if (it == by_key.end()) {
+          if (input_types.contains(t.topic)) {
+            missing_inputs.push_back("the callback at " + std::to_string(stamp) + " ns (output seq " +
+                                     std::to_string(outs.front()->header().seq) + " on " + outs.front()->header().topic +
+                                     ") came after the node took the " + t.topic + " message published at " +
+                                     std::to_string(t.publish_stamp_ns) +
+                                     " ns, which the bag does not hold: the recorder missed it, so this output "
+                                     "cannot be replayed on the inputs it was made from");
+          }
+          continue;
+        }
+        fed.insert(it->second);
+        const bool last = i + 1 == taken.size();
+        Recorded e{static_cast<std::uint64_t>(last && triggered ? stamp : t.callback_stamp_ns), t.topic,
+                   it->second->message};
+        if (last && triggered) e.callback_output = outs.front();
+        events.push_back(std::move(e));
+      }
+      if (!triggered) events.push_back({static_cast<std::uint64_t>(stamp), std::string(), outs.front(), outs.front()});
+    }
+    trailing_inputs = inputs.size() - fed.size();
+  } else if (marked && !callbacks.empty()) {
     std::map<std::string, std::vector<const Recorded*>> by_topic;  // by publish stamp
     for (const auto& in : inputs) by_topic[in.topic].push_back(&in);
     for (auto& [topic, list] : by_topic) {

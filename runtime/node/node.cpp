@@ -1,5 +1,7 @@
 #include "runtime/node/node.hpp"
 
+#include "msgs/wire.hpp"
+
 #include "runtime/node/node_runtime.hpp"
 
 #include <future>
@@ -71,6 +73,10 @@ Status PublisherHandle::publish(Message&& message) const {
       const std::int64_t pub = sub->last_publish_ns.load(std::memory_order_relaxed);
       if (pub != 0) marks.push_back({sub->queue->topic(), pub, sub.get() == state_->runtime->callback_subscription.load(std::memory_order_relaxed)});
     }
+    message.header().taken = std::move(state_->runtime->taken);
+    message.header().taken_lost = state_->runtime->taken_lost;
+    state_->runtime->taken.clear();
+    state_->runtime->taken_lost = 0;
   }
   return state_->bus->publish(*state_->writer, std::move(message));
 }
@@ -247,11 +253,20 @@ Status NodeRuntime::check_unknown_params() const {
 namespace {
 
 template <class F>
-void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& stats, F&& f) {
+void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& stats, F&& f,
+                    const Message* input = nullptr) {
   const NodeRuntime* outer = t_callback_runtime;
   t_callback_runtime = &rt;
   rt.callback_rng = rt.rng.state();
   rt.callback_stamp_ns = rt.clock != nullptr ? rt.clock->now_ns() : wall_now_ns();
+  if (input != nullptr) {
+    if (rt.taken.size() >= wire::kMaxTaken) {  // keep the newest half
+      const auto drop = static_cast<std::ptrdiff_t>(rt.taken.size() / 2);
+      rt.taken.erase(rt.taken.begin(), rt.taken.begin() + drop);
+      rt.taken_lost += static_cast<std::uint32_t>(drop);
+    }
+    rt.taken.push_back({input->header().topic, input->header().publish_stamp_ns, rt.callback_stamp_ns});
+  }
   const std::int64_t t0 = steady_now_ns();
   try {
     f();
@@ -309,7 +324,7 @@ void NodeRuntime::run_executor() {
       s.queue->counters().delivered.add();
       s.last_publish_ns.store(m->header().publish_stamp_ns, std::memory_order_relaxed);
       callback_subscription.store(&s, std::memory_order_relaxed);
-      invoke_guarded(*this, s.name, s.stats, [&] { s.callback(m); });
+      invoke_guarded(*this, s.name, s.stats, [&] { s.callback(m); }, m.get());
       callback_subscription.store(nullptr, std::memory_order_relaxed);
       worked = true;
     }

@@ -77,6 +77,10 @@ struct NodeRuntime {
   RngState callback_rng;  // generator state when the running callback began
   std::int64_t callback_stamp_ns = 0;  // node clock when the running callback began
   std::atomic<const SubscriptionEntry*> callback_subscription{nullptr};  // whose callback runs (none: a timer)
+  // Input callbacks run since the node last published (executor thread only); the next
+  // publish carries them in its header (`taken`) and starts a new list.
+  std::vector<TakenInput> taken;
+  std::uint32_t taken_lost = 0;
   const Clock* clock = nullptr;        // the node's clock
   bool declaration_failed = false;  // a declare() was refused (bad value) during configure
   std::atomic<NodeState> state{NodeState::kUnconfigured};

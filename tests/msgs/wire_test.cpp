@@ -30,6 +30,8 @@ Message sample() {
   h.trace = {{"camera", 150}, {"pre", 190}};
   h.callback_stamp_ns = 180;
   h.inputs = {{"/cam/raw", 120, true}, {"/robot/state", -5, false}};
+  h.taken = {{"/robot/state", -5, 150}, {"/cam/raw", 120, 180}};
+  h.taken_lost = 3;
   return m;
 }
 
@@ -64,6 +66,8 @@ TEST(Wire, InlineRoundTripKeepsEverything) {
   EXPECT_EQ(d->header().trace, m.header().trace);
   EXPECT_EQ(d->header().callback_stamp_ns, 180);
   EXPECT_EQ(d->header().inputs, m.header().inputs);
+  EXPECT_EQ(d->header().taken, m.header().taken);
+  EXPECT_EQ(d->header().taken_lost, 3u);
   EXPECT_EQ(*d->int_field("frame"), -4);
   EXPECT_EQ(*d->number_field("gain"), 1.5);
   EXPECT_EQ(*d->bool_field("auto"), true);
@@ -240,6 +244,31 @@ TEST(Wire, MalformedInputMarksAreErrors) {
     auto d = decode(as_bytes(env), {}, nullptr);
     ASSERT_FALSE(d.has_value());
     EXPECT_NE(d.status().message().find("envelope 'in"), std::string::npos) << d.status().message();
+  }
+}
+
+TEST(Wire, MalformedTakenInputsAreErrors) {
+  // "tk" must be an array of [topic, pub, cb] with integer stamps.
+  for (const std::string& bad : {std::string("\x93\xa1x\x01\xc3"),   // cb not an integer
+                                 std::string("\x92\xa1x\x01"),         // two entries
+                                 std::string("\x93\x01\x01\x01")}) {  // topic not a string
+    std::string env;
+    msgpack::sbuffer sb;
+    msgpack::packer<msgpack::sbuffer> p(sb);
+    p.pack_map(6);
+    p.pack(std::string("edgevla")); p.pack(1);
+    p.pack(std::string("type")); p.pack(std::string("NodeStatus"));
+    p.pack(std::string("topic")); p.pack(std::string("/s"));
+    p.pack(std::string("seq")); p.pack(1);
+    p.pack(std::string("fields")); p.pack_map(2);
+    p.pack(std::string("node")); p.pack(std::string("n"));
+    p.pack(std::string("state")); p.pack(std::string("active"));
+    p.pack(std::string("tk")); p.pack_array(1);
+    sb.write(bad.data(), bad.size());
+    env.assign(sb.data(), sb.size());
+    auto d = decode(as_bytes(env), {}, nullptr);
+    ASSERT_FALSE(d.has_value());
+    EXPECT_NE(d.status().message().find("tk"), std::string::npos) << d.status().message();
   }
 }
 
