@@ -44,15 +44,32 @@ class Pi05Pipeline : public ::testing::Test {
     ::setenv("EDGEVLA_CHECKPOINT", checkpoint().c_str(), 1);
     ::setenv("EDGEVLA_RUN_DIR", dir_->c_str(), 1);
     // Tiny's horizon is 10 actions: a stride of 5.
-    auto r = testing::run({exe(), "launch", launch_file("pi05_demo.yaml"), "--duration",
-                           std::to_string(4 * testing::time_scale()), "--set", "actuation.execute_steps=5"},
-                          env(), (*dir_ / "launch").string(), std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
+    auto r = testing::run(launch_args("pi05_demo.yaml"), env(), (*dir_ / "launch").string(),
+                          std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
     ASSERT_EQ(r.code, 0) << r.err;
     ASSERT_TRUE(fs::exists(bag()));
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
     delete dir_;
+  }
+  // 4 s of the graph with a stride of 5 (tiny's horizon is 10 actions). Where instrumented
+  // code runs slower (EDGEVLA_TEST_TIME_SCALE), everything time-bound stretches with it: the
+  // run, the actions' time step (a chunk must not be stale by the time it arrives), the
+  // watchdog and the preprocess node's wait for a chunk.
+  static std::vector<std::string> launch_args(const std::string& file) {
+    const double k = testing::time_scale();
+    std::vector<std::string> a = {exe(), "launch", launch_file(file), "--duration", std::to_string(4 * k),
+                                  "--set", "actuation.execute_steps=5"};
+    if (k > 1) {
+      for (const std::string& s : {"action_head.action_dt_s=" + std::to_string(0.02 * k),
+                                   "actuation.watchdog_timeout_s=" + std::to_string(2 * k),
+                                   "preprocess.chunk_timeout_s=" + std::to_string(3 * k)}) {
+        a.push_back("--set");
+        a.push_back(s);
+      }
+    }
+    return a;
   }
   static std::vector<std::string> env() {
     return {"EDGEVLA_DOMAIN=" + testing::unique_domain("pi05"), "EDGEVLA_CHECKPOINT=" + checkpoint(),
@@ -174,9 +191,8 @@ TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
   for (const GroupDescription* g : start_order(*d)) order.push_back(g->name);
   EXPECT_EQ(order, (std::vector<std::string>{"record", "backbone", "action_head", "robot"}));
 
-  auto r = testing::run({exe(), "launch", launch_file("pi05_multiprocess.yaml"), "--duration", "4", "--set",
-                         "actuation.execute_steps=5"},
-                        env(), (*dir_ / "multi").string(), std::chrono::seconds(120));
+  auto r = testing::run(launch_args("pi05_multiprocess.yaml"), env(), (*dir_ / "multi").string(),
+                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string out = (*dir_ / "multi.json").string();
   auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_multiprocess.mcap").string(), "--json", out}, env(),
