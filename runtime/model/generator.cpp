@@ -1,5 +1,6 @@
 #include "runtime/model/generator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -135,7 +136,14 @@ Status generate_checkpoint(const GenerateOptions& options, const std::string& ou
   const fs::path assets = fs::path(out_dir) / "assets" / config.asset_id;
   fs::create_directories(assets, ec);
   if (ec) return unavailable("cannot create '" + assets.string() + "': " + ec.message());
-  EDGEVLA_RETURN_IF_ERROR(write_norm_stats(generated_stats(options.seed, options.robot_dim),
+  // The robot's width never exceeds the model's action_dim (state and actions are padded up
+  // to it): stats wider than the model would make the checkpoint unusable.
+  const int robot_dim = options.robot_dim > 0 ? options.robot_dim : std::min(8, config.action_dim);
+  if (robot_dim > config.action_dim) {
+    return invalid_argument("robot_dim " + std::to_string(robot_dim) + " is wider than the model's action_dim " +
+                            std::to_string(config.action_dim) + "; use at most " + std::to_string(config.action_dim));
+  }
+  EDGEVLA_RETURN_IF_ERROR(write_norm_stats(generated_stats(options.seed, robot_dim),
                                            (assets / "norm_stats.json").string()));
   // A small vocabulary is enough for the generated corpus; ids stay below the embedding rows.
   const int vocab = static_cast<int>(std::min<std::int64_t>(config.vlm.vocab_size, 1000));

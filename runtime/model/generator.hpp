@@ -17,7 +17,9 @@ struct GenerateOptions {
   DType dtype = DType::kF32;  // f32, bf16 or f16 for every tensor
   // Leave the weight bytes as a hole of zeros (a sparse file): loader tests at real sizes.
   bool sparse = false;
-  int robot_dim = 8;          // dimensions of the generated norm stats (7 joints + gripper)
+  // Dimensions of the generated norm stats (the robot's joints + gripper); 0: 8 (7 joints and a
+  // gripper), or the model's action_dim when that is smaller. More than action_dim is refused.
+  int robot_dim = 0;
 };
 
 // Writes the folder `out_dir` (created if needed). Same options, same bytes.

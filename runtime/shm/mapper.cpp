@@ -52,18 +52,37 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
                           std::to_string(seg->capacity()) + " bytes)");
     }
   }
-  const int slot = seg->claim_slot(pid_);
-  if (slot < 0) {
-    counters_.slots_full.add();
-    return resource_exhausted("segment '" + loc.segment + "' already has " +
-                              std::to_string(kMaxHolders) + " holder processes");
+  // One slot per block and process: reuse this process's hold when it has one.
+  std::shared_ptr<Hold> hold;
+  bool shared = false;
+  {
+    std::lock_guard lock(mu_);
+    auto key = std::make_pair(loc.segment, loc.generation);
+    if (auto it = holds_.find(key); it != holds_.end()) {
+      hold = it->second.lock();
+      if (!hold) holds_.erase(it);
+    }
+    shared = hold != nullptr;
+    if (!hold) {
+      const int slot = seg->claim_slot(pid_);
+      if (slot < 0) {
+        counters_.slots_full.add();
+        return resource_exhausted("segment '" + loc.segment + "' already has " + std::to_string(kMaxHolders) +
+                                  " holder processes (each process takes one, however many tensors it holds)");
+      }
+      hold = std::make_shared<Hold>();
+      hold->segment = seg;
+      hold->slot = slot;
+      holds_[key] = hold;
+      // Forget expired entries now and then, so the map tracks only live holds.
+      if (holds_.size() > 4096) std::erase_if(holds_, [](const auto& kv) { return kv.second.expired(); });
+    }
   }
   auto& state = seg->header().state;
   std::uint64_t raw = state.load();
   for (;;) {
     State s = State::unpack(raw);
     if (s.generation != loc.generation || (s.flags & kFlagRecycling)) {
-      seg->release_slot(slot);
       counters_.recycled_before_read.add();
       return unavailable("buffer in '" + loc.segment +
                          "' was recycled by its publisher before this subscriber read it "
@@ -74,11 +93,12 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
     if (state.compare_exchange_weak(raw, s.pack())) break;
   }
   counters_.acquired.add();
+  if (shared) counters_.shared_holds.add();
   Buffer::Options o;
   o.kind = BufferKind::kSharedMemory;
   o.writable = false;
   o.shm = loc;
-  o.release = [seg, slot] { seg->release_slot(slot); };
+  o.release = [hold] {};  // the hold (and so the slot) lives as long as any buffer over it
   std::byte* data = seg->data() + (loc.offset - kDataOffset);
   return std::make_shared<Buffer>(data, loc.size, std::move(o));
 }
@@ -103,8 +123,10 @@ MapperStats Mapper::stats() const {
   s.vanished = counters_.vanished.get();
   s.bad_descriptor = counters_.bad_descriptor.get();
   s.slots_full = counters_.slots_full.get();
+  s.shared_holds = counters_.shared_holds.get();
   std::lock_guard lock(mu_);
   s.mapped = cache_.size();
+  for (const auto& [key, h] : holds_) s.holders += h.expired() ? 0 : 1;
   return s;
 }
 

@@ -6,9 +6,11 @@
 #include <png.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -162,6 +164,38 @@ TEST_F(InferTest, ChunkIsHorizonByRobotDimsFiniteAndSeeded) {
   const Result other = infer({"--seed", "6"});
   ASSERT_EQ(other.rc, 0) << other.err;
   EXPECT_NE(other.json()["actions"], j["actions"]);
+}
+
+TEST_F(InferTest, ModelInitThenInferWorksForEveryActionDim) {
+  // A config.json with another action_dim: model init writes norm stats no wider than the
+  // model (8 robot dims, fewer when action_dim is smaller), and infer takes that checkpoint.
+  const Json base = Json::parse(read_file(ckpt("pi05") + "/config.json"));
+  for (int a : {1, 4, 7, 8, 12}) {
+    Json c = base;
+    c["action_dim"] = a;
+    const std::string cfg = path("cfg_a" + std::to_string(a) + ".json");
+    {
+      std::ofstream f(cfg);
+      f << c.dump();
+    }
+    const std::string dir = path("ckpt_a" + std::to_string(a));
+    const Result init = edgevla({"model", "init", "--config", cfg, "--seed", "2", "--out", dir});
+    ASSERT_EQ(init.rc, 0) << "action_dim " << a << ": " << init.err;
+    const auto stats = model::load_norm_stats(dir + "/assets/generated/norm_stats.json");
+    ASSERT_TRUE(stats.has_value()) << stats.status().to_string();
+    const std::size_t robot = static_cast<std::size_t>(std::min(8, a));
+    EXPECT_EQ(stats->state.size(), robot) << "action_dim " << a;
+    EXPECT_EQ(stats->actions.size(), robot) << "action_dim " << a;
+    std::string state;
+    for (std::size_t i = 0; i < robot; ++i) state += (i ? "," : "") + std::to_string(0.1 * static_cast<double>(i));
+    const Result r = edgevla({"infer", "--checkpoint", dir, "--image", "base=" + path("base.png"), "--prompt",
+                              kPrompt, "--state=" + state});
+    ASSERT_EQ(r.rc, 0) << "action_dim " << a << ": " << r.err;
+    const Json j = r.json();
+    ASSERT_EQ(j["actions"].size(), 10u);
+    EXPECT_EQ(j["actions"][0].size(), robot) << "action_dim " << a;
+    EXPECT_EQ(j["actions_normalized"][0].size(), static_cast<std::size_t>(a));
+  }
 }
 
 TEST_F(InferTest, StepsChangeTheChunk) {

@@ -206,6 +206,35 @@ TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
   EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["preprocess"]["pid"]);
 }
 
+TEST_F(Pi05Pipeline, MultiprocessRunWithARealDepthCheckpointMakesChunks) {
+  // pi0.5's real depth (18 layers, small widths): the PrefixCache carries 36 K/V tensors in one
+  // shared-memory block, which each receiving process (action head, recorder) must hold with
+  // one slot, not one per tensor.
+  const std::string deep = (*dir_ / "deep_pi05").string();
+  model::GenerateOptions g;
+  g.config = *model::preset_config("tiny", model::ModelType::kPi05);
+  g.config.vlm.depth = 18;
+  g.config.expert.depth = 18;
+  g.seed = 4;
+  ASSERT_OK(model::generate_checkpoint(g, deep));
+  const fs::path run = *dir_ / "deep";
+  fs::create_directories(run);
+  std::vector<std::string> e = env();
+  e[1] = "EDGEVLA_CHECKPOINT=" + deep;
+  e[2] = "EDGEVLA_RUN_DIR=" + run.string();
+  auto r = testing::run(launch_args("pi05_multiprocess.yaml"), e, (run / "launch").string(),
+                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = (run / "report.json").string();
+  auto rep = testing::run({exe(), "bag", "report", (run / "pi05_multiprocess.mcap").string(), "--json", out}, e,
+                          (run / "report").string());
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::ifstream f(out);
+  json j = json::parse(f);  // not const: a missing key reads as null and fails the check
+  EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
+  EXPECT_GE(j["messages"]["PrefixCache"].get<int>(), 3);  // the recorder got the deep prefixes too
+}
+
 TEST_F(Pi05Pipeline, LaunchCheckRefusesTheOtherVariant) {
   const std::string pi0 = (*dir_ / "tiny_pi0").string();
   model::GenerateOptions g;

@@ -135,6 +135,71 @@ TEST(ShmPool, CrashedSubscriberDoesNotPinABlockForever) {
   EXPECT_GE(pool->stats().dead_holders_cleared, 1u);
 }
 
+// A block referenced by 1,000 tensors from each of 8 processes: each process takes one holder
+// slot (not one per tensor), reads every tensor, and its slot goes with its last buffer.
+TEST(ShmMapper, OneHolderSlotPerProcessHoweverManyTensors) {
+  constexpr int kProcesses = 8, kTensors = 1000, kBytes = 64;
+  auto pool = make_pool("many");
+  auto block = *pool->allocate(kTensors * kBytes);
+  for (int t = 0; t < kTensors; ++t) std::memset(block->data() + t * kBytes, t % 251, kBytes);
+  const ShmLocation whole = *block->shm();
+  for (int i = 0; i < kTensors; ++i) pool->mark_sent(*block, kProcesses);  // one per tensor and receiver
+  auto opened = Segment::open(whole.segment);
+  ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
+  const Segment& seg = **opened;
+  auto holders = [&] {
+    int n = 0;
+    for (const auto& h : seg.header().holders) n += h.load() != 0 ? 1 : 0;
+    return n;
+  };
+  int go[2], ready[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(ready), 0);
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      Mapper m;
+      std::vector<BufferPtr> held;
+      int bad = 0;
+      for (int t = 0; t < kTensors; ++t) {
+        ShmLocation loc = whole;
+        loc.offset += static_cast<std::uint64_t>(t * kBytes);
+        loc.size = kBytes;
+        auto b = m.acquire(loc);
+        if (!b) _exit(2);
+        bad += std::to_integer<int>((*b)->data()[kBytes - 1]) != t % 251 ? 1 : 0;
+        held.push_back(std::move(*b));
+      }
+      const MapperStats st = m.stats();
+      const char c = (bad == 0 && st.holders == 1 && st.shared_holds == kTensors - 1) ? 'y' : 'n';
+      if (::write(ready[1], &c, 1) != 1) _exit(3);
+      char wait_for = 0;
+      if (::read(go[0], &wait_for, 1) != 1) _exit(4);
+      held.clear();  // the last buffer lets the slot go
+      const bool released = m.stats().holders == 0;
+      _exit(released ? 0 : 5);
+    }
+    children.push_back(child);
+  }
+  for (int p = 0; p < kProcesses; ++p) {
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    EXPECT_EQ(c, 'y') << "a process read wrong bytes or took more than one slot";
+  }
+  EXPECT_EQ(holders(), kProcesses);  // one slot per process, not per tensor (8000 would not fit in 32)
+  EXPECT_EQ(State::unpack(seg.header().state.load()).pending, 0);  // every descriptor counted once
+  const std::string all(kProcesses, 'g');
+  ASSERT_EQ(::write(go[1], all.data(), all.size()), static_cast<ssize_t>(all.size()));
+  for (pid_t c : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(c, &status, 0), c);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child exit " << WEXITSTATUS(status);
+  }
+  EXPECT_EQ(holders(), 0);
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
+}
+
 TEST(ShmPool, FullPoolIsAClearError) {
   auto pool = make_pool("full", 8192);
   auto a = *pool->allocate(4096);
