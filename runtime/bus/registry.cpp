@@ -1,11 +1,13 @@
 #include "runtime/bus/registry.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -32,14 +34,48 @@ std::string Registry::default_dir(const std::string& domain) {
   return base + "/edgevla-" + std::to_string(::getuid()) + "/" + domain;
 }
 
+namespace {
+
+// A registry level must be a real directory (not a symlink) owned by this user and closed to
+// everyone else: whoever can write in it can advertise topics to this graph.
+Status check_private_dir(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return failed_precondition("registry directory '" + path + "' cannot be opened as a directory (" +
+                               std::strerror(errno) + "; a symbolic link is refused); remove it or set "
+                               "EDGEVLA_REGISTRY_DIR to a directory of yours");
+  }
+  struct stat st {};
+  const int rc = ::fstat(fd, &st);
+  ::close(fd);
+  if (rc != 0) return unavailable("cannot stat registry directory '" + path + "': " + std::strerror(errno));
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return failed_precondition("registry directory '" + path + "' is owned by uid " + std::to_string(st.st_uid) +
+                               " with mode " + mode + "; edgevla uses only a directory owned by uid " +
+                               std::to_string(::geteuid()) + " with mode 0700 (another user may have made it "
+                               "to join this graph): remove it, or set EDGEVLA_REGISTRY_DIR to a directory of yours");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Expected<Registry> Registry::open(std::string dir) {
-  // mkdir -p with mode 0700 on each level we create.
+  // mkdir -p with mode 0700 on each level we create; the levels edgevla owns (from the
+  // per-user "edgevla-<uid>" directory down, or the configured directory itself) must be
+  // private to this user, whoever created them.
+  const std::string own_marker = "/edgevla-" + std::to_string(::getuid());
+  const std::size_t own_from = dir.find(own_marker);
   for (std::size_t pos = 1; pos != std::string::npos;) {
     pos = dir.find('/', pos + 1);
     const std::string part = dir.substr(0, pos);
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
       return unavailable("cannot create registry directory '" + part + "': " + std::strerror(errno));
     }
+    const bool owned_level = pos == std::string::npos || (own_from != std::string::npos && part.size() >= own_from + own_marker.size());
+    if (owned_level) EDGEVLA_RETURN_IF_ERROR(check_private_dir(part));
   }
   // ipc:// paths are limited to 107 bytes by the kernel.
   if (dir.size() > 80) {

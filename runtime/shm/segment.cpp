@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -79,6 +80,15 @@ Expected<std::unique_ptr<Segment>> Segment::open(const std::string& name) {
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) {
     return unavailable("cannot stat shared memory segment '" + name + "': " + errno_text(errno));
+  }
+  // Only segments of this user, private to it: another local user could otherwise hand this
+  // process a segment of theirs under an edgevla name.
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return failed_precondition("shared memory segment '" + name + "' is owned by uid " + std::to_string(st.st_uid) +
+                               " with mode " + mode + "; edgevla maps only segments owned by uid " +
+                               std::to_string(::geteuid()) + " with mode 0600 (remove /dev/shm" + name + ")");
   }
   const auto total = static_cast<std::size_t>(st.st_size);
   if (total < kDataOffset) {
