@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -244,9 +246,15 @@ struct Parser {
     }
     if (n["respawn_delay_s"]) {
       EDGEVLA_ASSIGN_OR_RETURN(g.respawn_delay_s, get_number(file, n["respawn_delay_s"], "respawn_delay_s"));
+      if (!(g.respawn_delay_s >= 0 && g.respawn_delay_s <= 3600)) {
+        return error_at(file, n["respawn_delay_s"], "'respawn_delay_s' must be between 0 and 3600 seconds");
+      }
     }
     if (n["max_respawns"]) {
       EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["max_respawns"], "max_respawns"));
+      if (!(v >= 0 && v <= 1000000 && std::floor(v) == v)) {
+        return error_at(file, n["max_respawns"], "'max_respawns' must be a whole number >= 0 (0: never restart)");
+      }
       g.max_respawns = static_cast<int>(v);
     }
     if (n["shm_pool_mb"]) {
@@ -285,6 +293,7 @@ struct Parser {
     GroupDescription g;
     g.name = "record";
     g.origin = where(file, rec);
+    g.required = false;  // the robot goes on without it; its death is an error all the same
     NodeOptions o;
     o.name = "recorder";
     o.type = "bag_recorder";
@@ -430,16 +439,79 @@ Expected<LaunchDescription> parse_launch(const std::string& path, const std::vec
   return p.out;
 }
 
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "did you mean 'x'?" with the closest of `known`, or the list when nothing is close.
+std::string closest(const std::string& wrong, const std::set<std::string>& known) {
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& k : known) {
+    const std::size_t d = edit_distance(wrong, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  std::string all;
+  for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+  if (known.empty()) return "it has none";
+  if (best_d <= std::max<std::size_t>(2, wrong.size() / 3)) return "did you mean '" + best + "'? (known: " + all + ")";
+  return "known: " + all;
+}
+
+}  // namespace
+
 Expected<LaunchDescription> load_launch(const std::string& path, const std::vector<std::string>& sets) {
   EDGEVLA_ASSIGN_OR_RETURN(LaunchDescription d, parse_launch(path, sets));
   for (const auto& plugin : d.plugins) {
     EDGEVLA_RETURN_IF_ERROR(NodeRegistry::instance().load_plugin(plugin).with_context(path));
   }
+  // Every topic some node of the launch publishes or subscribes to, plus the hosts' status.
+  std::set<std::string> topics = {"/edgevla/status"};
+  const NodeOptions* recorder = nullptr;
   for (auto& g : d.groups) {
     for (const auto& n : g.nodes) {
       auto run = dry_run(n);
       if (!run) return run.status().with_context(n.origin);
       g.load_bytes = std::max(g.load_bytes, run->load_bytes);
+      topics.insert(run->topics.begin(), run->topics.end());
+      if (n.type == "bag_recorder") recorder = &n;
+      // A remap key names one of the node's publishers or subscriptions (or the topic one
+      // resolves to); a typo would leave the node on its default topic, unnoticed.
+      std::set<std::string> names(run->names.begin(), run->names.end());
+      for (const auto& [key, topic] : n.remaps) {
+        const bool known = names.contains(key) ||
+                           std::find(run->default_topics.begin(), run->default_topics.end(), key) != run->default_topics.end();
+        if (!known) {
+          return invalid_argument(n.origin + ": node '" + n.name + "' (type " + n.type + ") has remap key '" + key +
+                                  "' that matches none of its publishers or subscriptions; " + closest(key, names));
+        }
+      }
+    }
+  }
+  // Recorded topics that nothing in the launch publishes or subscribes to would record nothing.
+  if (recorder != nullptr) {
+    if (auto it = recorder->params.find("topics"); it != recorder->params.end() && it->second.value.IsSequence()) {
+      for (const auto& t : it->second.value) {
+        const std::string topic = t.as<std::string>("");
+        if (!topics.contains(topic)) {
+          return invalid_argument(recorder->origin + ": record topic '" + topic +
+                                  "' is neither published nor subscribed by any node of this launch; " +
+                                  closest(topic, topics));
+        }
+      }
     }
   }
   return d;

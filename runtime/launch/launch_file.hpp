@@ -5,7 +5,7 @@
 //   params_files: [../params/demo.yaml]  # ROS 2-style: keyed by node name
 //   groups:                            # one process per group; nodes in a group share it
 //     - name: main
-//       respawn: false
+//       respawn: false                 # max_respawns: 10, respawn_delay_s: 1, required: true
 //       nodes:
 //         - name: source
 //           type: tensor_source
@@ -27,8 +27,12 @@ struct GroupDescription {
   std::string name;
   bool respawn = false;          // restart the process when it exits unexpectedly
   double respawn_delay_s = 1.0;
-  int max_respawns = 10;         // then give up (and stop the launch if required)
-  bool required = false;         // when this process ends for good, stop the whole launch
+  int max_respawns = 10;         // then give up (and stop the launch if required); >= 0
+  // When this process ends for good (no respawn, or its respawns used up), stop the whole
+  // launch with a non-zero exit. On by default: a policy graph missing a stage is not running.
+  // The record group is not required (the robot goes on), but its death is reported as an
+  // error and makes the launch exit non-zero.
+  bool required = true;
   std::string tcp_listen;        // expose this process's topics to other hosts
   std::vector<std::string> tcp_peers;
   std::int64_t shm_pool_mb = 2048;

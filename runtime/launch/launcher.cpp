@@ -232,10 +232,20 @@ int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
         const std::string how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
                                                   : "was killed by signal " + std::to_string(WTERMSIG(status));
         if (c.group->respawn && c.respawns < c.group->max_respawns) {
-          logger().warn("group '{}' {}; restarting in {} s", c.group->name, how, c.group->respawn_delay_s);
+          logger().warn("group '{}' {}; restarting in {} s (restart {} of {})", c.group->name, how,
+                        c.group->respawn_delay_s, c.respawns + 1, c.group->max_respawns);
           c.restart_at_ns = steady_now_ns() + static_cast<std::int64_t>(c.group->respawn_delay_s * 1e9);
         } else {
-          logger().error("group '{}' {}", c.group->name, how);
+          std::string why = c.group->respawn ? "; it used all " + std::to_string(c.group->max_respawns) +
+                                                   " restart(s) (max_respawns), giving up on it"
+                                             : " (respawn is off)";
+          if (c.group->name == "record") {
+            why += ": the recording stops here (what it wrote is kept; `edgevla bag info` tells whether it "
+                   "was cut short and `edgevla bag recover` rewrites it)";
+          }
+          why += c.group->required ? "; stopping the launch (the group is required)"
+                                   : "; the launch goes on without it and will exit 1";
+          logger().error("group '{}' {}{}", c.group->name, how, why);
           c.done = true;
           code = 1;
           if (c.group->required) stop = true;

@@ -535,7 +535,20 @@ Expected<DryRun> dry_run(const NodeOptions& options) {
   std::shared_ptr<NodeRuntime> rt;
   auto configured = configure_node(**node, nullptr, 0, false, rt);
   if (!configured) return configured.status();
-  DryRun out{(*configured)->params, (*configured)->load_bytes};
+  DryRun out{(*configured)->params, (*configured)->load_bytes, {}, {}, {}};
+  const NodeRuntime& r = **configured;
+  NodeOptions plain = options;
+  plain.remaps.clear();
+  NodeRuntime bare;
+  bare.options = plain;
+  NodeSpec unmapped(bare);
+  auto add = [&](const std::string& name, const std::string& topic) {
+    out.names.push_back(name);
+    out.topics.push_back(topic);
+    out.default_topics.push_back(unmapped.resolve_topic(name));
+  };
+  for (const auto& p : r.publishers) add(p->name, p->topic);
+  for (const auto& sub : r.subscriptions) add(sub->name, sub->queue->topic());
   for (auto& p : out.params) p.apply = nullptr;  // they point into the node destroyed here
   return out;
 }

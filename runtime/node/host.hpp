@@ -137,6 +137,9 @@ Expected<std::vector<ParamDescriptor>> dry_configure(const NodeOptions& options)
 struct DryRun {
   std::vector<ParamDescriptor> params;
   std::int64_t load_bytes = 0;
+  std::vector<std::string> names;   // declared publisher and subscription names
+  std::vector<std::string> topics;  // the topics they resolve to (after namespace and remaps)
+  std::vector<std::string> default_topics;  // ... and without remaps (a remap key may name one)
 };
 Expected<DryRun> dry_run(const NodeOptions& options);
 

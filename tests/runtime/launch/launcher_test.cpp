@@ -132,6 +132,69 @@ TEST_F(Launcher, RequiredGroupEndingStopsTheLaunch) {
   EXPECT_TRUE(eventually([&] { return pid_of_process("consumers") < 0; }));
 }
 
+TEST_F(Launcher, UsedUpRespawnsStopTheLaunchWithOneErrorLine) {
+  // Groups are required by default: once a group used its restarts, the launch stops, exit 1.
+  const auto f = write("giveup.yaml", "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
+                       "groups:\n"
+                       "  - name: sensors\n    nodes: [{name: source, type: tensor_source, remap: {image: /g}}]\n"
+                       "  - name: consumers\n    respawn: true\n    respawn_delay_s: 0.1\n    max_respawns: 1\n"
+                       "    nodes: [{name: sink, type: tensor_sink, remap: {image: /g}}]\n");
+  Process p({exe(), "launch", f}, env(), path("run"));
+  pid_t first = -1, second = -1;
+  ASSERT_TRUE(eventually([&] { return (first = pid_of_process("consumers")) > 0; }));
+  ::kill(first, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return (second = pid_of_process("consumers")) > 0 && second != first; })) << p.err();
+  ::kill(second, SIGKILL);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 1) << p.err();
+  const std::string err = p.err();
+  EXPECT_NE(err.find("used all 1 restart(s)"), std::string::npos) << err;
+  EXPECT_NE(err.find("stopping the launch"), std::string::npos) << err;
+}
+
+TEST_F(Launcher, ADeadRecorderIsAnErrorAndTheLaunchExitsNonZero) {
+  const auto f = write("rec.yaml", "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
+                       "record: {output: " + path("r.mcap") + ", topics: [/d]}\n"
+                       "groups:\n"
+                       "  - name: sensors\n    nodes: [{name: source, type: tensor_source, remap: {image: /d}}]\n");
+  Process p({exe(), "launch", f, "--duration", "3"}, env(), path("run"));
+  pid_t rec = -1;
+  ASSERT_TRUE(eventually([&] { return (rec = pid_of_process("record")) > 0 && pid_of_process("sensors") > 0; }));
+  ::kill(rec, SIGKILL);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 1) << p.err();  // the robot went on; the exit says it
+  EXPECT_NE(p.err().find("the recording stops here"), std::string::npos) << p.err();
+}
+
+TEST_F(Launcher, CheckRefusesBadRespawnValuesRemapTyposAndRecordTopicsThatMatchNothing) {
+  const std::string params = "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n";
+  struct Case {
+    std::string name, text, want;
+  };
+  const std::vector<Case> cases = {
+      {"neg", params + "groups:\n  - name: a\n    max_respawns: -1\n    nodes: [{name: s, type: tensor_sink}]\n",
+       "'max_respawns' must be a whole number >= 0"},
+      {"frac", params + "groups:\n  - name: a\n    max_respawns: 1.5\n    nodes: [{name: s, type: tensor_sink}]\n",
+       "'max_respawns' must be a whole number"},
+      {"delay", params + "groups:\n  - name: a\n    respawn_delay_s: -2\n    nodes: [{name: s, type: tensor_sink}]\n",
+       "'respawn_delay_s' must be between"},
+      {"remap", params + "nodes: [{name: s, type: tensor_sink, remap: {imgae: /x}}]\n",
+       "remap key 'imgae' that matches none of its publishers or subscriptions; did you mean 'image'?"},
+      {"record", params + "record: {output: x.mcap, topics: [/camera/imgae]}\n"
+                          "nodes: [{name: s, type: tensor_source, remap: {image: /camera/image}}]\n",
+       "record topic '/camera/imgae' is neither published nor subscribed by any node of this launch; did you mean "
+       "'/camera/image'?"},
+  };
+  for (const auto& c : cases) {
+    auto r = testing::run({exe(), "launch", "--check", write(c.name + ".yaml", c.text)}, env(), path(c.name));
+    EXPECT_NE(r.code, 0) << c.name;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.name << ": " << r.err;
+  }
+  // A remap by the resolved topic name is fine too.
+  auto ok = testing::run({exe(), "launch", "--check",
+                          write("ok.yaml", params + "nodes: [{name: s, type: tensor_sink, remap: {/image: /x}}]\n")},
+                         env(), path("ok"));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
 TEST_F(Launcher, RecordSectionRecordsTheGraph) {
   const auto f = write("rec.yaml", "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
                        "record:\n  output: " + path("run.mcap") + "\n  topics: [/demo/image]\n  compression: lz4\n"
