@@ -396,9 +396,15 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
     return Status::ok();
   });
   EDGEVLA_RETURN_IF_ERROR(read);
+  std::vector<std::string> damage;
+  for (const auto& i : (*reader)->issues()) damage.push_back("bag '" + o.bag + "' is damaged: " + i.message);
   if (inputs.empty()) {
     std::string list;
     for (const auto& [t, ty] : input_types) list += (list.empty() ? "" : ", ") + t;
+    if (!damage.empty()) {
+      return data_loss(damage.front() + "; no message on the inputs of node '" + o.node + "' (" + list +
+                       ") is intact; `edgevla bag recover` keeps what is");
+    }
     return not_found("bag '" + o.bag + "' has no messages on the inputs of node '" + o.node + "' (" +
                      (list.empty() ? "it subscribes to nothing" : list) + "); record those topics");
   }
@@ -581,6 +587,14 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   report.trailing_inputs = trailing_inputs;
   report.problems = missing_inputs;
   report.notes = notes;
+  // Damage is reported: outputs whose inputs were in a skipped chunk cannot be compared.
+  for (auto& d : damage) {
+    if (o.skip_damaged) {
+      report.notes.push_back(d + " (skipped: --skip-damaged)");
+    } else {
+      report.problems.push_back(d + "; replay what is intact with --skip-damaged, or `edgevla bag recover` it");
+    }
+  }
   for (const auto& in : events) {
     // The generator as the recorded callback began.
     if (in.callback_output && in.callback_output->header().rng) {

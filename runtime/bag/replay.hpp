@@ -44,6 +44,7 @@ struct ReplayOptions {
   Tolerance tolerance;
   std::map<std::string, Tolerance> per_tensor;
   std::chrono::milliseconds input_timeout{10000};
+  bool skip_damaged = false;  // a damaged bag is a note, not a failure
 };
 
 struct TensorResult {

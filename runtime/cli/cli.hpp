@@ -36,6 +36,7 @@ struct BagPlayOptions {
   double start_offset_s = 0;
   double duration_s = 0;
   int warmup_ms = 300;
+  bool skip_damaged = false;  // damaged or undecodable records: a warning, exit 0
 };
 
 int bag_record(const BagRecordOptions& options);

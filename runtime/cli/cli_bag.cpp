@@ -155,6 +155,17 @@ int bag_play(const BagPlayOptions& o) {
   for (const auto& i : stats->issues) std::fprintf(stderr, "issue: %s\n", i.c_str());
   std::printf("published %llu message(s)%s\n", static_cast<unsigned long long>(stats->published),
               stats->undecodable ? (" (" + std::to_string(stats->undecodable) + " undecodable skipped)").c_str() : "");
+  // What a user recorded and did not get back is never silent: a damaged bag fails the play
+  // unless skipping was asked for.
+  if (!stats->issues.empty() || stats->undecodable > 0) {
+    std::fprintf(stderr, "%s: '%s' is damaged (%zu issue(s), %llu undecodable record(s)); %s\n",
+                 o.skip_damaged ? "warning" : "error", o.path.c_str(), stats->issues.size(),
+                 static_cast<unsigned long long>(stats->undecodable),
+                 o.skip_damaged ? "played what is intact (--skip-damaged)"
+                                : "the rest was played; `edgevla bag recover` rewrites what is intact, "
+                                  "--skip-damaged plays it without failing");
+    return o.skip_damaged ? 0 : 1;
+  }
   return 0;
 }
 

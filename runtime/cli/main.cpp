@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
   bplay->add_option("--start-offset", play.start_offset_s, "skip the first S seconds");
   bplay->add_option("--duration", play.duration_s, "play S seconds");
   bplay->add_option("--warmup-ms", play.warmup_ms, "wait this long for subscribers before the first message");
+  bplay->add_flag("--skip-damaged", play.skip_damaged,
+                  "play what is intact of a damaged bag and exit 0 (default: exit 1 after saying what was skipped)");
   auto* brecover = bag->add_subcommand("recover", "rewrite a damaged or cut-short bag with everything intact");
   brecover->add_option("in", bag_path)->required();
   brecover->add_option("out", bag_out)->required();
@@ -152,6 +154,8 @@ int main(int argc, char** argv) {
   rep->add_option("--tolerance", tolerances,
                   "[tensor:]rel_l2=X,max_abs=Y,cosine=Z (repeatable; default rel_l2=1e-5)");
   rep->add_option("--report", report_path, "write the full comparison as JSON");
+  rep->add_flag("--skip-damaged", replay.skip_damaged,
+                "replay what is intact of a damaged bag without failing for the damage");
 
   edgevla::cli::ModelCommands model_commands;
   model_commands.add(app);

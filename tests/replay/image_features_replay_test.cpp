@@ -222,5 +222,39 @@ TEST_F(FeaturesReplay, CommandLineExitCodesAndReport) {
   fs::remove(report);
 }
 
+TEST_F(FeaturesReplay, ADamagedBagFailsReplayAndPlayUnlessSkippingIsAsked) {
+  // One byte flipped inside the data: a chunk fails its CRC (or no longer decompresses).
+  const std::string damaged = *bag_ + ".damaged.mcap";
+  fs::copy_file(*bag_, damaged, fs::copy_options::overwrite_existing);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = static_cast<std::streamoff>(fs::file_size(damaged));
+    f.seekg(size / 3);
+    char c = 0;
+    f.get(c);
+    f.seekp(size / 3);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  const std::string exe = testing::bin_dir() + "/edgevla";
+  // This bag is one chunk: nothing of it is left to replay, and the error says why.
+  auto r = testing::run({exe, "replay", "--bag", damaged, "--node", "features"}, {}, damaged + ".r");
+  EXPECT_NE(r.code, 0) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("is damaged"), std::string::npos) << r.out << r.err;
+  auto p = testing::run({exe, "bag", "play", damaged, "--rate", "100", "--warmup-ms", "0"},
+                        {"EDGEVLA_DOMAIN=" + testing::unique_domain("dmg")}, damaged + ".p");
+  EXPECT_EQ(p.code, 1) << p.out << p.err;
+  EXPECT_NE(p.err.find("is damaged"), std::string::npos) << p.err;
+  auto ps = testing::run({exe, "bag", "play", damaged, "--rate", "100", "--warmup-ms", "0", "--skip-damaged"},
+                         {"EDGEVLA_DOMAIN=" + testing::unique_domain("dmg")}, damaged + ".ps");
+  EXPECT_EQ(ps.code, 0) << ps.out << ps.err;
+  EXPECT_NE(ps.err.find("warning"), std::string::npos) << ps.err;
+  // The intact bag plays with exit 0 and no warning.
+  auto ok = testing::run({exe, "bag", "play", *bag_, "--rate", "100", "--warmup-ms", "0"},
+                         {"EDGEVLA_DOMAIN=" + testing::unique_domain("dmg")}, damaged + ".ok");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("damaged"), std::string::npos) << ok.err;
+  fs::remove(damaged);
+}
+
 }  // namespace
 }  // namespace edgevla
