@@ -184,6 +184,18 @@ Status Recorder::stop() {
   waker_->notify();
   thread_.join();
   discover();  // nodes that came up since the last round still go into the bag
+  {
+    // What did not make it into the bag, per topic and why: `bag info` shows it.
+    std::lock_guard lock(mu_);
+    std::map<std::string, std::string> drops;
+    for (const auto& [topic, t] : topics_) {
+      const auto& c = t.queue->counters();
+      drops[topic] = "written " + std::to_string(t.written.load()) + ", dropped_overflow " +
+                     std::to_string(c.dropped_overflow.get()) + ", lost_in_transport " + std::to_string(c.lost.get()) +
+                     ", rejected " + std::to_string(c.rejected.get());
+    }
+    (void)writer_->write_metadata("edgevla.recorder_drops", drops);
+  }
   final_ = writer_->close();
   bytes_written_.store(writer_->stats().bytes_written);
   return final_;
@@ -197,6 +209,8 @@ RecorderStats Recorder::stats() const {
   std::lock_guard lock(mu_);
   for (const auto& [topic, t] : topics_) {
     s.dropped += t.queue->counters().dropped_overflow.get();
+    s.lost += t.queue->counters().lost.get();
+    s.rejected += t.queue->counters().rejected.get();
     s.per_topic[topic] = t.written.load(std::memory_order_relaxed);
   }
   return s;

@@ -37,6 +37,9 @@ struct RecorderOptions {
 struct RecorderStats {
   std::uint64_t written = 0;
   std::uint64_t dropped = 0;          // queue overflow: the disk fell behind
+  std::uint64_t lost = 0;             // never arrived: gaps in publishers' sequences (transport,
+                                      // holder slots, publisher pool, recycled before read)
+  std::uint64_t rejected = 0;         // arrived unusable (wrong type, failed schema, bad descriptor)
   std::uint64_t write_errors = 0;
   std::uint64_t bytes_written = 0;
   std::map<std::string, std::uint64_t> per_topic;

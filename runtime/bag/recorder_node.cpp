@@ -49,8 +49,14 @@ class BagRecorderNode final : public Node {
     if (!recorder_) return Status::ok();
     Status s = recorder_->stop();
     const RecorderStats st = recorder_->stats();
-    log().info("node '{}': wrote {} message(s), {} bytes to {}; {} dropped (disk behind), {} write error(s)", name(),
-               st.written, st.bytes_written, *output_, st.dropped, st.write_errors);
+    const bool clean = st.dropped == 0 && st.lost == 0 && st.rejected == 0 && st.write_errors == 0;
+    (clean ? log().info("node '{}': wrote {} message(s), {} bytes to {}; nothing dropped", name(), st.written,
+                        st.bytes_written, *output_)
+           : log().warn("node '{}': wrote {} message(s), {} bytes to {}; not recorded: {} dropped (disk behind), "
+                        "{} lost in transport (sequence gaps: holder slots, publisher pool, recycled before read), "
+                        "{} rejected, {} write error(s); per topic in `edgevla bag info`",
+                        name(), st.written, st.bytes_written, *output_, st.dropped, st.lost, st.rejected,
+                        st.write_errors));
     recorder_.reset();
     return s;
   }

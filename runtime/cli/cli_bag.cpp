@@ -132,6 +132,11 @@ int bag_info(const std::string& path) {
     nodes += (nodes.empty() ? "" : ", ") + m.metadata.at("name") + " (" + m.metadata.at("type") + ")";
   }
   if (!nodes.empty()) std::printf("nodes:     %s\n", nodes.c_str());
+  for (const auto& m : reader.metadata()) {
+    if (m.name != "edgevla.recorder_drops") continue;
+    std::printf("recorder:\n");
+    for (const auto& [topic, line] : m.metadata) std::printf("  %-28s %s\n", topic.c_str(), line.c_str());
+  }
   for (const auto& i : reader.issues()) std::printf("issue:     at byte %llu: %s\n", static_cast<unsigned long long>(i.offset), i.message.c_str());
   return 0;
 }

@@ -212,6 +212,13 @@ TEST_F(Launcher, RecordSectionRecordsTheGraph) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(info.out, m, std::regex("/demo/image +Image v1 +([0-9]+) msgs")));
   EXPECT_GT(std::stoi(m[1]), 30);
+  // The recorder's account per topic: everything written, and why anything was not.
+  std::smatch d;
+  ASSERT_TRUE(std::regex_search(info.out, d, std::regex("/demo/image +written ([0-9]+), dropped_overflow ([0-9]+), "
+                                                         "lost_in_transport ([0-9]+), rejected ([0-9]+)")))
+      << info.out;
+  EXPECT_EQ(d[1], m[1]);
+  EXPECT_EQ(d[3], "0");
   // A typo in the record section is an ordinary param error with its line.
   const auto bad = write("bad.yaml", "record:\n  output: x.mcap\n  topcs: [/a]\n"
                          "nodes: [{name: s, type: tensor_sink}]\n");
