@@ -15,20 +15,13 @@ figure (target: within 5 %).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from model_cpu import machine  # noqa: E402
-
-
-def run(cmd, env):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
-    return r.stdout
+from pipeline import run  # noqa: E402
 
 
 def main():

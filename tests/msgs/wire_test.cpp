@@ -222,25 +222,30 @@ TEST(Wire, RepeatedKeysAreRejected) {
   EXPECT_NE(d.status().message().find("'trace' appears more than once"), std::string::npos);
 }
 
+// A NodeStatus envelope whose header key `key` holds a one-entry array with the raw msgpack
+// bytes `entry`.
+std::string envelope_with_entry(const std::string& key, const std::string& entry) {
+  msgpack::sbuffer sb;
+  msgpack::packer<msgpack::sbuffer> p(sb);
+  p.pack_map(6);
+  p.pack(std::string("edgevla")); p.pack(1);
+  p.pack(std::string("type")); p.pack(std::string("NodeStatus"));
+  p.pack(std::string("topic")); p.pack(std::string("/s"));
+  p.pack(std::string("seq")); p.pack(1);
+  p.pack(std::string("fields")); p.pack_map(2);
+  p.pack(std::string("node")); p.pack(std::string("n"));
+  p.pack(std::string("state")); p.pack(std::string("active"));
+  p.pack(key); p.pack_array(1);
+  sb.write(entry.data(), entry.size());
+  return std::string(sb.data(), sb.size());
+}
+
 TEST(Wire, MalformedInputMarksAreErrors) {
   // "in" must be an array of [topic, pub, trigger].
   for (const std::string& bad : {std::string("\x93\xa1x\x01\x01"),         // trigger not a bool
                                  std::string("\x92\xa1x\x01"),               // two entries
                                  std::string("\x93\x01\x01\xc3")}) {         // topic not a string
-    std::string env;
-    msgpack::sbuffer sb;
-    msgpack::packer<msgpack::sbuffer> p(sb);
-    p.pack_map(6);
-    p.pack(std::string("edgevla")); p.pack(1);
-    p.pack(std::string("type")); p.pack(std::string("NodeStatus"));
-    p.pack(std::string("topic")); p.pack(std::string("/s"));
-    p.pack(std::string("seq")); p.pack(1);
-    p.pack(std::string("fields")); p.pack_map(2);
-    p.pack(std::string("node")); p.pack(std::string("n"));
-    p.pack(std::string("state")); p.pack(std::string("active"));
-    p.pack(std::string("in")); p.pack_array(1);
-    sb.write(bad.data(), bad.size());
-    env.assign(sb.data(), sb.size());
+    const std::string env = envelope_with_entry("in", bad);
     auto d = decode(as_bytes(env), {}, nullptr);
     ASSERT_FALSE(d.has_value());
     EXPECT_NE(d.status().message().find("envelope 'in"), std::string::npos) << d.status().message();
@@ -252,20 +257,7 @@ TEST(Wire, MalformedTakenInputsAreErrors) {
   for (const std::string& bad : {std::string("\x93\xa1x\x01\xc3"),   // cb not an integer
                                  std::string("\x92\xa1x\x01"),         // two entries
                                  std::string("\x93\x01\x01\x01")}) {  // topic not a string
-    std::string env;
-    msgpack::sbuffer sb;
-    msgpack::packer<msgpack::sbuffer> p(sb);
-    p.pack_map(6);
-    p.pack(std::string("edgevla")); p.pack(1);
-    p.pack(std::string("type")); p.pack(std::string("NodeStatus"));
-    p.pack(std::string("topic")); p.pack(std::string("/s"));
-    p.pack(std::string("seq")); p.pack(1);
-    p.pack(std::string("fields")); p.pack_map(2);
-    p.pack(std::string("node")); p.pack(std::string("n"));
-    p.pack(std::string("state")); p.pack(std::string("active"));
-    p.pack(std::string("tk")); p.pack_array(1);
-    sb.write(bad.data(), bad.size());
-    env.assign(sb.data(), sb.size());
+    const std::string env = envelope_with_entry("tk", bad);
     auto d = decode(as_bytes(env), {}, nullptr);
     ASSERT_FALSE(d.has_value());
     EXPECT_NE(d.status().message().find("tk"), std::string::npos) << d.status().message();

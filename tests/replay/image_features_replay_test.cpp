@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/bag/mcap_reader.hpp"
@@ -20,6 +21,24 @@ namespace {
 namespace fs = std::filesystem;
 
 ParamOverride yaml(const std::string& v) { return {YAML::Load(v), "test"}; }
+
+// Copies `from` to `to` (metadata and messages) keeping the messages `keep` accepts.
+void copy_bag(const std::string& from, const std::string& to, const std::function<bool(const mcap::MessageView&)>& keep) {
+  auto reader = std::move(*mcap::McapReader::open(from));
+  auto w = std::move(*mcap::McapWriter::open(to));
+  for (const auto& m : reader->metadata()) ASSERT_TRUE(w->write_metadata(m.name, m.metadata).is_ok());
+  std::map<std::uint16_t, std::uint16_t> ch;
+  ASSERT_TRUE(reader->for_each_message([&](const mcap::MessageView& v) {
+                       if (!keep(v)) return Status::ok();
+                       if (!ch.contains(v.channel->id)) {
+                         ch[v.channel->id] = w->add_channel(v.channel->topic, v.channel->message_encoding, 0,
+                                                            v.channel->metadata);
+                       }
+                       return w->write_message(ch[v.channel->id], v.record.sequence, v.record.log_time,
+                                               v.record.publish_time, v.record.data);
+                     }).is_ok());
+  ASSERT_TRUE(w->close().is_ok());
+}
 
 // Records 40 frames through source -> features with noise, once per test binary run.
 class FeaturesReplay : public ::testing::Test {
@@ -119,22 +138,7 @@ TEST_F(FeaturesReplay, ClearErrors) {
 TEST_F(FeaturesReplay, ABagWithoutTheNodesInputsIsAnError) {
   // Record only the outputs: the node's input topic is absent.
   const auto path = (fs::path(::testing::TempDir()) / ("noinputs_" + std::to_string(::getpid()) + ".mcap")).string();
-  {
-    auto reader = std::move(*mcap::McapReader::open(*bag_));
-    auto w = std::move(*mcap::McapWriter::open(path));
-    for (const auto& m : reader->metadata()) ASSERT_TRUE(w->write_metadata(m.name, m.metadata).is_ok());
-    std::map<std::uint16_t, std::uint16_t> ch;
-    ASSERT_TRUE(reader->for_each_message([&](const mcap::MessageView& v) {
-                         if (v.channel->topic != "/features") return Status::ok();
-                         if (!ch.contains(v.channel->id)) {
-                           ch[v.channel->id] = w->add_channel(v.channel->topic, v.channel->message_encoding, 0,
-                                                              v.channel->metadata);
-                         }
-                         return w->write_message(ch[v.channel->id], v.record.sequence, v.record.log_time,
-                                                 v.record.publish_time, v.record.data);
-                       }).is_ok());
-    ASSERT_TRUE(w->close().is_ok());
-  }
+  copy_bag(*bag_, path, [](const mcap::MessageView& v) { return v.channel->topic == "/features"; });
   auto o = options();
   o.bag = path;
   auto r = bag::replay_node(o);
@@ -148,28 +152,13 @@ TEST_F(FeaturesReplay, AnInputTheRecorderMissedIsReportedNotComparedAsDrift) {
   // lacks. Replay says so instead of feeding the neighbouring frame and reporting a drift.
   const auto path = (fs::path(::testing::TempDir()) / ("missing_" + std::to_string(::getpid()) + ".mcap")).string();
   std::int64_t dropped_stamp = 0;
-  {
-    auto reader = std::move(*mcap::McapReader::open(*bag_));
-    auto w = std::move(*mcap::McapWriter::open(path));
-    for (const auto& m : reader->metadata()) ASSERT_TRUE(w->write_metadata(m.name, m.metadata).is_ok());
-    std::map<std::uint16_t, std::uint16_t> ch;
-    int frames = 0;
-    ASSERT_TRUE(reader->for_each_message([&](const mcap::MessageView& v) {
-                         if (v.channel->topic == "/cam" && ++frames == 10) {
-                           auto m = bag::decode_record(v);
-                           if (!m) return m.status();
-                           dropped_stamp = m->header().publish_stamp_ns;
-                           return Status::ok();
-                         }
-                         if (!ch.contains(v.channel->id)) {
-                           ch[v.channel->id] = w->add_channel(v.channel->topic, v.channel->message_encoding, 0,
-                                                              v.channel->metadata);
-                         }
-                         return w->write_message(ch[v.channel->id], v.record.sequence, v.record.log_time,
-                                                 v.record.publish_time, v.record.data);
-                       }).is_ok());
-    ASSERT_TRUE(w->close().is_ok());
-  }
+  int frames = 0;
+  copy_bag(*bag_, path, [&](const mcap::MessageView& v) {
+    if (v.channel->topic != "/cam" || ++frames != 10) return true;
+    auto m = bag::decode_record(v);
+    if (m) dropped_stamp = m->header().publish_stamp_ns;
+    return false;
+  });
   ASSERT_NE(dropped_stamp, 0);
   auto o = options();
   o.bag = path;
