@@ -294,7 +294,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
   for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
   // Pending counts go up before the send, so a receiver that is faster than this thread
   // cannot decrement first; a failed send takes them back.
-  for (const auto& b : blocks) pool_->mark_sent(*b, static_cast<std::uint32_t>(receivers));
+  for (const auto& b : blocks) pool_->mark_sent(*b, static_cast<std::uint32_t>(receivers), m.header().topic);
   Status sent;
   {
     std::lock_guard lock(send_mu_);
@@ -521,6 +521,9 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("transit_expired", p.transit_expired);
   kv("dead_holders_cleared", p.dead_holders_cleared);
   kv("exhausted", p.exhausted);
+  out << YAML::Key << "slot_refusals" << YAML::Value << YAML::BeginMap;
+  for (const auto& [topic, n] : p.slot_refusals) kv(topic.c_str(), n);
+  out << YAML::EndMap;
   out << YAML::EndMap << YAML::Key << "shm_mapper" << YAML::Value << YAML::BeginMap;
   kv("acquired", m.acquired);
   kv("recycled_before_read", m.recycled_before_read);

@@ -67,6 +67,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
       const int slot = seg->claim_slot(pid_);
       if (slot < 0) {
         counters_.slots_full.add();
+        seg->header().slot_refusals.fetch_add(1);
         return resource_exhausted("segment '" + loc.segment + "' already has " + std::to_string(kMaxHolders) +
                                   " holder processes (each process takes one, however many tensors it holds)");
       }

@@ -82,6 +82,7 @@ bool Pool::evict_idle_for(std::size_t need) {
     Block* victim = recycle_lru(now, [](const Block&) { return true; });
     if (victim == nullptr) return false;
     bytes_ -= victim->size_class;
+    collect_refusals(*victim);
     by_segment_.erase(victim->segment->name());
     victim->segment.reset();
   }
@@ -156,20 +157,32 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
   return hand_out(*slot, size);
 }
 
-void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers) {
-  adjust_pending(buffer, static_cast<std::int32_t>(receivers));
+void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers, const std::string& topic) {
+  adjust_pending(buffer, static_cast<std::int32_t>(receivers), topic.empty() ? nullptr : &topic);
+}
+
+void Pool::collect_refusals(Block& b) {
+  if (!b.segment) return;
+  const std::uint32_t now = b.segment->header().slot_refusals.load();
+  if (now == b.refusals_seen) return;
+  stats_.slot_refusals[b.topic.empty() ? "?" : b.topic] += now - b.refusals_seen;
+  b.refusals_seen = now;
 }
 
 void Pool::cancel_sent(const Buffer& buffer, std::uint32_t receivers) {
   adjust_pending(buffer, -static_cast<std::int32_t>(receivers));
 }
 
-void Pool::adjust_pending(const Buffer& buffer, std::int32_t delta) {
+void Pool::adjust_pending(const Buffer& buffer, std::int32_t delta, const std::string* topic) {
   if (!buffer.shm() || delta == 0) return;
   std::lock_guard lock(mu_);
   auto it = by_segment_.find(buffer.shm()->segment);
   if (it == by_segment_.end()) return;
   Block& b = *it->second;
+  if (topic != nullptr && *topic != b.topic) {
+    collect_refusals(b);  // refusals so far belong to the topic it was sent on before
+    b.topic = *topic;
+  }
   auto& state = b.segment->header().state;
   std::uint64_t raw = state.load();
   for (;;) {
@@ -189,6 +202,11 @@ bool Pool::owns(const Buffer& buffer) const {
 PoolStats Pool::stats() const {
   std::lock_guard lock(mu_);
   PoolStats s = stats_;
+  for (const auto& b : blocks_) {  // refusals not yet moved into stats_
+    if (!b->segment) continue;
+    const std::uint32_t now = b->segment->header().slot_refusals.load();
+    if (now != b->refusals_seen) s.slot_refusals[b->topic.empty() ? "?" : b->topic] += now - b->refusals_seen;
+  }
   s.segments = 0;
   s.in_use = 0;
   for (const auto& b : blocks_) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,9 @@ struct PoolStats {
   std::uint64_t transit_expired = 0; // blocks reused after the transit timeout (receiver lost)
   std::uint64_t dead_holders_cleared = 0;
   std::uint64_t exhausted = 0;       // allocations refused because the pool was full
+  // Receivers that could not hold a block because all its holder slots were taken, by the
+  // topic the block was last sent on (each is a message that receiver dropped).
+  std::map<std::string, std::uint64_t> slot_refusals;
 };
 
 class Pool : public std::enable_shared_from_this<Pool> {
@@ -43,7 +47,7 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // A writable buffer of at least `size` bytes (exactly `size` visible) in shared memory.
   Expected<BufferPtr> allocate(std::size_t size);
   // Records that the block behind `buffer` is being sent to `receivers` other processes.
-  void mark_sent(const Buffer& buffer, std::uint32_t receivers);
+  void mark_sent(const Buffer& buffer, std::uint32_t receivers, const std::string& topic = {});
   // Takes back a mark_sent() whose send failed.
   void cancel_sent(const Buffer& buffer, std::uint32_t receivers);
   // True when `buffer` is a block of this pool (then it can be sent as a descriptor).
@@ -63,6 +67,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
     std::atomic<bool> local_in_use{false};
     std::int64_t sent_ns = 0;
     std::uint64_t last_used = 0;  // allocation tick, for LRU reuse
+    std::string topic;            // last sent on (slot refusals are reported by it)
+    std::uint32_t refusals_seen = 0;  // of the segment's slot_refusals, already counted
   };
 
   explicit Pool(PoolOptions options)
@@ -73,7 +79,9 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // Recycles the least recently used reusable block among those `eligible` accepts.
   template <class Eligible>
   Block* recycle_lru(std::int64_t now_ns, Eligible eligible);
-  void adjust_pending(const Buffer& buffer, std::int32_t delta);
+  void adjust_pending(const Buffer& buffer, std::int32_t delta, const std::string* topic = nullptr);
+  // Moves new slot refusals of `block` into refusals_ (under mu_).
+  void collect_refusals(Block& block);
   bool evict_idle_for(std::size_t need);
   BufferPtr hand_out(Block& block, std::size_t size);
 

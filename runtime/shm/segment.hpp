@@ -25,7 +25,7 @@
 namespace edgevla::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314d485341564c45ull;  // "ELVASHM1" little endian
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;
 inline constexpr int kMaxHolders = 32;
 inline constexpr std::size_t kDataOffset = 4096;
 inline constexpr std::uint32_t kFlagRecycling = 1;
@@ -53,6 +53,9 @@ struct SegmentHeader {
   std::uint64_t data_capacity;
   std::atomic<std::uint64_t> state;
   std::atomic<std::uint32_t> holders[kMaxHolders];  // pid of each process holding the block
+  // Receivers that found every holder slot taken (each counts a dropped message); the
+  // publisher reports them by topic.
+  std::atomic<std::uint32_t> slot_refusals;
 };
 static_assert(sizeof(SegmentHeader) <= kDataOffset);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

@@ -200,6 +200,33 @@ TEST(ShmMapper, OneHolderSlotPerProcessHoweverManyTensors) {
   for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
 }
 
+TEST(ShmMapper, AReceiverFindingEverySlotTakenIsCountedByTopicAtThePublisher) {
+  auto pool = make_pool("refuse");
+  auto block = *pool->allocate(4096);
+  const ShmLocation loc = *block->shm();
+  pool->mark_sent(*block, 1, "/policy/prefix");
+  auto opened = Segment::open(loc.segment);
+  ASSERT_TRUE(opened.has_value());
+  // Every slot held (by this live process, so no sweep clears them).
+  std::vector<int> held;
+  for (int i = 0; i < kMaxHolders; ++i) held.push_back((*opened)->claim_slot(static_cast<std::uint32_t>(::getpid())));
+  ASSERT_EQ(held.back(), kMaxHolders - 1);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    Mapper m;
+    auto r = m.acquire(loc);
+    const bool said = !r.has_value() && r.status().message().find("holder processes") != std::string::npos;
+    _exit(said && m.stats().slots_full == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const PoolStats st = pool->stats();
+  ASSERT_TRUE(st.slot_refusals.contains("/policy/prefix"));
+  EXPECT_EQ(st.slot_refusals.at("/policy/prefix"), 1u);
+  for (int s : held) (*opened)->release_slot(s);
+}
+
 TEST(ShmPool, FullPoolIsAClearError) {
   auto pool = make_pool("full", 8192);
   auto a = *pool->allocate(4096);
