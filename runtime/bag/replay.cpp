@@ -418,6 +418,13 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   std::size_t trailing_inputs = 0;
   std::map<std::int64_t, MessagePtr> callbacks;  // callback stamp -> one output of it
   std::vector<std::string> missing_inputs;        // marked inputs the bag lacks
+  auto report_missing = [&](std::int64_t stamp, const Message& out, const std::string& topic, std::int64_t pub) {
+    missing_inputs.push_back("the callback at " + std::to_string(stamp) + " ns (output seq " +
+                             std::to_string(out.header().seq) + " on " + out.header().topic + ") had taken the " +
+                             topic + " message published at " + std::to_string(pub) +
+                             " ns, which the bag does not hold: the recorder missed it, so this output cannot be "
+                             "replayed on the inputs it was made from");
+  };
   bool marked = true;
   for (const auto& [topic, list] : expected) {
     for (const auto& m : list) {
@@ -428,7 +435,6 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   // Outputs that list the input callbacks the node ran before them, in order (header `taken`):
   // replay runs exactly those callbacks in that order, each on its recorded clock. This is exact
   // whatever the timing was: which frame came before which chunk is recorded, not guessed.
-  bool taken_mode = marked && !callbacks.empty();
   bool any_taken = false;
   std::uint64_t lost = 0;
   for (const auto& [topic, list] : expected) {
@@ -437,7 +443,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
       lost += m->header().taken_lost;
     }
   }
-  taken_mode = taken_mode && any_taken && lost == 0;
+  const bool taken_mode = marked && !callbacks.empty() && any_taken && lost == 0;
   if (marked && any_taken && lost > 0) {
     notes.push_back("the node took more than " + std::to_string(wire::kMaxTaken) +
                     " inputs between two outputs (" + std::to_string(lost) +
@@ -463,14 +469,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
         if (i > 0 && taken[i - 1].topic == t.topic && taken[i - 1].publish_stamp_ns == t.publish_stamp_ns) continue;
         auto it = by_key.find({t.topic, t.publish_stamp_ns});
         if (it == by_key.end()) {
-          if (input_types.contains(t.topic)) {
-            missing_inputs.push_back("the callback at " + std::to_string(stamp) + " ns (output seq " +
-                                     std::to_string(outs.front()->header().seq) + " on " + outs.front()->header().topic +
-                                     ") came after the node took the " + t.topic + " message published at " +
-                                     std::to_string(t.publish_stamp_ns) +
-                                     " ns, which the bag does not hold: the recorder missed it, so this output "
-                                     "cannot be replayed on the inputs it was made from");
-          }
+          if (input_types.contains(t.topic)) report_missing(stamp, *outs.front(), t.topic, t.publish_stamp_ns);
           continue;
         }
         fed.insert(it->second);
@@ -516,11 +515,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
       for (const auto& mark : m->header().inputs) {
         if (mark.trigger) trigger = &mark;
         if (input_types.contains(mark.topic) && !recorded_stamps[mark.topic].contains(mark.publish_stamp_ns)) {
-          missing_inputs.push_back("the callback at " + std::to_string(stamp) + " ns (output seq " +
-                                   std::to_string(m->header().seq) + " on " + m->header().topic + ") had taken the " +
-                                   mark.topic + " message published at " + std::to_string(mark.publish_stamp_ns) +
-                                   " ns, which the bag does not hold: the recorder missed it, so this output "
-                                   "cannot be replayed on the inputs it was made from");
+          report_missing(stamp, *m, mark.topic, mark.publish_stamp_ns);
         }
         take_until(mark.topic, mark.publish_stamp_ns, !mark.trigger, before);
       }

@@ -537,15 +537,10 @@ Expected<DryRun> dry_run(const NodeOptions& options) {
   if (!configured) return configured.status();
   DryRun out{(*configured)->params, (*configured)->load_bytes, {}, {}, {}};
   const NodeRuntime& r = **configured;
-  NodeOptions plain = options;
-  plain.remaps.clear();
-  NodeRuntime bare;
-  bare.options = plain;
-  NodeSpec unmapped(bare);
   auto add = [&](const std::string& name, const std::string& topic) {
     out.names.push_back(name);
     out.topics.push_back(topic);
-    out.default_topics.push_back(unmapped.resolve_topic(name));
+    out.default_topics.push_back(resolve_topic(options, name, /*apply_remaps=*/false));
   };
   for (const auto& p : r.publishers) add(p->name, p->topic);
   for (const auto& sub : r.subscriptions) add(sub->name, sub->queue->topic());

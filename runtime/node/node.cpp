@@ -97,9 +97,10 @@ const std::string& NodeSpec::node_name() const { return rt_.options.name; }
 
 void NodeSpec::seed_rng(std::uint64_t seed) { rt_.rng.set_state({seed, 0}); }
 
-std::string NodeSpec::resolve_topic(std::string_view name) const {
-  const auto& o = rt_.options;
-  if (auto it = o.remaps.find(std::string(name)); it != o.remaps.end()) name = it->second;
+std::string resolve_topic(const NodeOptions& o, std::string_view name, bool apply_remaps) {
+  if (apply_remaps) {
+    if (auto it = o.remaps.find(std::string(name)); it != o.remaps.end()) name = it->second;
+  }
   std::string topic;
   if (name.starts_with('/')) {
     topic = std::string(name);
@@ -107,9 +108,13 @@ std::string NodeSpec::resolve_topic(std::string_view name) const {
     topic = "/" + (o.ns.empty() ? "" : (o.ns.starts_with('/') ? o.ns.substr(1) : o.ns) + "/") +
             std::string(name);
   }
-  if (auto it = o.remaps.find(topic); it != o.remaps.end()) topic = it->second;
+  if (apply_remaps) {
+    if (auto it = o.remaps.find(topic); it != o.remaps.end()) topic = it->second;
+  }
   return topic;
 }
+
+std::string NodeSpec::resolve_topic(std::string_view name) const { return edgevla::resolve_topic(rt_.options, name); }
 
 Expected<ParamValue> NodeSpec::declare_value(const std::string& name, ParamType type,
                                              ParamValue default_value, const ParamInfo& info, bool int32) {

@@ -37,6 +37,10 @@ struct NodeOptions {
   std::string origin;                          // where the node was declared ("launch/x.yaml:12")
 };
 
+// The topic a node's declared name resolves to: the node's namespace for relative names, then
+// its remaps (by name, then by resolved topic) unless `apply_remaps` is false.
+std::string resolve_topic(const NodeOptions& options, std::string_view name, bool apply_remaps = true);
+
 // A publisher handle. Valid to publish while the node is active.
 class PublisherHandle {
  public:

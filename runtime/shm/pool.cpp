@@ -161,12 +161,19 @@ void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers, const std::s
   adjust_pending(buffer, static_cast<std::int32_t>(receivers), topic.empty() ? nullptr : &topic);
 }
 
+namespace {
+// Slot refusals of a block not yet counted, and the topic they are counted under.
+std::uint32_t new_refusals(const std::unique_ptr<Segment>& segment, std::uint32_t seen) {
+  return segment ? segment->header().slot_refusals.load() - seen : 0;
+}
+std::string refusal_topic(const std::string& topic) { return topic.empty() ? "?" : topic; }
+}  // namespace
+
 void Pool::collect_refusals(Block& b) {
-  if (!b.segment) return;
-  const std::uint32_t now = b.segment->header().slot_refusals.load();
-  if (now == b.refusals_seen) return;
-  stats_.slot_refusals[b.topic.empty() ? "?" : b.topic] += now - b.refusals_seen;
-  b.refusals_seen = now;
+  const std::uint32_t n = new_refusals(b.segment, b.refusals_seen);
+  if (n == 0) return;
+  stats_.slot_refusals[refusal_topic(b.topic)] += n;
+  b.refusals_seen += n;
 }
 
 void Pool::cancel_sent(const Buffer& buffer, std::uint32_t receivers) {
@@ -203,9 +210,7 @@ PoolStats Pool::stats() const {
   std::lock_guard lock(mu_);
   PoolStats s = stats_;
   for (const auto& b : blocks_) {  // refusals not yet moved into stats_
-    if (!b->segment) continue;
-    const std::uint32_t now = b->segment->header().slot_refusals.load();
-    if (now != b->refusals_seen) s.slot_refusals[b->topic.empty() ? "?" : b->topic] += now - b->refusals_seen;
+    if (const std::uint32_t n = new_refusals(b->segment, b->refusals_seen)) s.slot_refusals[refusal_topic(b->topic)] += n;
   }
   s.segments = 0;
   s.in_use = 0;
