@@ -421,6 +421,13 @@ std::string topic_frame(std::string_view topic) {
   return s;
 }
 
+std::string observer_frame(std::string_view topic) {
+  std::string s(1, '\x01');
+  s.append(topic);
+  s.push_back('\0');
+  return s;
+}
+
 Expected<std::string_view> parse_topic_frame(std::span<const std::byte> frame) {
   if (frame.empty() || frame.back() != std::byte{0}) {
     return data_loss("topic frame is not NUL-terminated");
@@ -577,6 +584,36 @@ Expected<Message> decode(std::span<const std::byte> envelope, std::span<const Fr
                        " trailing bytes after the msgpack map");
     }
     return decode_object(oh.get(), tensor_frames, resolve, nullptr);
+  } catch (const std::exception& e) {
+    return data_loss(std::string("envelope is not valid msgpack: ") + e.what());
+  }
+}
+
+Expected<SequenceId> peek_sequence(std::span<const std::byte> envelope) {
+  if (envelope.size() > kMaxEnvelopeBytes) return data_loss("envelope too large");
+  try {
+    const msgpack::unpack_limit limit(kMaxTensors, kMaxFields, kMaxStringBytes, kMaxStringBytes, 0, 8);
+    std::size_t offset = 0;
+    msgpack::object_handle oh = msgpack::unpack(reinterpret_cast<const char*>(envelope.data()), envelope.size(),
+                                                offset, nullptr, nullptr, limit);
+    const Obj& root = oh.get();
+    if (root.type != msgpack::type::MAP) return data_loss("envelope is not a msgpack map");
+    SequenceId id;
+    bool has_seq = false;
+    for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+      const auto& kv = root.via.map.ptr[i];
+      if (kv.key.type != msgpack::type::STR) continue;
+      const auto key = as_sv(kv.key);
+      if (key == "seq") {
+        EDGEVLA_ASSIGN_OR_RETURN(id.seq, get_uint(kv.val, "seq"));
+        has_seq = true;
+      } else if (key == "publisher") {
+        EDGEVLA_ASSIGN_OR_RETURN(auto p, get_str(kv.val, "publisher"));
+        id.publisher = std::string(p);
+      }
+    }
+    if (!has_seq) return data_loss("envelope has no 'seq'");
+    return id;
   } catch (const std::exception& e) {
     return data_loss(std::string("envelope is not valid msgpack: ") + e.what());
   }

@@ -44,6 +44,18 @@ using TensorPlacement = std::variant<InlineFrame, ShmLocation, InlineBytes>;
 std::string topic_frame(std::string_view topic);
 // The topic in a frame 0; data_loss when the NUL terminator is missing.
 Expected<std::string_view> parse_topic_frame(std::span<const std::byte> frame);
+// A subscription an observer adds beside topic_frame(topic): byte 0x01, the topic, NUL. No
+// frame 0 starts with 0x01, so it matches no message; it tells the publisher how many of the
+// topic's receiving processes only observe it.
+std::string observer_frame(std::string_view topic);
+
+// Publisher and sequence number of an envelope, read without binding its tensors (to account
+// for a message whose shared memory could not be held).
+struct SequenceId {
+  std::string publisher;
+  std::uint64_t seq = 0;
+};
+Expected<SequenceId> peek_sequence(std::span<const std::byte> envelope);
 
 // Encodes `message`'s envelope into `out` (cleared first). placements[i] says where the bytes
 // of message.tensors()[i] travel; the caller places them as contiguous row-major bytes (a

@@ -43,6 +43,7 @@ void Recorder::subscribe(const std::string& topic) {
   if (topics_.contains(topic)) return;
   QoS qos = QoS::keep_last(1 << 20);
   qos.max_bytes = options_.max_queue_bytes;
+  if (!options_.lossless) qos = qos.as_observer();
   auto queue = std::make_shared<SubscriptionQueue>(topic, "", qos, "recorder", waker_);
   if (Status s = bus_.attach(queue); !s.is_ok()) {
     rate_log_.warn("attach:" + topic, "recorder cannot subscribe to '" + topic + "': " + s.message());
@@ -191,8 +192,10 @@ Status Recorder::stop() {
     for (const auto& [topic, t] : topics_) {
       const auto& c = t.queue->counters();
       drops[topic] = "written " + std::to_string(t.written.load()) + ", dropped_overflow " +
-                     std::to_string(c.dropped_overflow.get()) + ", lost_in_transport " + std::to_string(c.lost.get()) +
-                     ", rejected " + std::to_string(c.rejected.get());
+                     std::to_string(c.dropped_overflow.get()) + ", dropped_transport " +
+                     std::to_string(c.dropped_transport.get()) + ", lost_in_transport " + std::to_string(c.lost.get()) +
+                     ", rejected " + std::to_string(c.rejected.get()) + ", queued_at_stop " +
+                     std::to_string(t.queue->size());
     }
     (void)writer_->write_metadata("edgevla.recorder_drops", drops);
   }
@@ -210,6 +213,7 @@ RecorderStats Recorder::stats() const {
   for (const auto& [topic, t] : topics_) {
     s.dropped += t.queue->counters().dropped_overflow.get();
     s.lost += t.queue->counters().lost.get();
+    s.dropped_transport += t.queue->counters().dropped_transport.get();
     s.rejected += t.queue->counters().rejected.get();
     s.per_topic[topic] = t.written.load(std::memory_order_relaxed);
   }

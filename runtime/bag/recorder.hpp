@@ -29,17 +29,25 @@ struct RecorderOptions {
   mcap::Compression compression = mcap::Compression::kZstd;
   std::size_t chunk_bytes = 4 << 20;
   std::size_t max_queue_bytes = 512 << 20;           // per topic
+  // false: an observer (never slows the graph; when a publisher's pool runs short, the
+  // recorder loses first, counted). true: lossless within its declared backlog
+  // (max_queue_bytes per topic): a pipeline subscriber whose messages are never taken back.
+  bool lossless = false;
   std::chrono::milliseconds flush_period{500};        // a crash loses at most this much
   std::chrono::milliseconds discovery_period{500};    // new topics and processes
   std::map<std::string, std::string> info;            // extra edgevla.recording metadata
 };
 
+// Every message published on a recorded topic after the recorder subscribed is one of:
+// written, dropped (QoS), dropped in transport, lost, rejected, or a write error.
 struct RecorderStats {
   std::uint64_t written = 0;
-  std::uint64_t dropped = 0;          // queue overflow: the disk fell behind
-  std::uint64_t lost = 0;             // never arrived: gaps in publishers' sequences (transport,
-                                      // holder slots, publisher pool, recycled before read)
-  std::uint64_t rejected = 0;         // arrived unusable (wrong type, failed schema, bad descriptor)
+  std::uint64_t dropped = 0;            // QoS: queue overflow, the disk fell behind
+  std::uint64_t dropped_transport = 0;  // arrived, but its shared memory could not be held
+                                        // (holder slots, taken back for the pipeline, gone)
+  std::uint64_t lost = 0;               // never arrived: gaps in publishers' sequences (the
+                                        // publisher's pool was full, the socket dropped it)
+  std::uint64_t rejected = 0;           // arrived unusable (wrong type, failed schema, bad descriptor)
   std::uint64_t write_errors = 0;
   std::uint64_t bytes_written = 0;
   std::map<std::string, std::uint64_t> per_topic;

@@ -18,6 +18,7 @@ class BagRecorderNode final : public Node {
     EDGEVLA_RETURN_IF_ERROR(spec.declare(chunk_mb_));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(max_queue_mb_));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(flush_period_s_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(lossless_));
     if (output_->empty()) {
       return invalid_argument("node '" + name() + "': param 'output' must name the .mcap file to write");
     }
@@ -36,6 +37,7 @@ class BagRecorderNode final : public Node {
     o.compression = *mcap::parse_compression(*compression_);
     o.chunk_bytes = static_cast<std::size_t>(*chunk_mb_ * (1 << 20));
     o.max_queue_bytes = static_cast<std::size_t>(*max_queue_mb_) << 20;
+    o.lossless = *lossless_;
     o.flush_period = std::chrono::milliseconds(static_cast<std::int64_t>(*flush_period_s_ * 1000));
     auto r = Recorder::start(*bus(), std::move(o));
     if (!r) return r.status().with_context("node '" + name() + "'");
@@ -49,14 +51,16 @@ class BagRecorderNode final : public Node {
     if (!recorder_) return Status::ok();
     Status s = recorder_->stop();
     const RecorderStats st = recorder_->stats();
-    const bool clean = st.dropped == 0 && st.lost == 0 && st.rejected == 0 && st.write_errors == 0;
+    const bool clean =
+        st.dropped == 0 && st.dropped_transport == 0 && st.lost == 0 && st.rejected == 0 && st.write_errors == 0;
     (clean ? log().info("node '{}': wrote {} message(s), {} bytes to {}; nothing dropped", name(), st.written,
                         st.bytes_written, *output_)
            : log().warn("node '{}': wrote {} message(s), {} bytes to {}; not recorded: {} dropped (disk behind), "
-                        "{} lost in transport (sequence gaps: holder slots, publisher pool, recycled before read), "
-                        "{} rejected, {} write error(s); per topic in `edgevla bag info`",
-                        name(), st.written, st.bytes_written, *output_, st.dropped, st.lost, st.rejected,
-                        st.write_errors));
+                        "{} dropped in transport (shared memory not held: holder slots, taken back for the "
+                        "pipeline — set lossless: true to keep them), {} lost (never arrived: publisher pool, "
+                        "socket), {} rejected, {} write error(s); per topic in `edgevla bag info`",
+                        name(), st.written, st.bytes_written, *output_, st.dropped, st.dropped_transport, st.lost,
+                        st.rejected, st.write_errors));
     recorder_.reset();
     return s;
   }
@@ -69,6 +73,10 @@ class BagRecorderNode final : public Node {
   Param<double> chunk_mb_{"chunk_mb", 4.0, {"uncompressed chunk size", 0.0625, 1024.0, {}, true}};
   Param<int> max_queue_mb_{"max_queue_mb", 512, {"per-topic queue bound; beyond it the oldest are dropped", 1, 65536, {}, true}};
   Param<double> flush_period_s_{"flush_period_s", 0.5, {"longest time a chunk stays in memory", 0.01, 60.0, {}, true}};
+  Param<bool> lossless_{"lossless", false,
+                        {"false: an observer (never slows the graph, loses first when a publisher's pool is short); "
+                         "true: never loses a message within max_queue_mb per topic",
+                         {}, {}, {}, true}};
   std::unique_ptr<Recorder> recorder_;
 };
 

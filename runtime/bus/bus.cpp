@@ -103,7 +103,7 @@ void Bus::dispatch(const MessagePtr& m, const QueueList& queues, std::uint64_t l
       continue;
     }
     if (lost) q->counters().lost.add(lost);
-    q->push(m, may_wait);
+    q->push(m, may_wait && !q->qos().observer());  // publishers never wait for observers
   }
 }
 
@@ -150,40 +150,55 @@ Status Bus::send(TopicWriter& w, Message&& m, bool stamp) {
   return Status::ok();
 }
 
+TopicInterest Bus::interest_of(const QueueList& queues) {
+  if (queues.empty()) return TopicInterest::kNone;
+  for (const auto& q : queues) {
+    if (!q->qos().observer()) return TopicInterest::kPipeline;
+  }
+  return TopicInterest::kObserver;
+}
+
+bool Bus::observes_only(const std::string& topic) const {
+  auto queues = queues_for(topic);
+  return queues && interest_of(*queues) == TopicInterest::kObserver;
+}
+
 Status Bus::attach(std::shared_ptr<SubscriptionQueue> queue) {
   EDGEVLA_RETURN_IF_ERROR(check_topic_name(queue->topic()));
   const std::string topic = queue->topic();
   queue->open();
-  bool first = false;
+  TopicInterest before, after;
   {
     std::lock_guard lock(mu_);
     TopicEntry& e = topics_[topic];
     auto list = std::make_shared<QueueList>(*e.queues);
-    first = list->empty();
+    before = interest_of(*list);
     list->push_back(std::move(queue));
+    after = interest_of(*list);
     e.queues = std::move(list);
   }
   if (io_) {
-    if (first) io_->subscribe(topic);
+    if (before != after) io_->set_interest(topic, before, after);
     io_->registry_changed();
   }
   return Status::ok();
 }
 
 void Bus::detach(const std::shared_ptr<SubscriptionQueue>& queue, bool keep_queued) {
-  bool last = false;
+  TopicInterest before, after;
   {
     std::lock_guard lock(mu_);
     auto it = topics_.find(queue->topic());
     if (it == topics_.end()) return;
     auto list = std::make_shared<QueueList>(*it->second.queues);
+    before = interest_of(*list);
     std::erase(*list, queue);
-    last = list->empty();
+    after = interest_of(*list);
     it->second.queues = std::move(list);
   }
   if (!keep_queued) queue->close();  // pushes racing with this detach are dropped, not queued
   if (io_) {
-    if (last) io_->unsubscribe(queue->topic());
+    if (before != after) io_->set_interest(queue->topic(), before, after);
     io_->registry_changed();
   }
 }
@@ -215,6 +230,25 @@ void Bus::set_control_handler(ControlHandler handler) {
 void Bus::deliver_remote(const MessagePtr& m, std::uint64_t lost) {
   // The receive thread serves every topic of this process: it must never wait on one queue.
   if (auto queues = queues_for(m->header().topic)) dispatch(m, *queues, lost, /*may_wait=*/false);
+}
+
+void Bus::lost_remote(const std::string& topic, std::uint64_t n) {
+  if (n == 0) return;
+  if (auto queues = queues_for(topic)) {
+    for (const auto& q : *queues) q->counters().lost.add(n);
+  }
+}
+
+void Bus::drop_remote(const std::string& topic, const std::string& reason) {
+  std::string nodes;
+  if (auto queues = queues_for(topic)) {
+    for (const auto& q : *queues) {
+      q->counters().dropped_transport.add();
+      nodes += (nodes.empty() ? "" : ", ") + q->owner();
+    }
+  }
+  rate_log_.warn("drop:" + topic, "lost a message on '" + topic + "'" +
+                                      (nodes.empty() ? "" : " for node(s) " + nodes) + ": " + reason);
 }
 
 void Bus::reject_remote(const std::string& topic, const std::string& reason) {

@@ -39,7 +39,13 @@ struct BusOptions {
   // After traffic, the I/O thread keeps polling this long before it sleeps: trims a thread
   // wake-up from cross-process latency at the cost of CPU. 0 = never spin.
   std::int64_t spin_ns = 0;
+  // Shared-memory blocks of other processes this process holds for observer subscriptions at
+  // once; past that an observer reads a copy (see SubscriptionRole).
+  std::size_t observer_max_holds = 16;
 };
+
+// What a process's subscriptions to a topic ask of its publishers in other processes.
+enum class TopicInterest { kNone, kObserver, kPipeline };
 
 struct PublisherCounters {
   Counter published;
@@ -133,6 +139,13 @@ class Bus {
   void deliver_remote(const MessagePtr& message, std::uint64_t lost);
   // Called by the transport: a message for `topic` could not be decoded.
   void reject_remote(const std::string& topic, const std::string& reason);
+  // Called by the transport: a well-formed message for `topic` whose shared memory could not
+  // be held (slots full, recycled before read, segment gone): a transport drop.
+  void drop_remote(const std::string& topic, const std::string& reason);
+  // True when every subscription of this process to `topic` is an observer.
+  bool observes_only(const std::string& topic) const;
+  // Called by the transport: `n` messages on `topic` never arrived (sequence gap).
+  void lost_remote(const std::string& topic, std::uint64_t n);
 
   // Snapshot of what this bus publishes and subscribes (for the registry).
   void describe(RegistryEntry& entry) const;
@@ -149,6 +162,7 @@ class Bus {
 
   Status send(TopicWriter& writer, Message&& message, bool stamp);
   std::shared_ptr<const QueueList> queues_for(const std::string& topic) const;
+  static TopicInterest interest_of(const QueueList& queues);
   void dispatch(const MessagePtr& message, const QueueList& queues, std::uint64_t lost, bool may_wait);
 
   BusOptions options_;

@@ -131,20 +131,24 @@ void BusIo::post(std::function<void()> command) {
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
 }
 
-void BusIo::subscribe(const std::string& topic) {
-  post([this, f = wire::topic_frame(topic)] {
-    sub_ipc_.set(zmq::sockopt::subscribe, f);
-    sub_tcp_.set(zmq::sockopt::subscribe, f);
-  });
-}
-
-void BusIo::unsubscribe(const std::string& topic) {
-  post([this, topic] {
+void BusIo::set_interest(const std::string& topic, TopicInterest before, TopicInterest after) {
+  post([this, topic, before, after] {
     const std::string f = wire::topic_frame(topic);
-    sub_ipc_.set(zmq::sockopt::unsubscribe, f);
-    sub_tcp_.set(zmq::sockopt::unsubscribe, f);
-    // A later subscription starts afresh: what was published meanwhile is not "lost".
-    std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.starts_with(topic + "\n"); });
+    const std::string obs = wire::observer_frame(topic);
+    if (before == TopicInterest::kNone) {
+      sub_ipc_.set(zmq::sockopt::subscribe, f);
+      sub_tcp_.set(zmq::sockopt::subscribe, f);
+    }
+    // Observer interest is announced beside the topic's, so publishers count this process
+    // among the topic's observers (and take its undelivered blocks back first when short).
+    if (after == TopicInterest::kObserver) sub_ipc_.set(zmq::sockopt::subscribe, obs);
+    if (before == TopicInterest::kObserver) sub_ipc_.set(zmq::sockopt::unsubscribe, obs);
+    if (after == TopicInterest::kNone) {
+      sub_ipc_.set(zmq::sockopt::unsubscribe, f);
+      sub_tcp_.set(zmq::sockopt::unsubscribe, f);
+      // A later subscription starts afresh: what was published meanwhile is not "lost".
+      std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.starts_with(topic + "\n"); });
+    }
   });
 }
 
@@ -207,23 +211,27 @@ void BusIo::drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, i
   }
 }
 
-int BusIo::interest_in(const std::unordered_map<std::string, int>& interest,
-                       const std::string& frame) const {
+int BusIo::interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame,
+                       const std::string& everything) const {
   int n = 0;
   if (auto it = interest.find(frame); it != interest.end()) n += it->second;
-  if (auto it = interest.find(std::string()); it != interest.end()) n += it->second;  // everything
+  if (auto it = interest.find(everything); it != interest.end()) n += it->second;
   return n;
 }
 
 Status BusIo::send(TopicWriter& writer, const Message& m) {
   const std::string frame = wire::topic_frame(m.header().topic);
   int ipc_receivers = 0;
+  int ipc_observers = 0;
   bool tcp_wanted = false;
   {
     std::lock_guard lock(send_mu_);
     drain_interest(pub_ipc_, ipc_interest_);
     drain_interest(pub_tcp_, tcp_interest_);
     ipc_receivers = interest_in(ipc_interest_, frame);
+    // Observers of this topic, and observers of every topic (a client on the empty prefix).
+    ipc_observers = std::min(interest_in(ipc_interest_, wire::observer_frame(m.header().topic), wire::observer_frame("")),
+                             ipc_receivers);
     tcp_wanted = pub_tcp_ && interest_in(tcp_interest_, frame) > 0;
   }
   if (ipc_receivers == 0 && !tcp_wanted) return Status::ok();
@@ -241,13 +249,17 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
     if (!c) return c.status();
     tensors.push_back(std::move(*c));
   }
-  if (ipc_receivers > 0) EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, tensors, frame, ipc_receivers));
+  if (ipc_receivers > 0) {
+    const shm::Receivers receivers{static_cast<std::uint32_t>(ipc_receivers - ipc_observers),
+                                   static_cast<std::uint32_t>(ipc_observers)};
+    EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, tensors, frame, receivers));
+  }
   if (tcp_wanted) EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m, tensors, frame));
   return Status::ok();
 }
 
 Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<Tensor>& tensors,
-                       const std::string& frame, int receivers) {
+                       const std::string& frame, shm::Receivers receivers) {
   std::vector<wire::TensorPlacement> placements;
   std::vector<const Tensor*> inline_tensors;
   std::vector<BufferPtr> blocks;  // shared-memory blocks this send points at
@@ -286,7 +298,8 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
     loc.offset += offset;
     loc.size = t.nbytes();
     placements.push_back(std::move(loc));
-    blocks.push_back(std::move(block));
+    // Each block is counted once per receiver, however many tensors lie in it.
+    if (std::find(blocks.begin(), blocks.end(), block) == blocks.end()) blocks.push_back(std::move(block));
   }
   std::string envelope;
   EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
@@ -294,14 +307,14 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
   for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
   // Pending counts go up before the send, so a receiver that is faster than this thread
   // cannot decrement first; a failed send takes them back.
-  for (const auto& b : blocks) pool_->mark_sent(*b, static_cast<std::uint32_t>(receivers), m.header().topic);
+  for (const auto& b : blocks) pool_->mark_sent(*b, receivers, m.header().topic);
   Status sent;
   {
     std::lock_guard lock(send_mu_);
     sent = send_multipart(pub_ipc_, frame, envelope, parts);
   }
   if (!sent.is_ok()) {
-    for (const auto& b : blocks) pool_->cancel_sent(*b, static_cast<std::uint32_t>(receivers));
+    for (const auto& b : blocks) pool_->cancel_sent(*b, receivers);
     return sent.with_context("ipc send");
   }
   // `blocks` may be released now: the pending count keeps them until received.
@@ -357,9 +370,40 @@ void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed)
     auto owner = std::make_shared<zmq::message_t>(std::move(parts[i]));
     frames.push_back({bytes_of(*owner), owner});
   }
+  // One pending count per block and message; observers hold a bounded number of blocks.
+  const bool observer = bus_.observes_only(topic_name);
+  std::vector<std::pair<std::string, std::uint32_t>> seen_blocks;
+  Status transport_drop;
   wire::ShmResolver resolver;
-  if (shm_allowed) resolver = [this](const ShmLocation& loc) { return mapper_.acquire(loc); };
+  if (shm_allowed) {
+    resolver = [&](const ShmLocation& loc) -> Expected<BufferPtr> {
+      auto key = std::make_pair(loc.segment, loc.generation);
+      const bool first = std::find(seen_blocks.begin(), seen_blocks.end(), key) == seen_blocks.end();
+      if (first) seen_blocks.push_back(std::move(key));
+      auto buffer = mapper_.acquire(loc, {.observer = observer, .take_pending = first});
+      if (!buffer) {
+        const StatusCode c = buffer.status().code();
+        if (c == StatusCode::kResourceExhausted || c == StatusCode::kUnavailable || c == StatusCode::kNotFound) {
+          transport_drop = buffer.status();
+        }
+      }
+      return buffer;
+    };
+  }
   auto decoded = wire::decode(bytes_of(parts[1]), frames, resolver);
+  if (!decoded && !transport_drop.is_ok()) {
+    // A well-formed message this process could not hold: a transport drop, accounted by its
+    // sequence number so the next message does not count it again as lost.
+    if (auto id = wire::peek_sequence(bytes_of(parts[1])); id) {
+      auto& last = last_seq_[topic_name + "\n" + id->publisher];
+      if (id->seq > last) {
+        bus_.lost_remote(topic_name, last != 0 && id->seq > last + 1 ? id->seq - last - 1 : 0);
+        last = id->seq;
+      }
+    }
+    bus_.drop_remote(topic_name, decoded.status().message());
+    return;
+  }
   if (!decoded) {
     counters_.decode_errors.add();
     bus_.reject_remote(topic_name, decoded.status().message());
@@ -524,12 +568,17 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   out << YAML::Key << "slot_refusals" << YAML::Value << YAML::BeginMap;
   for (const auto& [topic, n] : p.slot_refusals) kv(topic.c_str(), n);
   out << YAML::EndMap;
+  out << YAML::Key << "observer_reclaims" << YAML::Value << YAML::BeginMap;
+  for (const auto& [topic, n] : p.observer_reclaims) kv(topic.c_str(), n);
+  out << YAML::EndMap;
   out << YAML::EndMap << YAML::Key << "shm_mapper" << YAML::Value << YAML::BeginMap;
   kv("acquired", m.acquired);
   kv("recycled_before_read", m.recycled_before_read);
   kv("vanished", m.vanished);
   kv("bad_descriptor", m.bad_descriptor);
   kv("slots_full", m.slots_full);
+  kv("observer_holds", m.observer_holds);
+  kv("observer_copies", m.observer_copies);
   kv("mapped", m.mapped);
   out << YAML::EndMap;
   if (!tcp_endpoint_.empty()) out << YAML::Key << "tcp_endpoint" << YAML::Value << tcp_endpoint_;

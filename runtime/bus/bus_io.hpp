@@ -41,8 +41,8 @@ class BusIo {
 
   // Sends to other processes that subscribed to the message's topic (none: returns at once).
   Status send(TopicWriter& writer, const Message& message);
-  void subscribe(const std::string& topic);
-  void unsubscribe(const std::string& topic);
+  // This process's interest in `topic` changed (subscribe, observe, unsubscribe).
+  void set_interest(const std::string& topic, TopicInterest before, TopicInterest after);
   void registry_changed();
   Expected<BufferPtr> allocate_shm(std::size_t bytes) { return pool_->allocate(bytes); }
   void set_control_handler(ControlHandler handler);
@@ -56,10 +56,13 @@ class BusIo {
   void run();
   void post(std::function<void()> command);
   void drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest);
-  int interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame) const;
+  // Peers subscribed to `frame` plus those subscribed to `everything` (by default the empty
+  // prefix, which matches every topic).
+  int interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame,
+                  const std::string& everything = {}) const;
   // `tensors` are the message's tensors, contiguous and on the CPU; `frame` its topic frame.
   Status send_ipc(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
-                  const std::string& frame, int receivers);
+                  const std::string& frame, shm::Receivers receivers);
   Status send_tcp(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
                   const std::string& frame);
   void receive(zmq::socket_t& socket, bool shm_allowed);
@@ -102,7 +105,7 @@ class BusIo {
   std::mutex control_mu_;
 
   std::shared_ptr<shm::Pool> pool_;
-  shm::Mapper mapper_;
+  shm::Mapper mapper_{1024, options_.observer_max_holds};
   TransportCounters counters_;
   RateLimitedLog rate_log_;
 };

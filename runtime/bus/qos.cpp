@@ -5,6 +5,11 @@
 namespace edgevla {
 
 std::string QoS::to_string() const {
+  if (observer()) {
+    QoS q = *this;
+    q.role = SubscriptionRole::kPipeline;
+    return "observer:" + q.to_string();
+  }
   if (reliability == Reliability::kReliable) {
     return "reliable:" + std::to_string(depth) + ":" + std::to_string(max_block.count()) + "ms";
   }
@@ -24,8 +29,14 @@ bool parse_size(std::string_view s, std::size_t& out) {
 Expected<QoS> parse_qos(std::string_view text) {
   const auto bad = [&] {
     return invalid_argument("bad QoS '" + std::string(text) +
-                            "' (use keep_latest, keep_last:N, reliable:N or reliable:N:MSms)");
+                            "' (use keep_latest, keep_last:N, reliable:N or reliable:N:MSms, with "
+                            "'observer:' in front for an observer)");
   };
+  if (text.starts_with("observer:")) {
+    auto inner = parse_qos(text.substr(9));
+    if (!inner || inner->observer()) return bad();
+    return inner->as_observer();
+  }
   if (text == "keep_latest") return QoS::keep_latest();
   if (text == "sensor_data") return QoS::sensor_data();
   std::size_t n = 0;

@@ -10,6 +10,14 @@
 
 namespace edgevla {
 
+// Who a subscription serves. Pipeline subscribers are the graph's own nodes: their messages
+// are never given up for anyone else's. Observers (topic echo/hz, a recorder that is not
+// lossless, the Python client, anything attached to look) never slow the pipeline: publishers
+// never wait for them, they hold a bounded number of shared-memory blocks (beyond that they
+// read a copy), and when a publisher's pool runs short their undelivered blocks are taken back
+// first (their drops are counted).
+enum class SubscriptionRole { kPipeline, kObserver };
+
 enum class Reliability {
   kBestEffort,  // a full queue drops its oldest message (counted); publishers never wait
   kReliable,    // a full queue makes the publisher wait up to max_block, then drop (counted)
@@ -21,6 +29,7 @@ struct QoS {
   std::chrono::milliseconds max_block{100};
   // Also bounds the tensor bytes queued (0: no bound); the oldest messages go first.
   std::size_t max_bytes = 0;
+  SubscriptionRole role = SubscriptionRole::kPipeline;
 
   static QoS keep_last(std::size_t depth) { return {depth, Reliability::kBestEffort, {}, 0}; }
   // Only the newest message matters (a controller reading the latest state).
@@ -29,8 +38,15 @@ struct QoS {
     return {depth, Reliability::kReliable, max_block, 0};
   }
   static QoS sensor_data() { return keep_last(5); }
+  QoS as_observer() const {
+    QoS q = *this;
+    q.role = SubscriptionRole::kObserver;
+    return q;
+  }
+  bool observer() const { return role == SubscriptionRole::kObserver; }
 
-  // "keep_last:10", "keep_latest", "reliable:10" or "reliable:10:250ms".
+  // "keep_last:10", "keep_latest", "reliable:10" or "reliable:10:250ms"; "observer:" in front
+  // for an observer ("observer:keep_last:5").
   std::string to_string() const;
 };
 

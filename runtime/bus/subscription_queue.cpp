@@ -68,6 +68,7 @@ SubscriptionQueue::Stamped SubscriptionQueue::pop_stamped() {
     if (queue_.empty()) return s;
     s = std::move(queue_.front());
     queue_.pop_front();
+    counters_.taken.add();
     if (qos_.max_bytes) bytes_ -= tensor_bytes(*s.message);
   }
   if (qos_.reliability == Reliability::kReliable) space_.notify_one();

@@ -16,13 +16,21 @@
 
 namespace edgevla {
 
+// Every message a publisher sent after this subscription began is accounted exactly once:
+//   sent = received + rejected + dropped_transport + lost
+//   received = taken + dropped_overflow + dropped_timeout + queued now
+// (taken: popped by the subscriber; `delivered` counts those its callback ran for).
 struct SubscriptionCounters {
-  Counter received;          // messages offered to the queue
-  Counter dropped_overflow;  // oldest dropped because the queue was full (best effort)
-  Counter dropped_timeout;   // reliable: the publisher waited max_block and then dropped
-  Counter rejected;          // wrong type, failed schema, undecodable, bad shm descriptor
-  Counter lost;              // gaps in the publisher's sequence numbers (dropped in transport)
-  Counter delivered;         // handed to the callback
+  Counter received;           // messages offered to the queue
+  Counter dropped_overflow;   // QoS: oldest dropped because the queue was full (best effort)
+  Counter dropped_timeout;    // QoS, reliable: the publisher waited max_block and then dropped
+  Counter rejected;           // wrong type, failed schema, undecodable, bad shm descriptor
+  Counter dropped_transport;  // arrived, but its shared memory could not be held (holder slots
+                              // full, recycled before read, segment gone)
+  Counter lost;               // gaps in the publisher's sequence numbers: never arrived (the
+                              // publisher's pool was full, the socket dropped it)
+  Counter taken;              // popped from the queue
+  Counter delivered;          // handed to the callback
 };
 
 class SubscriptionQueue {

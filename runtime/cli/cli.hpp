@@ -26,6 +26,7 @@ struct BagRecordOptions {
   bool all = false;
   std::string compression = "zstd";
   int max_queue_mb = 512;
+  bool lossless = false;
   double duration_s = 0;
 };
 struct BagPlayOptions {

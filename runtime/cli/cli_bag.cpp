@@ -80,6 +80,7 @@ int bag_record(const BagRecordOptions& o) {
   set("all", o.all ? "true" : "false");
   set("compression", o.compression);
   set("max_queue_mb", std::to_string(o.max_queue_mb));
+  set("lossless", o.lossless ? "true" : "false");
   auto added = host.add(n);
   if (!added) return fail(added.status());
   if (Status s = host.activate_all(); !s.is_ok()) return fail(s);

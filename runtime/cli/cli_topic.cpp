@@ -34,7 +34,8 @@ struct Tap {
     if (!bus) return bus.status();
     Tap t;
     t.bus = std::move(*bus);
-    t.queue = std::make_shared<SubscriptionQueue>(topic, "", QoS::keep_last(depth), "cli-" + purpose, t.waker);
+    t.queue = std::make_shared<SubscriptionQueue>(topic, "", QoS::keep_last(depth).as_observer(), "cli-" + purpose,
+                                                      t.waker);
     EDGEVLA_RETURN_IF_ERROR(t.bus->attach(t.queue));
     return t;
   }
@@ -122,6 +123,13 @@ int topic_echo(const EchoOptions& o) {
 
 namespace {
 
+// What this observer did not get, by cause (see SubscriptionCounters).
+std::string drop_summary(const SubscriptionCounters& c) {
+  return "dropped: queue " + std::to_string(c.dropped_overflow.get() + c.dropped_timeout.get()) + ", transport " +
+         std::to_string(c.dropped_transport.get()) + ", lost " + std::to_string(c.lost.get()) + ", rejected " +
+         std::to_string(c.rejected.get());
+}
+
 template <class Report>
 int rate_loop(const RateOptions& o, const char* purpose, Report report) {
   auto tap = Tap::open(o.topic, purpose, 16);
@@ -148,10 +156,12 @@ int rate_loop(const RateOptions& o, const char* purpose, Report report) {
       } else {
         report(window);
       }
+      std::printf("  %s\n", drop_summary(tap->queue->counters()).c_str());
       std::fflush(stdout);
     }
   }
-  std::printf("received %llu message(s) on %s\n", static_cast<unsigned long long>(total), o.topic.c_str());
+  std::printf("received %llu message(s) on %s; %s\n", static_cast<unsigned long long>(total), o.topic.c_str(),
+              drop_summary(tap->queue->counters()).c_str());
   return 0;
 }
 

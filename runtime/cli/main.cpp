@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
   brec->add_flag("--all", rec.all, "record every topic, including ones that appear later");
   brec->add_option("--compression", rec.compression, "none, lz4 or zstd");
   brec->add_option("--max-queue-mb", rec.max_queue_mb, "per-topic queue bound before dropping");
+  brec->add_flag("--lossless", rec.lossless,
+                 "never lose a message within --max-queue-mb per topic (default: an observer, which never "
+                 "slows the graph and loses first when a publisher's pool is short)");
   brec->add_option("--duration", rec.duration_s, "stop after S seconds");
   std::string bag_path, bag_out;
   auto* binfo = bag->add_subcommand("info", "topics, types, counts, rates, duration, sizes, compression");

@@ -2,10 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 namespace edgevla::shm {
 
-Mapper::Mapper(std::size_t max_cached_segments)
-    : max_cached_(max_cached_segments), pid_(static_cast<std::uint32_t>(::getpid())) {}
+Mapper::Mapper(std::size_t max_cached_segments, std::size_t max_observer_holds)
+    : max_cached_(max_cached_segments),
+      max_observer_holds_(max_observer_holds),
+      pid_(static_cast<std::uint32_t>(::getpid())) {}
 
 Expected<std::shared_ptr<Segment>> Mapper::segment(const std::string& name) {
   if (auto it = cache_.find(name); it != cache_.end()) {
@@ -36,7 +41,7 @@ Expected<std::shared_ptr<Segment>> Mapper::segment(const std::string& name) {
   return seg;
 }
 
-Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
+Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions options) {
   std::shared_ptr<Segment> seg;
   {
     std::lock_guard lock(mu_);
@@ -63,6 +68,9 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
       if (!hold) holds_.erase(it);
     }
     shared = hold != nullptr;
+    if (hold && !options.observer && hold->observer.exchange(false)) {
+      observer_holds_.fetch_sub(1);  // a pipeline subscriber uses it too: no longer bounded
+    }
     if (!hold) {
       const int slot = seg->claim_slot(pid_);
       if (slot < 0) {
@@ -74,6 +82,11 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
       hold = std::make_shared<Hold>();
       hold->segment = seg;
       hold->slot = slot;
+      hold->observer_holds = &observer_holds_;
+      if (options.observer) {
+        hold->observer.store(true);
+        observer_holds_.fetch_add(1);
+      }
       holds_[key] = hold;
       // Forget expired entries now and then, so the map tracks only live holds.
       if (holds_.size() > 4096) std::erase_if(holds_, [](const auto& kv) { return kv.second.expired(); });
@@ -89,18 +102,36 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc) {
                          "' was recycled by its publisher before this subscriber read it "
                          "(the subscriber fell behind by more than the publisher's pool)");
     }
-    if (s.pending == 0) break;
-    --s.pending;
+    if (!options.take_pending) break;
+    // This receiver's role counter; the other one if the publisher saw the role differently.
+    std::uint16_t& mine = options.observer ? s.observer_pending : s.pending;
+    std::uint16_t& other = options.observer ? s.pending : s.observer_pending;
+    if (mine > 0) {
+      --mine;
+    } else if (other > 0) {
+      --other;
+    } else {
+      break;
+    }
     if (state.compare_exchange_weak(raw, s.pack())) break;
   }
   counters_.acquired.add();
   if (shared) counters_.shared_holds.add();
+  std::byte* data = seg->data() + (loc.offset - kDataOffset);
+  if (options.observer && !shared && hold->observer.load() &&
+      observer_holds_.load() > static_cast<std::int64_t>(max_observer_holds_)) {
+    // Past the observer's bound: read a copy; the hold (and the slot) goes with this scope.
+    counters_.observer_copies.add();
+    auto copy = Buffer::allocate_heap(loc.size);
+    if (!copy) return copy.status();
+    std::memcpy((*copy)->data(), data, loc.size);
+    return copy;
+  }
   Buffer::Options o;
   o.kind = BufferKind::kSharedMemory;
   o.writable = false;
   o.shm = loc;
   o.release = [hold] {};  // the hold (and so the slot) lives as long as any buffer over it
-  std::byte* data = seg->data() + (loc.offset - kDataOffset);
   return std::make_shared<Buffer>(data, loc.size, std::move(o));
 }
 
@@ -125,6 +156,8 @@ MapperStats Mapper::stats() const {
   s.bad_descriptor = counters_.bad_descriptor.get();
   s.slots_full = counters_.slots_full.get();
   s.shared_holds = counters_.shared_holds.get();
+  s.observer_copies = counters_.observer_copies.get();
+  s.observer_holds = static_cast<std::uint64_t>(std::max<std::int64_t>(0, observer_holds_.load()));
   std::lock_guard lock(mu_);
   s.mapped = cache_.size();
   for (const auto& [key, h] : holds_) s.holders += h.expired() ? 0 : 1;

@@ -4,10 +4,14 @@
 //
 // A process takes one holder slot per block, however many tensors or messages of it point
 // into the block (a PrefixCache carries 2 x layers K/V tensors in one block): the slot is
-// shared in the process and released with the last buffer over that block. Pending counts stay
-// per descriptor (the publisher counts one per tensor and receiver).
+// shared in the process and released with the last buffer over that block. The pending count
+// is taken once per block and message (the publisher counts each receiving process once).
+//
+// An observer process holds at most `max_observer_holds` blocks at a time: past that it reads
+// a copy and lets the block go at once, so observers can never pin a publisher's pool.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -29,16 +33,26 @@ struct MapperStats {
   std::uint64_t bad_descriptor = 0;        // offset/size outside the segment, bad header
   std::uint64_t slots_full = 0;            // more holder processes than kMaxHolders
   std::uint64_t shared_holds = 0;          // acquisitions served by this process's existing slot
+  std::uint64_t observer_copies = 0;       // observer reads copied out (its hold bound reached)
+  std::uint64_t observer_holds = 0;        // blocks held now for observers only
   std::uint64_t holders = 0;               // blocks this process holds a slot of now
   std::uint64_t mapped = 0;                // segments mapped now
 };
 
+struct AcquireOptions {
+  bool observer = false;       // for observers only (bounded holds, observer pending count)
+  bool take_pending = true;    // the first descriptor of this block in its message
+};
+
 class Mapper {
  public:
-  explicit Mapper(std::size_t max_cached_segments = 1024);
+  explicit Mapper(std::size_t max_cached_segments = 1024, std::size_t max_observer_holds = 16);
 
-  // A buffer over [loc.offset, loc.offset + loc.size) of the segment, or the reason why not.
-  Expected<BufferPtr> acquire(const ShmLocation& loc);
+  // A buffer over [loc.offset, loc.offset + loc.size) of the segment, or the reason why not:
+  // resource_exhausted (every holder slot taken), unavailable (recycled before read),
+  // not_found (the segment is gone) — transport drops — or invalid_argument / out_of_range
+  // (a bad descriptor).
+  Expected<BufferPtr> acquire(const ShmLocation& loc, AcquireOptions options = {});
   // Drops cached mappings of segments created by `pid` (it exited).
   void forget_process(std::uint32_t pid);
   MapperStats stats() const;
@@ -51,17 +65,24 @@ class Mapper {
   struct Hold {
     std::shared_ptr<Segment> segment;
     int slot = -1;
-    ~Hold() { segment->release_slot(slot); }
+    std::atomic<std::int64_t>* observer_holds = nullptr;  // the mapper's count
+    std::atomic<bool> observer{false};  // counted there (no pipeline subscriber uses it)
+    ~Hold() {
+      segment->release_slot(slot);
+      if (observer.exchange(false)) observer_holds->fetch_sub(1);
+    }
   };
 
   std::size_t max_cached_;
+  std::size_t max_observer_holds_;
+  std::atomic<std::int64_t> observer_holds_{0};
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::pair<std::shared_ptr<Segment>, std::list<std::string>::iterator>> cache_;
   std::list<std::string> lru_;  // front = most recently used
   // (segment name, generation) -> this process's hold, while any buffer uses it.
   std::map<std::pair<std::string, std::uint32_t>, std::weak_ptr<Hold>> holds_;
   struct Counters {
-    Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full, shared_holds;
+    Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full, shared_holds, observer_copies;
   } counters_;
   std::uint32_t pid_;
 };

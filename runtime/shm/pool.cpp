@@ -23,40 +23,49 @@ std::size_t Pool::size_class(std::size_t size) {
   return (size + step - 1) / step * step;
 }
 
-bool Pool::looks_reusable(const Block& b, std::int64_t now_ns) const {
+namespace {
+// Whether the pending counts of `s` still keep its block (`expired`: the transit timeout
+// passed, so nobody is waited for any more).
+bool pending_keeps(const State& s, bool expired, bool over_observers) {
+  if (expired) return false;
+  return s.pending > 0 || (s.observer_pending > 0 && !over_observers);
+}
+}  // namespace
+
+bool Pool::looks_reusable(const Block& b, std::int64_t now_ns, bool over_observers) const {
   if (!b.segment || b.local_in_use.load()) return false;
   const State s = State::unpack(b.segment->header().state.load());
   if (s.flags != 0) return false;
-  if (s.pending > 0 && now_ns - b.sent_ns < options_.transit_timeout_ns) return false;
+  if (pending_keeps(s, now_ns - b.sent_ns >= options_.transit_timeout_ns, over_observers)) return false;
   return !b.segment->any_holder();
 }
 
 template <class Eligible>
-Pool::Block* Pool::recycle_lru(std::int64_t now_ns, Eligible eligible) {
+Pool::Block* Pool::recycle_lru(std::int64_t now_ns, bool over_observers, Eligible eligible) {
   // Candidates by cheap checks, oldest first; only the one taken is recycled (its generation
   // bumped), and the next is tried only if a receiver slipped in meanwhile.
   std::vector<Block*> candidates;
   for (auto& b : blocks_) {
-    if (eligible(*b) && looks_reusable(*b, now_ns)) candidates.push_back(b.get());
+    if (eligible(*b) && looks_reusable(*b, now_ns, over_observers)) candidates.push_back(b.get());
   }
   std::sort(candidates.begin(), candidates.end(),
             [](const Block* a, const Block* b) { return a->last_used < b->last_used; });
   for (Block* b : candidates) {
-    if (try_recycle(*b, now_ns)) return b;
+    if (try_recycle(*b, now_ns, over_observers)) return b;
   }
   return nullptr;
 }
 
-bool Pool::try_recycle(Block& b, std::int64_t now_ns) {
+bool Pool::try_recycle(Block& b, std::int64_t now_ns, bool over_observers) {
   const Segment& seg = *b.segment;
   auto& state = seg.header().state;
   std::uint64_t raw = state.load();
   const State s = State::unpack(raw);
   if (s.flags != 0) return false;
   const bool expired = now_ns - b.sent_ns >= options_.transit_timeout_ns;
-  if (s.pending > 0 && !expired) return false;
+  if (pending_keeps(s, expired, over_observers)) return false;
   if (seg.any_holder()) return false;
-  const State recycling{s.generation + 1, 0, kFlagRecycling};
+  const State recycling{s.generation + 1, 0, 0, kFlagRecycling};
   if (!state.compare_exchange_strong(raw, recycling.pack())) return false;
   if (seg.any_holder()) {
     // A receiver claimed a slot between our checks; it keeps the block.
@@ -64,10 +73,12 @@ bool Pool::try_recycle(Block& b, std::int64_t now_ns) {
     state.compare_exchange_strong(expect, s.pack());
     return false;
   }
-  state.store(State{s.generation + 1, 0, 0}.pack());
+  state.store(State{s.generation + 1, 0, 0, 0}.pack());
   b.generation = s.generation + 1;
-  if (s.pending > 0) {
+  if (expired && (s.pending > 0 || s.observer_pending > 0)) {
     ++stats_.transit_expired;
+  } else if (s.observer_pending > 0) {
+    stats_.observer_reclaims[b.topic.empty() ? "?" : b.topic] += s.observer_pending;
   } else if (b.sent_ns != 0) {
     ++stats_.recycled;
   }
@@ -75,11 +86,11 @@ bool Pool::try_recycle(Block& b, std::int64_t now_ns) {
   return true;
 }
 
-bool Pool::evict_idle_for(std::size_t need) {
+bool Pool::evict_idle_for(std::size_t need, bool over_observers) {
   // Frees least recently used idle blocks (any size class) until `need` more bytes fit.
   const std::int64_t now = steady_now_ns();
   while (bytes_ + need > options_.max_bytes) {
-    Block* victim = recycle_lru(now, [](const Block&) { return true; });
+    Block* victim = recycle_lru(now, over_observers, [](const Block&) { return true; });
     if (victim == nullptr) return false;
     bytes_ -= victim->size_class;
     collect_refusals(*victim);
@@ -117,10 +128,14 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
         }
       }
     }
-    if (Block* reuse = recycle_lru(now, [cls](const Block& b) { return b.size_class == cls; })) {
-      return hand_out(*reuse, size);
+    const auto same_class = [cls](const Block& b) { return b.size_class == cls; };
+    if (Block* reuse = recycle_lru(now, /*over_observers=*/false, same_class)) return hand_out(*reuse, size);
+    const bool fits = bytes_ + cls <= options_.max_bytes || evict_idle_for(cls, /*over_observers=*/false);
+    // Short: observers lose first. A block only observers have yet to pick up is taken back.
+    if (!fits) {
+      if (Block* reuse = recycle_lru(now, /*over_observers=*/true, same_class)) return hand_out(*reuse, size);
     }
-    if (bytes_ + cls > options_.max_bytes && !evict_idle_for(cls)) {
+    if (!fits && !evict_idle_for(cls, /*over_observers=*/true)) {
       ++stats_.exhausted;
       return resource_exhausted(
           "shared memory pool is full (" + std::to_string(bytes_ >> 20) + " MiB of " +
@@ -157,8 +172,9 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
   return hand_out(*slot, size);
 }
 
-void Pool::mark_sent(const Buffer& buffer, std::uint32_t receivers, const std::string& topic) {
-  adjust_pending(buffer, static_cast<std::int32_t>(receivers), topic.empty() ? nullptr : &topic);
+void Pool::mark_sent(const Buffer& buffer, Receivers receivers, const std::string& topic) {
+  adjust_pending(buffer, static_cast<std::int32_t>(receivers.pipeline), static_cast<std::int32_t>(receivers.observers),
+                 topic.empty() ? nullptr : &topic);
 }
 
 namespace {
@@ -176,12 +192,12 @@ void Pool::collect_refusals(Block& b) {
   b.refusals_seen += n;
 }
 
-void Pool::cancel_sent(const Buffer& buffer, std::uint32_t receivers) {
-  adjust_pending(buffer, -static_cast<std::int32_t>(receivers));
+void Pool::cancel_sent(const Buffer& buffer, Receivers receivers) {
+  adjust_pending(buffer, -static_cast<std::int32_t>(receivers.pipeline), -static_cast<std::int32_t>(receivers.observers));
 }
 
-void Pool::adjust_pending(const Buffer& buffer, std::int32_t delta, const std::string* topic) {
-  if (!buffer.shm() || delta == 0) return;
+void Pool::adjust_pending(const Buffer& buffer, std::int32_t pipeline, std::int32_t observers, const std::string* topic) {
+  if (!buffer.shm() || (pipeline == 0 && observers == 0)) return;
   std::lock_guard lock(mu_);
   auto it = by_segment_.find(buffer.shm()->segment);
   if (it == by_segment_.end()) return;
@@ -190,15 +206,18 @@ void Pool::adjust_pending(const Buffer& buffer, std::int32_t delta, const std::s
     collect_refusals(b);  // refusals so far belong to the topic it was sent on before
     b.topic = *topic;
   }
+  const auto add = [](std::uint16_t v, std::int32_t d) {
+    return static_cast<std::uint16_t>(std::clamp<std::int32_t>(static_cast<std::int32_t>(v) + d, 0, kMaxPending));
+  };
   auto& state = b.segment->header().state;
   std::uint64_t raw = state.load();
   for (;;) {
     State s = State::unpack(raw);
-    const std::int32_t p = std::clamp<std::int32_t>(static_cast<std::int32_t>(s.pending) + delta, 0, 0xffff);
-    s.pending = static_cast<std::uint16_t>(p);
+    s.pending = add(s.pending, pipeline);
+    s.observer_pending = add(s.observer_pending, observers);
     if (state.compare_exchange_weak(raw, s.pack())) break;
   }
-  if (delta > 0) b.sent_ns = steady_now_ns();
+  if (pipeline > 0 || observers > 0) b.sent_ns = steady_now_ns();
 }
 
 bool Pool::owns(const Buffer& buffer) const {
@@ -218,7 +237,7 @@ PoolStats Pool::stats() const {
     if (!b->segment) continue;
     ++s.segments;
     const State st = State::unpack(b->segment->header().state.load());
-    if (b->local_in_use.load() || st.pending > 0 || b->segment->any_holder()) ++s.in_use;
+    if (b->local_in_use.load() || st.pending > 0 || st.observer_pending > 0 || b->segment->any_holder()) ++s.in_use;
   }
   s.bytes = bytes_;
   return s;

@@ -37,6 +37,15 @@ struct PoolStats {
   // Receivers that could not hold a block because all its holder slots were taken, by the
   // topic the block was last sent on (each is a message that receiver dropped).
   std::map<std::string, std::uint64_t> slot_refusals;
+  // Blocks taken back from observers that had not picked them up yet, because the pool was
+  // short (each is a message those observers drop), by the topic they were sent on.
+  std::map<std::string, std::uint64_t> observer_reclaims;
+};
+
+// Receiving processes of one send, by role (each counted once per block).
+struct Receivers {
+  std::uint32_t pipeline = 0;
+  std::uint32_t observers = 0;
 };
 
 class Pool : public std::enable_shared_from_this<Pool> {
@@ -46,10 +55,11 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   // A writable buffer of at least `size` bytes (exactly `size` visible) in shared memory.
   Expected<BufferPtr> allocate(std::size_t size);
-  // Records that the block behind `buffer` is being sent to `receivers` other processes.
-  void mark_sent(const Buffer& buffer, std::uint32_t receivers, const std::string& topic = {});
+  // Records that the block behind `buffer` is being sent to `receivers` other processes
+  // (once per block and message, however many tensors of the message lie in it).
+  void mark_sent(const Buffer& buffer, Receivers receivers, const std::string& topic = {});
   // Takes back a mark_sent() whose send failed.
-  void cancel_sent(const Buffer& buffer, std::uint32_t receivers);
+  void cancel_sent(const Buffer& buffer, Receivers receivers);
   // True when `buffer` is a block of this pool (then it can be sent as a descriptor).
   bool owns(const Buffer& buffer) const;
   PoolStats stats() const;
@@ -73,16 +83,18 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   explicit Pool(PoolOptions options)
       : options_(std::move(options)), segment_name_prefix_(options_.name_prefix + ".") {}
-  // Cheap test (no state change): could try_recycle() succeed now?
-  bool looks_reusable(const Block& block, std::int64_t now_ns) const;
-  bool try_recycle(Block& block, std::int64_t now_ns);
+  // Cheap test (no state change): could try_recycle() succeed now? `over_observers`: a
+  // block only observers have yet to pick up counts as reusable (the pool is short).
+  bool looks_reusable(const Block& block, std::int64_t now_ns, bool over_observers) const;
+  bool try_recycle(Block& block, std::int64_t now_ns, bool over_observers);
   // Recycles the least recently used reusable block among those `eligible` accepts.
   template <class Eligible>
-  Block* recycle_lru(std::int64_t now_ns, Eligible eligible);
-  void adjust_pending(const Buffer& buffer, std::int32_t delta, const std::string* topic = nullptr);
+  Block* recycle_lru(std::int64_t now_ns, bool over_observers, Eligible eligible);
+  void adjust_pending(const Buffer& buffer, std::int32_t pipeline, std::int32_t observers,
+                      const std::string* topic = nullptr);
   // Moves new slot refusals of `block` into refusals_ (under mu_).
   void collect_refusals(Block& block);
-  bool evict_idle_for(std::size_t need);
+  bool evict_idle_for(std::size_t need, bool over_observers);
   BufferPtr hand_out(Block& block, std::size_t size);
 
   PoolOptions options_;

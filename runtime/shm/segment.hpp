@@ -1,13 +1,17 @@
 // One POSIX shared-memory segment holding one buffer block, with a small control header.
 //
 // Cross-process lifetime protocol (specified in msgs/README.md, section 6):
-//  - state packs generation (32 bits) | pending receivers (16) | flags (16).
+//  - state packs generation (32 bits) | pending pipeline receivers (12) | pending observers
+//    (12) | flags (8). A send counts each receiving process once per block, however many of
+//    the message's tensors lie in it, in the counter of that receiver's role.
 //  - A receiver claims a holder slot (CAS 0 -> its pid), then checks the generation it was
-//    told and decrements pending. A wrong generation or RECYCLING flag means the block was
-//    reused before this receiver got to it: it releases the slot and counts a drop.
-//  - The owner recycles a block only when it holds no local reference, pending is 0 (or the
-//    transit timeout passed) and no slot is held: it sets RECYCLING with the next generation,
-//    re-checks the slots, and reverts if a receiver slipped in.
+//    told and decrements its role's pending count, once per block and message. A wrong
+//    generation or RECYCLING flag means the block was reused before this receiver got to it:
+//    it releases the slot and counts a drop.
+//  - The owner recycles a block only when it holds no local reference, nothing is pending (or
+//    the transit timeout passed) and no slot is held: it sets RECYCLING with the next
+//    generation, re-checks the slots, and reverts if a receiver slipped in. When its pool is
+//    short it may also take back a block that only observers have yet to pick up.
 //  - Slots of dead processes are cleared by the owner, so a crashed subscriber cannot pin a
 //    block forever.
 #pragma once
@@ -25,23 +29,27 @@
 namespace edgevla::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314d485341564c45ull;  // "ELVASHM1" little endian
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 3;
 inline constexpr int kMaxHolders = 32;
 inline constexpr std::size_t kDataOffset = 4096;
 inline constexpr std::uint32_t kFlagRecycling = 1;
 
+inline constexpr std::uint32_t kMaxPending = 0xfff;
+
 struct State {
-  std::uint32_t generation;
-  std::uint16_t pending;
-  std::uint16_t flags;
+  std::uint32_t generation = 0;
+  std::uint16_t pending = 0;           // pipeline receivers yet to pick the block up
+  std::uint16_t observer_pending = 0;  // observers yet to pick it up
+  std::uint8_t flags = 0;
 
   static State unpack(std::uint64_t v) {
-    return {static_cast<std::uint32_t>(v >> 32), static_cast<std::uint16_t>((v >> 16) & 0xffff),
-            static_cast<std::uint16_t>(v & 0xffff)};
+    return {static_cast<std::uint32_t>(v >> 32), static_cast<std::uint16_t>((v >> 20) & kMaxPending),
+            static_cast<std::uint16_t>((v >> 8) & kMaxPending), static_cast<std::uint8_t>(v & 0xff)};
   }
   std::uint64_t pack() const {
     return (static_cast<std::uint64_t>(generation) << 32) |
-           (static_cast<std::uint64_t>(pending) << 16) | flags;
+           (static_cast<std::uint64_t>(pending & kMaxPending) << 20) |
+           (static_cast<std::uint64_t>(observer_pending & kMaxPending) << 8) | flags;
   }
 };
 

@@ -110,6 +110,12 @@ def topic_frame(topic: str) -> bytes:
     return topic.encode("utf-8") + b"\0"
 
 
+def observer_frame(topic: str) -> bytes:
+    """The subscription that marks this client as an observer of `topic` ("" = every topic):
+    publishers never hold shared memory for it, so it cannot slow the graph down."""
+    return b"\x01" + topic.encode("utf-8") + b"\0"
+
+
 def parse_topic_frame(frame: bytes) -> str:
     if len(frame) == 0 or frame[-1] != 0:
         raise WireError("topic frame is not NUL-terminated")
@@ -382,8 +388,10 @@ class Subscriber:
         if topics:
             for t in topics:
                 self._socket.setsockopt(zmq.SUBSCRIBE, topic_frame(t))
+                self._socket.setsockopt(zmq.SUBSCRIBE, observer_frame(t))
         else:
             self._socket.setsockopt(zmq.SUBSCRIBE, b"")
+            self._socket.setsockopt(zmq.SUBSCRIBE, observer_frame(""))
         self._socket.connect(endpoint)
         self.endpoint = endpoint
 

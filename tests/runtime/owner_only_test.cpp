@@ -127,7 +127,7 @@ TEST(OwnerOnly, ASegmentOpenToOthersIsNotMapped) {
   auto pool = shm::Pool::create({shm::segment_prefix() + std::to_string(::getpid()) + ".own", 1 << 20, 2'000'000'000});
   auto b = *pool->allocate(4096);
   const ShmLocation loc = *b->shm();
-  pool->mark_sent(*b, 1);
+  pool->mark_sent(*b, {1, 0});
   ASSERT_EQ(::chmod(("/dev/shm" + loc.segment).c_str(), 0666), 0);
   shm::Mapper m;
   auto r = m.acquire(loc);

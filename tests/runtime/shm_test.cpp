@@ -46,7 +46,7 @@ TEST(ShmMapper, ReadsThePublishersBytes) {
   auto pool = make_pool("read");
   auto b = *pool->allocate(4096);
   std::memset(b->data(), 0x5a, 4096);
-  pool->mark_sent(*b, 1);
+  pool->mark_sent(*b, {1, 0});
   Mapper m;
   auto r = m.acquire(*b->shm());
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
@@ -63,7 +63,7 @@ TEST(ShmPool, BlockIsReusedOnlyAfterEveryReceiverLetGo) {
   {
     auto b = *pool->allocate(4096);
     loc = *b->shm();
-    pool->mark_sent(*b, 1);
+    pool->mark_sent(*b, {1, 0});
   }  // local reference gone, but one receiver is still pending
   auto second = *pool->allocate(4096);
   EXPECT_NE(second->shm()->segment, loc.segment);  // pending block is not reused
@@ -98,7 +98,7 @@ TEST(ShmPool, TransitTimeoutFreesBlocksNobodyPickedUp) {
   {
     auto b = *pool->allocate(4096);
     seg = b->shm()->segment;
-    pool->mark_sent(*b, 3);  // three receivers expected, none will come
+    pool->mark_sent(*b, {3, 0});  // three receivers expected, none will come
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto again = *pool->allocate(4096);
@@ -112,7 +112,7 @@ TEST(ShmPool, CrashedSubscriberDoesNotPinABlockForever) {
   {
     auto b = *pool->allocate(4096);
     loc = *b->shm();
-    pool->mark_sent(*b, 1);
+    pool->mark_sent(*b, {1, 0});
   }
   const pid_t child = ::fork();
   if (child == 0) {
@@ -143,7 +143,7 @@ TEST(ShmMapper, OneHolderSlotPerProcessHoweverManyTensors) {
   auto block = *pool->allocate(kTensors * kBytes);
   for (int t = 0; t < kTensors; ++t) std::memset(block->data() + t * kBytes, t % 251, kBytes);
   const ShmLocation whole = *block->shm();
-  for (int i = 0; i < kTensors; ++i) pool->mark_sent(*block, kProcesses);  // one per tensor and receiver
+  pool->mark_sent(*block, {kProcesses, 0});  // one per receiving process, however many tensors
   auto opened = Segment::open(whole.segment);
   ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
   const Segment& seg = **opened;
@@ -166,7 +166,7 @@ TEST(ShmMapper, OneHolderSlotPerProcessHoweverManyTensors) {
         ShmLocation loc = whole;
         loc.offset += static_cast<std::uint64_t>(t * kBytes);
         loc.size = kBytes;
-        auto b = m.acquire(loc);
+        auto b = m.acquire(loc, {.observer = false, .take_pending = t == 0});  // one message
         if (!b) _exit(2);
         bad += std::to_integer<int>((*b)->data()[kBytes - 1]) != t % 251 ? 1 : 0;
         held.push_back(std::move(*b));
@@ -188,7 +188,7 @@ TEST(ShmMapper, OneHolderSlotPerProcessHoweverManyTensors) {
     EXPECT_EQ(c, 'y') << "a process read wrong bytes or took more than one slot";
   }
   EXPECT_EQ(holders(), kProcesses);  // one slot per process, not per tensor (8000 would not fit in 32)
-  EXPECT_EQ(State::unpack(seg.header().state.load()).pending, 0);  // every descriptor counted once
+  EXPECT_EQ(State::unpack(seg.header().state.load()).pending, 0);  // each process counted once
   const std::string all(kProcesses, 'g');
   ASSERT_EQ(::write(go[1], all.data(), all.size()), static_cast<ssize_t>(all.size()));
   for (pid_t c : children) {
@@ -204,7 +204,7 @@ TEST(ShmMapper, AReceiverFindingEverySlotTakenIsCountedByTopicAtThePublisher) {
   auto pool = make_pool("refuse");
   auto block = *pool->allocate(4096);
   const ShmLocation loc = *block->shm();
-  pool->mark_sent(*block, 1, "/policy/prefix");
+  pool->mark_sent(*block, {1, 0}, "/policy/prefix");
   auto opened = Segment::open(loc.segment);
   ASSERT_TRUE(opened.has_value());
   // Every slot held (by this live process, so no sweep clears them).

@@ -215,10 +215,12 @@ TEST_F(Launcher, RecordSectionRecordsTheGraph) {
   // The recorder's account per topic: everything written, and why anything was not.
   std::smatch d;
   ASSERT_TRUE(std::regex_search(info.out, d, std::regex("/demo/image +written ([0-9]+), dropped_overflow ([0-9]+), "
-                                                         "lost_in_transport ([0-9]+), rejected ([0-9]+)")))
+                                                         "dropped_transport ([0-9]+), lost_in_transport ([0-9]+), "
+                                                         "rejected ([0-9]+), queued_at_stop ([0-9]+)")))
       << info.out;
   EXPECT_EQ(d[1], m[1]);
-  EXPECT_EQ(d[3], "0");
+  EXPECT_EQ(d[4], "0");
+  EXPECT_EQ(d[6], "0");  // the recorder drains its queue before closing the bag
   // A typo in the record section is an ordinary param error with its line.
   const auto bad = write("bad.yaml", "record:\n  output: x.mcap\n  topcs: [/a]\n"
                          "nodes: [{name: s, type: tensor_sink}]\n");
