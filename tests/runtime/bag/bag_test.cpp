@@ -181,6 +181,23 @@ TEST(Recorder, FallsBehindByDroppingCountedNotByGrowing) {
   fs::remove(path);
 }
 
+// The recorder's QoS decides its role: an observer by default (never slows the graph, loses
+// first), a pipeline subscriber with a declared backlog when lossless.
+TEST(Recorder, IsAnObserverUnlessLossless) {
+  for (const bool lossless : {false, true}) {
+    auto bus = make_bus(lossless ? "reclossless" : "recobserver");
+    const std::string path = temp_path("role.mcap");
+    RecorderOptions o;
+    o.output = path;
+    o.topics = {"/cam"};
+    o.lossless = lossless;
+    auto rec = std::move(*Recorder::start(*bus, o));
+    EXPECT_EQ(bus->observes_only("/cam"), !lossless);
+    ASSERT_TRUE(rec->stop().is_ok());
+    fs::remove(path);
+  }
+}
+
 TEST(Recorder, AllPicksUpTopicsThatAppearLater) {
   auto bus = make_bus("recall");
   const std::string path = temp_path("all.mcap");

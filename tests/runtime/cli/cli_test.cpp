@@ -95,6 +95,10 @@ TEST_F(Cli, TopicHzMeasuresTheSourceRate) {
   // cannot fail it, narrow enough that a wrong rate computation would.
   EXPECT_GT(hz, 10.0);
   EXPECT_LT(hz, 45.0);
+  // What this observer did not get, by cause, every second and at the end.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("received [0-9]+ message\\(s\\) on /demo/image; dropped: queue [0-9]+, "
+                                                  "transport [0-9]+, lost [0-9]+, rejected [0-9]+")))
+      << r.out;
 }
 
 TEST_F(Cli, TopicBwMeasuresBytes) {
