@@ -33,6 +33,10 @@ struct BusOptions {
   bool cross_process = true;           // false: in-process only (no sockets, no registry)
   std::string tcp_listen;              // e.g. "tcp://0.0.0.0:7447" or "tcp://127.0.0.1:*"
   std::vector<std::string> tcp_peers;  // tcp endpoints of buses on other hosts
+  // Besides processes of this uid, those whose gid is listed may connect to this bus's ipc
+  // endpoints, and this bus takes data from their ipc endpoints (the effective gid the kernel
+  // reports with SO_PEERCRED: a supplementary group does not count).
+  std::vector<std::uint32_t> allowed_gids;
   std::size_t shm_pool_bytes = std::size_t{2} << 30;
   std::size_t inline_max_bytes = 4096;  // smaller tensors travel inside the message
   std::int64_t shm_transit_timeout_ns = 2'000'000'000;

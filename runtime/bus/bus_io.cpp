@@ -9,6 +9,7 @@
 
 #include "msgs/schema.hpp"
 #include "msgs/wire.hpp"
+#include "runtime/bus/peer_credentials.hpp"
 #include "runtime/util/clock.hpp"
 
 namespace edgevla {
@@ -20,6 +21,21 @@ constexpr std::int64_t kRescanPeriodNs = 2'000'000'000;
 constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
 // Largest tensor sent inline over ipc when the shared-memory pool is full.
 constexpr std::size_t kInlineFallbackMaxBytes = 1 << 20;
+
+// Who is on the other end of an ipc connection is checked through ZAP: with a ZAP domain set
+// on a socket, libzmq (4.3) asks the context's handler about every connection of it, on the
+// binding and on the connecting side alike, for the NULL mechanism too, and for ipc it ends
+// the request's address with ":<uid>:<gid>:<pid>" from SO_PEERCRED of that connection. A
+// refused connection is closed before the handshake completes: no subscription, request or
+// message crosses it. (ZMQ_IPC_FILTER_UID/GID would refuse silently, only on the binding side,
+// and look groups up with getgrgid from libzmq's own thread; it is also deprecated.)
+// The domain says which socket asks; tcp sockets get none, so their peers are not asked about.
+constexpr std::string_view kZapData = "edgevla.data";        // our XPUB: the peer subscribes
+constexpr std::string_view kZapControl = "edgevla.control";  // our REP: the peer sends requests
+constexpr std::string_view kZapSubscribe = "edgevla.sub";    // our SUB: the peer is a publisher
+// Refused peers are each warned about once; past this many, further ones share one
+// rate-limited line (a flood of short-lived processes must not grow the set for ever).
+constexpr std::size_t kMaxRefusedPeersNamed = 256;
 
 std::span<const std::byte> bytes_of(const zmq::message_t& m) {
   return {static_cast<const std::byte*>(m.data()), m.size()};
@@ -75,9 +91,15 @@ Status BusIo::start() {
   self_.data_endpoint = "ipc://" + registry_.path_for(bus_id_, ".pub");
   self_.control_endpoint = "ipc://" + registry_.path_for(bus_id_, ".ctl");
   try {
+    // Bound before any socket with a ZAP domain: libzmq lets a connection through unasked
+    // while no handler is bound (ZMQ_ZAP_ENFORCE_DOMAIN would refuse it, but is a draft option).
+    zap_ = zmq::socket_t(ctx_, zmq::socket_type::rep);
+    zap_.set(zmq::sockopt::linger, 0);
+    zap_.bind("inproc://zeromq.zap.01");
     pub_ipc_ = zmq::socket_t(ctx_, zmq::socket_type::xpub);
     pub_ipc_.set(zmq::sockopt::linger, 0);
     pub_ipc_.set(zmq::sockopt::xpub_verboser, 1);
+    pub_ipc_.set(zmq::sockopt::zap_domain, std::string(kZapData));
     pub_ipc_.bind(self_.data_endpoint);
     if (!options_.tcp_listen.empty()) {
       pub_tcp_ = zmq::socket_t(ctx_, zmq::socket_type::xpub);
@@ -89,11 +111,13 @@ Status BusIo::start() {
     }
     sub_ipc_ = zmq::socket_t(ctx_, zmq::socket_type::sub);
     sub_ipc_.set(zmq::sockopt::linger, 0);
+    sub_ipc_.set(zmq::sockopt::zap_domain, std::string(kZapSubscribe));
     sub_tcp_ = zmq::socket_t(ctx_, zmq::socket_type::sub);
     sub_tcp_.set(zmq::sockopt::linger, 0);
     for (const auto& peer : options_.tcp_peers) sub_tcp_.connect(peer);
     control_ = zmq::socket_t(ctx_, zmq::socket_type::rep);
     control_.set(zmq::sockopt::linger, 0);
+    control_.set(zmq::sockopt::zap_domain, std::string(kZapControl));
     control_.bind(self_.control_endpoint);
   } catch (const zmq::error_t& e) {
     return unavailable(std::string("bus sockets: ") + e.what() +
@@ -480,6 +504,78 @@ void BusIo::serve_control() {
   }
 }
 
+void BusIo::serve_zap() {
+  for (int i = 0; i < 64; ++i) {  // bounded, like receive()
+    std::vector<zmq::message_t> req;
+    try {
+      if (!zmq::recv_multipart(zap_, std::back_inserter(req), zmq::recv_flags::dontwait)) return;
+    } catch (const zmq::error_t& e) {
+      rate_log_.warn("zap", std::string("ZAP request could not be read: ") + e.what());
+      return;
+    }
+    // ZAP 1.0 (RFC 27): version, request id, domain, address, routing id, mechanism,
+    // credentials. Every request is answered, or the peer's handshake hangs.
+    const bool ok = req.size() >= 6 && req[0].to_string_view() == "1.0" &&
+                    admit_peer(req[2].to_string_view(), req[3].to_string_view());
+    const std::string_view request_id =
+        req.size() > 1 ? req[1].to_string_view() : std::string_view();
+    constexpr auto kMore = zmq::send_flags::sndmore;
+    try {
+      zap_.send(zmq::str_buffer("1.0"), kMore);
+      zap_.send(zmq::buffer(request_id), kMore);
+      zap_.send(ok ? zmq::str_buffer("200") : zmq::str_buffer("400"), kMore);
+      zap_.send(ok ? zmq::str_buffer("OK") : zmq::str_buffer("uid and gid not allowed"), kMore);
+      zap_.send(zmq::str_buffer(""), kMore);                  // user id
+      zap_.send(zmq::str_buffer(""), zmq::send_flags::none);  // metadata
+    } catch (const zmq::error_t& e) {
+      rate_log_.warn("zap", std::string("ZAP reply could not be sent: ") + e.what());
+      return;
+    }
+  }
+}
+
+bool BusIo::admit_peer(std::string_view domain, std::string_view address) {
+  const bool ours_listening = domain == kZapData || domain == kZapControl;
+  if (!ours_listening && domain != kZapSubscribe) return true;  // not one of our ipc sockets
+  const auto own_uid = static_cast<std::uint32_t>(::geteuid());
+  const auto peer = parse_zap_address(address);
+  if (peer && peer_allowed(*peer, own_uid, options_.allowed_gids)) return true;
+  counters_.peers_refused.add();
+  if (!peer) {
+    rate_log_.warn("peer-unknown",
+                   "refused an ipc connection whose credentials the kernel did not report (peer '" +
+                       std::string(address) + "')");
+    return false;
+  }
+  const std::string uid = std::to_string(peer->uid), gid = std::to_string(peer->gid);
+  const std::string who = "uid " + uid + " gid " + gid + " pid " + std::to_string(peer->pid);
+  const std::string key =
+      std::string(domain) + ":" + uid + ":" + gid + ":" + std::to_string(peer->pid);
+  const bool named = refused_peers_.size() < kMaxRefusedPeersNamed || refused_peers_.contains(key);
+  // Said once already: the peer is retrying.
+  if (named && !refused_peers_.insert(key).second) return false;
+  std::string allowed = "uid " + std::to_string(own_uid);
+  for (std::uint32_t g : options_.allowed_gids) allowed += ", gid " + std::to_string(g);
+  const std::string fix = "run it as uid " + std::to_string(own_uid) + " or add its group (" + gid +
+                          ") to allowed_groups";
+  std::string message;
+  if (ours_listening) {
+    const std::string& endpoint = domain == kZapData ? self_.data_endpoint : self_.control_endpoint;
+    message = "refused a connection to " + endpoint + " from " + who + " (allowed: " + allowed +
+              "); " + fix;
+  } else {
+    // The SO_PEERCRED of a connecting socket is the listener's: the publishing process.
+    std::string endpoint = "an ipc data endpoint";
+    for (const auto& [id, ep] : connected_) {
+      if (ep.second == peer->pid) endpoint = ep.first;
+    }
+    message = "refused to take data from " + endpoint + ": it is served by " + who +
+              " (allowed: " + allowed + "); " + fix;
+  }
+  rate_log_.warn(named ? "peer:" + key : std::string("peers-refused"), message);
+  return false;
+}
+
 void BusIo::run() {
   std::int64_t last_rescan = steady_now_ns();
   std::int64_t last_sweep = last_rescan;
@@ -488,6 +584,7 @@ void BusIo::run() {
       {sub_ipc_.handle(), 0, ZMQ_POLLIN, 0},
       {sub_tcp_.handle(), 0, ZMQ_POLLIN, 0},
       {control_.handle(), 0, ZMQ_POLLIN, 0},
+      {zap_.handle(), 0, ZMQ_POLLIN, 0},
       {nullptr, wake_fd_, ZMQ_POLLIN, 0},
       {nullptr, inotify_fd_, ZMQ_POLLIN, 0},
   };
@@ -500,7 +597,9 @@ void BusIo::run() {
       if (e.num() != EINTR) rate_log_.warn("poll", std::string("poll failed: ") + e.what());
       continue;
     }
-    if (items[3].revents & ZMQ_POLLIN) {
+    // Handshakes first: a peer's connection waits for this answer.
+    if (items[3].revents & ZMQ_POLLIN) serve_zap();
+    if (items[4].revents & ZMQ_POLLIN) {
       std::uint64_t v;
       [[maybe_unused]] auto n = ::read(wake_fd_, &v, sizeof v);
       std::vector<std::function<void()>> cmds;
@@ -517,7 +616,7 @@ void BusIo::run() {
       }
     }
     bool rescan = false;
-    if (items.size() > 4 && (items[4].revents & ZMQ_POLLIN)) {
+    if (items.size() > 5 && (items[5].revents & ZMQ_POLLIN)) {
       char buf[4096];
       while (::read(inotify_fd_, buf, sizeof buf) > 0) {
       }
@@ -555,6 +654,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("sent_tcp", counters_.sent_tcp.get());
   kv("inline_fallback", counters_.inline_fallback.get());
   kv("dropped_pool_full", counters_.dropped_pool_full.get());
+  kv("peers_refused", counters_.peers_refused.get());
   out << YAML::EndMap << YAML::Key << "shm_pool" << YAML::Value << YAML::BeginMap;
   kv("segments", p.segments);
   kv("bytes", p.bytes);

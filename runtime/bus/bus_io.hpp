@@ -9,8 +9,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -31,6 +33,7 @@ struct TransportCounters {
   Counter sent_tcp;
   Counter inline_fallback; // tensors sent inline over ipc because the pool was full
   Counter dropped_pool_full;  // messages not sent to other processes: pool full, tensor too big to inline
+  Counter peers_refused;  // ipc connections refused: the other end's uid and gid are not allowed
 };
 
 class BusIo {
@@ -70,6 +73,9 @@ class BusIo {
   void rescan_registry();
   void write_registry();
   void serve_control();
+  // Answers libzmq's ZAP requests: whether a connection of one of our ipc sockets may go on.
+  void serve_zap();
+  bool admit_peer(std::string_view domain, std::string_view address);
 
   Bus& bus_;
   BusOptions options_;
@@ -79,6 +85,9 @@ class BusIo {
   std::string tcp_endpoint_;
 
   zmq::context_t ctx_{1};
+  // The context's ZAP handler (inproc://zeromq.zap.01), served by the I/O thread. Declared
+  // first so that it is bound before, and closed after, every socket that asks it.
+  zmq::socket_t zap_;
   // Publishing sockets and the subscription interest they report; guarded by send_mu_.
   std::mutex send_mu_;
   zmq::socket_t pub_ipc_;
@@ -101,6 +110,7 @@ class BusIo {
 
   std::map<std::string, std::pair<std::string, std::uint32_t>> connected_;  // bus id -> endpoint, pid
   std::unordered_map<std::string, std::uint64_t> last_seq_;  // topic \n publisher -> seq
+  std::unordered_set<std::string> refused_peers_;  // warned about once each (I/O thread)
   ControlHandler control_handler_;
   std::mutex control_mu_;
 

@@ -1,8 +1,11 @@
 #include "runtime/launch/launch_file.hpp"
 
+#include <grp.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +68,39 @@ Expected<std::vector<std::string>> get_strings(const std::string& file, const YA
     out.push_back(e.Scalar());
   }
   return out;
+}
+
+// Group names or numeric gids, resolved now so a misspelt group stops the launch here and not
+// as a refused connection later.
+Expected<std::vector<std::uint32_t>> get_gids(const std::string& file, const YAML::Node& n,
+                                              const std::string& key) {
+  EDGEVLA_ASSIGN_OR_RETURN(auto names, get_strings(file, n, key));
+  std::vector<std::uint32_t> gids;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    std::uint32_t gid = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), gid);
+    if (!name.empty() && ec == std::errc() && end == name.data() + name.size()) {
+      gids.push_back(gid);
+      continue;
+    }
+    group grp{};
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    int rc = 0;
+    while ((rc = ::getgrnam_r(name.c_str(), &grp, buf.data(), buf.size(), &found)) == ERANGE &&
+           buf.size() < (1u << 24)) {
+      buf.resize(buf.size() * 2);  // a group with very many members
+    }
+    if (rc != 0 || found == nullptr) {
+      return error_at(file, n[i],
+                      "'" + key + "': no group named '" + name +
+                          "' on this machine; name a group that exists (getent group) or give its "
+                          "numeric gid");
+    }
+    gids.push_back(found->gr_gid);
+  }
+  return gids;
 }
 
 std::string relative_to(const std::string& file, const std::string& path) {
@@ -230,10 +266,11 @@ struct Parser {
 
   Status parse_group(const std::string& file, const YAML::Node& n) {
     if (!n.IsMap()) return error_at(file, n, "a group must be a map");
-    EDGEVLA_RETURN_IF_ERROR(check_keys(file, n,
-                                       {"name", "respawn", "respawn_delay_s", "max_respawns", "required",
-                                        "tcp_listen", "tcp_peers", "shm_pool_mb", "spin_us", "nodes"},
-                                       "a group"));
+    EDGEVLA_RETURN_IF_ERROR(
+        check_keys(file, n,
+                   {"name", "respawn", "respawn_delay_s", "max_respawns", "required", "tcp_listen",
+                    "tcp_peers", "allowed_groups", "shm_pool_mb", "spin_us", "nodes"},
+                   "a group"));
     GroupDescription g;
     g.origin = where(file, n);
     if (!n["name"]) return error_at(file, n, "group lacks 'name'");
@@ -271,6 +308,10 @@ struct Parser {
     }
     if (n["tcp_peers"]) {
       EDGEVLA_ASSIGN_OR_RETURN(g.tcp_peers, get_strings(file, n["tcp_peers"], "tcp_peers"));
+    }
+    if (n["allowed_groups"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.allowed_gids,
+                               get_gids(file, n["allowed_groups"], "allowed_groups"));
     }
     if (!n["nodes"] || !n["nodes"].IsSequence()) return error_at(file, n, "group '" + g.name + "' needs a 'nodes' list");
     for (const auto& node : n["nodes"]) EDGEVLA_RETURN_IF_ERROR(parse_node(file, node, g));

@@ -16,6 +16,7 @@
 // Everything is checked before anything starts; errors name the file, line and key.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct GroupDescription {
   bool required = true;
   std::string tcp_listen;        // expose this process's topics to other hosts
   std::vector<std::string> tcp_peers;
+  // allowed_groups: other uids' processes of these groups may use this process's ipc
+  // endpoints (names are resolved to gids when the file is loaded).
+  std::vector<std::uint32_t> allowed_gids;
   std::int64_t shm_pool_mb = 2048;
   std::int64_t spin_us = 0;      // executor spin before sleeping (latency vs CPU)
   std::vector<NodeOptions> nodes;  // in start order

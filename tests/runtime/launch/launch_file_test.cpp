@@ -109,6 +109,22 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   EXPECT_EQ(d->groups[0].nodes[0].params.at("height").value.as<int>(), 24);
 }
 
+TEST_F(LaunchFile, AllowedGroupsTakeNamesOrGids) {
+  const auto f = write("l.yaml",
+                       "groups:\n  - name: g\n    allowed_groups: [root, 44]\n"
+                       "    nodes:\n      - {name: sink, type: tensor_sink}\n");
+  auto d = load_launch(f, {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->groups[0].allowed_gids, (std::vector<std::uint32_t>{0, 44}));
+  expect_error(write("bad.yaml",
+                     "groups:\n  - name: g\n    allowed_groups:\n      - root\n"
+                     "      - no_such_group_here\n    nodes: []\n"),
+               {"bad.yaml:5", "'allowed_groups'", "'no_such_group_here'", "numeric gid"});
+  expect_error(
+      write("scalar.yaml", "groups:\n  - name: g\n    allowed_groups: video\n    nodes: []\n"),
+      {"scalar.yaml:3", "'allowed_groups' must be a list"});
+}
+
 TEST_F(LaunchFile, PerNodeParamsFileMustHaveTheNodesSection) {
   write("params/src.yaml", "sorce:\n  height: 24\n");
   const auto f = write("l.yaml", "nodes:\n  - name: source\n    type: tensor_source\n"
