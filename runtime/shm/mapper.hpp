@@ -7,8 +7,9 @@
 // shared in the process and released with the last buffer over that block. The pending count
 // is taken once per block and message (the publisher counts each receiving process once).
 //
-// An observer process holds at most `max_observer_holds` blocks at a time: past that it reads
-// a copy and lets the block go at once, so observers can never pin a publisher's pool.
+// An observer process holds at most `max_observer_holds` blocks at a time (plus, for the
+// moment of a copy, the one being copied): past that it reads a copy and lets the block go at
+// once, so observers can never pin a publisher's pool.
 #pragma once
 
 #include <atomic>
