@@ -240,27 +240,24 @@ void Bus::lost_remote(const std::string& topic, std::uint64_t n) {
 }
 
 void Bus::drop_remote(const std::string& topic, const std::string& reason) {
-  std::string nodes;
-  if (auto queues = queues_for(topic)) {
-    for (const auto& q : *queues) {
-      q->counters().dropped_transport.add();
-      nodes += (nodes.empty() ? "" : ", ") + q->owner();
-    }
-  }
-  rate_log_.warn("drop:" + topic, "lost a message on '" + topic + "'" +
-                                      (nodes.empty() ? "" : " for node(s) " + nodes) + ": " + reason);
+  count_remote(topic, &SubscriptionCounters::dropped_transport, "lost", reason);
 }
 
 void Bus::reject_remote(const std::string& topic, const std::string& reason) {
+  count_remote(topic, &SubscriptionCounters::rejected, "dropped", reason);
+}
+
+void Bus::count_remote(const std::string& topic, Counter SubscriptionCounters::*counter, const char* verb,
+                       const std::string& reason) {
   std::string nodes;
   if (auto queues = queues_for(topic)) {
     for (const auto& q : *queues) {
-      q->counters().rejected.add();
+      (q->counters().*counter).add();
       nodes += (nodes.empty() ? "" : ", ") + q->owner();
     }
   }
-  rate_log_.warn("reject:" + topic, "dropped a message on '" + topic + "'" +
-                                        (nodes.empty() ? "" : " for node(s) " + nodes) + ": " + reason);
+  rate_log_.warn(std::string(verb) + ":" + topic, std::string(verb) + " a message on '" + topic + "'" +
+                                                      (nodes.empty() ? "" : " for node(s) " + nodes) + ": " + reason);
 }
 
 void Bus::describe(RegistryEntry& e) const {

@@ -167,6 +167,9 @@ class Bus {
   Status send(TopicWriter& writer, Message&& message, bool stamp);
   std::shared_ptr<const QueueList> queues_for(const std::string& topic) const;
   static TopicInterest interest_of(const QueueList& queues);
+  // Adds one to `counter` of every subscription of `topic` and logs (rate-limited) why.
+  void count_remote(const std::string& topic, Counter SubscriptionCounters::*counter, const char* verb,
+                    const std::string& reason);
   void dispatch(const MessagePtr& message, const QueueList& queues, std::uint64_t lost, bool may_wait);
 
   BusOptions options_;
