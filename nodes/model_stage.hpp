@@ -40,7 +40,7 @@ struct ModelStage {
   int threads = 1;  // worker threads the engine runs with (param threads, 0 resolved to the cores)
 
   // Opens the checkpoint and builds the engine of `stage` (heavy: call from activate()).
-  Status open(const ModelStageParams& params, backends::Stage stage, int max_steps = 64);
+  Status open(const ModelStageParams& params, backends::Stage stage, int max_steps = backends::kDefaultMaxSteps);
   void close();
   // True at most once a second: counting resident weight pages (mincore over the mapping)
   // costs ~0.1 ms per 150 MB, so it is not done on every inference; NodeStatus goes out once

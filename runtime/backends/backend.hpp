@@ -38,9 +38,13 @@ struct TensorSpec {
   std::string description;
 };
 
+// The Euler steps an action head is sized for unless a caller asks for more (the velocity
+// output holds one [H,A] slab per step).
+inline constexpr int kDefaultMaxSteps = 64;
+
 struct EngineOptions {
-  int threads = 0;          // worker threads; 0 = all cores
-  int max_steps = 64;       // action head: largest num_steps (sizes the velocity output)
+  int threads = 0;                    // worker threads; 0 = all cores
+  int max_steps = kDefaultMaxSteps;   // action head: largest num_steps (sizes the velocity output)
 };
 
 struct RunOptions {

@@ -341,7 +341,7 @@ int InferCommand::infer() {
   if (!backend) return input_error(backend.status().with_context("--backend"));
   backends::EngineOptions eo;
   eo.threads = threads_;
-  eo.max_steps = std::max(64, in.num_steps);
+  eo.max_steps = std::max(backends::kDefaultMaxSteps, in.num_steps);
   auto bb = (*backend)->create(backends::Stage::kBackbone, *ck, eo);
   if (!bb) return internal_failure(bb.status().with_context("backbone"));
   auto head = (*backend)->create(backends::Stage::kActionHead, *ck, eo);

@@ -119,7 +119,7 @@ int ModelCommands::forward() {
   if (!backend) return fail(backend.status());
   backends::EngineOptions eo;
   eo.threads = threads_;
-  eo.max_steps = std::max(64, in->num_steps);
+  eo.max_steps = std::max(backends::kDefaultMaxSteps, in->num_steps);
   auto bb = (*backend)->create(backends::Stage::kBackbone, *ck, eo);
   if (!bb) return fail(bb.status());
   auto head = (*backend)->create(backends::Stage::kActionHead, *ck, eo);
