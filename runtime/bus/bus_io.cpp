@@ -418,12 +418,8 @@ void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed)
   if (!decoded && !transport_drop.is_ok()) {
     // A well-formed message this process could not hold: a transport drop, accounted by its
     // sequence number so the next message does not count it again as lost.
-    if (auto id = wire::peek_sequence(bytes_of(parts[1])); id) {
-      auto& last = last_seq_[topic_name + "\n" + id->publisher];
-      if (id->seq > last) {
-        bus_.lost_remote(topic_name, last != 0 && id->seq > last + 1 ? id->seq - last - 1 : 0);
-        last = id->seq;
-      }
+    if (auto id = wire::peek_sequence(bytes_of(parts[1]))) {
+      if (auto lost = advance_sequence(topic_name, id->publisher, id->seq)) bus_.lost_remote(topic_name, *lost);
     }
     bus_.drop_remote(topic_name, decoded.status().message());
     return;
@@ -447,15 +443,21 @@ void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed)
       return;
     }
   }
-  std::uint64_t lost = 0;
-  auto& last = last_seq_[topic_name + "\n" + m.header().publisher];
-  if (m.header().seq <= last) {
+  const auto lost = advance_sequence(topic_name, m.header().publisher, m.header().seq);
+  if (!lost) {
     counters_.duplicates.add();
     return;
   }
-  if (last != 0 && m.header().seq > last + 1) lost = m.header().seq - last - 1;
-  last = m.header().seq;
-  bus_.deliver_remote(std::make_shared<const Message>(std::move(m)), lost);
+  bus_.deliver_remote(std::make_shared<const Message>(std::move(m)), *lost);
+}
+
+std::optional<std::uint64_t> BusIo::advance_sequence(const std::string& topic, const std::string& publisher,
+                                                     std::uint64_t seq) {
+  auto& last = last_seq_[topic + "\n" + publisher];
+  if (seq <= last) return std::nullopt;
+  const std::uint64_t lost = last != 0 && seq > last + 1 ? seq - last - 1 : 0;
+  last = seq;
+  return lost;
 }
 
 void BusIo::receive(zmq::socket_t& socket, bool shm_allowed) {

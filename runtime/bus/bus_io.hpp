@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -70,6 +71,10 @@ class BusIo {
                   const std::string& frame);
   void receive(zmq::socket_t& socket, bool shm_allowed);
   void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
+  // Records `seq` as the publisher's latest on `topic`: the messages missing before it, or
+  // nullopt when it is not newer (a duplicate).
+  std::optional<std::uint64_t> advance_sequence(const std::string& topic, const std::string& publisher,
+                                                std::uint64_t seq);
   void rescan_registry();
   void write_registry();
   void serve_control();
