@@ -1,0 +1,33 @@
+// What every CUDA kernel file and engine of the cuda backend shares: the status check for CUDA
+// runtime calls (returns a Status with file and line; nothing aborts), and the element types a
+// kernel accepts. Activations are f32 or bf16 (`precision: f32` runs the same kernels in f32);
+// small per-channel vectors (norm weights, biases, modulations) are always f32.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "runtime/core/dtype.hpp"
+#include "runtime/core/status.hpp"
+
+namespace edgevla::backends::cuda {
+
+// A failed CUDA runtime call as a Status naming the call, file and line.
+Status cuda_status(cudaError_t err, const char* what, const char* file, int line);
+
+#define EDGEVLA_CUDA_RETURN_IF_ERROR(call)                                                   \
+  do {                                                                                       \
+    const cudaError_t edgevla_cuda_err_ = (call);                                            \
+    if (edgevla_cuda_err_ != cudaSuccess) {                                                  \
+      return ::edgevla::backends::cuda::cuda_status(edgevla_cuda_err_, #call, __FILE__, __LINE__); \
+    }                                                                                        \
+  } while (0)
+
+// The error of the last kernel launch on this thread (launch configuration errors), as a Status.
+Status last_launch_status(const char* kernel);
+
+// True for the activation dtypes kernels take (f32, bf16).
+inline bool is_activation_dtype(DType t) { return t == DType::kF32 || t == DType::kBF16; }
+
+}  // namespace edgevla::backends::cuda

@@ -1,0 +1,67 @@
+// GEMMs of the cuda backend through cuBLASLt. Row-major throughout, as the rest of edgevla:
+//   D[m, n] = alpha · A[m, k] · B[n, k]ᵀ + beta · C[m, n]   (+ bias[n]) (then an epilogue)
+// A is activations (row stride lda), B is a weight matrix stored [out = n, in = k] as in the
+// checkpoint (row stride ldb), C/D share one buffer and stride (beta = 1 accumulates into D:
+// the residual add fused into the GEMM). bf16 operands accumulate in f32; D may be bf16 or f32
+// (the residual stream stays f32). f32 operands compute in plain f32 (no TF32), for
+// `precision: f32`.
+//
+// Plans (matmul descriptors, layouts, the heuristic's algorithm) are cached per shape and
+// dtype; the first call of a shape plans it and must happen outside stream capture (the
+// engines run one warm-up pass before capturing), later calls allocate nothing and never
+// synchronise, so they can be captured into a CUDA graph.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "runtime/backends/cuda/kernels/common.hpp"
+
+namespace edgevla::backends::cuda {
+
+enum class Epilogue : std::uint8_t {
+  kNone,      // D = alpha·A·Bᵀ + beta·C (+ bias when given)
+  kGeluTanh,  // D = gelu_tanh(alpha·A·Bᵀ + bias) (beta must be 0)
+};
+
+struct GemmArgs {
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  DType a_type = DType::kBF16;
+  std::int64_t lda = 0;
+  const void* b = nullptr;
+  DType b_type = DType::kBF16;
+  std::int64_t ldb = 0;
+  void* d = nullptr;
+  DType d_type = DType::kBF16;
+  std::int64_t ldd = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  const float* bias = nullptr;  // f32 [n] on the device, or nullptr
+  Epilogue epilogue = Epilogue::kNone;
+};
+
+class Blas {
+ public:
+  // A cuBLASLt handle and a device workspace of `workspace_bytes` (32 MiB covers Hopper's
+  // largest split-k plans).
+  static Expected<std::unique_ptr<Blas>> create(std::size_t workspace_bytes = std::size_t{32} << 20);
+  ~Blas();
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+
+  // Enqueues one GEMM on `stream`. Errors name the shape and dtypes.
+  Status gemm(cudaStream_t stream, const GemmArgs& args);
+  // Plans cached so far (for tests and reports).
+  std::size_t cached_plans() const;
+
+ private:
+  Blas() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edgevla::backends::cuda

@@ -1,0 +1,81 @@
+// The fused element-wise, normalisation and layout kernels of the cuda backend. Every function
+// only enqueues work on `stream` (no allocation, no host synchronisation), so whole forward
+// passes can be captured into CUDA graphs. Row-major layouts; `act` names the activation dtype
+// (f32 or bf16) of the tensors marked "act"; residual streams are f32; vectors are f32.
+// Each returns the launch status (a bad dtype or size is an invalid_argument naming the kernel).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "runtime/backends/cuda/kernels/common.hpp"
+
+namespace edgevla::backends::cuda {
+
+// Gemma RMSNorm over rows: y = x · rsqrt(mean(x²) + eps) · (1 + w).
+//   x f32 [rows, width] (row stride width); when `residual` is given, first x += residual
+//   (residual of dtype residual_type, [rows, width]) and the sum is written back to x.
+//   y act [rows, width].
+Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType residual_type, std::int64_t rows,
+                std::int64_t width, const float* w, float eps, void* y, DType act);
+
+// Adaptive RMSNorm (pi0.5): y = x · rsqrt(mean(x²) + eps) · (1 + scale) + shift.
+//   x f32 [rows, width]; scale, shift f32 [width] shared by all rows; y act [rows, width].
+Status ada_rms_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width,
+                    const float* scale, const float* shift, float eps, void* y, DType act);
+
+// LayerNorm: y = (x - mean) / sqrt(var + eps) · w + b.  x f32 [rows, width], y act.
+Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
+                  const float* b, float eps, void* y, DType act);
+
+// Rotary embedding, rotate-half pairs (i, i + h/2), in place on x act [rows, heads, h] with row
+// stride ldx (elements), at position (*first_pos + row) for row; first_pos lives on the device
+// (it changes from run to run inside a captured graph). inv_freq f32 [h/2].
+Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
+            std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq);
+
+// GeGLU on a fused gate|up GEMM output: out[r, i] = gelu_tanh(gu[r, i]) · gu[r, F + i].
+//   gu act [rows, 2F], out act [rows, F].
+Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act);
+
+// In place: x = gelu_tanh(x + bias), x act [rows, n], bias f32 [n] (nullptr: none).
+Status bias_gelu(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t n, const float* bias);
+
+// x += y · gate: x f32 [rows, n], y of dtype y_type [rows, n], gate f32 [n] (pi0.5's gated residual).
+Status gated_add(cudaStream_t stream, float* x, const void* y, DType y_type, std::int64_t rows, std::int64_t n,
+                 const float* gate);
+
+// In place x = silu(x), x of dtype `type`, n elements.
+Status silu(cudaStream_t stream, void* x, DType type, std::int64_t n);
+
+// Patches of images f32 [cams, 3, S, S] (one image after the other) as GEMM rows:
+//   out act [cams · g², 3·p·p], row c·g² + pr·g + pc, column (ch·p + u)·p + w, g = S / p.
+Status im2col_patches(cudaStream_t stream, const float* images, std::int64_t cams, std::int64_t s,
+                      std::int64_t p, void* out, DType act);
+
+// x f32 [rows, width] += table f32 [period, width] at row (r % period) (position embeddings).
+Status add_periodic_rows(cudaStream_t stream, float* x, std::int64_t rows, std::int64_t width,
+                         const float* table, std::int64_t period);
+
+// Token embeddings: out f32 [n, width] row i = table[ids[i]] · scale, ids int32 on the device,
+// table of dtype table_type [vocab, width]. Ids outside [0, vocab) give zero rows (the engine
+// checks ids on the host before).
+Status embed_tokens(cudaStream_t stream, const std::int32_t* ids, std::int64_t n, const void* table,
+                    DType table_type, std::int64_t vocab, std::int64_t width, float scale, float* out);
+
+// Converts n values between floating dtypes (f32, bf16, f16) on the device.
+Status convert(cudaStream_t stream, const void* src, DType src_type, void* dst, DType dst_type, std::int64_t n);
+
+// Euler update of flow matching: x += dt · v (both f32 [n]); when `v_out` is given, v is also
+// copied there (the per-step velocity diagnostic).
+Status euler_step(cudaStream_t stream, float* x, const float* v, float dt, std::int64_t n, float* v_out);
+
+// out f32 [rows, n] = in f32 [rows, n] + bias f32 [n] (broadcast), in may equal out.
+Status add_bias(cudaStream_t stream, const float* in, std::int64_t rows, std::int64_t n, const float* bias,
+                float* out);
+
+// Counts non-finite values of x f32 [n] into *count (device int, added to).
+Status count_nonfinite(cudaStream_t stream, const float* x, std::int64_t n, std::int32_t* count);
+
+}  // namespace edgevla::backends::cuda
