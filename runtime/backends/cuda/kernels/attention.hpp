@@ -12,11 +12,26 @@
 // block b (b_limit int32 [rows] on the device; nullptr: all b_len) — pi0's state token sees the
 // prefix and itself only. Grouped heads: head hd reads kv head hd / (heads / kv_heads).
 // head_dim h: any multiple of 8 up to 256 (SigLIP 72, Gemma 256). act: f32 or bf16 (bf16 uses
-// tensor cores, f32 CUDA cores for `precision: f32`).
+// tensor cores, f32 CUDA cores for `precision: f32`); scores, softmax and accumulation are f32.
+// A row that sees no key at all is written as zeros.
+//
+// Alignment: q, out, and the k/v pointers 16-byte aligned; every row and batch stride a multiple
+// of 8 elements (fused QKV layouts qualify: their offsets are multiples of h).
+// a_len may be nullptr: block a then has its full length a_max (a static key count, SigLIP);
+// a_max 0 means no block a. *a_len is clamped to [0, a_max].
+//
+// Split keys: when the grid would leave most multiprocessors idle (few query rows, many keys: the
+// action expert), the keys are divided among several blocks whose partial results a second
+// kernel combines. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
+// args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
+// With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
+// so any size is correct, just slower. The split count depends only on the host-side shapes,
+// a_max and the device, never on *a_len, so a captured graph stays valid for every length.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/backends/cuda/kernels/common.hpp"
@@ -48,7 +63,14 @@ struct AttentionArgs {
   KvBlock b;                          // block b; length b_len
   std::int64_t b_len = 0;
   const std::int32_t* b_limit = nullptr;  // [rows] on the device, or nullptr
+  void* scratch = nullptr;                // split-key partials (device, 16-byte aligned), or nullptr
+  std::size_t scratch_bytes = 0;          // size of scratch
 };
+
+// Device scratch bytes the call with these shapes would use at most (0: it never splits its
+// keys); read off the shapes, a_max and the current device's multiprocessor count. The pointers
+// and scratch fields of args are ignored.
+std::size_t attention_scratch_bytes(const AttentionArgs& args);
 
 // Enqueues the attention on `stream`; no allocation, no synchronisation (capturable).
 Status attention(cudaStream_t stream, const AttentionArgs& args);
