@@ -11,9 +11,9 @@
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cpu/kernels.hpp"
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/forward.hpp"
-#include "runtime/model/generator.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+#include "runtime/backends/forward_pi0.hpp"
+#include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/util/rng.hpp"
 #include "tests/support/test_util.hpp"
@@ -180,7 +180,7 @@ TEST(CpuKernels, NormsMatchTheirFormulas) {
 
 struct Model {
   std::string dir;
-  std::optional<model::Checkpoint> ck;
+  std::shared_ptr<const model::pi0::Pi0Model> ck;
   std::unique_ptr<Engine> backbone, head;
 };
 
@@ -195,13 +195,13 @@ Model open_tiny(ModelType type, const std::string& tag, int threads = 2, DType d
   EXPECT_OK(model::generate_checkpoint(o, m.dir));
   auto ck = model::Checkpoint::open(m.dir);
   EXPECT_TRUE(ck) << ck.status().to_string();
-  m.ck = std::move(*ck);
+  m.ck = std::make_shared<const model::pi0::Pi0Model>(std::move(*ck));
   auto backend = make_backend("cpu");
   EXPECT_TRUE(backend) << backend.status().to_string();
   EngineOptions eo;
   eo.threads = threads;
-  auto bb = (*backend)->create(Stage::kBackbone, *m.ck, eo);
-  auto hd = (*backend)->create(Stage::kActionHead, *m.ck, eo);
+  auto bb = (*backend)->create(*m.ck, model::kBackbone, eo);
+  auto hd = (*backend)->create(*m.ck, model::kActionHead, eo);
   EXPECT_TRUE(bb && hd);
   m.backbone = std::move(*bb);
   m.head = std::move(*hd);
@@ -289,19 +289,19 @@ TEST(CpuEngines, AFullLengthCacheWithAMaskGivesTheCompactResult) {
   const std::int64_t L = c.expert.depth, P = compact->prefix_mask.numel();
   const std::int64_t row = std::int64_t{c.vlm.num_kv_heads} * c.vlm.head_dim;
   m.head->clear_bindings();
-  std::vector<Tensor> keep;
+  auto kv = Tensor::empty(DType::kF32, Shape{L, 2, P, c.vlm.num_kv_heads, c.vlm.head_dim});
+  ASSERT_TRUE(kv);
   for (std::int64_t l = 0; l < L; ++l) {
-    for (const auto& [name, full] : {std::pair{"k.", &compact->prefix_k}, std::pair{"v.", &compact->prefix_v}}) {
-      auto t = Tensor::empty(DType::kF32, Shape{P, c.vlm.num_kv_heads, c.vlm.head_dim});
-      ASSERT_TRUE(t);
-      std::copy(full->data<float>() + l * P * row, full->data<float>() + (l + 1) * P * row, t->data<float>());
+    for (int j = 0; j < 2; ++j) {
+      const Tensor* full = j == 0 ? &compact->prefix_k : &compact->prefix_v;
+      float* dst = kv->data<float>() + (2 * l + j) * P * row;
+      std::copy(full->data<float>() + l * P * row, full->data<float>() + (l + 1) * P * row, dst);
       for (std::int64_t p = 0; p < P; ++p) {
-        if (!compact->prefix_mask.data<std::uint8_t>()[p]) t->data<float>()[p * row] = NAN;  // never read
+        if (!compact->prefix_mask.data<std::uint8_t>()[p]) dst[p * row] = NAN;  // never read
       }
-      ASSERT_OK(m.head->bind(name + std::to_string(l), *t));
-      keep.push_back(*t);
     }
   }
+  ASSERT_OK(m.head->bind("kv", *kv));
   auto mask = Tensor::empty(DType::kBool, Shape{P});
   for (std::int64_t p = 0; p < P; ++p) mask->data<bool>()[p] = compact->prefix_mask.data<std::uint8_t>()[p] != 0;
   ASSERT_OK(m.head->bind("mask", *mask));
@@ -330,11 +330,12 @@ TEST(CpuEngines, Bf16AndF16CheckpointsComputeWithTheirStoredValues) {
                                          cpu::to_f32(t->dtype(), t->raw_data(), reinterpret_cast<float*>(out.data()), t->numel());
                                          return Status::ok();
                                        }));
-    auto ck32 = model::Checkpoint::open(f32_dir);
-    ASSERT_TRUE(ck32) << ck32.status().to_string();
+    auto opened = model::Checkpoint::open(f32_dir);
+    ASSERT_TRUE(opened) << opened.status().to_string();
+    auto ck32 = std::make_shared<const model::pi0::Pi0Model>(std::move(*opened));
     auto backend = make_backend("cpu");
-    auto bb = (*backend)->create(Stage::kBackbone, *ck32, {});
-    auto hd = (*backend)->create(Stage::kActionHead, *ck32, {});
+    auto bb = (*backend)->create(*ck32, model::kBackbone, {});
+    auto hd = (*backend)->create(*ck32, model::kActionHead, {});
     ASSERT_TRUE(bb && hd);
     auto in = model::random_inputs(low.ck->config(), 12, {}, 30);
     auto a = model::run_forward(*low.backbone, *low.head, low.ck->config(), *in, false);
