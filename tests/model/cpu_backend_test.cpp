@@ -208,6 +208,53 @@ Model open_tiny(ModelType type, const std::string& tag, int threads = 2, DType d
   return m;
 }
 
+TEST(CpuEngines, OptionsTheCpuCannotHonourAreRefusedByName) {
+  Model m = open_tiny(ModelType::kPi05, "opts");
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE(backend);
+  EngineOptions cuda;
+  cuda.device = "cuda:0";
+  auto a = (*backend)->create(*m.ck, model::kBackbone, cuda);
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.status().message().find("not 'cuda:0'"), std::string::npos) << a.status().message();
+  EngineOptions bf16;
+  bf16.precision = Precision::kBF16;
+  auto b = (*backend)->create(*m.ck, model::kActionHead, bf16);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.status().message().find("f32 only"), std::string::npos) << b.status().message();
+  EngineOptions tight;
+  tight.memory_budget_bytes = 1024;
+  auto c = (*backend)->create(*m.ck, model::kBackbone, tight);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(c.status().message().find("memory budget"), std::string::npos) << c.status().message();
+  EngineOptions f32;
+  f32.precision = Precision::kF32;
+  EXPECT_TRUE((*backend)->create(*m.ck, model::kBackbone, f32));
+  // A stage the family does not have.
+  auto d = (*backend)->create(*m.ck, "planner", {});
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.status().message().find("pi0/action_head"), std::string::npos) << d.status().message();
+}
+
+TEST(CpuEngines, TheFamilyIsRecognizedFromTheCheckpoint) {
+  Model m = open_tiny(ModelType::kPi0, "family");
+  auto fam = model::find_family("auto", m.dir);
+  ASSERT_TRUE(fam) << fam.status().to_string();
+  EXPECT_EQ((*fam)->name(), "pi0");
+  auto opened = (*fam)->open(m.dir, {});
+  ASSERT_TRUE(opened) << opened.status().to_string();
+  EXPECT_EQ((*opened)->variant(), "pi0");
+  auto stage = (*opened)->stage(model::kActionHead);
+  ASSERT_TRUE(stage);
+  EXPECT_GT((*stage)->weight_bytes, 0);
+  auto unknown = model::find_family("auto", m.dir + "-nothing");
+  EXPECT_FALSE(unknown);
+  auto named = model::find_family("gr00t", m.dir);
+  ASSERT_FALSE(named);
+  EXPECT_NE(named.status().message().find("pi0"), std::string::npos) << named.status().message();
+}
+
 TEST(CpuEngines, BindingsAreCheckedByNameDtypeAndShape) {
   Model m = open_tiny(ModelType::kPi05, "bind");
   auto unknown = m.backbone->bind("image.top_camera", Tensor());

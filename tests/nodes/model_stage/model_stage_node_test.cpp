@@ -361,6 +361,40 @@ TEST(ModelStageNodes, MissingNormStatsOrTokenizerFailActivationNamingTheFile) {
   fs::remove_all(bare);
 }
 
+TEST(ModelStageBackends, AFallbackChainRunsOnTheFirstBackendThatActivates) {
+  // "nothere" has no plugin: the chain falls through to cpu, and node info says which runs.
+  const std::string& ckpt = checkpoint(model::ModelType::kPi05);
+  Graph g = start("chain", ckpt, {{"backend", yaml("[nothere, cpu]")}}, {{"backend", yaml("[nothere, cpu]")}});
+  ASSERT_OK(g.added_backbone);
+  ASSERT_OK(g.added_head);
+  ASSERT_OK(g.host->activate_all());
+  const std::string info = g.host->nodes_yaml();
+  EXPECT_NE(info.find("engine: cpu f32 (1 threads)"), std::string::npos) << info;
+  ASSERT_OK(g.host->deactivate_all());
+}
+
+TEST(ModelStageBackends, AChainWhereNothingActivatesNamesEveryCause) {
+  const std::string& ckpt = checkpoint(model::ModelType::kPi05);
+  // cpu refuses bf16 compute; "nothere" does not exist: activate fails naming both, by backend.
+  Graph g = start("none", ckpt, {}, {{"backend", yaml("[nothere, cpu]")}, {"precision", yaml("bf16")}});
+  ASSERT_OK(g.added_backbone);
+  const Status s = g.host->activate_all();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("nothere: backend 'nothere' is not available"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("cpu: backbone (cpu): the cpu backend computes in f32 only"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("[cuda, cpu]"), std::string::npos) << s.message();
+}
+
+TEST(ModelStageBackends, ASingleBackendNameIsAListOfOne) {
+  const std::string& ckpt = checkpoint(model::ModelType::kPi05);
+  Graph g = start("one", ckpt, {{"backend", yaml("cpu")}}, {{"backend", yaml("cpu")}});
+  ASSERT_OK(g.added_backbone);
+  ASSERT_OK(g.added_head);
+  ASSERT_OK(g.host->activate_all());
+  ASSERT_OK(g.host->deactivate_all());
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, ModelStages, ::testing::Values(model::ModelType::kPi0, model::ModelType::kPi05),
                          [](const auto& info) { return std::string(model::model_type_name(info.param)); });
 
