@@ -4,7 +4,7 @@
 For each depth (18 = pi0.5's, 48) it generates a seeded pi0.5 checkpoint with that many
 layers at tiny widths (so it runs on a CPU), then runs launch/pi05_demo.yaml (every stage in one
 process, references handed over) and launch/pi05_multiprocess.yaml (backbone and action head
-in processes of their own: the PrefixCache of 2 x depth K/V tensors crosses in one
+in processes of their own: the BackboneOutput with the K/V of every layer crosses in one
 shared-memory block) for --seconds each, in the same run, and reads `edgevla bag report`:
 chunks received at actuation per second, watchdog faults, drops. The ratio multi / one is the
 figure (target: within 5 %).
@@ -61,7 +61,7 @@ def main():
                 row[launch] = {"duration_s": round(d, 3), "chunks_at_actuation": a.get("chunks_received", 0),
                                "chunks_per_s": round(a.get("chunks_received", 0) / d, 3) if d > 0 else 0,
                                "watchdog_faults": a.get("watchdog_faults", 0),
-                               "prefixes_recorded": j["messages"].get("PrefixCache", 0),
+                               "prefixes_recorded": j["messages"].get("BackboneOutput", 0),
                                "backbone_p50_ms": j["stages_ms"]["backbone"].get("p50", 0),
                                "action_head_p50_ms": j["stages_ms"]["action_head"].get("p50", 0)}
             one, multi = row["pi05_demo"]["chunks_per_s"], row["pi05_multiprocess"]["chunks_per_s"]

@@ -113,7 +113,7 @@ const MessageSchema* find_schema(std::string_view type) {
 
 std::span<const MessageSchema* const> all_schemas() {
   static const std::array<const MessageSchema*, 8> kAll = {
-      &msgs::Image::schema(),       &msgs::Observation::schema(), &msgs::PrefixCache::schema(),
+      &msgs::Image::schema(),       &msgs::Observation::schema(), &msgs::BackboneOutput::schema(),
       &msgs::ActionChunk::schema(), &msgs::JointCommand::schema(), &msgs::RobotState::schema(),
       &msgs::Prompt::schema(),      &msgs::NodeStatus::schema()};
   return kAll;

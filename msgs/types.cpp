@@ -77,44 +77,11 @@ constexpr std::array kObservationFields = {
     FieldRule{"prompt", FieldKind::kString, false},
 };
 
-// PrefixCache ---------------------------------------------------------------------------------
+// BackboneOutput ------------------------------------------------------------------------------
 
-Status check_prefix_cache(const Message& m) {
-  const std::int64_t layers = m.int_field("num_layers").value();
-  if (layers <= 0 || layers > 1024) {
-    return invalid_argument("PrefixCache num_layers " + std::to_string(layers) +
-                            " is out of range 1..1024");
-  }
-  const Tensor& mask = *m.tensor("mask");
-  for (std::int64_t i = 0; i < layers; ++i) {
-    const Tensor* k = m.tensor("k." + std::to_string(i));
-    const Tensor* v = m.tensor("v." + std::to_string(i));
-    if (k == nullptr || v == nullptr) {
-      return invalid_argument("PrefixCache lacks k/v tensors of layer " + std::to_string(i) +
-                              " (num_layers is " + std::to_string(layers) + ")");
-    }
-    if (!(k->shape() == v->shape())) {
-      return invalid_argument("PrefixCache layer " + std::to_string(i) + " K " +
-                              k->shape().to_string() + " and V " + v->shape().to_string() +
-                              " differ");
-    }
-    if (k->shape()[0] != mask.shape()[0]) {
-      return invalid_argument("PrefixCache layer " + std::to_string(i) + " K has " +
-                              std::to_string(k->shape()[0]) + " positions but mask has " +
-                              std::to_string(mask.shape()[0]));
-    }
-  }
-  return Status::ok();
-}
-
-constexpr std::array kPrefixTensors = {
-    TensorRule{"k.", true, kFloats, 3, 3, true, "keys per layer k.<i> [prefix, kv_heads, head_dim]"},
-    TensorRule{"v.", true, kFloats, 3, 3, true, "values per layer v.<i> [prefix, kv_heads, head_dim]"},
-    TensorRule{"mask", false, dtype_mask({DType::kBool}), 1, 1, true,
-               "true where the prefix token is valid [prefix]"},
-};
-constexpr std::array kPrefixFields = {
-    FieldRule{"num_layers", FieldKind::kInt, true},
+constexpr std::array<TensorRule, 0> kBackboneOutputTensors = {};
+constexpr std::array kBackboneOutputFields = {
+    FieldRule{"family", FieldKind::kString, true},
 };
 
 // ActionChunk, JointCommand, NodeStatus --------------------------------------------------------
@@ -165,9 +132,8 @@ const MessageSchema& Observation::schema() {
   return s;
 }
 
-const MessageSchema& PrefixCache::schema() {
-  static const MessageSchema s{"PrefixCache", 1, kPrefixTensors, kPrefixFields,
-                               &check_prefix_cache};
+const MessageSchema& BackboneOutput::schema() {
+  static const MessageSchema s{"BackboneOutput", 1, kBackboneOutputTensors, kBackboneOutputFields, nullptr};
   return s;
 }
 

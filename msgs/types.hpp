@@ -46,15 +46,15 @@ class Observation final : public View {
   static Expected<Message> make(Tensor state);
 };
 
-// The VLM backbone's per-layer keys/values over the prefix, plus the prefix mask.
-class PrefixCache final : public View {
+// What a backbone stage hands its action head: the tensors the model family declares for that
+// hand-over (pi0: the prefix keys/values `kv` and their `mask`; runtime/model/family.hpp), the
+// observation's other tensors (state...), and the family that made it. The action head's
+// engine checks the tensors against its family's declaration.
+class BackboneOutput final : public View {
  public:
   using View::View;
   static const MessageSchema& schema();
-  std::int64_t num_layers() const { return message_->int_field("num_layers").value(); }
-  const Tensor& keys(int layer) const { return tensor("k." + std::to_string(layer)); }
-  const Tensor& values(int layer) const { return tensor("v." + std::to_string(layer)); }
-  const Tensor& mask() const { return tensor("mask"); }
+  std::string family() const { return message_->string_field("family").value(); }
 };
 
 // A chunk of future actions [H, D] from the action head.

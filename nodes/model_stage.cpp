@@ -1,71 +1,72 @@
 #include "nodes/model_stage.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "runtime/bag/replay.hpp"
-#include "runtime/model/safetensors.hpp"
 
 namespace edgevla::nodes {
 
-std::int64_t stage_weight_bytes(const model::SafetensorsFile& file, backends::Stage stage) {
-  constexpr std::string_view kPrefixModel = "paligemma_with_expert.paligemma.";
-  std::int64_t bytes = 0;
-  for (const auto& e : file.entries()) {
-    if (e.name == model::kExpertLmHead) continue;
-    const bool prefix_model = e.name.starts_with(kPrefixModel);
-    if (prefix_model == (stage == backends::Stage::kBackbone)) {
-      bytes += static_cast<std::int64_t>(e.end - e.begin);
-    }
-  }
-  return bytes;
-}
-
 Status ModelStageParams::declare(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(checkpoint));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(family));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(backend));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(threads));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(cuda_device));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(precision));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(gpu_memory_budget_mb));
   return spec.declare(model_type);
 }
 
-Status ModelStageParams::check(NodeSpec& spec, backends::Stage stage) {
+Status ModelStageParams::check(NodeSpec& spec, std::string_view stage) {
   if (checkpoint->empty()) {
     return invalid_argument("param 'checkpoint' is not set (a folder with config.json and model.safetensors; "
                             "make one with `edgevla model init --config small --out DIR`)");
   }
-  // A missing or damaged file is reported by activate(), with the fix.
-  const auto weights = std::filesystem::path(*checkpoint) / "model.safetensors";
-  if (auto file = model::SafetensorsFile::open(weights.string())) {
-    spec.declare_load(stage_weight_bytes(*file, stage));
-    // The other variant is refused now, so `edgevla launch --check` catches it (activate()
-    // checks the whole weight set again).
-    auto found = model::variant_of(*file);
-    if (*model_type != "auto" && found && model::model_type_name(*found) != *model_type) {
-      const bool pi0 = *found == model::ModelType::kPi0;
-      return invalid_argument("param model_type is " + *model_type + " but " + weights.string() + " holds a " +
-                              (pi0 ? "pi0" : "pi0.5") + " checkpoint (" +
-                              (pi0 ? "state_proj.weight" : "time_mlp_in.weight") +
-                              "); point 'checkpoint' at a " + (*model_type == "pi0" ? "pi0" : "pi0.5") +
-                              " folder or set model_type: auto");
-    }
+  if (backend->empty()) return invalid_argument("param 'backend' is an empty list; name at least one (cpu, cuda)");
+  // A missing or damaged checkpoint is reported by activate(), with the fix; the other variant
+  // is refused now, so `edgevla launch --check` catches it.
+  auto fam = model::find_family(*family, *checkpoint);
+  if (!fam) return *family == "auto" ? Status::ok() : fam.status();
+  EDGEVLA_ASSIGN_OR_RETURN(auto stages, (*fam)->peek(*checkpoint, {*model_type}));
+  for (const model::StageSpec& s : stages) {
+    if (s.name == stage) spec.declare_load(s.weight_bytes);
   }
   return Status::ok();
 }
 
-Status ModelStage::open(const ModelStageParams& p, backends::Stage stage, int max_steps) {
-  model::OpenOptions o;
-  if (*p.model_type != "auto") {
-    EDGEVLA_ASSIGN_OR_RETURN(o.expect_type, model::parse_model_type(*p.model_type));
-  }
-  EDGEVLA_ASSIGN_OR_RETURN(checkpoint, model::Checkpoint::open(*p.checkpoint, o));
-  EDGEVLA_ASSIGN_OR_RETURN(auto backend, backends::make_backend(*p.backend));
+Status ModelStage::open(spdlog::logger& log, const ModelStageParams& p, std::string_view stage, int max_steps) {
+  EDGEVLA_ASSIGN_OR_RETURN(const model::Family* fam, model::find_family(*p.family, *p.checkpoint));
+  EDGEVLA_ASSIGN_OR_RETURN(model, fam->open(*p.checkpoint, {*p.model_type}));
   backends::EngineOptions eo;
   eo.threads = *p.threads;
   threads = *p.threads > 0 ? *p.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   eo.max_steps = max_steps;
-  EDGEVLA_ASSIGN_OR_RETURN(engine, backend->create(stage, *checkpoint, eo));
-  return Status::ok();
+  EDGEVLA_ASSIGN_OR_RETURN(eo.precision, backends::parse_precision(*p.precision));
+  eo.memory_budget_bytes = static_cast<std::int64_t>(*p.gpu_memory_budget_mb * 1024.0 * 1024.0);
+  // The first backend of the chain whose engine activates wins; the others' causes are kept.
+  std::string failures;
+  for (const std::string& name : *p.backend) {
+    eo.device = name == "cpu" ? "cpu" : name + ":" + std::to_string(*p.cuda_device);
+    if (name == "cpu") eo.memory_budget_bytes = 0;  // the budget is device memory
+    auto backend = backends::make_backend(name);
+    Expected<std::unique_ptr<backends::Engine>> made =
+        backend ? (*backend)->create(*model, stage, eo) : Expected<std::unique_ptr<backends::Engine>>(backend.status());
+    if (made) {
+      engine = std::move(*made);
+      if (!failures.empty()) log.warn("{}: {} runs on backend '{}' ({}); skipped: {}", stage, model->variant(), name,
+                                      engine->describe(), failures);
+      else log.info("{}: {} runs on backend '{}' ({})", stage, model->variant(), name, engine->describe());
+      return Status::ok();
+    }
+    failures += (failures.empty() ? "" : "; ") + name + ": " + made.status().message();
+  }
+  std::string chain;
+  for (const auto& n : *p.backend) chain += (chain.empty() ? "" : ", ") + n;
+  return failed_precondition("no backend of [" + chain + "] could run stage " + std::string(stage) + " (" + failures +
+                             "); add a backend that can to the node's 'backend' list (e.g. [cuda, cpu])");
 }
 
 bool ModelStage::memory_report_due() {
@@ -81,7 +82,7 @@ void ModelStage::stamp_replay_params(Message& m) const {
 
 void ModelStage::close() {
   engine.reset();
-  checkpoint.reset();
+  model.reset();
 }
 
 }  // namespace edgevla::nodes

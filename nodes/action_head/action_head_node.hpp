@@ -1,11 +1,12 @@
-// action_head: the action expert and the flow-matching loop. For each PrefixCache it draws the
-// initial noise from the node's generator (so replay reproduces it), runs num_steps Euler steps,
-// un-normalizes with the checkpoint's norm stats and publishes an ActionChunk [H, robot dims]
-// stamped with the source observation's capture time. See nodes/action_head/README.md.
+// action_head: a model family's action head (pi0/pi0.5: the action expert and the flow-matching
+// loop). For each BackboneOutput it binds the tensors its engine declares, draws the engine's
+// noise from the node's generator (so replay reproduces it), runs num_steps steps, decodes the
+// actions with the family's decoder (un-normalizing with the checkpoint's stats) and publishes an
+// ActionChunk [H, robot dims] stamped with the source observation's capture time.
+// See nodes/action_head/README.md.
 #pragma once
 
 #include "nodes/model_stage.hpp"
-#include "runtime/model/norm_stats.hpp"
 
 namespace edgevla::nodes {
 
@@ -17,8 +18,8 @@ class ActionHeadNode final : public Node {
   Status deactivate() override;
 
  private:
-  void on_prefix(const msgs::PrefixCache& prefix);
-  Status infer(const msgs::PrefixCache& prefix);
+  void on_backbone(const msgs::BackboneOutput& in);
+  Status infer(const msgs::BackboneOutput& in);
 
   ModelStageParams params_;
   // clang-format off
@@ -37,10 +38,8 @@ class ActionHeadNode final : public Node {
 
   Publisher<msgs::ActionChunk> actions_;
   ModelStage stage_;
-  model::NormStats stats_;
-  model::NormKind kind_ = model::NormKind::kQuantile;
-  int out_dim_ = 0;
-  Tensor noise_, normalized_;
+  std::unique_ptr<model::ActionDecoder> decoder_;
+  Tensor noise_;
 };
 
 }  // namespace edgevla::nodes

@@ -1,7 +1,9 @@
-// backbone: vision encoder + projector + Gemma prefix pass. For each Observation it publishes a
-// PrefixCache: per-layer keys/values of the valid prefix tokens and their mask, written by the
-// engine straight into a shared-memory loan (no copy to the bus), plus the observation's
-// normalized state for the action head. See nodes/backbone/README.md.
+// backbone: a model family's backbone stage (pi0/pi0.5: vision encoder + projector + Gemma
+// prefix pass). For each Observation it publishes a BackboneOutput holding the tensors the
+// family declares for its action head (pi0: the prefix keys/values and their mask), written by
+// the engine straight into shared-memory loans (no copy to the bus), plus the observation's
+// other tensors (the normalized state). The node knows no family: it binds by name.
+// See nodes/backbone/README.md.
 #pragma once
 
 #include "nodes/model_stage.hpp"
@@ -20,7 +22,7 @@ class BackboneNode final : public Node {
   Status infer(const msgs::Observation& obs);
 
   ModelStageParams params_;
-  Publisher<msgs::PrefixCache> cache_;
+  Publisher<msgs::BackboneOutput> out_;
   ModelStage stage_;
 };
 

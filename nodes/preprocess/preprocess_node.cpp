@@ -1,11 +1,13 @@
 #include "nodes/preprocess/preprocess_node.hpp"
 
+#include "runtime/model/pi0/pi0_family.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
 
-#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/pi0/checkpoint.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/node/node_registry.hpp"
 
@@ -140,35 +142,16 @@ Status PreprocessNode::activate() {
   }
   norm_kind_ = model::norm_kind_for(type_);
 
-  std::string stats_path = *norm_stats_;
-  if (stats_path.empty()) {
-    auto found = model::find_norm_stats(dir, config_.asset_id);
-    if (!found) return found.status().with_context(where());
-    stats_path = *found;
-  }
-  auto stats = model::load_norm_stats(stats_path);
+  // The checkpoint's assets (the one loader every consumer uses).
+  auto stats = model::pi0::load_norm_stats_for(dir, config_, *norm_stats_, "state");
   if (!stats) return stats.status().with_context(where());
   stats_ = std::move(*stats);
-  if (norm_kind_ == model::NormKind::kQuantile && !stats_.state.has_quantiles()) {
-    return failed_precondition(where() + ": " + std::string(model::model_type_name(type_)) +
-                               " normalizes the state with quantiles, but " + stats_path +
-                               " has no q01/q99 for 'state'; recompute the stats with quantiles");
-  }
   if (*state_dim_ > static_cast<int>(stats_.state.size())) {
     return invalid_argument(where() + ": state_dim " + std::to_string(*state_dim_) + " exceeds the " +
-                            std::to_string(stats_.state.size()) + " state dims of " + stats_path);
+                            std::to_string(stats_.state.size()) + " state dims of the norm stats");
   }
-
-  const std::string tok_path =
-      tokenizer_->empty() ? (fs::path(dir) / "tokenizer.model").string() : *tokenizer_;
-  auto tok = model::Tokenizer::load(tok_path);
+  auto tok = model::pi0::load_tokenizer_for(dir, config_, *tokenizer_);
   if (!tok) return tok.status().with_context(where());
-  if (config_.vlm.vocab_size > 0 && tok->vocab_size() > config_.vlm.vocab_size) {
-    return invalid_argument(where() + ": tokenizer " + tok_path + " has " +
-                            std::to_string(tok->vocab_size()) + " pieces but the model embeds " +
-                            std::to_string(config_.vlm.vocab_size) +
-                            " tokens; it does not belong to this checkpoint");
-  }
   tok_ = std::move(*tok);
 
   const int size = config_.vision.image_size;
@@ -208,7 +191,8 @@ Status PreprocessNode::activate() {
              "tokenizer {}",
              where(), model::model_type_name(type_), model::norm_kind_name(norm_kind_),
              cameras_in_.size(), size, size, config_.token_len(),
-             config_.state_in_prompt() ? " with the state in the prompt" : "", stats_path, tok_path);
+             config_.state_in_prompt() ? " with the state in the prompt" : "",
+             norm_stats_->empty() ? "of the checkpoint" : *norm_stats_, tokenizer_->empty() ? "of the checkpoint" : *tokenizer_);
   return Status::ok();
 }
 

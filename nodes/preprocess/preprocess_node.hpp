@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model/config.hpp"
+#include "runtime/model/pi0/config.hpp"
 #include "runtime/model/image_ops.hpp"
-#include "runtime/model/norm_stats.hpp"
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/node/node.hpp"
 
 namespace edgevla::nodes {

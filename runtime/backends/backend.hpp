@@ -1,19 +1,10 @@
-// The backend seam. A backend (cpu, cuda, tensorrt...) turns a checkpoint into engines, one per
-// inference stage. Stage nodes talk to an engine only through this interface: tensors are bound
-// to inputs and outputs by name (the same names the stage's messages use), run() computes, and
-// every buffer the engine needs is allocated when it is created, so a run allocates nothing.
-//
-// Stages and their tensors (C cameras, S image size, T tokens, L layers, n prefix tokens kept,
-// K kv heads, h head dim, H horizon, A action dim):
-//   backbone     in:  image.<camera> f32 [3,S,S] (absent = camera masked), tokens i32 [T],
-//                     token_mask bool [T]
-//                out: k.<i>, v.<i> f32 [n,K,h] per layer, mask bool [n];
-//                     vision_embeddings f32 [C,N,D] (diagnostic, rows of masked cameras zero)
-//   action_head  in:  k.<i>, v.<i> [n,K,h] (f32/bf16/f16), mask bool [n], state f32 [A],
-//                     noise f32 [H,A]
-//                out: actions f32 [H,A] (normalized), velocities f32 [steps,H,A] (diagnostic)
-// n varies from run to run (the backend may drop invalid prefix tokens), so outputs report the
-// shape of this run: output(name) is a view of exactly what was produced.
+// The backend seam. A backend (cpu, cuda, tensorrt...) makes engines, one per (model family,
+// stage) pair it supports. Stage nodes talk to an engine only through this interface: tensors
+// are bound to inputs and outputs by the names the family declares (model::StageSpec, which
+// the stage's messages also use), run() computes, and every buffer the engine needs is
+// allocated when it is created, so a run allocates nothing. Outputs may be shorter than
+// declared (e.g. a backend drops invalid prefix tokens): output(name) is a view of exactly
+// what this run produced.
 #pragma once
 
 #include <functional>
@@ -23,28 +14,32 @@
 #include <vector>
 
 #include "runtime/core/tensor.hpp"
-#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/family.hpp"
 
 namespace edgevla::backends {
 
-enum class Stage { kBackbone, kActionHead };
-std::string_view stage_name(Stage stage);
-
-struct TensorSpec {
-  std::string name;
-  DType dtype = DType::kF32;
-  Shape max_shape;          // the largest shape the engine accepts or produces
-  bool required = true;     // inputs: must be bound for run(); outputs: always produced
-  std::string description;
-};
+using model::TensorSpec;
 
 // The Euler steps an action head is sized for unless a caller asks for more (the velocity
 // output holds one [H,A] slab per step).
 inline constexpr int kDefaultMaxSteps = 64;
 
+enum class Precision : std::uint8_t {
+  kAuto,  // the backend's native choice: f32 on the CPU, bf16 on CUDA
+  kF32,
+  kBF16,
+};
+std::string_view precision_name(Precision p);
+Expected<Precision> parse_precision(std::string_view name);
+
 struct EngineOptions {
-  int threads = 0;                    // worker threads; 0 = all cores
+  int threads = 0;                    // CPU worker threads; 0 = all cores
   int max_steps = kDefaultMaxSteps;   // action head: largest num_steps (sizes the velocity output)
+  std::string device = "cpu";         // "cpu", "cuda", "cuda:<index>"
+  Precision precision = Precision::kAuto;
+  // Bytes this engine may hold on its device (weights and buffers); 0 = no limit. A stage that
+  // would not fit is refused at creation, by name, with the bytes needed.
+  std::int64_t memory_budget_bytes = 0;
 };
 
 struct RunOptions {
@@ -60,8 +55,11 @@ struct RunTimings {
 class Engine {
  public:
   virtual ~Engine() = default;
-  virtual Stage stage() const = 0;
+  virtual std::string_view family() const = 0;
+  virtual std::string_view stage() const = 0;
   virtual std::string_view backend() const = 0;
+  // "cpu f32 (2 threads)", "cuda:0 bf16 (NVIDIA H200)": for logs, node info and NodeStatus.
+  virtual std::string describe() const = 0;
   virtual const std::vector<TensorSpec>& inputs() const = 0;
   virtual const std::vector<TensorSpec>& outputs() const = 0;
 
@@ -76,26 +74,36 @@ class Engine {
   // An output of the last run, shaped as produced; not_found for unknown names.
   virtual Expected<Tensor> output(std::string_view name) const = 0;
   virtual const RunTimings& last_timings() const = 0;
-  // Bytes of this engine's weights and buffers that are resident in memory now (pages it
-  // touched), for per-node memory reports.
+  // Bytes of this engine's weights and buffers resident in host memory now (pages it touched),
+  // for per-node memory reports.
   virtual std::int64_t resident_bytes() const = 0;
+  // Bytes it holds in device memory (0 for the CPU).
+  virtual std::int64_t device_bytes() const = 0;
 };
+
+using EngineFactory =
+    std::function<Expected<std::unique_ptr<Engine>>(const model::Model& model, const EngineOptions& options)>;
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
-  virtual Expected<std::unique_ptr<Engine>> create(Stage stage, const model::Checkpoint& checkpoint,
+  // The engine of `stage` for `model`'s family; not_found (naming the pairs this backend has)
+  // when it has none; failed_precondition / resource_exhausted when the device cannot hold it.
+  virtual Expected<std::unique_ptr<Engine>> create(const model::Model& model, std::string_view stage,
                                                    const EngineOptions& options) = 0;
 };
 
-using BackendFactory = std::function<std::unique_ptr<Backend>()>;
-
-// Registers a backend under `name` (static registration from the backend's library).
-bool register_backend(std::string name, BackendFactory factory);
+// Registers the engine of (family, stage) for backend `backend` (static registration from the
+// backend's library). A backend exists once it has an engine.
+bool register_engine(std::string backend, std::string family, std::string stage, EngineFactory factory);
 // The backend registered as `name`; when none is, loads libedgevla_backend_<name>.so from the
-// library directory (plugins of the next rounds) and looks again. The error lists what exists.
+// library directory and looks again. The error lists what exists.
 Expected<std::unique_ptr<Backend>> make_backend(std::string_view name);
 std::vector<std::string> backend_names();
+
+// Checks `options` against what a CPU engine can do: device cpu, precision auto/f32, and
+// `needed_bytes` within the memory budget. The error names the engine and the fix.
+Status check_cpu_options(const EngineOptions& options, std::string_view what, std::int64_t needed_bytes);
 
 }  // namespace edgevla::backends

@@ -16,11 +16,11 @@
 
 #include "nodes/camera/image_files.hpp"
 #include "runtime/backends/backend.hpp"
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/forward.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+#include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/image_ops.hpp"
-#include "runtime/model/norm_stats.hpp"
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/util/rng.hpp"
 
 namespace edgevla::cli {
@@ -224,49 +224,19 @@ int InferCommand::infer() {
   }
   auto ck = model::Checkpoint::open(checkpoint_);
   if (!ck) return input_error(ck.status().with_context("--checkpoint " + checkpoint_));
-  const model::ModelConfig& c = ck->config();
+  const model::pi0::Pi0Model pm(std::move(*ck));
+  const model::ModelConfig& c = pm.config();
   const std::string type_name(model::model_type_name(c.type));
   const model::NormKind kind = model::norm_kind_for(c.type);
 
-  auto stats_path = model::find_norm_stats(checkpoint_, c.asset_id);
-  if (!stats_path) {
-    return input_error(
-        not_found("checkpoint '" + checkpoint_ + "' has no usable norm stats (" +
-                  stats_path.status().message() + "); " + kInitHint +
-                  ", an openpi checkpoint carries them in assets/<asset_id>/norm_stats.json"));
-  }
-  auto stats = model::load_norm_stats(*stats_path);
+  // The checkpoint's assets, found and checked as the nodes find them.
+  auto stats = model::pi0::load_norm_stats_for(checkpoint_, c, "", "state and actions");
   if (!stats) return input_error(stats.status());
-  if (kind == model::NormKind::kQuantile &&
-      (!stats->state.has_quantiles() || !stats->actions.has_quantiles())) {
-    return input_error(failed_precondition(
-        type_name + " normalizes with quantiles, but " + *stats_path +
-        " has no q01/q99 for 'state' or 'actions'; recompute the stats with quantiles"));
-  }
   const std::size_t A = static_cast<std::size_t>(c.action_dim);
   const std::size_t H = static_cast<std::size_t>(c.action_horizon);
   const std::size_t robot_dim = stats->actions.size();
-  if (robot_dim > A) {
-    return input_error(invalid_argument(*stats_path + " has " + std::to_string(robot_dim) +
-                                        " action dims, more than the model's action_dim " +
-                                        std::to_string(A)));
-  }
-
-  const std::string tok_path = (fs::path(checkpoint_) / "tokenizer.model").string();
-  if (!fs::is_regular_file(tok_path, ec)) {
-    return input_error(
-        not_found("tokenizer '" + tok_path + "' does not exist; " + kInitHint +
-                  ", an openpi checkpoint needs PaliGemma's paligemma_tokenizer.model copied "
-                  "there (docs/checkpoint.md §4)"));
-  }
-  auto tok = model::Tokenizer::load(tok_path);
+  auto tok = model::pi0::load_tokenizer_for(checkpoint_, c, "");
   if (!tok) return input_error(tok.status());
-  if (c.vlm.vocab_size > 0 && tok->vocab_size() > c.vlm.vocab_size) {
-    return input_error(
-        invalid_argument("tokenizer " + tok_path + " has " + std::to_string(tok->vocab_size()) +
-                         " pieces but the model embeds " + std::to_string(c.vlm.vocab_size) +
-                         " tokens; it does not belong to this checkpoint"));
-  }
 
   // Inputs, exactly as the preprocess node builds an Observation.
   model::ForwardInputs in;
@@ -290,7 +260,7 @@ int InferCommand::infer() {
     return input_error(invalid_argument(
         "--state has " + std::to_string(raw.size()) + " values, but the model takes at most " +
         std::to_string(std::min(A, stats->state.size())) + " (action_dim " + std::to_string(A) +
-        ", " + std::to_string(stats->state.size()) + " state dims in " + *stats_path + ")"));
+        ", " + std::to_string(stats->state.size()) + " state dims in the checkpoint's norm stats)"));
   }
   std::vector<double> normalized(raw.size());
   if (Status s = model::normalize(raw, stats->state, kind, normalized); !s.is_ok()) {
@@ -342,9 +312,9 @@ int InferCommand::infer() {
   backends::EngineOptions eo;
   eo.threads = threads_;
   eo.max_steps = std::max(backends::kDefaultMaxSteps, in.num_steps);
-  auto bb = (*backend)->create(backends::Stage::kBackbone, *ck, eo);
+  auto bb = (*backend)->create(pm, model::kBackbone, eo);
   if (!bb) return internal_failure(bb.status().with_context("backbone"));
-  auto head = (*backend)->create(backends::Stage::kActionHead, *ck, eo);
+  auto head = (*backend)->create(pm, model::kActionHead, eo);
   if (!head) return internal_failure(head.status().with_context("action head"));
   const auto t0 = std::chrono::steady_clock::now();
   auto out = model::run_forward(**bb, **head, c, in, /*diagnostics=*/false);

@@ -6,9 +6,9 @@
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/cli/cli_model.hpp"
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/forward.hpp"
-#include "runtime/model/generator.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+#include "runtime/backends/forward_pi0.hpp"
+#include "runtime/model/pi0/generator.hpp"
 
 namespace edgevla::cli {
 namespace {
@@ -110,7 +110,8 @@ int ModelCommands::info() {
 int ModelCommands::forward() {
   auto ck = model::Checkpoint::open(checkpoint_);
   if (!ck) return fail(ck.status());
-  const model::ModelConfig& c = ck->config();
+  const model::pi0::Pi0Model pm(std::move(*ck));
+  const model::ModelConfig& c = pm.config();
   auto in = inputs_.empty() ? model::random_inputs(c, seed_, masked_, prompt_tokens_)
                             : model::read_io_inputs(inputs_, c);
   if (!in) return fail(in.status());
@@ -120,9 +121,9 @@ int ModelCommands::forward() {
   backends::EngineOptions eo;
   eo.threads = threads_;
   eo.max_steps = std::max(backends::kDefaultMaxSteps, in->num_steps);
-  auto bb = (*backend)->create(backends::Stage::kBackbone, *ck, eo);
+  auto bb = (*backend)->create(pm, model::kBackbone, eo);
   if (!bb) return fail(bb.status());
-  auto head = (*backend)->create(backends::Stage::kActionHead, *ck, eo);
+  auto head = (*backend)->create(pm, model::kActionHead, eo);
   if (!head) return fail(head.status());
   Expected<model::ForwardOutputs> out = internal_error("not run");
   for (int i = 0; i < std::max(1, repeat_); ++i) {

@@ -105,7 +105,7 @@ int bag_report(const BagReportOptions& o) {
   std::map<std::int64_t, std::int64_t> observation_cb, prefix_cb;
 
   static const std::set<std::string, std::less<>> kUsed = {"ActionChunk", "JointCommand", "NodeStatus",
-                                                           "Observation", "PrefixCache"};
+                                                           "Observation", "BackboneOutput"};
   Status scan = (*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
     const std::string type = v.schema != nullptr ? v.schema->name : std::string();
     ++counts[type];
@@ -127,7 +127,7 @@ int bag_report(const BagReportOptions& o) {
       chunks[{m.header().topic, m.header().seq}] = std::move(c);
     } else if (m.type() == "Observation") {
       if (m.header().callback_stamp_ns != 0) observation_cb[m.header().source_stamp_ns] = m.header().callback_stamp_ns;
-    } else if (m.type() == "PrefixCache") {
+    } else if (m.type() == "BackboneOutput") {
       if (m.header().callback_stamp_ns != 0) prefix_cb[m.header().source_stamp_ns] = m.header().callback_stamp_ns;
     } else if (m.type() == "JointCommand") {
       m.clear_tensors();

@@ -321,6 +321,10 @@ std::string NodeHost::nodes_yaml() const {
     if (const std::int64_t mem = rt.memory_bytes.load(std::memory_order_relaxed); mem >= 0) {
       out << YAML::Key << "memory_bytes" << YAML::Value << mem;
     }
+    {
+      std::lock_guard lock(rt.engine_mu);
+      if (!rt.engine.empty()) out << YAML::Key << "engine" << YAML::Value << rt.engine;
+    }
     out << YAML::Key << "publishers" << YAML::Value << YAML::BeginSeq;
     for (const auto& p : rt.publishers) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p->name
@@ -499,6 +503,10 @@ void NodeHost::publish_status() {
       m.set_field("bad_inputs", static_cast<std::int64_t>(slot.rt->bad_inputs.get()));
       if (const std::int64_t mem = slot.rt->memory_bytes.load(std::memory_order_relaxed); mem >= 0) {
         m.set_field("memory_bytes", mem);
+      }
+      {
+        std::lock_guard lock(slot.rt->engine_mu);
+        if (!slot.rt->engine.empty()) m.set_field("engine", slot.rt->engine);
       }
       if (slot.rt->load_bytes > 0) m.set_field("load_bytes", slot.rt->load_bytes);
       for (const auto& r : reports) {

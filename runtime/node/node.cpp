@@ -50,6 +50,12 @@ void Node::report_bad_input(std::string_view what, const Status& why) {
 
 void NodeSpec::declare_load(std::int64_t bytes) { rt_.load_bytes = bytes; }
 
+void Node::report_engine(std::string description) {
+  if (!runtime_) return;
+  std::lock_guard lock(runtime_->engine_mu);
+  runtime_->engine = std::move(description);
+}
+
 void Node::report_memory(std::int64_t bytes) {
   if (runtime_) runtime_->memory_bytes.store(bytes, std::memory_order_relaxed);
 }

@@ -162,6 +162,9 @@ class Node {
   // Reports the memory this node holds (its NodeStatus carries it as memory_bytes): lets a
   // table of a one-process graph say which node uses what, where process RSS cannot.
   void report_memory(std::int64_t bytes);
+  // Reports the inference engine this node runs (backend, device, precision), shown by
+  // `node info` and carried by NodeStatus as `engine`.
+  void report_engine(std::string description);
   // The bus this node runs on, for infrastructure nodes that subscribe to topics found at run
   // time (the recorder); null during a dry-run configure. Stage nodes use NodeSpec instead.
   Bus* bus() const;

@@ -71,6 +71,9 @@ struct NodeRuntime {
   Counter bad_inputs;
   // Resident bytes the node itself accounts for (weights it touched, its buffers); -1: none.
   std::atomic<std::int64_t> memory_bytes{-1};
+  // The inference engine a model stage runs ("cuda:0 bf16 ..."), once activated; empty: none.
+  mutable std::mutex engine_mu;
+  std::string engine;
   // Bytes activate() will load (declared in configure): heavy nodes are activated first.
   std::int64_t load_bytes = 0;
   Rng rng;

@@ -60,6 +60,10 @@ Expected<double> to_double(const YAML::Node& n) {
 
 template <class T, class F>
 Expected<ParamValue> to_list(const YAML::Node& n, F convert, std::string_view what) {
+  // A single string is a list of one (`backend: cpu` as well as `backend: [cuda, cpu]`).
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (n.IsScalar()) return ParamValue(std::vector<std::string>{n.Scalar()});
+  }
   if (!n.IsSequence()) {
     return invalid_argument("expects a list of " + std::string(what) + ", e.g. [1, 2, 3]");
   }

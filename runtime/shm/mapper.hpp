@@ -3,7 +3,7 @@
 // to it is dropped.
 //
 // A process takes one holder slot per block, however many tensors or messages of it point
-// into the block (a PrefixCache carries 2 x layers K/V tensors in one block): the slot is
+// into the block (a BackboneOutput views every layer's K/V in one block): the slot is
 // shared in the process and released with the last buffer over that block. The pending count
 // is taken once per block and message (the publisher counts each receiving process once).
 //

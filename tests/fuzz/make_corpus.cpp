@@ -146,12 +146,9 @@ struct Writer {
 };
 
 Message prefix_cache(int layers, DType dtype, std::int64_t prefix) {
-  Message m("PrefixCache", 1);
-  m.set_field("num_layers", std::int64_t{layers});
-  for (int i = 0; i < layers; ++i) {
-    m.set_tensor("k." + std::to_string(i), pattern(dtype, {prefix, 2, 4}, 3u * i));
-    m.set_tensor("v." + std::to_string(i), pattern(dtype, {prefix, 2, 4}, 5u * i));
-  }
+  Message m("BackboneOutput", 1);
+  m.set_field("family", std::string("pi0"));
+  m.set_tensor("kv", pattern(dtype, {layers, 2, prefix, 2, 4}, 3u));
   m.set_tensor("mask", pattern(DType::kBool, {prefix}));
   return m;
 }
@@ -336,7 +333,7 @@ void write_dictionary(const std::filesystem::path& path) {
   for (std::string_view k : {"edgevla", "type", "type_version", "topic", "seq", "src", "pub",
                              "publisher", "trace", "fields", "tensors", "name", "dtype", "shape",
                              "nbytes", "frame", "shm", "segment", "offset", "gen", "pixels",
-                             "encoding", "camera", "actions", "num_layers", "mask", "k.0", "v.0",
+                             "encoding", "camera", "actions", "family", "mask", "kv",
                              "state", "tokens", "token_mask", "image.", "position"}) {
     std::string fix(1, static_cast<char>(0xa0 | k.size()));
     fix += k;

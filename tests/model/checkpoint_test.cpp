@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/config.hpp"
-#include "runtime/model/generator.hpp"
+#include "runtime/model/pi0/checkpoint.hpp"
+#include "runtime/model/pi0/config.hpp"
+#include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "tests/support/test_util.hpp"
 

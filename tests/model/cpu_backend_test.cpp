@@ -11,9 +11,9 @@
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cpu/kernels.hpp"
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/forward.hpp"
-#include "runtime/model/generator.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+#include "runtime/backends/forward_pi0.hpp"
+#include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/util/rng.hpp"
 #include "tests/support/test_util.hpp"
@@ -180,7 +180,7 @@ TEST(CpuKernels, NormsMatchTheirFormulas) {
 
 struct Model {
   std::string dir;
-  std::optional<model::Checkpoint> ck;
+  std::shared_ptr<const model::pi0::Pi0Model> ck;
   std::unique_ptr<Engine> backbone, head;
 };
 
@@ -195,17 +195,64 @@ Model open_tiny(ModelType type, const std::string& tag, int threads = 2, DType d
   EXPECT_OK(model::generate_checkpoint(o, m.dir));
   auto ck = model::Checkpoint::open(m.dir);
   EXPECT_TRUE(ck) << ck.status().to_string();
-  m.ck = std::move(*ck);
+  m.ck = std::make_shared<const model::pi0::Pi0Model>(std::move(*ck));
   auto backend = make_backend("cpu");
   EXPECT_TRUE(backend) << backend.status().to_string();
   EngineOptions eo;
   eo.threads = threads;
-  auto bb = (*backend)->create(Stage::kBackbone, *m.ck, eo);
-  auto hd = (*backend)->create(Stage::kActionHead, *m.ck, eo);
+  auto bb = (*backend)->create(*m.ck, model::kBackbone, eo);
+  auto hd = (*backend)->create(*m.ck, model::kActionHead, eo);
   EXPECT_TRUE(bb && hd);
   m.backbone = std::move(*bb);
   m.head = std::move(*hd);
   return m;
+}
+
+TEST(CpuEngines, OptionsTheCpuCannotHonourAreRefusedByName) {
+  Model m = open_tiny(ModelType::kPi05, "opts");
+  auto backend = make_backend("cpu");
+  ASSERT_TRUE(backend);
+  EngineOptions cuda;
+  cuda.device = "cuda:0";
+  auto a = (*backend)->create(*m.ck, model::kBackbone, cuda);
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.status().message().find("not 'cuda:0'"), std::string::npos) << a.status().message();
+  EngineOptions bf16;
+  bf16.precision = Precision::kBF16;
+  auto b = (*backend)->create(*m.ck, model::kActionHead, bf16);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.status().message().find("f32 only"), std::string::npos) << b.status().message();
+  EngineOptions tight;
+  tight.memory_budget_bytes = 1024;
+  auto c = (*backend)->create(*m.ck, model::kBackbone, tight);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(c.status().message().find("memory budget"), std::string::npos) << c.status().message();
+  EngineOptions f32;
+  f32.precision = Precision::kF32;
+  EXPECT_TRUE((*backend)->create(*m.ck, model::kBackbone, f32));
+  // A stage the family does not have.
+  auto d = (*backend)->create(*m.ck, "planner", {});
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.status().message().find("pi0/action_head"), std::string::npos) << d.status().message();
+}
+
+TEST(CpuEngines, TheFamilyIsRecognizedFromTheCheckpoint) {
+  Model m = open_tiny(ModelType::kPi0, "family");
+  auto fam = model::find_family("auto", m.dir);
+  ASSERT_TRUE(fam) << fam.status().to_string();
+  EXPECT_EQ((*fam)->name(), "pi0");
+  auto opened = (*fam)->open(m.dir, {});
+  ASSERT_TRUE(opened) << opened.status().to_string();
+  EXPECT_EQ((*opened)->variant(), "pi0");
+  auto stage = (*opened)->stage(model::kActionHead);
+  ASSERT_TRUE(stage);
+  EXPECT_GT((*stage)->weight_bytes, 0);
+  auto unknown = model::find_family("auto", m.dir + "-nothing");
+  EXPECT_FALSE(unknown);
+  auto named = model::find_family("gr00t", m.dir);
+  ASSERT_FALSE(named);
+  EXPECT_NE(named.status().message().find("pi0"), std::string::npos) << named.status().message();
 }
 
 TEST(CpuEngines, BindingsAreCheckedByNameDtypeAndShape) {
@@ -289,19 +336,19 @@ TEST(CpuEngines, AFullLengthCacheWithAMaskGivesTheCompactResult) {
   const std::int64_t L = c.expert.depth, P = compact->prefix_mask.numel();
   const std::int64_t row = std::int64_t{c.vlm.num_kv_heads} * c.vlm.head_dim;
   m.head->clear_bindings();
-  std::vector<Tensor> keep;
+  auto kv = Tensor::empty(DType::kF32, Shape{L, 2, P, c.vlm.num_kv_heads, c.vlm.head_dim});
+  ASSERT_TRUE(kv);
   for (std::int64_t l = 0; l < L; ++l) {
-    for (const auto& [name, full] : {std::pair{"k.", &compact->prefix_k}, std::pair{"v.", &compact->prefix_v}}) {
-      auto t = Tensor::empty(DType::kF32, Shape{P, c.vlm.num_kv_heads, c.vlm.head_dim});
-      ASSERT_TRUE(t);
-      std::copy(full->data<float>() + l * P * row, full->data<float>() + (l + 1) * P * row, t->data<float>());
+    for (int j = 0; j < 2; ++j) {
+      const Tensor* full = j == 0 ? &compact->prefix_k : &compact->prefix_v;
+      float* dst = kv->data<float>() + (2 * l + j) * P * row;
+      std::copy(full->data<float>() + l * P * row, full->data<float>() + (l + 1) * P * row, dst);
       for (std::int64_t p = 0; p < P; ++p) {
-        if (!compact->prefix_mask.data<std::uint8_t>()[p]) t->data<float>()[p * row] = NAN;  // never read
+        if (!compact->prefix_mask.data<std::uint8_t>()[p]) dst[p * row] = NAN;  // never read
       }
-      ASSERT_OK(m.head->bind(name + std::to_string(l), *t));
-      keep.push_back(*t);
     }
   }
+  ASSERT_OK(m.head->bind("kv", *kv));
   auto mask = Tensor::empty(DType::kBool, Shape{P});
   for (std::int64_t p = 0; p < P; ++p) mask->data<bool>()[p] = compact->prefix_mask.data<std::uint8_t>()[p] != 0;
   ASSERT_OK(m.head->bind("mask", *mask));
@@ -330,11 +377,12 @@ TEST(CpuEngines, Bf16AndF16CheckpointsComputeWithTheirStoredValues) {
                                          cpu::to_f32(t->dtype(), t->raw_data(), reinterpret_cast<float*>(out.data()), t->numel());
                                          return Status::ok();
                                        }));
-    auto ck32 = model::Checkpoint::open(f32_dir);
-    ASSERT_TRUE(ck32) << ck32.status().to_string();
+    auto opened = model::Checkpoint::open(f32_dir);
+    ASSERT_TRUE(opened) << opened.status().to_string();
+    auto ck32 = std::make_shared<const model::pi0::Pi0Model>(std::move(*opened));
     auto backend = make_backend("cpu");
-    auto bb = (*backend)->create(Stage::kBackbone, *ck32, {});
-    auto hd = (*backend)->create(Stage::kActionHead, *ck32, {});
+    auto bb = (*backend)->create(*ck32, model::kBackbone, {});
+    auto hd = (*backend)->create(*ck32, model::kActionHead, {});
     ASSERT_TRUE(bb && hd);
     auto in = model::random_inputs(low.ck->config(), 12, {}, 30);
     auto a = model::run_forward(*low.backbone, *low.head, low.ck->config(), *in, false);

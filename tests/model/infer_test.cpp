@@ -18,11 +18,11 @@
 
 #include "nodes/camera/image_files.hpp"
 #include "runtime/backends/backend.hpp"
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/forward.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+#include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/image_ops.hpp"
-#include "runtime/model/norm_stats.hpp"
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/util/rng.hpp"
 #include "tests/model/preprocess_test_util.hpp"
 
@@ -226,7 +226,7 @@ void expect_matches_library(const Json& j, const std::string& dir,
                             const std::vector<double>& raw_state, std::uint64_t seed) {
   auto ck = Checkpoint::open(dir);
   ASSERT_TRUE(ck) << ck.status().to_string();
-  const ModelConfig& c = ck->config();
+  const ModelConfig c = ck->config();
   const auto A = static_cast<std::size_t>(c.action_dim),
              H = static_cast<std::size_t>(c.action_horizon);
   ForwardInputs in;
@@ -289,8 +289,9 @@ void expect_matches_library(const Json& j, const std::string& dir,
   ASSERT_TRUE(backend) << backend.status().to_string();
   backends::EngineOptions eo;
   eo.threads = 1;
-  auto bb = (*backend)->create(backends::Stage::kBackbone, *ck, eo);
-  auto head = (*backend)->create(backends::Stage::kActionHead, *ck, eo);
+  const model::pi0::Pi0Model pm(std::move(*ck));
+  auto bb = (*backend)->create(pm, model::kBackbone, eo);
+  auto head = (*backend)->create(pm, model::kActionHead, eo);
   ASSERT_TRUE(bb && head);
   auto out = run_forward(**bb, **head, c, in, /*diagnostics=*/false);
   ASSERT_TRUE(out) << out.status().to_string();

@@ -1,6 +1,6 @@
 // Norm stats: openpi's file format both ways, finding the file in a checkpoint, and the
 // (un)normalization formulas of docs/model.md §9.3 against hand-computed values.
-#include "runtime/model/norm_stats.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // (tests/reference/preprocess_ref.py) for both prompt formats, on a model trained in process
 // (train_tokenizer, what generated checkpoints carry) and one trained with the spm_train CLI;
 // the state bins at their edges; prompt cleaning; training determinism.
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 #include <sentencepiece_processor.h>

@@ -49,22 +49,16 @@ TEST(Schema, VersionMismatchIsRejected) {
   EXPECT_NE(s.message().find("version 2"), std::string::npos);
 }
 
-TEST(Schema, PrefixCacheLayersMustAgree) {
-  Message m("PrefixCache", 1);
-  m.set_field("num_layers", std::int64_t{2});
+TEST(Schema, BackboneOutputNamesItsFamily) {
+  // The tensors are the family's to check (its action head engine); the family is required.
+  Message m("BackboneOutput", 1);
+  m.set_tensor("kv", zeros(DType::kBF16, Shape{2, 2, 10, 1, 8}));
   m.set_tensor("mask", zeros(DType::kBool, Shape{10}));
-  for (int i = 0; i < 2; ++i) {
-    m.set_tensor("k." + std::to_string(i), zeros(DType::kBF16, Shape{10, 1, 8}));
-    m.set_tensor("v." + std::to_string(i), zeros(DType::kBF16, Shape{10, 1, 8}));
-  }
-  EXPECT_TRUE(validate(m, msgs::PrefixCache::schema()).is_ok());
-  m.set_tensor("v.1", zeros(DType::kBF16, Shape{9, 1, 8}));
-  auto s = validate(m, msgs::PrefixCache::schema());
+  auto s = validate(m, msgs::BackboneOutput::schema());
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("layer 1"), std::string::npos);
-  m.set_tensor("v.1", zeros(DType::kBF16, Shape{10, 1, 8}));
-  m.set_field("num_layers", std::int64_t{3});
-  EXPECT_FALSE(validate(m, msgs::PrefixCache::schema()).is_ok());
+  EXPECT_NE(s.message().find("family"), std::string::npos) << s.message();
+  m.set_field("family", std::string("pi0"));
+  EXPECT_TRUE(validate(m, msgs::BackboneOutput::schema()).is_ok());
 }
 
 TEST(Schema, ObservationTokensNeedTheirMask) {
@@ -87,7 +81,7 @@ TEST(Schema, ActionChunkAndJointCommand) {
 }
 
 TEST(Schema, EveryBuiltInTypeIsFindable) {
-  for (const char* t : {"Image", "Observation", "PrefixCache", "ActionChunk", "JointCommand", "NodeStatus"}) {
+  for (const char* t : {"Image", "Observation", "BackboneOutput", "ActionChunk", "JointCommand", "NodeStatus"}) {
     const MessageSchema* s = find_schema(t);
     ASSERT_NE(s, nullptr) << t;
     EXPECT_EQ(s->type, t);

@@ -17,7 +17,7 @@
 
 #include "runtime/launch/launch_file.hpp"
 #include "runtime/launch/launcher.hpp"
-#include "runtime/model/generator.hpp"
+#include "runtime/model/pi0/generator.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/replay.hpp"
 #include "tests/support/test_util.hpp"
@@ -207,7 +207,7 @@ TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
 }
 
 TEST_F(Pi05Pipeline, MultiprocessRunWithARealDepthCheckpointMakesChunks) {
-  // pi0.5's real depth (18 layers, small widths): the PrefixCache carries 36 K/V tensors in one
+  // pi0.5's real depth (18 layers, small widths): the BackboneOutput carries the K/V of 36 layer halves in one
   // shared-memory block, which each receiving process (action head, recorder) must hold with
   // one slot, not one per tensor.
   const std::string deep = (*dir_ / "deep_pi05").string();
@@ -245,7 +245,7 @@ TEST_F(Pi05Pipeline, MultiprocessRunWithARealDepthCheckpointMakesChunks) {
   const auto number = [&](const char* a, const char* b) { return j[a][b].is_number() ? j[a][b].get<int>() : -1; };
   EXPECT_GE(number("actuation", "chunks_received"), 3) << j.dump(1) << "\n" << r.err;
   // The recorder got the deep prefixes too.
-  EXPECT_GE(number("messages", "PrefixCache"), 3) << j.dump(1) << "\n" << r.err;
+  EXPECT_GE(number("messages", "BackboneOutput"), 3) << j.dump(1) << "\n" << r.err;
 }
 
 TEST_F(Pi05Pipeline, LaunchCheckRefusesTheOtherVariant) {

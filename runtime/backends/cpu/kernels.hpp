@@ -46,6 +46,7 @@ class KernelContext {
  public:
   explicit KernelContext(int threads);
   ThreadPool& pool() { return pool_; }
+  const ThreadPool& pool() const { return pool_; }
   // Makes room for converting panels of weights with up to `max_in` columns.
   void reserve_panels(std::int64_t max_in);
   float* panel(int thread) { return panels_[static_cast<std::size_t>(thread)].data(); }

@@ -1,5 +1,5 @@
 // The backbone and action_head nodes in a NodeHost on generated tiny checkpoints: an
-// Observation in, a PrefixCache between them, an ActionChunk out. Checks that the chunk equals
+// Observation in, a BackboneOutput between them, an ActionChunk out. Checks that the chunk equals
 // the library's forward pass on the same inputs, that num_steps reaches the Euler loop (also
 // when changed at run time), that bad inputs are counted while the nodes keep running, and
 // that a checkpoint of the other variant is refused at configure.
@@ -12,10 +12,10 @@
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/bus/bus.hpp"
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/forward.hpp"
-#include "runtime/model/generator.hpp"
-#include "runtime/model/norm_stats.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+#include "runtime/backends/forward_pi0.hpp"
+#include "runtime/model/pi0/generator.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/node/host.hpp"
 #include "runtime/util/rng.hpp"
@@ -46,14 +46,14 @@ const std::string& checkpoint(model::ModelType type) {
   return dirs.emplace(type, dir).first->second;
 }
 
-// Publishes Observations and PrefixCaches; collects PrefixCaches and ActionChunks.
+// Publishes Observations and BackboneOutputs; collects BackboneOutputs and ActionChunks.
 class Harness final : public Node {
  public:
   explicit Harness(const NodeOptions& o) : Node(o) {}
   Status configure(NodeSpec& spec) override {
     EDGEVLA_ASSIGN_OR_RETURN(observation, spec.publisher<msgs::Observation>("observation"));
-    EDGEVLA_ASSIGN_OR_RETURN(prefix_out, spec.publisher<msgs::PrefixCache>("prefix_in"));
-    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::PrefixCache>("prefix", QoS::keep_last(100), [this](const msgs::PrefixCache& m) {
+    EDGEVLA_ASSIGN_OR_RETURN(prefix_out, spec.publisher<msgs::BackboneOutput>("prefix_in"));
+    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::BackboneOutput>("prefix", QoS::keep_last(100), [this](const msgs::BackboneOutput& m) {
       std::lock_guard lock(mu);
       prefixes.push_back(m.ptr());
     }));
@@ -78,7 +78,7 @@ class Harness final : public Node {
   }
 
   Publisher<msgs::Observation> observation;
-  Publisher<msgs::PrefixCache> prefix_out;
+  Publisher<msgs::BackboneOutput> prefix_out;
   std::mutex mu;
   std::vector<MessagePtr> prefixes, chunks;
 };
@@ -150,7 +150,7 @@ TEST_P(ModelStages, ChunkEqualsTheForwardPassOnTheSameInputs) {
 
   auto opened = model::Checkpoint::open(ckpt);
   ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
-  const model::ModelConfig& c = opened->config();
+  const model::ModelConfig c = opened->config();
   auto in = model::random_inputs(c, 3, {2}, 7);
   ASSERT_TRUE(in.has_value());
   ASSERT_OK(g.harness->observation.publish(observation_of(*in, c)));
@@ -164,8 +164,9 @@ TEST_P(ModelStages, ChunkEqualsTheForwardPassOnTheSameInputs) {
   ASSERT_TRUE(backend.has_value());
   backends::EngineOptions eo;
   eo.threads = 1;  // as the nodes: the same work split, so the same bits
-  auto bb = (*backend)->create(backends::Stage::kBackbone, *opened, eo);
-  auto hd = (*backend)->create(backends::Stage::kActionHead, *opened, eo);
+  const model::pi0::Pi0Model pm(std::move(*opened));
+  auto bb = (*backend)->create(pm, model::kBackbone, eo);
+  auto hd = (*backend)->create(pm, model::kActionHead, eo);
   ASSERT_TRUE(bb.has_value() && hd.has_value());
   in->num_steps = c.num_steps;
   auto out = model::run_forward(**bb, **hd, c, *in, false);
@@ -269,10 +270,15 @@ TEST_P(ModelStages, BadInputsAreCountedAndTheNodesKeepRunning) {
   ASSERT_TRUE(eventually([&] { return g.host->bad_inputs("action_head") == 1; }));
   EXPECT_EQ(g.harness->chunk_count(), 0u);
 
-  // A prefix cache of another model (one layer too few).
+  // A backbone output of another model (one layer too few).
   ASSERT_TRUE(eventually([&] { return g.harness->last_prefix() != nullptr; }));
   Message cut = *g.harness->last_prefix();
-  cut.set_field("num_layers", std::int64_t{c->vlm.depth - 1});
+  {
+    const Tensor& kv = *cut.tensor("kv");
+    auto fewer = kv.slice(0, 0, kv.shape()[0] - 1);
+    ASSERT_TRUE(fewer.has_value());
+    cut.set_tensor("kv", *fewer);
+  }
   if (c->vlm.depth > 1) {
     ASSERT_OK(g.harness->prefix_out.publish(std::move(cut)));
     ASSERT_TRUE(eventually([&] { return g.host->bad_inputs("action_head") == 2; }));
@@ -353,6 +359,40 @@ TEST(ModelStageNodes, MissingNormStatsOrTokenizerFailActivationNamingTheFile) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find((bare / "tokenizer.model").string()), std::string::npos) << s.message();
   fs::remove_all(bare);
+}
+
+TEST(ModelStageBackends, AFallbackChainRunsOnTheFirstBackendThatActivates) {
+  // "nothere" has no plugin: the chain falls through to cpu, and node info says which runs.
+  const std::string& ckpt = checkpoint(model::ModelType::kPi05);
+  Graph g = start("chain", ckpt, {{"backend", yaml("[nothere, cpu]")}}, {{"backend", yaml("[nothere, cpu]")}});
+  ASSERT_OK(g.added_backbone);
+  ASSERT_OK(g.added_head);
+  ASSERT_OK(g.host->activate_all());
+  const std::string info = g.host->nodes_yaml();
+  EXPECT_NE(info.find("engine: cpu f32 (1 threads)"), std::string::npos) << info;
+  ASSERT_OK(g.host->deactivate_all());
+}
+
+TEST(ModelStageBackends, AChainWhereNothingActivatesNamesEveryCause) {
+  const std::string& ckpt = checkpoint(model::ModelType::kPi05);
+  // cpu refuses bf16 compute; "nothere" does not exist: activate fails naming both, by backend.
+  Graph g = start("none", ckpt, {}, {{"backend", yaml("[nothere, cpu]")}, {"precision", yaml("bf16")}});
+  ASSERT_OK(g.added_backbone);
+  const Status s = g.host->activate_all();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("nothere: backend 'nothere' is not available"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("cpu: backbone (cpu): the cpu backend computes in f32 only"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("[cuda, cpu]"), std::string::npos) << s.message();
+}
+
+TEST(ModelStageBackends, ASingleBackendNameIsAListOfOne) {
+  const std::string& ckpt = checkpoint(model::ModelType::kPi05);
+  Graph g = start("one", ckpt, {{"backend", yaml("cpu")}}, {{"backend", yaml("cpu")}});
+  ASSERT_OK(g.added_backbone);
+  ASSERT_OK(g.added_head);
+  ASSERT_OK(g.host->activate_all());
+  ASSERT_OK(g.host->deactivate_all());
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ModelStages, ::testing::Values(model::ModelType::kPi0, model::ModelType::kPi05),

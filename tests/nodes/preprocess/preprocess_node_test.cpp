@@ -13,8 +13,8 @@
 
 #include "runtime/bus/bus.hpp"
 #include "runtime/model/image_ops.hpp"
-#include "runtime/model/norm_stats.hpp"
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/node/host.hpp"
 #include "tests/model/preprocess_test_util.hpp"
 

@@ -1,25 +1,27 @@
-#include "runtime/backends/cpu/engine_base.hpp"
+#include "runtime/backends/engine_base.hpp"
 
-namespace edgevla::backends::cpu {
+namespace edgevla::backends {
 namespace {
 
 Status check_against(const TensorSpec& spec, const Tensor& t, std::string_view role,
-                     std::string_view stage) {
+                     std::string_view stage, std::string_view backend, DeviceType device) {
   const std::string what = std::string(stage) + " " + std::string(role) + " '" + spec.name + "'";
   if (!t.defined()) return invalid_argument(what + ": the tensor is empty");
-  if (t.device().type != DeviceType::kCpu) {
-    return invalid_argument(what + " is on " + t.device().to_string() +
-                            "; the cpu backend needs host memory (copy it to the CPU or pick "
-                            "the backend of that device)");
+  // A CUDA engine also takes host tensors (it copies them in); a CPU engine only host ones.
+  if (t.device().type != DeviceType::kCpu && t.device().type != device) {
+    return invalid_argument(what + " is on " + t.device().to_string() + "; the " + std::string(backend) +
+                            " backend cannot read it (copy it to the CPU or pick the backend of that device)");
   }
   if (!t.is_contiguous()) return invalid_argument(what + " " + t.describe() + " must be contiguous");
-  const bool float_ok = spec.dtype == DType::kF32 && role == "input" &&
-                        (t.dtype() == DType::kBF16 || t.dtype() == DType::kF16) &&
-                        spec.name.size() > 1 && (spec.name[0] == 'k' || spec.name[0] == 'v') &&
-                        spec.name[1] == '.';
-  if (t.dtype() != spec.dtype && !float_ok) {
-    return invalid_argument(what + " must be " + std::string(dtype_name(spec.dtype)) + ", got " +
-                            std::string(dtype_name(t.dtype())));
+  const bool dtype_ok = role == "input" ? spec.accepts_dtype(t.dtype()) : t.dtype() == spec.dtype;
+  if (!dtype_ok) {
+    std::string allowed(dtype_name(spec.dtype));
+    if (role == "input") {
+      for (DType d : spec.accepts) {
+        if (d != spec.dtype) allowed += "/" + std::string(dtype_name(d));
+      }
+    }
+    return invalid_argument(what + " must be " + allowed + ", got " + std::string(dtype_name(t.dtype())));
   }
   if (t.rank() != spec.max_shape.rank()) {
     return invalid_argument(what + " must have shape like " + spec.max_shape.to_string() + ", got " +
@@ -39,6 +41,14 @@ Status check_against(const TensorSpec& spec, const Tensor& t, std::string_view r
 
 }  // namespace
 
+EngineBase::EngineBase(std::string backend, std::string family, const model::StageSpec& spec, DeviceType device)
+    : backend_(std::move(backend)), family_(std::move(family)), stage_(spec.name), device_(device),
+      inputs_(spec.inputs), outputs_(spec.outputs) {
+  in_bound_.resize(inputs_.size());
+  out_bound_.resize(outputs_.size());
+  produced_.resize(outputs_.size());
+}
+
 int EngineBase::input_index(std::string_view name) const {
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (inputs_[i].name == name) return static_cast<int>(i);
@@ -57,14 +67,13 @@ Status EngineBase::bind(std::string_view name, const Tensor& tensor) {
   in_bound_.resize(inputs_.size());
   out_bound_.resize(outputs_.size());
   produced_.resize(outputs_.size());
-  const std::string_view stage = stage_name(this->stage());
   if (const int i = input_index(name); i >= 0) {
-    EDGEVLA_RETURN_IF_ERROR(check_against(inputs_[static_cast<std::size_t>(i)], tensor, "input", stage));
+    EDGEVLA_RETURN_IF_ERROR(check_against(inputs_[static_cast<std::size_t>(i)], tensor, "input", stage_, backend_, device_));
     in_bound_[static_cast<std::size_t>(i)] = tensor;
     return Status::ok();
   }
   if (const int o = output_index(name); o >= 0) {
-    EDGEVLA_RETURN_IF_ERROR(check_against(outputs_[static_cast<std::size_t>(o)], tensor, "output", stage));
+    EDGEVLA_RETURN_IF_ERROR(check_against(outputs_[static_cast<std::size_t>(o)], tensor, "output", stage_, backend_, device_));
     out_bound_[static_cast<std::size_t>(o)] = tensor;
     return Status::ok();
   }
@@ -72,7 +81,7 @@ Status EngineBase::bind(std::string_view name, const Tensor& tensor) {
   for (const auto& s : inputs_) names += (names.empty() ? "" : ", ") + s.name;
   for (const auto& s : outputs_) names += ", " + s.name;
   if (names.size() > 300) names = names.substr(0, 300) + "...";
-  return not_found(std::string(stage) + " has no input or output '" + std::string(name) +
+  return not_found(stage_ + " has no input or output '" + std::string(name) +
                    "' (it has " + names + ")");
 }
 
@@ -100,13 +109,13 @@ void EngineBase::set_produced(int index, Tensor view) {
 
 Expected<Tensor> EngineBase::output(std::string_view name) const {
   const int o = output_index(name);
-  if (o < 0) return not_found(std::string(stage_name(stage())) + " has no output '" + std::string(name) + "'");
+  if (o < 0) return not_found(stage_ + " has no output '" + std::string(name) + "'");
   if (static_cast<std::size_t>(o) >= produced_.size() || !produced_[static_cast<std::size_t>(o)].defined()) {
-    return not_found(std::string(stage_name(stage())) + " output '" + std::string(name) +
+    return not_found(stage_ + " output '" + std::string(name) +
                      "' was not produced by the last run (diagnostic outputs are produced only "
                      "when bound)");
   }
   return produced_[static_cast<std::size_t>(o)];
 }
 
-}  // namespace edgevla::backends::cpu
+}  // namespace edgevla::backends

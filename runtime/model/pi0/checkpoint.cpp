@@ -1,4 +1,4 @@
-#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/pi0/checkpoint.hpp"
 
 #include <filesystem>
 #include <map>

@@ -1,4 +1,4 @@
-#include "runtime/model/norm_stats.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/model/config.hpp"
+#include "runtime/model/pi0/config.hpp"
 
 #include <fstream>
 #include <set>

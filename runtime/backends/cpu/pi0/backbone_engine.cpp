@@ -5,8 +5,9 @@
 #include <cmath>
 
 #include "runtime/backends/cpu/cpu_backend.hpp"
-#include "runtime/backends/cpu/engine_base.hpp"
-#include "runtime/backends/cpu/pi0_weights.hpp"
+#include "runtime/backends/cpu/pi0/pi0_weights.hpp"
+#include "runtime/backends/engine_base.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
 
 namespace edgevla::backends::cpu {
 namespace {
@@ -15,10 +16,12 @@ constexpr float kNormEps = 1e-6f;
 
 class BackboneEngine final : public EngineBase {
  public:
-  Stage stage() const override { return Stage::kBackbone; }
-
-  static Expected<std::unique_ptr<Engine>> create(const model::Checkpoint& ck, const EngineOptions& o) {
-    auto e = std::unique_ptr<BackboneEngine>(new BackboneEngine(ck.config(), o));
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kBackbone));
+    EDGEVLA_RETURN_IF_ERROR(check_cpu_options(o, "backbone (cpu)", spec->weight_bytes));
+    const model::Checkpoint& ck = pm->checkpoint();
+    auto e = std::unique_ptr<BackboneEngine>(new BackboneEngine(ck.config(), *spec, o));
     EDGEVLA_ASSIGN_OR_RETURN(e->vision_, load_vision(ck));
     EDGEVLA_ASSIGN_OR_RETURN(e->embed_, load_embedding(ck));
     EDGEVLA_ASSIGN_OR_RETURN(e->vlm_, load_vlm(ck));
@@ -27,6 +30,10 @@ class BackboneEngine final : public EngineBase {
   }
 
   Status run(const RunOptions& options) override;
+  std::string describe() const override {
+    return "cpu f32 (" + std::to_string(ctx_.pool().size()) + " threads)";
+  }
+  std::int64_t device_bytes() const override { return 0; }
 
   std::int64_t resident_bytes() const override {
     std::int64_t total = cpu::resident_bytes(vision_.patch) + cpu::resident_bytes(vision_.projector);
@@ -41,13 +48,13 @@ class BackboneEngine final : public EngineBase {
       total += cpu::resident_bytes(*b);
     }
     total += cpu::resident_bytes(vattn_.logits) + cpu::resident_bytes(attn_.logits);
-    for (const Tensor& t : k_own_) total += cpu::resident_bytes(t.raw_data(), t.nbytes());
-    for (const Tensor& t : v_own_) total += cpu::resident_bytes(t.raw_data(), t.nbytes());
+    total += cpu::resident_bytes(kv_own_.raw_data(), kv_own_.nbytes());
     return total;
   }
 
  private:
-  BackboneEngine(const model::ModelConfig& c, const EngineOptions& o) : cfg_(c), ctx_(o.threads) {}
+  BackboneEngine(const model::ModelConfig& c, const model::StageSpec& spec, const EngineOptions& o)
+      : EngineBase("cpu", std::string(model::pi0::kFamily), spec, DeviceType::kCpu), cfg_(c), ctx_(o.threads) {}
   Status allocate();
   Status embed_cameras(const std::vector<const Tensor*>& images, float* x_rows);
   void vision_layer(const VisionLayer& l, std::int64_t cams);
@@ -61,47 +68,29 @@ class BackboneEngine final : public EngineBase {
 
   int in_tokens_ = -1, in_token_mask_ = -1;
   std::vector<int> in_images_;   // input index per camera slot
-  std::vector<int> out_k_, out_v_;
-  int out_mask_ = -1, out_vision_ = -1;
+  int out_kv_ = -1, out_mask_ = -1, out_vision_ = -1;
 
   // Preallocated activations (uninitialised; sized for all cameras and a full prompt).
   FloatBuffer patches_, ve_, vy_, vq_, vk_, vv_, vo_, vh_;
   FloatBuffer x_, y_, q_, o_, gate_, up_;
-  std::vector<Tensor> k_own_, v_own_;
+  Tensor kv_own_;  // [L, 2, P, K, h]; a run fills the first L·2·n·K·h values
   Tensor mask_own_;
   AttentionScratch vattn_, attn_;
 };
 
 Status BackboneEngine::allocate() {
   const auto& v = cfg_.vision;
-  const std::int64_t C = cfg_.num_cameras(), N = v.tokens(), S = v.image_size;
-  const std::int64_t T = cfg_.token_len(), P = cfg_.prefix_len();
+  const std::int64_t C = cfg_.num_cameras(), N = v.tokens();
+  const std::int64_t P = cfg_.prefix_len();
   const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth;
   const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim;
 
-  for (const auto& cam : cfg_.cameras) {
-    in_images_.push_back(static_cast<int>(inputs_.size()));
-    inputs_.push_back({"image." + cam, DType::kF32, Shape{3, S, S}, false,
-                       "camera '" + cam + "' pixels in [-1, 1], RGB; absent = masked"});
-  }
-  in_tokens_ = static_cast<int>(inputs_.size());
-  inputs_.push_back({"tokens", DType::kI32, Shape{T}, true, "prompt token ids"});
-  in_token_mask_ = static_cast<int>(inputs_.size());
-  inputs_.push_back({"token_mask", DType::kBool, Shape{T}, true, "true for real tokens"});
-  for (std::int64_t l = 0; l < L; ++l) {
-    out_k_.push_back(static_cast<int>(outputs_.size()));
-    outputs_.push_back({"k." + std::to_string(l), DType::kF32, Shape{P, K, h}, true, "keys after RoPE"});
-    out_v_.push_back(static_cast<int>(outputs_.size()));
-    outputs_.push_back({"v." + std::to_string(l), DType::kF32, Shape{P, K, h}, true, "values"});
-  }
-  out_mask_ = static_cast<int>(outputs_.size());
-  outputs_.push_back({"mask", DType::kBool, Shape{P}, true, "valid prefix tokens (all true)"});
-  out_vision_ = static_cast<int>(outputs_.size());
-  outputs_.push_back({"vision_embeddings", DType::kF32, Shape{C, N, D}, false,
-                      "projector output per camera slot (diagnostic; produced when bound)"});
-  in_bound_.resize(inputs_.size());
-  out_bound_.resize(outputs_.size());
-  produced_.resize(outputs_.size());
+  for (const auto& cam : cfg_.cameras) in_images_.push_back(input_index("image." + cam));
+  in_tokens_ = input_index("tokens");
+  in_token_mask_ = input_index("token_mask");
+  out_kv_ = output_index("kv");
+  out_mask_ = output_index("mask");
+  out_vision_ = output_index("vision_embeddings");
 
   const std::int64_t M = C * N, Dv = v.width, pp = 3LL * v.patch_size * v.patch_size;
   patches_.reserve(M * pp);
@@ -117,12 +106,7 @@ Status BackboneEngine::allocate() {
   attn_.reserve(H, P, P, ctx_.pool().size());
   std::int64_t max_in = std::max<std::int64_t>({pp, Dv, v.mlp_dim, D, H * h, cfg_.vlm.mlp_dim});
   ctx_.reserve_panels(max_in);
-  for (std::int64_t l = 0; l < L; ++l) {
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor k, Tensor::empty(DType::kF32, Shape{P, K, h}));
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor vv, Tensor::empty(DType::kF32, Shape{P, K, h}));
-    k_own_.push_back(std::move(k));
-    v_own_.push_back(std::move(vv));
-  }
+  EDGEVLA_ASSIGN_OR_RETURN(kv_own_, Tensor::empty(DType::kF32, Shape{L, 2, P, K, h}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{P}));
   for (std::int64_t k = 0; k < h / 2; ++k) {
     // inv_freq in float32 as the reference computes it: 1 / 10000^(2k/h).
@@ -236,23 +220,23 @@ Status BackboneEngine::run(const RunOptions&) {
   const std::int64_t n = cams * N + n_text;
   if (n == 0) return invalid_argument("backbone has nothing to attend: no camera and no prompt token");
 
-  // Outputs: the caller's tensors when bound, else ours.
+  // Outputs: the caller's tensor when bound, else ours, filled compactly as [L, 2, n, K, h].
+  const Tensor* bkv = bound_output(out_kv_);
+  const Tensor& kv = bkv ? *bkv : kv_own_;
+  if (kv.shape()[2] < n) {
+    return invalid_argument("backbone output 'kv' " + kv.shape().to_string() + " holds fewer than the " +
+                            std::to_string(n) + " prefix rows of this run");
+  }
+  {
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor flat, kv.reshape(Shape{kv.numel()}));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor used, flat.slice(0, 0, L * 2 * n * K * h));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor view, used.reshape(Shape{L, 2, n, K, h}));
+    set_produced(out_kv_, std::move(view));
+  }
   std::vector<float*> kout(static_cast<std::size_t>(L)), vout(static_cast<std::size_t>(L));
   for (std::int64_t l = 0; l < L; ++l) {
-    const Tensor* bk = bound_output(out_k_[static_cast<std::size_t>(l)]);
-    const Tensor* bv = bound_output(out_v_[static_cast<std::size_t>(l)]);
-    const Tensor& tk = bk ? *bk : k_own_[static_cast<std::size_t>(l)];
-    const Tensor& tv = bv ? *bv : v_own_[static_cast<std::size_t>(l)];
-    if (tk.shape()[0] < n || tv.shape()[0] < n) {
-      return invalid_argument("backbone output k/v." + std::to_string(l) + " holds fewer than the " +
-                              std::to_string(n) + " prefix rows of this run");
-    }
-    kout[static_cast<std::size_t>(l)] = tk.data<float>();
-    vout[static_cast<std::size_t>(l)] = tv.data<float>();
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor kv, tk.slice(0, 0, n));
-    set_produced(out_k_[static_cast<std::size_t>(l)], std::move(kv));
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor vv, tv.slice(0, 0, n));
-    set_produced(out_v_[static_cast<std::size_t>(l)], std::move(vv));
+    kout[static_cast<std::size_t>(l)] = kv.data<float>() + (2 * l) * n * K * h;
+    vout[static_cast<std::size_t>(l)] = kv.data<float>() + (2 * l + 1) * n * K * h;
   }
 
   // Image tokens (valid cameras, slot order) then text tokens.
@@ -321,9 +305,7 @@ Status BackboneEngine::run(const RunOptions&) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Engine>> make_backbone(const model::Checkpoint& checkpoint,
-                                                const EngineOptions& options) {
-  return BackboneEngine::create(checkpoint, options);
-}
+const bool kRegistered = register_engine("cpu", std::string(model::pi0::kFamily), std::string(model::kBackbone),
+                                         BackboneEngine::create);
 
 }  // namespace edgevla::backends::cpu

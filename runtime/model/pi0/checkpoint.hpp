@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model/config.hpp"
+#include "runtime/model/pi0/config.hpp"
 #include "runtime/model/safetensors.hpp"
 
 namespace edgevla::model {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runtime/core/status.hpp"
-#include "runtime/model/config.hpp"
+#include "runtime/model/pi0/config.hpp"
 
 namespace edgevla::model {
 

@@ -6,8 +6,9 @@
 #include <numbers>
 
 #include "runtime/backends/cpu/cpu_backend.hpp"
-#include "runtime/backends/cpu/engine_base.hpp"
-#include "runtime/backends/cpu/pi0_weights.hpp"
+#include "runtime/backends/cpu/pi0/pi0_weights.hpp"
+#include "runtime/backends/engine_base.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
 
 namespace edgevla::backends::cpu {
 namespace {
@@ -16,10 +17,12 @@ constexpr float kNormEps = 1e-6f;
 
 class ActionHeadEngine final : public EngineBase {
  public:
-  Stage stage() const override { return Stage::kActionHead; }
-
-  static Expected<std::unique_ptr<Engine>> create(const model::Checkpoint& ck, const EngineOptions& o) {
-    auto e = std::unique_ptr<ActionHeadEngine>(new ActionHeadEngine(ck.config(), o));
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kActionHead));
+    EDGEVLA_RETURN_IF_ERROR(check_cpu_options(o, "action_head (cpu)", spec->weight_bytes));
+    const model::Checkpoint& ck = pm->checkpoint();
+    auto e = std::unique_ptr<ActionHeadEngine>(new ActionHeadEngine(ck.config(), *spec, o));
     EDGEVLA_ASSIGN_OR_RETURN(e->expert_, load_expert(ck));
     EDGEVLA_ASSIGN_OR_RETURN(e->heads_, load_heads(ck));
     EDGEVLA_RETURN_IF_ERROR(e->allocate());
@@ -27,6 +30,10 @@ class ActionHeadEngine final : public EngineBase {
   }
 
   Status run(const RunOptions& options) override;
+  std::string describe() const override {
+    return "cpu f32 (" + std::to_string(ctx_.pool().size()) + " threads)";
+  }
+  std::int64_t device_bytes() const override { return 0; }
 
   std::int64_t resident_bytes() const override {
     std::int64_t total = 0;
@@ -48,8 +55,9 @@ class ActionHeadEngine final : public EngineBase {
   }
 
  private:
-  ActionHeadEngine(const model::ModelConfig& c, const EngineOptions& o)
-      : cfg_(c), max_steps_(std::max(1, o.max_steps)), ctx_(o.threads) {}
+  ActionHeadEngine(const model::ModelConfig& c, const model::StageSpec& spec, const EngineOptions& o)
+      : EngineBase("cpu", std::string(model::pi0::kFamily), spec, DeviceType::kCpu),
+        cfg_(c), max_steps_(std::max(1, o.max_steps)), ctx_(o.threads) {}
   Status allocate();
   Status gather_prefix(std::int64_t& n_valid);
   void time_embedding(float t, float* out) const;
@@ -64,8 +72,7 @@ class ActionHeadEngine final : public EngineBase {
   std::vector<float> inv_freq_;
   std::vector<double> omega_;  // time-embedding frequencies (float64, as the reference)
 
-  std::vector<int> in_k_, in_v_;
-  int in_mask_ = -1, in_state_ = -1, in_noise_ = -1;
+  int in_kv_ = -1, in_mask_ = -1, in_state_ = -1, in_noise_ = -1;
   int out_actions_ = -1, out_velocities_ = -1;
 
   // Prefix keys/values the steps read: the bound f32 tensors when usable as they are, else
@@ -84,26 +91,13 @@ Status ActionHeadEngine::allocate() {
   const std::int64_t P = cfg_.prefix_len(), L = cfg_.expert.depth, A = cfg_.action_dim;
   const std::int64_t Hz = cfg_.action_horizon, S = cfg_.suffix_len(), E = cfg_.expert.width;
   const std::int64_t H = cfg_.expert.num_heads, K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
-  for (std::int64_t l = 0; l < L; ++l) {
-    in_k_.push_back(static_cast<int>(inputs_.size()));
-    inputs_.push_back({"k." + std::to_string(l), DType::kF32, Shape{P, K, h}, true, "prefix keys (f32/bf16/f16)"});
-    in_v_.push_back(static_cast<int>(inputs_.size()));
-    inputs_.push_back({"v." + std::to_string(l), DType::kF32, Shape{P, K, h}, true, "prefix values"});
-  }
-  in_mask_ = static_cast<int>(inputs_.size());
-  inputs_.push_back({"mask", DType::kBool, Shape{P}, true, "valid prefix tokens"});
-  in_state_ = static_cast<int>(inputs_.size());
-  inputs_.push_back({"state", DType::kF32, Shape{A}, !pi05_, "normalized state padded to action_dim"});
-  in_noise_ = static_cast<int>(inputs_.size());
-  inputs_.push_back({"noise", DType::kF32, Shape{Hz, A}, true, "x at t = 1"});
-  out_actions_ = static_cast<int>(outputs_.size());
-  outputs_.push_back({"actions", DType::kF32, Shape{Hz, A}, true, "x at t = 0 (normalized)"});
-  out_velocities_ = static_cast<int>(outputs_.size());
-  outputs_.push_back({"velocities", DType::kF32, Shape{max_steps_, Hz, A}, false,
-                      "velocity of every step (diagnostic; produced when bound)"});
-  in_bound_.resize(inputs_.size());
-  out_bound_.resize(outputs_.size());
-  produced_.resize(outputs_.size());
+  in_kv_ = input_index("kv");
+  in_mask_ = input_index("mask");
+  in_state_ = input_index("state");
+  in_noise_ = input_index("noise");
+  out_actions_ = output_index("actions");
+  out_velocities_ = output_index("velocities");
+  outputs_[static_cast<std::size_t>(out_velocities_)].max_shape = Shape{max_steps_, Hz, A};
 
   pk_ptr_.resize(static_cast<std::size_t>(L));
   pv_ptr_.resize(static_cast<std::size_t>(L));
@@ -166,30 +160,35 @@ Status ActionHeadEngine::gather_prefix(std::int64_t& n_valid) {
   n_valid = 0;
   for (std::int64_t i = 0; i < n; ++i) n_valid += m[i] ? 1 : 0;
   if (n_valid == 0) return invalid_argument("action_head prefix mask has no valid token");
+  const Tensor* kv = bound_input(in_kv_);
+  if (kv == nullptr) return invalid_argument("action_head needs the prefix 'kv' bound");
+  if (kv->shape()[0] != L || kv->shape()[1] != 2 || kv->shape()[3] != cfg_.expert.num_kv_heads ||
+      kv->shape()[4] != cfg_.expert.head_dim) {
+    return invalid_argument("action_head 'kv' is " + kv->shape().to_string() + " but this model needs [" +
+                            std::to_string(L) + ",2,n," + std::to_string(cfg_.expert.num_kv_heads) + "," +
+                            std::to_string(cfg_.expert.head_dim) +
+                            "] (backbone and action head must load the same checkpoint)");
+  }
+  if (kv->shape()[2] != n) {
+    return invalid_argument("action_head 'kv' has " + std::to_string(kv->shape()[2]) +
+                            " prefix rows but the prefix mask has " + std::to_string(n));
+  }
+  const std::size_t esize = dtype_size(kv->dtype());
   for (std::int64_t l = 0; l < L; ++l) {
-    const Tensor* k = bound_input(in_k_[static_cast<std::size_t>(l)]);
-    const Tensor* v = bound_input(in_v_[static_cast<std::size_t>(l)]);
-    if (k == nullptr || v == nullptr) {
-      return invalid_argument("action_head prefix cache lacks layer " + std::to_string(l) +
-                              " (k/v." + std::to_string(l) + "); the cache comes from a model with fewer layers");
-    }
-    if (k->shape()[0] != n || v->shape()[0] != n) {
-      return invalid_argument("action_head k/v." + std::to_string(l) + " have " + std::to_string(k->shape()[0]) +
-                              " rows but the prefix mask has " + std::to_string(n));
-    }
     const auto li = static_cast<std::size_t>(l);
-    if (n_valid == n && k->dtype() == DType::kF32 && v->dtype() == DType::kF32) {
-      pk_ptr_[li] = k->data<float>();
-      pv_ptr_[li] = v->data<float>();
+    const std::byte* k = kv->raw_data() + static_cast<std::size_t>((2 * l) * n * kh) * esize;
+    const std::byte* v = kv->raw_data() + static_cast<std::size_t>((2 * l + 1) * n * kh) * esize;
+    if (n_valid == n && kv->dtype() == DType::kF32) {
+      pk_ptr_[li] = reinterpret_cast<const float*>(k);
+      pv_ptr_[li] = reinterpret_cast<const float*>(v);
       continue;
     }
-    const std::size_t ek = dtype_size(k->dtype()), ev = dtype_size(v->dtype());
     float* dk = pk_[li].data();
     float* dv = pv_[li].data();
     for (std::int64_t i = 0, r = 0; i < n; ++i) {
       if (!m[i]) continue;
-      to_f32(k->dtype(), k->raw_data() + static_cast<std::size_t>(i * kh) * ek, dk + r * kh, kh);
-      to_f32(v->dtype(), v->raw_data() + static_cast<std::size_t>(i * kh) * ev, dv + r * kh, kh);
+      to_f32(kv->dtype(), k + static_cast<std::size_t>(i * kh) * esize, dk + r * kh, kh);
+      to_f32(kv->dtype(), v + static_cast<std::size_t>(i * kh) * esize, dv + r * kh, kh);
       ++r;
     }
     pk_ptr_[li] = dk;
@@ -356,23 +355,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Engine>> make_action_head(const model::Checkpoint& checkpoint,
-                                                   const EngineOptions& options) {
-  return ActionHeadEngine::create(checkpoint, options);
-}
+const bool kRegistered = register_engine("cpu", std::string(model::pi0::kFamily), std::string(model::kActionHead),
+                                         ActionHeadEngine::create);
 
-namespace {
-
-class CpuBackend final : public Backend {
- public:
-  std::string_view name() const override { return "cpu"; }
-  Expected<std::unique_ptr<Engine>> create(Stage stage, const model::Checkpoint& checkpoint,
-                                           const EngineOptions& options) override {
-    return stage == Stage::kBackbone ? make_backbone(checkpoint, options) : make_action_head(checkpoint, options);
-  }
-};
-
-const bool kRegistered = register_backend("cpu", [] { return std::make_unique<CpuBackend>(); });
-
-}  // namespace
 }  // namespace edgevla::backends::cpu

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "runtime/core/dtype.hpp"
-#include "runtime/model/config.hpp"
+#include "runtime/model/pi0/config.hpp"
 
 namespace edgevla::model {
 

@@ -1,4 +1,4 @@
-#include "runtime/model/generator.hpp"
+#include "runtime/model/pi0/generator.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/model/checkpoint.hpp"
-#include "runtime/model/norm_stats.hpp"
+#include "runtime/model/pi0/checkpoint.hpp"
+#include "runtime/model/pi0/norm_stats.hpp"
 #include "runtime/model/safetensors.hpp"
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/util/rng.hpp"
 
 namespace edgevla::model {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/backends/cpu/kernels.hpp"
-#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/pi0/checkpoint.hpp"
 
 namespace edgevla::backends::cpu {
 

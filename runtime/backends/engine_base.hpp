@@ -1,4 +1,6 @@
-// Binding bookkeeping shared by the CPU engines: specs, bound tensors by spec index, checks.
+// Binding bookkeeping every engine shares, whatever its backend: the family's tensor specs,
+// bound tensors by spec index, the checks of bind() (dtype, rank, limits, device, writable
+// outputs), and the views of what the last run produced.
 #pragma once
 
 #include <chrono>
@@ -7,11 +9,13 @@
 
 #include "runtime/backends/backend.hpp"
 
-namespace edgevla::backends::cpu {
+namespace edgevla::backends {
 
 class EngineBase : public Engine {
  public:
-  std::string_view backend() const override { return "cpu"; }
+  std::string_view family() const override { return family_; }
+  std::string_view stage() const override { return stage_; }
+  std::string_view backend() const override { return backend_; }
   const std::vector<TensorSpec>& inputs() const override { return inputs_; }
   const std::vector<TensorSpec>& outputs() const override { return outputs_; }
   Status bind(std::string_view name, const Tensor& tensor) override;
@@ -20,6 +24,9 @@ class EngineBase : public Engine {
   const RunTimings& last_timings() const override { return timings_; }
 
  protected:
+  // `spec` gives the names, dtypes and largest shapes; `device` is where bound tensors must
+  // live (DeviceType::kCpu for the CPU backend).
+  EngineBase(std::string backend, std::string family, const model::StageSpec& spec, DeviceType device);
   // Index of a spec by name, or -1.
   int input_index(std::string_view name) const;
   int output_index(std::string_view name) const;
@@ -28,6 +35,8 @@ class EngineBase : public Engine {
   // Records what output `index` holds after this run (a view of the right shape).
   void set_produced(int index, Tensor view);
 
+  std::string backend_, family_, stage_;
+  DeviceType device_;
   std::vector<TensorSpec> inputs_;
   std::vector<TensorSpec> outputs_;
   std::vector<Tensor> in_bound_;
@@ -41,4 +50,4 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace edgevla::backends::cpu
+}  // namespace edgevla::backends

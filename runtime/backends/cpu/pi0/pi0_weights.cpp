@@ -1,4 +1,4 @@
-#include "runtime/backends/cpu/pi0_weights.hpp"
+#include "runtime/backends/cpu/pi0/pi0_weights.hpp"
 
 namespace edgevla::backends::cpu {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/backends/backend.hpp"
-#include "runtime/model/config.hpp"
+#include "runtime/model/pi0/config.hpp"
 
 namespace edgevla::model {
 

@@ -1,4 +1,4 @@
-#include "runtime/model/forward.hpp"
+#include "runtime/backends/forward_pi0.hpp"
 
 #include <cstring>
 
@@ -31,22 +31,22 @@ Expected<ForwardOutputs> run_forward(backends::Engine& backbone, backends::Engin
   }
   EDGEVLA_RETURN_IF_ERROR(backbone.bind("tokens", in.tokens));
   EDGEVLA_RETURN_IF_ERROR(backbone.bind("token_mask", in.token_mask));
+  const std::int64_t P = C * N + T;
+  Tensor kv_host;
   if (diagnostics) {
     EDGEVLA_ASSIGN_OR_RETURN(out.vision_embeddings, zeros(DType::kF32, Shape{C, N, D}));
     EDGEVLA_RETURN_IF_ERROR(backbone.bind("vision_embeddings", out.vision_embeddings));
+    // The cache in host memory and f32, whatever the backend, for the scatter below.
+    EDGEVLA_ASSIGN_OR_RETURN(kv_host, Tensor::empty(DType::kF32, Shape{L, 2, P, K, h}));
+    EDGEVLA_RETURN_IF_ERROR(backbone.bind("kv", kv_host));
   }
   EDGEVLA_RETURN_IF_ERROR(backbone.run({}));
   out.backbone_ms = backbone.last_timings().total_ms;
   out.parts = backbone.last_timings().parts;
 
   head.clear_bindings();
-  for (std::int64_t l = 0; l < L; ++l) {
-    for (const char* kv : {"k.", "v."}) {
-      const std::string name = kv + std::to_string(l);
-      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, backbone.output(name));
-      EDGEVLA_RETURN_IF_ERROR(head.bind(name, t));
-    }
-  }
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor kv, backbone.output("kv"));
+  EDGEVLA_RETURN_IF_ERROR(head.bind("kv", kv));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor mask, backbone.output("mask"));
   EDGEVLA_RETURN_IF_ERROR(head.bind("mask", mask));
   if (in.state.defined()) EDGEVLA_RETURN_IF_ERROR(head.bind("state", in.state));
@@ -66,7 +66,6 @@ Expected<ForwardOutputs> run_forward(backends::Engine& backbone, backends::Engin
 
   EDGEVLA_ASSIGN_OR_RETURN(out.velocities, head.output("velocities"));
   // The full-length prefix mask in openpi's order, and the cache scattered onto it.
-  const std::int64_t P = C * N + T;
   EDGEVLA_ASSIGN_OR_RETURN(out.prefix_mask, zeros(DType::kU8, Shape{P}));
   auto* pm = out.prefix_mask.data<std::uint8_t>();
   for (std::int64_t s = 0; s < C; ++s) {
@@ -76,15 +75,16 @@ Expected<ForwardOutputs> run_forward(backends::Engine& backbone, backends::Engin
   for (std::int64_t i = 0; i < T; ++i) pm[C * N + i] = in.token_mask.data<bool>()[i] ? 1 : 0;
   EDGEVLA_ASSIGN_OR_RETURN(out.prefix_k, zeros(DType::kF32, Shape{L, P, K, h}));
   EDGEVLA_ASSIGN_OR_RETURN(out.prefix_v, zeros(DType::kF32, Shape{L, P, K, h}));
+  // kv is [L, 2, n, K, h] over the n valid tokens.
+  const std::int64_t n = kv.shape()[2], row = K * h;
+  const float* src = kv.data<float>();
   for (std::int64_t l = 0; l < L; ++l) {
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor k, backbone.output("k." + std::to_string(l)));
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor v, backbone.output("v." + std::to_string(l)));
-    const std::int64_t row = K * h;
     for (std::int64_t p = 0, r = 0; p < P; ++p) {
       if (!pm[p]) continue;
-      if (r >= k.shape()[0]) return internal_error("backbone produced fewer cache rows than valid tokens");
-      std::memcpy(out.prefix_k.data<float>() + (l * P + p) * row, k.data<float>() + r * row, row * sizeof(float));
-      std::memcpy(out.prefix_v.data<float>() + (l * P + p) * row, v.data<float>() + r * row, row * sizeof(float));
+      if (r >= n) return internal_error("backbone produced fewer cache rows than valid tokens");
+      std::memcpy(out.prefix_k.data<float>() + (l * P + p) * row, src + ((2 * l) * n + r) * row, row * sizeof(float));
+      std::memcpy(out.prefix_v.data<float>() + (l * P + p) * row, src + ((2 * l + 1) * n + r) * row,
+                  row * sizeof(float));
       ++r;
     }
   }

@@ -1,4 +1,4 @@
-#include "runtime/model/tokenizer.hpp"
+#include "runtime/model/pi0/tokenizer.hpp"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>

@@ -1,0 +1,103 @@
+// The family-neutral seam between model families (pi0 / pi0.5, later GR00T...) and the rest of
+// edgevla. A family turns a checkpoint folder into a Model; a Model names its inference stages
+// and declares, per stage, the named, typed tensors the stage takes and produces. Backends make
+// an engine for a (family, stage) pair (runtime/backends/backend.hpp); the stage nodes bind
+// message tensors to engine inputs by those names and publish the outputs under them, so a
+// node never knows which family it runs. Adding a family adds folders (model code here under
+// runtime/model/<family>/, engines under runtime/backends/<backend>/<family>/), not branches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/tensor.hpp"
+
+namespace edgevla::model {
+
+// The two model stages every family has: the backbone (once per observation) and the action
+// head (once per chunk, from the backbone's output).
+inline constexpr std::string_view kBackbone = "backbone";
+inline constexpr std::string_view kActionHead = "action_head";
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kF32;  // the dtype produced; inputs may accept more (accepts)
+  Shape max_shape;           // the largest shape accepted or produced
+  bool required = true;      // inputs: must be bound for run(); outputs: false = diagnostic
+  std::string description;
+  std::vector<DType> accepts;  // inputs: every dtype accepted (empty: dtype only)
+
+  bool accepts_dtype(DType t) const;
+};
+
+struct StageSpec {
+  std::string name;                  // "backbone", "action_head"
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::int64_t weight_bytes = 0;     // checkpoint bytes the stage reads
+};
+
+// Turns a chunk of normalized actions from the action head into the robot's actions
+// (un-normalized, relative made absolute, cut to the robot's dims).
+class ActionDecoder {
+ public:
+  virtual ~ActionDecoder() = default;
+  // Robot dims per action (columns of decode's output).
+  virtual std::int64_t out_dim() const = 0;
+  // normalized f32 [H, A] -> out f32 [H, out_dim()]. `context` holds the action head's input
+  // message tensors (e.g. the raw state, for relative actions). A non-finite value is an error.
+  virtual Status decode(const Tensor& normalized, std::span<const std::pair<std::string, const Tensor*>> context,
+                        const Tensor& out) const = 0;
+};
+
+struct DecoderOptions {
+  std::string norm_stats;  // stats file (empty: the checkpoint's own)
+  int output_dim = 0;      // 0: the stats' length
+};
+
+// An opened checkpoint of one family.
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual std::string_view family() const = 0;   // "pi0" (pi0 and pi0.5)
+  virtual std::string_view variant() const = 0;  // "pi0", "pi05"
+  virtual const std::string& dir() const = 0;
+  virtual const std::vector<StageSpec>& stages() const = 0;
+  // The stage called `name`, or not_found listing the family's stages.
+  Expected<const StageSpec*> stage(std::string_view name) const;
+  // Euler steps of the action head unless a node says otherwise.
+  virtual int default_num_steps() const = 0;
+  // Bytes of every weight the model reads.
+  virtual std::int64_t weight_bytes() const = 0;
+  virtual Expected<std::unique_ptr<ActionDecoder>> make_action_decoder(const DecoderOptions& options) const = 0;
+};
+
+struct ModelOpenOptions {
+  std::string variant;  // "" or "auto": any; else a checkpoint of another variant is refused
+};
+
+// A model family: recognizes and opens its checkpoints.
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual std::string_view name() const = 0;
+  // True when `dir` looks like a checkpoint of this family (reads headers only).
+  virtual bool recognizes(const std::string& dir) const = 0;
+  // Header-only look at `dir`: the stages and the bytes each would load, for configure-time
+  // checks (nothing is mapped). Only a checkpoint of another variant than asked is an error
+  // (invalid_argument); a missing or damaged folder gives no stages (open() reports it).
+  virtual Expected<std::vector<StageSpec>> peek(const std::string& dir, const ModelOpenOptions& options) const = 0;
+  virtual Expected<std::shared_ptr<const Model>> open(const std::string& dir, const ModelOpenOptions& options) const = 0;
+};
+
+// Registers a family (static registration from the family's library).
+bool register_family(std::unique_ptr<Family> family);
+// The family called `name`; "auto" asks each registered family whether it recognizes `dir`.
+Expected<const Family*> find_family(std::string_view name, const std::string& dir);
+std::vector<std::string> family_names();
+
+}  // namespace edgevla::model
