@@ -1,1 +1,488 @@
-// placeholder: being written
+// cuBLASLt GEMMs of the cuda backend (see gemm.hpp).
+//
+// Row-major D[m, n] = A[m, k]·B[n, k]ᵀ is, read column-major, Dᵀ[n, m] = B·Aᵀ: cuBLASLt's "A"
+// is edgevla's weight matrix B (stored k × n column-major, transposed), its "B" is the
+// activations A (k × m, not transposed), and D keeps its buffer with ld = ldd. The bias then
+// runs along cuBLASLt's rows, i.e. along edgevla's n, as cuBLASLt's bias epilogue expects.
+//
+// Two epilogue features are checked once on the device when the Blas is created, because the
+// documentation does not promise them: that cuBLASLt's GELU epilogue is the tanh approximation
+// the CPU backend uses, and that it accepts an f32 bias with a bf16 D. Where either is missing
+// (or cuBLASLt offers no algorithm for a combination), the GEMM runs without it and bias_act
+// applies the bias and/or GELU right after, on the same stream, so it stays capturable.
+#include "runtime/backends/cuda/kernels/gemm.hpp"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+
+namespace edgevla::backends::cuda {
+
+namespace {
+
+constexpr int kCandidates = 8;  // heuristic results timed when a shape is planned
+constexpr int kTimedRuns = 10;
+
+std::string lt_error(cublasStatus_t s) {
+  return std::string(cublasLtGetStatusName(s)) + " (" + cublasLtGetStatusString(s) + ")";
+}
+
+std::string describe(const GemmArgs& a) {
+  return "gemm m=" + std::to_string(a.m) + " n=" + std::to_string(a.n) + " k=" + std::to_string(a.k) + " (a " +
+         std::string(dtype_name(a.a_type)) + ", b " + std::string(dtype_name(a.b_type)) + ", d " +
+         std::string(dtype_name(a.d_type)) + ")";
+}
+
+cudaDataType_t cuda_type(DType t) { return t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+// Largest power of two (up to 256) dividing the address: what cuBLASLt may assume of a buffer.
+std::uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t al = 256;
+  while (al > 1 && a % al != 0) al >>= 1;
+  return al;
+}
+
+struct PlanKey {
+  std::int64_t m, n, k, lda, ldb, ldd;
+  DType a, b, d;
+  Epilogue epilogue;
+  bool bias, alpha_zero, beta_zero;
+  std::uint32_t align_a, align_b, align_d, align_bias;
+
+  auto tie() const {
+    return std::tie(m, n, k, lda, ldb, ldd, a, b, d, epilogue, bias, alpha_zero, beta_zero, align_a, align_b, align_d,
+                    align_bias);
+  }
+  bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
+};
+
+// What a plan lets cuBLASLt do itself.
+struct EpilogueChoice {
+  bool lt_bias = false;
+  bool lt_gelu = false;
+};
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr;  // cuBLASLt's A: edgevla's weights B
+  cublasLtMatrixLayout_t b = nullptr;  // cuBLASLt's B: edgevla's activations A
+  cublasLtMatrixLayout_t d = nullptr;  // C and D
+  cublasLtMatmulAlgo_t algo{};
+  bool lt_bias = false;
+  bool post_bias = false;  // bias_act adds the bias after the GEMM
+  bool post_gelu = false;  // bias_act applies GELU after the GEMM
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// A device buffer that frees itself (plan time and probes only).
+struct DeviceBuffer {
+  void* p = nullptr;
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (p != nullptr) cudaFree(p);
+  }
+};
+
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+};
+
+#define EDGEVLA_LT_RETURN_IF_ERROR(call, context)                                                       \
+  do {                                                                                                  \
+    const cublasStatus_t edgevla_lt_status_ = (call);                                                   \
+    if (edgevla_lt_status_ != CUBLAS_STATUS_SUCCESS) {                                                  \
+      return internal_error(std::string(context) + ": " #call " failed: " + lt_error(edgevla_lt_status_)); \
+    }                                                                                                   \
+  } while (0)
+
+}  // namespace
+
+struct Blas::Impl {
+  cublasLtHandle_t lt = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  bool lt_gelu_ok = false;         // cuBLASLt's GELU epilogue is the tanh approximation
+  bool lt_f32_bias_bf16_ok = false;  // cuBLASLt takes an f32 bias with a bf16 D
+  std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  std::string last_refusal = "no algorithm returned";  // why the last heuristic query found none
+  std::string epilogue_report;
+
+  ~Impl() {
+    plans.clear();
+    if (workspace != nullptr) cudaFree(workspace);
+    if (lt != nullptr) cublasLtDestroy(lt);
+  }
+
+  // Descriptors and the heuristic's candidates for `key` with the given epilogue choice; an
+  // empty candidate list when cuBLASLt has no algorithm for it.
+  Status describe_plan(const PlanKey& key, const EpilogueChoice& choice, const float* bias, const std::string& what,
+                       Plan& plan, std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
+    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
+    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)), what);
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans)), what);
+    cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_DEFAULT;
+    if (choice.lt_bias && choice.lt_gelu) {
+      ep = CUBLASLT_EPILOGUE_GELU_BIAS;
+    } else if (choice.lt_bias) {
+      ep = CUBLASLT_EPILOGUE_BIAS;
+    } else if (choice.lt_gelu) {
+      ep = CUBLASLT_EPILOGUE_GELU;
+    }
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)), what);
+    if (choice.lt_bias) {
+      const std::int32_t bias_type = CUDA_R_32F;
+      EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                                &bias_type, sizeof(bias_type)),
+                                 what);
+      // The heuristic may check the bias pointer too; each call sets its own again.
+      EDGEVLA_LT_RETURN_IF_ERROR(
+          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), what);
+    }
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatrixLayoutCreate(&plan.a, cuda_type(key.b), static_cast<std::uint64_t>(key.k),
+                                   static_cast<std::uint64_t>(key.n), key.ldb),
+        what);
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatrixLayoutCreate(&plan.b, cuda_type(key.a), static_cast<std::uint64_t>(key.k),
+                                   static_cast<std::uint64_t>(key.m), key.lda),
+        what);
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatrixLayoutCreate(&plan.d, cuda_type(key.d), static_cast<std::uint64_t>(key.n),
+                                   static_cast<std::uint64_t>(key.m), key.ldd),
+        what);
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref), what);
+    struct PrefGuard {
+      cublasLtMatmulPreference_t p;
+      ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); }
+    } guard{pref};
+    const std::uint64_t ws = workspace_bytes;
+    EDGEVLA_LT_RETURN_IF_ERROR(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), what);
+    // cuBLASLt assumes 256-byte aligned buffers unless told otherwise; views into larger
+    // buffers (fused QKV outputs, row offsets) may be less aligned.
+    const std::uint32_t align[3] = {key.align_b, key.align_a, key.align_d};
+    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                                    &align[0], sizeof(align[0])),
+                               what);
+    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                                    &align[1], sizeof(align[1])),
+                               what);
+    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                                    &align[2], sizeof(align[2])),
+                               what);
+    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                                    &align[2], sizeof(align[2])),
+                               what);
+    candidates.assign(kCandidates, cublasLtMatmulHeuristicResult_t{});
+    int returned = 0;
+    last_refusal = "no algorithm returned";
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.d, plan.d, pref,
+                                                             kCandidates, candidates.data(), &returned);
+    // A refused combination (NOT_SUPPORTED, or INVALID_VALUE for an epilogue/type mix) is no
+    // candidates: the caller falls back or reports the shape.
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      returned = 0;
+      last_refusal = lt_error(st);
+    }
+    candidates.resize(static_cast<std::size_t>(std::max(returned, 0)));
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const cublasLtMatmulHeuristicResult_t& r) {
+                                      return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > workspace_bytes;
+                                    }),
+                     candidates.end());
+    return Status::ok();
+  }
+
+  cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, const GemmArgs& a,
+                        void* d) {
+    if (plan.lt_bias) {
+      const float* bias = a.bias;
+      const cublasStatus_t st =
+          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+      if (st != CUBLAS_STATUS_SUCCESS) return st;
+    }
+    return cublasLtMatmul(lt, plan.desc, &a.alpha, a.b, plan.a, a.a, plan.b, &a.beta, d, plan.d, d, plan.d, &algo,
+                          workspace, workspace_bytes, stream);
+  }
+
+  // Times the candidates on a scratch D (the real D may be accumulated into) and returns the
+  // index of the fastest. Synchronises the stream: plan time only.
+  Expected<std::size_t> fastest(const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                                cudaStream_t stream, const GemmArgs& args, const std::string& what) {
+    if (candidates.size() < 2) return std::size_t{0};
+    DeviceBuffer scratch;
+    const std::size_t bytes =
+        static_cast<std::size_t>((args.m - 1) * args.ldd + args.n) * dtype_size(args.d_type);
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch.p, bytes));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(scratch.p, 0, bytes, stream));
+    Event start, stop;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start.e));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop.e));
+    std::size_t best = 0;
+    float best_ms = 0.0f;
+    bool any = false;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (matmul(plan, candidates[i].algo, stream, args, scratch.p) != CUBLAS_STATUS_SUCCESS) continue;
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, stream));
+      bool ok = true;
+      for (int r = 0; r < kTimedRuns && ok; ++r) {
+        ok = matmul(plan, candidates[i].algo, stream, args, scratch.p) == CUBLAS_STATUS_SUCCESS;
+      }
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, stream));
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
+      if (!ok) continue;
+      float ms = 0.0f;
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
+      if (!any || ms < best_ms) {
+        best = i;
+        best_ms = ms;
+        any = true;
+      }
+    }
+    // A failed candidate may leave an error behind; none of them is kept.
+    (void)cudaGetLastError();
+    if (!any) return internal_error(what + ": no cuBLASLt algorithm of the heuristic ran");
+    return best;
+  }
+
+  // Builds the plan for `key`: cuBLASLt's own epilogue where `allowed` permits and it offers
+  // an algorithm, else the post-GEMM bias_act. `time` picks the fastest candidate on the device.
+  Expected<std::unique_ptr<Plan>> make_plan(const PlanKey& key, EpilogueChoice allowed, cudaStream_t stream,
+                                            const GemmArgs& args, bool time, const std::string& what) {
+    const bool gelu = key.epilogue == Epilogue::kGeluTanh;
+    EpilogueChoice choice;
+    choice.lt_bias = key.bias && allowed.lt_bias;
+    // GELU follows the bias: cuBLASLt can only apply it when it applies the bias too.
+    choice.lt_gelu = gelu && allowed.lt_gelu && (choice.lt_bias || !key.bias);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto plan = std::make_unique<Plan>();
+      std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+      EDGEVLA_RETURN_IF_ERROR(describe_plan(key, choice, args.bias, what, *plan, candidates));
+      if (candidates.empty()) {
+        if (choice.lt_bias || choice.lt_gelu) {
+          choice = EpilogueChoice{};  // retry with the epilogue after the GEMM
+          continue;
+        }
+        return invalid_argument(what + ": cuBLASLt offers no algorithm for this shape, strides and dtypes (" +
+                                last_refusal + ")");
+      }
+      plan->lt_bias = choice.lt_bias;
+      plan->post_bias = key.bias && !choice.lt_bias;
+      plan->post_gelu = gelu && !choice.lt_gelu;
+      std::size_t pick = 0;
+      if (time) {
+        EDGEVLA_ASSIGN_OR_RETURN(pick, fastest(*plan, candidates, stream, args, what));
+      }
+      plan->algo = candidates[pick].algo;
+      return plan;
+    }
+    return invalid_argument(what + ": cuBLASLt offers no algorithm for this shape, strides and dtypes");
+  }
+
+  // Runs one small GEMM with A = B = 0, so D is the epilogue applied to the bias alone, and
+  // compares it with `expect`. False when cuBLASLt refuses the combination or differs.
+  Expected<bool> probe(DType d_type, Epilogue epilogue, const std::vector<float>& bias_host,
+                       const std::vector<float>& expect, float tolerance, std::string& note) {
+    const std::int64_t m = 8, n = static_cast<std::int64_t>(bias_host.size()), k = 16;
+    DeviceBuffer a, b, d, bias;
+    const std::size_t d_bytes = static_cast<std::size_t>(m * n) * dtype_size(d_type);
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.p, static_cast<std::size_t>(m * k) * 2));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.p, static_cast<std::size_t>(n * k) * 2));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&d.p, d_bytes));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&bias.p, bias_host.size() * sizeof(float)));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(a.p, 0, static_cast<std::size_t>(m * k) * 2));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(b.p, 0, static_cast<std::size_t>(n * k) * 2));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(d.p, 0, d_bytes));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(bias.p, bias_host.data(), bias_host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GemmArgs args;
+    args.m = m, args.n = n, args.k = k;
+    args.a = a.p, args.a_type = DType::kBF16, args.lda = k;
+    args.b = b.p, args.b_type = DType::kBF16, args.ldb = k;
+    args.d = d.p, args.d_type = d_type, args.ldd = n;
+    args.bias = static_cast<const float*>(bias.p);
+    args.epilogue = epilogue;
+    const PlanKey key{m, n, k, k, k, n, DType::kBF16, DType::kBF16, d_type, epilogue, true, false, true,
+                      256, 256, 256, 256};
+    const std::string what = "cuBLASLt epilogue probe";
+    std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+    Plan plan;
+    EDGEVLA_RETURN_IF_ERROR(describe_plan(key, EpilogueChoice{true, epilogue == Epilogue::kGeluTanh}, args.bias,
+                                          what, plan, candidates));
+    if (candidates.empty()) {
+      note = "refused (" + last_refusal + ")";
+      return false;
+    }
+    plan.lt_bias = true;
+    const cublasStatus_t st = matmul(plan, candidates[0].algo, nullptr, args, d.p);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      (void)cudaGetLastError();
+      note = "failed to run (" + lt_error(st) + ")";
+      return false;
+    }
+    std::vector<unsigned char> out(d_bytes);
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(out.data(), d.p, d_bytes, cudaMemcpyDeviceToHost));
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t c = 0; c < n; ++c) {
+        float got;
+        if (d_type == DType::kBF16) {
+          std::uint16_t bits;
+          std::memcpy(&bits, out.data() + (r * n + c) * 2, 2);
+          got = bfloat16_to_float(bits);
+        } else {
+          std::memcpy(&got, out.data() + (r * n + c) * 4, 4);
+        }
+        const float e = expect[static_cast<std::size_t>(c)];
+        if (!(std::fabs(got - e) <= tolerance * (1.0f + std::fabs(e)))) {
+          note = "differs (" + std::to_string(got) + " for " + std::to_string(e) + ")";
+          return false;
+        }
+      }
+    }
+    note = "fused";
+    return true;
+  }
+};
+
+Expected<std::unique_ptr<Blas>> Blas::create(std::size_t workspace_bytes) {
+  std::unique_ptr<Blas> blas(new Blas());
+  blas->impl_ = std::make_unique<Impl>();
+  Impl& im = *blas->impl_;
+  const cublasStatus_t st = cublasLtCreate(&im.lt);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    im.lt = nullptr;
+    return unavailable("cublasLtCreate failed: " + lt_error(st) + " (is a CUDA device present?)");
+  }
+  im.workspace_bytes = workspace_bytes;
+  if (workspace_bytes > 0) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.workspace, workspace_bytes));
+
+  // Probe 1: cuBLASLt's GELU (f32 D, so an approximation other than tanh's shows).
+  std::vector<float> bias(64), expect(64);
+  for (std::size_t i = 0; i < bias.size(); ++i) {
+    bias[i] = -5.0f + 10.0f * static_cast<float>(i) / 63.0f;
+    const double x = bias[i];
+    const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    expect[i] = static_cast<float>(0.5 * x * (1.0 + std::tanh(u)));
+  }
+  std::string gelu_note, bias_note;
+  EDGEVLA_ASSIGN_OR_RETURN(im.lt_gelu_ok,
+                           im.probe(DType::kF32, Epilogue::kGeluTanh, bias, expect, 2e-6f, gelu_note));
+  // Probe 2: an f32 bias with a bf16 D (values that bf16 cannot hold exactly).
+  for (std::size_t i = 0; i < bias.size(); ++i) {
+    bias[i] = 0.1f * (static_cast<float>(i) - 31.5f) + 1.0e-3f;
+    expect[i] = bias[i];
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(im.lt_f32_bias_bf16_ok,
+                           im.probe(DType::kBF16, Epilogue::kNone, bias, expect, 8e-3f, bias_note));
+  im.epilogue_report = "cuBLASLt GELU epilogue: " + gelu_note + "; f32 bias with bf16 D: " + bias_note +
+                       " (where not fused, bias_act runs after the GEMM)";
+  return blas;
+}
+
+Blas::~Blas() = default;
+
+std::size_t Blas::cached_plans() const { return impl_->plans.size(); }
+
+bool Blas::fused_gelu_epilogue() const { return impl_->lt_gelu_ok; }
+bool Blas::fused_f32_bias_with_bf16_output() const { return impl_->lt_f32_bias_bf16_ok; }
+const std::string& Blas::epilogue_report() const { return impl_->epilogue_report; }
+
+Status Blas::gemm(cudaStream_t stream, const GemmArgs& args) {
+  const auto what = [&] { return describe(args); };
+  if (args.m < 0 || args.n < 0 || args.k < 0) return invalid_argument(what() + ": sizes must not be negative");
+  const bool ab_bf16 = args.a_type == DType::kBF16 && args.b_type == DType::kBF16;
+  const bool ab_f32 = args.a_type == DType::kF32 && args.b_type == DType::kF32;
+  if (!(ab_bf16 && (args.d_type == DType::kBF16 || args.d_type == DType::kF32)) &&
+      !(ab_f32 && args.d_type == DType::kF32)) {
+    return invalid_argument(what() +
+                            ": unsupported dtypes; use a and b bf16 with d bf16 or f32, or a, b and d all f32");
+  }
+  if (args.m == 0 || args.n == 0) return Status::ok();
+  if (args.k == 0) return invalid_argument(what() + ": k must be positive");
+  if (args.lda < args.k || args.ldb < args.k || args.ldd < args.n) {
+    return invalid_argument(what() + ": strides lda=" + std::to_string(args.lda) + " ldb=" + std::to_string(args.ldb) +
+                            " ldd=" + std::to_string(args.ldd) + " must be at least k, k and n");
+  }
+  if (args.a == nullptr || args.b == nullptr || args.d == nullptr) {
+    return invalid_argument(what() + ": a, b and d must not be null");
+  }
+  if (args.epilogue == Epilogue::kGeluTanh && args.beta != 0.0f) {
+    return invalid_argument(what() + ": the GELU epilogue needs beta = 0 (it cannot accumulate into D)");
+  }
+  const PlanKey key{args.m,
+                    args.n,
+                    args.k,
+                    args.lda,
+                    args.ldb,
+                    args.ldd,
+                    args.a_type,
+                    args.b_type,
+                    args.d_type,
+                    args.epilogue,
+                    args.bias != nullptr,
+                    args.alpha == 0.0f,
+                    args.beta == 0.0f,
+                    alignment_of(args.a),
+                    alignment_of(args.b),
+                    alignment_of(args.d),
+                    args.bias != nullptr ? alignment_of(args.bias) : 256u};
+  Impl& im = *impl_;
+  auto it = im.plans.find(key);
+  if (it == im.plans.end()) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      return failed_precondition(what() +
+                                 ": this shape has no plan yet and the stream is being captured; run the GEMM once "
+                                 "before capturing (the warm-up pass plans every shape)");
+    }
+    // cuBLASLt reads an f32 bias of at least 16-byte alignment; less aligned ones go after.
+    const bool bias_aligned = args.bias == nullptr || alignment_of(args.bias) >= 16;
+    const EpilogueChoice allowed{
+        bias_aligned && (args.d_type == DType::kF32 || im.lt_f32_bias_bf16_ok), im.lt_gelu_ok};
+    EDGEVLA_ASSIGN_OR_RETURN(auto plan, im.make_plan(key, allowed, stream, args, /*time=*/true, what()));
+    it = im.plans.emplace(key, std::move(plan)).first;
+  }
+  const Plan& plan = *it->second;
+  const cublasStatus_t st = im.matmul(plan, plan.algo, stream, args, args.d);
+  if (st != CUBLAS_STATUS_SUCCESS) return internal_error(what() + ": cublasLtMatmul failed: " + lt_error(st));
+  if (plan.post_bias || plan.post_gelu) {
+    EDGEVLA_RETURN_IF_ERROR(bias_act(stream, args.d, args.d_type, args.m, args.n, args.ldd,
+                                     plan.post_bias ? args.bias : nullptr, plan.post_gelu));
+  }
+  return Status::ok();
+}
+
+}  // namespace edgevla::backends::cuda

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "runtime/backends/cuda/kernels/common.hpp"
 
@@ -44,6 +45,8 @@ struct GemmArgs {
   Epilogue epilogue = Epilogue::kNone;
 };
 
+// One Blas serves one stream at a time: its workspace is shared by every GEMM it enqueues, and
+// its plan cache is not locked (one engine thread drives it).
 class Blas {
  public:
   // A cuBLASLt handle and a device workspace of `workspace_bytes` (32 MiB covers Hopper's
@@ -57,6 +60,13 @@ class Blas {
   Status gemm(cudaStream_t stream, const GemmArgs& args);
   // Plans cached so far (for tests and reports).
   std::size_t cached_plans() const;
+  // What create() found cuBLASLt to do itself on this device (for tests and reports): its GELU
+  // epilogue is the tanh approximation; it takes an f32 bias with a bf16 D. Where not, gemm()
+  // runs bias_act (kernels.hpp) after the GEMM instead, with the same results.
+  bool fused_gelu_epilogue() const;
+  bool fused_f32_bias_with_bf16_output() const;
+  // Those two findings in words (why a feature is not fused), for logs.
+  const std::string& epilogue_report() const;
 
  private:
   Blas() = default;

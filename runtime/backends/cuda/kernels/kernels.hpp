@@ -42,6 +42,12 @@ Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_
 // In place: x = gelu_tanh(x + bias), x act [rows, n], bias f32 [n] (nullptr: none).
 Status bias_gelu(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t n, const float* bias);
 
+// In place over x act [rows, n] with row stride ldx (elements): x = x + bias (bias f32 [n], nullptr:
+// none), then x = gelu_tanh(x) when `gelu`. The epilogue the GEMM runs itself where cuBLASLt has
+// none for a combination (bf16 output with an f32 bias); bias_gelu is this with ldx = n.
+Status bias_act(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t n, std::int64_t ldx,
+                const float* bias, bool gelu);
+
 // x += y · gate: x f32 [rows, n], y of dtype y_type [rows, n], gate f32 [n] (pi0.5's gated residual).
 Status gated_add(cudaStream_t stream, float* x, const void* y, DType y_type, std::int64_t rows, std::int64_t n,
                  const float* gate);

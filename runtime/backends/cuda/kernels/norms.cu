@@ -1,1 +1,312 @@
-// placeholder: being written
+// Row normalisations of the cuda backend: Gemma RMSNorm (with the residual add fused in front),
+// pi0.5's adaptive RMSNorm and SigLIP's LayerNorm.
+//
+// One block per row. Each thread keeps its part of the row in registers (ITEMS chunks of V
+// elements, chunk c of the row at threads c, c + blockDim, ...), so x is read once; the sums go
+// through warp shuffles and one shared-memory exchange between warps. V = 8 (two 16-byte loads
+// of f32, one of bf16) when the row width is a multiple of 8 and every pointer is 16-byte
+// aligned, else 1 (plain scalar accesses, for odd widths).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+
+namespace edgevla::backends::cuda {
+
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxItems = 4;
+
+// V consecutive elements at p, as f32.
+template <int V>
+__device__ __forceinline__ void load(const float* p, float (&v)[V]) {
+  if constexpr (V == 8) {
+    const float4 a = reinterpret_cast<const float4*>(p)[0];
+    const float4 b = reinterpret_cast<const float4*>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = p[i];
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[V]) {
+  if constexpr (V == 8) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    const auto* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(h[i]);
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = __bfloat162float(p[i]);
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void store(float* p, const float (&v)[V]) {
+  if constexpr (V == 8) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = v[i];
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[V]) {
+  if constexpr (V == 8) {
+    alignas(16) __nv_bfloat162 h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(h);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = __float2bfloat16_rn(v[i]);
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32), returned to every thread. Every warp adds
+// the per-warp partials itself, so no second barrier is needed to broadcast; the trailing
+// barrier lets a following call reuse `partials`.
+__device__ __forceinline__ float block_sum(float v, float* partials) {
+  v = warp_sum(v);
+  const int warps = static_cast<int>(blockDim.x) >> 5;
+  if (warps == 1) return v;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  if (lane == 0) partials[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = lane < warps ? partials[lane] : 0.0f;
+  t = warp_sum(t);
+  __syncthreads();
+  return t;
+}
+
+enum class NormKind { kRms, kAda, kLayer };
+
+// One row per block.
+//   kRms:   p0 = w;      y = x·inv·(1 + w)           (res: x += res first, written back to x)
+//   kAda:   p0 = scale;  p1 = shift; y = x·inv·(1 + scale) + shift
+//   kLayer: p0 = w;      p1 = b;     y = (x - mean)·inv·w + b
+template <NormKind K, class TY, class TR, int V, int ITEMS>
+__global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* res, std::int64_t width,
+                                                             const float* __restrict__ p0,
+                                                             const float* __restrict__ p1, float eps, TY* y) {
+  __shared__ float partials[32];
+  const std::int64_t row = blockIdx.x;
+  float* xr = x + row * width;
+  const std::int64_t chunks = width / V;
+  float v[ITEMS][V];
+  float s = 0.0f;
+#pragma unroll
+  for (int it = 0; it < ITEMS; ++it) {
+    const std::int64_t c = threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x;
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[it][j] = 0.0f;
+    if (c < chunks) {
+      load<V>(xr + c * V, v[it]);
+      if constexpr (K == NormKind::kRms) {
+        if (res != nullptr) {
+          float r[V];
+          load<V>(res + row * width + c * V, r);
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[it][j] += r[j];
+          store<V>(xr + c * V, v[it]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) s += K == NormKind::kLayer ? v[it][j] : v[it][j] * v[it][j];
+    }
+  }
+  const float inv_width = 1.0f / static_cast<float>(width);
+  float mean = 0.0f;
+  float inv;
+  if constexpr (K == NormKind::kLayer) {
+    mean = block_sum(s, partials) * inv_width;
+    float q = 0.0f;
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      const std::int64_t c = threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x;
+      if (c < chunks) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const float d = v[it][j] - mean;
+          q += d * d;
+        }
+      }
+    }
+    inv = rsqrtf(block_sum(q, partials) * inv_width + eps);
+  } else {
+    inv = rsqrtf(block_sum(s, partials) * inv_width + eps);
+  }
+  TY* yr = y + row * width;
+#pragma unroll
+  for (int it = 0; it < ITEMS; ++it) {
+    const std::int64_t c = threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x;
+    if (c < chunks) {
+      float a[V];
+      float o[V];
+      load<V>(p0 + c * V, a);
+      if constexpr (K == NormKind::kRms) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) o[j] = v[it][j] * inv * (1.0f + a[j]);
+      } else if constexpr (K == NormKind::kAda) {
+        float b[V];
+        load<V>(p1 + c * V, b);
+#pragma unroll
+        for (int j = 0; j < V; ++j) o[j] = v[it][j] * inv * (1.0f + a[j]) + b[j];
+      } else {
+        float b[V];
+        load<V>(p1 + c * V, b);
+#pragma unroll
+        for (int j = 0; j < V; ++j) o[j] = (v[it][j] - mean) * inv * a[j] + b[j];
+      }
+      store<V>(yr + c * V, o);
+    }
+  }
+}
+
+template <class T>
+struct Tag {
+  using type = T;
+};
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+Status bad_act(const char* kernel, const char* what, DType t) {
+  return invalid_argument(std::string(kernel) + ": " + what + " dtype '" + std::string(dtype_name(t)) +
+                          "' is not supported; use f32 or bf16");
+}
+
+// Calls f(Tag<T>) with T the C++ type of the activation dtype t (f32 or bf16).
+template <class F>
+Status with_act(DType t, const char* kernel, const char* what, F&& f) {
+  switch (t) {
+    case DType::kF32:
+      return f(Tag<float>{});
+    case DType::kBF16:
+      return f(Tag<__nv_bfloat16>{});
+    default:
+      return bad_act(kernel, what, t);
+  }
+}
+
+Status check_shape(const char* kernel, std::int64_t rows, std::int64_t width, const void* x, const void* y,
+                   const void* p0, const void* p1, bool need_p1) {
+  if (rows < 0 || width < 0) {
+    return invalid_argument(std::string(kernel) + ": rows (" + std::to_string(rows) + ") and width (" +
+                            std::to_string(width) + ") must not be negative");
+  }
+  if (rows > 0x7fffffff) {
+    return invalid_argument(std::string(kernel) + ": " + std::to_string(rows) +
+                            " rows exceed one launch (2^31 - 1); split the rows");
+  }
+  if (rows > 0 && width > 0 && (x == nullptr || y == nullptr || p0 == nullptr || (need_p1 && p1 == nullptr))) {
+    return invalid_argument(std::string(kernel) + ": a null tensor pointer was given");
+  }
+  return Status::ok();
+}
+
+template <NormKind K, class TY, class TR>
+Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* res, std::int64_t rows,
+                   std::int64_t width, const float* p0, const float* p1, float eps, TY* y) {
+  if (rows == 0 || width == 0) return Status::ok();
+  const bool vec = width % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(p0) &&
+                   (p1 == nullptr || aligned16(p1)) && (res == nullptr || aligned16(res));
+  const std::int64_t v = vec ? 8 : 1;
+  const std::int64_t chunks = width / v;
+  std::int64_t items = 1;
+  while (items < kMaxItems && (chunks + items - 1) / items > kMaxThreads) items *= 2;
+  const std::int64_t per_thread = (chunks + items - 1) / items;
+  if (per_thread > kMaxThreads) {
+    return invalid_argument(std::string(kernel) + ": width " + std::to_string(width) +
+                            " is wider than one block holds (at most " +
+                            std::to_string(kMaxThreads * kMaxItems * 8) +
+                            " for 16-byte aligned rows whose width is a multiple of 8, else " +
+                            std::to_string(kMaxThreads * kMaxItems) + ")");
+  }
+  const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
+  const dim3 grid(static_cast<unsigned>(rows));
+#define EDGEVLA_NORM_LAUNCH(VV, II) \
+  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, width, p0, p1, eps, y)
+  if (vec) {
+    if (items == 1) {
+      EDGEVLA_NORM_LAUNCH(8, 1);
+    } else if (items == 2) {
+      EDGEVLA_NORM_LAUNCH(8, 2);
+    } else {
+      EDGEVLA_NORM_LAUNCH(8, 4);
+    }
+  } else {
+    if (items == 1) {
+      EDGEVLA_NORM_LAUNCH(1, 1);
+    } else if (items == 2) {
+      EDGEVLA_NORM_LAUNCH(1, 2);
+    } else {
+      EDGEVLA_NORM_LAUNCH(1, 4);
+    }
+  }
+#undef EDGEVLA_NORM_LAUNCH
+  return last_launch_status(kernel);
+}
+
+}  // namespace
+
+Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType residual_type, std::int64_t rows,
+                std::int64_t width, const float* w, float eps, void* y, DType act) {
+  constexpr const char* kName = "rms_norm";
+  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, nullptr, false));
+  return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
+    using TY = typename decltype(ty)::type;
+    if (residual == nullptr) {
+      return launch_norm<NormKind::kRms, TY, float>(kName, stream, x, nullptr, rows, width, w, nullptr, eps,
+                                                    static_cast<TY*>(y));
+    }
+    return with_act(residual_type, kName, "residual", [&](auto tr) -> Status {
+      using TR = typename decltype(tr)::type;
+      return launch_norm<NormKind::kRms, TY, TR>(kName, stream, x, static_cast<const TR*>(residual), rows,
+                                                 width, w, nullptr, eps, static_cast<TY*>(y));
+    });
+  });
+}
+
+Status ada_rms_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width,
+                    const float* scale, const float* shift, float eps, void* y, DType act) {
+  constexpr const char* kName = "ada_rms_norm";
+  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, scale, shift, true));
+  return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
+    using TY = typename decltype(ty)::type;
+    // x is only read (the kernel writes x back only for kRms with a residual).
+    return launch_norm<NormKind::kAda, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
+                                                  scale, shift, eps, static_cast<TY*>(y));
+  });
+}
+
+Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
+                  const float* b, float eps, void* y, DType act) {
+  constexpr const char* kName = "layer_norm";
+  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
+  return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
+    using TY = typename decltype(ty)::type;
+    return launch_norm<NormKind::kLayer, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
+                                                    w, b, eps, static_cast<TY*>(y));
+  });
+}
+
+}  // namespace edgevla::backends::cuda
