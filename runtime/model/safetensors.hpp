@@ -38,6 +38,10 @@ class SafetensorsFile {
   // A read-only tensor viewing the mapped bytes; not_found names the file.
   Expected<Tensor> tensor(std::string_view name) const;
   std::uint64_t file_size() const { return mapping_ ? mapping_->size() : 0; }
+  // The whole mapped file (read-only), e.g. to drop its pages once a GPU holds the weights.
+  std::span<const std::byte> mapped_bytes() const {
+    return mapping_ ? std::span<const std::byte>(mapping_->data(), mapping_->size()) : std::span<const std::byte>();
+  }
 
  private:
   std::string path_;

@@ -1,0 +1,226 @@
+#include "runtime/backends/cuda/device.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+
+namespace edgevla::backends::cuda {
+namespace {
+
+std::atomic<std::int64_t> g_device_bytes{0};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+std::int64_t process_device_bytes() { return g_device_bytes.load(); }
+
+std::string device_memory_summary() {
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return "device memory unknown";
+  return mib(free) + " free of " + mib(total);
+}
+
+Expected<DeviceInfo> select_device(const EngineOptions& options, std::string_view what) {
+  auto device = parse_device(options.device);
+  if (!device || device->type != DeviceType::kCuda) {
+    return invalid_argument(std::string(what) + ": the cuda backend runs on device 'cuda' or 'cuda:<index>', not '" +
+                            options.device + "'");
+  }
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    return failed_precondition(std::string(what) + ": no CUDA GPU is usable (" +
+                               (err != cudaSuccess ? std::string(cudaGetErrorString(err)) : "none found") +
+                               "); use backend: cpu, or a fallback list such as backend: [cuda, cpu]");
+  }
+  if (device->index >= count) {
+    return failed_precondition(std::string(what) + ": GPU " + std::to_string(device->index) + " does not exist (" +
+                               std::to_string(count) + " found); set cuda_device below " + std::to_string(count));
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device->index));
+  cudaDeviceProp prop{};
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device->index));
+  DeviceInfo info;
+  info.index = device->index;
+  info.name = prop.name;
+  info.major = prop.major;
+  info.minor = prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  if (prop.major < 8) {
+    return failed_precondition(std::string(what) + ": GPU " + info.name + " has compute capability " +
+                               std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                               "; the cuda backend needs 8.0 or newer (bf16 tensor cores); use backend: cpu");
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+  return info;
+}
+
+// DeviceMemory --------------------------------------------------------------------------------
+
+Expected<DeviceMemory> DeviceMemory::allocate(std::size_t bytes, std::string_view what) {
+  DeviceMemory m;
+  if (bytes == 0) return m;
+  const cudaError_t err = cudaMalloc(&m.ptr_, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error state of a failed allocation
+    return resource_exhausted(std::string(what) + " needs " + mib(bytes) + " of device memory but the GPU has " +
+                              device_memory_summary() + " (" + cudaGetErrorString(err) +
+                              "); free the GPU, use a smaller checkpoint, or add cpu to the backend list");
+  }
+  m.bytes_ = bytes;
+  g_device_bytes += static_cast<std::int64_t>(bytes);
+  return m;
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (ptr_ != nullptr) {
+    cudaFree(ptr_);
+    g_device_bytes -= static_cast<std::int64_t>(bytes_);
+  }
+}
+
+DeviceMemory::DeviceMemory(DeviceMemory&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
+  if (this != &o) {
+    this->~DeviceMemory();
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+std::size_t Arena::plan(std::size_t bytes) {
+  const std::size_t offset = planned_;
+  planned_ += (bytes + 255) / 256 * 256;
+  return offset;
+}
+
+Status Arena::allocate(std::string_view what) {
+  EDGEVLA_ASSIGN_OR_RETURN(memory_, DeviceMemory::allocate(planned_, what));
+  return Status::ok();
+}
+
+// Stream, Graph, PinnedBuffer ------------------------------------------------------------------
+
+Expected<Stream> Stream::create() {
+  Stream s;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s.s_, cudaStreamNonBlocking));
+  return s;
+}
+
+Stream::~Stream() {
+  if (s_ != nullptr) cudaStreamDestroy(s_);
+}
+
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (s_ != nullptr) cudaStreamDestroy(s_);
+    s_ = o.s_;
+    o.s_ = nullptr;
+  }
+  return *this;
+}
+
+Graph::~Graph() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+}
+
+Graph& Graph::operator=(Graph&& o) noexcept {
+  if (this != &o) {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    exec_ = o.exec_;
+    o.exec_ = nullptr;
+  }
+  return *this;
+}
+
+Status Graph::launch(cudaStream_t stream) const {
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_, stream));
+  return Status::ok();
+}
+
+Expected<PinnedBuffer> PinnedBuffer::allocate(std::size_t bytes) {
+  PinnedBuffer b;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMallocHost(&b.p_, bytes));
+  b.bytes_ = bytes;
+  return b;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (p_ != nullptr) cudaFreeHost(p_);
+}
+
+// Uploader ------------------------------------------------------------------------------------
+
+Expected<Uploader> Uploader::create(cudaStream_t stream, std::string what, std::int64_t total_bytes,
+                                    std::size_t staging_bytes) {
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(staging_bytes));
+  EDGEVLA_ASSIGN_OR_RETURN(DeviceMemory scratch, DeviceMemory::allocate(staging_bytes, what + " (upload staging)"));
+  Uploader u(stream, std::move(what), total_bytes, std::move(pinned), std::move(scratch));
+  u.t0_ = now_s();
+  return u;
+}
+
+Status Uploader::upload(const void* src, DType src_type, std::int64_t n, void* dst, DType dst_type) {
+  const std::size_t es = dtype_size(src_type), ed = dtype_size(dst_type);
+  const std::int64_t per_chunk = static_cast<std::int64_t>(pinned_.size() / es);
+  for (std::int64_t first = 0; first < n; first += per_chunk) {
+    const std::int64_t count = std::min(per_chunk, n - first);
+    // The previous chunk's copy out of the pinned buffer must be done before it is refilled.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    std::memcpy(pinned_.get(), static_cast<const std::byte*>(src) + static_cast<std::size_t>(first) * es,
+                static_cast<std::size_t>(count) * es);
+    void* out = static_cast<std::byte*>(dst) + static_cast<std::size_t>(first) * ed;
+    if (src_type == dst_type) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out, pinned_.get(), static_cast<std::size_t>(count) * es,
+                                                   cudaMemcpyHostToDevice, stream_));
+    } else {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch_.get(), pinned_.get(), static_cast<std::size_t>(count) * es,
+                                                   cudaMemcpyHostToDevice, stream_));
+      EDGEVLA_RETURN_IF_ERROR(convert(stream_, scratch_.get(), src_type, out, dst_type, count));
+    }
+    done_ += count * static_cast<std::int64_t>(es);
+    if (total_ > 0 && done_ >= next_report_) {
+      spdlog::info("{}: weights to the GPU {:.0f}% ({} of {} MiB)", what_, 100.0 * static_cast<double>(done_) / static_cast<double>(total_),
+                   done_ >> 20, total_ >> 20);
+      next_report_ = done_ + total_ / 10;
+    }
+  }
+  return Status::ok();
+}
+
+Status Uploader::finish() {
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  const double s = now_s() - t0_;
+  spdlog::info("{}: {} MiB of weights on the GPU in {:.2f} s ({:.1f} GB/s)", what_, done_ >> 20, s,
+               s > 0 ? static_cast<double>(done_) / s / 1e9 : 0.0);
+  return Status::ok();
+}
+
+void release_mapped_pages(std::span<const std::byte> mapping) {
+  if (mapping.empty()) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(mapping.data());
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t last = (begin + mapping.size()) / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+}  // namespace edgevla::backends::cuda

@@ -1,0 +1,468 @@
+// pi0 / pi0.5 action head on the GPU: the expert over the suffix, attending the prefix cache
+// (read in place when the backbone left it on this device) plus its own keys, and num_steps
+// Euler steps. Everything that depends only on the timestep (pi0.5's time MLP and every
+// adaRMS modulation; pi0's time half of action_time_mlp_in) is computed once per num_steps,
+// outside the loop; the whole loop is one CUDA graph, re-captured when num_steps or the cache
+// it reads changes. The prefix length is read on the device, so one graph serves every prompt.
+#include <cmath>
+#include <map>
+#include <numbers>
+
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+
+namespace edgevla::backends::cuda::pi0 {
+namespace {
+
+constexpr float kNormEps = 1e-6f;
+
+struct ExpertLayerDev {
+  float *in_norm = nullptr, *post_norm = nullptr;
+  DevLinear in_mod, post_mod, qkv, o, gate_up, down;
+};
+
+class ActionHeadEngine final : public CudaEngine {
+ public:
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kActionHead));
+    EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "action_head (cuda)"));
+    auto e = std::unique_ptr<ActionHeadEngine>(new ActionHeadEngine(pm->config(), *spec, info, compute_dtype(o), o));
+    EDGEVLA_RETURN_IF_ERROR(e->init_device());
+    EDGEVLA_RETURN_IF_ERROR(e->load(*pm, o));
+    return std::unique_ptr<Engine>(std::move(e));
+  }
+  Status run(const RunOptions& options) override;
+
+ private:
+  ActionHeadEngine(const model::ModelConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act,
+                   const EngineOptions& o)
+      : CudaEngine(spec, std::move(info), act), cfg_(c), max_steps_(std::max(1, o.max_steps)) {}
+  Status load(const model::pi0::Pi0Model& m, const EngineOptions& o);
+  // Time-only quantities for `steps` Euler steps (once per num_steps).
+  Status prepare_steps(int steps);
+  // The whole Euler loop, reading the cache at `cache` with row stride `cache_rows`.
+  Status loop(int steps, const void* cache, std::int64_t cache_rows, float* velocities);
+  Status step(int i, float dt, const void* cache, std::int64_t cache_rows, float* velocity_out);
+
+  model::ModelConfig cfg_;
+  int max_steps_;
+  bool pi05_ = false;
+  int in_kv_ = -1, in_mask_ = -1, in_state_ = -1, in_noise_ = -1, out_actions_ = -1, out_velocities_ = -1;
+
+  std::vector<ExpertLayerDev> layers_;
+  float* final_norm_ = nullptr;
+  DevLinear final_mod_, action_in_, action_out_, state_proj_, action_time_in_, action_time_out_, time_in_, time_out_;
+  DevLinear action_time_a_, action_time_t_;  // pi0: the action and time halves of action_time_mlp_in
+  std::vector<float> inv_freq_host_;
+  float* inv_freq_ = nullptr;
+
+  // Buffers.
+  void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
+  void* staging_ = nullptr;          // a host cache as it came, before conversion
+  float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *tmp_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
+  void *xa_ = nullptr, *ys_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *at_ = nullptr,
+       *hid_ = nullptr, *sa_ = nullptr;
+  float* mods_ = nullptr;            // pi0.5: [max_steps, 2L+1, 3E]; pi0: time bias [max_steps, E]
+  void *temb_ = nullptr, *cond_ = nullptr;
+  float *cond_f32_ = nullptr, *temb_f32_ = nullptr;
+  std::int32_t *n_dev_ = nullptr, *b_limit_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  int prepared_steps_ = 0;
+  std::map<std::pair<int, const void*>, Graph> graphs_;
+  Tensor actions_own_;
+  std::int32_t* pinned_n_ = nullptr;
+  std::unique_ptr<PinnedBuffer> pinned_;
+};
+
+Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
+  const model::Checkpoint& ck = m.checkpoint();
+  pi05_ = cfg_.type == model::ModelType::kPi05;
+  const std::int64_t P = cfg_.prefix_len(), L = cfg_.expert.depth, A = cfg_.action_dim, Hz = cfg_.action_horizon;
+  const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
+  const std::int64_t H = cfg_.expert.num_heads, K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
+  const std::int64_t Q = (H + 2 * K) * h;
+  in_kv_ = input_index("kv");
+  in_mask_ = input_index("mask");
+  in_state_ = input_index("state");
+  in_noise_ = input_index("noise");
+  out_actions_ = output_index("actions");
+  out_velocities_ = output_index("velocities");
+  outputs_[static_cast<std::size_t>(out_velocities_)].max_shape = Shape{max_steps_, Hz, A};
+  // A cache the cuda backbone leaves on the device has its rows padded to the bucket.
+  inputs_[static_cast<std::size_t>(in_kv_)].max_shape = Shape{L, 2, padded_rows(P), K, h};
+  inputs_[static_cast<std::size_t>(in_mask_)].max_shape = Shape{padded_rows(P)};
+
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::TowerWeights tw, cpu::load_expert(ck));
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::HeadWeights hw, cpu::load_heads(ck));
+  WeightPlan wp(act_);
+  layers_.resize(tw.layers.size());
+  for (std::size_t i = 0; i < tw.layers.size(); ++i) {
+    const cpu::GemmaLayer& s = tw.layers[i];
+    ExpertLayerDev& d = layers_[i];
+    if (pi05_) {
+      wp.linear(d.in_mod, {&s.in_mod});
+      wp.linear(d.post_mod, {&s.post_mod});
+    } else {
+      wp.vector(d.in_norm, s.in_norm);
+      wp.vector(d.post_norm, s.post_norm);
+    }
+    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
+    wp.linear(d.o, {&s.o});
+    wp.linear(d.gate_up, {&s.gate, &s.up});
+    wp.linear(d.down, {&s.down});
+  }
+  wp.linear(action_in_, {&hw.action_in});
+  wp.linear(action_out_, {&hw.action_out});
+  if (pi05_) {
+    wp.linear(final_mod_, {&tw.final_mod});
+    wp.linear(time_in_, {&hw.time_in});
+    wp.linear(time_out_, {&hw.time_out});
+  } else {
+    wp.vector(final_norm_, tw.final_norm);
+    wp.linear(state_proj_, {&hw.state_proj});
+    wp.linear(action_time_in_, {&hw.action_time_in});
+    wp.linear(action_time_out_, {&hw.action_time_out});
+  }
+  for (std::int64_t k = 0; k < h / 2; ++k) {
+    inv_freq_host_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
+  }
+  wp.vector(inv_freq_, inv_freq_host_);
+  wp.place(arena_);
+
+  std::vector<std::pair<void**, std::size_t>> bufs;
+  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
+  buf(cache_own_, bytes_of(act_, L * 2 * P * K * h));
+  buf(staging_, bytes_of(DType::kF32, L * 2 * P * K * h));
+  buf(x_, bytes_of(DType::kF32, Hz * A));
+  buf(vel_, bytes_of(DType::kF32, Hz * A));
+  buf(vel_all_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * Hz * A));
+  buf(xs_, bytes_of(DType::kF32, S * E));
+  buf(tmp_, bytes_of(DType::kF32, S * E));
+  buf(state_, bytes_of(DType::kF32, A));
+  buf(xa_, bytes_of(act_, std::max(Hz, S) * A));
+  buf(sa_, bytes_of(act_, A));
+  buf(ys_, bytes_of(act_, S * E));
+  buf(qkv_, bytes_of(act_, S * Q));
+  buf(o_, bytes_of(act_, S * H * h));
+  buf(gu_, bytes_of(act_, S * 2 * F));
+  buf(g_, bytes_of(act_, S * F));
+  buf(at_, bytes_of(act_, Hz * E));
+  buf(hid_, bytes_of(act_, Hz * E));
+  buf(mods_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * (pi05_ ? (2 * L + 1) * 3 * E : E)));
+  buf(temb_, bytes_of(act_, static_cast<std::int64_t>(max_steps_) * E));
+  buf(temb_f32_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * E));
+  buf(cond_, bytes_of(act_, static_cast<std::int64_t>(max_steps_) * E));
+  buf(cond_f32_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * E));
+  buf(n_dev_, 16);
+  buf(b_limit_, bytes_of(DType::kI32, S));
+  AttentionArgs aa{act_, 1, S, H, K, h};
+  aa.a_max = P;
+  aa.b_len = S;
+  scratch_bytes_ = attention_scratch_bytes(aa);
+  buf(scratch_, scratch_bytes_);
+  EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
+  for (auto& [p, off] : bufs) *p = arena_.at(off);
+  // pi0: the state token sees the prefix and itself; action rows see every suffix key.
+  std::vector<std::int32_t> limit(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
+  if (!pi05_) limit[0] = 1;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(b_limit_, limit.data(), limit.size() * 4, cudaMemcpyHostToDevice));
+  // pi0: the halves of action_time_mlp_in [E, 2E]: columns [0, E) act on the action embedding,
+  // [E, 2E) on the time embedding.
+  if (!pi05_) {
+    action_time_a_ = action_time_in_;
+    action_time_a_.in = E;
+    action_time_a_.ld = 2 * E;
+    action_time_t_ = action_time_a_;
+    action_time_t_.w = static_cast<std::byte*>(action_time_in_.w) + bytes_of(act_, E);
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(actions_own_, Tensor::empty(DType::kF32, Shape{Hz, A}));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(64));
+  pinned_ = std::make_unique<PinnedBuffer>(std::move(pinned));
+  pinned_n_ = static_cast<std::int32_t*>(pinned_->get());
+  return Status::ok();
+}
+
+Status ActionHeadEngine::prepare_steps(int steps) {
+  const std::int64_t L = cfg_.expert.depth, E = cfg_.expert.width;
+  cudaStream_t s = stream_.get();
+  // Sin-cos time embedding per step, in float64 as the reference, t accumulated in float32.
+  const std::int64_t half = E / 2;
+  std::vector<float> temb(static_cast<std::size_t>(steps * E));
+  const float dt = -1.0f / static_cast<float>(steps);
+  float t = 1.0f;
+  for (int i = 0; i < steps; ++i, t += dt) {
+    for (std::int64_t k = 0; k < half; ++k) {
+      const double f = half > 1 ? static_cast<double>(k) / static_cast<double>(half - 1) : 0.0;
+      const double omega = 1.0 / (4e-3 * std::pow(4.0 / 4e-3, f)) * 2.0 * std::numbers::pi;
+      const double a = omega * static_cast<double>(t);
+      temb[static_cast<std::size_t>(i * E + k)] = static_cast<float>(std::sin(a));
+      temb[static_cast<std::size_t>(i * E + half + k)] = static_cast<float>(std::cos(a));
+    }
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(temb_f32_, temb.data(), temb.size() * 4, cudaMemcpyHostToDevice, s));
+  EDGEVLA_RETURN_IF_ERROR(convert(s, temb_f32_, DType::kF32, temb_, act_, steps * E));
+  const Gemm mm = gemm();
+  if (pi05_) {
+    // cond = silu(time_out(silu(time_in(temb)))), then every norm's scale | shift | gate.
+    EDGEVLA_RETURN_IF_ERROR(mm(temb_, steps, E, time_in_, cond_, act_, E));
+    EDGEVLA_RETURN_IF_ERROR(silu(s, cond_, act_, steps * E));
+    EDGEVLA_RETURN_IF_ERROR(mm(cond_, steps, E, time_out_, cond_f32_, DType::kF32, E));
+    EDGEVLA_RETURN_IF_ERROR(silu(s, cond_f32_, DType::kF32, steps * E));
+    EDGEVLA_RETURN_IF_ERROR(convert(s, cond_f32_, DType::kF32, cond_, act_, steps * E));
+    const std::int64_t per_step = (2 * L + 1) * 3 * E;
+    for (std::int64_t l = 0; l < L; ++l) {
+      const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
+      EDGEVLA_RETURN_IF_ERROR(mm(cond_, steps, E, w.in_mod, mods_ + (2 * l) * 3 * E, DType::kF32, per_step));
+      EDGEVLA_RETURN_IF_ERROR(mm(cond_, steps, E, w.post_mod, mods_ + (2 * l + 1) * 3 * E, DType::kF32, per_step));
+    }
+    EDGEVLA_RETURN_IF_ERROR(mm(cond_, steps, E, final_mod_, mods_ + 2 * L * 3 * E, DType::kF32, per_step));
+  } else {
+    // The time half of action_time_mlp_in plus its bias: one bias row per step.
+    EDGEVLA_RETURN_IF_ERROR(mm(temb_, steps, E, action_time_t_, mods_, DType::kF32, E));
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  prepared_steps_ = steps;
+  return Status::ok();
+}
+
+// One evaluation of the velocity field for step i, then the Euler update of x.
+Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t cache_rows, float* velocity_out) {
+  const std::int64_t L = cfg_.expert.depth, A = cfg_.action_dim, Hz = cfg_.action_horizon;
+  const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
+  const std::int64_t H = cfg_.expert.num_heads, K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
+  const std::int64_t Q = (H + 2 * K) * h;
+  const std::size_t es = dtype_size(act_);
+  cudaStream_t s = stream_.get();
+  const Gemm mm = gemm();
+  const float* mods = mods_ + static_cast<std::int64_t>(i) * (pi05_ ? (2 * L + 1) * 3 * E : E);
+
+  EDGEVLA_RETURN_IF_ERROR(convert(s, x_, DType::kF32, xa_, act_, Hz * A));
+  if (pi05_) {
+    EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, xs_, DType::kF32, E));
+  } else {
+    // Row 0 (state token) was written before the loop; action rows:
+    // action_time_mlp_out(silu(W_a · action_in(x) + W_t · temb + b)).
+    EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, at_, act_, E));
+    EDGEVLA_RETURN_IF_ERROR(mm(at_, Hz, E, action_time_a_, hid_, act_, E, 0.0f, Epilogue::kNone, mods));
+    EDGEVLA_RETURN_IF_ERROR(silu(s, hid_, act_, Hz * E));
+    EDGEVLA_RETURN_IF_ERROR(mm(hid_, Hz, E, action_time_out_, xs_ + E, DType::kF32, E));
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(h));
+  for (std::int64_t l = 0; l < L; ++l) {
+    const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
+    const float* mod_in = mods + (2 * l) * 3 * E;
+    const float* mod_post = mods + (2 * l + 1) * 3 * E;
+    if (pi05_) {
+      EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, xs_, S, E, mod_in, mod_in + E, kNormEps, ys_, act_));
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
+    }
+    EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.qkv, qkv_, act_, Q));
+    auto* q = static_cast<std::byte*>(qkv_);
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H, h, Q, n_dev_, inv_freq_));
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, S, K, h, Q, n_dev_, inv_freq_));
+    const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
+    const auto* vc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l + 1) * cache_rows * K * h) * es;
+    AttentionArgs a{act_, 1, S, H, K, h, scale};
+    a.q = q;
+    a.ldq = Q;
+    a.out = o_;
+    a.ldo = H * h;
+    a.a = KvBlock{kc, vc, K * h, 0};
+    a.a_len = n_dev_;
+    a.a_max = cache_rows;
+    a.b = KvBlock{q + H * h * es, q + (H + K) * h * es, Q, 0};
+    a.b_len = S;
+    a.b_limit = pi05_ ? nullptr : b_limit_;
+    a.scratch = scratch_;
+    a.scratch_bytes = scratch_bytes_;
+    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    if (pi05_) {
+      EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, tmp_, DType::kF32, E));
+      EDGEVLA_RETURN_IF_ERROR(gated_add(s, xs_, tmp_, DType::kF32, S, E, mod_in + 2 * E));
+      EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, xs_, S, E, mod_post, mod_post + E, kNormEps, ys_, act_));
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, xs_, DType::kF32, E, 1.0f));
+      EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_));
+    }
+    EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.gate_up, gu_, act_, 2 * F));
+    EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
+    if (pi05_) {
+      EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, tmp_, DType::kF32, E));
+      EDGEVLA_RETURN_IF_ERROR(gated_add(s, xs_, tmp_, DType::kF32, S, E, mod_post + 2 * E));
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, xs_, DType::kF32, E, 1.0f));
+    }
+  }
+  // Final norm over the action rows only, then the output head and the Euler update.
+  const float* rows = xs_ + (S - Hz) * E;
+  if (pi05_) {
+    const float* mod = mods + 2 * L * 3 * E;
+    EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, rows, Hz, E, mod, mod + E, kNormEps, ys_, act_));
+  } else {
+    // rms_norm updates its input in place only with a residual; with none it reads it.
+    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, const_cast<float*>(rows), nullptr, DType::kF32, Hz, E, final_norm_, kNormEps,
+                                     ys_, act_));
+  }
+  EDGEVLA_RETURN_IF_ERROR(mm(ys_, Hz, E, action_out_, vel_, DType::kF32, A));
+  return euler_step(s, x_, vel_, dt, Hz * A, velocity_out);
+}
+
+Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_rows, float* velocities) {
+  const std::int64_t A = cfg_.action_dim, Hz = cfg_.action_horizon, E = cfg_.expert.width;
+  if (!pi05_) {
+    EDGEVLA_RETURN_IF_ERROR(convert(stream_.get(), state_, DType::kF32, sa_, act_, A));
+    EDGEVLA_RETURN_IF_ERROR(gemm()(sa_, 1, A, state_proj_, xs_, DType::kF32, E));
+  }
+  const float dt = -1.0f / static_cast<float>(steps);
+  for (int i = 0; i < steps; ++i) {
+    EDGEVLA_RETURN_IF_ERROR(step(i, dt, cache, cache_rows, velocities != nullptr ? velocities + i * Hz * A : nullptr));
+  }
+  return Status::ok();
+}
+
+Status ActionHeadEngine::run(const RunOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  timings_ = {};
+  const std::int64_t P = cfg_.prefix_len(), L = cfg_.expert.depth, A = cfg_.action_dim, Hz = cfg_.action_horizon;
+  const std::int64_t K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
+  cudaStream_t s = stream_.get();
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  if (options.num_steps < 1 || options.num_steps > max_steps_) {
+    return out_of_range("action_head num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
+                        std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
+  }
+  const Tensor* kv = bound_input(in_kv_);
+  const Tensor* mask = bound_input(in_mask_);
+  if (kv == nullptr || mask == nullptr) return invalid_argument("action_head needs the prefix 'kv' and 'mask' bound");
+  if (!mask->device().is_cpu()) return invalid_argument("action_head 'mask' must be a host tensor");
+  const Tensor* noise = bound_input(in_noise_);
+  if (noise == nullptr || !(noise->shape() == Shape{Hz, A})) {
+    return invalid_argument("action_head needs 'noise' [" + std::to_string(Hz) + "," + std::to_string(A) + "]");
+  }
+  const Tensor* state = bound_input(in_state_);
+  if (!pi05_ && (state == nullptr || state->numel() != A)) {
+    return invalid_argument("action_head (pi0) needs 'state' [" + std::to_string(A) +
+                            "]: the normalized state padded to action_dim");
+  }
+  if (kv->shape()[0] != L || kv->shape()[1] != 2 || kv->shape()[3] != K || kv->shape()[4] != h) {
+    return invalid_argument("action_head 'kv' is " + kv->shape().to_string() + " but this model needs [" +
+                            std::to_string(L) + ",2,n," + std::to_string(K) + "," + std::to_string(h) +
+                            "] (backbone and action head must load the same checkpoint)");
+  }
+  const std::int64_t rows = kv->shape()[2];
+  if (mask->numel() != rows) {
+    return invalid_argument("action_head 'kv' has " + std::to_string(rows) + " prefix rows but the mask has " +
+                            std::to_string(mask->numel()));
+  }
+  // Valid tokens must come first (a backend's compact cache, or this backend's padded one);
+  // a cache with holes is compacted through the host.
+  const bool* m = mask->data<bool>();
+  std::int64_t n = 0;
+  while (n < rows && m[n]) ++n;
+  bool holes = false;
+  for (std::int64_t i = n; i < rows; ++i) holes = holes || m[i];
+  if (n == 0 && !holes) return invalid_argument("action_head prefix mask has no valid token");
+
+  const void* cache = nullptr;
+  std::int64_t cache_rows = 0;
+  const std::size_t row_elems = static_cast<std::size_t>(K * h);
+  if (!kv->device().is_cpu() && kv->dtype() == act_ && !holes) {
+    cache = kv->raw_data();  // the backbone's device cache, read in place
+    cache_rows = rows;
+  } else if (kv->device().is_cpu()) {
+    if (rows > P) return invalid_argument("action_head 'kv' has more prefix rows than this model's " + std::to_string(P));
+    // Host cache: valid rows of each layer half to the device, converted to the compute dtype.
+    const std::size_t es = dtype_size(kv->dtype());
+    std::int64_t valid = 0;
+    for (std::int64_t lj = 0; lj < L * 2; ++lj) {
+      const std::byte* src = kv->raw_data() + static_cast<std::size_t>(lj * rows) * row_elems * es;
+      auto* dst = static_cast<std::byte*>(staging_) + static_cast<std::size_t>(lj * P) * row_elems * es;
+      valid = 0;
+      if (!holes) {
+        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * row_elems * es,
+                                                     cudaMemcpyHostToDevice, s));
+        valid = n;
+      } else {
+        for (std::int64_t i = 0; i < rows; ++i) {
+          if (!m[i]) continue;
+          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst + static_cast<std::size_t>(valid) * row_elems * es,
+                                                       src + static_cast<std::size_t>(i) * row_elems * es, row_elems * es,
+                                                       cudaMemcpyHostToDevice, s));
+          ++valid;
+        }
+      }
+    }
+    n = valid;
+    EDGEVLA_RETURN_IF_ERROR(convert(s, staging_, kv->dtype(), cache_own_, act_, L * 2 * P * static_cast<std::int64_t>(row_elems)));
+    cache = cache_own_;
+    cache_rows = P;
+  } else {
+    return invalid_argument("action_head 'kv' on " + kv->device().to_string() + " as " +
+                            std::string(dtype_name(kv->dtype())) + " with invalid rows cannot be read in place; "
+                            "hand it over compact or in host memory");
+  }
+  *pinned_n_ = static_cast<std::int32_t>(n);
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(n_dev_, pinned_n_, 4, cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, noise->raw_data(), static_cast<std::size_t>(Hz * A) * 4,
+                                               noise->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, s));
+  if (state != nullptr) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(state_, state->raw_data(), static_cast<std::size_t>(A) * 4,
+                                                 state->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, s));
+  }
+  const Tensor* velocities = bound_output(out_velocities_);
+  if (velocities != nullptr && (velocities->shape()[0] < options.num_steps || velocities->shape()[1] != Hz ||
+                                velocities->shape()[2] != A)) {
+    return invalid_argument("action_head output 'velocities' " + velocities->shape().to_string() + " must be [>= " +
+                            std::to_string(options.num_steps) + "," + std::to_string(Hz) + "," + std::to_string(A) + "]");
+  }
+  if (prepared_steps_ != options.num_steps) {
+    EDGEVLA_RETURN_IF_ERROR(prepare_steps(options.num_steps));
+    graphs_.clear();
+  }
+  // The loop always writes every step's velocity to the device buffer (one graph for both).
+  auto key = std::make_pair(options.num_steps, cache);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    // First run of this key: eager (plans the GEMMs), then captured for the next runs.
+    EDGEVLA_RETURN_IF_ERROR(loop(options.num_steps, cache, cache_rows, vel_all_));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    // Capturing records without running: x keeps this run's result.
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return loop(options.num_steps, cache, cache_rows, vel_all_); }));
+    graphs_.emplace(key, std::move(g));
+  } else {
+    EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
+  }
+  const Tensor* bound_actions = bound_output(out_actions_);
+  const Tensor& actions = bound_actions ? *bound_actions : actions_own_;
+  if (!(actions.shape() == Shape{Hz, A}) || !actions.device().is_cpu()) {
+    return invalid_argument("action_head output 'actions' must be a host f32 [H, A]");
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(actions.raw_data(), x_, actions.nbytes(), cudaMemcpyDeviceToHost, s));
+  if (velocities != nullptr) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(velocities->raw_data(), vel_all_,
+                                                 static_cast<std::size_t>(options.num_steps * Hz * A) * 4,
+                                                 cudaMemcpyDeviceToHost, s));
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  set_produced(out_actions_, actions);
+  if (velocities != nullptr) {
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor vv, velocities->slice(0, 0, options.num_steps));
+    set_produced(out_velocities_, std::move(vv));
+  } else {
+    set_produced(out_velocities_, Tensor());
+  }
+  timings_.total_ms = ms_since(t0);
+  timings_.parts = {{"steps_gpu", timings_.total_ms}};
+  return Status::ok();
+}
+
+}  // namespace
+
+const bool kActionHeadRegistered = register_engine("cuda", std::string(model::pi0::kFamily),
+                                                   std::string(model::kActionHead), ActionHeadEngine::create);
+
+}  // namespace edgevla::backends::cuda::pi0

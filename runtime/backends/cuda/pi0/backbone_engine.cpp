@@ -1,0 +1,388 @@
+// pi0 / pi0.5 backbone on the GPU: SigLIP over the valid cameras, projector, token embeddings,
+// and the Gemma prefix pass that leaves every layer's keys (after RoPE) and values in a device
+// cache [L, 2, P, K, h]. Invalid prefix tokens are dropped before any compute, as on the CPU.
+// The whole pass is one CUDA graph per (cameras, prefix-length bucket): rows are padded up to
+// the bucket (64 rows), the real length is read on the device (attention), so a graph serves
+// every prompt length of its bucket.
+#include <cmath>
+#include <map>
+
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+
+namespace edgevla::backends::cuda::pi0 {
+namespace {
+
+constexpr float kNormEps = 1e-6f;
+
+struct VisionLayerDev {
+  float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
+  DevLinear qkv, o, fc1, fc2;
+};
+struct GemmaLayerDev {
+  float *in_norm = nullptr, *post_norm = nullptr;
+  DevLinear qkv, o, gate_up, down;
+};
+
+class BackboneEngine final : public CudaEngine {
+ public:
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kBackbone));
+    EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "backbone (cuda)"));
+    auto e = std::unique_ptr<BackboneEngine>(new BackboneEngine(pm->config(), *spec, info, compute_dtype(o)));
+    EDGEVLA_RETURN_IF_ERROR(e->init_device());
+    EDGEVLA_RETURN_IF_ERROR(e->load(*pm, o));
+    return std::unique_ptr<Engine>(std::move(e));
+  }
+  Status run(const RunOptions& options) override;
+
+ private:
+  BackboneEngine(const model::ModelConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act)
+      : CudaEngine(spec, std::move(info), act), cfg_(c) {}
+  Status load(const model::pi0::Pi0Model& m, const EngineOptions& o);
+  Status forward(std::int64_t cams, std::int64_t rows);
+
+  model::ModelConfig cfg_;
+  int in_tokens_ = -1, in_token_mask_ = -1, out_kv_ = -1, out_mask_ = -1, out_vision_ = -1;
+  std::vector<int> in_images_;
+
+  // Weights.
+  DevLinear patch_, projector_;
+  float *position_ = nullptr, *post_w_ = nullptr, *post_b_ = nullptr;
+  std::vector<VisionLayerDev> vl_;
+  void* embed_ = nullptr;
+  std::vector<GemmaLayerDev> gl_;
+  // Buffers (arena offsets resolved to pointers after allocation).
+  float* images_ = nullptr;
+  void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
+  float *ve_ = nullptr, *x_ = nullptr, *kv_f32_ = nullptr;
+  void *y_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *kv_ = nullptr;
+  std::int32_t *ids_ = nullptr, *n_dev_ = nullptr, *zero_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  std::vector<float> inv_freq_host_;
+  float* inv_freq_ = nullptr;
+  // Host side.
+  std::vector<std::int32_t> ids_host_;
+  Tensor mask_own_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Graph> graphs_;  // (cameras, rows bucket)
+};
+
+Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
+  const model::Checkpoint& ck = m.checkpoint();
+  const auto& v = cfg_.vision;
+  const std::int64_t C = cfg_.num_cameras(), N = v.tokens(), S = v.image_size, pp = 3LL * v.patch_size * v.patch_size;
+  const std::int64_t T = cfg_.token_len(), P = cfg_.prefix_len(), Dv = v.width, Fv = v.mlp_dim;
+  const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth, F = cfg_.vlm.mlp_dim;
+  const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim;
+  for (const auto& cam : cfg_.cameras) in_images_.push_back(input_index("image." + cam));
+  in_tokens_ = input_index("tokens");
+  in_token_mask_ = input_index("token_mask");
+  out_kv_ = output_index("kv");
+  out_mask_ = output_index("mask");
+  out_vision_ = output_index("vision_embeddings");
+
+  // The checkpoint's tensors (views of the mapping) and their device plan.
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::VisionWeights vw, cpu::load_vision(ck));
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::Embedding emb, cpu::load_embedding(ck));
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::TowerWeights tw, cpu::load_vlm(ck));
+  WeightPlan wp(act_);
+  wp.linear(patch_, {&vw.patch});
+  wp.vector(position_, vw.position);
+  vl_.resize(vw.layers.size());
+  for (std::size_t i = 0; i < vw.layers.size(); ++i) {
+    const cpu::VisionLayer& s = vw.layers[i];
+    VisionLayerDev& d = vl_[i];
+    wp.vector(d.ln1_w, s.ln1_w);
+    wp.vector(d.ln1_b, s.ln1_b);
+    wp.vector(d.ln2_w, s.ln2_w);
+    wp.vector(d.ln2_b, s.ln2_b);
+    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
+    wp.linear(d.o, {&s.o});
+    wp.linear(d.fc1, {&s.fc1});
+    wp.linear(d.fc2, {&s.fc2});
+  }
+  wp.vector(post_w_, vw.post_w);
+  wp.vector(post_b_, vw.post_b);
+  wp.linear(projector_, {&vw.projector});
+  wp.matrix(embed_, emb.table, emb.dtype, emb.vocab, emb.width);
+  gl_.resize(tw.layers.size());
+  for (std::size_t i = 0; i < tw.layers.size(); ++i) {
+    const cpu::GemmaLayer& s = tw.layers[i];
+    GemmaLayerDev& d = gl_[i];
+    wp.vector(d.in_norm, s.in_norm);
+    wp.vector(d.post_norm, s.post_norm);
+    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
+    wp.linear(d.o, {&s.o});
+    wp.linear(d.gate_up, {&s.gate, &s.up});
+    wp.linear(d.down, {&s.down});
+  }
+  for (std::int64_t k = 0; k < h / 2; ++k) {
+    inv_freq_host_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
+  }
+  wp.vector(inv_freq_, inv_freq_host_);
+  wp.place(arena_);
+
+  // Activation buffers, sized for every camera and a full prompt.
+  const std::int64_t M = C * N, Q = (H + 2 * K) * h;
+  std::vector<std::pair<void**, std::size_t>> bufs;
+  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
+  buf(images_, bytes_of(DType::kF32, C * 3 * S * S));
+  buf(patches_, bytes_of(act_, M * pp));
+  buf(ve_, bytes_of(DType::kF32, M * Dv));
+  buf(vy_, bytes_of(act_, M * Dv));
+  buf(vqkv_, bytes_of(act_, M * 3 * Dv));
+  buf(vo_, bytes_of(act_, M * Dv));
+  buf(vh_, bytes_of(act_, M * Fv));
+  const std::int64_t Pb = padded_rows(P);
+  buf(x_, bytes_of(DType::kF32, Pb * D));
+  buf(y_, bytes_of(act_, Pb * D));
+  buf(qkv_, bytes_of(act_, Pb * Q));
+  buf(o_, bytes_of(act_, Pb * H * h));
+  buf(gu_, bytes_of(act_, Pb * 2 * F));
+  buf(g_, bytes_of(act_, Pb * F));
+  buf(kv_, bytes_of(act_, L * 2 * Pb * K * h));
+  buf(kv_f32_, act_ == DType::kF32 ? 0 : bytes_of(DType::kF32, L * 2 * Pb * K * h));
+  buf(ids_, bytes_of(DType::kI32, Pb));
+  buf(n_dev_, 16);
+  buf(zero_, 16);
+  // Attention scratch: the largest of SigLIP's and the prefix's needs.
+  AttentionArgs va{act_, C, N, v.num_heads, v.num_heads, Dv / v.num_heads};
+  va.a_max = N;
+  AttentionArgs pa{act_, 1, Pb, H, K, h};
+  pa.a_max = Pb;
+  scratch_bytes_ = std::max(attention_scratch_bytes(va), attention_scratch_bytes(pa));
+  buf(scratch_, scratch_bytes_);
+  EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
+  for (auto& [p, off] : bufs) *p = arena_.at(off);
+  if (kv_f32_ != nullptr && act_ == DType::kF32) kv_f32_ = nullptr;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, Pb * D), stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+  EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{Pb}));
+  ids_host_.assign(static_cast<std::size_t>(Pb), 0);
+  (void)T;
+  return Status::ok();
+}
+
+// The pass over `cams` cameras (images_ holds them) and `rows` prefix rows (a bucket).
+Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
+  const auto& v = cfg_.vision;
+  const std::int64_t N = v.tokens(), Dv = v.width, hv = Dv / v.num_heads, M = cams * N;
+  const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth, F = cfg_.vlm.mlp_dim;
+  const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim, Q = (H + 2 * K) * h;
+  const std::int64_t Pb = padded_rows(cfg_.prefix_len());
+  cudaStream_t s = stream_.get();
+  const Gemm mm = gemm();
+  if (cams > 0) {
+    EDGEVLA_RETURN_IF_ERROR(im2col_patches(s, images_, cams, v.image_size, v.patch_size, patches_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
+    EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
+    const std::size_t es = dtype_size(act_);
+    for (const VisionLayerDev& l : vl_) {
+      EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln1_w, l.ln1_b, kNormEps, vy_, act_));
+      EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
+      AttentionArgs a{act_, cams, N, v.num_heads, v.num_heads, hv, 1.0f / std::sqrt(static_cast<float>(hv))};
+      a.q = vqkv_;
+      a.ldq = 3 * Dv;
+      a.q_batch = N * 3 * Dv;
+      a.out = vo_;
+      a.ldo = Dv;
+      a.o_batch = N * Dv;
+      a.a = KvBlock{static_cast<std::byte*>(vqkv_) + Dv * es, static_cast<std::byte*>(vqkv_) + 2 * Dv * es, 3 * Dv,
+                    N * 3 * Dv};
+      a.a_max = N;
+      a.scratch = scratch_;
+      a.scratch_bytes = scratch_bytes_;
+      EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      EDGEVLA_RETURN_IF_ERROR(mm(vo_, M, Dv, l.o, ve_, DType::kF32, Dv, 1.0f));
+      EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln2_w, l.ln2_b, kNormEps, vy_, act_));
+      EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.fc1, vh_, act_, v.mlp_dim, 0.0f, Epilogue::kGeluTanh));
+      EDGEVLA_RETURN_IF_ERROR(mm(vh_, M, v.mlp_dim, l.fc2, ve_, DType::kF32, Dv, 1.0f));
+    }
+    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, post_w_, post_b_, kNormEps, vy_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
+  }
+  // Text rows after the image rows, up to the bucket (ids past the prompt are padding: 0).
+  if (rows > M) {
+    EDGEVLA_RETURN_IF_ERROR(embed_tokens(s, ids_, rows - M, embed_, act_, cfg_.vlm.vocab_size, D,
+                                         static_cast<float>(std::sqrt(static_cast<double>(D))), x_ + M * D));
+  }
+  const std::size_t es = dtype_size(act_);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(h));
+  for (std::int64_t li = 0; li < L; ++li) {
+    const GemmaLayerDev& w = gl_[static_cast<std::size_t>(li)];
+    auto* k_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li) * Pb * K * h) * es;
+    auto* v_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li + 1) * Pb * K * h) * es;
+    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, x_, nullptr, DType::kF32, rows, D, w.in_norm, kNormEps, y_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
+    auto* q = static_cast<std::byte*>(qkv_);
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, rows, K, h, Q, zero_, inv_freq_));
+    // Keys and values into the cache, [rows, K, h] each.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(k_cache, K * h * es, q + H * h * es, Q * es, K * h * es,
+                                                   rows, cudaMemcpyDeviceToDevice, s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
+                                                   rows, cudaMemcpyDeviceToDevice, s));
+    if (li == L - 1) break;  // the last layer only contributes its keys and values
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H, h, Q, zero_, inv_freq_));
+    AttentionArgs a{act_, 1, rows, H, K, h, scale};
+    a.q = q;
+    a.ldq = Q;
+    a.out = o_;
+    a.ldo = H * h;
+    a.a = KvBlock{k_cache, v_cache, K * h, 0};
+    a.a_len = n_dev_;
+    a.a_max = rows;
+    a.scratch = scratch_;
+    a.scratch_bytes = scratch_bytes_;
+    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    EDGEVLA_RETURN_IF_ERROR(mm(o_, rows, H * h, w.o, x_, DType::kF32, D, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, x_, nullptr, DType::kF32, rows, D, w.post_norm, kNormEps, y_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.gate_up, gu_, act_, 2 * F));
+    EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, rows, F, g_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(g_, rows, F, w.down, x_, DType::kF32, D, 1.0f));
+  }
+  return Status::ok();
+}
+
+Status BackboneEngine::run(const RunOptions&) {
+  const auto t0 = std::chrono::steady_clock::now();
+  timings_ = {};
+  const std::int64_t N = cfg_.vision.tokens(), S = cfg_.vision.image_size, D = cfg_.vlm.width, L = cfg_.vlm.depth;
+  const std::int64_t K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim;
+  const std::int64_t Pb = padded_rows(cfg_.prefix_len());
+  cudaStream_t s = stream_.get();
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+
+  // Inputs: images of the valid cameras (slot order), then the valid prompt tokens.
+  std::vector<int> slots;
+  for (std::size_t c = 0; c < in_images_.size(); ++c) {
+    const Tensor* t = bound_input(in_images_[c]);
+    if (t == nullptr) continue;
+    const TensorSpec& spec = inputs_[static_cast<std::size_t>(in_images_[c])];
+    if (!(t->shape() == spec.max_shape)) {
+      return invalid_argument("backbone input '" + spec.name + "' is " + t->shape().to_string() +
+                              ", the model needs " + spec.max_shape.to_string() + " (resize with padding in preprocess)");
+    }
+    const auto kind = t->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(images_ + static_cast<std::int64_t>(slots.size()) * 3 * S * S,
+                                                 t->raw_data(), t->nbytes(), kind, s));
+    slots.push_back(static_cast<int>(c));
+  }
+  const Tensor* tokens = bound_input(in_tokens_);
+  const Tensor* tmask = bound_input(in_token_mask_);
+  if (tokens == nullptr || tmask == nullptr) {
+    return invalid_argument("backbone needs 'tokens' and 'token_mask' bound (the Observation lacks a prompt)");
+  }
+  if (!tokens->device().is_cpu() || !tmask->device().is_cpu()) {
+    return invalid_argument("backbone 'tokens' and 'token_mask' must be host tensors (they are checked on the host)");
+  }
+  if (!(tokens->shape() == tmask->shape())) {
+    return invalid_argument("backbone 'tokens' " + tokens->shape().to_string() + " and 'token_mask' " +
+                            tmask->shape().to_string() + " differ");
+  }
+  const std::int64_t cams = static_cast<std::int64_t>(slots.size());
+  std::int64_t n_text = 0;
+  const auto* ids = tokens->data<std::int32_t>();
+  const auto* valid = tmask->data<bool>();
+  std::fill(ids_host_.begin(), ids_host_.end(), 0);
+  for (std::int64_t i = 0; i < tokens->numel(); ++i) {
+    if (!valid[i]) continue;
+    if (ids[i] < 0 || ids[i] >= cfg_.vlm.vocab_size) {
+      return invalid_argument("backbone token " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                              " is outside the vocabulary of " + std::to_string(cfg_.vlm.vocab_size) +
+                              " (the tokenizer does not belong to this checkpoint)");
+    }
+    ids_host_[static_cast<std::size_t>(n_text++)] = ids[i];
+  }
+  const std::int64_t n = cams * N + n_text;
+  if (n == 0) return invalid_argument("backbone has nothing to attend: no camera and no prompt token");
+  const std::int64_t rows = std::min(Pb, padded_rows(n));
+  const std::int32_t n32 = static_cast<std::int32_t>(n);
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(ids_, ids_host_.data(), ids_host_.size() * sizeof(std::int32_t),
+                                               cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(n_dev_, &n32, sizeof n32, cudaMemcpyHostToDevice, s));
+
+  // The pass: captured once per (cameras, bucket) after a first eager run (which plans GEMMs).
+  auto key = std::make_pair(cams, rows);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    EDGEVLA_RETURN_IF_ERROR(forward(cams, rows));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(cams, rows); }));
+    graphs_.emplace(key, std::move(g));
+  } else {
+    EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
+  }
+
+  // Outputs. kv: into the caller's host tensor [L, 2, n, K, h] f32 when bound, else the device
+  // cache itself [L, 2, Pb, K, h] (compute dtype) with a mask of n leading trues.
+  const std::size_t es = dtype_size(act_);
+  if (const Tensor* bkv = bound_output(out_kv_)) {
+    if (bkv->shape()[2] < n) {
+      return invalid_argument("backbone output 'kv' " + bkv->shape().to_string() + " holds fewer than the " +
+                              std::to_string(n) + " prefix rows of this run");
+    }
+    const void* src = kv_;
+    if (act_ != DType::kF32) {
+      EDGEVLA_RETURN_IF_ERROR(convert(s, kv_, act_, kv_f32_, DType::kF32, L * 2 * Pb * K * h));
+      src = kv_f32_;
+    }
+    const auto kind = bkv->device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(bkv->raw_data(), static_cast<std::size_t>(n * K * h) * 4, src,
+                                                   static_cast<std::size_t>(Pb * K * h) * 4,
+                                                   static_cast<std::size_t>(n * K * h) * 4, static_cast<std::size_t>(L * 2),
+                                                   kind, s));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor flat, bkv->reshape(Shape{bkv->numel()}));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor used, flat.slice(0, 0, L * 2 * n * K * h));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor view, used.reshape(Shape{L, 2, n, K, h}));
+    set_produced(out_kv_, std::move(view));
+  } else {
+    Buffer::Options bo;
+    bo.kind = BufferKind::kExternal;
+    bo.device = Device::cuda(info_.index);
+    bo.writable = false;
+    auto buffer = std::make_shared<Buffer>(static_cast<std::byte*>(kv_), bytes_of(act_, L * 2 * Pb * K * h), bo);
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor dev, Tensor::from_buffer(std::move(buffer), act_, Shape{L, 2, Pb, K, h}));
+    set_produced(out_kv_, std::move(dev));
+    (void)es;
+  }
+  if (const Tensor* ve = bound_output(out_vision_)) {
+    const std::int64_t C = cfg_.num_cameras();
+    if (!(ve->shape() == Shape{C, N, D}) || !ve->device().is_cpu()) {
+      return invalid_argument("backbone output 'vision_embeddings' must be a host f32 [" + std::to_string(C) + "," +
+                              std::to_string(N) + "," + std::to_string(D) + "]");
+    }
+    std::fill(ve->data<float>(), ve->data<float>() + ve->numel(), 0.0f);
+    for (std::int64_t c = 0; c < cams; ++c) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(ve->data<float>() + slots[static_cast<std::size_t>(c)] * N * D,
+                                                   x_ + c * N * D, static_cast<std::size_t>(N * D) * 4,
+                                                   cudaMemcpyDeviceToHost, s));
+    }
+    set_produced(out_vision_, *ve);
+  } else {
+    set_produced(out_vision_, Tensor());
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  const Tensor* bm = bound_output(out_mask_);
+  const bool bound_kv = bound_output(out_kv_) != nullptr;
+  const std::int64_t mask_len = bound_kv ? n : Pb;
+  const Tensor& mt = bm ? *bm : mask_own_;
+  if (mt.shape()[0] < mask_len) return invalid_argument("backbone output 'mask' is shorter than the prefix");
+  std::fill(mt.data<bool>(), mt.data<bool>() + mask_len, false);
+  std::fill(mt.data<bool>(), mt.data<bool>() + n, true);
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor mview, mt.slice(0, 0, mask_len));
+  set_produced(out_mask_, std::move(mview));
+  timings_.total_ms = ms_since(t0);
+  timings_.parts = {{"backbone_gpu", timings_.total_ms}};
+  return Status::ok();
+}
+
+}  // namespace
+
+const bool kBackboneRegistered = register_engine("cuda", std::string(model::pi0::kFamily),
+                                                 std::string(model::kBackbone), BackboneEngine::create);
+
+}  // namespace edgevla::backends::cuda::pi0

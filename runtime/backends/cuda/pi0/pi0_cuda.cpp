@@ -1,0 +1,120 @@
+#include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace edgevla::backends::cuda::pi0 {
+
+DType compute_dtype(const EngineOptions& o) { return o.precision == Precision::kF32 ? DType::kF32 : DType::kBF16; }
+
+void WeightPlan::linear(DevLinear& dst, std::vector<const cpu::Linear*> parts) {
+  dst.in = parts.front()->in;
+  dst.ld = dst.in;
+  dst.out = 0;
+  Item w{&dst.w, {}, parts.front()->dtype, act_};
+  bool bias = false;
+  for (const cpu::Linear* p : parts) {
+    w.sources.emplace_back(p->w, p->out * p->in);
+    dst.out += p->out;
+    bias = bias || !p->bias.empty();
+  }
+  items_.push_back(std::move(w));
+  if (bias) {
+    auto b = std::make_unique<std::vector<float>>();
+    for (const cpu::Linear* p : parts) {
+      if (p->bias.empty()) {
+        b->insert(b->end(), static_cast<std::size_t>(p->out), 0.0f);
+      } else {
+        b->insert(b->end(), p->bias.begin(), p->bias.end());
+      }
+    }
+    items_.push_back(Item{reinterpret_cast<void**>(&dst.bias), {{b->data(), static_cast<std::int64_t>(b->size())}},
+                          DType::kF32, DType::kF32});
+    kept_.push_back(std::move(b));
+  }
+}
+
+void WeightPlan::vector(float*& dst, const std::vector<float>& src) {
+  items_.push_back(Item{reinterpret_cast<void**>(&dst), {{src.data(), static_cast<std::int64_t>(src.size())}},
+                        DType::kF32, DType::kF32});
+}
+
+void WeightPlan::matrix(void*& dst, const void* src, DType src_type, std::int64_t rows, std::int64_t cols) {
+  items_.push_back(Item{&dst, {{src, rows * cols}}, src_type, act_});
+}
+
+void WeightPlan::place(Arena& arena) {
+  arena_bytes_ = 0;
+  for (Item& it : items_) {
+    it.count = 0;
+    for (const auto& [p, n] : it.sources) it.count += n;
+    const std::size_t b = bytes_of(it.dst_type, it.count);
+    it.offset = arena.plan(b);
+    arena_bytes_ += b;
+  }
+}
+
+Status WeightPlan::upload(Arena& arena, Uploader& up) {
+  for (Item& it : items_) {
+    auto* base = static_cast<std::byte*>(arena.at(it.offset));
+    *it.dst = base;
+    std::size_t at = 0;
+    for (const auto& [p, n] : it.sources) {
+      EDGEVLA_RETURN_IF_ERROR(up.upload(p, it.src_type, n, base + at, it.dst_type));
+      at += bytes_of(it.dst_type, n);
+    }
+  }
+  return Status::ok();
+}
+
+Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d, DType d_type,
+                        std::int64_t ldd, float beta, Epilogue ep, const float* bias_override, bool use_bias) const {
+  GemmArgs g;
+  g.m = m;
+  g.n = w.out;
+  g.k = w.in;
+  g.a = a;
+  g.a_type = act;
+  g.lda = lda;
+  g.b = w.w;
+  g.b_type = act;
+  g.ldb = w.ld;
+  g.d = d;
+  g.d_type = d_type;
+  g.ldd = ldd;
+  g.beta = beta;
+  g.bias = bias_override != nullptr ? bias_override : (use_bias ? w.bias : nullptr);
+  g.epilogue = ep;
+  return blas->gemm(stream, g);
+}
+
+std::string CudaEngine::describe() const {
+  return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
+}
+
+Status CudaEngine::init_device() {
+  EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
+  EDGEVLA_ASSIGN_OR_RETURN(blas_, Blas::create());
+  return Status::ok();
+}
+
+Status CudaEngine::allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o) {
+  const std::string what = stage_ + " (cuda, " + std::string(model.variant()) + ")";
+  const auto need = static_cast<std::int64_t>(arena_.planned());
+  if (o.memory_budget_bytes > 0 && process_device_bytes() + need > o.memory_budget_bytes) {
+    return resource_exhausted(what + " needs " + std::to_string(need >> 20) + " MiB of device memory (weights " +
+                              std::to_string(weights.bytes() >> 20) + " MiB) but gpu_memory_budget_mb allows " +
+                              std::to_string(o.memory_budget_bytes >> 20) + " MiB and this process holds " +
+                              std::to_string(process_device_bytes() >> 20) +
+                              " MiB already; raise the budget, use a smaller checkpoint, or add cpu to the backend list");
+  }
+  EDGEVLA_RETURN_IF_ERROR(arena_.allocate(what));
+  EDGEVLA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(stream_.get(), what, weights.bytes()));
+  EDGEVLA_RETURN_IF_ERROR(weights.upload(arena_, up));
+  EDGEVLA_RETURN_IF_ERROR(up.finish());
+  release_mapped_pages(model.file().mapped_bytes());
+  spdlog::info("{}: {} MiB on {} (weights {} MiB, buffers {} MiB)", what, arena_.size() >> 20, info_.name,
+               weights.bytes() >> 20, (static_cast<std::int64_t>(arena_.size()) - weights.bytes()) >> 20);
+  return Status::ok();
+}
+
+}  // namespace edgevla::backends::cuda::pi0

@@ -1,0 +1,101 @@
+// What the two pi0 / pi0.5 engines of the cuda backend share: the engine base (device, owned
+// stream, cuBLASLt, one device arena for weights and buffers), device copies of the
+// checkpoint's linears (fused where one GEMM can do the work of several: q|k|v, gate|up), and
+// the GEMM helpers the forward passes call.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/backends/cpu/pi0/pi0_weights.hpp"
+#include "runtime/backends/cuda/device.hpp"
+#include "runtime/backends/cuda/kernels/gemm.hpp"
+#include "runtime/backends/engine_base.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+
+namespace edgevla::backends::cuda::pi0 {
+
+// A weight matrix [out, in] (row stride ld) on the device in the compute dtype, and its f32 bias.
+struct DevLinear {
+  void* w = nullptr;
+  float* bias = nullptr;
+  std::int64_t out = 0, in = 0, ld = 0;
+};
+
+// Plans device space for weights, then uploads them once the arena is allocated.
+class WeightPlan {
+ public:
+  explicit WeightPlan(DType act) : act_(act) {}
+  // One matrix made of the row blocks of `parts` (same `in`), e.g. q|k|v; biases concatenated
+  // when the parts have them.
+  void linear(DevLinear& dst, std::vector<const cpu::Linear*> parts);
+  // An f32 vector.
+  void vector(float*& dst, const std::vector<float>& src);
+  // A matrix kept as stored ([rows, cols], dtype), e.g. the token embedding.
+  void matrix(void*& dst, const void* src, DType src_type, std::int64_t rows, std::int64_t cols);
+  std::int64_t bytes() const { return static_cast<std::int64_t>(arena_bytes_); }
+  // Plans the weights into `arena` (call before Arena::allocate), then uploads after it.
+  void place(Arena& arena);
+  Status upload(Arena& arena, Uploader& up);
+
+ private:
+  struct Item {
+    void** dst;
+    std::vector<std::pair<const void*, std::int64_t>> sources;  // host pointer, elements
+    DType src_type;
+    DType dst_type;
+    std::size_t offset = 0;
+    std::int64_t count = 0;
+  };
+  DType act_;
+  std::vector<Item> items_;
+  std::vector<std::unique_ptr<std::vector<float>>> kept_;  // concatenated biases
+  std::size_t arena_bytes_ = 0;
+};
+
+// GEMM on act operands: D[m,n] = A[m,k]·Wᵀ (+bias) (+beta·D).
+struct Gemm {
+  Blas* blas;
+  cudaStream_t stream;
+  DType act;
+  Status operator()(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d, DType d_type,
+                    std::int64_t ldd, float beta = 0.0f, Epilogue ep = Epilogue::kNone, const float* bias_override = nullptr,
+                    bool use_bias = true) const;
+};
+
+// The part of an engine every pi0 cuda engine has.
+class CudaEngine : public EngineBase {
+ public:
+  std::string describe() const override;
+  std::int64_t device_bytes() const override { return static_cast<std::int64_t>(arena_.size()); }
+  std::int64_t resident_bytes() const override { return 0; }
+
+ protected:
+  CudaEngine(const model::StageSpec& spec, DeviceInfo info, DType act)
+      : EngineBase("cuda", std::string(model::pi0::kFamily), spec, DeviceType::kCuda), info_(std::move(info)), act_(act) {}
+  // Stream and cuBLASLt; then the caller plans the arena.
+  Status init_device();
+  // Checks the plan against the budget and the free memory, allocates, uploads the weights
+  // and releases the mapped pages of the checkpoint.
+  Status allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o);
+  Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_}; }
+
+  DeviceInfo info_;
+  DType act_;
+  Stream stream_;
+  std::unique_ptr<Blas> blas_;
+  Arena arena_;
+};
+
+// Prefix rows are padded to a multiple of this (one backbone graph per bucket); a cache the
+// backbone leaves on the device has the padded row count.
+inline constexpr std::int64_t kRowBucket = 64;
+inline std::int64_t padded_rows(std::int64_t rows) { return (rows + kRowBucket - 1) / kRowBucket * kRowBucket; }
+
+// Resolves options.precision for the cuda backend: auto and bf16 compute in bf16, f32 in f32.
+DType compute_dtype(const EngineOptions& options);
+
+// Elements in a shape (for plans).
+inline std::size_t bytes_of(DType t, std::int64_t n) { return static_cast<std::size_t>(n) * dtype_size(t); }
+
+}  // namespace edgevla::backends::cuda::pi0
