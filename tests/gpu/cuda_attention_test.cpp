@@ -549,55 +549,80 @@ TEST(CudaAttention, RejectsBadArguments) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
-// Time per call of the real shapes (printed, not asserted): back-to-back stream launches, and a
-// graph of 100 captured calls replayed.
-TEST(CudaAttention, TimingBf16) {
+// Microseconds per call: back-to-back stream launches, and a graph of `iters` captured calls.
+void time_calls(const Problem& p, cudaStream_t stream, int iters, double& stream_us, double& graph_us) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(attention(stream, p.args()).is_ok());
+  ASSERT_EQ(cudaEventRecord(start, stream), cudaSuccess);
+  for (int i = 0; i < iters; ++i) ASSERT_TRUE(attention(stream, p.args()).is_ok());
+  ASSERT_EQ(cudaEventRecord(stop, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+  float ms = 0.0f;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+  stream_us = 1000.0 * ms / iters;
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  bool all_ok = true;
+  for (int i = 0; i < iters; ++i) all_ok = attention(stream, p.args()).is_ok() && all_ok;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(all_ok);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);  // warm
+  ASSERT_EQ(cudaEventRecord(start, stream), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(stop, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+  graph_us = 1000.0 * ms / iters;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+// Time per call of the real shapes (printed, not asserted), in bf16 and f32; the split-key
+// shapes also with their key splits capped by smaller scratch.
+TEST(CudaAttention, Timing) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   constexpr int kIters = 100;
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
-  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
-  std::vector<Case> cases = {siglip(), gemma_prefix(968, 968), action_expert(51, 968, true),
-                             action_expert(50, 968, false)};
+  const std::vector<Case> cases = {siglip(), gemma_prefix(968, 968), action_expert(51, 968, true),
+                                   action_expert(50, 968, false)};
   for (DType act : {DType::kBF16, DType::kF32}) {
     for (const Case& c : cases) {
-      Problem p(c, act);
-      ASSERT_TRUE(p.ready());
-      for (int i = 0; i < 5; ++i) ASSERT_TRUE(attention(stream, p.args()).is_ok());
-      ASSERT_EQ(cudaEventRecord(start, stream), cudaSuccess);
-      for (int i = 0; i < kIters; ++i) ASSERT_TRUE(attention(stream, p.args()).is_ok());
-      ASSERT_EQ(cudaEventRecord(stop, stream), cudaSuccess);
-      ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
-      float stream_ms = 0.0f;
-      ASSERT_EQ(cudaEventElapsedTime(&stream_ms, start, stop), cudaSuccess);
-
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-      for (int i = 0; i < kIters; ++i) {
-        const Status st = attention(stream, p.args());
-        EXPECT_TRUE(st.is_ok());
+      const std::size_t one_split = std::size_t(c.batch) * c.kv_heads * c.rows * (c.heads / c.kv_heads) *
+                                    (c.h + 2) * sizeof(float);
+      std::size_t auto_bytes = 0;
+      {
+        Problem probe(c, act);
+        ASSERT_TRUE(probe.ready());
+        auto_bytes = probe.args().scratch_bytes;
       }
-      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);  // warm
-      ASSERT_EQ(cudaEventRecord(start, stream), cudaSuccess);
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaEventRecord(stop, stream), cudaSuccess);
-      ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
-      float graph_ms = 0.0f;
-      ASSERT_EQ(cudaEventElapsedTime(&graph_ms, start, stop), cudaSuccess);
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-      std::printf("  timing %-4s %-40s %8.1f us/call (stream)  %8.1f us/call (graph)  splits scratch %zu B\n",
-                  act == DType::kBF16 ? "bf16" : "f32", c.name.c_str(), 1000.0 * stream_ms / kIters,
-                  1000.0 * graph_ms / kIters, p.args().scratch_bytes);
+      // Split caps to try: the automatic choice, then (bf16, where it splits) fewer.
+      std::vector<int> caps = {0};
+      if (act == DType::kBF16 && auto_bytes > 0) {
+        for (int cap : {1, 2, 4, 8, 12, 16}) {
+          if (cap * one_split < auto_bytes) caps.push_back(cap);
+        }
+      }
+      for (int cap : caps) {
+        Problem p(c, act, cap != 1, cap > 1 ? cap * one_split : 0);
+        ASSERT_TRUE(p.ready());
+        double stream_us = 0.0, graph_us = 0.0;
+        time_calls(p, stream, kIters, stream_us, graph_us);
+        if (HasFatalFailure()) return;
+        const int splits = static_cast<int>(p.args().scratch_bytes / one_split);
+        std::printf("  timing %-4s %-34s splits %2d%s %8.1f us/call (stream) %8.1f us/call (graph)\n",
+                    act == DType::kBF16 ? "bf16" : "f32", c.name.c_str(), std::max(splits, 1),
+                    cap == 0 ? " auto" : "     ", stream_us, graph_us);
+      }
     }
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
 }
 

@@ -30,8 +30,8 @@ constexpr int kThreads = 128;          // 4 warps, both kernels
 constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 per warp)
 constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
 constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
-constexpr int kMaxSplits = 32;
-constexpr int kMinTilesPerSplit = 3;   // a share of fewer key tiles does not repay its Q load
+constexpr int kMaxSplits = 32;        // at most a warp's lanes (attn_combine)
+constexpr int kMinTilesPerSplit = 2;   // a share of fewer key tiles does not repay its Q load
 
 // What the kernels read; strides in elements.
 struct Params {
@@ -452,37 +452,47 @@ __device__ __forceinline__ void store4(bf16* dst, float4 v) {
   *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
 }
 
-// One thread per 4 output dims of one stacked row.
+// One warp per stacked row: lane s < splits reads share s's max and sum, the warp agrees on the
+// weights, then every lane merges 4 output dims at a time over all shares.
+constexpr int kCombineWarps = 8;
+
 template <typename T>
-__global__ void __launch_bounds__(256) attn_combine(const Params p) {
-  const int quads = p.h / 4;
-  const long long items = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * quads;
-  for (long long it = blockIdx.x * 256LL + threadIdx.x; it < items; it += 256LL * gridDim.x) {
-    const int c = static_cast<int>(it % quads) * 4;
-    const long long row = it / quads;
-    const int m = static_cast<int>(row % p.m_rows);
-    const int bg = static_cast<int>(row / p.m_rows);
-    float mx = -INFINITY;
-    for (int s = 0; s < p.splits; ++s) mx = fmaxf(mx, p.part_ml[part_row(p, s, bg, m) * 2]);
-    const float base = mx == -INFINITY ? 0.0f : mx;
-    float sum = 0.0f;
+__global__ void __launch_bounds__(kCombineWarps * 32) attn_combine(const Params p) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const long long total_rows = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows;
+  const long long row = static_cast<long long>(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
+  if (row >= total_rows) return;
+  const int m = static_cast<int>(row % p.m_rows);
+  const int bg = static_cast<int>(row / p.m_rows);
+
+  float2 ml = make_float2(-INFINITY, 0.0f);
+  if (lane < p.splits) ml = *reinterpret_cast<const float2*>(p.part_ml + part_row(p, lane, bg, m) * 2);
+  float mx = ml.x;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  const float w = lane < p.splits ? exp2f(ml.x - base) : 0.0f;  // an empty share weighs 0
+  float sum = w * ml.y;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+
+  const int b = bg / p.kv_heads, g = bg % p.kv_heads;
+  T* dst = static_cast<T*>(p.out) + o_offset(p, b, g, m);
+  const float* src = p.part_o + part_row(p, 0, bg, m) * p.h;
+  const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
+  for (int c = lane * 4; c < p.h; c += 128) {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
     for (int s = 0; s < p.splits; ++s) {
-      const long long pr = part_row(p, s, bg, m);
-      const float2 ml = *reinterpret_cast<const float2*>(p.part_ml + pr * 2);
-      const float w = exp2f(ml.x - base);
-      if (w == 0.0f) continue;  // an empty share (its partial output is zero anyway)
-      const float4 v = *reinterpret_cast<const float4*>(p.part_o + pr * p.h + c);
-      sum += w * ml.y;
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
+      const float ws = __shfl_sync(0xffffffffu, w, s);
+      const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride + c);
+      acc.x = fmaf(ws, v.x, acc.x);
+      acc.y = fmaf(ws, v.y, acc.y);
+      acc.z = fmaf(ws, v.z, acc.z);
+      acc.w = fmaf(ws, v.w, acc.w);
     }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const int b = bg / p.kv_heads, g = bg % p.kv_heads;
-    store4(static_cast<T*>(p.out) + o_offset(p, b, g, m) + c,
-           make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+    store4(dst + c, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
   }
 }
 
@@ -536,9 +546,12 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
   const std::int64_t blocks = pl.row_tiles * a.batch * a.kv_heads;
   const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
+  // Aim at one wave of two blocks per multiprocessor (both kernels fit two per multiprocessor):
+  // with one, a lone warp per scheduler leaves every latency exposed.
+  const std::int64_t target = 2 * static_cast<std::int64_t>(sms);
   std::int64_t want = 1;
-  if (2 * blocks <= sms) {  // at least half the multiprocessors would idle
-    want = std::min<std::int64_t>({ceil_div(sms, blocks), ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+  if (blocks < target) {
+    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
   }
   want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
@@ -657,12 +670,12 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }
   if (pl.splits > 1) {
-    const long long items = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
-    const unsigned blocks = static_cast<unsigned>(std::min<long long>(ceil_div(items, 256), 4 * sms));
+    const long long total_rows = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows;
+    const unsigned blocks = static_cast<unsigned>(ceil_div(total_rows, kCombineWarps));
     if (args.act == DType::kBF16) {
-      attn_combine<bf16><<<blocks, 256, 0, stream>>>(p);
+      attn_combine<bf16><<<blocks, kCombineWarps * 32, 0, stream>>>(p);
     } else {
-      attn_combine<float><<<blocks, 256, 0, stream>>>(p);
+      attn_combine<float><<<blocks, kCombineWarps * 32, 0, stream>>>(p);
     }
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_combine");

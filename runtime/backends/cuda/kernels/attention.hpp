@@ -20,9 +20,9 @@
 // a_len may be nullptr: block a then has its full length a_max (a static key count, SigLIP);
 // a_max 0 means no block a. *a_len is clamped to [0, a_max].
 //
-// Split keys: when the grid would leave most multiprocessors idle (few query rows, many keys: the
-// action expert), the keys are divided among several blocks whose partial results a second
-// kernel combines. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
+// Split keys: when the grid would not fill the multiprocessors with two blocks each (few query
+// rows, many keys: the action expert; Gemma's prefix on a large GPU), the keys are divided among
+// several blocks (at most 32) whose partial results a second kernel combines. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
 // args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
 // so any size is correct, just slower. The split count depends only on the host-side shapes,
