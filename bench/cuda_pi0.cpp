@@ -1,0 +1,146 @@
+// edgevla's cuda backend on a pi0 / pi0.5 checkpoint, end to end (backbone + action head, inputs
+// on the device, the cache handed over on the device), per stage, and the device memory it holds
+// after activate against the bf16 weight bytes. Prints one JSON line per view count; run it
+// beside bench/torch_pi0_cuda.py on the same checkpoint for the PyTorch baselines and the floor.
+//
+//   edgevla_bench_cuda_pi0 --checkpoint DIR [--views 1,3] [--tokens 200] [--steps 10]
+//                          [--repeat 50] [--warmup 10] [--precision bf16|f32]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/backends/backend.hpp"
+#include "runtime/backends/forward_pi0.hpp"
+#include "runtime/model/pi0/pi0_family.hpp"
+
+using namespace edgevla;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Stats {
+  double median = 0, p90 = 0, min = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stats s;
+  s.median = v[v.size() / 2];
+  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
+  s.min = v.front();
+  return s;
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "cuda_pi0: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir, precision = "bf16", views_arg = "1,3";
+  int tokens = 200, steps = 10, repeat = 50, warmup = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--checkpoint") dir = v;
+    else if (k == "--views") views_arg = v;
+    else if (k == "--tokens") tokens = std::atoi(v.c_str());
+    else if (k == "--steps") steps = std::atoi(v.c_str());
+    else if (k == "--repeat") repeat = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--warmup") warmup = std::atoi(v.c_str());
+    else if (k == "--precision") precision = v;
+    else return fail(invalid_argument("unknown option " + k));
+  }
+  if (dir.empty()) return fail(invalid_argument("--checkpoint DIR is required"));
+  std::size_t free0 = 0, total = 0;
+  cudaSetDevice(0);
+  cudaMemGetInfo(&free0, &total);
+  auto ck = model::Checkpoint::open(dir);
+  if (!ck) return fail(ck.status());
+  const model::pi0::Pi0Model pm(std::move(*ck));
+  const model::ModelConfig& c = pm.config();
+  auto backend = backends::make_backend("cuda");
+  if (!backend) return fail(backend.status());
+  backends::EngineOptions eo;
+  eo.device = "cuda:0";
+  auto prec = backends::parse_precision(precision);
+  if (!prec) return fail(prec.status());
+  eo.precision = *prec;
+  const auto t_act = std::chrono::steady_clock::now();
+  auto bb = (*backend)->create(pm, model::kBackbone, eo);
+  if (!bb) return fail(bb.status());
+  auto head = (*backend)->create(pm, model::kActionHead, eo);
+  if (!head) return fail(head.status());
+  const double activate_ms = ms_since(t_act);
+  std::size_t free1 = 0;
+  cudaMemGetInfo(&free1, &total);
+  // bf16 bytes of the weights the two stages read.
+  std::int64_t weight_elems = 0;
+  for (const auto& s : pm.stages()) weight_elems += s.weight_bytes;  // stored bytes
+  const std::int64_t device_bytes = (*bb)->device_bytes() + (*head)->device_bytes();
+
+  std::vector<int> views;
+  for (std::size_t p = 0; p < views_arg.size();) {
+    const std::size_t q = views_arg.find(',', p);
+    views.push_back(std::atoi(views_arg.substr(p, q - p).c_str()));
+    p = q == std::string::npos ? views_arg.size() : q + 1;
+  }
+  for (int nv : views) {
+    std::vector<int> masked;
+    for (int s = nv; s < c.num_cameras(); ++s) masked.push_back(s);
+    auto in = model::random_inputs(c, 1, masked, std::min(tokens, c.token_len()));
+    if (!in) return fail(in.status());
+    in->num_steps = steps;
+    // Images on the device, as a camera pipeline on the GPU would hand them over.
+    std::vector<void*> dev_images;
+    for (Tensor& img : in->images) {
+      if (!img.defined()) continue;
+      void* d = nullptr;
+      cudaMalloc(&d, img.nbytes());
+      cudaMemcpy(d, img.raw_data(), img.nbytes(), cudaMemcpyHostToDevice);
+      Buffer::Options o;
+      o.device = Device::cuda(0);
+      auto t = Tensor::from_buffer(std::make_shared<Buffer>(static_cast<std::byte*>(d), img.nbytes(), o), DType::kF32,
+                                   img.shape());
+      if (!t) return fail(t.status());
+      img = *t;
+      dev_images.push_back(d);
+    }
+    std::vector<double> e2e, tb, th;
+    for (int i = 0; i < warmup + repeat; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto out = model::run_forward(**bb, **head, c, *in, false);
+      const double ms = ms_since(t0);
+      if (!out) return fail(out.status());
+      if (i >= warmup) {
+        e2e.push_back(ms);
+        tb.push_back(out->backbone_ms);
+        th.push_back(out->action_head_ms);
+      }
+    }
+    const Stats e = stats(e2e), b = stats(tb), h = stats(th);
+    std::printf("{\"bench\": \"edgevla_cuda_pi0\", \"model\": \"%s\", \"precision\": \"%s\", \"views\": %d, "
+                "\"tokens\": %d, \"steps\": %d, \"horizon\": %d, \"repeat\": %d, "
+                "\"e2e_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
+                "\"backbone_ms\": {\"median\": %.3f, \"p90\": %.3f}, \"action_head_ms\": {\"median\": %.3f, \"p90\": %.3f}, "
+                "\"activate_ms\": %.0f, \"device_bytes_engines\": %lld, \"device_bytes_used_after_activate\": %lld, "
+                "\"checkpoint_weight_bytes\": %lld}\n",
+                std::string(pm.variant()).c_str(), precision.c_str(), nv, tokens, steps, c.action_horizon, repeat,
+                e.median, e.p90, e.min, b.median, b.p90, h.median, h.p90, activate_ms,
+                static_cast<long long>(device_bytes), static_cast<long long>(free0 - free1),
+                static_cast<long long>(weight_elems));
+    std::fflush(stdout);
+    for (void* d : dev_images) cudaFree(d);
+  }
+  return 0;
+}
