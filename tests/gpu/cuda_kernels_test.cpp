@@ -103,10 +103,13 @@ class DeviceBuffer {
   T* as() const {
     return static_cast<T*>(p_);
   }
+  // Returns once the data is on the device: a pageable cudaMemcpy may return before its DMA
+  // ends, and the tests' kernels run on a non-blocking stream that does not wait for it.
   void upload(const std::vector<float>& v, DType t, std::size_t offset_bytes = 0) {
     const auto b = pack(v, t);
     EXPECT_EQ(cudaMemcpy(static_cast<unsigned char*>(p_) + offset_bytes, b.data(), b.size(), cudaMemcpyHostToDevice),
               cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   std::vector<float> download(DType t, std::size_t n, std::size_t offset_bytes = 0) const {
     std::vector<unsigned char> b(n * dtype_size(t));
@@ -177,6 +180,9 @@ class CudaKernels : public ::testing::Test {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   void sync() { ASSERT_CUDA(cudaStreamSynchronize(stream_)); }
+  // After plain cudaMemcpy/cudaMemset calls (legacy stream): the test stream does not wait for
+  // them by itself.
+  void settle() { ASSERT_CUDA(cudaDeviceSynchronize()); }
 
   cudaStream_t stream_ = nullptr;
 };
@@ -349,6 +355,7 @@ TEST_F(CudaKernels, RopeMatchesReference) {
       const auto f = inv_freqs(c.h);
       DeviceBuffer dx(x, act), df(f, DType::kF32), dpos(sizeof(std::int32_t));
       ASSERT_CUDA(cudaMemcpy(dpos.get(), &c.first_pos, sizeof(c.first_pos), cudaMemcpyHostToDevice));
+      settle();
       ASSERT_OK(rope(stream_, dx.get(), act, c.rows, c.heads, c.h, c.ldx, dpos.as<std::int32_t>(), df.as<float>()));
       sync();
       // Elements past heads·h in each row must be untouched: they are part of the reference.
@@ -532,6 +539,7 @@ TEST_F(CudaKernels, EmbedTokensMatchesReference) {
       const float scale = std::sqrt(static_cast<float>(width));
       DeviceBuffer dt(table, tt), dids(ids.size() * sizeof(std::int32_t)), dout(static_cast<std::size_t>(n * width) * 4);
       ASSERT_CUDA(cudaMemcpy(dids.get(), ids.data(), ids.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+      settle();
       ASSERT_OK(embed_tokens(stream_, dids.as<std::int32_t>(), n, dt.get(), tt, vocab, width, scale, dout.as<float>()));
       sync();
       std::vector<double> ref(static_cast<std::size_t>(n * width), 0.0);
@@ -615,6 +623,7 @@ TEST_F(CudaKernels, CountNonfiniteAddsToCount) {
     dx.upload(x, DType::kF32, offset * 4);
     const std::int32_t start = 4;
     ASSERT_CUDA(cudaMemcpy(dc.get(), &start, sizeof(start), cudaMemcpyHostToDevice));
+    settle();
     ASSERT_OK(count_nonfinite(stream_, dx.as<float>() + offset, static_cast<std::int64_t>(n), dc.as<std::int32_t>()));
     sync();
     std::int32_t count = 0;
@@ -733,6 +742,7 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
         dd(static_cast<std::size_t>(c.m * c.ldd) * 2);
     ASSERT_CUDA(cudaMemset(da.get(), 0, static_cast<std::size_t>(c.m * c.lda) * 2));
     ASSERT_CUDA(cudaMemset(db.get(), 0, static_cast<std::size_t>(c.n * c.ldb) * 2));
+    settle();
     GemmArgs g;
     g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = db.get(), g.ldb = c.ldb, g.d = dd.get(),
     g.ldd = c.ldd;
@@ -765,6 +775,7 @@ TEST_F(CudaKernels, CapturedGraphReplaysTheSameResults) {
   DeviceBuffer dq0(q0, act), dq(q0.size() * 2), dfreq(freqs, DType::kF32), dpos(sizeof(std::int32_t));
   std::int32_t pos = 11;
   ASSERT_CUDA(cudaMemcpy(dpos.get(), &pos, sizeof(pos), cudaMemcpyHostToDevice));
+  settle();
 
   // One transformer-ish block: copy-in, residual + norm, up GEMM (bias), GeGLU, down GEMM
   // accumulating into the f32 stream, and rope on a copy of q at the device position.
@@ -797,6 +808,7 @@ TEST_F(CudaKernels, CapturedGraphReplaysTheSameResults) {
   ASSERT_CUDA(cudaMemset(dx.get(), 0, x0.size() * 4));
   ASSERT_CUDA(cudaMemset(dh.get(), 0, static_cast<std::size_t>(m * f) * 2));
   ASSERT_CUDA(cudaMemset(dq.get(), 0, q0.size() * 2));
+  settle();
 
   cudaGraph_t graph = nullptr;
   ASSERT_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
@@ -819,6 +831,7 @@ TEST_F(CudaKernels, CapturedGraphReplaysTheSameResults) {
   // The position is read on the device at replay: a new first_pos changes the replayed rope.
   pos = 300;
   ASSERT_CUDA(cudaMemcpy(dpos.get(), &pos, sizeof(pos), cudaMemcpyHostToDevice));
+  settle();
   ASSERT_CUDA(cudaGraphLaunch(exec, stream_));
   sync();
   expect_close(dq.download(act, q0.size()), rope_ref(q0, m, heads, h, heads * h, pos, freqs), tolerance_for(act),
@@ -973,6 +986,7 @@ TEST_F(CudaKernels, TimingPrintout) {
     const std::int64_t rows = 968, f = 16384;
     DeviceBuffer gu(static_cast<std::size_t>(rows * 2 * f) * 2), out(static_cast<std::size_t>(rows * f) * 2);
     ASSERT_CUDA(cudaMemset(gu.get(), 0, static_cast<std::size_t>(rows * 2 * f) * 2));
+    settle();
     report("geglu 968x16384 bf16",
            time_us(stream_, 20, 10, [&] { return geglu(stream_, gu.get(), rows, f, out.get(), DType::kBF16); }),
            static_cast<double>(rows * f) * 2 * 3);
