@@ -132,6 +132,16 @@ TEST_P(CudaPi0, MatchesTheCpuBackend) {
     EXPECT_LE(bf16_v, 1e-2);
     EXPECT_GE(bf16_cos, 0.999);
     EXPECT_TRUE(all_finite(b->actions) && all_finite(b->prefix_k) && all_finite(b->prefix_v));
+    // Where a difference starts: the vision tower, then each Euler step's velocity.
+    std::printf("  vision f32 rel-L2 %.2e; velocity rel-L2 by step (f32):",
+                rel_l2(a->vision_embeddings.data<float>(), ref->vision_embeddings.data<float>(),
+                       ref->vision_embeddings.numel()));
+    const std::int64_t per_step = ref->velocities.numel() / std::max<std::int64_t>(1, ref->velocities.shape()[0]);
+    for (std::int64_t st = 0; st < ref->velocities.shape()[0]; ++st) {
+      std::printf(" %.1e", rel_l2(a->velocities.data<float>() + st * per_step, ref->velocities.data<float>() + st * per_step,
+                                  per_step));
+    }
+    std::printf("\n");
     // Velocities of every step agree as well (f32).
     EXPECT_LE(rel_l2(a->velocities.data<float>(), ref->velocities.data<float>(), ref->velocities.numel()), 1e-4);
   }

@@ -62,6 +62,7 @@ class ActionHeadEngine final : public CudaEngine {
   void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
   void* staging_ = nullptr;          // a host cache as it came, before conversion
   float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *tmp_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
+  float* state_emb_ = nullptr;       // pi0: the state token's embedding, row 0 of every step
   void *xa_ = nullptr, *ys_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *at_ = nullptr,
        *hid_ = nullptr, *sa_ = nullptr;
   float* mods_ = nullptr;            // pi0.5: [max_steps, 2L+1, 3E]; pi0: time bias [max_steps, E]
@@ -142,6 +143,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(xs_, bytes_of(DType::kF32, S * E));
   buf(tmp_, bytes_of(DType::kF32, S * E));
   buf(state_, bytes_of(DType::kF32, A));
+  buf(state_emb_, bytes_of(DType::kF32, E));
   buf(xa_, bytes_of(act_, std::max(Hz, S) * A));
   buf(sa_, bytes_of(act_, A));
   buf(ys_, bytes_of(act_, S * E));
@@ -243,8 +245,9 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   if (pi05_) {
     EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, xs_, DType::kF32, E));
   } else {
-    // Row 0 (state token) was written before the loop; action rows:
-    // action_time_mlp_out(silu(W_a · action_in(x) + W_t · temb + b)).
+    // Row 0: the state token (embedded once before the loop; the layers overwrite the row).
+    // Action rows: action_time_mlp_out(silu(W_a · action_in(x) + W_t · temb + b)).
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(xs_, state_emb_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
     EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, at_, act_, E));
     EDGEVLA_RETURN_IF_ERROR(mm(at_, Hz, E, action_time_a_, hid_, act_, E, 0.0f, Epilogue::kNone, mods));
     EDGEVLA_RETURN_IF_ERROR(silu(s, hid_, act_, Hz * E));
@@ -315,7 +318,7 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
   const std::int64_t A = cfg_.action_dim, Hz = cfg_.action_horizon, E = cfg_.expert.width;
   if (!pi05_) {
     EDGEVLA_RETURN_IF_ERROR(convert(stream_.get(), state_, DType::kF32, sa_, act_, A));
-    EDGEVLA_RETURN_IF_ERROR(gemm()(sa_, 1, A, state_proj_, xs_, DType::kF32, E));
+    EDGEVLA_RETURN_IF_ERROR(gemm()(sa_, 1, A, state_proj_, state_emb_, DType::kF32, E));
   }
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {
