@@ -58,6 +58,7 @@ class BackboneEngine final : public CudaEngine {
   float* images_ = nullptr;
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
   float *ve_ = nullptr, *x_ = nullptr, *kv_f32_ = nullptr;
+  float* vis_ = nullptr;  // the projector's output per valid camera, kept for the diagnostic output
   void *y_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *kv_ = nullptr;
   std::int32_t *ids_ = nullptr, *n_dev_ = nullptr, *zero_ = nullptr;
   void* scratch_ = nullptr;
@@ -132,6 +133,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(images_, bytes_of(DType::kF32, C * 3 * S * S));
   buf(patches_, bytes_of(act_, M * pp));
   buf(ve_, bytes_of(DType::kF32, M * Dv));
+  buf(vis_, bytes_of(DType::kF32, M * D));
   buf(vy_, bytes_of(act_, M * Dv));
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
@@ -204,6 +206,8 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     }
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, post_w_, post_b_, kNormEps, vy_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
+    // The prefix layers update x in place: keep the image tokens for vision_embeddings.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));
   }
   // Text rows after the image rows, up to the bucket (ids past the prompt are padding: 0).
   if (rows > M) {
@@ -358,7 +362,7 @@ Status BackboneEngine::run(const RunOptions&) {
     std::fill(ve->data<float>(), ve->data<float>() + ve->numel(), 0.0f);
     for (std::int64_t c = 0; c < cams; ++c) {
       EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(ve->data<float>() + slots[static_cast<std::size_t>(c)] * N * D,
-                                                   x_ + c * N * D, static_cast<std::size_t>(N * D) * 4,
+                                                   vis_ + c * N * D, static_cast<std::size_t>(N * D) * 4,
                                                    cudaMemcpyDeviceToHost, s));
     }
     set_produced(out_vision_, *ve);
