@@ -144,6 +144,32 @@ Expected<const Pi0Model*> as_pi0(const Model& model) {
   return m;
 }
 
+Status valid_prompt_ids(const Tensor* tokens, const Tensor* tmask, std::int64_t vocab, std::vector<std::int32_t>& ids) {
+  ids.clear();
+  if (tokens == nullptr || tmask == nullptr) {
+    return invalid_argument("backbone needs 'tokens' and 'token_mask' bound (the Observation lacks a prompt)");
+  }
+  if (!tokens->device().is_cpu() || !tmask->device().is_cpu()) {
+    return invalid_argument("backbone 'tokens' and 'token_mask' must be host tensors (they are checked on the host)");
+  }
+  if (!(tokens->shape() == tmask->shape())) {
+    return invalid_argument("backbone 'tokens' " + tokens->shape().to_string() + " and 'token_mask' " +
+                            tmask->shape().to_string() + " differ");
+  }
+  const auto* id = tokens->data<std::int32_t>();
+  const auto* valid = tmask->data<bool>();
+  for (std::int64_t i = 0; i < tokens->numel(); ++i) {
+    if (!valid[i]) continue;
+    if (id[i] < 0 || id[i] >= vocab) {
+      return invalid_argument("backbone token " + std::to_string(id[i]) + " at position " + std::to_string(i) +
+                              " is outside the vocabulary of " + std::to_string(vocab) +
+                              " (the tokenizer does not belong to this checkpoint)");
+    }
+    ids.push_back(id[i]);
+  }
+  return Status::ok();
+}
+
 Expected<NormStats> load_norm_stats_for(const std::string& dir, const ModelConfig& c, const std::string& override_path,
                                         std::string_view need) {
   std::string path = override_path;

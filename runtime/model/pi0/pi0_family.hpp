@@ -52,6 +52,12 @@ class Pi0Model final : public Model {
 // The pi0 model behind a family-neutral one; an internal error when it is another family's.
 Expected<const Pi0Model*> as_pi0(const Model& model);
 
+// The backbone's prompt inputs checked and compacted, for every backend: tokens i32 [T] and
+// token_mask bool [T] (host tensors, equal shapes, ids of valid tokens inside the vocabulary);
+// `ids` receives the valid ids in order. Errors name the input and the fix.
+Status valid_prompt_ids(const Tensor* tokens, const Tensor* token_mask, std::int64_t vocab,
+                        std::vector<std::int32_t>& ids);
+
 // Assets of a checkpoint folder. Norm stats: `override_path`, else
 // <dir>/assets/<asset_id>/norm_stats.json; checked to hold the quantiles the model type
 // normalizes with (`need` says for which quantities: "state", "actions" or "state and actions").

@@ -75,6 +75,7 @@ class BackboneEngine final : public EngineBase {
   FloatBuffer x_, y_, q_, o_, gate_, up_;
   Tensor kv_own_;  // [L, 2, P, K, h]; a run fills the first L·2·n·K·h values
   Tensor mask_own_;
+  std::vector<std::int32_t> prompt_ids_;  // valid prompt tokens of this run (capacity reserved)
   AttentionScratch vattn_, attn_;
 };
 
@@ -108,6 +109,7 @@ Status BackboneEngine::allocate() {
   ctx_.reserve_panels(max_in);
   EDGEVLA_ASSIGN_OR_RETURN(kv_own_, Tensor::empty(DType::kF32, Shape{L, 2, P, K, h}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{P}));
+  prompt_ids_.reserve(static_cast<std::size_t>(cfg_.token_len()) + 1);
   for (std::int64_t k = 0; k < h / 2; ++k) {
     // inv_freq in float32 as the reference computes it: 1 / 10000^(2k/h).
     inv_freq_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
@@ -195,28 +197,10 @@ Status BackboneEngine::run(const RunOptions&) {
     images.push_back(t);
     slots.push_back(static_cast<int>(c));
   }
-  const Tensor* tokens = bound_input(in_tokens_);
-  const Tensor* tmask = bound_input(in_token_mask_);
-  if (tokens == nullptr || tmask == nullptr) {
-    return invalid_argument("backbone needs 'tokens' and 'token_mask' bound (the Observation lacks a prompt)");
-  }
-  if (!(tokens->shape() == tmask->shape())) {
-    return invalid_argument("backbone 'tokens' " + tokens->shape().to_string() + " and 'token_mask' " +
-                            tmask->shape().to_string() + " differ");
-  }
+  EDGEVLA_RETURN_IF_ERROR(
+      model::pi0::valid_prompt_ids(bound_input(in_tokens_), bound_input(in_token_mask_), embed_.vocab, prompt_ids_));
   const std::int64_t cams = static_cast<std::int64_t>(images.size());
-  std::int64_t n_text = 0;
-  const auto* ids = tokens->data<std::int32_t>();
-  const auto* valid = tmask->data<bool>();
-  for (std::int64_t i = 0; i < tokens->numel(); ++i) {
-    if (!valid[i]) continue;
-    if (ids[i] < 0 || ids[i] >= embed_.vocab) {
-      return invalid_argument("backbone token " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                              " is outside the vocabulary of " + std::to_string(embed_.vocab) +
-                              " (the tokenizer does not belong to this checkpoint)");
-    }
-    ++n_text;
-  }
+  const auto n_text = static_cast<std::int64_t>(prompt_ids_.size());
   const std::int64_t n = cams * N + n_text;
   if (n == 0) return invalid_argument("backbone has nothing to attend: no camera and no prompt token");
 
@@ -259,10 +243,9 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   const float emb_scale = static_cast<float>(std::sqrt(static_cast<double>(D)));
   const std::size_t esize = dtype_size(embed_.dtype);
-  for (std::int64_t i = 0, row = cams * N; i < tokens->numel(); ++i) {
-    if (!valid[i]) continue;
+  for (std::int64_t row = cams * N; const std::int32_t id : prompt_ids_) {
     float* xr = x + row * D;
-    to_f32(embed_.dtype, static_cast<const std::byte*>(embed_.table) + static_cast<std::size_t>(ids[i]) * D * esize, xr, D);
+    to_f32(embed_.dtype, static_cast<const std::byte*>(embed_.table) + static_cast<std::size_t>(id) * D * esize, xr, D);
     for (std::int64_t j = 0; j < D; ++j) xr[j] *= emb_scale;
     ++row;
   }

@@ -66,7 +66,8 @@ class BackboneEngine final : public CudaEngine {
   std::vector<float> inv_freq_host_;
   float* inv_freq_ = nullptr;
   // Host side.
-  std::vector<std::int32_t> ids_host_;
+  std::vector<std::int32_t> ids_host_;    // padded to the largest bucket
+  std::vector<std::int32_t> prompt_ids_;  // valid prompt tokens of this run
   Tensor mask_own_;
   std::map<std::pair<std::int64_t, std::int64_t>, Graph> graphs_;  // (cameras, rows bucket)
 };
@@ -165,7 +166,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{Pb}));
   ids_host_.assign(static_cast<std::size_t>(Pb), 0);
-  (void)T;
+  prompt_ids_.reserve(static_cast<std::size_t>(T) + 1);
   return Status::ok();
 }
 
@@ -275,32 +276,12 @@ Status BackboneEngine::run(const RunOptions&) {
                                                  t->raw_data(), t->nbytes(), kind, s));
     slots.push_back(static_cast<int>(c));
   }
-  const Tensor* tokens = bound_input(in_tokens_);
-  const Tensor* tmask = bound_input(in_token_mask_);
-  if (tokens == nullptr || tmask == nullptr) {
-    return invalid_argument("backbone needs 'tokens' and 'token_mask' bound (the Observation lacks a prompt)");
-  }
-  if (!tokens->device().is_cpu() || !tmask->device().is_cpu()) {
-    return invalid_argument("backbone 'tokens' and 'token_mask' must be host tensors (they are checked on the host)");
-  }
-  if (!(tokens->shape() == tmask->shape())) {
-    return invalid_argument("backbone 'tokens' " + tokens->shape().to_string() + " and 'token_mask' " +
-                            tmask->shape().to_string() + " differ");
-  }
   const std::int64_t cams = static_cast<std::int64_t>(slots.size());
-  std::int64_t n_text = 0;
-  const auto* ids = tokens->data<std::int32_t>();
-  const auto* valid = tmask->data<bool>();
+  EDGEVLA_RETURN_IF_ERROR(model::pi0::valid_prompt_ids(bound_input(in_tokens_), bound_input(in_token_mask_),
+                                                       cfg_.vlm.vocab_size, prompt_ids_));
+  const auto n_text = static_cast<std::int64_t>(prompt_ids_.size());
   std::fill(ids_host_.begin(), ids_host_.end(), 0);
-  for (std::int64_t i = 0; i < tokens->numel(); ++i) {
-    if (!valid[i]) continue;
-    if (ids[i] < 0 || ids[i] >= cfg_.vlm.vocab_size) {
-      return invalid_argument("backbone token " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                              " is outside the vocabulary of " + std::to_string(cfg_.vlm.vocab_size) +
-                              " (the tokenizer does not belong to this checkpoint)");
-    }
-    ids_host_[static_cast<std::size_t>(n_text++)] = ids[i];
-  }
+  std::copy(prompt_ids_.begin(), prompt_ids_.end(), ids_host_.begin());
   const std::int64_t n = cams * N + n_text;
   if (n == 0) return invalid_argument("backbone has nothing to attend: no camera and no prompt token");
   const std::int64_t rows = std::min(Pb, padded_rows(n));
