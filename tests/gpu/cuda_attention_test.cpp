@@ -402,6 +402,28 @@ std::vector<Case> odd_cases() {
     c.a_max = 257, c.a_len = 257;
     v.push_back(c);
   }
+  // The tiny generated checkpoints (head_dim 16): action expert (pi0.5, pi0), the prefix with a
+  // padded bucket, and SigLIP over three cameras.
+  {
+    Case c{.name = "tiny expert h 16", .rows = 10, .heads = 2, .kv_heads = 1, .h = 16};
+    c.a_max = 816, c.a_len = 521, c.b_len = 10;
+    v.push_back(c);
+  }
+  {
+    Case c{.name = "tiny pi0 expert h 16", .rows = 11, .heads = 2, .kv_heads = 1, .h = 16};
+    c.a_max = 816, c.a_len = 791, c.b_len = 11, c.b_limit = pi0_limits(11, 11);
+    v.push_back(c);
+  }
+  {
+    Case c{.name = "tiny prefix h 16 bucket", .rows = 832, .heads = 2, .kv_heads = 1, .h = 16};
+    c.a_max = 832, c.a_len = 791;
+    v.push_back(c);
+  }
+  {
+    Case c{.name = "tiny siglip h 16 3 cams", .batch = 3, .rows = 256, .heads = 2, .kv_heads = 2, .h = 16};
+    c.a_max = 256, c.a_len = -1, c.fused = true;
+    v.push_back(c);
+  }
   {
     Case c{.name = "block b only", .rows = 7, .heads = 2, .kv_heads = 2, .h = 96};
     c.b_len = 13, c.b_limit = {13, 1, 5, 7, 0, 13, 2};

@@ -10,3 +10,7 @@ edgevla_add_test(cuda_pi0_test SOURCES gpu/cuda_pi0_test.cpp
 add_dependencies(cuda_pi0_test edgevla_backend_cuda)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
+# Per-node replay of a CPU-recorded bag against the cuda action head.
+add_test(NAME cuda_replay COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_replay_test.sh
+         $<TARGET_FILE:edgevla> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cuda_replay PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)

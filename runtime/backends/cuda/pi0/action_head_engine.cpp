@@ -265,8 +265,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     }
     EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H, h, Q, n_dev_, inv_freq_));
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, S, K, h, Q, n_dev_, inv_freq_));
+    // q and k side by side in the row: one launch rotates both.
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
     const auto* vc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l + 1) * cache_rows * K * h) * es;
     AttentionArgs a{act_, 1, S, H, K, h, scale};

@@ -224,14 +224,19 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, x_, nullptr, DType::kF32, rows, D, w.in_norm, kNormEps, y_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, rows, K, h, Q, zero_, inv_freq_));
+    // q and k sit side by side in the row with one head dim: one launch rotates both (the last
+    // layer only needs its keys).
+    if (li == L - 1) {
+      EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, rows, K, h, Q, zero_, inv_freq_));
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H + K, h, Q, zero_, inv_freq_));
+    }
     // Keys and values into the cache, [rows, K, h] each.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(k_cache, K * h * es, q + H * h * es, Q * es, K * h * es,
                                                    rows, cudaMemcpyDeviceToDevice, s));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
                                                    rows, cudaMemcpyDeviceToDevice, s));
     if (li == L - 1) break;  // the last layer only contributes its keys and values
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H, h, Q, zero_, inv_freq_));
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;
     a.ldq = Q;
