@@ -481,11 +481,16 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attn_combine(const Params 
   T* dst = static_cast<T*>(p.out) + o_offset(p, b, g, m);
   const float* src = p.part_o + part_row(p, 0, bg, m) * p.h;
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
+  // Every lane takes every share's weight first: the loop below runs on fewer lanes when h is
+  // under 128, and a full-warp shuffle inside it would leave lanes out (head_dim 16 read garbage).
+  float ws_all[32];
+#pragma unroll
+  for (int s = 0; s < 32; ++s) ws_all[s] = __shfl_sync(0xffffffffu, w, s);
   for (int c = lane * 4; c < p.h; c += 128) {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
     for (int s = 0; s < p.splits; ++s) {
-      const float ws = __shfl_sync(0xffffffffu, w, s);
+      const float ws = ws_all[s];
       const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride + c);
       acc.x = fmaf(ws, v.x, acc.x);
       acc.y = fmaf(ws, v.y, acc.y);

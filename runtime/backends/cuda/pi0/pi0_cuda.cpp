@@ -44,12 +44,14 @@ void WeightPlan::matrix(void*& dst, const void* src, DType src_type, std::int64_
 
 void WeightPlan::place(Arena& arena) {
   arena_bytes_ = 0;
+  source_bytes_ = 0;
   for (Item& it : items_) {
     it.count = 0;
     for (const auto& [p, n] : it.sources) it.count += n;
     const std::size_t b = bytes_of(it.dst_type, it.count);
     it.offset = arena.plan(b);
     arena_bytes_ += b;
+    source_bytes_ += bytes_of(it.src_type, it.count);
   }
 }
 
@@ -108,7 +110,7 @@ Status CudaEngine::allocate_and_upload(WeightPlan& weights, const model::pi0::Pi
                               " MiB already; raise the budget, use a smaller checkpoint, or add cpu to the backend list");
   }
   EDGEVLA_RETURN_IF_ERROR(arena_.allocate(what));
-  EDGEVLA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(stream_.get(), what, weights.bytes()));
+  EDGEVLA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(stream_.get(), what, weights.source_bytes()));
   EDGEVLA_RETURN_IF_ERROR(weights.upload(arena_, up));
   EDGEVLA_RETURN_IF_ERROR(up.finish());
   release_mapped_pages(model.file().mapped_bytes());

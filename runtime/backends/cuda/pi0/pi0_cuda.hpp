@@ -34,6 +34,8 @@ class WeightPlan {
   // A matrix kept as stored ([rows, cols], dtype), e.g. the token embedding.
   void matrix(void*& dst, const void* src, DType src_type, std::int64_t rows, std::int64_t cols);
   std::int64_t bytes() const { return static_cast<std::int64_t>(arena_bytes_); }
+  // Bytes read from the checkpoint (the upload's progress counts these).
+  std::int64_t source_bytes() const { return static_cast<std::int64_t>(source_bytes_); }
   // Plans the weights into `arena` (call before Arena::allocate), then uploads after it.
   void place(Arena& arena);
   Status upload(Arena& arena, Uploader& up);
@@ -51,6 +53,7 @@ class WeightPlan {
   std::vector<Item> items_;
   std::vector<std::unique_ptr<std::vector<float>>> kept_;  // concatenated biases
   std::size_t arena_bytes_ = 0;
+  std::size_t source_bytes_ = 0;
 };
 
 // GEMM on act operands: D[m,n] = A[m,k]·Wᵀ (+bias) (+beta·D).
