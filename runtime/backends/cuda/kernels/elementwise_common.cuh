@@ -1,5 +1,6 @@
-// What the element-wise (elementwise.cu) and layout (layout.cu) kernels share: vector
-// accesses, the grid-stride loops and the host-side dtype dispatch and argument checks.
+// What the element-wise (elementwise.cu), layout (layout.cu) and norm (norms.cu) kernels
+// share: vector accesses (V elements as f32), the grid-stride loops and the host-side dtype
+// dispatch and argument checks.
 #pragma once
 
 #include <cuda_bf16.h>

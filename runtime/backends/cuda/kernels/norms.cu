@@ -12,69 +12,18 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 
 namespace edgevla::backends::cuda {
+
+using ew::load;
+using ew::store;
 
 namespace {
 
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxItems = 4;
-
-// V consecutive elements at p, as f32.
-template <int V>
-__device__ __forceinline__ void load(const float* p, float (&v)[V]) {
-  if constexpr (V == 8) {
-    const float4 a = reinterpret_cast<const float4*>(p)[0];
-    const float4 b = reinterpret_cast<const float4*>(p)[1];
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-  } else {
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = p[i];
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void load(const __nv_bfloat16* p, float (&v)[V]) {
-  if constexpr (V == 8) {
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    const auto* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __bfloat1622float2(h[i]);
-      v[2 * i] = f.x;
-      v[2 * i + 1] = f.y;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = __bfloat162float(p[i]);
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void store(float* p, const float (&v)[V]) {
-  if constexpr (V == 8) {
-    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < V; ++i) p[i] = v[i];
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void store(__nv_bfloat16* p, const float (&v)[V]) {
-  if constexpr (V == 8) {
-    alignas(16) __nv_bfloat162 h[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(h);
-  } else {
-#pragma unroll
-    for (int i = 0; i < V; ++i) p[i] = __float2bfloat16_rn(v[i]);
-  }
-}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
