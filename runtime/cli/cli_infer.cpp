@@ -180,6 +180,8 @@ void InferCommand::add(CLI::App& app) {
   infer_->add_option("--out", out_, "JSON file to write (default: print it to stdout)");
   infer_->add_option("--backend", backend_, "backend")->capture_default_str();
   infer_->add_option("--threads", threads_, "threads (0: all cores)")->capture_default_str();
+  infer_->add_option("--precision", precision_, "auto (cpu f32, cuda bf16), f32 or bf16")->capture_default_str();
+  infer_->add_option("--cuda-device", cuda_device_, "GPU index for --backend cuda")->capture_default_str();
 }
 
 int InferCommand::run() {
@@ -311,11 +313,20 @@ int InferCommand::infer() {
   if (!backend) return input_error(backend.status().with_context("--backend"));
   backends::EngineOptions eo;
   eo.threads = threads_;
+  eo.device = backend_ == "cpu" ? "cpu" : backend_ + ":" + std::to_string(cuda_device_);
+  auto precision = backends::parse_precision(precision_);
+  if (!precision) return input_error(precision.status().with_context("--precision"));
+  eo.precision = *precision;
   eo.max_steps = std::max(backends::kDefaultMaxSteps, in.num_steps);
+  // An option the backend cannot honour (device, precision) is the caller's to fix.
+  auto engine_error = [&](const Status& s, std::string_view stage) {
+    return s.code() == StatusCode::kInvalidArgument ? input_error(s.with_context(stage))
+                                                     : internal_failure(s.with_context(stage));
+  };
   auto bb = (*backend)->create(pm, model::kBackbone, eo);
-  if (!bb) return internal_failure(bb.status().with_context("backbone"));
+  if (!bb) return engine_error(bb.status(), "backbone");
   auto head = (*backend)->create(pm, model::kActionHead, eo);
-  if (!head) return internal_failure(head.status().with_context("action head"));
+  if (!head) return engine_error(head.status(), "action head");
   const auto t0 = std::chrono::steady_clock::now();
   auto out = model::run_forward(**bb, **head, c, in, /*diagnostics=*/false);
   const double total_ms =

@@ -23,10 +23,10 @@ class InferCommand final {
   int infer();
 
   CLI::App* infer_ = nullptr;
-  std::string checkpoint_, prompt_, state_, out_, backend_ = "cpu";
+  std::string checkpoint_, prompt_, state_, out_, backend_ = "cpu", precision_ = "auto";
   std::vector<std::string> images_;  // SLOT=PATH
   std::uint64_t seed_ = 0;
-  int steps_ = 0, threads_ = 0;
+  int steps_ = 0, threads_ = 0, cuda_device_ = 0;
   bool truncate_ = false;
 };
 

@@ -51,6 +51,8 @@ void ModelCommands::add(CLI::App& app) {
   forward_->add_option("--out", out_, "I/O file to write (inputs + outputs)")->required();
   forward_->add_option("--backend", backend_, "backend")->capture_default_str();
   forward_->add_option("--threads", threads_, "threads (0: all cores)")->capture_default_str();
+  forward_->add_option("--precision", precision_, "auto (cpu f32, cuda bf16), f32 or bf16")->capture_default_str();
+  forward_->add_option("--cuda-device", cuda_device_, "GPU index for --backend cuda")->capture_default_str();
   forward_->add_option("--repeat", repeat_, "runs to time (the last one is written)")->capture_default_str();
 }
 
@@ -120,6 +122,10 @@ int ModelCommands::forward() {
   if (!backend) return fail(backend.status());
   backends::EngineOptions eo;
   eo.threads = threads_;
+  eo.device = backend_ == "cpu" ? "cpu" : backend_ + ":" + std::to_string(cuda_device_);
+  auto precision = backends::parse_precision(precision_);
+  if (!precision) return fail(precision.status().with_context("--precision"));
+  eo.precision = *precision;
   eo.max_steps = std::max(backends::kDefaultMaxSteps, in->num_steps);
   auto bb = (*backend)->create(pm, model::kBackbone, eo);
   if (!bb) return fail(bb.status());

@@ -25,10 +25,11 @@ class ModelCommands {
   CLI::App* init_ = nullptr;
   CLI::App* info_ = nullptr;
   CLI::App* forward_ = nullptr;
-  std::string config_, type_ = "pi05", out_, dtype_ = "f32", checkpoint_, inputs_, backend_ = "cpu";
+  std::string config_, type_ = "pi05", out_, dtype_ = "f32", checkpoint_, inputs_, backend_ = "cpu",
+              precision_ = "auto";
   std::uint64_t seed_ = 0;
   std::vector<int> masked_;
-  int prompt_tokens_ = 12, steps_ = 0, threads_ = 0, repeat_ = 1;
+  int prompt_tokens_ = 12, steps_ = 0, threads_ = 0, repeat_ = 1, cuda_device_ = 0;
 };
 
 }  // namespace edgevla::cli

@@ -359,6 +359,8 @@ TEST_F(InferTest, BadInputsExitTwoNamingTheInput) {
   expect_rejected(infer({}, "1,2,3,4,5,6,7,8,9"), {"--state", "9 values"});
   expect_rejected(infer({"--steps", "-1"}), {"--steps"});
   expect_rejected(infer({"--backend", "nonesuch"}), {"nonesuch"});
+  expect_rejected(infer({"--precision", "bf16"}), {"backbone", "f32 only", "backend: cuda"});
+  expect_rejected(infer({"--precision", "half"}), {"--precision", "auto, f32 or bf16"});
   expect_rejected(infer({"--out", path("no/such/folder/a.json")}), {"no/such/folder/a.json"});
   expect_rejected(
       edgevla({"infer", "--checkpoint", ckpt("pi05"), "--prompt", kPrompt, "--state", "0.1"}),
