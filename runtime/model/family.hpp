@@ -29,7 +29,8 @@ struct TensorSpec {
   Shape max_shape;           // the largest shape accepted or produced
   bool required = true;      // inputs: must be bound for run(); outputs: false = diagnostic
   std::string description;
-  std::vector<DType> accepts;  // inputs: every dtype accepted (empty: dtype only)
+  std::vector<DType> accepts;  // every dtype accepted when bound (empty: dtype only); outputs are
+                               // written in the bound tensor's dtype
 
   bool accepts_dtype(DType t) const;
 };

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <new>
 
@@ -358,6 +359,33 @@ TEST(CpuEngines, AFullLengthCacheWithAMaskGivesTheCompactResult) {
   auto actions = m.head->output("actions");
   ASSERT_TRUE(actions);
   EXPECT_LT(rel_l2(actions->data<float>(), compact->actions.data<float>(), actions->numel()), 1e-6);
+}
+
+TEST(CpuEngines, ABf16CacheFromAnotherBackendGivesCloseActions) {
+  // The cuda backbone hands its cache over in bf16; the cpu action head converts it.
+  Model m = open_tiny(ModelType::kPi05, "bf16kv");
+  const auto& c = m.ck->config();
+  auto in = model::random_inputs(c, 4, {}, 12);
+  ASSERT_TRUE(in);
+  auto ref = model::run_forward(*m.backbone, *m.head, c, *in, false);
+  ASSERT_TRUE(ref) << ref.status().to_string();
+  auto kv = m.backbone->output("kv");
+  auto mask = m.backbone->output("mask");
+  ASSERT_TRUE(kv && mask);
+  auto kv16 = Tensor::empty(DType::kBF16, kv->shape());
+  ASSERT_TRUE(kv16);
+  auto* dst = kv16->data<std::uint16_t>();
+  for (std::int64_t i = 0; i < kv->numel(); ++i) dst[i] = float_to_bfloat16(kv->data<float>()[i]);
+  m.head->clear_bindings();
+  ASSERT_OK(m.head->bind("kv", *kv16));
+  ASSERT_OK(m.head->bind("mask", *mask));
+  ASSERT_OK(m.head->bind("noise", in->noise));
+  ASSERT_OK(m.head->run({}));
+  auto actions = m.head->output("actions");
+  ASSERT_TRUE(actions);
+  const double e = rel_l2(actions->data<float>(), ref->actions.data<float>(), actions->numel());
+  EXPECT_LT(e, 1e-2);
+  EXPECT_GT(e, 0.0);  // the bf16 values were really used
 }
 
 TEST(CpuEngines, Bf16AndF16CheckpointsComputeWithTheirStoredValues) {

@@ -57,7 +57,8 @@ class BackboneEngine final : public CudaEngine {
   // Buffers (arena offsets resolved to pointers after allocation).
   float* images_ = nullptr;
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
-  float *ve_ = nullptr, *x_ = nullptr, *kv_f32_ = nullptr;
+  float *ve_ = nullptr, *x_ = nullptr;
+  void* kv_conv_ = nullptr;
   float* vis_ = nullptr;  // the projector's output per valid camera, kept for the diagnostic output
   void *y_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *kv_ = nullptr;
   std::int32_t *ids_ = nullptr, *n_dev_ = nullptr, *zero_ = nullptr;
@@ -83,6 +84,10 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   in_tokens_ = input_index("tokens");
   in_token_mask_ = input_index("token_mask");
   out_kv_ = output_index("kv");
+  // The cache is handed over in the compute dtype (bf16: half the bytes to move); a caller may
+  // bind an f32 tensor instead (diagnostics, a consumer that wants f32).
+  outputs_[static_cast<std::size_t>(out_kv_)].dtype = act_;
+  outputs_[static_cast<std::size_t>(out_kv_)].accepts = {DType::kF32, DType::kBF16};
   out_mask_ = output_index("mask");
   out_vision_ = output_index("vision_embeddings");
 
@@ -147,7 +152,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(gu_, bytes_of(act_, Pb * 2 * F));
   buf(g_, bytes_of(act_, Pb * F));
   buf(kv_, bytes_of(act_, L * 2 * Pb * K * h));
-  buf(kv_f32_, act_ == DType::kF32 ? 0 : bytes_of(DType::kF32, L * 2 * Pb * K * h));
+  buf(kv_conv_, bytes_of(DType::kF32, L * 2 * Pb * K * h));  // the cache in a bound output's dtype
   buf(ids_, bytes_of(DType::kI32, Pb));
   buf(n_dev_, 16);
   buf(zero_, 16);
@@ -160,7 +165,6 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   for (auto& [p, off] : bufs) *p = arena_.at(off);
-  if (kv_f32_ != nullptr && act_ == DType::kF32) kv_f32_ = nullptr;
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, Pb * D), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
@@ -316,14 +320,16 @@ Status BackboneEngine::run(const RunOptions&) {
                               std::to_string(n) + " prefix rows of this run");
     }
     const void* src = kv_;
-    if (act_ != DType::kF32) {
-      EDGEVLA_RETURN_IF_ERROR(convert(s, kv_, act_, kv_f32_, DType::kF32, L * 2 * Pb * K * h));
-      src = kv_f32_;
+    if (bkv->dtype() != act_) {
+      EDGEVLA_RETURN_IF_ERROR(convert(s, kv_, act_, kv_conv_, bkv->dtype(), L * 2 * Pb * K * h));
+      src = kv_conv_;
     }
+    // Each layer half's n valid rows, out of the cache's Pb rows, into [L, 2, n, K, h].
+    const std::size_t ob = dtype_size(bkv->dtype());
     const auto kind = bkv->device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(bkv->raw_data(), static_cast<std::size_t>(n * K * h) * 4, src,
-                                                   static_cast<std::size_t>(Pb * K * h) * 4,
-                                                   static_cast<std::size_t>(n * K * h) * 4, static_cast<std::size_t>(L * 2),
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(bkv->raw_data(), static_cast<std::size_t>(n * K * h) * ob, src,
+                                                   static_cast<std::size_t>(Pb * K * h) * ob,
+                                                   static_cast<std::size_t>(n * K * h) * ob, static_cast<std::size_t>(L * 2),
                                                    kind, s));
     EDGEVLA_ASSIGN_OR_RETURN(Tensor flat, bkv->reshape(Shape{bkv->numel()}));
     EDGEVLA_ASSIGN_OR_RETURN(Tensor used, flat.slice(0, 0, L * 2 * n * K * h));
