@@ -49,11 +49,12 @@ Status ModelStage::open(spdlog::logger& log, const ModelStageParams& p, std::str
   // The first backend of the chain whose engine activates wins; the others' causes are kept.
   std::string failures;
   for (const std::string& name : *p.backend) {
-    eo.device = name == "cpu" ? "cpu" : name + ":" + std::to_string(*p.cuda_device);
-    if (name == "cpu") eo.memory_budget_bytes = 0;  // the budget is device memory
+    backends::EngineOptions o = eo;
+    o.device = name == "cpu" ? "cpu" : name + ":" + std::to_string(*p.cuda_device);
+    if (name == "cpu") o.memory_budget_bytes = 0;  // the budget is device memory
     auto backend = backends::make_backend(name);
     Expected<std::unique_ptr<backends::Engine>> made =
-        backend ? (*backend)->create(*model, stage, eo) : Expected<std::unique_ptr<backends::Engine>>(backend.status());
+        backend ? (*backend)->create(*model, stage, o) : Expected<std::unique_ptr<backends::Engine>>(backend.status());
     if (made) {
       engine = std::move(*made);
       if (!failures.empty()) log.warn("{}: {} runs on backend '{}' ({}); skipped: {}", stage, model->variant(), name,
