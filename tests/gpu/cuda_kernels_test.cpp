@@ -88,6 +88,56 @@ TEST_F(CudaKernels, AdaRmsNormMatchesReference) {
   }
 }
 
+TEST_F(CudaKernels, GatedAddAdaRmsNormMatchesReference) {
+  for (const DType act : kActs) {
+    for (const DType yt : kActs) {
+      for (const std::int64_t rows : {1, 50, 51}) {
+        for (const std::int64_t width : {16, 32, 1024, 75}) {
+          const std::string what = std::string("gated_add_ada_rms_norm act=") + name(act) + " y=" + name(yt) +
+                                   " rows=" + std::to_string(rows) + " width=" + std::to_string(width);
+          const std::size_t n = static_cast<std::size_t>(rows * width);
+          const auto x = random_values(n, -3.0f, 3.0f, 14);
+          auto y = random_values(n, -2.0f, 2.0f, 15);
+          if (yt == DType::kBF16) y = DeviceBuffer(y, yt).download(yt, n);  // the values the kernel reads
+          const auto gate = random_values(static_cast<std::size_t>(width), -1.0f, 1.0f, 16);
+          const auto scale = random_values(static_cast<std::size_t>(width), -0.7f, 0.7f, 17);
+          const auto shift = random_values(static_cast<std::size_t>(width), -0.3f, 0.3f, 18);
+          DeviceBuffer dx(x, DType::kF32), dy(y, yt), dg(gate, DType::kF32), ds(scale, DType::kF32),
+              dsh(shift, DType::kF32);
+          DeviceBuffer dout(n * dtype_size(act));
+          settle();
+          ASSERT_OK(gated_add_ada_rms_norm(stream_, dx.as<float>(), dy.get(), yt, rows, width, dg.as<float>(),
+                                           ds.as<float>(), dsh.as<float>(), kEps, dout.get(), act));
+          sync();
+          std::vector<double> xs(n), ref(n);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            double ss = 0.0;
+            for (std::int64_t i = 0; i < width; ++i) {
+              const std::size_t k = static_cast<std::size_t>(r * width + i);
+              xs[k] = static_cast<double>(x[k]) + static_cast<double>(y[k]) * gate[static_cast<std::size_t>(i)];
+              ss += xs[k] * xs[k];
+            }
+            const double inv = 1.0 / std::sqrt(ss / static_cast<double>(width) + kEps);
+            for (std::int64_t i = 0; i < width; ++i) {
+              const std::size_t k = static_cast<std::size_t>(r * width + i);
+              ref[k] = xs[k] * inv * (1.0 + scale[static_cast<std::size_t>(i)]) + shift[static_cast<std::size_t>(i)];
+            }
+          }
+          expect_close(dx.download(DType::kF32, n), xs, tolerance_for(DType::kF32), what + " (x += y · gate)");
+          expect_close(dout.download(act, n), ref, tolerance_for(act), what);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+  // Without y or gate it is an error, not ada_rms_norm.
+  DeviceBuffer d(64 * 4);
+  EXPECT_EQ(gated_add_ada_rms_norm(stream_, d.as<float>(), nullptr, DType::kF32, 1, 16, d.as<float>(), d.as<float>(),
+                                   d.as<float>(), kEps, d.get(), DType::kF32)
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(CudaKernels, LayerNormMatchesReference) {
   for (const DType act : kActs) {
     for (const std::int64_t rows : {1, 7, 968}) {

@@ -25,6 +25,14 @@ Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType resid
 Status ada_rms_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width,
                     const float* scale, const float* shift, float eps, void* y, DType act);
 
+// pi0.5's gated residual and the adaptive RMSNorm after it, in one pass over the row:
+//   x += y · gate (written back; y of dtype y_type [rows, width], gate f32 [width]), then
+//   out = x · rsqrt(mean(x²) + eps) · (1 + scale) + shift (out act [rows, width]).
+// The same as gated_add followed by ada_rms_norm, one launch and one read of x fewer.
+Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DType y_type, std::int64_t rows,
+                              std::int64_t width, const float* gate, const float* scale, const float* shift, float eps,
+                              void* out, DType act);
+
 // LayerNorm: y = (x - mean) / sqrt(var + eps) · w + b.  x f32 [rows, width], y act.
 Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
                   const float* b, float eps, void* y, DType act);

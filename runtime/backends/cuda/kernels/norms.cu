@@ -52,10 +52,11 @@ enum class NormKind { kRms, kAda, kLayer };
 // One row per block.
 //   kRms:   p0 = w;      y = x·inv·(1 + w)           (res: x += res first, written back to x)
 //   kAda:   p0 = scale;  p1 = shift; y = x·inv·(1 + scale) + shift
+//           (res: x += res · gate first, written back to x: pi0.5's gated residual fused in)
 //   kLayer: p0 = w;      p1 = b;     y = (x - mean)·inv·w + b
 template <NormKind K, class TY, class TR, int V, int ITEMS>
-__global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* res, std::int64_t width,
-                                                             const float* __restrict__ p0,
+__global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* res, const float* __restrict__ gate,
+                                                             std::int64_t width, const float* __restrict__ p0,
                                                              const float* __restrict__ p1, float eps, TY* y) {
   __shared__ float partials[32];
   const std::int64_t row = blockIdx.x;
@@ -76,6 +77,15 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
           load<V>(res + row * width + c * V, r);
 #pragma unroll
           for (int j = 0; j < V; ++j) v[it][j] += r[j];
+          store<V>(xr + c * V, v[it]);
+        }
+      } else if constexpr (K == NormKind::kAda) {
+        if (res != nullptr) {
+          float r[V], g[V];
+          load<V>(res + row * width + c * V, r);
+          load<V>(gate + c * V, g);
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[it][j] = fmaf(r[j], g[j], v[it][j]);
           store<V>(xr + c * V, v[it]);
         }
       }
@@ -174,10 +184,12 @@ Status check_shape(const char* kernel, std::int64_t rows, std::int64_t width, co
 
 template <NormKind K, class TY, class TR>
 Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* res, std::int64_t rows,
-                   std::int64_t width, const float* p0, const float* p1, float eps, TY* y) {
+                   std::int64_t width, const float* p0, const float* p1, float eps, TY* y,
+                   const float* gate = nullptr) {
   if (rows == 0 || width == 0) return Status::ok();
   const bool vec = width % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(p0) &&
-                   (p1 == nullptr || aligned16(p1)) && (res == nullptr || aligned16(res));
+                   (p1 == nullptr || aligned16(p1)) && (res == nullptr || aligned16(res)) &&
+                   (gate == nullptr || aligned16(gate));
   const std::int64_t v = vec ? 8 : 1;
   const std::int64_t chunks = width / v;
   std::int64_t items = 1;
@@ -193,7 +205,7 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
-  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, width, p0, p1, eps, y)
+  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, gate, width, p0, p1, eps, y)
   if (vec) {
     if (items == 1) {
       EDGEVLA_NORM_LAUNCH(8, 1);
@@ -244,6 +256,24 @@ Status ada_rms_norm(cudaStream_t stream, const float* x, std::int64_t rows, std:
     // x is only read (the kernel writes x back only for kRms with a residual).
     return launch_norm<NormKind::kAda, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
                                                   scale, shift, eps, static_cast<TY*>(y));
+  });
+}
+
+Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DType y_type, std::int64_t rows,
+                              std::int64_t width, const float* gate, const float* scale, const float* shift, float eps,
+                              void* out, DType act) {
+  constexpr const char* kName = "gated_add_ada_rms_norm";
+  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, out, scale, shift, true));
+  if (rows > 0 && width > 0 && (y == nullptr || gate == nullptr)) {
+    return invalid_argument(std::string(kName) + ": y and gate must be given (ada_rms_norm has neither)");
+  }
+  return with_act(act, kName, "activation (out)", [&](auto to) -> Status {
+    using TO = typename decltype(to)::type;
+    return with_act(y_type, kName, "y", [&](auto tr) -> Status {
+      using TR = typename decltype(tr)::type;
+      return launch_norm<NormKind::kAda, TO, TR>(kName, stream, x, static_cast<const TR*>(y), rows, width, scale,
+                                                 shift, eps, static_cast<TO*>(out), gate);
+    });
   });
 }
 

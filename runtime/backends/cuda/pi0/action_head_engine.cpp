@@ -254,11 +254,17 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(mm(hid_, Hz, E, action_time_out_, xs_ + E, DType::kF32, E));
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
+  // pi0.5: the MLP's gated residual (x += down · gate) is applied by the next norm, in the same
+  // pass (`pending` is that gate; the down projection waits in tmp).
+  const float* pending = nullptr;
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
     const float* mod_post = mods + (2 * l + 1) * 3 * E;
-    if (pi05_) {
+    if (pi05_ && pending != nullptr) {
+      EDGEVLA_RETURN_IF_ERROR(
+          gated_add_ada_rms_norm(s, xs_, tmp_, DType::kF32, S, E, pending, mod_in, mod_in + E, kNormEps, ys_, act_));
+    } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, xs_, S, E, mod_in, mod_in + E, kNormEps, ys_, act_));
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
@@ -285,8 +291,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, tmp_, DType::kF32, E));
-      EDGEVLA_RETURN_IF_ERROR(gated_add(s, xs_, tmp_, DType::kF32, S, E, mod_in + 2 * E));
-      EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, xs_, S, E, mod_post, mod_post + E, kNormEps, ys_, act_));
+      EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, tmp_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
+                                                     mod_post + E, kNormEps, ys_, act_));
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, xs_, DType::kF32, E, 1.0f));
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_));
@@ -295,7 +301,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
     if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, tmp_, DType::kF32, E));
-      EDGEVLA_RETURN_IF_ERROR(gated_add(s, xs_, tmp_, DType::kF32, S, E, mod_post + 2 * E));
+      pending = mod_post + 2 * E;
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, xs_, DType::kF32, E, 1.0f));
     }
@@ -303,8 +309,11 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   // Final norm over the action rows only, then the output head and the Euler update.
   const float* rows = xs_ + (S - Hz) * E;
   if (pi05_) {
+    // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
+    // norm in one pass.
     const float* mod = mods + 2 * L * 3 * E;
-    EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, rows, Hz, E, mod, mod + E, kNormEps, ys_, act_));
+    EDGEVLA_RETURN_IF_ERROR(
+        gated_add_ada_rms_norm(s, xs_, tmp_, DType::kF32, S, E, pending, mod, mod + E, kNormEps, ys_, act_));
   } else {
     // rms_norm updates its input in place only with a residual; with none it reads it.
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, const_cast<float*>(rows), nullptr, DType::kF32, Hz, E, final_norm_, kNormEps,
