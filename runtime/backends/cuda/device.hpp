@@ -115,7 +115,6 @@ class Graph {
     return g;
   }
   Status launch(cudaStream_t stream) const;
-  bool valid() const { return exec_ != nullptr; }
 
  private:
   cudaGraphExec_t exec_ = nullptr;

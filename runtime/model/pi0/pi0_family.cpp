@@ -1,5 +1,6 @@
 #include "runtime/model/pi0/pi0_family.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 namespace edgevla::model::pi0 {
@@ -142,6 +143,14 @@ Expected<const Pi0Model*> as_pi0(const Model& model) {
     return internal_error("a pi0 engine was asked to run a '" + std::string(model.family()) + "' model");
   }
   return m;
+}
+
+std::vector<float> rope_inv_freq(std::int64_t h) {
+  std::vector<float> f;
+  for (std::int64_t k = 0; k < h / 2; ++k) {
+    f.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
+  }
+  return f;
 }
 
 Status valid_prompt_ids(const Tensor* tokens, const Tensor* tmask, std::int64_t vocab, std::vector<std::int32_t>& ids) {

@@ -58,6 +58,10 @@ Expected<const Pi0Model*> as_pi0(const Model& model);
 Status valid_prompt_ids(const Tensor* tokens, const Tensor* token_mask, std::int64_t vocab,
                         std::vector<std::int32_t>& ids);
 
+// RoPE's inverse frequencies for head dim h, in float32 as the reference computes them:
+// 1 / 10000^(2k/h), k < h/2. Every backend's engines use these.
+std::vector<float> rope_inv_freq(std::int64_t h);
+
 // Assets of a checkpoint folder. Norm stats: `override_path`, else
 // <dir>/assets/<asset_id>/norm_stats.json; checked to hold the quantiles the model type
 // normalizes with (`need` says for which quantities: "state", "actions" or "state and actions").

@@ -128,9 +128,7 @@ Status ActionHeadEngine::allocate() {
   attn_.reserve(H, S, P + S, ctx_.pool().size());
   ctx_.reserve_panels(std::max<std::int64_t>({E, 2 * E, H * h, F, A}));
   EDGEVLA_ASSIGN_OR_RETURN(actions_own_, Tensor::empty(DType::kF32, Shape{Hz, A}));
-  for (std::int64_t k = 0; k < h / 2; ++k) {
-    inv_freq_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
-  }
+  inv_freq_ = model::pi0::rope_inv_freq(h);
   // Sin-cos time embedding: periods from 4e-3 to 4.0, geometric over E/2 frequencies.
   const std::int64_t half = E / 2;
   for (std::int64_t k = 0; k < half; ++k) {

@@ -110,10 +110,7 @@ Status BackboneEngine::allocate() {
   EDGEVLA_ASSIGN_OR_RETURN(kv_own_, Tensor::empty(DType::kF32, Shape{L, 2, P, K, h}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{P}));
   prompt_ids_.reserve(static_cast<std::size_t>(cfg_.token_len()) + 1);
-  for (std::int64_t k = 0; k < h / 2; ++k) {
-    // inv_freq in float32 as the reference computes it: 1 / 10000^(2k/h).
-    inv_freq_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
-  }
+  inv_freq_ = model::pi0::rope_inv_freq(h);
   return Status::ok();
 }
 

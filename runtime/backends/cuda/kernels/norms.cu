@@ -17,8 +17,10 @@
 
 namespace edgevla::backends::cuda {
 
+using ew::aligned16;
 using ew::load;
 using ew::store;
+using ew::with_act;
 
 namespace {
 
@@ -138,31 +140,6 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
       }
       store<V>(yr + c * V, o);
     }
-  }
-}
-
-template <class T>
-struct Tag {
-  using type = T;
-};
-
-bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
-
-Status bad_act(const char* kernel, const char* what, DType t) {
-  return invalid_argument(std::string(kernel) + ": " + what + " dtype '" + std::string(dtype_name(t)) +
-                          "' is not supported; use f32 or bf16");
-}
-
-// Calls f(Tag<T>) with T the C++ type of the activation dtype t (f32 or bf16).
-template <class F>
-Status with_act(DType t, const char* kernel, const char* what, F&& f) {
-  switch (t) {
-    case DType::kF32:
-      return f(Tag<float>{});
-    case DType::kBF16:
-      return f(Tag<__nv_bfloat16>{});
-    default:
-      return bad_act(kernel, what, t);
   }
 }
 

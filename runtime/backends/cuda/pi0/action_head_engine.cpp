@@ -127,9 +127,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
     wp.linear(action_time_in_, {&hw.action_time_in});
     wp.linear(action_time_out_, {&hw.action_time_out});
   }
-  for (std::int64_t k = 0; k < h / 2; ++k) {
-    inv_freq_host_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
-  }
+  inv_freq_host_ = model::pi0::rope_inv_freq(h);
   wp.vector(inv_freq_, inv_freq_host_);
   wp.place(arena_);
 

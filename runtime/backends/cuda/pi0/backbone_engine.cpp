@@ -126,9 +126,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
     wp.linear(d.gate_up, {&s.gate, &s.up});
     wp.linear(d.down, {&s.down});
   }
-  for (std::int64_t k = 0; k < h / 2; ++k) {
-    inv_freq_host_.push_back(static_cast<float>(1.0 / std::pow(10000.0, static_cast<double>(2 * k) / static_cast<double>(h))));
-  }
+  inv_freq_host_ = model::pi0::rope_inv_freq(h);
   wp.vector(inv_freq_, inv_freq_host_);
   wp.place(arena_);
 
@@ -313,7 +311,6 @@ Status BackboneEngine::run(const RunOptions&) {
 
   // Outputs. kv: into the caller's host tensor [L, 2, n, K, h] f32 when bound, else the device
   // cache itself [L, 2, Pb, K, h] (compute dtype) with a mask of n leading trues.
-  const std::size_t es = dtype_size(act_);
   if (const Tensor* bkv = bound_output(out_kv_)) {
     if (bkv->shape()[2] < n) {
       return invalid_argument("backbone output 'kv' " + bkv->shape().to_string() + " holds fewer than the " +
@@ -343,7 +340,6 @@ Status BackboneEngine::run(const RunOptions&) {
     auto buffer = std::make_shared<Buffer>(static_cast<std::byte*>(kv_), bytes_of(act_, L * 2 * Pb * K * h), bo);
     EDGEVLA_ASSIGN_OR_RETURN(Tensor dev, Tensor::from_buffer(std::move(buffer), act_, Shape{L, 2, Pb, K, h}));
     set_produced(out_kv_, std::move(dev));
-    (void)es;
   }
   if (const Tensor* ve = bound_output(out_vision_)) {
     const std::int64_t C = cfg_.num_cameras();
