@@ -126,6 +126,118 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
   EXPECT_EQ(b.cached_plans(), plans);
 }
 
+// ---- the few-rows kernel --------------------------------------------------------------------
+
+// skinny_gemm called directly (Blas picks it only where it times faster), against the same
+// double reference: row counts across the 8-row tiles, n past a 64-row block, k split over
+// 1, 2, 4 and 16 blocks, strided views, both D dtypes and every alpha/beta/bias variant, each
+// run twice (the split-k arrival counters must be left ready for the next launch).
+TEST_F(CudaKernels, SkinnyGemmMatchesReference) {
+  struct SkinnyCase {
+    GemmCase c;
+    int k_chunk;
+  };
+  const SkinnyCase cases[] = {
+      {{1, 1024, 2048, 2048, 2048, 1024}, 256},   // one row, 8 splits
+      {{50, 2560, 1024, 1024, 1024, 2560}, 256},  // the expert's q|k|v, 4 splits
+      {{50, 1000, 1024, 1032, 1040, 1008}, 512},  // n past a block, strided views
+      {{64, 96, 1024, 1024, 1024, 96}, 1024},     // a full 64 rows, no split
+      {{33, 200, 4096, 4096, 4096, 200}, 256},    // 16 splits
+      {{9, 130, 512, 512, 512, 130}, 512},        // 9 rows: a second, nearly empty tile
+  };
+  struct Variant {
+    float alpha, beta;
+    bool bias;
+    const char* label;
+  };
+  const Variant variants[] = {{1.0f, 0.0f, false, "plain"},
+                              {1.0f, 0.0f, true, "bias"},
+                              {1.0f, 1.0f, false, "beta=1"},
+                              {0.5f, 1.0f, true, "alpha=0.5 beta=1 bias"}};
+  DeviceBuffer partials(std::size_t{64} << 20);
+  DeviceBuffer counters(16384 * sizeof(std::int32_t));
+  ASSERT_CUDA(cudaMemset(counters.get(), 0, 16384 * sizeof(std::int32_t)));
+  for (const SkinnyCase& sc : cases) {
+    const GemmCase& c = sc.c;
+    const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 60), DType::kBF16);
+    const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -1.0f, 1.0f, 61), DType::kBF16);
+    const auto bias = random_values(static_cast<std::size_t>(c.n), -1.0f, 1.0f, 62);
+    const auto d0_src = random_values(static_cast<std::size_t>(c.m * c.ldd), -1.0f, 1.0f, 63);
+    const auto acc = matmul_ref(c, a, w);
+    DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), dbias(bias, DType::kF32);
+    for (const DType dt : {DType::kF32, DType::kBF16}) {
+      const auto d0 = rounded(d0_src, dt);
+      for (const Variant& v : variants) {
+        for (int run = 0; run < 2; ++run) {
+          const std::string what = "skinny m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" +
+                                   std::to_string(c.k) + " k_chunk=" + std::to_string(sc.k_chunk) + " d=" + name(dt) +
+                                   " " + v.label + " run " + std::to_string(run);
+          DeviceBuffer dd(d0, dt);
+          SkinnyGemmArgs g;
+          g.m = c.m, g.n = c.n, g.k = c.k;
+          g.a = da.get(), g.lda = c.lda, g.w = dw.get(), g.ldw = c.ldb;
+          g.d = dd.get(), g.d_type = dt, g.ldd = c.ldd;
+          g.alpha = v.alpha, g.beta = v.beta, g.bias = v.bias ? dbias.as<float>() : nullptr;
+          g.k_chunk = sc.k_chunk;
+          g.partials = partials.as<float>();
+          g.counters = counters.as<std::int32_t>();
+          ASSERT_LE(skinny_gemm_partial_bytes(g), std::size_t{64} << 20);
+          ASSERT_OK(skinny_gemm(stream_, g));
+          sync();
+          std::vector<double> ref = to_double(d0);
+          double sq = 0.0;
+          for (std::int64_t i = 0; i < c.m; ++i) {
+            for (std::int64_t j = 0; j < c.n; ++j) {
+              double r = v.alpha * acc[static_cast<std::size_t>(i * c.n + j)] + v.beta * d0[i * c.ldd + j];
+              if (v.bias) r += bias[static_cast<std::size_t>(j)];
+              ref[static_cast<std::size_t>(i * c.ldd + j)] = r;
+              sq += r * r;
+            }
+          }
+          const double rms = std::sqrt(sq / static_cast<double>(c.m * c.n));
+          const Tolerance tol = dt == DType::kF32 ? Tolerance{1e-5, 2e-5 * rms, 1e-5} : Tolerance{1e-2, 1e-2 * rms, 1e-2};
+          expect_close(dd.download(dt, d0.size()), ref, tol, what);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+  // Bad arguments are refused by name, before any launch.
+  SkinnyGemmArgs bad;
+  bad.m = 65, bad.n = 64, bad.k = 256, bad.lda = 256, bad.ldw = 256, bad.ldd = 64;
+  EXPECT_NE(skinny_gemm_unsupported(bad), nullptr);
+  const Status st = skinny_gemm(stream_, bad);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("m must be 1..64"), std::string::npos) << st.to_string();
+}
+
+// Blas offers the skinny kernel beside cuBLASLt's algorithms: either way the result is right,
+// and the plan report names what runs each planned shape.
+TEST_F(CudaKernels, BlasPlanReportNamesWhatRuns) {
+  auto blas_or = Blas::create();
+  ASSERT_TRUE(blas_or.has_value()) << blas_or.status().to_string();
+  Blas& blas = **blas_or;
+  const GemmCase c{50, 8192, 1024, 1024, 1024, 8192};
+  const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 70), DType::kBF16);
+  const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -1.0f, 1.0f, 71), DType::kBF16);
+  const auto acc = matmul_ref(c, a, w);
+  DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), dd(static_cast<std::size_t>(c.m * c.ldd) * 4);
+  GemmArgs g;
+  g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = dw.get(), g.ldb = c.ldb;
+  g.d = dd.get(), g.d_type = DType::kF32, g.ldd = c.ldd;
+  ASSERT_OK(blas.gemm(stream_, g));
+  sync();
+  double sq = 0.0;
+  for (const double x : acc) sq += x * x;
+  const double rms = std::sqrt(sq / static_cast<double>(acc.size()));
+  expect_close(dd.download(DType::kF32, acc.size()), acc, Tolerance{1e-5, 2e-5 * rms, 1e-5}, "blas 50x8192x1024");
+  const std::string report = blas.plan_report();
+  std::printf("[ info ] %s", report.c_str());
+  EXPECT_NE(report.find("gemm m=50 n=8192 k=1024 bf16->f32: "), std::string::npos) << report;
+  EXPECT_TRUE(report.find("edgevla skinny") != std::string::npos || report.find("cuBLASLt") != std::string::npos)
+      << report;
+}
+
 // ---- graph capture --------------------------------------------------------------------------
 
 TEST_F(CudaKernels, CapturedGraphReplaysTheSameResults) {

@@ -17,6 +17,7 @@
 
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 #include "runtime/core/dtype.hpp"
 
 namespace edgevla::backends::cuda {

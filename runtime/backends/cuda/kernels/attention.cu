@@ -30,7 +30,7 @@ constexpr int kThreads = 128;          // 4 warps, both kernels
 constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 per warp)
 constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
 constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
-constexpr int kMaxSplits = 32;        // at most a warp's lanes (attn_combine)
+constexpr int kMaxSplits = 32;        // shares of the keys at most
 constexpr int kMinTilesPerSplit = 2;   // a share of fewer key tiles does not repay its Q load
 
 // What the kernels read; strides in elements.
@@ -452,53 +452,44 @@ __device__ __forceinline__ void store4(bf16* dst, float4 v) {
   *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
 }
 
-// One warp per stacked row: lane s < splits reads share s's max and sum, the warp agrees on the
-// weights, then every lane merges 4 output dims at a time over all shares.
-constexpr int kCombineWarps = 8;
+// One thread per (stacked row, 4 output dims): it weighs every share by its max and sum and
+// merges them. All of a thread's loads are independent, so the shares arrive together instead
+// of one round trip after another.
+constexpr int kCombineThreads = 256;
 
 template <typename T>
-__global__ void __launch_bounds__(kCombineWarps * 32) attn_combine(const Params p) {
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const long long total_rows = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows;
-  const long long row = static_cast<long long>(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
-  if (row >= total_rows) return;
+__global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) {
+  const int per_row = p.h / 4;
+  const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * per_row;
+  const long long i = static_cast<long long>(blockIdx.x) * kCombineThreads + threadIdx.x;
+  if (i >= total) return;
+  const long long row = i / per_row;
+  const int c = static_cast<int>(i % per_row) * 4;
   const int m = static_cast<int>(row % p.m_rows);
   const int bg = static_cast<int>(row / p.m_rows);
 
-  float2 ml = make_float2(-INFINITY, 0.0f);
-  if (lane < p.splits) ml = *reinterpret_cast<const float2*>(p.part_ml + part_row(p, lane, bg, m) * 2);
-  float mx = ml.x;
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  float mx = -INFINITY;
+  for (int s = 0; s < p.splits; ++s) mx = fmaxf(mx, p.part_ml[part_row(p, s, bg, m) * 2]);
   const float base = mx == -INFINITY ? 0.0f : mx;
-  const float w = lane < p.splits ? exp2f(ml.x - base) : 0.0f;  // an empty share weighs 0
-  float sum = w * ml.y;
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const float* src = p.part_o + part_row(p, 0, bg, m) * p.h + c;
+  const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
+  float sum = 0.0f;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+  for (int s = 0; s < p.splits; ++s) {
+    const float2 ml = *reinterpret_cast<const float2*>(p.part_ml + part_row(p, s, bg, m) * 2);
+    const float w = exp2f(ml.x - base);  // an empty share (max -inf) weighs 0
+    const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride);
+    sum = fmaf(w, ml.y, sum);
+    acc.x = fmaf(w, v.x, acc.x);
+    acc.y = fmaf(w, v.y, acc.y);
+    acc.z = fmaf(w, v.z, acc.z);
+    acc.w = fmaf(w, v.w, acc.w);
+  }
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
   T* dst = static_cast<T*>(p.out) + o_offset(p, b, g, m);
-  const float* src = p.part_o + part_row(p, 0, bg, m) * p.h;
-  const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
-  // Every lane takes every share's weight first: the loop below runs on fewer lanes when h is
-  // under 128, and a full-warp shuffle inside it would leave lanes out (head_dim 16 read garbage).
-  float ws_all[32];
-#pragma unroll
-  for (int s = 0; s < 32; ++s) ws_all[s] = __shfl_sync(0xffffffffu, w, s);
-  for (int c = lane * 4; c < p.h; c += 128) {
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-    for (int s = 0; s < p.splits; ++s) {
-      const float ws = ws_all[s];
-      const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride + c);
-      acc.x = fmaf(ws, v.x, acc.x);
-      acc.y = fmaf(ws, v.y, acc.y);
-      acc.z = fmaf(ws, v.z, acc.z);
-      acc.w = fmaf(ws, v.w, acc.w);
-    }
-    store4(dst + c, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-  }
+  store4(dst + c, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
 }
 
 // Host side -------------------------------------------------------------------------------------
@@ -675,12 +666,12 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }
   if (pl.splits > 1) {
-    const long long total_rows = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows;
-    const unsigned blocks = static_cast<unsigned>(ceil_div(total_rows, kCombineWarps));
+    const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
+    const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
     if (args.act == DType::kBF16) {
-      attn_combine<bf16><<<blocks, kCombineWarps * 32, 0, stream>>>(p);
+      attn_combine<bf16><<<blocks, kCombineThreads, 0, stream>>>(p);
     } else {
-      attn_combine<float><<<blocks, kCombineWarps * 32, 0, stream>>>(p);
+      attn_combine<float><<<blocks, kCombineThreads, 0, stream>>>(p);
     }
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_combine");

@@ -23,13 +23,16 @@
 #include <vector>
 
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 
 namespace edgevla::backends::cuda {
 
 namespace {
 
-constexpr int kCandidates = 8;  // heuristic results timed when a shape is planned
-constexpr int kTimedRuns = 10;
+constexpr int kCandidates = 16;  // heuristic results timed when a shape is planned
+constexpr int kTimedRuns = 5;    // runs per candidate, each after the L2 cache was overwritten
+constexpr int kCounters = 16384; // the skinny kernel's arrival counters (64 weight rows each)
+constexpr int kSkinnyChunks[] = {256, 512, 1024};
 
 std::string lt_error(cublasStatus_t s) {
   return std::string(cublasLtGetStatusName(s)) + " (" + cublasLtGetStatusString(s) + ")";
@@ -77,6 +80,8 @@ struct Plan {
   cublasLtMatrixLayout_t b = nullptr;  // cuBLASLt's B: edgevla's activations A
   cublasLtMatrixLayout_t d = nullptr;  // C and D
   cublasLtMatmulAlgo_t algo{};
+  int skinny_k_chunk = 0;  // > 0: edgevla's few-rows kernel with this k per block runs instead
+  std::string chosen;      // what runs, and its timed median (plan_report)
   bool lt_bias = false;
   bool post_bias = false;  // bias_act adds the bias after the GEMM
   bool post_gelu = false;  // bias_act applies GELU after the GEMM
@@ -127,6 +132,8 @@ struct Blas::Impl {
   cublasLtHandle_t lt = nullptr;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  std::int32_t* counters = nullptr;  // kCounters zeroed ints (skinny_gemm)
+  bool own_kernels = true;           // offer the skinny kernel as a candidate
   bool lt_gelu_ok = false;         // cuBLASLt's GELU epilogue is the tanh approximation
   bool lt_f32_bias_bf16_ok = false;  // cuBLASLt takes an f32 bias with a bf16 D
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
@@ -135,6 +142,7 @@ struct Blas::Impl {
 
   ~Impl() {
     plans.clear();
+    if (counters != nullptr) cudaFree(counters);
     if (workspace != nullptr) cudaFree(workspace);
     if (lt != nullptr) cublasLtDestroy(lt);
   }
@@ -237,16 +245,61 @@ struct Blas::Impl {
                           workspace, workspace_bytes, stream);
   }
 
+  // One way to run a planned GEMM: one of cuBLASLt's algorithms or edgevla's skinny kernel.
+  struct Candidate {
+    int lt = -1;             // index into cuBLASLt's candidates
+    int skinny_k_chunk = 0;  // > 0: the skinny kernel
+  };
+
+  SkinnyGemmArgs skinny_args(const GemmArgs& a, int k_chunk, void* d) const {
+    SkinnyGemmArgs s;
+    s.m = a.m, s.n = a.n, s.k = a.k;
+    s.a = a.a, s.lda = a.lda;
+    s.w = a.b, s.ldw = a.ldb;
+    s.d = d, s.d_type = a.d_type, s.ldd = a.ldd;
+    s.alpha = a.alpha, s.beta = a.beta, s.bias = a.bias;
+    s.k_chunk = k_chunk;
+    s.partials = static_cast<float*>(workspace);
+    s.counters = counters;
+    return s;
+  }
+
+  // Whether the skinny kernel can run `a` with this k per block, inside the workspace.
+  bool skinny_fits(const GemmArgs& a, int k_chunk) const {
+    if (!own_kernels || counters == nullptr || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
+        a.epilogue != Epilogue::kNone) {
+      return false;
+    }
+    const SkinnyGemmArgs s = skinny_args(a, k_chunk, a.d);
+    return skinny_gemm_unsupported(s) == nullptr && skinny_gemm_partial_bytes(s) <= workspace_bytes &&
+           (a.n + kSkinnyBlockRows - 1) / kSkinnyBlockRows <= kCounters;
+  }
+
+  bool run_candidate(const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
+                     const Candidate& c, cudaStream_t stream, const GemmArgs& args, void* d) {
+    if (c.skinny_k_chunk > 0) return skinny_gemm(stream, skinny_args(args, c.skinny_k_chunk, d)).is_ok();
+    return matmul(plan, lt_candidates[static_cast<std::size_t>(c.lt)].algo, stream, args, d) == CUBLAS_STATUS_SUCCESS;
+  }
+
   // Times the candidates on a scratch D (the real D may be accumulated into) and returns the
-  // index of the fastest. Synchronises the stream: plan time only.
-  Expected<std::size_t> fastest(const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
-                                cudaStream_t stream, const GemmArgs& args, const std::string& what) {
-    if (candidates.size() < 2) return std::size_t{0};
-    DeviceBuffer scratch;
+  // index of the fastest and its median time. The weights of a forward pass come from device
+  // memory, not from the L2 cache (the model's weights are many times its size), so every
+  // timed run follows an overwrite of twice the L2 cache. Synchronises the stream: plan time
+  // only.
+  Expected<std::pair<std::size_t, float>> fastest(const Plan& plan,
+                                                  const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
+                                                  const std::vector<Candidate>& candidates, cudaStream_t stream,
+                                                  const GemmArgs& args, const std::string& what) {
+    DeviceBuffer scratch, flush;
     const std::size_t bytes =
         static_cast<std::size_t>((args.m - 1) * args.ldd + args.n) * dtype_size(args.d_type);
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch.p, bytes));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(scratch.p, 0, bytes, stream));
+    int dev = 0, l2 = 0;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    const std::size_t flush_bytes = std::max<std::size_t>(std::size_t{8} << 20, 2 * static_cast<std::size_t>(l2));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&flush.p, flush_bytes));
     Event start, stop;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start.e));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop.e));
@@ -254,17 +307,22 @@ struct Blas::Impl {
     float best_ms = 0.0f;
     bool any = false;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (matmul(plan, candidates[i].algo, stream, args, scratch.p) != CUBLAS_STATUS_SUCCESS) continue;
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, stream));
+      if (!run_candidate(plan, lt_candidates, candidates[i], stream, args, scratch.p)) continue;
+      std::vector<float> runs;
       bool ok = true;
       for (int r = 0; r < kTimedRuns && ok; ++r) {
-        ok = matmul(plan, candidates[i].algo, stream, args, scratch.p) == CUBLAS_STATUS_SUCCESS;
+        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flush.p, r & 1, flush_bytes, stream));
+        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, stream));
+        ok = run_candidate(plan, lt_candidates, candidates[i], stream, args, scratch.p);
+        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, stream));
+        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
+        float ms = 0.0f;
+        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
+        runs.push_back(ms);
       }
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, stream));
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
       if (!ok) continue;
-      float ms = 0.0f;
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
+      std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(runs.size() / 2), runs.end());
+      const float ms = runs[runs.size() / 2];
       if (!any || ms < best_ms) {
         best = i;
         best_ms = ms;
@@ -273,8 +331,8 @@ struct Blas::Impl {
     }
     // A failed candidate may leave an error behind; none of them is kept.
     (void)cudaGetLastError();
-    if (!any) return internal_error(what + ": no cuBLASLt algorithm of the heuristic ran");
-    return best;
+    if (!any) return internal_error(what + ": no GEMM candidate ran");
+    return std::make_pair(best, best_ms);
   }
 
   // Builds the plan for `key`: cuBLASLt's own epilogue where `allowed` permits and it offers
@@ -301,11 +359,27 @@ struct Blas::Impl {
       plan->lt_bias = choice.lt_bias;
       plan->post_bias = key.bias && !choice.lt_bias;
       plan->post_gelu = gelu && !choice.lt_gelu;
-      std::size_t pick = 0;
-      if (time) {
-        EDGEVLA_ASSIGN_OR_RETURN(pick, fastest(*plan, candidates, stream, args, what));
+      plan->algo = candidates[0].algo;
+      plan->chosen = "cuBLASLt (heuristic's first)";
+      if (!time) return plan;
+      std::vector<Candidate> all;
+      for (std::size_t i = 0; i < candidates.size(); ++i) all.push_back(Candidate{static_cast<int>(i), 0});
+      for (const int kc : kSkinnyChunks) {
+        if (skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
       }
-      plan->algo = candidates[pick].algo;
+      if (all.size() < 2) return plan;
+      EDGEVLA_ASSIGN_OR_RETURN(auto pick, fastest(*plan, candidates, all, stream, args, what));
+      const Candidate& c = all[pick.first];
+      const std::string us = std::to_string(static_cast<int>(pick.second * 1000.0f + 0.5f)) + " us";
+      if (c.skinny_k_chunk > 0) {
+        plan->skinny_k_chunk = c.skinny_k_chunk;
+        plan->post_bias = false;  // the skinny kernel adds the bias itself
+        plan->chosen = "edgevla skinny k_chunk=" + std::to_string(c.skinny_k_chunk) + ", " + us;
+      } else {
+        plan->algo = candidates[static_cast<std::size_t>(c.lt)].algo;
+        plan->chosen = "cuBLASLt candidate " + std::to_string(c.lt) + " of " + std::to_string(candidates.size()) +
+                       ", " + us;
+      }
       return plan;
     }
     return invalid_argument(what + ": cuBLASLt offers no algorithm for this shape, strides and dtypes");
@@ -387,6 +461,8 @@ Expected<std::unique_ptr<Blas>> Blas::create(std::size_t workspace_bytes) {
   }
   im.workspace_bytes = workspace_bytes;
   if (workspace_bytes > 0) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.workspace, workspace_bytes));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.counters, kCounters * sizeof(std::int32_t)));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(im.counters, 0, kCounters * sizeof(std::int32_t)));
 
   // Probe 1: cuBLASLt's GELU (f32 D, so an approximation other than tanh's shows).
   std::vector<float> bias(64), expect(64);
@@ -418,6 +494,17 @@ std::size_t Blas::cached_plans() const { return impl_->plans.size(); }
 bool Blas::fused_gelu_epilogue() const { return impl_->lt_gelu_ok; }
 bool Blas::fused_f32_bias_with_bf16_output() const { return impl_->lt_f32_bias_bf16_ok; }
 const std::string& Blas::epilogue_report() const { return impl_->epilogue_report; }
+
+void Blas::set_own_kernels(bool on) { impl_->own_kernels = on; }
+
+std::string Blas::plan_report() const {
+  std::string out;
+  for (const auto& [key, plan] : impl_->plans) {
+    out += "gemm m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) + " " +
+           std::string(dtype_name(key.a)) + "->" + std::string(dtype_name(key.d)) + ": " + plan->chosen + "\n";
+  }
+  return out;
+}
 
 Status Blas::gemm(cudaStream_t stream, const GemmArgs& args) {
   const auto what = [&] { return describe(args); };
@@ -476,6 +563,7 @@ Status Blas::gemm(cudaStream_t stream, const GemmArgs& args) {
     it = im.plans.emplace(key, std::move(plan)).first;
   }
   const Plan& plan = *it->second;
+  if (plan.skinny_k_chunk > 0) return skinny_gemm(stream, im.skinny_args(args, plan.skinny_k_chunk, args.d));
   const cublasStatus_t st = im.matmul(plan, plan.algo, stream, args, args.d);
   if (st != CUBLAS_STATUS_SUCCESS) return internal_error(what() + ": cublasLtMatmul failed: " + lt_error(st));
   if (plan.post_bias || plan.post_gelu) {

@@ -6,10 +6,11 @@
 // (the residual stream stays f32). f32 operands compute in plain f32 (no TF32), for
 // `precision: f32`.
 //
-// Plans (matmul descriptors, layouts, the heuristic's algorithm) are cached per shape and
-// dtype; the first call of a shape plans it and must happen outside stream capture (the
-// engines run one warm-up pass before capturing), later calls allocate nothing and never
-// synchronise, so they can be captured into a CUDA graph.
+// Plans are cached per shape and dtype: at first use the heuristic's candidates, and for bf16
+// operands with at most 64 rows edgevla's own skinny kernel (skinny_gemm.hpp), are timed on the
+// device with cold caches and the fastest is kept. The first call of a shape plans it and must
+// happen outside stream capture (the engines run one warm-up pass before capturing); later
+// calls allocate nothing and never synchronise, so they can be captured into a CUDA graph.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -67,6 +68,11 @@ class Blas {
   bool fused_f32_bias_with_bf16_output() const;
   // Those two findings in words (why a feature is not fused), for logs.
   const std::string& epilogue_report() const;
+  // Whether plans made from now on may pick edgevla's few-rows kernel (skinny_gemm.hpp) where
+  // it times faster than cuBLASLt (default on; off to compare or to isolate).
+  void set_own_kernels(bool on);
+  // Each planned shape and what runs it, with its timed median (one line per plan).
+  std::string plan_report() const;
 
  private:
   Blas() = default;

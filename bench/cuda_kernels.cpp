@@ -1,0 +1,287 @@
+// The cuda backend's kernels at the action expert's shapes (pi0.5 full size: 50 action rows,
+// width 1024, MLP 4096, 8 query heads over one kv head of 256), against baselines in the same
+// run: device-to-device copy bandwidth (what a weight stream could reach), cuBLASLt alone, and
+// edgevla's skinny kernel at each k per block. Attention is timed for each split of the keys.
+// Prints one JSON line per measurement.
+//
+//   edgevla_bench_cuda_kernels [--repeat 20]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/gemm.hpp"
+#include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
+#include "runtime/core/dtype.hpp"
+
+using namespace edgevla;
+using namespace edgevla::backends::cuda;
+
+namespace {
+
+#define CHECK_CUDA(call)                                                                 \
+  do {                                                                                   \
+    const cudaError_t e_ = (call);                                                       \
+    if (e_ != cudaSuccess) {                                                             \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
+  } while (0)
+#define CHECK_OK(expr)                                                  \
+  do {                                                                  \
+    const Status s_ = (expr);                                           \
+    if (!s_.is_ok()) {                                                  \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_.to_string().c_str()); \
+      std::exit(1);                                                     \
+    }                                                                   \
+  } while (0)
+
+void* device_random_bf16(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<std::uint16_t> h(n);
+  for (auto& x : h) x = float_to_bfloat16(u(rng));
+  void* d = nullptr;
+  CHECK_CUDA(cudaMalloc(&d, n * 2));
+  CHECK_CUDA(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timer {
+  cudaStream_t s;
+  void* flush = nullptr;
+  std::size_t flush_bytes = 0;
+  cudaEvent_t a{}, b{};
+  explicit Timer(cudaStream_t stream) : s(stream) {
+    int dev = 0, l2 = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    flush_bytes = 2 * static_cast<std::size_t>(l2);
+    CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+  }
+  // Median µs of `fn` over `reps` runs, each after the L2 cache was overwritten (cold weights,
+  // as in a forward pass), or back to back when warm.
+  double us(int reps, bool cold, const std::function<void()>& fn) {
+    fn();
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      if (cold) CHECK_CUDA(cudaMemsetAsync(flush, r & 1, flush_bytes, s));
+      CHECK_CUDA(cudaEventRecord(a, s));
+      fn();
+      CHECK_CUDA(cudaEventRecord(b, s));
+      CHECK_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      t.push_back(1000.0 * ms);
+    }
+    return median(t);
+  }
+};
+
+std::vector<float> download(const void* d, DType t, std::size_t n) {
+  std::vector<unsigned char> b(n * dtype_size(t));
+  CHECK_CUDA(cudaMemcpy(b.data(), d, b.size(), cudaMemcpyDeviceToHost));
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (t == DType::kF32) {
+      std::memcpy(&out[i], b.data() + 4 * i, 4);
+    } else {
+      std::uint16_t x;
+      std::memcpy(&x, b.data() + 2 * i, 2);
+      out[i] = bfloat16_to_float(x);
+    }
+  }
+  return out;
+}
+
+double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    num += (static_cast<double>(got[i]) - ref[i]) * (static_cast<double>(got[i]) - ref[i]);
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Timer timer(s);
+
+  // Baseline: device-to-device copy of 256 MB (read + write traffic).
+  const std::size_t copy_bytes = std::size_t{256} << 20;
+  void *src = nullptr, *dst = nullptr;
+  CHECK_CUDA(cudaMalloc(&src, copy_bytes));
+  CHECK_CUDA(cudaMalloc(&dst, copy_bytes));
+  const double copy_us =
+      timer.us(repeat, false, [&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); });
+  const double copy_gbps = 2.0 * static_cast<double>(copy_bytes) / (copy_us * 1e3);
+  std::printf("{\"bench\": \"copy\", \"device\": \"%s\", \"bytes\": %zu, \"us\": %.1f, \"gbps_read_plus_write\": %.0f}\n",
+              prop.name, copy_bytes, copy_us, copy_gbps);
+  CHECK_CUDA(cudaFree(src));
+  CHECK_CUDA(cudaFree(dst));
+
+  // GEMMs of one expert layer (pi0.5, 50 rows) and pi0's 51.
+  struct Shape {
+    const char* name;
+    std::int64_t m, n, k;
+    DType d;
+    float beta;
+  };
+  const Shape shapes[] = {
+      {"qkv", 50, 2560, 1024, DType::kBF16, 0.0f},     {"o", 50, 1024, 2048, DType::kF32, 0.0f},
+      {"gate_up", 50, 8192, 1024, DType::kBF16, 0.0f}, {"down", 50, 1024, 4096, DType::kF32, 0.0f},
+      {"o_pi0", 51, 1024, 2048, DType::kF32, 1.0f},    {"down_pi0", 51, 1024, 4096, DType::kF32, 1.0f},
+  };
+  auto lt_only = Blas::create();
+  auto mixed = Blas::create();
+  CHECK_OK(lt_only.status());
+  CHECK_OK(mixed.status());
+  (*lt_only)->set_own_kernels(false);
+  float* partials = nullptr;
+  std::int32_t* counters = nullptr;
+  CHECK_CUDA(cudaMalloc(&partials, std::size_t{32} << 20));
+  CHECK_CUDA(cudaMalloc(&counters, 16384 * 4));
+  CHECK_CUDA(cudaMemset(counters, 0, 16384 * 4));
+  double layer_lt = 0, layer_best = 0, layer_floor = 0;
+  for (const Shape& sh : shapes) {
+    void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
+    void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
+    void* d = nullptr;
+    const std::size_t d_bytes = static_cast<std::size_t>(sh.m * sh.n) * dtype_size(sh.d);
+    CHECK_CUDA(cudaMalloc(&d, d_bytes));
+    CHECK_CUDA(cudaMemset(d, 0, d_bytes));
+    GemmArgs g;
+    g.m = sh.m, g.n = sh.n, g.k = sh.k, g.a = a, g.lda = sh.k, g.b = w, g.ldb = sh.k, g.d = d, g.d_type = sh.d;
+    g.ldd = sh.n, g.beta = sh.beta;
+    const double wbytes = static_cast<double>(sh.n * sh.k * 2);
+    const double floor_us = wbytes / (copy_gbps * 1e3);
+    const double lt_us = timer.us(repeat, true, [&] { CHECK_OK((*lt_only)->gemm(s, g)); });
+    // The reference result: cuBLASLt with beta 0 into a copy.
+    GemmArgs g0 = g;
+    void* ref_d = nullptr;
+    CHECK_CUDA(cudaMalloc(&ref_d, d_bytes));
+    g0.d = ref_d, g0.beta = 0.0f;
+    CHECK_OK((*lt_only)->gemm(s, g0));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    const auto ref = download(ref_d, sh.d, static_cast<std::size_t>(sh.m * sh.n));
+    double best = lt_us;
+    std::string skinny_json;
+    for (const int kc : {256, 512, 1024}) {
+      SkinnyGemmArgs sg;
+      sg.m = sh.m, sg.n = sh.n, sg.k = sh.k, sg.a = a, sg.lda = sh.k, sg.w = w, sg.ldw = sh.k, sg.d = d;
+      sg.d_type = sh.d, sg.ldd = sh.n, sg.beta = sh.beta, sg.k_chunk = kc, sg.partials = partials;
+      sg.counters = counters;
+      if (skinny_gemm_unsupported(sg) != nullptr || skinny_gemm_partial_bytes(sg) > (std::size_t{32} << 20)) continue;
+      const double us = timer.us(repeat, true, [&] { CHECK_OK(skinny_gemm(s, sg)); });
+      SkinnyGemmArgs s0 = sg;
+      s0.d = ref_d, s0.beta = 0.0f;
+      CHECK_OK(skinny_gemm(s, s0));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const double err = rel_l2(download(ref_d, sh.d, ref.size()), ref);
+      best = std::min(best, us);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s{\"k_chunk\": %d, \"us\": %.2f, \"gbps\": %.0f, \"rel_l2_vs_cublaslt\": %.2e}",
+                    skinny_json.empty() ? "" : ", ", kc, us, wbytes / (us * 1e3), err);
+      skinny_json += buf;
+    }
+    (void)(*mixed)->gemm(s, g);
+    const double mixed_us = timer.us(repeat, true, [&] { CHECK_OK((*mixed)->gemm(s, g)); });
+    std::printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"d\": \"%s\", "
+                "\"weight_floor_us\": %.2f, \"cublaslt_us\": %.2f, \"cublaslt_gbps\": %.0f, \"skinny\": [%s], "
+                "\"blas_pick_us\": %.2f, \"best_over_cublaslt\": %.2f}\n",
+                sh.name, static_cast<long long>(sh.m), static_cast<long long>(sh.n), static_cast<long long>(sh.k),
+                dtype_name(sh.d).data(), floor_us, lt_us, wbytes / (lt_us * 1e3), skinny_json.c_str(), mixed_us,
+                lt_us / best);
+    if (sh.m == 50) {
+      layer_lt += lt_us;
+      layer_best += mixed_us;
+      layer_floor += floor_us;
+    }
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(w));
+    CHECK_CUDA(cudaFree(d));
+    CHECK_CUDA(cudaFree(ref_d));
+  }
+  std::printf("{\"bench\": \"gemm_layer\", \"weight_floor_us\": %.2f, \"cublaslt_us\": %.2f, \"blas_pick_us\": %.2f}\n",
+              layer_floor, layer_lt, layer_best);
+  std::printf("{\"bench\": \"blas_plans\", \"report\": \"");
+  for (const char c : (*mixed)->plan_report()) {
+    if (c == '\n') std::printf("; ");
+    else if (c != '"') std::putchar(c);
+  }
+  std::printf("\"}\n");
+
+  // Attention: 50 action rows × 8 heads over one kv head of 256, a cache of 1024 rows holding
+  // `valid` tokens, plus the 50 rows' own keys; each split count, 18 calls in one graph.
+  {
+    const std::int64_t rows = 50, H = 8, K = 1, h = 256, cache_rows = 1024, Q = (H + 2 * K) * h;
+    void* qkv = device_random_bf16(static_cast<std::size_t>(rows * Q), 3);
+    void* cache = device_random_bf16(static_cast<std::size_t>(2 * cache_rows * K * h), 4);
+    void* out = nullptr;
+    CHECK_CUDA(cudaMalloc(&out, static_cast<std::size_t>(rows * H * h) * 2));
+    std::int32_t* a_len = nullptr;
+    CHECK_CUDA(cudaMalloc(&a_len, 4));
+    AttentionArgs aa{DType::kBF16, 1, rows, H, K, h, 1.0f / 16.0f};
+    aa.q = qkv, aa.ldq = Q, aa.out = out, aa.ldo = H * h;
+    aa.a = KvBlock{cache, static_cast<std::byte*>(cache) + cache_rows * K * h * 2, K * h, 0};
+    aa.a_len = a_len, aa.a_max = cache_rows;
+    aa.b = KvBlock{static_cast<std::byte*>(qkv) + H * h * 2, static_cast<std::byte*>(qkv) + (H + K) * h * 2, Q, 0};
+    aa.b_len = rows;
+    const std::size_t max_scratch = attention_scratch_bytes(aa);
+    aa.scratch_bytes = max_scratch;
+    void* scratch = nullptr;
+    CHECK_CUDA(cudaMalloc(&scratch, std::max<std::size_t>(max_scratch, 16) * 4));
+    aa.scratch = scratch;
+    // Bytes of one split's partials (the plan's own unit): scratch for n splits is n of them.
+    AttentionArgs one = aa;
+    const std::size_t split_bytes = static_cast<std::size_t>(rows * H * (h + 2)) * 4;
+    for (const std::int32_t valid : {456, 968}) {
+      CHECK_CUDA(cudaMemcpy(a_len, &valid, 4, cudaMemcpyHostToDevice));
+      std::vector<float> ref;
+      for (const int splits : {1, 2, 3, 4, 6, 8, 12, 17, 24, 32}) {
+        one.scratch_bytes = splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
+        if (one.scratch_bytes > 4 * std::max<std::size_t>(max_scratch, 16)) continue;
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < 18; ++i) CHECK_OK(attention(s, one));
+        CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+        CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        const double us = timer.us(repeat, false, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const auto got = download(out, DType::kBF16, static_cast<std::size_t>(rows * H * h));
+        if (ref.empty()) ref = got;
+        std::printf("{\"bench\": \"attention\", \"valid_prefix\": %d, \"splits_asked\": %d, \"us_per_call_in_graph\": "
+                    "%.2f, \"rel_l2_vs_unsplit\": %.2e, \"planned_default_scratch\": %zu}\n",
+                    valid, splits, us, rel_l2(got, ref), max_scratch / split_bytes);
+        CHECK_CUDA(cudaGraphExecDestroy(exec));
+        CHECK_CUDA(cudaGraphDestroy(graph));
+      }
+    }
+  }
+  return 0;
+}
