@@ -30,7 +30,6 @@ namespace edgevla::backends::cuda {
 namespace {
 
 constexpr int kCandidates = 16;  // heuristic results timed when a shape is planned
-constexpr int kTimedRuns = 5;    // runs per candidate, each after the L2 cache was overwritten
 constexpr int kCounters = 16384; // the skinny kernel's arrival counters (64 weight rows each)
 constexpr int kSkinnyChunks[] = {256, 512, 1024};
 
@@ -282,15 +281,16 @@ struct Blas::Impl {
   }
 
   // Times the candidates on a scratch D (the real D may be accumulated into) and returns the
-  // index of the fastest and its median time. The weights of a forward pass come from device
-  // memory, not from the L2 cache (the model's weights are many times its size), so every
-  // timed run follows an overwrite of twice the L2 cache. Synchronises the stream: plan time
-  // only.
+  // index of the fastest and its time per call. In a forward pass the weights come from device
+  // memory, not from the L2 cache (a model's weights are many times its size), and GEMMs follow
+  // one another without a pause: each candidate runs back to back over enough copies of the
+  // weight matrix to fill twice the L2 cache (their contents do not matter to the time), best
+  // of a few rounds. Synchronises the stream: plan time only.
   Expected<std::pair<std::size_t, float>> fastest(const Plan& plan,
                                                   const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
                                                   const std::vector<Candidate>& candidates, cudaStream_t stream,
                                                   const GemmArgs& args, const std::string& what) {
-    DeviceBuffer scratch, flush;
+    DeviceBuffer scratch, copies;
     const std::size_t bytes =
         static_cast<std::size_t>((args.m - 1) * args.ldd + args.n) * dtype_size(args.d_type);
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch.p, bytes));
@@ -298,8 +298,10 @@ struct Blas::Impl {
     int dev = 0, l2 = 0;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    const std::size_t flush_bytes = std::max<std::size_t>(std::size_t{8} << 20, 2 * static_cast<std::size_t>(l2));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&flush.p, flush_bytes));
+    const std::size_t w_bytes =
+        (static_cast<std::size_t>((args.n - 1) * args.ldb + args.k) * dtype_size(args.b_type) + 255) / 256 * 256;
+    const std::size_t n_copies = std::clamp<std::size_t>((2 * static_cast<std::size_t>(l2)) / w_bytes + 1, 2, 64);
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&copies.p, n_copies * w_bytes));
     Event start, stop;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start.e));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop.e));
@@ -307,25 +309,26 @@ struct Blas::Impl {
     float best_ms = 0.0f;
     bool any = false;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (!run_candidate(plan, lt_candidates, candidates[i], stream, args, scratch.p)) continue;
-      std::vector<float> runs;
+      GemmArgs a = args;
       bool ok = true;
-      for (int r = 0; r < kTimedRuns && ok; ++r) {
-        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flush.p, r & 1, flush_bytes, stream));
+      float cand_ms = 0.0f;
+      for (int round = 0; round < 3 && ok; ++round) {
         EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, stream));
-        ok = run_candidate(plan, lt_candidates, candidates[i], stream, args, scratch.p);
+        for (std::size_t c = 0; c < n_copies && ok; ++c) {
+          a.b = static_cast<const std::byte*>(copies.p) + c * w_bytes;
+          ok = run_candidate(plan, lt_candidates, candidates[i], stream, a, scratch.p);
+        }
         EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, stream));
         EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
         float ms = 0.0f;
         EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
-        runs.push_back(ms);
+        ms /= static_cast<float>(n_copies);
+        if (round > 0 && (round == 1 || ms < cand_ms)) cand_ms = ms;  // round 0 warms up
       }
       if (!ok) continue;
-      std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(runs.size() / 2), runs.end());
-      const float ms = runs[runs.size() / 2];
-      if (!any || ms < best_ms) {
+      if (!any || cand_ms < best_ms) {
         best = i;
-        best_ms = ms;
+        best_ms = cand_ms;
         any = true;
       }
     }

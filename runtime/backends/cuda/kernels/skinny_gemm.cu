@@ -82,9 +82,10 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
   const int chunks = p.kc / 64;
 
   // The weights do not depend on anything this block computes: their first loads go out before
-  // the activations are staged.
-  uint4 wr[kBatch][4];
-  auto load_batch = [&](int c0) {
+  // the activations are staged, and every later batch is loaded while the one before it is
+  // multiplied (two register buffers).
+  uint4 wa[kBatch][4], wb[kBatch][4];
+  auto load_batch = [&](uint4 (&wr)[kBatch][4], int c0) {
 #pragma unroll
     for (int c = 0; c < kBatch; ++c) {
       const int off = (c0 + c) * 64;
@@ -94,22 +95,25 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
       wr[c][3] = __ldcs(reinterpret_cast<const uint4*>(w_hi + off + 8));
     }
   };
-  load_batch(0);
+  load_batch(wa, 0);
 
+  // Activations to shared memory with asynchronous copies, all in flight at once (rows past m
+  // are zero-filled).
   const int vecs = p.kc / 8;  // 16-byte vectors per activation row
   for (int i = tid; i < 8 * T * vecs; i += kThreads) {
     const int r = i / vecs, c = i % vecs;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < p.m) v = *reinterpret_cast<const uint4*>(p.a + static_cast<long long>(r) * p.lda + k0 + c * 8);
-    *reinterpret_cast<uint4*>(s_a + r * lds + c * 8) = v;
+    const bool ok = r < p.m;
+    const bf16* src = p.a + (ok ? static_cast<long long>(r) * p.lda + k0 + c * 8 : 0);
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(s_a + r * lds + c * 8));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
   }
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
 
   float acc[T][4];
 #pragma unroll
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-  for (int c0 = 0; c0 < chunks; c0 += kBatch) {
-    if (c0 > 0) load_batch(c0);
+  auto multiply = [&](const uint4 (&wr)[kBatch][4], int c0) {
 #pragma unroll
     for (int c = 0; c < kBatch; ++c) {
       const int kk = (c0 + c) * 64 + 16 * q;
@@ -124,6 +128,12 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
         mma_bf16(acc[t], wr[c][1].z, wr[c][3].z, wr[c][1].w, wr[c][3].w, b1.z, b1.w);
       }
     }
+  };
+  for (int c0 = 0; c0 < chunks; c0 += 2 * kBatch) {
+    if (c0 + kBatch < chunks) load_batch(wb, c0 + kBatch);
+    multiply(wa, c0);
+    if (c0 + 2 * kBatch < chunks) load_batch(wa, c0 + 2 * kBatch);
+    if (c0 + kBatch < chunks) multiply(wb, c0 + kBatch);
   }
 
   // acc[t]: [0] feature g, row 2q; [1] feature g, row 2q + 1; [2], [3] the same for feature g + 8.
