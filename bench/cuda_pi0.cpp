@@ -4,7 +4,7 @@
 // beside bench/torch_pi0_cuda.py on the same checkpoint for the PyTorch baselines and the floor.
 //
 //   edgevla_bench_cuda_pi0 --checkpoint DIR [--views 1,3] [--tokens 200] [--steps 10]
-//                          [--repeat 50] [--warmup 10] [--precision bf16|f32]
+//                          [--repeat 50] [--warmup 10] [--precision bf16|f32] [--log-level debug]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/forward_pi0.hpp"
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
     else if (k == "--repeat") repeat = std::max(1, std::atoi(v.c_str()));
     else if (k == "--warmup") warmup = std::atoi(v.c_str());
     else if (k == "--precision") precision = v;
+    else if (k == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
     else return fail(invalid_argument("unknown option " + k));
   }
   if (dir.empty()) return fail(invalid_argument("--checkpoint DIR is required"));

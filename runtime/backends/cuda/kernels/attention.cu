@@ -468,23 +468,34 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
   const int m = static_cast<int>(row % p.m_rows);
   const int bg = static_cast<int>(row / p.m_rows);
 
+  // Every share's max and sum first, all loads in flight together (a loop with a run-time trip
+  // count would wait for each in turn), then every share's partial output likewise.
+  const long long ml_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * 2;
+  const float* ml_src = p.part_ml + part_row(p, 0, bg, m) * 2;
+  float2 ml[kMaxSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) {
+    ml[s] = s < p.splits ? *reinterpret_cast<const float2*>(ml_src + s * ml_stride) : make_float2(-INFINITY, 0.0f);
+  }
   float mx = -INFINITY;
-  for (int s = 0; s < p.splits; ++s) mx = fmaxf(mx, p.part_ml[part_row(p, s, bg, m) * 2]);
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) mx = fmaxf(mx, ml[s].x);
   const float base = mx == -INFINITY ? 0.0f : mx;
   const float* src = p.part_o + part_row(p, 0, bg, m) * p.h + c;
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
   float sum = 0.0f;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 8
-  for (int s = 0; s < p.splits; ++s) {
-    const float2 ml = *reinterpret_cast<const float2*>(p.part_ml + part_row(p, s, bg, m) * 2);
-    const float w = exp2f(ml.x - base);  // an empty share (max -inf) weighs 0
-    const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride);
-    sum = fmaf(w, ml.y, sum);
-    acc.x = fmaf(w, v.x, acc.x);
-    acc.y = fmaf(w, v.y, acc.y);
-    acc.z = fmaf(w, v.z, acc.z);
-    acc.w = fmaf(w, v.w, acc.w);
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) {
+    if (s < p.splits) {
+      const float w = exp2f(ml[s].x - base);  // an empty share (max -inf) weighs 0
+      const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride);
+      sum = fmaf(w, ml[s].y, sum);
+      acc.x = fmaf(w, v.x, acc.x);
+      acc.y = fmaf(w, v.y, acc.y);
+      acc.z = fmaf(w, v.z, acc.z);
+      acc.w = fmaf(w, v.w, acc.w);
+    }
   }
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;

@@ -13,6 +13,7 @@
 
 #include <cuda_bf16.h>
 
+#include <atomic>
 #include <string>
 
 namespace edgevla::backends::cuda {
@@ -24,6 +25,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kBatch = 4;  // 64-wide k chunks of weights a warp has in flight at once
 constexpr int kPad = 8;    // bf16 of padding per shared activation row: rows 16 bytes apart in banks
+constexpr int kMaxSplits = 16;  // k / k_chunk at most
 
 struct Params {
   int m, n, kc, splits;
@@ -176,9 +178,13 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
     const int n = rb * 64 + r;
     const float* src = p.part + static_cast<long long>(m) * p.n + n;
     const long long stride = static_cast<long long>(p.m) * p.n;
+    // All shares' loads in flight together, then added in split order.
+    float v[kMaxSplits];
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp) v[sp] = sp < p.splits ? __ldcg(src + sp * stride) : 0.0f;
     float s = 0.0f;
-#pragma unroll 4
-    for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(src + sp * stride);
+#pragma unroll
+    for (int sp = 0; sp < kMaxSplits; ++sp) s += v[sp];
     finish<OutT>(p, m, n, s);
   }
   if (tid == 0) p.counters[rb] = 0;  // ready for the next launch (and the next graph replay)
@@ -186,10 +192,19 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
 
 template <int T, typename OutT>
 cudaError_t launch_t(cudaStream_t stream, const Params& p, dim3 grid, std::size_t smem) {
-  const void* fn = reinterpret_cast<const void*>(&skinny_kernel<T, OutT>);
-  if (smem > 48 * 1024) {
-    const cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  // The shared-memory limit is raised once per device to the most any call can use (outside a
+  // capture: the first call of a shape happens in the engines' eager pass).
+  static std::atomic<std::uint64_t> raised{0};
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  const std::uint64_t bit = std::uint64_t{1} << (dev % 64);
+  if ((raised.load(std::memory_order_acquire) & bit) == 0) {
+    const int most = 8 * T * (1024 + kPad) * 2;
+    err = cudaFuncSetAttribute(reinterpret_cast<const void*>(&skinny_kernel<T, OutT>),
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, most);
     if (err != cudaSuccess) return err;
+    raised.fetch_or(bit, std::memory_order_acq_rel);
   }
   skinny_kernel<T, OutT><<<grid, kThreads, smem, stream>>>(p);
   return cudaGetLastError();
@@ -218,6 +233,7 @@ const char* skinny_gemm_unsupported(const SkinnyGemmArgs& a) {
   if (a.n < 1 || a.n > (1 << 30) || a.k < 1 || a.k > (1 << 30)) return "n and k must be positive";
   if (a.k_chunk != 256 && a.k_chunk != 512 && a.k_chunk != 1024) return "k_chunk must be 256, 512 or 1024";
   if (a.k % a.k_chunk != 0) return "k must be a multiple of k_chunk";
+  if (a.k / a.k_chunk > kMaxSplits) return "k may be at most 16 k_chunks";
   if (a.lda % 8 != 0 || a.ldw % 8 != 0 || a.lda < a.k || a.ldw < a.k || a.ldd < a.n) {
     return "lda and ldw must be multiples of 8 and at least k, ldd at least n";
   }

@@ -442,6 +442,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     // Capturing records without running: x keeps this run's result.
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return loop(options.num_steps, cache, cache_rows, vel_all_); }));
+    log_plans();
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));

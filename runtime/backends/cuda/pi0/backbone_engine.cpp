@@ -304,6 +304,7 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_RETURN_IF_ERROR(forward(cams, rows));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(cams, rows); }));
+    log_plans();
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));

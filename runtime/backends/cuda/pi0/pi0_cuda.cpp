@@ -93,6 +93,16 @@ std::string CudaEngine::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
 }
 
+void CudaEngine::log_plans() const {
+  const std::string report = blas_->plan_report();
+  std::size_t shapes = 0, own = 0;
+  for (std::size_t at = 0; (at = report.find('\n', at)) != std::string::npos; ++at) ++shapes;
+  for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at) ++own;
+  spdlog::info("{} (cuda): {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt", stage_, shapes,
+               own, shapes - own);
+  spdlog::debug("{} (cuda) GEMM plans:\n{}", stage_, report);
+}
+
 Status CudaEngine::init_device() {
   EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
   EDGEVLA_ASSIGN_OR_RETURN(blas_, Blas::create());

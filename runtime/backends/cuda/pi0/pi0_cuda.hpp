@@ -82,6 +82,9 @@ class CudaEngine : public EngineBase {
   // and releases the mapped pages of the checkpoint.
   Status allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o);
   Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_}; }
+  // After the first capture: which kernel runs each GEMM shape (a summary at info, every plan
+  // at debug).
+  void log_plans() const;
 
   DeviceInfo info_;
   DType act_;
