@@ -5,7 +5,7 @@
 // GEMMs run back to back over copies of their weights that together exceed the L2 cache (cold
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
-//   edgevla_bench_cuda_kernels [--repeat 20]
+//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -149,8 +149,10 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
 
 int main(int argc, char** argv) {
   int repeat = 20;
+  std::string only;  // "gemm" or "attention": one part (for a profiler)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
   }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -195,6 +197,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMemset(counters, 0, 16384 * 4));
   double layer_lt = 0, layer_best = 0, layer_floor = 0;
   for (const Shape& sh : shapes) {
+    if (only == "attention") break;
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
     void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
     const std::size_t w_bytes = static_cast<std::size_t>(sh.n * sh.k) * 2;
@@ -282,7 +285,7 @@ int main(int argc, char** argv) {
 
   // Attention: 50 action rows × 8 heads over one kv head of 256, a cache of 1024 rows holding
   // `valid` tokens, plus the 50 rows' own keys; each split count, 18 calls in one graph.
-  {
+  if (only != "gemm") {
     const std::int64_t rows = 50, H = 8, K = 1, h = 256, cache_rows = 1024, Q = (H + 2 * K) * h;
     void* qkv = device_random_bf16(static_cast<std::size_t>(rows * Q), 3);
     void* cache = device_random_bf16(static_cast<std::size_t>(2 * cache_rows * K * h), 4);
