@@ -485,17 +485,20 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
   float sum = 0.0f;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  // Predicated loads, not a branch around them, so the compiler issues them all up front.
+  float4 v[kMaxSplits];
 #pragma unroll
   for (int s = 0; s < kMaxSplits; ++s) {
-    if (s < p.splits) {
-      const float w = exp2f(ml[s].x - base);  // an empty share (max -inf) weighs 0
-      const float4 v = *reinterpret_cast<const float4*>(src + s * split_stride);
-      sum = fmaf(w, ml[s].y, sum);
-      acc.x = fmaf(w, v.x, acc.x);
-      acc.y = fmaf(w, v.y, acc.y);
-      acc.z = fmaf(w, v.z, acc.z);
-      acc.w = fmaf(w, v.w, acc.w);
-    }
+    v[s] = s < p.splits ? *reinterpret_cast<const float4*>(src + s * split_stride) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) {
+    const float w = s < p.splits ? exp2f(ml[s].x - base) : 0.0f;  // an empty share (max -inf) weighs 0
+    sum = fmaf(w, ml[s].y, sum);
+    acc.x = fmaf(w, v[s].x, acc.x);
+    acc.y = fmaf(w, v[s].y, acc.y);
+    acc.z = fmaf(w, v[s].z, acc.z);
+    acc.w = fmaf(w, v[s].w, acc.w);
   }
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;

@@ -171,21 +171,31 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
   __syncthreads();
   if (!s_last) return;
   __threadfence();
+  // Four outputs per thread per pass, every share of all four loaded before any is added.
   const int rows_here = min(64, p.n - rb * 64);
-  for (int i = tid; i < p.m * 64; i += kThreads) {
-    const int m = i / 64, r = i % 64;
-    if (r >= rows_here) continue;
-    const int n = rb * 64 + r;
-    const float* src = p.part + static_cast<long long>(m) * p.n + n;
-    const long long stride = static_cast<long long>(p.m) * p.n;
-    // All shares' loads in flight together, then added in split order.
-    float v[kMaxSplits];
+  const long long stride = static_cast<long long>(p.m) * p.n;
+  constexpr int kPer = 4;
+  for (int i0 = tid; i0 < p.m * 64; i0 += kPer * kThreads) {
+    float v[kPer][kMaxSplits];
 #pragma unroll
-    for (int sp = 0; sp < kMaxSplits; ++sp) v[sp] = sp < p.splits ? __ldcg(src + sp * stride) : 0.0f;
-    float s = 0.0f;
+    for (int j = 0; j < kPer; ++j) {
+      const int i = i0 + j * kThreads;
+      const int m = i / 64, r = i % 64;
+      const bool ok = i < p.m * 64 && r < rows_here;
+      const float* src = p.part + static_cast<long long>(ok ? m : 0) * p.n + rb * 64 + (ok ? r : 0);
 #pragma unroll
-    for (int sp = 0; sp < kMaxSplits; ++sp) s += v[sp];
-    finish<OutT>(p, m, n, s);
+      for (int sp = 0; sp < kMaxSplits; ++sp) v[j][sp] = ok && sp < p.splits ? __ldcg(src + sp * stride) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int i = i0 + j * kThreads;
+      const int m = i / 64, r = i % 64;
+      if (i >= p.m * 64 || r >= rows_here) continue;
+      float sum = 0.0f;
+#pragma unroll
+      for (int sp = 0; sp < kMaxSplits; ++sp) sum += v[j][sp];  // split order: deterministic
+      finish<OutT>(p, m, rb * 64 + r, sum);
+    }
   }
   if (tid == 0) p.counters[rb] = 0;  // ready for the next launch (and the next graph replay)
 }
