@@ -2,7 +2,7 @@
 // and the Gemma prefix pass that leaves every layer's keys (after RoPE) and values in a device
 // cache [L, 2, P, K, h]. Invalid prefix tokens are dropped before any compute, as on the CPU.
 // The whole pass is one CUDA graph per (cameras, prefix-length bucket): rows are padded up to
-// the bucket (64 rows), the real length is read on the device (attention), so a graph serves
+// the bucket (16 rows), the real length is read on the device (attention), so a graph serves
 // every prompt length of its bucket.
 #include <cmath>
 #include <map>
