@@ -46,6 +46,12 @@ struct BusOptions {
   // Shared-memory blocks of other processes this process holds for observer subscriptions at
   // once; past that an observer reads a copy (see SubscriptionRole).
   std::size_t observer_max_holds = 16;
+  // Same-host delivery through this process's inbound shared-memory ring (one futex wake-up)
+  // instead of ZeroMQ ipc. Off, or with allowed_gids set (other users' processes could not open
+  // an owner-only ring), peers deliver to this process over ZeroMQ ipc as before.
+  bool ring = true;
+  std::uint32_t ring_slots = 256;
+  std::uint32_t ring_slot_bytes = 32768;
 };
 
 // What a process's subscriptions to a topic ask of its publishers in other processes.

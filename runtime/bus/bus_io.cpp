@@ -2,6 +2,7 @@
 
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -82,6 +83,21 @@ Status BusIo::start() {
   po.max_bytes = options_.shm_pool_bytes;
   po.transit_timeout_ns = options_.shm_transit_timeout_ns;
   pool_ = shm::Pool::create(po);
+  if (options_.ring && options_.allowed_gids.empty()) {
+    shm::RingOptions ro;
+    ro.slots = options_.ring_slots;
+    ro.slot_bytes = options_.ring_slot_bytes;
+    ro.user_bytes = sizeof(RingInterestTable);
+    const std::string n = tail.substr(tail.find('/') + 1);
+    auto ring = shm::Ring::create(shm::ring_name(::getpid(), n), ro);
+    if (ring) {
+      ring_ = std::move(*ring);
+      interest_ = reinterpret_cast<RingInterestTable*>(ring_->user_area());  // zeroed: an empty table
+      self_.ring = ring_->name();
+    } else {
+      rate_log_.warn("ring", "no inbound ring (" + ring.status().message() + "); peers deliver over ZeroMQ ipc");
+    }
+  }
 
   self_.bus_id = bus_id_;
   self_.pid = static_cast<std::uint32_t>(::getpid());
@@ -90,6 +106,7 @@ Status BusIo::start() {
   self_.started_ns = wall_now_ns();
   self_.data_endpoint = "ipc://" + registry_.path_for(bus_id_, ".pub");
   self_.control_endpoint = "ipc://" + registry_.path_for(bus_id_, ".ctl");
+  self_.ring_producer = true;
   try {
     // Bound before any socket with a ZAP domain: libzmq lets a connection through unasked
     // while no handler is bound (ZMQ_ZAP_ENFORCE_DOMAIN would refuse it, but is a draft option).
@@ -131,6 +148,7 @@ Status BusIo::start() {
   write_registry();
   rescan_registry();
   thread_ = std::thread([this] { run(); });
+  if (ring_) ring_thread_ = std::thread([this] { run_ring(); });
   return Status::ok();
 }
 
@@ -141,6 +159,8 @@ BusIo::~BusIo() {
     [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
   }
   if (thread_.joinable()) thread_.join();
+  if (ring_) ring_->wake();
+  if (ring_thread_.joinable()) ring_thread_.join();
   registry_.remove(self_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (inotify_fd_ >= 0) ::close(inotify_fd_);
@@ -170,7 +190,21 @@ void BusIo::set_interest(const std::string& topic, TopicInterest before, TopicIn
     if (after == TopicInterest::kNone) {
       sub_ipc_.set(zmq::sockopt::unsubscribe, f);
       sub_tcp_.set(zmq::sockopt::unsubscribe, f);
+    }
+    if (ring_) {
+      // Same-host publishers that deliver into rings read this interest from the ring itself.
+      const RingRole role = after == TopicInterest::kPipeline   ? RingRole::kPipeline
+                            : after == TopicInterest::kObserver ? RingRole::kObserver
+                                                                : RingRole::kNone;
+      if (!set_ring_interest(*interest_, topic, role)) {
+        rate_log_.warn("ring-interest", "this process takes more than " +
+                                            std::to_string(RingInterestTable::kMaxTopics) +
+                                            " topics; '" + topic + "' is not announced to same-host publishers");
+      }
+    }
+    if (after == TopicInterest::kNone) {
       // A later subscription starts afresh: what was published meanwhile is not "lost".
+      std::lock_guard lock(recv_mu_);
       std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.starts_with(topic + "\n"); });
     }
   });
@@ -197,10 +231,16 @@ void BusIo::rescan_registry() {
   std::map<std::string, std::pair<std::string, std::uint32_t>> seen;
   for (const auto& e : entries) {
     if (e.bus_id == bus_id_ || e.data_endpoint.empty()) continue;
+    // A peer that delivers into rings sends to this process through its ring only: listening
+    // to its ZeroMQ publisher as well would deliver twice. No ZAP handshake vets such a peer,
+    // so its process's credentials are checked here, as ZAP would (admit_peer).
+    const bool via_ring = ring_ && e.ring_producer;
+    if (via_ring && !connected_.contains(e.bus_id) && !ring_peer_allowed(e)) continue;
     seen[e.bus_id] = {e.data_endpoint, e.pid};
-    if (!connected_.contains(e.bus_id)) {
+    if (!connected_.contains(e.bus_id) && !via_ring) {
       try {
         sub_ipc_.connect(e.data_endpoint);
+        zmq_connected_.insert(e.bus_id);
       } catch (const zmq::error_t& err) {
         rate_log_.warn("connect:" + e.bus_id, "cannot connect to " + e.data_endpoint + ": " + err.what());
         seen.erase(e.bus_id);
@@ -209,15 +249,75 @@ void BusIo::rescan_registry() {
   }
   for (const auto& [id, ep] : connected_) {
     if (seen.contains(id)) continue;
-    try {
-      sub_ipc_.disconnect(ep.first);
-    } catch (const zmq::error_t&) {
+    if (zmq_connected_.erase(id) > 0) {
+      try {
+        sub_ipc_.disconnect(ep.first);
+      } catch (const zmq::error_t&) {
+      }
     }
     mapper_.forget_process(ep.second);
     // Sequence tracking of that bus's publishers ("<bus id>#k") is no longer needed.
+    std::lock_guard lock(recv_mu_);
     std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.find("\n" + id + "#") != std::string::npos; });
   }
   connected_ = std::move(seen);
+
+  // Rings of the peers that have one: kept while the peer lives, opened when new.
+  std::vector<std::shared_ptr<RingPeer>> rings;
+  {
+    std::lock_guard lock(peers_mu_);
+    for (const auto& e : entries) {
+      if (e.bus_id == bus_id_ || e.ring.empty() || !connected_.contains(e.bus_id)) continue;
+      for (const auto& p : ring_peers_) {
+        if (p->bus_id == e.bus_id) rings.push_back(p);
+      }
+    }
+  }
+  for (const auto& e : entries) {
+    if (e.bus_id == bus_id_ || e.ring.empty() || !connected_.contains(e.bus_id)) continue;
+    if (std::any_of(rings.begin(), rings.end(), [&](const auto& p) { return p->bus_id == e.bus_id; })) continue;
+    auto ring = shm::Ring::open(e.ring);
+    std::string why;
+    if (!ring) {
+      why = ring.status().message();
+    } else if ((*ring)->user_bytes() < sizeof(RingInterestTable) || (*ring)->owner_pid() != static_cast<pid_t>(e.pid)) {
+      why = "its layout or creating process differs from the registry's";
+    } else if ((*ring)->file_uid() != ::geteuid() || ((*ring)->file_mode() & 077) != 0) {
+      // Delivering into another user's ring would hand it our data (root could open it).
+      why = "it belongs to uid " + std::to_string((*ring)->file_uid()) + " with mode 0" +
+            std::to_string(((*ring)->file_mode() >> 6) & 7) + std::to_string(((*ring)->file_mode() >> 3) & 7) +
+            std::to_string((*ring)->file_mode() & 7) + " (owner-only rings of this uid only)";
+    }
+    if (!why.empty()) {
+      counters_.ring_unavailable.add();
+      rate_log_.warn("ring:" + e.bus_id, "cannot deliver to " + e.bus_id + " through its ring '" + e.ring + "': " + why);
+      continue;
+    }
+    auto peer = std::make_shared<RingPeer>();
+    peer->bus_id = e.bus_id;
+    peer->pid = e.pid;
+    peer->interest = reinterpret_cast<const RingInterestTable*>((*ring)->user_area());
+    peer->ring = std::move(*ring);
+    rings.push_back(std::move(peer));
+  }
+  std::lock_guard lock(peers_mu_);
+  ring_peers_ = std::move(rings);
+}
+
+bool BusIo::ring_peer_allowed(const RegistryEntry& e) {
+  struct stat st {};
+  if (::stat(("/proc/" + std::to_string(e.pid)).c_str(), &st) != 0) return false;  // gone
+  const PeerCredentials peer{static_cast<std::uint32_t>(st.st_uid), static_cast<std::uint32_t>(st.st_gid), e.pid};
+  const auto own_uid = static_cast<std::uint32_t>(::geteuid());
+  if (peer_allowed(peer, own_uid, options_.allowed_gids)) return true;
+  counters_.peers_refused.add();
+  const std::string key = "ring-peer:" + std::to_string(peer.uid) + ":" + std::to_string(e.pid);
+  if (refused_peers_.size() < kMaxRefusedPeersNamed && refused_peers_.insert(key).second) {
+    rate_log_.warn(key, "refused to take data from " + e.bus_id + ": it is served by uid " + std::to_string(peer.uid) +
+                            " gid " + std::to_string(peer.gid) + " pid " + std::to_string(e.pid) + " (allowed: uid " +
+                            std::to_string(own_uid) + "); run it as uid " + std::to_string(own_uid));
+  }
+  return false;
 }
 
 void BusIo::drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest) {
@@ -258,7 +358,16 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
                              ipc_receivers);
     tcp_wanted = pub_tcp_ && interest_in(tcp_interest_, frame) > 0;
   }
-  if (ipc_receivers == 0 && !tcp_wanted) return Status::ok();
+  // Same-host processes with a ring: their interest is read from the ring itself.
+  std::vector<RingTarget> ring_targets;
+  {
+    std::lock_guard lock(peers_mu_);
+    for (const auto& p : ring_peers_) {
+      const RingRole role = ring_interest(*p->interest, m.header().topic);
+      if (role != RingRole::kNone) ring_targets.push_back({p, role});
+    }
+  }
+  if (ipc_receivers == 0 && ring_targets.empty() && !tcp_wanted) return Status::ok();
 
   // Everything that can fail or take time (device checks, strided copies, heap->shm copies,
   // encoding) happens before the send lock, so one big publish does not stall the others.
@@ -273,77 +382,124 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
     if (!c) return c.status();
     tensors.push_back(std::move(*c));
   }
-  if (ipc_receivers > 0) {
+  if (ipc_receivers > 0 || !ring_targets.empty()) {
     const shm::Receivers receivers{static_cast<std::uint32_t>(ipc_receivers - ipc_observers),
                                    static_cast<std::uint32_t>(ipc_observers)};
-    EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, tensors, frame, receivers));
+    EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, tensors, frame, receivers, ring_targets));
   }
   if (tcp_wanted) EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m, tensors, frame));
   return Status::ok();
 }
 
 Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<Tensor>& tensors,
-                       const std::string& frame, shm::Receivers receivers) {
+                       const std::string& frame, shm::Receivers receivers, const std::vector<RingTarget>& rings) {
   std::vector<wire::TensorPlacement> placements;
   std::vector<const Tensor*> inline_tensors;
   std::vector<BufferPtr> blocks;  // shared-memory blocks this send points at
-  const auto send_inline = [&](const Tensor& t) {
-    placements.emplace_back(std::in_place_index<0>, static_cast<std::uint32_t>(inline_tensors.size()));
-    inline_tensors.push_back(&t);
+  std::string envelope;
+  std::string record;  // the ring record: frame, envelope, inline tensors, each length-prefixed
+  const auto put_u32 = [&record](std::size_t v) {
+    const auto u = static_cast<std::uint32_t>(v);
+    record.append(reinterpret_cast<const char*>(&u), sizeof u);
   };
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    if (t.nbytes() <= options_.inline_max_bytes) {
-      send_inline(t);
-      continue;
-    }
-    BufferPtr block = t.buffer();
-    std::size_t offset = t.offset();
-    if (!pool_->owns(*block)) {
-      auto copy = pool_->allocate(t.nbytes());
-      if (!copy) {
-        // Small tensors can still go inline; copying a large one through the socket would
-        // only slow a publisher whose subscribers already cannot keep up.
-        if (t.nbytes() > kInlineFallbackMaxBytes) {
-          counters_.dropped_pool_full.add();
-          return resource_exhausted(copy.status().message());
-        }
-        counters_.inline_fallback.add();
-        rate_log_.warn("pool", "sending '" + m.tensors()[i].name + "' inline: " + copy.status().message());
+  // Small tensors travel inside the message; a ring record that would not fit its slot sends
+  // them through shared memory too (second attempt, inline limit 0).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const std::size_t inline_max = attempt == 0 ? options_.inline_max_bytes : 0;
+    placements.clear();
+    inline_tensors.clear();
+    blocks.clear();
+    const auto send_inline = [&](const Tensor& t) {
+      placements.emplace_back(std::in_place_index<0>, static_cast<std::uint32_t>(inline_tensors.size()));
+      inline_tensors.push_back(&t);
+    };
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i];
+      if (t.nbytes() <= inline_max) {
         send_inline(t);
         continue;
       }
-      std::memcpy((*copy)->data(), t.raw_data(), t.nbytes());
-      writer.counters().copied_to_shm.add();
-      block = std::move(*copy);
-      offset = 0;
+      BufferPtr block = t.buffer();
+      std::size_t offset = t.offset();
+      if (!pool_->owns(*block)) {
+        auto copy = pool_->allocate(t.nbytes());
+        if (!copy) {
+          // Small tensors can still go inline; copying a large one through the socket would
+          // only slow a publisher whose subscribers already cannot keep up.
+          if (t.nbytes() > kInlineFallbackMaxBytes) {
+            counters_.dropped_pool_full.add();
+            return resource_exhausted(copy.status().message());
+          }
+          counters_.inline_fallback.add();
+          rate_log_.warn("pool", "sending '" + m.tensors()[i].name + "' inline: " + copy.status().message());
+          send_inline(t);
+          continue;
+        }
+        std::memcpy((*copy)->data(), t.raw_data(), t.nbytes());
+        writer.counters().copied_to_shm.add();
+        block = std::move(*copy);
+        offset = 0;
+      }
+      ShmLocation loc = *block->shm();
+      loc.offset += offset;
+      loc.size = t.nbytes();
+      placements.push_back(std::move(loc));
+      // Each block is counted once per receiver, however many tensors lie in it.
+      if (std::find(blocks.begin(), blocks.end(), block) == blocks.end()) blocks.push_back(std::move(block));
     }
-    ShmLocation loc = *block->shm();
-    loc.offset += offset;
-    loc.size = t.nbytes();
-    placements.push_back(std::move(loc));
-    // Each block is counted once per receiver, however many tensors lie in it.
-    if (std::find(blocks.begin(), blocks.end(), block) == blocks.end()) blocks.push_back(std::move(block));
+    envelope.clear();
+    EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
+    if (rings.empty()) break;
+    record.clear();
+    put_u32(frame.size());
+    record += frame;
+    put_u32(envelope.size());
+    record += envelope;
+    put_u32(inline_tensors.size());
+    for (const Tensor* t : inline_tensors) {
+      put_u32(t->nbytes());
+      record.append(reinterpret_cast<const char*>(t->raw_data()), t->nbytes());
+    }
+    if (record.size() <= options_.ring_slot_bytes || inline_tensors.empty() || attempt == 1) break;
   }
-  std::string envelope;
-  EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
-  std::vector<zmq::message_t> parts;
-  for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
   // Pending counts go up before the send, so a receiver that is faster than this thread
   // cannot decrement first; a failed send takes them back.
-  for (const auto& b : blocks) pool_->mark_sent(*b, receivers, m.header().topic);
-  Status sent;
-  {
-    std::lock_guard lock(send_mu_);
-    sent = send_multipart(pub_ipc_, frame, envelope, parts);
+  shm::Receivers all = receivers;
+  for (const RingTarget& r : rings) {
+    (r.role == RingRole::kObserver ? all.observers : all.pipeline) += 1;
   }
-  if (!sent.is_ok()) {
-    for (const auto& b : blocks) pool_->cancel_sent(*b, receivers);
-    return sent.with_context("ipc send");
+  for (const auto& b : blocks) pool_->mark_sent(*b, all, m.header().topic);
+  bool delivered = false;
+  for (const RingTarget& r : rings) {
+    const Status st = r.peer->ring->push(std::as_bytes(std::span(record.data(), record.size())));
+    const shm::Receivers one{r.role == RingRole::kObserver ? 0u : 1u, r.role == RingRole::kObserver ? 1u : 0u};
+    if (!st.is_ok()) {
+      for (const auto& b : blocks) pool_->cancel_sent(*b, one);
+      if (st.code() == StatusCode::kResourceExhausted) counters_.dropped_ring_full.add();
+      rate_log_.warn("ring-send:" + r.peer->bus_id, "'" + m.header().topic + "' not delivered to " + r.peer->bus_id +
+                                                        ": " + st.message());
+      continue;
+    }
+    counters_.sent_ring.add();
+    delivered = true;
+  }
+  if (receivers.pipeline + receivers.observers > 0) {
+    std::vector<zmq::message_t> parts;
+    for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
+    Status sent;
+    {
+      std::lock_guard lock(send_mu_);
+      sent = send_multipart(pub_ipc_, frame, envelope, parts);
+    }
+    if (!sent.is_ok()) {
+      for (const auto& b : blocks) pool_->cancel_sent(*b, receivers);
+      return sent.with_context("ipc send");
+    }
+    counters_.sent_ipc.add();
+    delivered = true;
   }
   // `blocks` may be released now: the pending count keeps them until received.
-  writer.counters().sent_remote.add();
-  counters_.sent_ipc.add();
+  if (delivered) writer.counters().sent_remote.add();
   return Status::ok();
 }
 
@@ -469,8 +625,49 @@ void BusIo::receive(zmq::socket_t& socket, bool shm_allowed) {
       rate_log_.warn("recv", std::string("receive failed: ") + e.what());
       return;
     }
+    std::lock_guard lock(recv_mu_);
     handle_message(parts, shm_allowed);
   }
+}
+
+void BusIo::run_ring() {
+  std::string record;
+  while (!stop_.load()) {
+    if (!ring_->pop(record, 200'000'000)) continue;
+    std::vector<zmq::message_t> parts;
+    if (!split_record(record, parts)) {
+      counters_.decode_errors.add();
+      bus_.reject_remote("?", "malformed ring record of " + std::to_string(record.size()) + " bytes");
+      continue;
+    }
+    counters_.received_ring.add();
+    std::lock_guard lock(recv_mu_);
+    handle_message(parts, /*shm_allowed=*/true);
+  }
+}
+
+bool BusIo::split_record(const std::string& record, std::vector<zmq::message_t>& parts) {
+  std::size_t at = 0;
+  const auto get_u32 = [&](std::uint32_t& v) {
+    if (record.size() - at < sizeof v) return false;
+    std::memcpy(&v, record.data() + at, sizeof v);
+    at += sizeof v;
+    return true;
+  };
+  const auto get_bytes = [&]() {
+    std::uint32_t n = 0;
+    if (!get_u32(n) || record.size() - at < n) return false;
+    parts.emplace_back(record.data() + at, n);
+    at += n;
+    return true;
+  };
+  std::uint32_t inline_count = 0;
+  if (!get_bytes() || !get_bytes() || !get_u32(inline_count)) return false;
+  if (inline_count > record.size()) return false;
+  for (std::uint32_t i = 0; i < inline_count; ++i) {
+    if (!get_bytes()) return false;
+  }
+  return at == record.size();
 }
 
 void BusIo::serve_control() {
@@ -657,6 +854,15 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("inline_fallback", counters_.inline_fallback.get());
   kv("dropped_pool_full", counters_.dropped_pool_full.get());
   kv("peers_refused", counters_.peers_refused.get());
+  kv("sent_ring", counters_.sent_ring.get());
+  kv("received_ring", counters_.received_ring.get());
+  kv("dropped_ring_full", counters_.dropped_ring_full.get());
+  kv("ring_unavailable", counters_.ring_unavailable.get());
+  if (ring_) {
+    const shm::RingCounters rc = ring_->counters();
+    kv("ring_popped", rc.popped);
+    kv("ring_skipped_stale", rc.skipped);
+  }
   out << YAML::EndMap << YAML::Key << "shm_pool" << YAML::Value << YAML::BeginMap;
   kv("segments", p.segments);
   kv("bytes", p.bytes);

@@ -21,8 +21,10 @@
 
 #include "runtime/bus/bus.hpp"
 #include "runtime/bus/registry.hpp"
+#include "runtime/bus/ring_interest.hpp"
 #include "runtime/shm/mapper.hpp"
 #include "runtime/shm/pool.hpp"
+#include "runtime/shm/ring.hpp"
 
 namespace edgevla {
 
@@ -35,6 +37,10 @@ struct TransportCounters {
   Counter inline_fallback; // tensors sent inline over ipc because the pool was full
   Counter dropped_pool_full;  // messages not sent to other processes: pool full, tensor too big to inline
   Counter peers_refused;  // ipc connections refused: the other end's uid and gid are not allowed
+  Counter sent_ring;      // messages put into other processes' rings
+  Counter received_ring;  // messages taken from this process's ring
+  Counter dropped_ring_full;  // messages not delivered: the receiving process's ring was full
+  Counter ring_unavailable;   // peers whose ring could not be opened (they get nothing from here)
 };
 
 class BusIo {
@@ -65,17 +71,30 @@ class BusIo {
   int interest_in(const std::unordered_map<std::string, int>& interest, const std::string& frame,
                   const std::string& everything = {}) const;
   // `tensors` are the message's tensors, contiguous and on the CPU; `frame` its topic frame.
+  struct RingPeer;
+  struct RingTarget {
+    std::shared_ptr<RingPeer> peer;
+    RingRole role;
+  };
+  // ZeroMQ ipc to `receivers` (counted by role) and the ring of each of `rings`.
   Status send_ipc(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
-                  const std::string& frame, shm::Receivers receivers);
+                  const std::string& frame, shm::Receivers receivers, const std::vector<RingTarget>& rings);
   Status send_tcp(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
                   const std::string& frame);
   void receive(zmq::socket_t& socket, bool shm_allowed);
+  // The ring thread: takes records from this process's ring and hands them to handle_message.
+  void run_ring();
+  // A ring record back into the frames a ZeroMQ message would have had; false when malformed.
+  static bool split_record(const std::string& record, std::vector<zmq::message_t>& parts);
   void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
   // Records `seq` as the publisher's latest on `topic`: the messages missing before it, or
   // nullopt when it is not newer (a duplicate).
   std::optional<std::uint64_t> advance_sequence(const std::string& topic, const std::string& publisher,
                                                 std::uint64_t seq);
   void rescan_registry();
+  // Whether a same-host peer that delivers into rings may give this process data (its
+  // process's uid, as ZAP checks it for ZeroMQ connections); counts and warns when not.
+  bool ring_peer_allowed(const RegistryEntry& e);
   void write_registry();
   void serve_control();
   // Answers libzmq's ZAP requests: whether a connection of one of our ipc sockets may go on.
@@ -114,8 +133,24 @@ class BusIo {
   std::thread thread_;
 
   std::map<std::string, std::pair<std::string, std::uint32_t>> connected_;  // bus id -> endpoint, pid
+  std::unordered_set<std::string> zmq_connected_;  // peers whose ZeroMQ ipc publisher sub_ipc_ listens to
   std::unordered_map<std::string, std::uint64_t> last_seq_;  // topic \n publisher -> seq
   std::unordered_set<std::string> refused_peers_;  // warned about once each (I/O thread)
+  std::mutex recv_mu_;  // handle_message and the sequence map: the I/O and ring threads
+
+  // This process's inbound ring (null: peers use ZeroMQ ipc), its interest table, its thread.
+  std::unique_ptr<shm::Ring> ring_;
+  RingInterestTable* interest_ = nullptr;
+  std::thread ring_thread_;
+  // Rings of peers on this host, opened at discovery; read by publishers in send().
+  struct RingPeer {
+    std::string bus_id;
+    std::uint32_t pid = 0;
+    std::unique_ptr<shm::Ring> ring;
+    const RingInterestTable* interest = nullptr;
+  };
+  std::mutex peers_mu_;
+  std::vector<std::shared_ptr<RingPeer>> ring_peers_;
   ControlHandler control_handler_;
   std::mutex control_mu_;
 

@@ -129,6 +129,8 @@ Status Registry::write(const RegistryEntry& e) const {
   out << YAML::Key << "data" << YAML::Value << e.data_endpoint;
   out << YAML::Key << "control" << YAML::Value << e.control_endpoint;
   out << YAML::Key << "tcp" << YAML::Value << e.tcp_endpoint;
+  out << YAML::Key << "ring" << YAML::Value << e.ring;
+  out << YAML::Key << "ring_producer" << YAML::Value << e.ring_producer;
   out << YAML::Key << "nodes" << YAML::Value << YAML::Flow << e.nodes;
   emit_topics(out, "publishers", e.publishers);
   emit_topics(out, "subscriptions", e.subscriptions);
@@ -175,6 +177,8 @@ std::vector<RegistryEntry> Registry::list() const {
       e.data_endpoint = n["data"].as<std::string>("");
       e.control_endpoint = n["control"].as<std::string>("");
       e.tcp_endpoint = n["tcp"].as<std::string>("");
+      e.ring = n["ring"].as<std::string>("");
+      e.ring_producer = n["ring_producer"].as<bool>(false);
       if (n["nodes"] && n["nodes"].IsSequence()) e.nodes = n["nodes"].as<std::vector<std::string>>();
       e.publishers = read_topics(n["publishers"]);
       e.subscriptions = read_topics(n["subscriptions"]);

@@ -28,6 +28,8 @@ struct RegistryEntry {
   std::string data_endpoint;     // ipc:// XPUB carrying shm descriptors
   std::string control_endpoint;  // ipc:// REP answering introspection requests
   std::string tcp_endpoint;      // tcp:// XPUB with inline tensors, or empty
+  std::string ring;              // shm name of the bus's inbound ring (same-host delivery), or empty
+  bool ring_producer = false;    // the bus delivers into the rings of peers that have one
   std::vector<std::string> nodes;
   std::vector<RegistryTopic> publishers;
   std::vector<RegistryTopic> subscriptions;

@@ -56,6 +56,7 @@ struct Ring::Header {
   std::uint32_t slot_bytes;
   std::uint32_t owner_pid;
   std::uint64_t slot_stride;
+  std::uint64_t user_bytes;  // the shared area between the header and the slots
   alignas(kLine) std::atomic<std::uint64_t> enqueue;  // next position a producer claims
   alignas(kLine) std::atomic<std::uint64_t> dequeue;  // the consumer's position (informational)
   alignas(kLine) std::atomic<std::uint32_t> futex;    // bumped by every wake
@@ -86,9 +87,12 @@ Ring::~Ring() {
 
 Ring::Header& Ring::header() const { return *static_cast<Header*>(base_); }
 
+std::byte* Ring::user_area() const { return static_cast<std::byte*>(base_) + round_up(sizeof(Header), kLine); }
+std::uint32_t Ring::user_bytes() const { return static_cast<std::uint32_t>(header().user_bytes); }
+
 Ring::Slot& Ring::slot(std::uint64_t pos) const {
   const Header& h = header();
-  auto* first = static_cast<std::byte*>(base_) + round_up(sizeof(Header), kLine);
+  auto* first = static_cast<std::byte*>(base_) + round_up(sizeof(Header), kLine) + h.user_bytes;
   return *reinterpret_cast<Slot*>(first + (pos & (h.slots - 1)) * h.slot_stride);
 }
 
@@ -104,8 +108,10 @@ Expected<std::unique_ptr<Ring>> Ring::create(const std::string& name, const Ring
     return invalid_argument("ring '" + name + "': slot_bytes must be in 16..64 MiB, not " +
                             std::to_string(o.slot_bytes));
   }
+  if (o.user_bytes > (16u << 20)) return invalid_argument("ring '" + name + "': user_bytes over 16 MiB");
   const std::size_t stride = kLine + round_up(o.slot_bytes, kLine);
-  const std::size_t total = round_up(sizeof(Header), kLine) + stride * o.slots;
+  const std::size_t user = round_up(o.user_bytes, kLine);
+  const std::size_t total = round_up(sizeof(Header), kLine) + user + stride * o.slots;
   Fd f{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, o.mode)};
   if (f.fd < 0) return unavailable("cannot create ring '" + name + "': " + errno_text(errno));
   // The process umask may have narrowed the mode; the ring's is exactly the one asked for.
@@ -132,11 +138,15 @@ Expected<std::unique_ptr<Ring>> Ring::create(const std::string& name, const Ring
   h->slot_bytes = o.slot_bytes;
   h->owner_pid = static_cast<std::uint32_t>(::getpid());
   h->slot_stride = stride;
+  h->user_bytes = user;
+  std::memset(static_cast<std::byte*>(base) + round_up(sizeof(Header), kLine), 0, user);
   h->enqueue.store(0);
   h->dequeue.store(0);
   h->futex.store(0);
   h->waiting.store(0);
   auto ring = std::unique_ptr<Ring>(new Ring(name, base, total, /*owner=*/true, o.stale_claim_ns));
+  ring->file_uid_ = ::geteuid();
+  ring->file_mode_ = o.mode & 0777;
   for (std::uint64_t i = 0; i < o.slots; ++i) {
     Slot* s = new (&ring->slot(i)) Slot{};
     s->seq.store(i);
@@ -160,14 +170,17 @@ Expected<std::unique_ptr<Ring>> Ring::open(const std::string& name) {
   void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
   if (base == MAP_FAILED) return unavailable("cannot map ring '" + name + "': " + errno_text(errno));
   const auto* h = static_cast<const Header*>(base);
-  const std::size_t expect = round_up(sizeof(Header), kLine) + h->slot_stride * h->slots;
+  const std::size_t expect = round_up(sizeof(Header), kLine) + h->user_bytes + h->slot_stride * h->slots;
   if (h->magic != kRingMagic || h->version != kRingVersion || h->slots < 2 || (h->slots & (h->slots - 1)) != 0 ||
-      h->slot_stride < kLine + h->slot_bytes || expect != size) {
+      h->slot_stride < kLine + h->slot_bytes || h->user_bytes % kLine != 0 || expect != size) {
     ::munmap(base, size);
     return invalid_argument("'" + name + "' is not an edgevla ring of version " + std::to_string(kRingVersion) +
                             " (magic, version or size differ)");
   }
-  return std::unique_ptr<Ring>(new Ring(name, base, size, /*owner=*/false, RingOptions{}.stale_claim_ns));
+  auto ring = std::unique_ptr<Ring>(new Ring(name, base, size, /*owner=*/false, RingOptions{}.stale_claim_ns));
+  ring->file_uid_ = st.st_uid;
+  ring->file_mode_ = st.st_mode & 0777;
+  return ring;
 }
 
 Expected<Ring::Reservation> Ring::reserve() {

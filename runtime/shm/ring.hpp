@@ -47,6 +47,9 @@ struct RingOptions {
   // A claimed slot whose producer is unknown is skipped after this long.
   std::int64_t stale_claim_ns = 2'000'000'000;
   mode_t mode = 0600;
+  // Bytes of a zeroed area beside the header that the owner and its producers share for their
+  // own use (the bus keeps its consumer's topic interest there).
+  std::uint32_t user_bytes = 0;
 };
 
 struct RingCounters {
@@ -95,8 +98,14 @@ class Ring {
 
   const std::string& name() const { return name_; }
   std::uint32_t slot_bytes() const;
+  // The shared area of RingOptions::user_bytes (64-byte aligned), and its size.
+  std::byte* user_area() const;
+  std::uint32_t user_bytes() const;
   // The creating process (the consumer).
   pid_t owner_pid() const;
+  // The segment file's owner and permission bits, as found when it was opened.
+  uid_t file_uid() const { return file_uid_; }
+  mode_t file_mode() const { return file_mode_; }
   RingCounters counters() const;
 
  private:
@@ -118,6 +127,8 @@ class Ring {
   std::uint64_t stuck_pos_ = ~0ull;        // consumer: the claimed slot it is waiting on, since
   std::int64_t stuck_since_ns_ = 0;
   std::atomic<bool> kicked_{false};        // wake() was called
+  uid_t file_uid_ = 0;
+  mode_t file_mode_ = 0;
   std::atomic<std::uint64_t> pushed_{0}, full_{0}, too_big_{0}, lost_{0}, popped_{0}, skipped_{0}, wakes_{0};
 };
 

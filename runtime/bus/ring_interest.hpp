@@ -1,0 +1,87 @@
+// A bus's topic interest, kept in the shared area of its inbound ring (shm/ring.hpp) so that
+// publishers in other processes read, at each send, exactly which topics this process takes
+// and in which role: no subscription messages, no discovery delay. One writer (the owning bus's
+// I/O thread), many readers, a sequence lock; entries are topic hashes (FNV-1a, 64 bits; the
+// receiving bus still checks the topic by name, so a collision costs a dropped copy, not a
+// wrong delivery).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace edgevla {
+
+enum class RingRole : std::uint32_t { kNone = 0, kPipeline = 1, kObserver = 2 };
+
+struct RingInterestTable {
+  static constexpr std::uint32_t kMaxTopics = 1024;
+  struct Entry {
+    std::atomic<std::uint64_t> hash;
+    std::atomic<std::uint32_t> role;
+    std::uint32_t reserved;
+  };
+  std::atomic<std::uint32_t> version;  // odd while the writer changes entries
+  std::atomic<std::uint32_t> count;
+  std::uint64_t reserved;
+  Entry entries[kMaxTopics];
+};
+
+inline std::uint64_t topic_hash(std::string_view topic) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : topic) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// Writer: sets the role of `topic` (kNone removes it). False when the table is full.
+inline bool set_ring_interest(RingInterestTable& t, std::string_view topic, RingRole role) {
+  const std::uint64_t h = topic_hash(topic);
+  const std::uint32_t n = t.count.load(std::memory_order_relaxed);
+  std::uint32_t at = n;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (t.entries[i].hash.load(std::memory_order_relaxed) == h) at = i;
+  }
+  if (at == n && role == RingRole::kNone) return true;
+  if (at == n && n == RingInterestTable::kMaxTopics) return false;
+  t.version.fetch_add(1, std::memory_order_acq_rel);  // odd: readers retry
+  std::atomic_thread_fence(std::memory_order_release);
+  if (role == RingRole::kNone) {
+    const std::uint32_t last = n - 1;
+    t.entries[at].hash.store(t.entries[last].hash.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    t.entries[at].role.store(t.entries[last].role.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    t.count.store(last, std::memory_order_relaxed);
+  } else {
+    t.entries[at].hash.store(h, std::memory_order_relaxed);
+    t.entries[at].role.store(static_cast<std::uint32_t>(role), std::memory_order_relaxed);
+    if (at == n) t.count.store(n + 1, std::memory_order_relaxed);
+  }
+  t.version.fetch_add(1, std::memory_order_release);  // even again
+  return true;
+}
+
+// Reader: the role the table's owner takes `topic` in; an observer of every topic (the empty
+// topic) counts for each.
+inline RingRole ring_interest(const RingInterestTable& t, std::string_view topic) {
+  const std::uint64_t h = topic_hash(topic), all = topic_hash("");
+  for (;;) {
+    const std::uint32_t v1 = t.version.load(std::memory_order_acquire);
+    if (v1 & 1u) continue;
+    RingRole role = RingRole::kNone, every = RingRole::kNone;
+    const std::uint32_t n = std::min(t.count.load(std::memory_order_relaxed), RingInterestTable::kMaxTopics);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint64_t eh = t.entries[i].hash.load(std::memory_order_relaxed);
+      if (eh == h) role = static_cast<RingRole>(t.entries[i].role.load(std::memory_order_relaxed));
+      if (eh == all) every = static_cast<RingRole>(t.entries[i].role.load(std::memory_order_relaxed));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (t.version.load(std::memory_order_relaxed) != v1) continue;
+    if (role == RingRole::kNone && every == RingRole::kObserver) role = RingRole::kObserver;
+    return role;
+  }
+}
+
+}  // namespace edgevla
