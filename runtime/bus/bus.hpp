@@ -50,8 +50,8 @@ struct BusOptions {
   // instead of ZeroMQ ipc. Off, or with allowed_gids set (other users' processes could not open
   // an owner-only ring), peers deliver to this process over ZeroMQ ipc as before.
   bool ring = true;
-  std::uint32_t ring_slots = 256;
-  std::uint32_t ring_slot_bytes = 32768;
+  std::uint32_t ring_slots = 1024;     // records the ring holds (a publisher waits up to 20 ms when full)
+  std::uint32_t ring_slot_bytes = 8192;  // largest record; inline tensors of a larger one go to shared memory
 };
 
 // What a process's subscriptions to a topic ask of its publishers in other processes.

@@ -20,6 +20,8 @@ constexpr auto kPollPeriod = std::chrono::milliseconds(100);
 // inotify catches registry changes at once; the periodic rescan only notices crashed peers.
 constexpr std::int64_t kRescanPeriodNs = 2'000'000'000;
 constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
+// How long a publisher waits for room in a full ring of another process before it drops.
+constexpr std::int64_t kRingFullWaitNs = 20'000'000;
 // Largest tensor sent inline over ipc when the shared-memory pool is full.
 constexpr std::size_t kInlineFallbackMaxBytes = 1 << 20;
 
@@ -470,8 +472,18 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
   }
   for (const auto& b : blocks) pool_->mark_sent(*b, all, m.header().topic);
   bool delivered = false;
+  const auto record_bytes = std::as_bytes(std::span(record.data(), record.size()));
   for (const RingTarget& r : rings) {
-    const Status st = r.peer->ring->push(std::as_bytes(std::span(record.data(), record.size())));
+    Status st = r.peer->ring->push(record_bytes);
+    // A full ring: its process is a burst behind. Wait for it briefly (its ring thread only
+    // queues), unless this publisher must never wait.
+    if (st.code() == StatusCode::kResourceExhausted && !writer.options().never_wait) {
+      const std::int64_t until = steady_now_ns() + kRingFullWaitNs;
+      while (st.code() == StatusCode::kResourceExhausted && steady_now_ns() < until) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        st = r.peer->ring->push(record_bytes);
+      }
+    }
     const shm::Receivers one{r.role == RingRole::kObserver ? 0u : 1u, r.role == RingRole::kObserver ? 1u : 0u};
     if (!st.is_ok()) {
       for (const auto& b : blocks) pool_->cancel_sent(*b, one);
