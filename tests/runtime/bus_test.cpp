@@ -498,3 +498,111 @@ TEST(Bus, DetachedQueueTakesNoMoreMessages) {
 
 }  // namespace
 }  // namespace edgevla
+
+// Same-host delivery through the receiving process's shared-memory ring (issue 10).
+#include "runtime/shm/ring.hpp"
+
+namespace edgevla {
+namespace {
+
+std::uint64_t transport_counter(const Bus& bus, const char* counter) {
+  return YAML::Load(bus.stats_yaml())["transport"][counter].as<std::uint64_t>(0);
+}
+
+// The ring the registry names for `bus`.
+std::string ring_of(const std::string& domain, const Bus& bus) {
+  auto reg = Registry::open(Registry::default_dir(domain));
+  EXPECT_TRUE(reg.has_value());
+  for (const auto& e : reg->list()) {
+    if (e.bus_id == bus.id()) return e.ring;
+  }
+  return {};
+}
+
+TEST(BusRing, SameHostDeliveryGoesThroughTheReceiversRing) {
+  const auto domain = unique_domain("ring");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  EXPECT_FALSE(ring_of(domain, *sub).empty()) << "a bus without allowed_groups announces a ring";
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  std::uint8_t fill = 0;
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(**writer, image_message(*pub, 64, 64, ++fill)));
+    return c.queue->size() > 0;
+  }));
+  MessagePtr got = c.queue->pop();
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->tensor("pixels")->buffer()->kind(), BufferKind::kSharedMemory);
+  EXPECT_GE(transport_counter(*pub, "sent_ring"), 1u);
+  EXPECT_EQ(transport_counter(*pub, "sent_ipc"), 0u) << "a ring peer must not get ZeroMQ copies too";
+  EXPECT_GE(transport_counter(*sub, "received_ring"), 1u);
+  EXPECT_EQ(transport_counter(*sub, "duplicates"), 0u);
+}
+
+TEST(BusRing, AProcessWithAllowedGroupsIsServedOverZeroMqIpc) {
+  const auto domain = unique_domain("noring");
+  auto pub = make_bus(domain);
+  BusOptions o;
+  o.domain = domain;
+  o.allowed_gids = {static_cast<std::uint32_t>(::getegid())};
+  auto sub = Bus::create(o);
+  ASSERT_TRUE(sub.has_value()) << sub.status().to_string();
+  EXPECT_TRUE(ring_of(domain, **sub).empty()) << "other users' processes could not open an owner-only ring";
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK((*sub)->attach(c.queue));
+  std::uint8_t fill = 0;
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(**writer, image_message(*pub, 16, 16, ++fill)));
+    return c.queue->size() > 0;
+  }));
+  EXPECT_GE(transport_counter(*pub, "sent_ipc"), 1u);
+  EXPECT_EQ(transport_counter(*pub, "sent_ring"), 0u);
+}
+
+TEST(BusRing, MalformedRingRecordsAreRejectedAndCountedAndGoodOnesStillFlow) {
+  const auto domain = unique_domain("ringbad");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  std::uint8_t fill = 0;
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+    return c.queue->size() > 0;
+  }));
+  while (c.queue->pop()) {
+  }
+  auto ring = shm::Ring::open(ring_of(domain, *sub));
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  // Bytes that are no record at all: counted by the transport.
+  const std::uint64_t errors = transport_counter(*sub, "decode_errors");
+  const std::string junk("\x05\x00\x00\x00" "abc", 7);  // claims 5 bytes, holds 3
+  ASSERT_OK((*ring)->push(std::as_bytes(std::span(junk.data(), junk.size()))));
+  ASSERT_TRUE(eventually([&] { return transport_counter(*sub, "decode_errors") > errors; }));
+  // A well-formed record whose envelope is garbage: rejected on the topic's subscription.
+  const std::string frame = wire::topic_frame("/cam"), envelope = "\xc1\xc1garbage";
+  std::string rec;
+  const auto put = [&rec](const std::string& s) {
+    const auto n = static_cast<std::uint32_t>(s.size());
+    rec.append(reinterpret_cast<const char*>(&n), 4);
+    rec += s;
+  };
+  put(frame);
+  put(envelope);
+  rec.append(4, '\0');  // no inline tensors
+  const std::uint64_t rejected = c.queue->counters().rejected.get();
+  ASSERT_OK((*ring)->push(std::as_bytes(std::span(rec.data(), rec.size()))));
+  ASSERT_TRUE(eventually([&] { return c.queue->counters().rejected.get() > rejected; }));
+  // And the next good message flows.
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+    return c.queue->size() > 0;
+  }));
+}
+
+}  // namespace
+}  // namespace edgevla
