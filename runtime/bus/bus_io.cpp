@@ -11,6 +11,7 @@
 #include "msgs/schema.hpp"
 #include "msgs/wire.hpp"
 #include "runtime/bus/peer_credentials.hpp"
+#include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
 
 namespace edgevla {
@@ -476,14 +477,18 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
   for (const RingTarget& r : rings) {
     Status st = r.peer->ring->push(record_bytes);
     // A full ring: its process is a burst behind. Wait for it briefly (its ring thread only
-    // queues), unless this publisher must never wait.
-    if (st.code() == StatusCode::kResourceExhausted && !writer.options().never_wait) {
+    // queues), unless this publisher must never wait, the process is gone, or it did not catch
+    // up last time (a stopped process must not cost every publish the wait).
+    if (st.code() == StatusCode::kResourceExhausted && !writer.options().never_wait &&
+        !r.peer->congested.load(std::memory_order_relaxed) && shm::process_alive(static_cast<pid_t>(r.peer->pid))) {
       const std::int64_t until = steady_now_ns() + kRingFullWaitNs;
       while (st.code() == StatusCode::kResourceExhausted && steady_now_ns() < until) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
         st = r.peer->ring->push(record_bytes);
       }
+      if (!st.is_ok()) r.peer->congested.store(true, std::memory_order_relaxed);
     }
+    if (st.is_ok()) r.peer->congested.store(false, std::memory_order_relaxed);
     const shm::Receivers one{r.role == RingRole::kObserver ? 0u : 1u, r.role == RingRole::kObserver ? 1u : 0u};
     if (!st.is_ok()) {
       for (const auto& b : blocks) pool_->cancel_sent(*b, one);

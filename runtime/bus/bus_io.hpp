@@ -148,6 +148,7 @@ class BusIo {
     std::uint32_t pid = 0;
     std::unique_ptr<shm::Ring> ring;
     const RingInterestTable* interest = nullptr;
+    std::atomic<bool> congested{false};  // its ring stayed full through a publisher's wait
   };
   std::mutex peers_mu_;
   std::vector<std::shared_ptr<RingPeer>> ring_peers_;
