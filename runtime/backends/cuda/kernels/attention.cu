@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -136,7 +135,6 @@ struct Bf16Tile {
 
 template <int HD, int BK>
 __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
-  wait_for_previous_grid();
   static_assert(HD % 16 == 0 && BK % 16 == 0, "tile shapes");
   constexpr int kLds = Bf16Tile<HD, BK>::kLds;
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
@@ -322,7 +320,6 @@ __host__ __device__ constexpr int f32_smem_floats(int h) {
 }
 
 __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
-  wait_for_previous_grid();
   extern __shared__ __align__(16) unsigned char smem[];
   const int h = p.h;
   const int ldk = h + 1;  // odd stride: lane j reading k row j hits distinct banks
@@ -462,7 +459,6 @@ constexpr int kCombineThreads = 256;
 
 template <typename T>
 __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) {
-  wait_for_previous_grid();
   const int per_row = p.h / 4;
   const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * per_row;
   const long long i = static_cast<long long>(blockIdx.x) * kCombineThreads + threadIdx.x;
@@ -672,25 +668,27 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     const Bf16Variant v = pick_bf16(args.h);
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    err = launch_untyped(v.fn, grid, dim3(kThreads), static_cast<std::size_t>(v.smem), stream, kargs);
+    err = cudaLaunchKernel(v.fn, grid, dim3(kThreads), kargs, static_cast<std::size_t>(v.smem), stream);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));
     cudaError_t err = cudaFuncSetAttribute(reinterpret_cast<const void*>(&attn_f32),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_f32)");
-    launch(&attn_f32, dim3(grid), dim3(kThreads), static_cast<std::size_t>(smem), stream, p);
-    EDGEVLA_RETURN_IF_ERROR(last_launch_status("attn_f32"));
+    attn_f32<<<grid, kThreads, static_cast<std::size_t>(smem), stream>>>(p);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }
   if (pl.splits > 1) {
     const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
     const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
     if (args.act == DType::kBF16) {
-      launch(&attn_combine<bf16>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
+      attn_combine<bf16><<<blocks, kCombineThreads, 0, stream>>>(p);
     } else {
-      launch(&attn_combine<float>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
+      attn_combine<float><<<blocks, kCombineThreads, 0, stream>>>(p);
     }
-    EDGEVLA_RETURN_IF_ERROR(last_launch_status("attn_combine"));
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_combine");
   }
   return Status::ok();
 }

@@ -1,11 +1,7 @@
 // Status conversion of CUDA runtime errors for the cuda backend.
 #include "runtime/backends/cuda/kernels/common.hpp"
 
-#include <atomic>
-#include <cstdlib>
 #include <string>
-
-#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -42,40 +38,8 @@ Status cuda_status(cudaError_t err, const char* what, const char* file, int line
                              describe(err));
 }
 
-namespace {
-thread_local cudaError_t g_launch_error = cudaSuccess;
-}
-
-void note_launch_error(cudaError_t err) {
-  if (g_launch_error == cudaSuccess) g_launch_error = err;
-}
-
-bool dependent_launch_supported() {
-  // Per device: 0 unknown, 1 no, 2 yes. EDGEVLA_CUDA_DEPENDENT_LAUNCH=0 turns it off (to
-  // compare, or to rule it out).
-  static std::atomic<int> known[64] = {};
-  static const bool disabled = [] {
-    const char* v = std::getenv("EDGEVLA_CUDA_DEPENDENT_LAUNCH");
-    return v != nullptr && std::string(v) == "0";
-  }();
-  if (disabled) return false;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-  int k = known[dev].load(std::memory_order_relaxed);
-  if (k == 0) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-    k = major >= 9 ? 2 : 1;
-    known[dev].store(k, std::memory_order_relaxed);
-  }
-  return k == 2;
-}
-
 Status last_launch_status(const char* kernel) {
-  cudaError_t err = g_launch_error;
-  g_launch_error = cudaSuccess;
-  const cudaError_t last = cudaGetLastError();
-  if (err == cudaSuccess) err = last;
+  const cudaError_t err = cudaGetLastError();
   if (err == cudaSuccess) return Status::ok();
   return status_for(err, std::string("launching CUDA kernel ") + kernel + " failed: " + describe(err));
 }

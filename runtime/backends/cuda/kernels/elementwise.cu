@@ -6,7 +6,6 @@
 // accesses: one for bf16/f16, two for f32) when every pointer is 16-byte aligned and widths and
 // row strides are multiples of 8; otherwise V = 1.
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
-#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -19,7 +18,6 @@ namespace {
 template <class T, int V>
 __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::int64_t h, std::int64_t ldx,
                             const std::int32_t* first_pos, const float* __restrict__ inv_freq) {
-  wait_for_previous_grid();
   const std::int64_t half = h / 2;
   const std::int64_t per_head = half / V;
   const std::int64_t p0 = *first_pos;
@@ -47,7 +45,6 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
 
 template <class T, int V>
 __global__ void geglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
-  wait_for_previous_grid();
   for_rows(rows, f / V, [&](std::int64_t r, std::int64_t c) {
     const T* g = gu + r * 2 * f + c * V;
     float vg[V], vu[V], o[V];
@@ -62,7 +59,6 @@ __global__ void geglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* 
 template <class T, int V>
 __global__ void bias_act_kernel(T* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
                                 const float* __restrict__ bias, bool gelu) {
-  wait_for_previous_grid();
   for_rows(rows, n / V, [&](std::int64_t r, std::int64_t c) {
     T* p = x + r * ldx + c * V;
     float v[V];
@@ -84,7 +80,6 @@ __global__ void bias_act_kernel(T* x, std::int64_t rows, std::int64_t n, std::in
 template <class T, int V>
 __global__ void gated_add_kernel(float* x, const T* y, std::int64_t rows, std::int64_t n,
                                  const float* __restrict__ gate) {
-  wait_for_previous_grid();
   for_rows(rows, n / V, [&](std::int64_t r, std::int64_t c) {
     const std::int64_t off = r * n + c * V;
     float vx[V], vy[V], g[V];
@@ -99,7 +94,6 @@ __global__ void gated_add_kernel(float* x, const T* y, std::int64_t rows, std::i
 
 template <class T, int V>
 __global__ void silu_kernel(T* x, std::int64_t n) {
-  wait_for_previous_grid();
   for_flat<V>(n, [&](std::int64_t first, std::int64_t count) {
     if (count == V) {
       float v[V];
@@ -115,7 +109,6 @@ __global__ void silu_kernel(T* x, std::int64_t n) {
 
 template <int V>
 __global__ void euler_kernel(float* x, const float* v, float dt, std::int64_t n, float* v_out) {
-  wait_for_previous_grid();
   for_flat<V>(n, [&](std::int64_t first, std::int64_t count) {
     if (count == V) {
       float vx[V], vv[V];
@@ -138,7 +131,6 @@ __global__ void euler_kernel(float* x, const float* v, float dt, std::int64_t n,
 template <int V>
 __global__ void add_bias_kernel(const float* in, std::int64_t rows, std::int64_t n, const float* __restrict__ bias,
                                 float* out) {
-  wait_for_previous_grid();
   for_rows(rows, n / V, [&](std::int64_t r, std::int64_t c) {
     const std::int64_t off = r * n + c * V;
     float v[V], b[V];
@@ -154,7 +146,6 @@ __global__ void add_bias_kernel(const float* in, std::int64_t rows, std::int64_t
 // total per block to *count (a diagnostic, not a hot path).
 template <int V>
 __global__ void count_nonfinite_kernel(const float* x, std::int64_t n, std::int32_t* count) {
-  wait_for_previous_grid();
   __shared__ int partials[kThreads / 32];
   int local = 0;
   for_flat<V>(n, [&](std::int64_t first, std::int64_t cnt) {
@@ -201,10 +192,10 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     T* p = static_cast<T*>(x);
     const std::int64_t half = h / 2;
     if (half % 8 == 0 && ldx % 8 == 0 && all_aligned16(p, inv_freq)) {
-      launch(&rope_kernel<T, 8>, dim3(grid_rows(rows, heads * half / 8)), dim3(kThreads), 0, stream, p, rows, heads, h, ldx,
+      rope_kernel<T, 8><<<grid_rows(rows, heads * half / 8), kThreads, 0, stream>>>(p, rows, heads, h, ldx,
                                                                                     first_pos, inv_freq);
     } else {
-      launch(&rope_kernel<T, 1>, dim3(grid_rows(rows, heads * half)), dim3(kThreads), 0, stream, p, rows, heads, h, ldx, first_pos,
+      rope_kernel<T, 1><<<grid_rows(rows, heads * half), kThreads, 0, stream>>>(p, rows, heads, h, ldx, first_pos,
                                                                                inv_freq);
     }
     return last_launch_status(kName);
@@ -223,9 +214,9 @@ Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_
     const T* g = static_cast<const T*>(gu);
     T* o = static_cast<T*>(out);
     if (f % 8 == 0 && all_aligned16(g, o)) {
-      launch(&geglu_kernel<T, 8>, dim3(grid_rows(rows, f / 8)), dim3(kThreads), 0, stream, g, rows, f, o);
+      geglu_kernel<T, 8><<<grid_rows(rows, f / 8), kThreads, 0, stream>>>(g, rows, f, o);
     } else {
-      launch(&geglu_kernel<T, 1>, dim3(grid_rows(rows, f)), dim3(kThreads), 0, stream, g, rows, f, o);
+      geglu_kernel<T, 1><<<grid_rows(rows, f), kThreads, 0, stream>>>(g, rows, f, o);
     }
     return last_launch_status(kName);
   });
@@ -247,9 +238,9 @@ Status bias_act_named(const char* kName, cudaStream_t stream, void* x, DType act
     EDGEVLA_CHECK_PTR(kName, x);
     T* p = static_cast<T*>(x);
     if (n % 8 == 0 && ldx % 8 == 0 && aligned16(p) && (bias == nullptr || aligned16(bias))) {
-      launch(&bias_act_kernel<T, 8>, dim3(grid_rows(rows, n / 8)), dim3(kThreads), 0, stream, p, rows, n, ldx, bias, gelu);
+      bias_act_kernel<T, 8><<<grid_rows(rows, n / 8), kThreads, 0, stream>>>(p, rows, n, ldx, bias, gelu);
     } else {
-      launch(&bias_act_kernel<T, 1>, dim3(grid_rows(rows, n)), dim3(kThreads), 0, stream, p, rows, n, ldx, bias, gelu);
+      bias_act_kernel<T, 1><<<grid_rows(rows, n), kThreads, 0, stream>>>(p, rows, n, ldx, bias, gelu);
     }
     return last_launch_status(kName);
   });
@@ -279,9 +270,9 @@ Status gated_add(cudaStream_t stream, float* x, const void* y, DType y_type, std
     EDGEVLA_CHECK_PTR(kName, gate);
     const T* py = static_cast<const T*>(y);
     if (n % 8 == 0 && all_aligned16(x, py, gate)) {
-      launch(&gated_add_kernel<T, 8>, dim3(grid_rows(rows, n / 8)), dim3(kThreads), 0, stream, x, py, rows, n, gate);
+      gated_add_kernel<T, 8><<<grid_rows(rows, n / 8), kThreads, 0, stream>>>(x, py, rows, n, gate);
     } else {
-      launch(&gated_add_kernel<T, 1>, dim3(grid_rows(rows, n)), dim3(kThreads), 0, stream, x, py, rows, n, gate);
+      gated_add_kernel<T, 1><<<grid_rows(rows, n), kThreads, 0, stream>>>(x, py, rows, n, gate);
     }
     return last_launch_status(kName);
   });
@@ -296,9 +287,9 @@ Status silu(cudaStream_t stream, void* x, DType type, std::int64_t n) {
     EDGEVLA_CHECK_PTR(kName, x);
     T* p = static_cast<T*>(x);
     if (aligned16(p)) {
-      launch(&silu_kernel<T, 8>, dim3(grid_flat(n, 8)), dim3(kThreads), 0, stream, p, n);
+      silu_kernel<T, 8><<<grid_flat(n, 8), kThreads, 0, stream>>>(p, n);
     } else {
-      launch(&silu_kernel<T, 1>, dim3(grid_flat(n, 1)), dim3(kThreads), 0, stream, p, n);
+      silu_kernel<T, 1><<<grid_flat(n, 1), kThreads, 0, stream>>>(p, n);
     }
     return last_launch_status(kName);
   });
@@ -312,9 +303,9 @@ Status euler_step(cudaStream_t stream, float* x, const float* v, float dt, std::
   EDGEVLA_CHECK_PTR(kName, x);
   EDGEVLA_CHECK_PTR(kName, v);
   if (all_aligned16(x, v) && (v_out == nullptr || aligned16(v_out))) {
-    launch(&euler_kernel<8>, dim3(grid_flat(n, 8)), dim3(kThreads), 0, stream, x, v, dt, n, v_out);
+    euler_kernel<8><<<grid_flat(n, 8), kThreads, 0, stream>>>(x, v, dt, n, v_out);
   } else {
-    launch(&euler_kernel<1>, dim3(grid_flat(n, 1)), dim3(kThreads), 0, stream, x, v, dt, n, v_out);
+    euler_kernel<1><<<grid_flat(n, 1), kThreads, 0, stream>>>(x, v, dt, n, v_out);
   }
   return last_launch_status(kName);
 }
@@ -329,9 +320,9 @@ Status add_bias(cudaStream_t stream, const float* in, std::int64_t rows, std::in
   EDGEVLA_CHECK_PTR(kName, bias);
   EDGEVLA_CHECK_PTR(kName, out);
   if (n % 8 == 0 && all_aligned16(in, bias, out)) {
-    launch(&add_bias_kernel<8>, dim3(grid_rows(rows, n / 8)), dim3(kThreads), 0, stream, in, rows, n, bias, out);
+    add_bias_kernel<8><<<grid_rows(rows, n / 8), kThreads, 0, stream>>>(in, rows, n, bias, out);
   } else {
-    launch(&add_bias_kernel<1>, dim3(grid_rows(rows, n)), dim3(kThreads), 0, stream, in, rows, n, bias, out);
+    add_bias_kernel<1><<<grid_rows(rows, n), kThreads, 0, stream>>>(in, rows, n, bias, out);
   }
   return last_launch_status(kName);
 }
@@ -347,9 +338,9 @@ Status count_nonfinite(cudaStream_t stream, const float* x, std::int64_t n, std:
     return dim3(static_cast<unsigned>(std::min<std::int64_t>((chunks + kThreads - 1) / kThreads, 1024)));
   };
   if (aligned16(x)) {
-    launch(&count_nonfinite_kernel<8>, dim3(blocks((n + 7) / 8)), dim3(kThreads), 0, stream, x, n, count);
+    count_nonfinite_kernel<8><<<blocks((n + 7) / 8), kThreads, 0, stream>>>(x, n, count);
   } else {
-    launch(&count_nonfinite_kernel<1>, dim3(blocks(n)), dim3(kThreads), 0, stream, x, n, count);
+    count_nonfinite_kernel<1><<<blocks(n), kThreads, 0, stream>>>(x, n, count);
   }
   return last_launch_status(kName);
 }

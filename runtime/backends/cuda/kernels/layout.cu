@@ -3,7 +3,6 @@
 // elementwise_common.cuh.
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
-#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -14,7 +13,6 @@ namespace {
 template <class T>
 __global__ void im2col_kernel(const float* __restrict__ images, std::int64_t s, std::int64_t p, std::int64_t g,
                               std::int64_t rows, T* out) {
-  wait_for_previous_grid();
   const std::int64_t pp = p * p;
   const std::int64_t cols = 3 * pp;
   const std::int64_t gg = g * g;
@@ -33,7 +31,6 @@ __global__ void im2col_kernel(const float* __restrict__ images, std::int64_t s, 
 template <int V>
 __global__ void add_periodic_kernel(float* x, std::int64_t rows, std::int64_t width,
                                     const float* __restrict__ table, std::int64_t period) {
-  wait_for_previous_grid();
   for_rows(rows, width / V, [&](std::int64_t r, std::int64_t c) {
     float vx[V], vt[V];
     float* p = x + r * width + c * V;
@@ -48,7 +45,6 @@ __global__ void add_periodic_kernel(float* x, std::int64_t rows, std::int64_t wi
 template <class T, int V>
 __global__ void embed_kernel(const std::int32_t* ids, std::int64_t n, const T* table, std::int64_t vocab,
                              std::int64_t width, float scale, float* out) {
-  wait_for_previous_grid();
   for_rows(n, width / V, [&](std::int64_t r, std::int64_t c) {
     const std::int64_t id = ids[r];
     float v[V];
@@ -66,7 +62,6 @@ __global__ void embed_kernel(const std::int32_t* ids, std::int64_t n, const T* t
 
 template <class TS, class TD, int V>
 __global__ void convert_kernel(const TS* src, TD* dst, std::int64_t n) {
-  wait_for_previous_grid();
   for_flat<V>(n, [&](std::int64_t first, std::int64_t count) {
     if (count == V) {
       float v[V];
@@ -95,7 +90,7 @@ Status im2col_patches(cudaStream_t stream, const float* images, std::int64_t cam
     EDGEVLA_CHECK_PTR(kName, out);
     const std::int64_t g = s / p;
     const std::int64_t rows = cams * g * g;
-    launch(&im2col_kernel<T>, dim3(grid_rows(rows, 3 * p * p)), dim3(kThreads), 0, stream, images, s, p, g, rows,
+    im2col_kernel<T><<<grid_rows(rows, 3 * p * p), kThreads, 0, stream>>>(images, s, p, g, rows,
                                                                            static_cast<T*>(out));
     return last_launch_status(kName);
   });
@@ -111,9 +106,9 @@ Status add_periodic_rows(cudaStream_t stream, float* x, std::int64_t rows, std::
   EDGEVLA_CHECK_PTR(kName, x);
   EDGEVLA_CHECK_PTR(kName, table);
   if (width % 8 == 0 && all_aligned16(x, table)) {
-    launch(&add_periodic_kernel<8>, dim3(grid_rows(rows, width / 8)), dim3(kThreads), 0, stream, x, rows, width, table, period);
+    add_periodic_kernel<8><<<grid_rows(rows, width / 8), kThreads, 0, stream>>>(x, rows, width, table, period);
   } else {
-    launch(&add_periodic_kernel<1>, dim3(grid_rows(rows, width)), dim3(kThreads), 0, stream, x, rows, width, table, period);
+    add_periodic_kernel<1><<<grid_rows(rows, width), kThreads, 0, stream>>>(x, rows, width, table, period);
   }
   return last_launch_status(kName);
 }
@@ -132,9 +127,9 @@ Status embed_tokens(cudaStream_t stream, const std::int32_t* ids, std::int64_t n
     EDGEVLA_CHECK_PTR(kName, out);
     const T* t = static_cast<const T*>(table);
     if (width % 8 == 0 && all_aligned16(t, out)) {
-      launch(&embed_kernel<T, 8>, dim3(grid_rows(n, width / 8)), dim3(kThreads), 0, stream, ids, n, t, vocab, width, scale, out);
+      embed_kernel<T, 8><<<grid_rows(n, width / 8), kThreads, 0, stream>>>(ids, n, t, vocab, width, scale, out);
     } else {
-      launch(&embed_kernel<T, 1>, dim3(grid_rows(n, width)), dim3(kThreads), 0, stream, ids, n, t, vocab, width, scale, out);
+      embed_kernel<T, 1><<<grid_rows(n, width), kThreads, 0, stream>>>(ids, n, t, vocab, width, scale, out);
     }
     return last_launch_status(kName);
   });
@@ -153,9 +148,9 @@ Status convert(cudaStream_t stream, const void* src, DType src_type, void* dst, 
       const TS* s = static_cast<const TS*>(src);
       TD* d = static_cast<TD*>(dst);
       if (all_aligned16(s, d)) {
-        launch(&convert_kernel<TS, TD, 8>, dim3(grid_flat(n, 8)), dim3(kThreads), 0, stream, s, d, n);
+        convert_kernel<TS, TD, 8><<<grid_flat(n, 8), kThreads, 0, stream>>>(s, d, n);
       } else {
-        launch(&convert_kernel<TS, TD, 1>, dim3(grid_flat(n, 1)), dim3(kThreads), 0, stream, s, d, n);
+        convert_kernel<TS, TD, 1><<<grid_flat(n, 1), kThreads, 0, stream>>>(s, d, n);
       }
       return last_launch_status(kName);
     });

@@ -14,7 +14,6 @@
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
-#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -61,7 +60,6 @@ template <NormKind K, class TY, class TR, int V, int ITEMS>
 __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* res, const float* __restrict__ gate,
                                                              std::int64_t width, const float* __restrict__ p0,
                                                              const float* __restrict__ p1, float eps, TY* y) {
-  wait_for_previous_grid();
   __shared__ float partials[32];
   const std::int64_t row = blockIdx.x;
   float* xr = x + row * width;
@@ -184,7 +182,7 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
-  launch(&norm_kernel<K, TY, TR, VV, II>, dim3(grid), dim3(threads), 0, stream, x, res, gate, width, p0, p1, eps, y)
+  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, gate, width, p0, p1, eps, y)
   if (vec) {
     if (items == 1) {
       EDGEVLA_NORM_LAUNCH(8, 1);
