@@ -318,9 +318,6 @@ struct Blas::Impl {
       }
     } ts;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&ts.s, cudaStreamNonBlocking));
-    // A diagnostic alternative, to compare the picks of both methods end to end.
-    const char* mode = std::getenv("EDGEVLA_GEMM_PLAN_TIMING");
-    const bool isolated_timing = mode != nullptr && std::string(mode) == "isolated";
     // The caller's earlier GEMMs share the workspace and counters: they finish first.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -328,29 +325,6 @@ struct Blas::Impl {
       // Once eagerly: a candidate that cannot run is left out before any capture.
       if (!run_candidate(plan, lt_candidates, candidates[i], ts.s, a, scratch.p)) continue;
       bool ok = true;
-      if (isolated_timing) {
-        // Each run alone, after twice the L2 cache was overwritten (EDGEVLA_GEMM_PLAN_TIMING=isolated).
-        std::vector<float> runs;
-        for (int r = 0; r < 5 && ok; ++r) {
-          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(copies.p, r & 1, n_copies * w_bytes, ts.s));
-          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, ts.s));
-          a.b = copies.p;  // written first: out of the cache by the end of the overwrite
-          ok = run_candidate(plan, lt_candidates, candidates[i], ts.s, a, scratch.p);
-          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, ts.s));
-          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
-          float ms = 0.0f;
-          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
-          runs.push_back(ms);
-        }
-        if (!ok) continue;
-        std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(runs.size() / 2), runs.end());
-        if (!any || runs[runs.size() / 2] < best_ms) {
-          best = i;
-          best_ms = runs[runs.size() / 2];
-          any = true;
-        }
-        continue;
-      }
       cudaGraph_t graph = nullptr;
       if (cudaStreamBeginCapture(ts.s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) continue;
       for (std::size_t c = 0; c < n_copies && ok; ++c) {
