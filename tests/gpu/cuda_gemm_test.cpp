@@ -27,6 +27,25 @@ std::vector<double> matmul_ref(const GemmCase& c, const std::vector<float>& a, c
   return out;
 }
 
+// The expected D over the whole buffer (columns past n keep their initial values d0):
+// alpha·acc + beta·d0 (+ bias) (then GELU); `rms` is the root mean square of the written part.
+std::vector<double> expected_d(const GemmCase& c, const std::vector<double>& acc, const std::vector<float>& d0,
+                               const std::vector<float>* bias, float alpha, float beta, bool gelu, double& rms) {
+  std::vector<double> ref = to_double(d0);
+  double sq = 0.0;
+  for (std::int64_t i = 0; i < c.m; ++i) {
+    for (std::int64_t j = 0; j < c.n; ++j) {
+      double r = alpha * acc[static_cast<std::size_t>(i * c.n + j)] + beta * d0[static_cast<std::size_t>(i * c.ldd + j)];
+      if (bias != nullptr) r += (*bias)[static_cast<std::size_t>(j)];
+      if (gelu) r = gelu_ref(r);
+      ref[static_cast<std::size_t>(i * c.ldd + j)] = r;
+      sq += r * r;
+    }
+  }
+  rms = std::sqrt(sq / static_cast<double>(c.m * c.n));
+  return ref;
+}
+
 TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
   auto blas = Blas::create();
   ASSERT_TRUE(blas.has_value()) << blas.status().to_string();
@@ -86,19 +105,9 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
           g.epilogue = v.ep;
           ASSERT_OK(b.gemm(stream_, g));
           sync();
-          // Reference over the whole D buffer: columns past n keep their initial values.
-          std::vector<double> ref = to_double(d0);
-          double sq = 0.0;
-          for (std::int64_t i = 0; i < c.m; ++i) {
-            for (std::int64_t j = 0; j < c.n; ++j) {
-              double r = v.alpha * acc[static_cast<std::size_t>(i * c.n + j)] + v.beta * d0[i * c.ldd + j];
-              if (v.bias) r += bias[static_cast<std::size_t>(j)];
-              if (v.ep == Epilogue::kGeluTanh) r = gelu_ref(r);
-              ref[static_cast<std::size_t>(i * c.ldd + j)] = r;
-              sq += r * r;
-            }
-          }
-          const double rms = std::sqrt(sq / static_cast<double>(c.m * c.n));
+          double rms = 0.0;
+          const std::vector<double> ref =
+              expected_d(c, acc, d0, v.bias ? &bias : nullptr, v.alpha, v.beta, v.ep == Epilogue::kGeluTanh, rms);
           // f32 D: f32 accumulation over k terms; bf16 D: one bf16 rounding on top.
           const Tolerance tol = dt == DType::kF32 ? Tolerance{1e-5, 2e-5 * rms, 1e-5} : Tolerance{1e-2, 1e-2 * rms, 1e-2};
           expect_close(dd.download(dt, d0.size()), ref, tol, what);
@@ -184,17 +193,8 @@ TEST_F(CudaKernels, SkinnyGemmMatchesReference) {
           ASSERT_LE(skinny_gemm_partial_bytes(g), std::size_t{64} << 20);
           ASSERT_OK(skinny_gemm(stream_, g));
           sync();
-          std::vector<double> ref = to_double(d0);
-          double sq = 0.0;
-          for (std::int64_t i = 0; i < c.m; ++i) {
-            for (std::int64_t j = 0; j < c.n; ++j) {
-              double r = v.alpha * acc[static_cast<std::size_t>(i * c.n + j)] + v.beta * d0[i * c.ldd + j];
-              if (v.bias) r += bias[static_cast<std::size_t>(j)];
-              ref[static_cast<std::size_t>(i * c.ldd + j)] = r;
-              sq += r * r;
-            }
-          }
-          const double rms = std::sqrt(sq / static_cast<double>(c.m * c.n));
+          double rms = 0.0;
+          const std::vector<double> ref = expected_d(c, acc, d0, v.bias ? &bias : nullptr, v.alpha, v.beta, false, rms);
           const Tolerance tol = dt == DType::kF32 ? Tolerance{1e-5, 2e-5 * rms, 1e-5} : Tolerance{1e-2, 1e-2 * rms, 1e-2};
           expect_close(dd.download(dt, d0.size()), ref, tol, what);
           if (HasFailure()) return;

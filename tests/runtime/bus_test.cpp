@@ -66,6 +66,14 @@ TEST(Bus, RejectsWrongTypeOnSubscriptionAndCountsIt) {
   EXPECT_EQ(c.queue->counters().rejected.get(), 1u);
 }
 
+// Publishes side x side images until the subscription has propagated and one arrived.
+void publish_until_received(Bus& pub, TopicWriter& writer, Collector& c, int side, std::uint8_t& fill) {
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub.publish(writer, image_message(pub, side, side, ++fill)));
+    return c.queue->size() > 0;
+  }));
+}
+
 TEST(Bus, CrossBusOverIpcUsesSharedMemory) {
   const auto domain = unique_domain("ipc");
   auto pub = make_bus(domain);
@@ -74,11 +82,7 @@ TEST(Bus, CrossBusOverIpcUsesSharedMemory) {
   Collector c("/cam", "Image");
   ASSERT_OK(sub->attach(c.queue));
   std::uint8_t fill = 0;
-  // Publish until the subscription has propagated and a message arrives.
-  ASSERT_TRUE(eventually([&] {
-    EXPECT_OK(pub->publish(**writer, image_message(*pub, 64, 64, ++fill)));
-    return c.queue->size() > 0;
-  }));
+  publish_until_received(*pub, **writer, c, 64, fill);
   MessagePtr got = c.queue->pop();
   ASSERT_NE(got, nullptr);
   const Tensor& px = *got->tensor("pixels");
@@ -528,10 +532,7 @@ TEST(BusRing, SameHostDeliveryGoesThroughTheReceiversRing) {
   Collector c("/cam", "Image");
   ASSERT_OK(sub->attach(c.queue));
   std::uint8_t fill = 0;
-  ASSERT_TRUE(eventually([&] {
-    EXPECT_OK(pub->publish(**writer, image_message(*pub, 64, 64, ++fill)));
-    return c.queue->size() > 0;
-  }));
+  publish_until_received(*pub, **writer, c, 64, fill);
   MessagePtr got = c.queue->pop();
   ASSERT_NE(got, nullptr);
   EXPECT_EQ(got->tensor("pixels")->buffer()->kind(), BufferKind::kSharedMemory);
@@ -554,10 +555,7 @@ TEST(BusRing, AProcessWithAllowedGroupsIsServedOverZeroMqIpc) {
   Collector c("/cam", "Image");
   ASSERT_OK((*sub)->attach(c.queue));
   std::uint8_t fill = 0;
-  ASSERT_TRUE(eventually([&] {
-    EXPECT_OK(pub->publish(**writer, image_message(*pub, 16, 16, ++fill)));
-    return c.queue->size() > 0;
-  }));
+  publish_until_received(*pub, **writer, c, 16, fill);
   EXPECT_GE(transport_counter(*pub, "sent_ipc"), 1u);
   EXPECT_EQ(transport_counter(*pub, "sent_ring"), 0u);
 }
@@ -570,10 +568,7 @@ TEST(BusRing, MalformedRingRecordsAreRejectedAndCountedAndGoodOnesStillFlow) {
   Collector c("/cam", "Image");
   ASSERT_OK(sub->attach(c.queue));
   std::uint8_t fill = 0;
-  ASSERT_TRUE(eventually([&] {
-    EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
-    return c.queue->size() > 0;
-  }));
+  publish_until_received(*pub, **writer, c, 8, fill);
   while (c.queue->pop()) {
   }
   auto ring = shm::Ring::open(ring_of(domain, *sub));
@@ -598,10 +593,7 @@ TEST(BusRing, MalformedRingRecordsAreRejectedAndCountedAndGoodOnesStillFlow) {
   ASSERT_OK((*ring)->push(std::as_bytes(std::span(rec.data(), rec.size()))));
   ASSERT_TRUE(eventually([&] { return c.queue->counters().rejected.get() > rejected; }));
   // And the next good message flows.
-  ASSERT_TRUE(eventually([&] {
-    EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
-    return c.queue->size() > 0;
-  }));
+  publish_until_received(*pub, **writer, c, 8, fill);
 }
 
 }  // namespace
