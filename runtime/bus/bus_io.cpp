@@ -2,7 +2,6 @@
 
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -10,7 +9,6 @@
 
 #include "msgs/schema.hpp"
 #include "msgs/wire.hpp"
-#include "runtime/bus/peer_credentials.hpp"
 #include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
 
@@ -21,25 +19,9 @@ constexpr auto kPollPeriod = std::chrono::milliseconds(100);
 // inotify catches registry changes at once; the periodic rescan only notices crashed peers.
 constexpr std::int64_t kRescanPeriodNs = 2'000'000'000;
 constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
-// How long a publisher waits for room in a full ring of another process before it drops.
-constexpr std::int64_t kRingFullWaitNs = 20'000'000;
 // Largest tensor sent inline over ipc when the shared-memory pool is full.
 constexpr std::size_t kInlineFallbackMaxBytes = 1 << 20;
 
-// Who is on the other end of an ipc connection is checked through ZAP: with a ZAP domain set
-// on a socket, libzmq (4.3) asks the context's handler about every connection of it, on the
-// binding and on the connecting side alike, for the NULL mechanism too, and for ipc it ends
-// the request's address with ":<uid>:<gid>:<pid>" from SO_PEERCRED of that connection. A
-// refused connection is closed before the handshake completes: no subscription, request or
-// message crosses it. (ZMQ_IPC_FILTER_UID/GID would refuse silently, only on the binding side,
-// and look groups up with getgrgid from libzmq's own thread; it is also deprecated.)
-// The domain says which socket asks; tcp sockets get none, so their peers are not asked about.
-constexpr std::string_view kZapData = "edgevla.data";        // our XPUB: the peer subscribes
-constexpr std::string_view kZapControl = "edgevla.control";  // our REP: the peer sends requests
-constexpr std::string_view kZapSubscribe = "edgevla.sub";    // our SUB: the peer is a publisher
-// Refused peers are each warned about once; past this many, further ones share one
-// rate-limited line (a flood of short-lived processes must not grow the set for ever).
-constexpr std::size_t kMaxRefusedPeersNamed = 256;
 
 std::span<const std::byte> bytes_of(const zmq::message_t& m) {
   return {static_cast<const std::byte*>(m.data()), m.size()};
@@ -86,21 +68,7 @@ Status BusIo::start() {
   po.max_bytes = options_.shm_pool_bytes;
   po.transit_timeout_ns = options_.shm_transit_timeout_ns;
   pool_ = shm::Pool::create(po);
-  if (options_.ring && options_.allowed_gids.empty()) {
-    shm::RingOptions ro;
-    ro.slots = options_.ring_slots;
-    ro.slot_bytes = options_.ring_slot_bytes;
-    ro.user_bytes = sizeof(RingInterestTable);
-    const std::string n = tail.substr(tail.find('/') + 1);
-    auto ring = shm::Ring::create(shm::ring_name(::getpid(), n), ro);
-    if (ring) {
-      ring_ = std::move(*ring);
-      interest_ = reinterpret_cast<RingInterestTable*>(ring_->user_area());  // zeroed: an empty table
-      self_.ring = ring_->name();
-    } else {
-      rate_log_.warn("ring", "no inbound ring (" + ring.status().message() + "); peers deliver over ZeroMQ ipc");
-    }
-  }
+  if (options_.ring && options_.allowed_gids.empty()) create_ring(tail.substr(tail.find('/') + 1));
 
   self_.bus_id = bus_id_;
   self_.pid = static_cast<std::uint32_t>(::getpid());
@@ -265,62 +233,7 @@ void BusIo::rescan_registry() {
   }
   connected_ = std::move(seen);
 
-  // Rings of the peers that have one: kept while the peer lives, opened when new.
-  std::vector<std::shared_ptr<RingPeer>> rings;
-  {
-    std::lock_guard lock(peers_mu_);
-    for (const auto& e : entries) {
-      if (e.bus_id == bus_id_ || e.ring.empty() || !connected_.contains(e.bus_id)) continue;
-      for (const auto& p : ring_peers_) {
-        if (p->bus_id == e.bus_id) rings.push_back(p);
-      }
-    }
-  }
-  for (const auto& e : entries) {
-    if (e.bus_id == bus_id_ || e.ring.empty() || !connected_.contains(e.bus_id)) continue;
-    if (std::any_of(rings.begin(), rings.end(), [&](const auto& p) { return p->bus_id == e.bus_id; })) continue;
-    auto ring = shm::Ring::open(e.ring);
-    std::string why;
-    if (!ring) {
-      why = ring.status().message();
-    } else if ((*ring)->user_bytes() < sizeof(RingInterestTable) || (*ring)->owner_pid() != static_cast<pid_t>(e.pid)) {
-      why = "its layout or creating process differs from the registry's";
-    } else if ((*ring)->file_uid() != ::geteuid() || ((*ring)->file_mode() & 077) != 0) {
-      // Delivering into another user's ring would hand it our data (root could open it).
-      why = "it belongs to uid " + std::to_string((*ring)->file_uid()) + " with mode 0" +
-            std::to_string(((*ring)->file_mode() >> 6) & 7) + std::to_string(((*ring)->file_mode() >> 3) & 7) +
-            std::to_string((*ring)->file_mode() & 7) + " (owner-only rings of this uid only)";
-    }
-    if (!why.empty()) {
-      counters_.ring_unavailable.add();
-      rate_log_.warn("ring:" + e.bus_id, "cannot deliver to " + e.bus_id + " through its ring '" + e.ring + "': " + why);
-      continue;
-    }
-    auto peer = std::make_shared<RingPeer>();
-    peer->bus_id = e.bus_id;
-    peer->pid = e.pid;
-    peer->interest = reinterpret_cast<const RingInterestTable*>((*ring)->user_area());
-    peer->ring = std::move(*ring);
-    rings.push_back(std::move(peer));
-  }
-  std::lock_guard lock(peers_mu_);
-  ring_peers_ = std::move(rings);
-}
-
-bool BusIo::ring_peer_allowed(const RegistryEntry& e) {
-  struct stat st {};
-  if (::stat(("/proc/" + std::to_string(e.pid)).c_str(), &st) != 0) return false;  // gone
-  const PeerCredentials peer{static_cast<std::uint32_t>(st.st_uid), static_cast<std::uint32_t>(st.st_gid), e.pid};
-  const auto own_uid = static_cast<std::uint32_t>(::geteuid());
-  if (peer_allowed(peer, own_uid, options_.allowed_gids)) return true;
-  counters_.peers_refused.add();
-  const std::string key = "ring-peer:" + std::to_string(peer.uid) + ":" + std::to_string(e.pid);
-  if (refused_peers_.size() < kMaxRefusedPeersNamed && refused_peers_.insert(key).second) {
-    rate_log_.warn(key, "refused to take data from " + e.bus_id + ": it is served by uid " + std::to_string(peer.uid) +
-                            " gid " + std::to_string(peer.gid) + " pid " + std::to_string(e.pid) + " (allowed: uid " +
-                            std::to_string(own_uid) + "); run it as uid " + std::to_string(own_uid));
-  }
-  return false;
+  update_ring_peers(entries);
 }
 
 void BusIo::drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest) {
@@ -361,15 +274,7 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
                              ipc_receivers);
     tcp_wanted = pub_tcp_ && interest_in(tcp_interest_, frame) > 0;
   }
-  // Same-host processes with a ring: their interest is read from the ring itself.
-  std::vector<RingTarget> ring_targets;
-  {
-    std::lock_guard lock(peers_mu_);
-    for (const auto& p : ring_peers_) {
-      const RingRole role = ring_interest(*p->interest, m.header().topic);
-      if (role != RingRole::kNone) ring_targets.push_back({p, role});
-    }
-  }
+  const std::vector<RingTarget> ring_targets = ring_targets_for(m.header().topic);
   if (ipc_receivers == 0 && ring_targets.empty() && !tcp_wanted) return Status::ok();
 
   // Everything that can fail or take time (device checks, strided copies, heap->shm copies,
@@ -400,11 +305,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
   std::vector<const Tensor*> inline_tensors;
   std::vector<BufferPtr> blocks;  // shared-memory blocks this send points at
   std::string envelope;
-  std::string record;  // the ring record: frame, envelope, inline tensors, each length-prefixed
-  const auto put_u32 = [&record](std::size_t v) {
-    const auto u = static_cast<std::uint32_t>(v);
-    record.append(reinterpret_cast<const char*>(&u), sizeof u);
-  };
+  std::string record;  // the same for rings (ring_record)
   // Small tensors travel inside the message; a ring record that would not fit its slot sends
   // them through shared memory too (second attempt, inline limit 0).
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -453,16 +354,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
     envelope.clear();
     EDGEVLA_RETURN_IF_ERROR(wire::encode_envelope(m, placements, envelope));
     if (rings.empty()) break;
-    record.clear();
-    put_u32(frame.size());
-    record += frame;
-    put_u32(envelope.size());
-    record += envelope;
-    put_u32(inline_tensors.size());
-    for (const Tensor* t : inline_tensors) {
-      put_u32(t->nbytes());
-      record.append(reinterpret_cast<const char*>(t->raw_data()), t->nbytes());
-    }
+    record = ring_record(frame, envelope, inline_tensors);
     if (record.size() <= options_.ring_slot_bytes || inline_tensors.empty() || attempt == 1) break;
   }
   // Pending counts go up before the send, so a receiver that is faster than this thread
@@ -472,34 +364,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
     (r.role == RingRole::kObserver ? all.observers : all.pipeline) += 1;
   }
   for (const auto& b : blocks) pool_->mark_sent(*b, all, m.header().topic);
-  bool delivered = false;
-  const auto record_bytes = std::as_bytes(std::span(record.data(), record.size()));
-  for (const RingTarget& r : rings) {
-    Status st = r.peer->ring->push(record_bytes);
-    // A full ring: its process is a burst behind. Wait for it briefly (its ring thread only
-    // queues), unless this publisher must never wait, the process is gone, or it did not catch
-    // up last time (a stopped process must not cost every publish the wait).
-    if (st.code() == StatusCode::kResourceExhausted && !writer.options().never_wait &&
-        !r.peer->congested.load(std::memory_order_relaxed) && shm::process_alive(static_cast<pid_t>(r.peer->pid))) {
-      const std::int64_t until = steady_now_ns() + kRingFullWaitNs;
-      while (st.code() == StatusCode::kResourceExhausted && steady_now_ns() < until) {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-        st = r.peer->ring->push(record_bytes);
-      }
-      if (!st.is_ok()) r.peer->congested.store(true, std::memory_order_relaxed);
-    }
-    if (st.is_ok()) r.peer->congested.store(false, std::memory_order_relaxed);
-    const shm::Receivers one{r.role == RingRole::kObserver ? 0u : 1u, r.role == RingRole::kObserver ? 1u : 0u};
-    if (!st.is_ok()) {
-      for (const auto& b : blocks) pool_->cancel_sent(*b, one);
-      if (st.code() == StatusCode::kResourceExhausted) counters_.dropped_ring_full.add();
-      rate_log_.warn("ring-send:" + r.peer->bus_id, "'" + m.header().topic + "' not delivered to " + r.peer->bus_id +
-                                                        ": " + st.message());
-      continue;
-    }
-    counters_.sent_ring.add();
-    delivered = true;
-  }
+  bool delivered = deliver_to_rings(writer, m.header().topic, record, blocks, rings);
   if (receivers.pipeline + receivers.observers > 0) {
     std::vector<zmq::message_t> parts;
     for (const Tensor* t : inline_tensors) parts.emplace_back(t->raw_data(), t->nbytes());  // small: copied
@@ -647,46 +512,6 @@ void BusIo::receive(zmq::socket_t& socket, bool shm_allowed) {
   }
 }
 
-void BusIo::run_ring() {
-  std::string record;
-  while (!stop_.load()) {
-    if (!ring_->pop(record, 200'000'000)) continue;
-    std::vector<zmq::message_t> parts;
-    if (!split_record(record, parts)) {
-      counters_.decode_errors.add();
-      bus_.reject_remote("?", "malformed ring record of " + std::to_string(record.size()) + " bytes");
-      continue;
-    }
-    counters_.received_ring.add();
-    std::lock_guard lock(recv_mu_);
-    handle_message(parts, /*shm_allowed=*/true);
-  }
-}
-
-bool BusIo::split_record(const std::string& record, std::vector<zmq::message_t>& parts) {
-  std::size_t at = 0;
-  const auto get_u32 = [&](std::uint32_t& v) {
-    if (record.size() - at < sizeof v) return false;
-    std::memcpy(&v, record.data() + at, sizeof v);
-    at += sizeof v;
-    return true;
-  };
-  const auto get_bytes = [&]() {
-    std::uint32_t n = 0;
-    if (!get_u32(n) || record.size() - at < n) return false;
-    parts.emplace_back(record.data() + at, n);
-    at += n;
-    return true;
-  };
-  std::uint32_t inline_count = 0;
-  if (!get_bytes() || !get_bytes() || !get_u32(inline_count)) return false;
-  if (inline_count > record.size()) return false;
-  for (std::uint32_t i = 0; i < inline_count; ++i) {
-    if (!get_bytes()) return false;
-  }
-  return at == record.size();
-}
-
 void BusIo::serve_control() {
   std::vector<zmq::message_t> parts;
   try {
@@ -718,78 +543,6 @@ void BusIo::serve_control() {
     }
   } catch (const zmq::error_t&) {
   }
-}
-
-void BusIo::serve_zap() {
-  for (int i = 0; i < 64; ++i) {  // bounded, like receive()
-    std::vector<zmq::message_t> req;
-    try {
-      if (!zmq::recv_multipart(zap_, std::back_inserter(req), zmq::recv_flags::dontwait)) return;
-    } catch (const zmq::error_t& e) {
-      rate_log_.warn("zap", std::string("ZAP request could not be read: ") + e.what());
-      return;
-    }
-    // ZAP 1.0 (RFC 27): version, request id, domain, address, routing id, mechanism,
-    // credentials. Every request is answered, or the peer's handshake hangs.
-    const bool ok = req.size() >= 6 && req[0].to_string_view() == "1.0" &&
-                    admit_peer(req[2].to_string_view(), req[3].to_string_view());
-    const std::string_view request_id =
-        req.size() > 1 ? req[1].to_string_view() : std::string_view();
-    constexpr auto kMore = zmq::send_flags::sndmore;
-    try {
-      zap_.send(zmq::str_buffer("1.0"), kMore);
-      zap_.send(zmq::buffer(request_id), kMore);
-      zap_.send(ok ? zmq::str_buffer("200") : zmq::str_buffer("400"), kMore);
-      zap_.send(ok ? zmq::str_buffer("OK") : zmq::str_buffer("uid and gid not allowed"), kMore);
-      zap_.send(zmq::str_buffer(""), kMore);                  // user id
-      zap_.send(zmq::str_buffer(""), zmq::send_flags::none);  // metadata
-    } catch (const zmq::error_t& e) {
-      rate_log_.warn("zap", std::string("ZAP reply could not be sent: ") + e.what());
-      return;
-    }
-  }
-}
-
-bool BusIo::admit_peer(std::string_view domain, std::string_view address) {
-  const bool ours_listening = domain == kZapData || domain == kZapControl;
-  if (!ours_listening && domain != kZapSubscribe) return true;  // not one of our ipc sockets
-  const auto own_uid = static_cast<std::uint32_t>(::geteuid());
-  const auto peer = parse_zap_address(address);
-  if (peer && peer_allowed(*peer, own_uid, options_.allowed_gids)) return true;
-  counters_.peers_refused.add();
-  if (!peer) {
-    rate_log_.warn("peer-unknown",
-                   "refused an ipc connection whose credentials the kernel did not report (peer '" +
-                       std::string(address) + "')");
-    return false;
-  }
-  const std::string uid = std::to_string(peer->uid), gid = std::to_string(peer->gid);
-  const std::string who = "uid " + uid + " gid " + gid + " pid " + std::to_string(peer->pid);
-  const std::string key =
-      std::string(domain) + ":" + uid + ":" + gid + ":" + std::to_string(peer->pid);
-  const bool named = refused_peers_.size() < kMaxRefusedPeersNamed || refused_peers_.contains(key);
-  // Said once already: the peer is retrying.
-  if (named && !refused_peers_.insert(key).second) return false;
-  std::string allowed = "uid " + std::to_string(own_uid);
-  for (std::uint32_t g : options_.allowed_gids) allowed += ", gid " + std::to_string(g);
-  const std::string fix = "run it as uid " + std::to_string(own_uid) + " or add its group (" + gid +
-                          ") to allowed_groups";
-  std::string message;
-  if (ours_listening) {
-    const std::string& endpoint = domain == kZapData ? self_.data_endpoint : self_.control_endpoint;
-    message = "refused a connection to " + endpoint + " from " + who + " (allowed: " + allowed +
-              "); " + fix;
-  } else {
-    // The SO_PEERCRED of a connecting socket is the listener's: the publishing process.
-    std::string endpoint = "an ipc data endpoint";
-    for (const auto& [id, ep] : connected_) {
-      if (ep.second == peer->pid) endpoint = ep.first;
-    }
-    message = "refused to take data from " + endpoint + ": it is served by " + who +
-              " (allowed: " + allowed + "); " + fix;
-  }
-  rate_log_.warn(named ? "peer:" + key : std::string("peers-refused"), message);
-  return false;
 }
 
 void BusIo::run() {

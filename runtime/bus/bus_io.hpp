@@ -28,6 +28,12 @@
 
 namespace edgevla {
 
+// The ZAP domains of the bus's ipc sockets: which socket a ZAP request is about (see
+// bus_io_peers.cpp); tcp sockets get none, so their peers are not asked about.
+inline constexpr std::string_view kZapData = "edgevla.data";        // our XPUB: the peer subscribes
+inline constexpr std::string_view kZapControl = "edgevla.control";  // our REP: the peer sends requests
+inline constexpr std::string_view kZapSubscribe = "edgevla.sub";    // our SUB: the peer is a publisher
+
 struct TransportCounters {
   Counter received;        // messages received from other processes
   Counter decode_errors;   // envelopes or descriptors that could not be decoded
@@ -82,6 +88,14 @@ class BusIo {
   Status send_tcp(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
                   const std::string& frame);
   void receive(zmq::socket_t& socket, bool shm_allowed);
+  // Ring delivery (bus_io_ring.cpp).
+  void create_ring(const std::string& n);
+  void update_ring_peers(const std::vector<RegistryEntry>& entries);
+  std::vector<RingTarget> ring_targets_for(const std::string& topic);
+  static std::string ring_record(const std::string& frame, const std::string& envelope,
+                                 const std::vector<const Tensor*>& inline_tensors);
+  bool deliver_to_rings(TopicWriter& writer, const std::string& topic, const std::string& record,
+                        const std::vector<BufferPtr>& blocks, const std::vector<RingTarget>& rings);
   // The ring thread: takes records from this process's ring and hands them to handle_message.
   void run_ring();
   // A ring record back into the frames a ZeroMQ message would have had; false when malformed.

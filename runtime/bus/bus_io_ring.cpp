@@ -1,0 +1,189 @@
+// The bus's same-host delivery through shared-memory rings (see bus_io.hpp and
+// runtime/shm/ring.hpp): this process's inbound ring and its thread, the rings of its peers,
+// and the record a message becomes in a ring.
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "runtime/bus/bus_io.hpp"
+#include "runtime/shm/segment.hpp"
+#include "runtime/util/clock.hpp"
+
+namespace edgevla {
+namespace {
+
+// How long a publisher waits for room in a full ring of another process before it drops.
+constexpr std::int64_t kRingFullWaitNs = 20'000'000;
+
+}  // namespace
+
+// This process's inbound ring, named after its pid and bus number `n`; without one (no room
+// in /dev/shm) peers deliver over ZeroMQ ipc.
+void BusIo::create_ring(const std::string& n) {
+  shm::RingOptions ro;
+  ro.slots = options_.ring_slots;
+  ro.slot_bytes = options_.ring_slot_bytes;
+  ro.user_bytes = sizeof(RingInterestTable);
+  auto ring = shm::Ring::create(shm::ring_name(::getpid(), n), ro);
+  if (!ring) {
+    rate_log_.warn("ring", "no inbound ring (" + ring.status().message() + "); peers deliver over ZeroMQ ipc");
+    return;
+  }
+  ring_ = std::move(*ring);
+  interest_ = reinterpret_cast<RingInterestTable*>(ring_->user_area());  // zeroed: an empty table
+  self_.ring = ring_->name();
+}
+
+void BusIo::update_ring_peers(const std::vector<RegistryEntry>& entries) {
+  // Rings of the peers that have one: kept while the peer lives, opened when new.
+  std::vector<std::shared_ptr<RingPeer>> rings;
+  {
+    std::lock_guard lock(peers_mu_);
+    for (const auto& e : entries) {
+      if (e.bus_id == bus_id_ || e.ring.empty() || !connected_.contains(e.bus_id)) continue;
+      for (const auto& p : ring_peers_) {
+        if (p->bus_id == e.bus_id) rings.push_back(p);
+      }
+    }
+  }
+  for (const auto& e : entries) {
+    if (e.bus_id == bus_id_ || e.ring.empty() || !connected_.contains(e.bus_id)) continue;
+    if (std::any_of(rings.begin(), rings.end(), [&](const auto& p) { return p->bus_id == e.bus_id; })) continue;
+    auto ring = shm::Ring::open(e.ring);
+    std::string why;
+    if (!ring) {
+      why = ring.status().message();
+    } else if ((*ring)->user_bytes() < sizeof(RingInterestTable) || (*ring)->owner_pid() != static_cast<pid_t>(e.pid)) {
+      why = "its layout or creating process differs from the registry's";
+    } else if ((*ring)->file_uid() != ::geteuid() || ((*ring)->file_mode() & 077) != 0) {
+      // Delivering into another user's ring would hand it our data (root could open it).
+      why = "it belongs to uid " + std::to_string((*ring)->file_uid()) + " with mode 0" +
+            std::to_string(((*ring)->file_mode() >> 6) & 7) + std::to_string(((*ring)->file_mode() >> 3) & 7) +
+            std::to_string((*ring)->file_mode() & 7) + " (owner-only rings of this uid only)";
+    }
+    if (!why.empty()) {
+      counters_.ring_unavailable.add();
+      rate_log_.warn("ring:" + e.bus_id, "cannot deliver to " + e.bus_id + " through its ring '" + e.ring + "': " + why);
+      continue;
+    }
+    auto peer = std::make_shared<RingPeer>();
+    peer->bus_id = e.bus_id;
+    peer->pid = e.pid;
+    peer->interest = reinterpret_cast<const RingInterestTable*>((*ring)->user_area());
+    peer->ring = std::move(*ring);
+    rings.push_back(std::move(peer));
+  }
+  std::lock_guard lock(peers_mu_);
+  ring_peers_ = std::move(rings);
+}
+
+// Same-host processes with a ring that take `topic`, and in which role (read from their rings).
+std::vector<BusIo::RingTarget> BusIo::ring_targets_for(const std::string& topic) {
+  std::vector<RingTarget> targets;
+  std::lock_guard lock(peers_mu_);
+  for (const auto& p : ring_peers_) {
+    const RingRole role = ring_interest(*p->interest, topic);
+    if (role != RingRole::kNone) targets.push_back({p, role});
+  }
+  return targets;
+}
+
+// A ring record: the frames a ZeroMQ message would carry (topic frame, envelope, inline
+// tensors), each preceded by its length; split_record() reverses it.
+std::string BusIo::ring_record(const std::string& frame, const std::string& envelope,
+                               const std::vector<const Tensor*>& inline_tensors) {
+  std::string record;
+  const auto put_u32 = [&record](std::size_t v) {
+    const auto u = static_cast<std::uint32_t>(v);
+    record.append(reinterpret_cast<const char*>(&u), sizeof u);
+  };
+  put_u32(frame.size());
+  record += frame;
+  put_u32(envelope.size());
+  record += envelope;
+  put_u32(inline_tensors.size());
+  for (const Tensor* t : inline_tensors) {
+    put_u32(t->nbytes());
+    record.append(reinterpret_cast<const char*>(t->raw_data()), t->nbytes());
+  }
+  return record;
+}
+
+// Pushes `record` into each target's ring; a ring that refuses takes its pending count on
+// `blocks` back. True when any took it.
+bool BusIo::deliver_to_rings(TopicWriter& writer, const std::string& topic, const std::string& record,
+                             const std::vector<BufferPtr>& blocks, const std::vector<RingTarget>& rings) {
+  bool delivered = false;
+  const auto record_bytes = std::as_bytes(std::span(record.data(), record.size()));
+  for (const RingTarget& r : rings) {
+    Status st = r.peer->ring->push(record_bytes);
+    // A full ring: its process is a burst behind. Wait for it briefly (its ring thread only
+    // queues), unless this publisher must never wait, the process is gone, or it did not catch
+    // up last time (a stopped process must not cost every publish the wait).
+    if (st.code() == StatusCode::kResourceExhausted && !writer.options().never_wait &&
+        !r.peer->congested.load(std::memory_order_relaxed) && shm::process_alive(static_cast<pid_t>(r.peer->pid))) {
+      const std::int64_t until = steady_now_ns() + kRingFullWaitNs;
+      while (st.code() == StatusCode::kResourceExhausted && steady_now_ns() < until) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        st = r.peer->ring->push(record_bytes);
+      }
+      if (!st.is_ok()) r.peer->congested.store(true, std::memory_order_relaxed);
+    }
+    if (st.is_ok()) r.peer->congested.store(false, std::memory_order_relaxed);
+    const shm::Receivers one{r.role == RingRole::kObserver ? 0u : 1u, r.role == RingRole::kObserver ? 1u : 0u};
+    if (!st.is_ok()) {
+      for (const auto& b : blocks) pool_->cancel_sent(*b, one);
+      if (st.code() == StatusCode::kResourceExhausted) counters_.dropped_ring_full.add();
+      rate_log_.warn("ring-send:" + r.peer->bus_id, "'" + topic + "' not delivered to " + r.peer->bus_id +
+                                                        ": " + st.message());
+      continue;
+    }
+    counters_.sent_ring.add();
+    delivered = true;
+  }
+  return delivered;
+}
+
+void BusIo::run_ring() {
+  std::string record;
+  while (!stop_.load()) {
+    if (!ring_->pop(record, 200'000'000)) continue;
+    std::vector<zmq::message_t> parts;
+    if (!split_record(record, parts)) {
+      counters_.decode_errors.add();
+      bus_.reject_remote("?", "malformed ring record of " + std::to_string(record.size()) + " bytes");
+      continue;
+    }
+    counters_.received_ring.add();
+    std::lock_guard lock(recv_mu_);
+    handle_message(parts, /*shm_allowed=*/true);
+  }
+}
+bool BusIo::split_record(const std::string& record, std::vector<zmq::message_t>& parts) {
+  std::size_t at = 0;
+  const auto get_u32 = [&](std::uint32_t& v) {
+    if (record.size() - at < sizeof v) return false;
+    std::memcpy(&v, record.data() + at, sizeof v);
+    at += sizeof v;
+    return true;
+  };
+  const auto get_bytes = [&]() {
+    std::uint32_t n = 0;
+    if (!get_u32(n) || record.size() - at < n) return false;
+    parts.emplace_back(record.data() + at, n);
+    at += n;
+    return true;
+  };
+  std::uint32_t inline_count = 0;
+  if (!get_bytes() || !get_bytes() || !get_u32(inline_count)) return false;
+  if (inline_count > record.size()) return false;
+  for (std::uint32_t i = 0; i < inline_count; ++i) {
+    if (!get_bytes()) return false;
+  }
+  return at == record.size();
+}
+
+}  // namespace edgevla
