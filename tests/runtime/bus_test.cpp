@@ -504,6 +504,7 @@ TEST(Bus, DetachedQueueTakesNoMoreMessages) {
 }  // namespace edgevla
 
 // Same-host delivery through the receiving process's shared-memory ring (issue 10).
+#include "runtime/bus/ring_interest.hpp"
 #include "runtime/shm/ring.hpp"
 
 namespace edgevla {
@@ -594,6 +595,53 @@ TEST(BusRing, MalformedRingRecordsAreRejectedAndCountedAndGoodOnesStillFlow) {
   ASSERT_TRUE(eventually([&] { return c.queue->counters().rejected.get() > rejected; }));
   // And the next good message flows.
   publish_until_received(*pub, **writer, c, 8, fill);
+}
+
+}  // namespace
+}  // namespace edgevla
+
+namespace edgevla {
+namespace {
+
+// A process that stopped taking records from its ring (stopped, or hung): the publisher waits
+// for it once, then drops (counted) without waiting until the ring has room again.
+TEST(BusRing, AFullRingCostsOneWaitThenDropsUntilItDrains) {
+  const auto domain = unique_domain("ringfull");
+  auto pub = make_bus(domain);
+  auto writer = pub->advertise("/cam", "Image", "src");
+  // A stand-in for the stopped process: a registry entry and a 4-record ring nobody drains.
+  auto reg = Registry::open(Registry::default_dir(domain));
+  ASSERT_TRUE(reg.has_value());
+  RegistryEntry e;
+  e.bus_id = "stalled/" + std::to_string(::getpid()) + "/77";
+  e.pid = static_cast<std::uint32_t>(::getpid());
+  e.process = "stalled";
+  e.data_endpoint = "ipc://" + reg->path_for(e.bus_id, ".pub");
+  auto ring = shm::Ring::create(shm::ring_name(::getpid(), "stalled77"),
+                                {.slots = 4, .slot_bytes = 8192, .user_bytes = sizeof(RingInterestTable)});
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  auto* interest = reinterpret_cast<RingInterestTable*>((*ring)->user_area());
+  ASSERT_TRUE(set_ring_interest(*interest, "/cam", RingRole::kPipeline));
+  e.ring = (*ring)->name();
+  ASSERT_OK(reg->write(e));
+  std::uint8_t fill = 0;
+  std::string record;
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+    return transport_counter(*pub, "sent_ring") >= 1;
+  }));
+  while ((*ring)->pop(record, 0)) {
+  }
+  const std::uint64_t sent = transport_counter(*pub, "sent_ring");
+  for (int i = 0; i < 20; ++i) EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+  EXPECT_EQ(transport_counter(*pub, "sent_ring"), sent + 4) << "the ring holds four records";
+  EXPECT_EQ(transport_counter(*pub, "dropped_ring_full"), 16u);
+  // Drained, it takes records again.
+  while ((*ring)->pop(record, 0)) {
+  }
+  EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+  EXPECT_EQ(transport_counter(*pub, "sent_ring"), sent + 5);
+  reg->remove(e);
 }
 
 }  // namespace
