@@ -1,11 +1,13 @@
 #include "nodes/model_stage.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "runtime/bag/replay.hpp"
+#include "runtime/util/log.hpp"
 
 namespace edgevla::nodes {
 
@@ -20,6 +22,51 @@ Status ModelStageParams::declare(NodeSpec& spec) {
   return spec.declare(model_type);
 }
 
+namespace {
+
+std::atomic<bool> g_device_preflight{false};
+
+// The engine options of backend `name` from the node's params.
+Expected<backends::EngineOptions> engine_options(const ModelStageParams& p, const std::string& name, int max_steps) {
+  backends::EngineOptions o;
+  o.threads = *p.threads;
+  o.max_steps = max_steps;
+  EDGEVLA_ASSIGN_OR_RETURN(o.precision, backends::parse_precision(*p.precision));
+  o.device = name == "cpu" ? "cpu" : name + ":" + std::to_string(*p.cuda_device);
+  // The budget is device memory: the cpu engines get none.
+  o.memory_budget_bytes = name == "cpu" ? 0 : static_cast<std::int64_t>(*p.gpu_memory_budget_mb * 1024.0 * 1024.0);
+  return o;
+}
+
+// `launch --check`: the first backend of the chain whose device can take the stage, or why
+// none can.
+Status preflight(const ModelStageParams& p, const model::StageSpec& stage) {
+  std::string failures;
+  for (const std::string& name : *p.backend) {
+    auto backend = backends::make_backend(name);
+    std::string note;
+    Status st = backend.status();
+    if (backend) {
+      auto o = engine_options(p, name, backends::kDefaultMaxSteps);
+      st = o ? (*backend)->check_device(stage, *o, note) : o.status();
+    }
+    if (st.is_ok()) {
+      logger().info("{}: backend '{}' can run it: {}{}", stage.name, name, note,
+                    failures.empty() ? "" : " (skipped: " + failures + ")");
+      return Status::ok();
+    }
+    failures += (failures.empty() ? "" : "; ") + name + ": " + st.message();
+  }
+  std::string chain;
+  for (const auto& n : *p.backend) chain += (chain.empty() ? "" : ", ") + n;
+  return failed_precondition("no backend of [" + chain + "] can run stage " + stage.name + " here (" + failures +
+                             "); add one that can to the node's 'backend' list (e.g. [cuda, cpu])");
+}
+
+}  // namespace
+
+void set_device_preflight(bool on) { g_device_preflight.store(on); }
+
 Status ModelStageParams::check(NodeSpec& spec, std::string_view stage) {
   if (checkpoint->empty()) {
     return invalid_argument("param 'checkpoint' is not set (a folder with config.json and model.safetensors; "
@@ -32,7 +79,9 @@ Status ModelStageParams::check(NodeSpec& spec, std::string_view stage) {
   if (!fam) return *family == "auto" ? Status::ok() : fam.status();
   EDGEVLA_ASSIGN_OR_RETURN(auto stages, (*fam)->peek(*checkpoint, {*model_type}));
   for (const model::StageSpec& s : stages) {
-    if (s.name == stage) spec.declare_load(s.weight_bytes);
+    if (s.name != stage) continue;
+    spec.declare_load(s.weight_bytes);
+    if (g_device_preflight.load()) return preflight(*this, s);
   }
   return Status::ok();
 }
@@ -40,18 +89,11 @@ Status ModelStageParams::check(NodeSpec& spec, std::string_view stage) {
 Status ModelStage::open(spdlog::logger& log, const ModelStageParams& p, std::string_view stage, int max_steps) {
   EDGEVLA_ASSIGN_OR_RETURN(const model::Family* fam, model::find_family(*p.family, *p.checkpoint));
   EDGEVLA_ASSIGN_OR_RETURN(model, fam->open(*p.checkpoint, {*p.model_type}));
-  backends::EngineOptions eo;
-  eo.threads = *p.threads;
   threads = *p.threads > 0 ? *p.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  eo.max_steps = max_steps;
-  EDGEVLA_ASSIGN_OR_RETURN(eo.precision, backends::parse_precision(*p.precision));
-  eo.memory_budget_bytes = static_cast<std::int64_t>(*p.gpu_memory_budget_mb * 1024.0 * 1024.0);
   // The first backend of the chain whose engine activates wins; the others' causes are kept.
   std::string failures;
   for (const std::string& name : *p.backend) {
-    backends::EngineOptions o = eo;
-    o.device = name == "cpu" ? "cpu" : name + ":" + std::to_string(*p.cuda_device);
-    if (name == "cpu") o.memory_budget_bytes = 0;  // the budget is device memory
+    EDGEVLA_ASSIGN_OR_RETURN(const backends::EngineOptions o, engine_options(p, name, max_steps));
     auto backend = backends::make_backend(name);
     Expected<std::unique_ptr<backends::Engine>> made =
         backend ? (*backend)->create(*model, stage, o) : Expected<std::unique_ptr<backends::Engine>>(backend.status());

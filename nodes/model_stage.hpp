@@ -38,9 +38,16 @@ struct ModelStageParams {
   Status declare(NodeSpec& spec);
   // After every param of the node is declared: checks the checkpoint param, refuses a weights
   // file of the other variant, and declares (from the header; nothing is read) the bytes the
-  // stage will load, so heavy stages are activated first.
+  // stage will load, so heavy stages are activated first. With set_device_preflight, also
+  // checks that a backend of the chain has a device that can take the stage.
   Status check(NodeSpec& spec, std::string_view stage);
 };
+
+// `edgevla launch --check`: from now on, ModelStageParams::check also asks each backend of the
+// node's chain whether its device can take the stage (present, new enough, the weights fit),
+// and fails when none can. Off in running graphs: a check would start a GPU context in every
+// process that configures a node.
+void set_device_preflight(bool on);
 
 struct ModelStage {
   std::shared_ptr<const model::Model> model;

@@ -16,6 +16,7 @@ using Key = std::tuple<std::string, std::string, std::string>;  // backend, fami
 struct Registry {
   std::mutex mu;
   std::map<Key, EngineFactory> engines;
+  std::map<std::string, DeviceCheck> device_checks;
 };
 
 Registry& registry() {
@@ -65,6 +66,20 @@ class RegisteredBackend final : public Backend {
     return factory(model, options);
   }
 
+  Status check_device(const model::StageSpec& stage, const EngineOptions& options, std::string& note) override {
+    DeviceCheck check;
+    {
+      Registry& r = registry();
+      std::lock_guard lock(r.mu);
+      if (auto it = r.device_checks.find(name_); it != r.device_checks.end()) check = it->second;
+    }
+    if (!check) {
+      note = "no device to check";
+      return Status::ok();
+    }
+    return check(stage, options, note);
+  }
+
  private:
   std::string name_;
 };
@@ -85,6 +100,13 @@ Expected<Precision> parse_precision(std::string_view name) {
   if (name == "f32" || name == "float32") return Precision::kF32;
   if (name == "bf16" || name == "bfloat16") return Precision::kBF16;
   return invalid_argument("precision '" + std::string(name) + "' is unknown (auto, f32 or bf16)");
+}
+
+bool register_device_check(std::string backend, DeviceCheck check) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.device_checks[std::move(backend)] = std::move(check);
+  return true;
 }
 
 bool register_engine(std::string backend, std::string family, std::string stage, EngineFactory factory) {

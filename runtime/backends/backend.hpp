@@ -92,7 +92,16 @@ class Backend {
   // when it has none; failed_precondition / resource_exhausted when the device cannot hold it.
   virtual Expected<std::unique_ptr<Engine>> create(const model::Model& model, std::string_view stage,
                                                    const EngineOptions& options) = 0;
+  // Without building anything: whether this backend's device can take `stage` (present, new
+  // enough, its weights fit the free memory and the budget). `note` says what was found.
+  // For `edgevla launch --check`; backends without a device check answer ok.
+  virtual Status check_device(const model::StageSpec& stage, const EngineOptions& options, std::string& note) = 0;
 };
+
+using DeviceCheck =
+    std::function<Status(const model::StageSpec& stage, const EngineOptions& options, std::string& note)>;
+// Registers the device check of backend `backend` (static registration, like engines).
+bool register_device_check(std::string backend, DeviceCheck check);
 
 // Registers the engine of (family, stage) for backend `backend` (static registration from the
 // backend's library). A backend exists once it has an engine.

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "nodes/model_stage.hpp"
 #include "runtime/bag/replay.hpp"
 #include "runtime/cli/cli.hpp"
 #include "runtime/cli/cli_infer.hpp"
@@ -15,6 +16,8 @@
 namespace {
 
 int launch_command(const std::string& file, const std::vector<std::string>& sets, double duration, bool check) {
+  // --check also asks the model stages' backends whether their devices can take them.
+  if (check) edgevla::nodes::set_device_preflight(true);
   auto launch = edgevla::load_launch(file, sets);
   if (!launch) {
     edgevla::logger().error("{}", launch.status().message());

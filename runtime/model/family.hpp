@@ -40,6 +40,7 @@ struct StageSpec {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::int64_t weight_bytes = 0;     // checkpoint bytes the stage reads
+  std::int64_t weight_elements = 0;  // their element count (bytes in another dtype: elements × its size)
 };
 
 // Turns a chunk of normalized actions from the action head into the robot's actions

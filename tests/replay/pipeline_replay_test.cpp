@@ -262,5 +262,26 @@ TEST_F(Pi05Pipeline, LaunchCheckRefusesTheOtherVariant) {
   EXPECT_NE(r.err.find("model_type"), std::string::npos) << r.err;
 }
 
+// `launch --check` asks each model stage's backends whether their device can take the stage:
+// with [cuda, cpu] one of them always can (cpu here, cuda on a GPU machine); with [cuda] alone
+// the answer depends on the machine, and is either the GPU found or the reason none is usable.
+TEST_F(Pi05Pipeline, LaunchCheckAsksTheBackendsForADevice) {
+  const std::vector<std::string> env = {"EDGEVLA_DOMAIN=" + testing::unique_domain("devcheck"),
+                                        "EDGEVLA_CHECKPOINT=" + checkpoint(), "EDGEVLA_RUN_DIR=" + dir_->string()};
+  auto chain = testing::run({exe(), "launch", launch_file("pi05_cuda.yaml"), "--check"}, env,
+                            (*dir_ / "devcheck").string());
+  EXPECT_EQ(chain.code, 0) << chain.err;
+  EXPECT_NE(chain.err.find("backbone: backend '"), std::string::npos) << chain.err;
+  EXPECT_NE(chain.err.find("action_head: backend '"), std::string::npos) << chain.err;
+  auto only = testing::run({exe(), "launch", launch_file("pi05_cuda.yaml"), "--check", "--set", "backbone.backend=[cuda]"},
+                           env, (*dir_ / "devcheck").string());
+  if (only.code == 0) {
+    EXPECT_NE(only.err.find("backbone: backend 'cuda' can run it: cuda:0"), std::string::npos) << only.err;
+  } else {
+    EXPECT_EQ(only.code, 2) << only.err;
+    EXPECT_NE(only.err.find("no backend of [cuda] can run stage backbone"), std::string::npos) << only.err;
+  }
+}
+
 }  // namespace
 }  // namespace edgevla

@@ -66,6 +66,35 @@ Expected<DeviceInfo> select_device(const EngineOptions& options, std::string_vie
   return info;
 }
 
+namespace {
+
+// `edgevla launch --check`: the device exists and is new enough, and the stage's weights in the
+// compute dtype fit its free memory and the budget (buffers come on top: a few percent).
+const bool kDeviceCheckRegistered =
+    register_device_check("cuda", [](const model::StageSpec& stage, const EngineOptions& options, std::string& note) {
+      const std::string what = stage.name + " (cuda)";
+      EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(options, what));
+      const std::int64_t element = options.precision == Precision::kF32 ? 4 : 2;
+      const std::int64_t need = stage.weight_elements * element;
+      const auto mib = [](std::int64_t b) { return std::to_string(b >> 20) + " MiB"; };
+      const auto free = static_cast<std::int64_t>(info.free_bytes);
+      if (need > free) {
+        return resource_exhausted(what + " needs " + mib(need) + " of device memory for its weights but GPU " +
+                                  std::to_string(info.index) + " (" + info.name + ") has " + mib(free) +
+                                  " free; free the GPU, use precision bf16, or add cpu to the node's backend list");
+      }
+      if (options.memory_budget_bytes > 0 && need > options.memory_budget_bytes) {
+        return resource_exhausted(what + " needs " + mib(need) + " of device memory for its weights but "
+                                  "gpu_memory_budget_mb allows " + mib(options.memory_budget_bytes) +
+                                  "; raise the budget or add cpu to the node's backend list");
+      }
+      note = "cuda:" + std::to_string(info.index) + " " + info.name + " (compute " + std::to_string(info.major) + "." +
+             std::to_string(info.minor) + "), " + mib(need) + " of weights, " + mib(free) + " free";
+      return Status::ok();
+    });
+
+}  // namespace
+
 // DeviceMemory --------------------------------------------------------------------------------
 
 Expected<DeviceMemory> DeviceMemory::allocate(std::size_t bytes, std::string_view what) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 namespace edgevla::model::pi0 {
 namespace fs = std::filesystem;
@@ -11,14 +12,18 @@ constexpr std::string_view kInitHint = "`edgevla model init --config small --out
 
 // Bytes of the weights `stage` reads from `file`: the prefix model's tensors for the backbone,
 // the rest for the action head (heads saved but never used are left out).
-std::int64_t stage_bytes(const SafetensorsFile& file, std::string_view stage) {
+// Checkpoint bytes and elements of the stage's tensors.
+std::pair<std::int64_t, std::int64_t> stage_bytes(const SafetensorsFile& file, std::string_view stage) {
   constexpr std::string_view kPrefixModel = "paligemma_with_expert.paligemma.";
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0, elements = 0;
   for (const auto& e : file.entries()) {
     if (e.name == kExpertLmHead) continue;
-    if (e.name.starts_with(kPrefixModel) == (stage == kBackbone)) bytes += static_cast<std::int64_t>(e.end - e.begin);
+    if (e.name.starts_with(kPrefixModel) == (stage == kBackbone)) {
+      bytes += static_cast<std::int64_t>(e.end - e.begin);
+      elements += e.shape.numel();
+    }
   }
-  return bytes;
+  return {bytes, elements};
 }
 
 class Pi0Decoder final : public ActionDecoder {
@@ -116,8 +121,8 @@ std::vector<StageSpec> stage_specs(const ModelConfig& c, const SafetensorsFile* 
   head.outputs.push_back({"velocities", DType::kF32, Shape{1, Hz, A}, false,
                           "velocity of every step (diagnostic; [steps, H, A])", {}});
   if (file != nullptr) {
-    bb.weight_bytes = stage_bytes(*file, kBackbone);
-    head.weight_bytes = stage_bytes(*file, kActionHead);
+    std::tie(bb.weight_bytes, bb.weight_elements) = stage_bytes(*file, kBackbone);
+    std::tie(head.weight_bytes, head.weight_elements) = stage_bytes(*file, kActionHead);
   }
   return {std::move(bb), std::move(head)};
 }
