@@ -206,6 +206,23 @@ TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
   EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["preprocess"]["pid"]);
 }
 
+// The GPU graph split over processes (backbone, action head, robot, recorder): cuda where a
+// GPU takes the stages, the cpu engines here. It runs and records.
+TEST_F(Pi05Pipeline, CudaMultiprocessLaunchRunsAcrossProcesses) {
+  auto r = testing::run(launch_args("pi05_cuda_multiprocess.yaml"), env(), (*dir_ / "cuda_multi").string(),
+                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = (*dir_ / "cuda_multi.json").string();
+  auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_cuda_multiprocess.mcap").string(), "--json", out},
+                          env(), (*dir_ / "cuda_multi_report").string());
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::ifstream f(out);
+  json j = json::parse(f);  // not const: a missing key reads as null and fails the check
+  EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
+  EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["action_head"]["pid"]);
+  EXPECT_NE(j["nodes"]["action_head"]["pid"], j["nodes"]["preprocess"]["pid"]);
+}
+
 TEST_F(Pi05Pipeline, MultiprocessRunWithARealDepthCheckpointMakesChunks) {
   // pi0.5's real depth (18 layers, small widths): the BackboneOutput carries the K/V of 36 layer halves in one
   // shared-memory block, which each receiving process (action head, recorder) must hold with
