@@ -223,6 +223,21 @@ TEST_F(Pi05Pipeline, CudaMultiprocessLaunchRunsAcrossProcesses) {
   EXPECT_NE(j["nodes"]["action_head"]["pid"], j["nodes"]["preprocess"]["pid"]);
 }
 
+// Backends mixed in one graph: the backbone's chain [cuda, cpu], the action head on cpu.
+TEST_F(Pi05Pipeline, MixedBackendLaunchRunsAndRecords) {
+  auto r = testing::run(launch_args("pi05_mixed.yaml"), env(), (*dir_ / "mixed").string(),
+                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("action_head: pi05 runs on backend 'cpu'"), std::string::npos) << r.err;
+  const std::string out = (*dir_ / "mixed.json").string();
+  auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_mixed.mcap").string(), "--json", out}, env(),
+                          (*dir_ / "mixed_report").string());
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::ifstream f(out);
+  json j = json::parse(f);  // not const: a missing key reads as null and fails the check
+  EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
+}
+
 TEST_F(Pi05Pipeline, MultiprocessRunWithARealDepthCheckpointMakesChunks) {
   // pi0.5's real depth (18 layers, small widths): the BackboneOutput carries the K/V of 36 layer halves in one
   // shared-memory block, which each receiving process (action head, recorder) must hold with
