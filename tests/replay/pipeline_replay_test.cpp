@@ -75,6 +75,20 @@ class Pi05Pipeline : public ::testing::Test {
     return {"EDGEVLA_DOMAIN=" + testing::unique_domain("pi05"), "EDGEVLA_CHECKPOINT=" + checkpoint(),
             "EDGEVLA_RUN_DIR=" + dir_->string()};
   }
+  // Runs launch/<name>.yaml with this fixture's environment, then `bag report --json` on its
+  // recording (<name>.mcap): the report, and the launch's log in `log`.
+  static void launch_and_report(const std::string& name, json& report, std::string& log) {
+    auto r = testing::run(launch_args(name + ".yaml"), env(), (*dir_ / name).string(),
+                          std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
+    ASSERT_EQ(r.code, 0) << r.err;
+    log = r.err;
+    const std::string out = (*dir_ / (name + ".json")).string();
+    auto rep = testing::run({exe(), "bag", "report", (*dir_ / (name + ".mcap")).string(), "--json", out}, env(),
+                            (*dir_ / (name + "_report")).string());
+    ASSERT_EQ(rep.code, 0) << rep.err;
+    std::ifstream f(out);
+    report = json::parse(f);
+  }
   static std::string checkpoint() { return (*dir_ / "tiny_pi05").string(); }
   static std::string bag() { return (*dir_ / "pi05_demo.mcap").string(); }
   static bag::ReplayOptions replay(const std::string& node) {
@@ -191,15 +205,9 @@ TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
   for (const GroupDescription* g : start_order(*d)) order.push_back(g->name);
   EXPECT_EQ(order, (std::vector<std::string>{"record", "backbone", "action_head", "robot"}));
 
-  auto r = testing::run(launch_args("pi05_multiprocess.yaml"), env(), (*dir_ / "multi").string(),
-                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
-  ASSERT_EQ(r.code, 0) << r.err;
-  const std::string out = (*dir_ / "multi.json").string();
-  auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_multiprocess.mcap").string(), "--json", out}, env(),
-                          (*dir_ / "multi_report").string());
-  ASSERT_EQ(rep.code, 0) << rep.err;
-  std::ifstream f(out);
-  json j = json::parse(f);  // not const: a missing key reads as null and fails the check
+  json j;  // not const: a missing key reads as null and fails the check
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(launch_and_report("pi05_multiprocess", j, log));
   EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
   // Three policy processes, each its own pid.
   EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["action_head"]["pid"]);
@@ -209,15 +217,9 @@ TEST_F(Pi05Pipeline, MultiprocessLaunchStartsTheHeaviestStageFirstAndRuns) {
 // The GPU graph split over processes (backbone, action head, robot, recorder): cuda where a
 // GPU takes the stages, the cpu engines here. It runs and records.
 TEST_F(Pi05Pipeline, CudaMultiprocessLaunchRunsAcrossProcesses) {
-  auto r = testing::run(launch_args("pi05_cuda_multiprocess.yaml"), env(), (*dir_ / "cuda_multi").string(),
-                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
-  ASSERT_EQ(r.code, 0) << r.err;
-  const std::string out = (*dir_ / "cuda_multi.json").string();
-  auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_cuda_multiprocess.mcap").string(), "--json", out},
-                          env(), (*dir_ / "cuda_multi_report").string());
-  ASSERT_EQ(rep.code, 0) << rep.err;
-  std::ifstream f(out);
-  json j = json::parse(f);  // not const: a missing key reads as null and fails the check
+  json j;  // not const: a missing key reads as null and fails the check
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(launch_and_report("pi05_cuda_multiprocess", j, log));
   EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
   EXPECT_NE(j["nodes"]["backbone"]["pid"], j["nodes"]["action_head"]["pid"]);
   EXPECT_NE(j["nodes"]["action_head"]["pid"], j["nodes"]["preprocess"]["pid"]);
@@ -225,16 +227,10 @@ TEST_F(Pi05Pipeline, CudaMultiprocessLaunchRunsAcrossProcesses) {
 
 // Backends mixed in one graph: the backbone's chain [cuda, cpu], the action head on cpu.
 TEST_F(Pi05Pipeline, MixedBackendLaunchRunsAndRecords) {
-  auto r = testing::run(launch_args("pi05_mixed.yaml"), env(), (*dir_ / "mixed").string(),
-                        std::chrono::seconds(120 + 60 * static_cast<int>(testing::time_scale())));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("action_head: pi05 runs on backend 'cpu'"), std::string::npos) << r.err;
-  const std::string out = (*dir_ / "mixed.json").string();
-  auto rep = testing::run({exe(), "bag", "report", (*dir_ / "pi05_mixed.mcap").string(), "--json", out}, env(),
-                          (*dir_ / "mixed_report").string());
-  ASSERT_EQ(rep.code, 0) << rep.err;
-  std::ifstream f(out);
-  json j = json::parse(f);  // not const: a missing key reads as null and fails the check
+  json j;  // not const: a missing key reads as null and fails the check
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(launch_and_report("pi05_mixed", j, log));
+  EXPECT_NE(log.find("action_head: pi05 runs on backend 'cpu'"), std::string::npos) << log;
   EXPECT_GE(j["actuation"]["chunks_received"].get<int>(), 3);
 }
 
