@@ -63,15 +63,13 @@ double median(std::vector<double> v) {
 
 struct Timer {
   cudaStream_t s;
-  void* flush = nullptr;
-  std::size_t flush_bytes = 0;
+  std::size_t twice_l2 = 0;  // bytes
   cudaEvent_t a{}, b{};
   explicit Timer(cudaStream_t stream) : s(stream) {
     int dev = 0, l2 = 0;
     CHECK_CUDA(cudaGetDevice(&dev));
     CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    flush_bytes = 2 * static_cast<std::size_t>(l2);
-    CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
+    twice_l2 = 2 * static_cast<std::size_t>(l2);
     CHECK_CUDA(cudaEventCreate(&a));
     CHECK_CUDA(cudaEventCreate(&b));
   }
@@ -101,13 +99,11 @@ struct Timer {
     CHECK_CUDA(cudaGraphDestroy(graph));
     return best;
   }
-  // Median µs of `fn` over `reps` runs, each after the L2 cache was overwritten (cold), or back
-  // to back when warm.
-  double us(int reps, bool cold, const std::function<void()>& fn) {
+  // Median µs of `fn` over `reps` runs, one after another (warm caches).
+  double us(int reps, const std::function<void()>& fn) {
     fn();
     std::vector<double> t;
     for (int r = 0; r < reps; ++r) {
-      if (cold) CHECK_CUDA(cudaMemsetAsync(flush, r & 1, flush_bytes, s));
       CHECK_CUDA(cudaEventRecord(a, s));
       fn();
       CHECK_CUDA(cudaEventRecord(b, s));
@@ -166,7 +162,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&src, copy_bytes));
   CHECK_CUDA(cudaMalloc(&dst, copy_bytes));
   const double copy_us =
-      timer.us(repeat, false, [&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); });
+      timer.us(repeat, [&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); });
   const double copy_gbps = 2.0 * static_cast<double>(copy_bytes) / (copy_us * 1e3);
   std::printf("{\"bench\": \"copy\", \"device\": \"%s\", \"bytes\": %zu, \"us\": %.1f, \"gbps_read_plus_write\": %.0f}\n",
               prop.name, copy_bytes, copy_us, copy_gbps);
@@ -201,7 +197,7 @@ int main(int argc, char** argv) {
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
     void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
     const std::size_t w_bytes = static_cast<std::size_t>(sh.n * sh.k) * 2;
-    const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.flush_bytes / w_bytes + 1, 2, 64));
+    const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / w_bytes + 1, 2, 64));
     std::byte* wc = nullptr;
     CHECK_CUDA(cudaMalloc(&wc, copies * w_bytes));
     for (int c = 0; c < copies; ++c) CHECK_CUDA(cudaMemcpy(wc + c * w_bytes, w, w_bytes, cudaMemcpyDeviceToDevice));
@@ -319,7 +315,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 18; ++i) CHECK_OK(attention(s, one));
         CHECK_CUDA(cudaStreamEndCapture(s, &graph));
         CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-        const double us = timer.us(repeat, false, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
+        const double us = timer.us(repeat, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
         CHECK_CUDA(cudaStreamSynchronize(s));
         const auto got = download(out, DType::kBF16, static_cast<std::size_t>(rows * H * h));
         if (ref.empty()) ref = got;
