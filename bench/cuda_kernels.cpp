@@ -225,12 +225,12 @@ int main(int argc, char** argv) {
     const auto ref = download(ref_d, sh.d, static_cast<std::size_t>(sh.m * sh.n));
     double best = lt_us;
     std::string skinny_json;
-    for (const int kc : {256, 512, 1024}) {
+    for (const int kc : kSkinnyChunks) {
       SkinnyGemmArgs sg;
       sg.m = sh.m, sg.n = sh.n, sg.k = sh.k, sg.a = a, sg.lda = sh.k, sg.w = w, sg.ldw = sh.k, sg.d = d;
       sg.d_type = sh.d, sg.ldd = sh.n, sg.beta = sh.beta, sg.k_chunk = kc, sg.partials = partials;
       sg.counters = counters;
-      if (skinny_gemm_unsupported(sg) != nullptr || skinny_gemm_partial_bytes(sg) > (std::size_t{32} << 20)) continue;
+      if (!skinny_chunk_distinct(sh.k, kc) || skinny_gemm_unsupported(sg) != nullptr || skinny_gemm_partial_bytes(sg) > (std::size_t{32} << 20)) continue;
       const double us = timer.per_call_us(copies, 3, [&](int c) {
         SkinnyGemmArgs sc = sg;
         sc.w = wc + c * w_bytes;

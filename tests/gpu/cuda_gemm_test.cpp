@@ -139,7 +139,7 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
 
 // skinny_gemm called directly (Blas picks it only where it times faster), against the same
 // double reference: row counts across the 8-row tiles, n past a 64-row block, k split over
-// 1, 2, 4 and 16 blocks, strided views, both D dtypes and every alpha/beta/bias variant, each
+// 1, 2, 3 (uneven), 4 and 16 blocks, strided views, both D dtypes and every alpha/beta/bias variant, each
 // run twice (the split-k arrival counters must be left ready for the next launch).
 TEST_F(CudaKernels, SkinnyGemmMatchesReference) {
   struct SkinnyCase {
@@ -153,6 +153,8 @@ TEST_F(CudaKernels, SkinnyGemmMatchesReference) {
       {{64, 96, 1024, 1024, 1024, 96}, 1024},     // a full 64 rows, no split
       {{33, 200, 4096, 4096, 4096, 200}, 256},    // 16 splits
       {{9, 130, 512, 512, 512, 130}, 512},        // 9 rows: a second, nearly empty tile
+      {{50, 2560, 1024, 1024, 1024, 2560}, 384},  // uneven shares: 384, 384, 256
+      {{7, 64, 128, 128, 128, 64}, 128},          // one stage, one tile
   };
   struct Variant {
     float alpha, beta;

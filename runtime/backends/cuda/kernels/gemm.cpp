@@ -32,7 +32,6 @@ namespace {
 
 constexpr int kCandidates = 16;  // heuristic results timed when a shape is planned
 constexpr int kCounters = 16384; // the skinny kernel's arrival counters (64 weight rows each)
-constexpr int kSkinnyChunks[] = {256, 512, 1024};
 
 std::string lt_error(cublasStatus_t s) {
   return std::string(cublasLtGetStatusName(s)) + " (" + cublasLtGetStatusString(s) + ")";
@@ -390,7 +389,7 @@ struct Blas::Impl {
       std::vector<Candidate> all;
       for (std::size_t i = 0; i < candidates.size(); ++i) all.push_back(Candidate{static_cast<int>(i), 0});
       for (const int kc : kSkinnyChunks) {
-        if (skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
+        if (skinny_chunk_distinct(args.k, kc) && skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
       }
       if (all.size() < 2) return plan;
       EDGEVLA_ASSIGN_OR_RETURN(auto pick, fastest(*plan, candidates, all, stream, args, what));

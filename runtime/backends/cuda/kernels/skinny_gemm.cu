@@ -1,18 +1,26 @@
 // The few-rows GEMM (see skinny_gemm.hpp).
 //
+// Layout. A block owns 64 weight rows (output features) and one k share. Its k share goes
+// through shared memory in 128-wide stages: the stage's 64 weight rows and the activation rows
+// (rows past m zero-filled), each row padded to 136 bf16 so that the 16-byte rows of an 8×8
+// ldmatrix fall in distinct banks. Four stages are in flight (cp.async, weights marked
+// evict-first in L2: they are read once per pass, the activations by every block).
+//
 // Fragment bookkeeping. mma.m16n8k16 multiplies a 16×16 "A" tile by a 16×8 "B" tile. Here A is
-// 16 weight rows (output features) and B is 8 activation rows, so the MMA computes Dᵀ: lane
-// (g = lane / 4, q = lane % 4) holds D for features g and g + 8 of its warp's 16 and activation
-// rows 2q and 2q + 1 of the tile. Per 64-wide k chunk a lane loads 16 consecutive bf16 of each of
-// its two weight rows (bytes [32q, 32q + 32) of the chunk) and the same 16 k of its activation
-// row. MMA step j of the chunk takes 32-bit words 2j and 2j + 1 of those 16 values as the
-// fragment's "low" and "high" k pairs: logical k pair (2q, 2q + 1) of step j is physical
-// k = 16q + 4j + {0, 1}, pair (2q + 8, 2q + 9) is 16q + 4j + {2, 3}. The map depends on q and j
-// only, and weights and activations use the same one, so every product pairs the right k.
+// 16 weight rows and B is 8 activation rows (both stored k-contiguous, so both come straight
+// from ldmatrix without a transpose), and the MMA computes Dᵀ: lane (g = lane / 4, q = lane % 4)
+// holds D for features g and g + 8 of its warp's 16 and activation rows 2q and 2q + 1 of the
+// tile. Eight warps: warp w takes feature rows 16 (w % 4) .. + 16 and the k half w / 4 of every
+// stage; the two halves' sums are added in shared memory at the end (fixed order).
+//
+// Split k: each block writes its partial sums to the workspace and the last block of a row range
+// (an arrival counter) adds them in split order: deterministic, no atomics on the data, no second
+// launch.
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -21,14 +29,23 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kBatch = 4;  // 64-wide k chunks of weights a warp has in flight at once
-constexpr int kPad = 8;    // bf16 of padding per shared activation row: rows 16 bytes apart in banks
-constexpr int kMaxSplits = 16;  // k / k_chunk at most
+constexpr int kBK = 128;          // k per stage
+constexpr int kStages = 4;        // stages in flight
+constexpr int kLds = kBK + 8;     // bf16 per shared row: 17 16-byte chunks, conflict-free ldmatrix
+constexpr int kMaxSplits = 16;    // k shares at most
+
+template <int T>
+struct Layout {
+  static constexpr int kW = 64 * kLds;     // weight rows of a stage (bf16)
+  static constexpr int kA = 8 * T * kLds;  // activation rows of a stage
+  static constexpr int kStage = kW + kA;
+  static constexpr int kBytes = kStages * kStage * 2;
+};
 
 struct Params {
-  int m, n, kc, splits;
+  int m, n, k, kc, splits;
   const bf16* a;
   long long lda;
   const bf16* w;
@@ -41,13 +58,32 @@ struct Params {
   int* counters;
 };
 
-__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                         unsigned b0, unsigned b1) {
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool ok, unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(ok ? 16 : 0), "l"(policy));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ float load_out(const float* p) { return *p; }
@@ -68,79 +104,115 @@ __device__ __forceinline__ void finish(const Params& p, int m, int n, float sum)
 
 template <int T, typename OutT>
 __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
+  using L = Layout<T>;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int s_last;
-  bf16* s_a = reinterpret_cast<bf16*>(smem);  // [8T][kc + kPad]
-  const int lds = p.kc + kPad;
+  bf16* sm = reinterpret_cast<bf16*>(smem);
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
   const int rb = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
+  const int n0 = rb * 64;
   const int k0 = split * p.kc;
-  const int row0 = rb * 64 + warp * 16;
-  // Rows past n load row n - 1 (inside W) and store nothing.
-  const bf16* w_lo = p.w + static_cast<long long>(min(row0 + g, p.n - 1)) * p.ldw + k0 + 16 * q;
-  const bf16* w_hi = p.w + static_cast<long long>(min(row0 + g + 8, p.n - 1)) * p.ldw + k0 + 16 * q;
-  const int chunks = p.kc / 64;
+  const int stages = min(p.kc, p.k - k0) / kBK;
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
 
-  // The weights do not depend on anything this block computes: their first loads go out before
-  // the activations are staged, and every later batch is loaded while the one before it is
-  // multiplied (two register buffers).
-  uint4 wa[kBatch][4], wb[kBatch][4];
-  auto load_batch = [&](uint4 (&wr)[kBatch][4], int c0) {
+  auto load_stage = [&](int st) {
+    bf16* sw = sm + (st % kStages) * L::kStage;
+    bf16* sa = sw + L::kW;
+    const int kk = k0 + st * kBK;
 #pragma unroll
-    for (int c = 0; c < kBatch; ++c) {
-      const int off = (c0 + c) * 64;
-      wr[c][0] = __ldcs(reinterpret_cast<const uint4*>(w_lo + off));
-      wr[c][1] = __ldcs(reinterpret_cast<const uint4*>(w_lo + off + 8));
-      wr[c][2] = __ldcs(reinterpret_cast<const uint4*>(w_hi + off));
-      wr[c][3] = __ldcs(reinterpret_cast<const uint4*>(w_hi + off + 8));
+    for (int i = 0; i < 64 * 16 / kThreads; ++i) {
+      const int c = tid + i * kThreads;
+      const int r = c / 16, col = c % 16;
+      const bool ok = n0 + r < p.n;
+      cp_async16(sw + r * kLds + col * 8, p.w + (ok ? static_cast<long long>(n0 + r) * p.ldw + kk + col * 8 : 0), ok,
+                 policy);
+    }
+#pragma unroll
+    for (int i = 0; i < (8 * T * 16 + kThreads - 1) / kThreads; ++i) {
+      const int c = tid + i * kThreads;
+      if (c < 8 * T * 16) {
+        const int r = c / 16, col = c % 16;
+        const bool ok = r < p.m;
+        // Activations are shared by every block: an ordinary (evict-normal) copy.
+        const unsigned dst = smem_addr(sa + r * kLds + col * 8);
+        const bf16* src = p.a + (ok ? static_cast<long long>(r) * p.lda + kk + col * 8 : 0);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+      }
     }
   };
-  load_batch(wa, 0);
 
-  // Activations to shared memory with asynchronous copies, all in flight at once (rows past m
-  // are zero-filled).
-  const int vecs = p.kc / 8;  // 16-byte vectors per activation row
-  for (int i = tid; i < 8 * T * vecs; i += kThreads) {
-    const int r = i / vecs, c = i % vecs;
-    const bool ok = r < p.m;
-    const bf16* src = p.a + (ok ? static_cast<long long>(r) * p.lda + k0 + c * 8 : 0);
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(s_a + r * lds + c * 8));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < stages) load_stage(st);
+    asm volatile("cp.async.commit_group;\n" ::);
   }
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-  __syncthreads();
 
   float acc[T][4];
 #pragma unroll
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-  auto multiply = [&](const uint4 (&wr)[kBatch][4], int c0) {
+  const int wrow = (warp % 4) * 16;
+  const int khalf = warp / 4;
+  // ldmatrix addresses: A matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15); B pairs of 8-row tiles.
+  const int a_row = wrow + (lane % 8) + ((lane / 8) % 2) * 8;
+  const int a_k = (lane / 16) * 8;
+  const int b_row = (lane % 8) + (lane / 16) * 8;
+  const int b_k = ((lane / 8) % 2) * 8;
+
+  for (int st = 0; st < stages; ++st) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2) : "memory");
+    __syncthreads();
+    if (st + kStages - 1 < stages) load_stage(st + kStages - 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const bf16* sw = sm + (st % kStages) * L::kStage;
+    const bf16* sa = sw + L::kW;
 #pragma unroll
-    for (int c = 0; c < kBatch; ++c) {
-      const int kk = (c0 + c) * 64 + 16 * q;
+    for (int j = 0; j < kBK / 32; ++j) {
+      const int kk = khalf * (kBK / 2) + j * 16;
+      unsigned a[4];
+      ldmatrix_x4(a, sw + a_row * kLds + kk + a_k);
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        const bf16* src = s_a + (8 * t + g) * lds + kk;
-        const uint4 b0 = *reinterpret_cast<const uint4*>(src);
-        const uint4 b1 = *reinterpret_cast<const uint4*>(src + 8);
-        mma_bf16(acc[t], wr[c][0].x, wr[c][2].x, wr[c][0].y, wr[c][2].y, b0.x, b0.y);
-        mma_bf16(acc[t], wr[c][0].z, wr[c][2].z, wr[c][0].w, wr[c][2].w, b0.z, b0.w);
-        mma_bf16(acc[t], wr[c][1].x, wr[c][3].x, wr[c][1].y, wr[c][3].y, b1.x, b1.y);
-        mma_bf16(acc[t], wr[c][1].z, wr[c][3].z, wr[c][1].w, wr[c][3].w, b1.z, b1.w);
+      for (int t = 0; t + 1 < T; t += 2) {
+        unsigned b[4];
+        ldmatrix_x4(b, sa + (8 * t + b_row) * kLds + kk + b_k);
+        mma_bf16(acc[t], a, b[0], b[1]);
+        mma_bf16(acc[t + 1], a, b[2], b[3]);
+      }
+      if constexpr (T % 2 == 1) {
+        unsigned b[2];
+        ldmatrix_x2(b, sa + (8 * (T - 1) + lane % 8) * kLds + kk + b_k);
+        mma_bf16(acc[T - 1], a, b[0], b[1]);
       }
     }
-  };
-  for (int c0 = 0; c0 < chunks; c0 += 2 * kBatch) {
-    if (c0 + kBatch < chunks) load_batch(wb, c0 + kBatch);
-    multiply(wa, c0);
-    if (c0 + 2 * kBatch < chunks) load_batch(wa, c0 + 2 * kBatch);
-    if (c0 + kBatch < chunks) multiply(wb, c0 + kBatch);
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();
+
+  // The second k half's sums join the first's through shared memory (the stages are free now).
+  float* red = reinterpret_cast<float*>(smem);
+  if (khalf == 1) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[((warp % 4) * T * 4 + t * 4 + e) * 32 + lane] = acc[t][e];
+    }
+  }
+  __syncthreads();
+  const bool owner = khalf == 0;
+  if (owner) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[t][e] += red[(warp * T * 4 + t * 4 + e) * 32 + lane];
+    }
   }
 
   // acc[t]: [0] feature g, row 2q; [1] feature g, row 2q + 1; [2], [3] the same for feature g + 8.
-  const int n_lo = row0 + g, n_hi = row0 + g + 8;
+  const int n_lo = n0 + wrow + g, n_hi = n_lo + 8;
   if (p.splits == 1) {
+    if (!owner) return;
 #pragma unroll
     for (int t = 0; t < T; ++t) {
       const int m = 8 * t + 2 * q;
@@ -153,17 +225,19 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
   }
 
   // Split k: this block's partial sums, then the last block of the row range adds them up.
-  float* part = p.part + static_cast<long long>(split) * p.m * p.n;
-  auto put = [&](int m, int n, float v) {
-    if (m < p.m && n < p.n) part[static_cast<long long>(m) * p.n + n] = v;
-  };
+  if (owner) {
+    float* part = p.part + static_cast<long long>(split) * p.m * p.n;
+    auto put = [&](int m, int n, float v) {
+      if (m < p.m && n < p.n) part[static_cast<long long>(m) * p.n + n] = v;
+    };
 #pragma unroll
-  for (int t = 0; t < T; ++t) {
-    const int m = 8 * t + 2 * q;
-    put(m, n_lo, acc[t][0]);
-    put(m + 1, n_lo, acc[t][1]);
-    put(m, n_hi, acc[t][2]);
-    put(m + 1, n_hi, acc[t][3]);
+    for (int t = 0; t < T; ++t) {
+      const int m = 8 * t + 2 * q;
+      put(m, n_lo, acc[t][0]);
+      put(m + 1, n_lo, acc[t][1]);
+      put(m, n_hi, acc[t][2]);
+      put(m + 1, n_hi, acc[t][3]);
+    }
   }
   __threadfence();
   __syncthreads();
@@ -172,7 +246,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
   if (!s_last) return;
   __threadfence();
   // Four outputs per thread per pass, every share of all four loaded before any is added.
-  const int rows_here = min(64, p.n - rb * 64);
+  const int rows_here = min(64, p.n - n0);
   const long long stride = static_cast<long long>(p.m) * p.n;
   constexpr int kPer = 4;
   for (int i0 = tid; i0 < p.m * 64; i0 += kPer * kThreads) {
@@ -182,7 +256,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
       const int i = i0 + j * kThreads;
       const int m = i / 64, r = i % 64;
       const bool ok = i < p.m * 64 && r < rows_here;
-      const float* src = p.part + static_cast<long long>(ok ? m : 0) * p.n + rb * 64 + (ok ? r : 0);
+      const float* src = p.part + static_cast<long long>(ok ? m : 0) * p.n + n0 + (ok ? r : 0);
 #pragma unroll
       for (int sp = 0; sp < kMaxSplits; ++sp) v[j][sp] = ok && sp < p.splits ? __ldcg(src + sp * stride) : 0.0f;
     }
@@ -194,56 +268,57 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
       float sum = 0.0f;
 #pragma unroll
       for (int sp = 0; sp < kMaxSplits; ++sp) sum += v[j][sp];  // split order: deterministic
-      finish<OutT>(p, m, rb * 64 + r, sum);
+      finish<OutT>(p, m, n0 + r, sum);
     }
   }
   if (tid == 0) p.counters[rb] = 0;  // ready for the next launch (and the next graph replay)
 }
 
 template <int T, typename OutT>
-cudaError_t launch_t(cudaStream_t stream, const Params& p, dim3 grid, std::size_t smem) {
-  // The shared-memory limit is raised once per device to the most any call can use (outside a
-  // capture: the first call of a shape happens in the engines' eager pass).
+cudaError_t launch_t(cudaStream_t stream, const Params& p, dim3 grid) {
+  // The shared-memory limit is raised once per device (outside a capture: the first call of a
+  // shape happens in the engines' eager pass).
   static std::atomic<std::uint64_t> raised{0};
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
   const std::uint64_t bit = std::uint64_t{1} << (dev % 64);
   if ((raised.load(std::memory_order_acquire) & bit) == 0) {
-    const int most = 8 * T * (1024 + kPad) * 2;
     err = cudaFuncSetAttribute(reinterpret_cast<const void*>(&skinny_kernel<T, OutT>),
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, Layout<T>::kBytes);
     if (err != cudaSuccess) return err;
     raised.fetch_or(bit, std::memory_order_acq_rel);
   }
-  skinny_kernel<T, OutT><<<grid, kThreads, smem, stream>>>(p);
+  skinny_kernel<T, OutT><<<grid, kThreads, Layout<T>::kBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <typename OutT>
-cudaError_t launch(cudaStream_t stream, int tiles, const Params& p, dim3 grid, std::size_t smem) {
+cudaError_t launch(cudaStream_t stream, int tiles, const Params& p, dim3 grid) {
   switch (tiles) {
-    case 1: return launch_t<1, OutT>(stream, p, grid, smem);
-    case 2: return launch_t<2, OutT>(stream, p, grid, smem);
-    case 3: return launch_t<3, OutT>(stream, p, grid, smem);
-    case 4: return launch_t<4, OutT>(stream, p, grid, smem);
-    case 5: return launch_t<5, OutT>(stream, p, grid, smem);
-    case 6: return launch_t<6, OutT>(stream, p, grid, smem);
-    case 7: return launch_t<7, OutT>(stream, p, grid, smem);
-    default: return launch_t<8, OutT>(stream, p, grid, smem);
+    case 1: return launch_t<1, OutT>(stream, p, grid);
+    case 2: return launch_t<2, OutT>(stream, p, grid);
+    case 3: return launch_t<3, OutT>(stream, p, grid);
+    case 4: return launch_t<4, OutT>(stream, p, grid);
+    case 5: return launch_t<5, OutT>(stream, p, grid);
+    case 6: return launch_t<6, OutT>(stream, p, grid);
+    case 7: return launch_t<7, OutT>(stream, p, grid);
+    default: return launch_t<8, OutT>(stream, p, grid);
   }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+std::int64_t splits_of(const SkinnyGemmArgs& a) { return (a.k + a.k_chunk - 1) / a.k_chunk; }
 
 }  // namespace
 
 const char* skinny_gemm_unsupported(const SkinnyGemmArgs& a) {
   if (a.m < 1 || a.m > kSkinnyMaxRows) return "m must be 1..64";
   if (a.n < 1 || a.n > (1 << 30) || a.k < 1 || a.k > (1 << 30)) return "n and k must be positive";
-  if (a.k_chunk != 256 && a.k_chunk != 512 && a.k_chunk != 1024) return "k_chunk must be 256, 512 or 1024";
-  if (a.k % a.k_chunk != 0) return "k must be a multiple of k_chunk";
-  if (a.k / a.k_chunk > kMaxSplits) return "k may be at most 16 k_chunks";
+  if (a.k % kBK != 0) return "k must be a multiple of 128";
+  if (a.k_chunk < kBK || a.k_chunk % kBK != 0) return "k_chunk must be a positive multiple of 128";
+  if (splits_of(a) > kMaxSplits) return "k may be split into at most 16 k_chunks";
   if (a.lda % 8 != 0 || a.ldw % 8 != 0 || a.lda < a.k || a.ldw < a.k || a.ldd < a.n) {
     return "lda and ldw must be multiples of 8 and at least k, ldd at least n";
   }
@@ -259,7 +334,7 @@ const char* skinny_gemm_unsupported(const SkinnyGemmArgs& a) {
 
 std::size_t skinny_gemm_partial_bytes(const SkinnyGemmArgs& a) {
   if (a.k_chunk <= 0 || a.k_chunk >= a.k) return 0;
-  return static_cast<std::size_t>(a.k / a.k_chunk) * static_cast<std::size_t>(a.m * a.n) * sizeof(float);
+  return static_cast<std::size_t>(splits_of(a)) * static_cast<std::size_t>(a.m * a.n) * sizeof(float);
 }
 
 Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& a) {
@@ -270,8 +345,9 @@ Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& a) {
   Params p{};
   p.m = static_cast<int>(a.m);
   p.n = static_cast<int>(a.n);
-  p.kc = a.k_chunk;
-  p.splits = static_cast<int>(a.k / a.k_chunk);
+  p.k = static_cast<int>(a.k);
+  p.kc = static_cast<int>(std::min<std::int64_t>(a.k_chunk, a.k));
+  p.splits = static_cast<int>(splits_of(a));
   p.a = static_cast<const bf16*>(a.a);
   p.lda = a.lda;
   p.w = static_cast<const bf16*>(a.w);
@@ -286,9 +362,8 @@ Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& a) {
   const int tiles = static_cast<int>((a.m + 7) / 8);
   const dim3 grid(static_cast<unsigned>((a.n + kSkinnyBlockRows - 1) / kSkinnyBlockRows),
                   static_cast<unsigned>(p.splits));
-  const std::size_t smem = static_cast<std::size_t>(8 * tiles) * static_cast<std::size_t>(a.k_chunk + kPad) * 2;
-  const cudaError_t err = a.d_type == DType::kF32 ? launch<float>(stream, tiles, p, grid, smem)
-                                                  : launch<bf16>(stream, tiles, p, grid, smem);
+  const cudaError_t err = a.d_type == DType::kF32 ? launch<float>(stream, tiles, p, grid)
+                                                  : launch<bf16>(stream, tiles, p, grid);
   if (err != cudaSuccess) {
     return internal_error(std::string("skinny gemm launch: ") + cudaGetErrorName(err) + " (" +
                           cudaGetErrorString(err) + ")");

@@ -4,13 +4,11 @@
 //
 // At such m a GEMM is a stream over the weights, and what decides its speed is keeping enough
 // weight bytes in flight on every multiprocessor. Each block takes 64 weight rows and one
-// k_chunk-long slice of k; its four warps load their 16 rows straight from global memory into
-// registers (no shared-memory round trip for the weights), with the activation slice in shared
-// memory read once per block. A weight row's 16 values per lane feed the MMA in a permuted
-// k order, and the activations are read in the same order, so the sum is the same.
-// With k split over blocks, each block writes its partial sums to the workspace and the last
-// block of a row range (an arrival counter) adds them in split order: deterministic, no atomics
-// on the data, no second launch.
+// k_chunk-long share of k, and streams both its weights and the activations through shared
+// memory in a four-stage cp.async pipeline (up to ~100 KB in flight per block); eight warps
+// multiply from there with ldmatrix + mma.sync. With k split over blocks, each block writes its
+// partial sums to the workspace and the last block of a row range (an arrival counter) adds them
+// in split order: deterministic, no atomics on the data, no second launch.
 //
 // Blas offers it as a candidate beside cuBLASLt's algorithms and keeps whichever is faster on
 // the device for each shape (gemm.hpp).
@@ -36,13 +34,24 @@ struct SkinnyGemmArgs {
   std::int64_t ldd = 0;
   float alpha = 1.0f, beta = 0.0f;
   const float* bias = nullptr;  // f32 [n] or nullptr
-  int k_chunk = 256;            // k per block: 256, 512 or 1024, dividing k
-  float* partials = nullptr;    // f32 [k / k_chunk, m, n] when k_chunk < k
+  int k_chunk = 256;            // k per block: a multiple of 128 (the last share may be shorter)
+  float* partials = nullptr;    // f32 [ceil(k / k_chunk), m, n] when k_chunk < k
   std::int32_t* counters = nullptr;  // zeroed, one per 64 weight rows, when k_chunk < k; left zeroed
 };
 
 constexpr std::int64_t kSkinnyMaxRows = 64;
 constexpr std::int64_t kSkinnyBlockRows = 64;
+// The k shares Blas times for each shape (those that leave at most 16 shares).
+constexpr int kSkinnyChunks[] = {128, 256, 384, 512, 768, 1024, 2048, 4096};
+// Whether k_chunk gives a split of k that no smaller listed chunk gives (chunks ≥ k all mean
+// "no split"; only the first of them counts).
+inline bool skinny_chunk_distinct(std::int64_t k, int k_chunk) {
+  if (k_chunk < k) return true;
+  for (const int c : kSkinnyChunks) {
+    if (c >= k) return c == k_chunk;
+  }
+  return false;
+}
 
 // Why `args` cannot run on this kernel (dtypes aside), or empty when it can.
 const char* skinny_gemm_unsupported(const SkinnyGemmArgs& args);
