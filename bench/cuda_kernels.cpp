@@ -5,7 +5,8 @@
 // GEMMs run back to back over copies of their weights that together exceed the L2 cache (cold
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
-//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention]
+//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention] [--shape NAME] [--k-chunk N]
+// (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, for a profiler)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -146,9 +147,13 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
 int main(int argc, char** argv) {
   int repeat = 20;
   std::string only;  // "gemm" or "attention": one part (for a profiler)
+  std::string only_shape;
+  int only_chunk = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    if (std::strcmp(argv[i], "--shape") == 0) only_shape = argv[i + 1];
+    if (std::strcmp(argv[i], "--k-chunk") == 0) only_chunk = std::atoi(argv[i + 1]);
   }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -186,14 +191,10 @@ int main(int argc, char** argv) {
   CHECK_OK(lt_only.status());
   CHECK_OK(mixed.status());
   (*lt_only)->set_own_kernels(false);
-  float* partials = nullptr;
-  std::int32_t* counters = nullptr;
-  CHECK_CUDA(cudaMalloc(&partials, std::size_t{32} << 20));
-  CHECK_CUDA(cudaMalloc(&counters, 16384 * 4));
-  CHECK_CUDA(cudaMemset(counters, 0, 16384 * 4));
   double layer_lt = 0, layer_best = 0, layer_floor = 0;
   for (const Shape& sh : shapes) {
     if (only == "attention") break;
+    if (!only_shape.empty() && only_shape != sh.name) continue;
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
     void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
     const std::size_t w_bytes = static_cast<std::size_t>(sh.n * sh.k) * 2;
@@ -228,9 +229,11 @@ int main(int argc, char** argv) {
     for (const int kc : kSkinnyChunks) {
       SkinnyGemmArgs sg;
       sg.m = sh.m, sg.n = sh.n, sg.k = sh.k, sg.a = a, sg.lda = sh.k, sg.w = w, sg.ldw = sh.k, sg.d = d;
-      sg.d_type = sh.d, sg.ldd = sh.n, sg.beta = sh.beta, sg.k_chunk = kc, sg.partials = partials;
-      sg.counters = counters;
-      if (!skinny_chunk_distinct(sh.k, kc) || skinny_gemm_unsupported(sg) != nullptr || skinny_gemm_partial_bytes(sg) > (std::size_t{32} << 20)) continue;
+      sg.d_type = sh.d, sg.ldd = sh.n, sg.beta = sh.beta, sg.k_chunk = kc;
+      if ((only_chunk > 0 && kc != only_chunk) || !skinny_chunk_distinct(sh.k, kc) ||
+          skinny_gemm_unsupported(sg) != nullptr) {
+        continue;
+      }
       const double us = timer.per_call_us(copies, 3, [&](int c) {
         SkinnyGemmArgs sc = sg;
         sc.w = wc + c * w_bytes;

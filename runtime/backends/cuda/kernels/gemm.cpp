@@ -31,7 +31,6 @@ namespace edgevla::backends::cuda {
 namespace {
 
 constexpr int kCandidates = 16;  // heuristic results timed when a shape is planned
-constexpr int kCounters = 16384; // the skinny kernel's arrival counters (64 weight rows each)
 
 std::string lt_error(cublasStatus_t s) {
   return std::string(cublasLtGetStatusName(s)) + " (" + cublasLtGetStatusString(s) + ")";
@@ -131,7 +130,6 @@ struct Blas::Impl {
   cublasLtHandle_t lt = nullptr;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
-  std::int32_t* counters = nullptr;  // kCounters zeroed ints (skinny_gemm)
   bool own_kernels = true;           // offer the skinny kernel as a candidate
   bool lt_gelu_ok = false;         // cuBLASLt's GELU epilogue is the tanh approximation
   bool lt_f32_bias_bf16_ok = false;  // cuBLASLt takes an f32 bias with a bf16 D
@@ -141,7 +139,6 @@ struct Blas::Impl {
 
   ~Impl() {
     plans.clear();
-    if (counters != nullptr) cudaFree(counters);
     if (workspace != nullptr) cudaFree(workspace);
     if (lt != nullptr) cublasLtDestroy(lt);
   }
@@ -258,20 +255,17 @@ struct Blas::Impl {
     s.d = d, s.d_type = a.d_type, s.ldd = a.ldd;
     s.alpha = a.alpha, s.beta = a.beta, s.bias = a.bias;
     s.k_chunk = k_chunk;
-    s.partials = static_cast<float*>(workspace);
-    s.counters = counters;
     return s;
   }
 
   // Whether the skinny kernel can run `a` with this k per block, inside the workspace.
   bool skinny_fits(const GemmArgs& a, int k_chunk) const {
-    if (!own_kernels || counters == nullptr || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
+    if (!own_kernels || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
         a.epilogue != Epilogue::kNone) {
       return false;
     }
     const SkinnyGemmArgs s = skinny_args(a, k_chunk, a.d);
-    return skinny_gemm_unsupported(s) == nullptr && skinny_gemm_partial_bytes(s) <= workspace_bytes &&
-           (a.n + kSkinnyBlockRows - 1) / kSkinnyBlockRows <= kCounters;
+    return skinny_gemm_unsupported(s) == nullptr;
   }
 
   bool run_candidate(const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
@@ -317,7 +311,7 @@ struct Blas::Impl {
       }
     } ts;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&ts.s, cudaStreamNonBlocking));
-    // The caller's earlier GEMMs share the workspace and counters: they finish first.
+    // The caller's earlier GEMMs share the workspace: they finish first.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       GemmArgs a = args;
@@ -485,8 +479,6 @@ Expected<std::unique_ptr<Blas>> Blas::create(std::size_t workspace_bytes) {
   }
   im.workspace_bytes = workspace_bytes;
   if (workspace_bytes > 0) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.workspace, workspace_bytes));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.counters, kCounters * sizeof(std::int32_t)));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(im.counters, 0, kCounters * sizeof(std::int32_t)));
 
   // Probe 1: cuBLASLt's GELU (f32 D, so an approximation other than tanh's shows).
   std::vector<float> bias(64), expect(64);

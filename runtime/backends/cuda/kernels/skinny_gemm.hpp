@@ -3,12 +3,13 @@
 // bf16 operands, f32 accumulation on tensor cores (mma.sync m16n8k16), D in f32 or bf16.
 //
 // At such m a GEMM is a stream over the weights, and what decides its speed is keeping enough
-// weight bytes in flight on every multiprocessor. Each block takes 64 weight rows and one
-// k_chunk-long share of k, and streams both its weights and the activations through shared
-// memory in a four-stage cp.async pipeline (up to ~100 KB in flight per block); eight warps
-// multiply from there with ldmatrix + mma.sync. With k split over blocks, each block writes its
-// partial sums to the workspace and the last block of a row range (an arrival counter) adds them
-// in split order: deterministic, no atomics on the data, no second launch.
+// weight bytes in flight on every multiprocessor with few instructions. Each block takes 64
+// weight rows and one k_chunk-long share of k; a producer warp streams its weights and the
+// activations into shared memory with bulk copies (six 128-wide stages in flight, mbarriers),
+// eight warps multiply from there with ldmatrix + mma.sync. With k split, the blocks of a row
+// range form a thread-block cluster and add their sums through distributed shared memory in a
+// fixed order: deterministic, no workspace, one launch. Needs compute capability 9.0 or newer
+// (Hopper, Thor); elsewhere it reports itself unsupported and Blas keeps cuBLASLt.
 //
 // Blas offers it as a candidate beside cuBLASLt's algorithms and keeps whichever is faster on
 // the device for each shape (gemm.hpp).
@@ -34,14 +35,13 @@ struct SkinnyGemmArgs {
   std::int64_t ldd = 0;
   float alpha = 1.0f, beta = 0.0f;
   const float* bias = nullptr;  // f32 [n] or nullptr
-  int k_chunk = 256;            // k per block: a multiple of 128 (the last share may be shorter)
-  float* partials = nullptr;    // f32 [ceil(k / k_chunk), m, n] when k_chunk < k
-  std::int32_t* counters = nullptr;  // zeroed, one per 64 weight rows, when k_chunk < k; left zeroed
+  int k_chunk = 256;            // k per block: a multiple of 128 (the last share may be shorter),
+                                // at most 8 shares
 };
 
 constexpr std::int64_t kSkinnyMaxRows = 64;
 constexpr std::int64_t kSkinnyBlockRows = 64;
-// The k shares Blas times for each shape (those that leave at most 16 shares).
+// The k shares Blas times for each shape (those that leave at most 8 shares).
 constexpr int kSkinnyChunks[] = {128, 256, 384, 512, 768, 1024, 2048, 4096};
 // Whether k_chunk gives a split of k that no smaller listed chunk gives (chunks ≥ k all mean
 // "no split"; only the first of them counts).
@@ -55,8 +55,6 @@ inline bool skinny_chunk_distinct(std::int64_t k, int k_chunk) {
 
 // Why `args` cannot run on this kernel (dtypes aside), or empty when it can.
 const char* skinny_gemm_unsupported(const SkinnyGemmArgs& args);
-// Workspace bytes for the partial sums (0 when k_chunk == k).
-std::size_t skinny_gemm_partial_bytes(const SkinnyGemmArgs& args);
 // Enqueues the GEMM; capturable (no allocation, no synchronisation).
 Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& args);
 
