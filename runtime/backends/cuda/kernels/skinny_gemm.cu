@@ -2,13 +2,13 @@
 //
 // Block layout. A block owns 64 weight rows (output features) and one k share, and runs nine
 // warps: warp 8 is the producer, warps 0-7 multiply. The producer moves each 128-wide k stage
-// of the block's weight rows and of the activation rows into shared memory with bulk copies
-// (one instruction per 256-byte row segment, completion counted in bytes on the stage's "full"
-// mbarrier; weights marked evict-first in L2: they are read once per pass, the activations by
-// every block), up to kStages stages ahead; the multiplying warps release a stage through its
-// "empty" mbarrier. Shared rows are padded to 136 bf16 so that the eight 16-byte rows an
-// ldmatrix reads fall in distinct banks. Rows past m or n are never copied: what stale data
-// they hold reaches only output rows or features that are not stored.
+// into shared memory as four tensor-memory-access boxes (weights and activations, each as two
+// 64-wide k halves of 128-byte rows; rows past n or m arrive as zeros), completion counted in
+// bytes on the stage's "full" mbarrier, up to kStages stages ahead; weights are marked
+// evict-first in L2 (read once per pass, while every block reads the activations). The
+// multiplying warps release a stage through its "empty" mbarrier. The boxes use the 128-byte
+// swizzle: 16-byte chunk c of row r sits at chunk c ^ (r % 8), so the eight rows an ldmatrix
+// reads fall in distinct banks.
 //
 // Fragment bookkeeping. mma.m16n8k16 multiplies a 16×16 "A" tile by a 16×8 "B" tile. A is 16
 // weight rows and B is 8 activation rows (both stored k-contiguous, so both come straight from
@@ -24,7 +24,9 @@
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 
 #include <cooperative_groups.h>
+#include <cuda.h>
 #include <cuda_bf16.h>
+#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -40,15 +42,16 @@ constexpr int kMmaWarps = 8;
 constexpr int kThreads = (kMmaWarps + 1) * 32;
 constexpr int kBK = 128;              // k per stage
 constexpr int kStages = 6;            // stages in flight
-constexpr int kLds = kBK + 8;         // bf16 per shared row: 17 16-byte chunks, conflict-free ldmatrix
+constexpr int kHalfBytes = 128;       // bytes per row of one 64-wide k half (a box row)
 constexpr int kMaxSplits = 8;         // k shares at most (a portable cluster)
 
 template <int T>
 struct Layout {
-  static constexpr int kRows = 8 * T;        // activation rows held (m rounded up to 8)
-  static constexpr int kW = 64 * kLds;       // weight rows of a stage (bf16)
-  static constexpr int kStage = kW + kRows * kLds;
-  static constexpr int kBytes = kStages * kStage * 2;
+  static constexpr int kRows = 8 * T;                 // activation rows held (m rounded up to 8)
+  static constexpr int kWBox = 64 * kHalfBytes;       // one k half of the weight rows (bytes)
+  static constexpr int kABox = kRows * kHalfBytes;    // one k half of the activation rows
+  static constexpr int kStage = 2 * kWBox + 2 * kABox;
+  static constexpr int kBytes = kStages * kStage + 1024;  // + room to align the start to 1024
 };
 
 struct Params {
@@ -73,14 +76,6 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_addr(p)));
-}
 
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile(
@@ -109,13 +104,28 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
         : "memory");
   } while (done == 0);
 }
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar,
-                                          unsigned long long policy) {
+// One 2-d box of `map` at element coordinates (x: k, y: row) into shared memory at dst.
+__device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap* map, int x, int y, unsigned long long* bar,
+                                         unsigned long long policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-          smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+// Shared address of 16-byte chunk c of row r in a box of 128-byte rows with the 128-byte swizzle.
+__device__ __forceinline__ unsigned swizzled(unsigned box, int r, int c) {
+  return box + static_cast<unsigned>(r * kHalfBytes + ((c ^ (r & 7)) << 4));
 }
 
 __device__ __forceinline__ float load_out(const float* p) { return *p; }
@@ -136,12 +146,15 @@ __device__ __forceinline__ void finish(const Params& p, int m, int n, float sum)
 #endif
 
 template <int T, typename OutT>
-__global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads)
+    skinny_kernel(const Params p, const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap a_map) {
 #ifdef EDGEVLA_SKINNY_BODY
   using L = Layout<T>;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
-  bf16* sm = reinterpret_cast<bf16*>(smem);
+  // Swizzled boxes need 1024-byte aligned destinations.
+  unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+  const unsigned sbase = smem_addr(smem);
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
   const int n0 = static_cast<int>(blockIdx.x) * 64;
@@ -167,50 +180,45 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
     unsigned long long keep;
     asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(keep));
-    const unsigned stage_bytes = static_cast<unsigned>((w_rows + p.m) * kBK * 2);
-    for (int st = 0; st < stages; ++st) {
+    for (int st = 0; st < stages && lane == 0; ++st) {
       const int slot = st % kStages;
       if (st >= kStages) mbar_wait(&empty[slot], static_cast<unsigned>((st / kStages + 1) & 1));
-      if (lane == 0) mbar_expect_tx(&full[slot], stage_bytes);
-      __syncwarp();
-      bf16* sw = sm + slot * L::kStage;
-      bf16* sa = sw + L::kW;
+      mbar_expect_tx(&full[slot], L::kStage);  // boxes arrive whole (zeros past the edges)
+      const unsigned stage = sbase + static_cast<unsigned>(slot * L::kStage);
       const int kk = k0 + st * kBK;
-      for (int r = lane; r < w_rows; r += 32) {
-        bulk_copy(sw + r * kLds, p.w + static_cast<long long>(n0 + r) * p.ldw + kk, kBK * 2, &full[slot], policy);
-      }
-      for (int r = lane; r < p.m; r += 32) {
-        bulk_copy(sa + r * kLds, p.a + static_cast<long long>(r) * p.lda + kk, kBK * 2, &full[slot], keep);
+      for (int h = 0; h < 2; ++h) {
+        tma_load(stage + h * L::kWBox, &w_map, kk + 64 * h, n0, &full[slot], policy);
+        tma_load(stage + 2 * L::kWBox + h * L::kABox, &a_map, kk + 64 * h, 0, &full[slot], keep);
       }
     }
   } else {
     const int wrow = (warp % 4) * 16;
     const int khalf = warp / 4;
-    // ldmatrix addresses: A matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15); B pairs of 8-row tiles.
+    // ldmatrix rows and chunks: A matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15); B pairs of
+    // 8-row tiles × (k 0-7 | 8-15).
     const int a_row = wrow + (lane % 8) + ((lane / 8) % 2) * 8;
-    const int a_k = (lane / 16) * 8;
+    const int a_c = lane / 16;
     const int b_row = (lane % 8) + (lane / 16) * 8;
-    const int b_k = ((lane / 8) % 2) * 8;
+    const int b_c = (lane / 8) % 2;
     for (int st = 0; st < stages; ++st) {
       const int slot = st % kStages;
       mbar_wait(&full[slot], static_cast<unsigned>((st / kStages) & 1));
-      const bf16* sw = sm + slot * L::kStage;
-      const bf16* sa = sw + L::kW;
+      const unsigned wbox = sbase + static_cast<unsigned>(slot * L::kStage + khalf * L::kWBox);
+      const unsigned abox = sbase + static_cast<unsigned>(slot * L::kStage + 2 * L::kWBox + khalf * L::kABox);
 #pragma unroll
-      for (int j = 0; j < kBK / 32; ++j) {
-        const int kk = khalf * (kBK / 2) + j * 16;
+      for (int j = 0; j < 4; ++j) {
         unsigned a[4];
-        ldmatrix_x4(a, sw + a_row * kLds + kk + a_k);
+        ldmatrix_x4(a, swizzled(wbox, a_row, 2 * j + a_c));
 #pragma unroll
         for (int t = 0; t + 1 < T; t += 2) {
           unsigned b[4];
-          ldmatrix_x4(b, sa + (8 * t + b_row) * kLds + kk + b_k);
+          ldmatrix_x4(b, swizzled(abox, 8 * t + b_row, 2 * j + b_c));
           mma_bf16(acc[t], a, b[0], b[1]);
           mma_bf16(acc[t + 1], a, b[2], b[3]);
         }
         if constexpr (T % 2 == 1) {
           unsigned b[2];
-          ldmatrix_x2(b, sa + (8 * (T - 1) + lane % 8) * kLds + kk + b_k);
+          ldmatrix_x2(b, swizzled(abox, 8 * (T - 1) + lane % 8, 2 * j + b_c));
           mma_bf16(acc[T - 1], a, b[0], b[1]);
         }
       }
@@ -291,7 +299,8 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const Params p) {
 }
 
 template <int T, typename OutT>
-cudaError_t launch_t(cudaStream_t stream, const Params& p, dim3 grid) {
+cudaError_t launch_t(cudaStream_t stream, const Params& p, dim3 grid, const CUtensorMap& w_map,
+                     const CUtensorMap& a_map) {
   // The shared-memory limit is raised once per device (outside a capture: the first call of a
   // shape happens in the engines' eager pass).
   const void* fn = reinterpret_cast<const void*>(&skinny_kernel<T, OutT>);
@@ -317,21 +326,50 @@ cudaError_t launch_t(cudaStream_t stream, const Params& p, dim3 grid) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, &skinny_kernel<T, OutT>, p);
+  return cudaLaunchKernelEx(&cfg, &skinny_kernel<T, OutT>, p, w_map, a_map);
 }
 
 template <typename OutT>
-cudaError_t launch(cudaStream_t stream, int tiles, const Params& p, dim3 grid) {
+cudaError_t launch(cudaStream_t stream, int tiles, const Params& p, dim3 grid, const CUtensorMap& w,
+                   const CUtensorMap& a) {
   switch (tiles) {
-    case 1: return launch_t<1, OutT>(stream, p, grid);
-    case 2: return launch_t<2, OutT>(stream, p, grid);
-    case 3: return launch_t<3, OutT>(stream, p, grid);
-    case 4: return launch_t<4, OutT>(stream, p, grid);
-    case 5: return launch_t<5, OutT>(stream, p, grid);
-    case 6: return launch_t<6, OutT>(stream, p, grid);
-    case 7: return launch_t<7, OutT>(stream, p, grid);
-    default: return launch_t<8, OutT>(stream, p, grid);
+    case 1: return launch_t<1, OutT>(stream, p, grid, w, a);
+    case 2: return launch_t<2, OutT>(stream, p, grid, w, a);
+    case 3: return launch_t<3, OutT>(stream, p, grid, w, a);
+    case 4: return launch_t<4, OutT>(stream, p, grid, w, a);
+    case 5: return launch_t<5, OutT>(stream, p, grid, w, a);
+    case 6: return launch_t<6, OutT>(stream, p, grid, w, a);
+    case 7: return launch_t<7, OutT>(stream, p, grid, w, a);
+    default: return launch_t<8, OutT>(stream, p, grid, w, a);
   }
+}
+
+// The driver's tensor-map encoder, looked up once through the runtime (no link to libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A [rows, k] bf16 matrix (row stride ld elements) as boxes of box_rows × 64 with the 128-byte
+// swizzle; reads past the edges return zeros.
+bool encode(CUtensorMap& map, const void* base, std::int64_t k, std::int64_t rows, std::int64_t ld, int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem[2] = {1, 1};
+  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, elem,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -388,8 +426,13 @@ Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& a) {
   const int tiles = static_cast<int>((a.m + 7) / 8);
   const dim3 grid(static_cast<unsigned>((a.n + kSkinnyBlockRows - 1) / kSkinnyBlockRows),
                   static_cast<unsigned>(p.splits));
-  const cudaError_t err = a.d_type == DType::kF32 ? launch<float>(stream, tiles, p, grid)
-                                                  : launch<bf16>(stream, tiles, p, grid);
+  CUtensorMap w_map, a_map;
+  if (!encode(w_map, a.w, a.k, a.n, a.ldw, 64) || !encode(a_map, a.a, a.k, a.m, a.lda, 8 * tiles)) {
+    return internal_error("skinny gemm: the driver could not describe the operands for bulk tensor copies "
+                          "(cuTensorMapEncodeTiled)");
+  }
+  const cudaError_t err = a.d_type == DType::kF32 ? launch<float>(stream, tiles, p, grid, w_map, a_map)
+                                                  : launch<bf16>(stream, tiles, p, grid, w_map, a_map);
   if (err != cudaSuccess) {
     return internal_error(std::string("skinny gemm launch: ") + cudaGetErrorName(err) + " (" +
                           cudaGetErrorString(err) + ")");
