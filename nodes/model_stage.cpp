@@ -67,6 +67,14 @@ Status preflight(const ModelStageParams& p, const model::StageSpec& stage) {
 
 void set_device_preflight(bool on) { g_device_preflight.store(on); }
 
+Expected<Tensor> for_engine(const backends::TensorSpec& spec, const Tensor& t, std::uint64_t& copies) {
+  if (t.device().is_cpu() || t.device() == spec.device) return t;
+  ++copies;
+  auto host = t.to(Device::cpu());
+  if (!host) return host.status().with_context("'" + spec.name + "' from " + t.device().to_string() + " to the host");
+  return host;
+}
+
 Status ModelStageParams::check(NodeSpec& spec, std::string_view stage) {
   if (checkpoint->empty()) {
     return invalid_argument("param 'checkpoint' is not set (a folder with config.json and model.safetensors; "

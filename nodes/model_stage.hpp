@@ -49,10 +49,16 @@ struct ModelStageParams {
 // process that configures a node.
 void set_device_preflight(bool on);
 
+// `t` as an engine reads its input `spec`: itself when on the host or on the device the engine
+// reads without a copy (spec.device), else a host copy (a device tensor from a stage on another
+// device, or from a backend this engine does not share). `copies` counts the copies made.
+Expected<Tensor> for_engine(const backends::TensorSpec& spec, const Tensor& t, std::uint64_t& copies);
+
 struct ModelStage {
   std::shared_ptr<const model::Model> model;
   std::unique_ptr<backends::Engine> engine;
   int threads = 1;  // worker threads the engine runs with (param threads, 0 resolved to the cores)
+  std::uint64_t host_copies = 0;  // inputs copied off another device for this engine (for_engine)
 
   // Opens the checkpoint and builds the engine of `stage` on the first backend of the chain
   // that can (heavy: call from activate()). Logs the choice, and why earlier ones failed.

@@ -65,7 +65,8 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
       }
       continue;
     }
-    EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, *t).with_context("backbone output"));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor input, for_engine(spec, *t, stage_.host_copies));
+    EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, input).with_context("backbone output"));
   }
   backends::RunOptions ro;
   ro.num_steps = *num_steps_ > 0 ? *num_steps_ : stage_.model->default_num_steps();

@@ -51,7 +51,8 @@ Status BackboneNode::infer(const msgs::Observation& obs) {
       }
       continue;
     }
-    EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, *t).with_context("observation"));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor input, for_engine(spec, *t, stage_.host_copies));
+    EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, input).with_context("observation"));
     images_bound += image ? 1 : 0;
   }
   // Images of cameras the model has no slot for are a wiring mistake worth saying.
@@ -69,7 +70,7 @@ Status BackboneNode::infer(const msgs::Observation& obs) {
   std::vector<std::string> published;
   for (const backends::TensorSpec& spec : engine.outputs()) {
     if (!spec.required) continue;  // diagnostics stay in the engine
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor loan, out_.loan(spec.dtype, spec.max_shape));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor loan, out_.loan(spec.dtype, spec.max_shape, spec.device));
     EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, loan));
     published.push_back(spec.name);
   }

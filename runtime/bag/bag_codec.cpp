@@ -34,22 +34,20 @@ std::string schema_text(const std::string& type, std::uint32_t version) {
   return std::string(out.c_str()) + "\n";
 }
 
-Status append_record(const Message& message, std::string& out) {
-  bool all_contiguous = true;
-  for (const auto& t : message.tensors()) {
-    if (!t.tensor.device().is_cpu()) {
-      return failed_precondition("tensor '" + t.name + "' is on " + t.tensor.device().to_string() +
-                                 "; only CPU tensors can be recorded in this build");
-    }
-    all_contiguous = all_contiguous && t.tensor.is_contiguous();
-  }
+Status append_record(const Message& message, std::string& out, std::uint64_t* device_copies) {
+  bool as_is = true;
+  for (const auto& t : message.tensors()) as_is = as_is && t.tensor.is_contiguous() && t.tensor.device().is_cpu();
   std::vector<wire::TensorPlacement> placements(message.tensors().size(), wire::InlineBytes{});
-  if (all_contiguous) return wire::append_envelope(message, placements, out);
-  Message copy = message;  // strided views become contiguous copies
+  if (as_is) return wire::append_envelope(message, placements, out);
+  // Strided views become contiguous copies; device tensors host copies (bags hold host bytes).
+  Message copy = message;
   copy.clear_tensors();
   for (const auto& t : message.tensors()) {
-    EDGEVLA_ASSIGN_OR_RETURN(Tensor c, t.tensor.contiguous());
-    copy.set_tensor(t.name, std::move(c));
+    const bool device = !t.tensor.device().is_cpu();
+    auto c = device ? t.tensor.to(Device::cpu()) : t.tensor.contiguous();
+    if (!c) return c.status().with_context("recording tensor '" + t.name + "'");
+    if (device && device_copies != nullptr) ++*device_copies;
+    copy.set_tensor(t.name, std::move(*c));
   }
   return wire::append_envelope(copy, placements, out);
 }

@@ -20,9 +20,9 @@ inline constexpr const char* kSchemaEncoding = "edgevla";
 // The schema data for a message type.
 std::string schema_text(const std::string& type, std::uint32_t version);
 
-// Appends the MCAP message data of `message` (tensors must be on the CPU; strided ones are
-// copied contiguous first).
-Status append_record(const Message& message, std::string& out);
+// Appends the MCAP message data of `message`: strided tensors are copied contiguous first, device
+// tensors to the host (counted in *device_copies when given).
+Status append_record(const Message& message, std::string& out, std::uint64_t* device_copies = nullptr);
 
 // Decodes a recorded message; tensors view the bag's bytes where alignment allows.
 Expected<Message> decode_record(const mcap::MessageView& view);

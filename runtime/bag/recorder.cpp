@@ -110,7 +110,13 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
   for (const auto& nt : m.tensors()) payload += nt.tensor.nbytes() + 64;
   EDGEVLA_RETURN_IF_ERROR(writer_->write_message_with(
       t->channel, static_cast<std::uint32_t>(m.header().seq), log_time, pub_time,
-      [&](std::string& out) { return append_record(m, out); }, payload));
+      [&](std::string& out) {
+        std::uint64_t copies = 0;
+        Status st = append_record(m, out, &copies);
+        device_copies_.fetch_add(copies, std::memory_order_relaxed);
+        return st;
+      },
+      payload));
   t->written.fetch_add(1, std::memory_order_relaxed);
   return Status::ok();
 }
@@ -208,6 +214,7 @@ RecorderStats Recorder::stats() const {
   RecorderStats s;
   s.written = written_.load();
   s.write_errors = write_errors_.load();
+  s.device_copies = device_copies_.load();
   s.bytes_written = bytes_written_.load();
   std::lock_guard lock(mu_);
   for (const auto& [topic, t] : topics_) {

@@ -50,6 +50,7 @@ struct RecorderStats {
   std::uint64_t rejected = 0;           // arrived unusable (wrong type, failed schema, bad descriptor)
   std::uint64_t write_errors = 0;
   std::uint64_t bytes_written = 0;
+  std::uint64_t device_copies = 0;      // tensors copied off a device (on the recorder's thread)
   std::map<std::string, std::uint64_t> per_topic;
 };
 
@@ -90,7 +91,7 @@ class Recorder {
   std::atomic<bool> running_{false};
   std::thread thread_;
   Status final_;
-  std::atomic<std::uint64_t> written_{0}, write_errors_{0}, bytes_written_{0};
+  std::atomic<std::uint64_t> written_{0}, write_errors_{0}, bytes_written_{0}, device_copies_{0};
   RateLimitedLog rate_log_;
 };
 

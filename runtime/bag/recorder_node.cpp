@@ -53,8 +53,8 @@ class BagRecorderNode final : public Node {
     const RecorderStats st = recorder_->stats();
     const bool clean =
         st.dropped == 0 && st.dropped_transport == 0 && st.lost == 0 && st.rejected == 0 && st.write_errors == 0;
-    (clean ? log().info("node '{}': wrote {} message(s), {} bytes to {}; nothing dropped", name(), st.written,
-                        st.bytes_written, *output_)
+    (clean ? log().info("node '{}': wrote {} message(s), {} bytes to {}; nothing dropped; {} tensor(s) copied "
+                        "off a device", name(), st.written, st.bytes_written, *output_, st.device_copies)
            : log().warn("node '{}': wrote {} message(s), {} bytes to {}; not recorded: {} dropped (disk behind), "
                         "{} dropped in transport (shared memory not held: holder slots, taken back for the "
                         "pipeline — set lossless: true to keep them), {} lost (never arrived: publisher pool, "

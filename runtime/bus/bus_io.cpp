@@ -282,11 +282,11 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
   std::vector<Tensor> tensors;
   tensors.reserve(m.tensors().size());
   for (const auto& nt : m.tensors()) {
-    if (!nt.tensor.device().is_cpu()) {
-      return failed_precondition("tensor '" + nt.name + "' is on " + nt.tensor.device().to_string() +
-                                 "; only CPU tensors cross processes in this build");
-    }
-    auto c = nt.tensor.contiguous();  // strided views travel as their contiguous bytes
+    // Device tensors cross processes as host copies (counted): device buffers between processes
+    // are not in this build yet.
+    const bool device = !nt.tensor.device().is_cpu();
+    auto c = device ? nt.tensor.to(Device::cpu()) : nt.tensor.contiguous();  // strided views: contiguous bytes
+    if (device && c) counters_.device_to_host.add();
     if (!c) return c.status();
     tensors.push_back(std::move(*c));
   }
@@ -628,6 +628,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("received_ring", counters_.received_ring.get());
   kv("dropped_ring_full", counters_.dropped_ring_full.get());
   kv("ring_unavailable", counters_.ring_unavailable.get());
+  kv("device_to_host", counters_.device_to_host.get());
   if (ring_) {
     const shm::RingCounters rc = ring_->counters();
     kv("ring_popped", rc.popped);

@@ -47,6 +47,7 @@ struct TransportCounters {
   Counter received_ring;  // messages taken from this process's ring
   Counter dropped_ring_full;  // messages not delivered: the receiving process's ring was full
   Counter ring_unavailable;   // peers whose ring could not be opened (they get nothing from here)
+  Counter device_to_host;     // device tensors copied to the host to reach other processes
 };
 
 class BusIo {

@@ -19,6 +19,7 @@ std::string_view buffer_kind_name(BufferKind kind) {
     case BufferKind::kSharedMemory: return "shm";
     case BufferKind::kMappedFile: return "mmap";
     case BufferKind::kExternal: return "external";
+    case BufferKind::kDevice: return "device";
   }
   return "unknown";
 }
@@ -82,6 +83,18 @@ BufferPtr Buffer::wrap(std::byte* data, std::size_t size, std::shared_ptr<void> 
   o.writable = writable;
   o.release = [k = std::move(keep_alive)]() mutable { k.reset(); };
   return std::make_shared<Buffer>(data, size, std::move(o));
+}
+
+Expected<BufferPtr> Allocator::allocate_on(int index, std::size_t size) {
+  if (index != 0) {
+    return invalid_argument(device().to_string() + " allocator has no device " + std::to_string(index));
+  }
+  return allocate(size);
+}
+
+Status Allocator::copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+  return Status::ok();
 }
 
 namespace {

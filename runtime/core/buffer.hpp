@@ -21,6 +21,7 @@ enum class BufferKind {
   kSharedMemory,  // a block of a POSIX shared-memory segment (see runtime/shm)
   kMappedFile,    // a read-only memory-mapped file (weights)
   kExternal,      // memory owned by someone else (a received ZeroMQ frame, a caller's array)
+  kDevice,        // accelerator memory from a backend's pool (data() is a device address)
 };
 
 std::string_view buffer_kind_name(BufferKind kind);
@@ -74,14 +75,24 @@ class Buffer final {
 
 using BufferPtr = std::shared_ptr<Buffer>;
 
-// Allocates buffers on one device. CPU's is built in; a GPU backend registers its own.
+// Directions of Allocator::copy, seen from the allocator's device.
+enum class CopyKind { kToHost, kFromHost, kOnDevice };
+
+// Allocates buffers on the devices of one type. CPU's is built in; a GPU backend registers its
+// own.
 class Allocator {
  public:
   virtual ~Allocator() = default;
   // Returns `size` bytes of writable, uninitialised memory on device().
   virtual Expected<BufferPtr> allocate(std::size_t size) = 0;
-  // The device this allocator's buffers live on.
+  // The same on device `index` of this type (CPU: index 0 only).
+  virtual Expected<BufferPtr> allocate_on(int index, std::size_t size);
+  // The device this allocator's buffers live on (index 0 of its type).
   virtual Device device() const = 0;
+  // Copies `bytes` between this type's memory and host memory, returning once the bytes are in
+  // place (a producer finishes its writes before it publishes, so no stream is waited for).
+  // CPU: a memcpy whatever the kind.
+  virtual Status copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind kind);
 };
 
 // Registers the allocator for a device type, replacing any earlier one.

@@ -97,8 +97,28 @@ Expected<std::size_t> checked_nbytes(DType dtype, const Shape& shape) {
 Expected<Tensor> Tensor::empty(DType dtype, const Shape& shape, Device device) {
   EDGEVLA_ASSIGN_OR_RETURN(std::size_t bytes, checked_nbytes(dtype, shape));
   EDGEVLA_ASSIGN_OR_RETURN(Allocator * alloc, allocator_for(device));
-  EDGEVLA_ASSIGN_OR_RETURN(BufferPtr buffer, alloc->allocate(bytes));
+  EDGEVLA_ASSIGN_OR_RETURN(BufferPtr buffer, alloc->allocate_on(device.index, bytes));
   return from_buffer(std::move(buffer), dtype, shape);
+}
+
+Expected<Tensor> Tensor::to(Device target) const {
+  if (!defined()) return invalid_argument("copy of an undefined tensor to " + target.to_string());
+  if (device() == target) return *this;
+  if (!device().is_cpu() && !target.is_cpu()) {
+    return failed_precondition("copy of " + describe() + " from " + device().to_string() + " to " + target.to_string() +
+                         ": only host <-> device copies are supported");
+  }
+  if (!device().is_cpu() && !is_contiguous()) {
+    return failed_precondition("copy of the strided " + describe() + " off " + device().to_string() +
+                         ": make it contiguous on the device first");
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor src, contiguous());  // host side: a strided view is packed here
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor out, empty(dtype_, shape_, target));
+  const Device dev = target.is_cpu() ? device() : target;
+  EDGEVLA_ASSIGN_OR_RETURN(Allocator * alloc, allocator_for(dev));
+  EDGEVLA_RETURN_IF_ERROR(alloc->copy(out.raw_data(), src.raw_data(), nbytes(),
+                                      target.is_cpu() ? CopyKind::kToHost : CopyKind::kFromHost));
+  return out;
 }
 
 Expected<Tensor> Tensor::from_buffer(BufferPtr buffer, DType dtype, const Shape& shape,

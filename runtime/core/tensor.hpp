@@ -98,6 +98,9 @@ class Tensor final {
   Expected<Tensor> contiguous() const;
   // A deep copy into a new heap buffer.
   Expected<Tensor> clone() const;
+  // This tensor on `device`: itself when already there, else a contiguous copy made through the
+  // device's allocator (host <-> device; a strided device tensor is refused by name).
+  Expected<Tensor> to(Device device) const;
 
   // "u8[480,640,3] shm"
   std::string describe() const;

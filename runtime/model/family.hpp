@@ -31,6 +31,10 @@ struct TensorSpec {
   std::string description;
   std::vector<DType> accepts;  // every dtype accepted when bound (empty: dtype only); outputs are
                                // written in the bound tensor's dtype
+  // Where the engine reads (inputs) or would like (outputs) the tensor without a copy. Host
+  // tensors are accepted by every engine; a tensor on another device is copied to the host first.
+  // A family declares cpu; an engine on a device sets its own.
+  Device device = Device::cpu();
 
   bool accepts_dtype(DType t) const;
 };

@@ -87,7 +87,8 @@ Status PublisherHandle::publish(Message&& message) const {
   return state_->bus->publish(*state_->writer, std::move(message));
 }
 
-Expected<Tensor> PublisherHandle::loan(DType dtype, const Shape& shape) const {
+Expected<Tensor> PublisherHandle::loan(DType dtype, const Shape& shape, Device device) const {
+  if (!device.is_cpu()) return Tensor::empty(dtype, shape, device);
   if (state_ && state_->bus) return state_->bus->loan(dtype, shape);
   return Tensor::empty(dtype, shape);
 }

@@ -48,8 +48,10 @@ class PublisherHandle {
   // Stamps and sends. Errors (inactive node, schema violation, transport) are returned and
   // counted; the message is not sent.
   Status publish(Message&& message) const;
-  // A writable tensor whose bytes other processes can read without a copy (shared memory).
-  Expected<Tensor> loan(DType dtype, const Shape& shape) const;
+  // A writable tensor whose bytes other processes can read without a copy (shared memory), or
+  // on `device` (an accelerator's pool: handed to subscribers of this process as is, copied to
+  // the host for other processes and recordings).
+  Expected<Tensor> loan(DType dtype, const Shape& shape, Device device = Device::cpu()) const;
   const std::string& topic() const;
 
   struct State;  // defined in runtime/node/node_runtime.hpp

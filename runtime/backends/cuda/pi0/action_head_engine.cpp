@@ -94,6 +94,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   outputs_[static_cast<std::size_t>(out_velocities_)].max_shape = Shape{max_steps_, Hz, A};
   // A cache the cuda backbone leaves on the device has its rows padded to the bucket.
   inputs_[static_cast<std::size_t>(in_kv_)].max_shape = Shape{L, 2, padded_rows(P), K, h};
+  inputs_[static_cast<std::size_t>(in_kv_)].device = Device::cuda(info_.index);
   inputs_[static_cast<std::size_t>(in_mask_)].max_shape = Shape{padded_rows(P)};
 
   EDGEVLA_ASSIGN_OR_RETURN(cpu::TowerWeights tw, cpu::load_expert(ck));

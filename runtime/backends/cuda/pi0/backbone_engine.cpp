@@ -86,8 +86,14 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   out_kv_ = output_index("kv");
   // The cache is handed over in the compute dtype (bf16: half the bytes to move); a caller may
   // bind an f32 tensor instead (diagnostics, a consumer that wants f32).
-  outputs_[static_cast<std::size_t>(out_kv_)].dtype = act_;
-  outputs_[static_cast<std::size_t>(out_kv_)].accepts = {DType::kF32, DType::kBF16};
+  // Bound on this device at its full padded size [L, 2, Pb, K, h] in the compute dtype, the cache
+  // is handed over whole on the device (one device copy, no host round trip): an action head on
+  // the same device reads it in place.
+  TensorSpec& kv_spec = outputs_[static_cast<std::size_t>(out_kv_)];
+  kv_spec.dtype = act_;
+  kv_spec.accepts = {DType::kF32, DType::kBF16};
+  kv_spec.device = Device::cuda(info_.index);
+  kv_spec.max_shape = Shape{L, 2, padded_rows(P), K, h};
   out_mask_ = output_index("mask");
   out_vision_ = output_index("vision_embeddings");
 
@@ -310,9 +316,17 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
   }
 
-  // Outputs. kv: into the caller's host tensor [L, 2, n, K, h] f32 when bound, else the device
-  // cache itself [L, 2, Pb, K, h] (compute dtype) with a mask of n leading trues.
-  if (const Tensor* bkv = bound_output(out_kv_)) {
+  // Outputs. kv: bound on this device as [L, 2, Pb, K, h] in the compute dtype, the whole cache
+  // copied there (mask: n leading trues of Pb); bound elsewhere, the n valid rows of each layer
+  // half into [L, 2, n, K, h] in the bound dtype; unbound, the engine's cache itself.
+  const Tensor* bkv = bound_output(out_kv_);
+  const bool kv_whole = bkv != nullptr && bkv->device() == Device::cuda(info_.index) && bkv->dtype() == act_ &&
+                        bkv->shape() == Shape{L, 2, Pb, K, h} && bkv->is_contiguous();
+  if (kv_whole) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(bkv->raw_data(), kv_, bytes_of(act_, L * 2 * Pb * K * h), cudaMemcpyDeviceToDevice, s));
+    set_produced(out_kv_, *bkv);
+  } else if (bkv != nullptr) {
     if (bkv->shape()[2] < n) {
       return invalid_argument("backbone output 'kv' " + bkv->shape().to_string() + " holds fewer than the " +
                               std::to_string(n) + " prefix rows of this run");
@@ -360,8 +374,7 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
   const Tensor* bm = bound_output(out_mask_);
-  const bool bound_kv = bound_output(out_kv_) != nullptr;
-  const std::int64_t mask_len = bound_kv ? n : Pb;
+  const std::int64_t mask_len = bkv != nullptr && !kv_whole ? n : Pb;
   const Tensor& mt = bm ? *bm : mask_own_;
   if (mt.shape()[0] < mask_len) return invalid_argument("backbone output 'mask' is shorter than the prefix");
   std::fill(mt.data<bool>(), mt.data<bool>() + mask_len, false);

@@ -1,0 +1,170 @@
+// Device tensors on the bus, without a GPU: a stand-in allocator registered for the cuda device
+// type hands out host memory marked as device memory (BufferKind::kDevice, cuda:N) and counts
+// its copies, so what the bus, the recorder and Tensor::to do with a device tensor is checked
+// here; the cuda backend's own allocator is exercised by the GPU tests.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include "msgs/types.hpp"
+#include "runtime/bag/bag_codec.hpp"
+#include "runtime/bag/mcap_reader.hpp"
+#include "runtime/bag/recorder.hpp"
+#include "runtime/bus/bus.hpp"
+#include "tests/support/test_util.hpp"
+
+namespace edgevla {
+namespace {
+
+using testing::eventually;
+using testing::unique_domain;
+
+class StandInDevice final : public Allocator {
+ public:
+  Expected<BufferPtr> allocate(std::size_t size) override { return allocate_on(0, size); }
+  Expected<BufferPtr> allocate_on(int index, std::size_t size) override {
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, std::max<std::size_t>(64, (size + 63) / 64 * 64)));
+    Buffer::Options o;
+    o.kind = BufferKind::kDevice;
+    o.device = Device::cuda(index);
+    o.writable = true;
+    o.release = [p] { std::free(p); };
+    return std::make_shared<Buffer>(p, size, std::move(o));
+  }
+  Device device() const override { return Device::cuda(0); }
+  Status copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind kind) override {
+    (kind == CopyKind::kToHost ? to_host : from_host).fetch_add(1);
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  std::atomic<int> to_host{0}, from_host{0};
+};
+
+class DeviceTensors : public ::testing::Test {
+ protected:
+  void SetUp() override { register_allocator(DeviceType::kCuda, device_); }
+  void TearDown() override { register_allocator(DeviceType::kCuda, nullptr); }
+
+  // A [rows, 4] f32 tensor on cuda:0 holding i * 0.5 at element i.
+  Tensor device_tensor(std::int64_t rows) {
+    Tensor host = *Tensor::empty(DType::kF32, Shape{rows, 4});
+    for (std::int64_t i = 0; i < host.numel(); ++i) host.data<float>()[i] = static_cast<float>(i) * 0.5f;
+    auto dev = host.to(Device::cuda(0));
+    EXPECT_TRUE(dev.has_value()) << dev.status().to_string();
+    return *dev;
+  }
+
+  std::shared_ptr<StandInDevice> device_ = std::make_shared<StandInDevice>();
+};
+
+void expect_values(const Tensor& t, std::int64_t rows) {
+  ASSERT_TRUE(t.device().is_cpu());
+  ASSERT_EQ(t.shape(), (Shape{rows, 4}));
+  for (std::int64_t i = 0; i < t.numel(); ++i) ASSERT_EQ(t.data<float>()[i], static_cast<float>(i) * 0.5f) << i;
+}
+
+TEST_F(DeviceTensors, ToCopiesBetweenHostAndDeviceThroughTheAllocator) {
+  const Tensor dev = device_tensor(3);
+  EXPECT_EQ(dev.device(), Device::cuda(0));
+  EXPECT_EQ(dev.buffer()->kind(), BufferKind::kDevice);
+  EXPECT_EQ(device_->from_host.load(), 1);
+  // Already there: the same tensor, no copy.
+  auto same = dev.to(Device::cuda(0));
+  ASSERT_TRUE(same.has_value());
+  EXPECT_EQ(same->raw_data(), dev.raw_data());
+  auto back = dev.to(Device::cpu());
+  ASSERT_TRUE(back.has_value()) << back.status().to_string();
+  EXPECT_EQ(device_->to_host.load(), 1);
+  expect_values(*back, 3);
+  // A strided device view is refused by name; device to another device as well.
+  const Tensor col = *dev.slice(1, 0, 2);
+  auto strided = col.to(Device::cpu());
+  ASSERT_FALSE(strided.has_value());
+  EXPECT_NE(strided.status().message().find("strided"), std::string::npos) << strided.status().to_string();
+  auto other = dev.to(Device::cuda(1));
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.status().message().find("host <-> device"), std::string::npos) << other.status().to_string();
+}
+
+TEST_F(DeviceTensors, WithoutABackendADeviceTensorIsAClearError) {
+  register_allocator(DeviceType::kCuda, nullptr);
+  auto t = Tensor::empty(DType::kF32, Shape{2}, Device::cuda(0));
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.status().message().find("no allocator for cuda:0"), std::string::npos) << t.status().to_string();
+}
+
+struct Collector {
+  std::shared_ptr<Waker> waker = std::make_shared<Waker>();
+  std::shared_ptr<SubscriptionQueue> queue;
+  explicit Collector(const std::string& topic)
+      : queue(std::make_shared<SubscriptionQueue>(topic, "ActionChunk", QoS::keep_last(100), "collector", waker)) {}
+};
+
+std::unique_ptr<Bus> make_bus(const std::string& domain) {
+  BusOptions o;
+  o.domain = domain;
+  return std::move(*Bus::create(o));
+}
+
+// In this process the subscriber gets the very device buffer; another bus (another process's
+// view) gets the values as a host copy in shared memory, counted.
+TEST_F(DeviceTensors, SameProcessHandsOverTheDeviceBufferOtherProcessesGetHostCopies) {
+  const auto domain = unique_domain("devtensor");
+  auto pub = make_bus(domain);
+  auto other = make_bus(domain);
+  auto writer = *pub->advertise("/act", "ActionChunk", "head");
+  Collector local("/act"), remote("/act");
+  ASSERT_OK(pub->attach(local.queue));
+  ASSERT_OK(other->attach(remote.queue));
+  const std::byte* sent = nullptr;
+  ASSERT_TRUE(eventually([&] {
+    Tensor dev = device_tensor(5);
+    sent = dev.raw_data();
+    EXPECT_OK(pub->publish(*writer, *msgs::ActionChunk::make(std::move(dev), 0.02)));
+    return remote.queue->size() > 0;
+  }));
+  MessagePtr mine = nullptr;
+  while (MessagePtr m = local.queue->pop()) mine = m;
+  ASSERT_NE(mine, nullptr);
+  const Tensor& handed = *mine->tensor("actions");
+  EXPECT_EQ(handed.device(), Device::cuda(0));
+  EXPECT_EQ(handed.raw_data(), sent);  // zero copy
+  MessagePtr theirs = remote.queue->pop();
+  ASSERT_NE(theirs, nullptr);
+  expect_values(*theirs->tensor("actions"), 5);
+  EXPECT_NE(pub->stats_yaml().find("device_to_host"), std::string::npos);
+  EXPECT_GE(device_->to_host.load(), 1);
+}
+
+TEST_F(DeviceTensors, RecordingsHoldHostBytesAndCountTheCopies) {
+  auto bus = make_bus(unique_domain("devrec"));
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / ("devrec_" + std::to_string(::getpid()) + ".mcap")).string();
+  bag::RecorderOptions o;
+  o.output = path;
+  o.topics = {"/act"};
+  auto rec = bag::Recorder::start(*bus, o);
+  ASSERT_TRUE(rec.has_value()) << rec.status().to_string();
+  auto writer = *bus->advertise("/act", "ActionChunk", "head");
+  for (int i = 0; i < 3; ++i) ASSERT_OK(bus->publish(*writer, *msgs::ActionChunk::make(device_tensor(4), 0.02)));
+  ASSERT_OK((*rec)->stop());
+  const auto st = (*rec)->stats();
+  EXPECT_EQ(st.written, 3u);
+  EXPECT_EQ(st.device_copies, 3u);
+  auto reader = std::move(*mcap::McapReader::open(path));
+  int seen = 0;
+  ASSERT_OK(reader->for_each_message([&](const mcap::MessageView& v) {
+    auto m = bag::decode_record(v);
+    EXPECT_TRUE(m.has_value()) << m.status().to_string();
+    if (m) expect_values(*m->tensor("actions"), 4);
+    ++seen;
+    return Status::ok();
+  }));
+  EXPECT_EQ(seen, 3);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace edgevla
