@@ -14,3 +14,6 @@ edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp
 add_test(NAME cuda_replay COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_replay_test.sh
          $<TARGET_FILE:edgevla> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cuda_replay PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME cuda_launch COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_launch_test.sh
+         $<TARGET_FILE:edgevla> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cuda_launch PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)

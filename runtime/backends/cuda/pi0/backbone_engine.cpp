@@ -95,6 +95,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   kv_spec.device = Device::cuda(info_.index);
   kv_spec.max_shape = Shape{L, 2, padded_rows(P), K, h};
   out_mask_ = output_index("mask");
+  outputs_[static_cast<std::size_t>(out_mask_)].max_shape = Shape{padded_rows(P)};  // one entry per cache row
   out_vision_ = output_index("vision_embeddings");
 
   // The checkpoint's tensors (views of the mapping) and their device plan.

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU launch files on a GPU, each with recording and `bag report`: pi05_cuda (one process:
+# the prefix cache handed from backbone to action head on the device, the recorder copying it
+# to the host), pi05_cuda_multiprocess (the cache crossing processes) and pi05_mixed (cuda
+# backbone, cpu action head: the cache copied to the host for the cpu engine). Each must make
+# action chunks and run its stages where the file says. Exits 77 (ctest: not run) where no GPU
+# is present.
+#   cuda_launch_test.sh <edgevla binary> <source dir>
+set -euo pipefail
+E=$1
+SRC=$2
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "no CUDA GPU on this machine: not run"
+  exit 77
+fi
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+"$E" model init --config small --model pi05 --seed 7 --out "$W/ck" >/dev/null
+cd "$W"
+export EDGEVLA_CHECKPOINT="$W/ck" EDGEVLA_RUN_DIR="$W" EDGEVLA_DOMAIN="cudalaunch$$"
+check() {  # <name> <python condition on the report r and the log text>
+  local name=$1 cond=$2
+  timeout 150 "$E" launch "$SRC/launch/$name.yaml" --duration 10 > "$W/$name.log" 2>&1 || { tail -30 "$W/$name.log"; exit 1; }
+  "$E" bag report "$W/$name.mcap" --json "$W/$name.json" > /dev/null
+  python3 - "$W/$name.json" "$W/$name.log" "$name" "$cond" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); log = open(sys.argv[2]).read(); name = sys.argv[3]
+chunks = r["actuation"]["chunks_received"]
+ok = chunks >= 3 and eval(sys.argv[4])
+print(f"{name}: {chunks} chunks, {'ok' if ok else 'FAILED: ' + sys.argv[4]}")
+if not ok:
+    print(log[-3000:])
+    sys.exit(1)
+PY
+}
+check pi05_cuda "\"action_head: pi05 runs on backend 'cuda'\" in log and 'nothing dropped; 0 tensor(s) copied' not in log"
+check pi05_cuda_multiprocess "\"backbone: pi05 runs on backend 'cuda'\" in log"
+check pi05_mixed "\"action_head: pi05 runs on backend 'cpu'\" in log"
+echo "all GPU launch files ran"
