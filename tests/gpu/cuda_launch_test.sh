@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU launch files on a GPU, each with recording and `bag report`: pi05_cuda (one process:
-# the prefix cache handed from backbone to action head on the device, the recorder copying it
-# to the host), pi05_cuda_multiprocess (the cache crossing processes) and pi05_mixed (cuda
+# the prefix cache handed from backbone to action head on the device; the recorder, in its own
+# process, gets host copies), pi05_cuda_multiprocess (the cache crossing processes) and pi05_mixed (cuda
 # backbone, cpu action head: the cache copied to the host for the cpu engine). Each must make
 # action chunks and run its stages where the file says. Exits 77 (ctest: not run) where no GPU
 # is present.
@@ -33,7 +33,7 @@ if not ok:
     sys.exit(1)
 PY
 }
-check pi05_cuda "\"action_head: pi05 runs on backend 'cuda'\" in log and 'nothing dropped; 0 tensor(s) copied' not in log"
+check pi05_cuda "\"action_head: pi05 runs on backend 'cuda'\" in log"
 check pi05_cuda_multiprocess "\"backbone: pi05 runs on backend 'cuda'\" in log"
 check pi05_mixed "\"action_head: pi05 runs on backend 'cpu'\" in log"
 echo "all GPU launch files ran"

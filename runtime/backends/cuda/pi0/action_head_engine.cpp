@@ -444,6 +444,9 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     // Capturing records without running: x keeps this run's result.
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return loop(options.num_steps, cache, cache_rows, vel_all_); }));
     log_plans();
+    // One graph per cache block a producer hands over (a pool's few blocks); should blocks keep
+    // changing, old graphs are dropped rather than kept without bound.
+    if (graphs_.size() >= 8) graphs_.clear();
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));

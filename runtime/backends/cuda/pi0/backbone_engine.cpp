@@ -86,16 +86,14 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   out_kv_ = output_index("kv");
   // The cache is handed over in the compute dtype (bf16: half the bytes to move); a caller may
   // bind an f32 tensor instead (diagnostics, a consumer that wants f32).
-  // Bound on this device at its full padded size [L, 2, Pb, K, h] in the compute dtype, the cache
-  // is handed over whole on the device (one device copy, no host round trip): an action head on
-  // the same device reads it in place.
+  // Bound on this device at the model's full size [L, 2, P, K, h] in the compute dtype, the cache
+  // is handed over on the device (one device copy, no host round trip): an action head on the
+  // same device reads it in place.
   TensorSpec& kv_spec = outputs_[static_cast<std::size_t>(out_kv_)];
   kv_spec.dtype = act_;
   kv_spec.accepts = {DType::kF32, DType::kBF16};
   kv_spec.device = Device::cuda(info_.index);
-  kv_spec.max_shape = Shape{L, 2, padded_rows(P), K, h};
   out_mask_ = output_index("mask");
-  outputs_[static_cast<std::size_t>(out_mask_)].max_shape = Shape{padded_rows(P)};  // one entry per cache row
   out_vision_ = output_index("vision_embeddings");
 
   // The checkpoint's tensors (views of the mapping) and their device plan.
@@ -317,15 +315,22 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
   }
 
-  // Outputs. kv: bound on this device as [L, 2, Pb, K, h] in the compute dtype, the whole cache
-  // copied there (mask: n leading trues of Pb); bound elsewhere, the n valid rows of each layer
-  // half into [L, 2, n, K, h] in the bound dtype; unbound, the engine's cache itself.
+  // Outputs. kv: bound on this device as [L, 2, P, K, h] in the compute dtype, each layer half's
+  // n valid rows copied there and the rest zeroed (mask: n leading trues of P); bound elsewhere,
+  // the n valid rows into [L, 2, n, K, h] in the bound dtype; unbound, the engine's cache itself.
   const Tensor* bkv = bound_output(out_kv_);
+  const std::int64_t P = cfg_.prefix_len();
   const bool kv_whole = bkv != nullptr && bkv->device() == Device::cuda(info_.index) && bkv->dtype() == act_ &&
-                        bkv->shape() == Shape{L, 2, Pb, K, h} && bkv->is_contiguous();
+                        bkv->shape() == Shape{L, 2, P, K, h} && bkv->is_contiguous();
   if (kv_whole) {
-    EDGEVLA_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(bkv->raw_data(), kv_, bytes_of(act_, L * 2 * Pb * K * h), cudaMemcpyDeviceToDevice, s));
+    const std::size_t row = bytes_of(act_, K * h);
+    const auto halves = static_cast<std::size_t>(L * 2), pitch = static_cast<std::size_t>(P) * row;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(bkv->raw_data(), pitch, kv_, static_cast<std::size_t>(Pb) * row,
+                                                   static_cast<std::size_t>(n) * row, halves, cudaMemcpyDeviceToDevice, s));
+    if (n < P) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset2DAsync(bkv->raw_data() + static_cast<std::size_t>(n) * row, pitch, 0,
+                                                     static_cast<std::size_t>(P - n) * row, halves, s));
+    }
     set_produced(out_kv_, *bkv);
   } else if (bkv != nullptr) {
     if (bkv->shape()[2] < n) {
@@ -375,7 +380,7 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
   const Tensor* bm = bound_output(out_mask_);
-  const std::int64_t mask_len = bkv != nullptr && !kv_whole ? n : Pb;
+  const std::int64_t mask_len = bkv == nullptr ? Pb : kv_whole ? P : n;
   const Tensor& mt = bm ? *bm : mask_own_;
   if (mt.shape()[0] < mask_len) return invalid_argument("backbone output 'mask' is shorter than the prefix");
   std::fill(mt.data<bool>(), mt.data<bool>() + mask_len, false);
