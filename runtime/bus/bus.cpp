@@ -215,6 +215,11 @@ Expected<Tensor> Bus::loan(DType dtype, const Shape& shape) {
   return Tensor::empty(dtype, shape);
 }
 
+Expected<Tensor> Bus::loan_for(const std::string& topic, DType dtype, const Shape& shape, Device device) {
+  if (device.is_cpu() || (io_ && io_->remote_pipeline_receivers(topic))) return loan(dtype, shape);
+  return Tensor::empty(dtype, shape, device);
+}
+
 void Bus::set_node_names(std::vector<std::string> names) {
   {
     std::lock_guard lock(mu_);

@@ -138,6 +138,10 @@ class Bus {
   // A writable CPU tensor in shared memory: publish it and other processes read these very
   // bytes. Falls back to the heap (with a warning) when shared memory is unavailable.
   Expected<Tensor> loan(DType dtype, const Shape& shape);
+  // A tensor for `topic` on `device` when every pipeline subscriber of the topic is in this
+  // process (they read it there without a copy; observers in other processes get host copies);
+  // else a host loan as above, which the producer fills straight from the device.
+  Expected<Tensor> loan_for(const std::string& topic, DType dtype, const Shape& shape, Device device);
 
   void set_node_names(std::vector<std::string> names);
   void set_control_handler(ControlHandler handler);

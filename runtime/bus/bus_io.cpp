@@ -259,6 +259,20 @@ int BusIo::interest_in(const std::unordered_map<std::string, int>& interest, con
   return n;
 }
 
+bool BusIo::remote_pipeline_receivers(const std::string& topic) {
+  for (const RingTarget& t : ring_targets_for(topic)) {
+    if (t.role == RingRole::kPipeline) return true;
+  }
+  const std::string frame = wire::topic_frame(topic);
+  std::lock_guard lock(send_mu_);
+  drain_interest(pub_ipc_, ipc_interest_);
+  drain_interest(pub_tcp_, tcp_interest_);
+  const int receivers = interest_in(ipc_interest_, frame);
+  const int observers =
+      std::min(interest_in(ipc_interest_, wire::observer_frame(topic), wire::observer_frame("")), receivers);
+  return receivers > observers || (pub_tcp_ && interest_in(tcp_interest_, frame) > 0);
+}
+
 Status BusIo::send(TopicWriter& writer, const Message& m) {
   const std::string frame = wire::topic_frame(m.header().topic);
   int ipc_receivers = 0;

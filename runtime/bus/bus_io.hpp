@@ -56,6 +56,8 @@ class BusIo {
                                                  const std::string& bus_id);
   ~BusIo();
 
+  // Whether another process takes `topic` as a pipeline subscriber (not only observing it).
+  bool remote_pipeline_receivers(const std::string& topic);
   // Sends to other processes that subscribed to the message's topic (none: returns at once).
   Status send(TopicWriter& writer, const Message& message);
   // This process's interest in `topic` changed (subscribe, observe, unsubscribe).

@@ -88,8 +88,8 @@ Status PublisherHandle::publish(Message&& message) const {
 }
 
 Expected<Tensor> PublisherHandle::loan(DType dtype, const Shape& shape, Device device) const {
+  if (state_ && state_->bus) return state_->bus->loan_for(state_->topic, dtype, shape, device);
   if (!device.is_cpu()) return Tensor::empty(dtype, shape, device);
-  if (state_ && state_->bus) return state_->bus->loan(dtype, shape);
   return Tensor::empty(dtype, shape);
 }
 

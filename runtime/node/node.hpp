@@ -49,8 +49,8 @@ class PublisherHandle {
   // counted; the message is not sent.
   Status publish(Message&& message) const;
   // A writable tensor whose bytes other processes can read without a copy (shared memory), or
-  // on `device` (an accelerator's pool: handed to subscribers of this process as is, copied to
-  // the host for other processes and recordings).
+  // on `device` (an accelerator's pool) when every pipeline subscriber of the topic is in this
+  // process: they get it as is; observers elsewhere (a recorder) get host copies.
   Expected<Tensor> loan(DType dtype, const Shape& shape, Device device = Device::cpu()) const;
   const std::string& topic() const;
 

@@ -138,6 +138,27 @@ TEST_F(DeviceTensors, SameProcessHandsOverTheDeviceBufferOtherProcessesGetHostCo
   EXPECT_GE(device_->to_host.load(), 1);
 }
 
+// A device loan stays on the device while the topic's pipeline subscribers are all in this
+// process; once another process subscribes, the loan is host shared memory (filled straight
+// from the device by the producer, no second copy at send).
+TEST_F(DeviceTensors, LoansStayOnTheDeviceUntilAnotherProcessSubscribes) {
+  const auto domain = unique_domain("devloan");
+  auto pub = make_bus(domain);
+  auto writer = *pub->advertise("/act", "ActionChunk", "head");
+  Collector local("/act");
+  ASSERT_OK(pub->attach(local.queue));
+  auto on_device = pub->loan_for("/act", DType::kF32, Shape{4, 4}, Device::cuda(0));
+  ASSERT_TRUE(on_device.has_value()) << on_device.status().to_string();
+  EXPECT_EQ(on_device->device(), Device::cuda(0));
+  auto other = make_bus(domain);
+  Collector remote("/act");
+  ASSERT_OK(other->attach(remote.queue));
+  ASSERT_TRUE(eventually([&] {
+    auto t = pub->loan_for("/act", DType::kF32, Shape{4, 4}, Device::cuda(0));
+    return t.has_value() && t->device().is_cpu() && t->buffer()->kind() == BufferKind::kSharedMemory;
+  }));
+}
+
 TEST_F(DeviceTensors, RecordingsHoldHostBytesAndCountTheCopies) {
   auto bus = make_bus(unique_domain("devrec"));
   const std::string path =
