@@ -107,7 +107,10 @@ TEST_F(Launcher, RespawnRestartsACrashedGroup) {
                        "    nodes: [{name: sink, type: tensor_sink, remap: {image: /r}}]\n");
   Process p({exe(), "launch", f}, env(), path("run"));
   pid_t first = -1;
-  ASSERT_TRUE(eventually([&] { return (first = pid_of_process("consumers")) > 0; }));
+  // Killed once it reported ready (dying while starting is a start failure, not a crash).
+  ASSERT_TRUE(eventually([&] {
+    return p.err().find("group 'consumers' started") != std::string::npos && (first = pid_of_process("consumers")) > 0;
+  }));
   ::kill(first, SIGKILL);
   pid_t second = -1;
   ASSERT_TRUE(eventually([&] {
@@ -141,9 +144,16 @@ TEST_F(Launcher, UsedUpRespawnsStopTheLaunchWithOneErrorLine) {
                        "    nodes: [{name: sink, type: tensor_sink, remap: {image: /g}}]\n");
   Process p({exe(), "launch", f}, env(), path("run"));
   pid_t first = -1, second = -1;
-  ASSERT_TRUE(eventually([&] { return (first = pid_of_process("consumers")) > 0; }));
+  // Each kill waits for the group to have reported ready: a group that dies while starting is a
+  // start failure (the launch stops at once), not a crash that uses a restart.
+  ASSERT_TRUE(eventually([&] {
+    return p.err().find("group 'consumers' started") != std::string::npos && (first = pid_of_process("consumers")) > 0;
+  }));
   ::kill(first, SIGKILL);
-  ASSERT_TRUE(eventually([&] { return (second = pid_of_process("consumers")) > 0 && second != first; })) << p.err();
+  ASSERT_TRUE(eventually([&] {
+    return p.err().find("group 'consumers' restarted") != std::string::npos &&
+           (second = pid_of_process("consumers")) > 0 && second != first;
+  })) << p.err();
   ::kill(second, SIGKILL);
   EXPECT_EQ(p.wait(std::chrono::seconds(20)), 1) << p.err();
   const std::string err = p.err();
