@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,33 +83,65 @@ TEST(ShmRing, ManyProducerThreadsLoseNothingAndKeepTheirOrder) {
   auto consumer = Ring::create(name, {.slots = 16, .slot_bytes = 128});
   ASSERT_TRUE(consumer.has_value()) << consumer.status().to_string();
   constexpr int kProducers = 4, kEach = 5000;
+  // A producer that fails says why and stops; the consumer then stops too, and every thread is
+  // joined before the test returns (a failure is a message, never an abort).
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::atomic<int> failed{0};
+  std::vector<RingCounters> producer_counters(kProducers);
   std::vector<std::thread> producers;
   for (int p = 0; p < kProducers; ++p) {
     producers.emplace_back([&, p] {
+      auto fail = [&](const std::string& why) {
+        std::lock_guard lock(mu);
+        failures.push_back("producer " + std::to_string(p) + ": " + why);
+        failed.fetch_add(1);
+      };
       auto ring = Ring::open(name);
-      ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
-      for (int i = 0; i < kEach; ++i) {
+      if (!ring) return fail(ring.status().to_string());
+      for (int i = 0; i < kEach && failed.load() == 0; ++i) {
         const std::string rec = std::to_string(p) + " " + std::to_string(i);
         Status st;
-        while ((st = (*ring)->push(bytes(rec))).code() == StatusCode::kResourceExhausted) std::this_thread::yield();
-        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        while ((st = (*ring)->push(bytes(rec))).code() == StatusCode::kResourceExhausted && failed.load() == 0) {
+          std::this_thread::yield();
+        }
+        if (!st.is_ok() && failed.load() == 0) return fail("record " + std::to_string(i) + ": " + st.to_string());
       }
+      producer_counters[static_cast<std::size_t>(p)] = (*ring)->counters();
     });
   }
   std::vector<int> next(kProducers, 0);
   std::string got;
   int received = 0;
-  while (received < kProducers * kEach) {
-    ASSERT_TRUE((*consumer)->pop(got, 5'000'000'000)) << "stalled after " << received;
+  std::string stall;
+  while (received < kProducers * kEach && failed.load() == 0) {
+    if (!(*consumer)->pop(got, 5'000'000'000)) {
+      const RingCounters c = (*consumer)->counters();
+      stall = "consumer stalled after " + std::to_string(received) + " records (popped " + std::to_string(c.popped) +
+              ", skipped " + std::to_string(c.skipped) + ")";
+      failed.fetch_add(1);
+      break;
+    }
     int p = -1, i = -1;
-    ASSERT_EQ(std::sscanf(got.c_str(), "%d %d", &p, &i), 2) << got;
-    ASSERT_GE(p, 0);
-    ASSERT_LT(p, kProducers);
+    if (std::sscanf(got.c_str(), "%d %d", &p, &i) != 2 || p < 0 || p >= kProducers) {
+      stall = "garbled record '" + got + "'";
+      failed.fetch_add(1);
+      break;
+    }
     EXPECT_EQ(i, next[static_cast<std::size_t>(p)]) << "producer " << p << " out of order";
     next[static_cast<std::size_t>(p)] = i + 1;
     ++received;
   }
   for (auto& t : producers) t.join();
+  EXPECT_TRUE(stall.empty()) << stall;
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+  if (!stall.empty()) {
+    for (int p = 0; p < kProducers; ++p) {
+      const RingCounters& c = producer_counters[static_cast<std::size_t>(p)];
+      ADD_FAILURE() << "producer " << p << ": pushed " << c.pushed << ", full " << c.full << ", lost " << c.lost
+                    << ", wakes " << c.wakes;
+    }
+  }
   std::string extra;
   EXPECT_FALSE((*consumer)->pop(extra, 0));
 }
