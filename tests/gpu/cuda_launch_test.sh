@@ -9,14 +9,7 @@
 set -euo pipefail
 E=$1
 SRC=$2
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "no CUDA GPU on this machine: not run"
-  exit 77
-fi
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-"$E" model init --config small --model pi05 --seed 7 --out "$W/ck" >/dev/null
-cd "$W"
+. "$SRC/tests/gpu/require_gpu.sh"
 export EDGEVLA_CHECKPOINT="$W/ck" EDGEVLA_RUN_DIR="$W" EDGEVLA_DOMAIN="cudalaunch$$"
 check() {  # <name> <python condition on the report r and the log text>
   local name=$1 cond=$2

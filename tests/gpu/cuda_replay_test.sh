@@ -6,14 +6,7 @@
 set -euo pipefail
 E=$1
 SRC=$2
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "no CUDA GPU on this machine: not run"
-  exit 77
-fi
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-"$E" model init --config small --model pi05 --seed 7 --out "$W/ck" >/dev/null
-cd "$W"
+. "$SRC/tests/gpu/require_gpu.sh"
 EDGEVLA_CHECKPOINT="$W/ck" EDGEVLA_RUN_DIR="$W" timeout 120 "$E" launch "$SRC/launch/pi05_demo.yaml" --duration 8 \
   > "$W/launch.log" 2>&1 || { tail -20 "$W/launch.log"; exit 1; }
 for p in "f32 actions:rel_l2=1e-4" "bf16 actions:rel_l2=1e-2,cosine=0.999"; do
