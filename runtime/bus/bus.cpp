@@ -307,7 +307,8 @@ std::string Bus::stats_yaml() const {
             << c.received.get() << YAML::Key << "delivered" << YAML::Value << c.delivered.get() << YAML::Key
             << "dropped_overflow" << YAML::Value << c.dropped_overflow.get() << YAML::Key << "dropped_timeout"
             << YAML::Value << c.dropped_timeout.get() << YAML::Key << "rejected" << YAML::Value
-            << c.rejected.get() << YAML::Key << "lost" << YAML::Value << c.lost.get() << YAML::EndMap;
+            << c.rejected.get() << YAML::Key << "lost" << YAML::Value << c.lost.get() << YAML::Key << "device_copies"
+            << YAML::Value << c.device_copies.get() << YAML::EndMap;
       }
       out << YAML::EndSeq << YAML::EndMap;
     }

@@ -5,6 +5,11 @@
 namespace edgevla {
 
 std::string QoS::to_string() const {
+  if (host_tensors) {
+    QoS q = *this;
+    q.host_tensors = false;
+    return q.to_string() + ",device:cpu";
+  }
   if (observer()) {
     QoS q = *this;
     q.role = SubscriptionRole::kPipeline;
@@ -30,8 +35,15 @@ Expected<QoS> parse_qos(std::string_view text) {
   const auto bad = [&] {
     return invalid_argument("bad QoS '" + std::string(text) +
                             "' (use keep_latest, keep_last:N, reliable:N or reliable:N:MSms, with "
-                            "'observer:' in front for an observer)");
+                            "'observer:' in front for an observer and ',device:cpu' behind for host copies of "
+                            "device tensors)");
   };
+  if (const auto comma = text.find(','); comma != std::string_view::npos) {
+    if (text.substr(comma + 1) != "device:cpu") return bad();
+    auto inner = parse_qos(text.substr(0, comma));
+    if (!inner) return bad();
+    return inner->on_host();
+  }
   if (text.starts_with("observer:")) {
     auto inner = parse_qos(text.substr(9));
     if (!inner || inner->observer()) return bad();

@@ -30,6 +30,10 @@ struct QoS {
   // Also bounds the tensor bytes queued (0: no bound); the oldest messages go first.
   std::size_t max_bytes = 0;
   SubscriptionRole role = SubscriptionRole::kPipeline;
+  // Tensors on an accelerator reach this subscription as host copies, made on the subscriber's
+  // side when it takes the message (counted: device_copies); off, they arrive as they were
+  // published (a CPU node that reads tensor bytes wants this on).
+  bool host_tensors = false;
 
   static QoS keep_last(std::size_t depth) { return {depth, Reliability::kBestEffort, {}, 0}; }
   // Only the newest message matters (a controller reading the latest state).
@@ -44,9 +48,15 @@ struct QoS {
     return q;
   }
   bool observer() const { return role == SubscriptionRole::kObserver; }
+  QoS on_host() const {
+    QoS q = *this;
+    q.host_tensors = true;
+    return q;
+  }
 
   // "keep_last:10", "keep_latest", "reliable:10" or "reliable:10:250ms"; "observer:" in front
-  // for an observer ("observer:keep_last:5").
+  // for an observer ("observer:keep_last:5"); ",device:cpu" behind for host_tensors
+  // ("keep_last:5,device:cpu").
   std::string to_string() const;
 };
 

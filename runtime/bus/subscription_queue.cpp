@@ -1,5 +1,7 @@
 #include "runtime/bus/subscription_queue.hpp"
 
+#include <algorithm>
+
 #include "runtime/util/clock.hpp"
 
 namespace edgevla {
@@ -62,17 +64,38 @@ bool SubscriptionQueue::push(MessagePtr message, bool may_wait) {
 MessagePtr SubscriptionQueue::pop() { return pop_stamped().message; }
 
 SubscriptionQueue::Stamped SubscriptionQueue::pop_stamped() {
-  Stamped s;
-  {
-    std::lock_guard lock(mu_);
-    if (queue_.empty()) return s;
-    s = std::move(queue_.front());
-    queue_.pop_front();
-    counters_.taken.add();
-    if (qos_.max_bytes) bytes_ -= tensor_bytes(*s.message);
+  for (;;) {
+    Stamped s;
+    {
+      std::lock_guard lock(mu_);
+      if (queue_.empty()) return s;
+      s = std::move(queue_.front());
+      queue_.pop_front();
+      counters_.taken.add();
+      if (qos_.max_bytes) bytes_ -= tensor_bytes(*s.message);
+    }
+    if (qos_.reliability == Reliability::kReliable) space_.notify_one();
+    if (!qos_.host_tensors) return s;
+    // Host copies of device tensors, here on the subscriber's side (the publisher never waits).
+    const auto& tensors = s.message->tensors();
+    if (std::all_of(tensors.begin(), tensors.end(), [](const auto& t) { return t.tensor.device().is_cpu(); })) return s;
+    auto copy = std::make_shared<Message>(*s.message);
+    copy->clear_tensors();
+    bool ok = true;
+    for (const auto& t : tensors) {
+      auto host = t.tensor.to(Device::cpu());
+      if (!host) {
+        ok = false;
+        counters_.rejected.add();  // no host copy (no backend for its device): counted as unusable
+        break;
+      }
+      copy->set_tensor(t.name, std::move(*host));
+    }
+    if (!ok) continue;
+    counters_.device_copies.add();
+    s.message = std::move(copy);
+    return s;
   }
-  if (qos_.reliability == Reliability::kReliable) space_.notify_one();
-  return s;
 }
 
 std::size_t SubscriptionQueue::size() const {

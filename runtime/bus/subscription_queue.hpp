@@ -31,6 +31,7 @@ struct SubscriptionCounters {
                               // publisher's pool was full, the socket dropped it)
   Counter taken;              // popped from the queue
   Counter delivered;          // handed to the callback
+  Counter device_copies;      // QoS host_tensors: messages whose device tensors were copied to the host
 };
 
 class SubscriptionQueue {

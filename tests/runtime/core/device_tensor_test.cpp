@@ -159,6 +159,39 @@ TEST_F(DeviceTensors, LoansStayOnTheDeviceUntilAnotherProcessSubscribes) {
   }));
 }
 
+// A subscription with `device:cpu` in its QoS takes host copies, made when it pops (the
+// publisher does not wait for them), counted; one without gets the device tensor itself.
+TEST_F(DeviceTensors, ASubscriptionThatAsksForTheHostGetsCountedHostCopies) {
+  auto qos = parse_qos("keep_last:5,device:cpu");
+  ASSERT_TRUE(qos.has_value()) << qos.status().to_string();
+  EXPECT_TRUE(qos->host_tensors);
+  EXPECT_EQ(qos->to_string(), "keep_last:5,device:cpu");
+  EXPECT_FALSE(parse_qos("keep_last:5,device:gpu").has_value());
+  auto bus = make_bus(unique_domain("devqos"));
+  auto writer = *bus->advertise("/act", "ActionChunk", "head");
+  auto waker = std::make_shared<Waker>();
+  auto host = std::make_shared<SubscriptionQueue>("/act", "ActionChunk", *qos, "cpu_node", waker);
+  Collector as_is("/act");
+  ASSERT_OK(bus->attach(host));
+  ASSERT_OK(bus->attach(as_is.queue));
+  const int copies_before = device_->to_host.load();
+  ASSERT_OK(bus->publish(*writer, *msgs::ActionChunk::make(device_tensor(6), 0.02)));
+  EXPECT_EQ(device_->to_host.load(), copies_before);  // nothing copied at publish
+  MessagePtr got = host->pop();
+  ASSERT_NE(got, nullptr);
+  expect_values(*got->tensor("actions"), 6);
+  EXPECT_EQ(host->counters().device_copies.get(), 1u);
+  MessagePtr raw = as_is.queue->pop();
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(raw->tensor("actions")->device(), Device::cuda(0));
+  EXPECT_EQ(as_is.queue->counters().device_copies.get(), 0u);
+  // Without a backend for the device the message cannot be copied: counted as rejected.
+  ASSERT_OK(bus->publish(*writer, *msgs::ActionChunk::make(device_tensor(2), 0.02)));
+  register_allocator(DeviceType::kCuda, nullptr);
+  EXPECT_EQ(host->pop(), nullptr);
+  EXPECT_EQ(host->counters().rejected.get(), 1u);
+}
+
 TEST_F(DeviceTensors, RecordingsHoldHostBytesAndCountTheCopies) {
   auto bus = make_bus(unique_domain("devrec"));
   const std::string path =
