@@ -1,0 +1,180 @@
+// GPU tensor hand-over on the bus, 1 KB -> 256 MB (a GPU machine; see bench/results/issue10):
+//   same process: a device tensor published and taken by a subscriber of the same bus (the
+//     subscriber gets the device buffer itself), against cudaMemcpy device-to-device of the
+//     same bytes (what a copying hand-over would cost at least);
+//   another bus over ipc (another process's view): the device tensor arrives as a host copy in
+//     shared memory and the consumer puts it back on its device, against the same round trip
+//     done by hand (device -> host -> shared -> host -> device).
+// p50 / p90 µs per size; one JSON line per (path, size).
+//   edgevla_bench_gpu_handover [--reps 50]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "msgs/types.hpp"
+#include "runtime/backends/backend.hpp"
+#include "runtime/bus/bus.hpp"
+
+using namespace edgevla;
+
+namespace {
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Stats {
+  double p50 = 0, p90 = 0;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 9 / 10)]};
+}
+
+#define CHECK_CUDA(x)                                               \
+  do {                                                              \
+    const cudaError_t e_ = (x);                                     \
+    if (e_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                 \
+    }                                                               \
+  } while (0)
+
+void line(const char* path, std::size_t bytes, Stats s, const char* baseline, Stats b) {
+  std::printf(
+      "{\"bench\": \"gpu_handover\", \"path\": \"%s\", \"bytes\": %zu, \"p50_us\": %.1f, "
+      "\"p90_us\": %.1f, "
+      "\"baseline\": \"%s\", \"baseline_p50_us\": %.1f, \"baseline_p90_us\": %.1f, \"ratio_p50\": "
+      "%.3f}\n",
+      path, bytes, s.p50, s.p90, baseline, b.p50, b.p90, b.p50 / s.p50);
+  std::fflush(stdout);
+}
+
+// Takes the next message of `q`, waiting up to 10 s.
+MessagePtr take(SubscriptionQueue& q) {
+  const double until = now_us() + 10e6;
+  while (now_us() < until) {
+    if (MessagePtr m = q.pop()) return m;
+    std::this_thread::yield();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 50;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(5, std::atoi(argv[i + 1]));
+  }
+  auto backend = backends::make_backend("cuda");  // registers the cuda allocator
+  if (!backend) {
+    std::fprintf(stderr, "%s\n", backend.status().to_string().c_str());
+    return 1;
+  }
+  BusOptions o;
+  o.domain = "handover" + std::to_string(::getpid());
+  auto pub = std::move(*Bus::create(o));
+  auto other = std::move(*Bus::create(o));
+  auto writer = *pub->advertise("/t", "ActionChunk", "producer");
+  auto local = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4), "local",
+                                                   std::make_shared<Waker>());
+  auto remote = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4),
+                                                    "remote", std::make_shared<Waker>());
+  // Same process first, with no other subscriber (another bus would get host copies at send).
+  if (!pub->attach(local).is_ok()) return 1;
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const std::size_t sizes[] = {std::size_t{1} << 10,  std::size_t{64} << 10,
+                               std::size_t{1} << 20,  std::size_t{16} << 20,
+                               std::size_t{64} << 20, std::size_t{256} << 20};
+  for (int phase = 0; phase < 2; ++phase) {
+    if (phase == 1) {
+      pub->detach(local);
+      if (!other->attach(remote).is_ok()) return 1;
+      // Until the other bus's subscription has reached the publisher.
+      const double until = now_us() + 10e6;
+      bool up = false;
+      while (!up && now_us() < until) {
+        Tensor t = *Tensor::empty(DType::kF32, Shape{1, 4}, Device::cuda(0));
+        if (!pub->publish(*writer, *msgs::ActionChunk::make(std::move(t), 0.02)).is_ok()) return 1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        up = remote->pop() != nullptr;
+      }
+      while (remote->pop()) {
+      }
+      if (!up) {
+        std::fprintf(stderr, "the other bus never subscribed\n");
+        return 1;
+      }
+    }
+    for (const std::size_t bytes : sizes) {
+      const std::int64_t n = static_cast<std::int64_t>(bytes / 4);
+      const int r = bytes >= (std::size_t{64} << 20) ? std::max(5, reps / 5) : reps;
+      void* dst = nullptr;
+      CHECK_CUDA(cudaMalloc(&dst, bytes));
+      if (phase == 0) {
+        std::vector<double> same, d2d;
+        for (int i = 0; i < r + 2; ++i) {
+          Tensor t = *Tensor::empty(DType::kF32, Shape{n / 4, 4}, Device::cuda(0));
+          const double t0 = now_us();
+          if (!pub->publish(*writer, *msgs::ActionChunk::make(std::move(t), 0.02)).is_ok())
+            return 1;
+          MessagePtr m = take(*local);
+          const double t1 = now_us();
+          if (!m || m->tensor("actions")->device().is_cpu()) {
+            std::fprintf(stderr, "same process: no device tensor arrived at %zu bytes\n", bytes);
+            return 1;
+          }
+          const double t2 = now_us();
+          CHECK_CUDA(cudaMemcpyAsync(dst, m->tensor("actions")->raw_data(), bytes,
+                                     cudaMemcpyDeviceToDevice, s));
+          CHECK_CUDA(cudaStreamSynchronize(s));
+          const double t3 = now_us();
+          if (i >= 2) same.push_back(t1 - t0), d2d.push_back(t3 - t2);
+        }
+        line("same_process", bytes, stats(same), "cudaMemcpy_d2d", stats(d2d));
+        CHECK_CUDA(cudaFree(dst));
+        continue;
+      }
+      // Another bus: host copy in shared memory, back to the device on the consumer's side.
+      std::vector<double> cross, manual;
+      std::vector<char> host(bytes), shm(bytes);
+      for (int i = 0; i < r + 2; ++i) {
+        Tensor t = *Tensor::empty(DType::kF32, Shape{n / 4, 4}, Device::cuda(0));
+        const double t0 = now_us();
+        if (!pub->publish(*writer, *msgs::ActionChunk::make(std::move(t), 0.02)).is_ok()) return 1;
+        MessagePtr m = take(*remote);
+        if (!m) {
+          std::fprintf(stderr, "another bus: nothing arrived at %zu bytes\n", bytes);
+          return 1;
+        }
+        CHECK_CUDA(cudaMemcpyAsync(dst, m->tensor("actions")->raw_data(), bytes,
+                                   cudaMemcpyHostToDevice, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const double t1 = now_us();
+        // By hand: device -> host -> shared -> host -> device.
+        Tensor keep = *Tensor::empty(DType::kF32, Shape{n / 4, 4}, Device::cuda(0));
+        const void* src = keep.raw_data();
+        const double t2 = now_us();
+        CHECK_CUDA(cudaMemcpy(host.data(), src, bytes, cudaMemcpyDeviceToHost));
+        std::memcpy(shm.data(), host.data(), bytes);
+        CHECK_CUDA(cudaMemcpy(dst, shm.data(), bytes, cudaMemcpyHostToDevice));
+        const double t3 = now_us();
+        if (i >= 2) cross.push_back(t1 - t0), manual.push_back(t3 - t2);
+      }
+      line("another_bus", bytes, stats(cross), "d2h_shm_h2d_by_hand", stats(manual));
+      CHECK_CUDA(cudaFree(dst));
+    }
+  }
+  return 0;
+}
