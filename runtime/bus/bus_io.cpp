@@ -259,6 +259,19 @@ int BusIo::interest_in(const std::unordered_map<std::string, int>& interest, con
   return n;
 }
 
+Expected<Tensor> BusIo::host_copy(const Tensor& t) {
+  // Straight into a shared-memory block when the pool has one (no second copy at send);
+  // else through the heap.
+  if (t.is_contiguous()) {
+    if (auto block = pool_->allocate(t.nbytes())) {
+      EDGEVLA_ASSIGN_OR_RETURN(Allocator * alloc, allocator_for(t.device()));
+      EDGEVLA_RETURN_IF_ERROR(alloc->copy((*block)->data(), t.raw_data(), t.nbytes(), CopyKind::kToHost));
+      return Tensor::from_buffer(std::move(*block), t.dtype(), t.shape());
+    }
+  }
+  return t.to(Device::cpu());
+}
+
 bool BusIo::remote_pipeline_receivers(const std::string& topic) {
   for (const RingTarget& t : ring_targets_for(topic)) {
     if (t.role == RingRole::kPipeline) return true;
@@ -299,7 +312,7 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
     // Device tensors cross processes as host copies (counted): device buffers between processes
     // are not in this build yet.
     const bool device = !nt.tensor.device().is_cpu();
-    auto c = device ? nt.tensor.to(Device::cpu()) : nt.tensor.contiguous();  // strided views: contiguous bytes
+    auto c = device ? host_copy(nt.tensor) : nt.tensor.contiguous();  // strided views: contiguous bytes
     if (device && c) counters_.device_to_host.add();
     if (!c) return c.status();
     tensors.push_back(std::move(*c));

@@ -81,6 +81,8 @@ class BusIo {
                   const std::string& everything = {}) const;
   // `tensors` are the message's tensors, contiguous and on the CPU; `frame` its topic frame.
   struct RingPeer;
+  // A host copy of device tensor `t`, in a shared-memory block when the pool has room.
+  Expected<Tensor> host_copy(const Tensor& t);
   struct RingTarget {
     std::shared_ptr<RingPeer> peer;
     RingRole role;

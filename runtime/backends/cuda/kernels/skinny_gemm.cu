@@ -29,6 +29,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <string>
 
@@ -54,12 +55,9 @@ struct Layout {
   static constexpr int kBytes = kStages * kStage + 1024;  // + room to align the start to 1024
 };
 
+// What the kernel reads besides the two tensor maps (the operands' addresses and strides).
 struct Params {
   int m, n, k, kc, splits;
-  const bf16* a;
-  long long lda;
-  const bf16* w;
-  long long ldw;
   void* d;
   long long ldd;
   float alpha, beta;
@@ -376,11 +374,16 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 std::int64_t splits_of(const SkinnyGemmArgs& a) { return (a.k + a.k_chunk - 1) / a.k_chunk; }
 
-// Compute capability major of the current device, or 0.
+// Compute capability major of the current device, or 0; asked of the driver once per device.
 int device_major() {
+  static std::array<std::atomic<int>, 64> known{};  // major + 1, 0: not asked yet
   int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 0;
+  if (dev < 64) {
+    if (const int k = known[static_cast<std::size_t>(dev)].load(std::memory_order_relaxed); k > 0) return k - 1;
+  }
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+  if (dev < 64) known[static_cast<std::size_t>(dev)].store(major + 1, std::memory_order_relaxed);
   return major;
 }
 
@@ -414,10 +417,6 @@ Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& a) {
   p.k = static_cast<int>(a.k);
   p.kc = static_cast<int>(std::min<std::int64_t>(a.k_chunk, a.k));
   p.splits = static_cast<int>(splits_of(a));
-  p.a = static_cast<const bf16*>(a.a);
-  p.lda = a.lda;
-  p.w = static_cast<const bf16*>(a.w);
-  p.ldw = a.ldw;
   p.d = a.d;
   p.ldd = a.ldd;
   p.alpha = a.alpha;
