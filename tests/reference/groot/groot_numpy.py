@@ -35,7 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.append(os.path.join(HERE, ".."))
 import bpe_reference  # noqa: E402
 import image_ref  # noqa: E402
 import safetensors_io  # noqa: E402

@@ -42,7 +42,7 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import groot_configs  # noqa: E402
 import safetensors_io  # noqa: E402
 import tokenizer_files  # noqa: E402
