@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   auto pub = std::move(*Bus::create(o));
   auto other = std::move(*Bus::create(o));
   auto writer = *pub->advertise("/t", "ActionChunk", "producer");
-  auto local = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4), "local",
+  auto local = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4).taking_device_tensors(), "local",
                                                    std::make_shared<Waker>());
   auto remote = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4),
                                                     "remote", std::make_shared<Waker>());

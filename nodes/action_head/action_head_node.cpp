@@ -14,7 +14,8 @@ Status ActionHeadNode::configure(NodeSpec& spec) {
   if (*seed_ >= 0) spec.seed_rng(static_cast<std::uint64_t>(*seed_));
   EDGEVLA_RETURN_IF_ERROR(params_.check(spec, model::kActionHead));
   EDGEVLA_ASSIGN_OR_RETURN(actions_, spec.publisher<msgs::ActionChunk>("actions"));
-  return spec.subscribe<msgs::BackboneOutput>("prefix", QoS::keep_last(1),
+  // A prefix cache on a device is read in place by an engine there, else copied (for_engine).
+  return spec.subscribe<msgs::BackboneOutput>("prefix", QoS::keep_last(1).taking_device_tensors(),
                                               [this](const msgs::BackboneOutput& m) { on_backbone(m); });
 }
 

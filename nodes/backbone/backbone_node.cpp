@@ -10,13 +10,23 @@ Status BackboneNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(params_.declare(spec));
   EDGEVLA_RETURN_IF_ERROR(params_.check(spec, model::kBackbone));
   EDGEVLA_ASSIGN_OR_RETURN(out_, spec.publisher<msgs::BackboneOutput>("prefix"));
-  // The newest observation only: an older one would make an older chunk.
-  return spec.subscribe<msgs::Observation>("observation", QoS::keep_last(1),
+  // The newest observation only: an older one would make an older chunk. Tensors on a device
+  // reach the engine as they are, or as host copies for an engine elsewhere (for_engine).
+  return spec.subscribe<msgs::Observation>("observation", QoS::keep_last(1).taking_device_tensors(),
                                            [this](const msgs::Observation& m) { on_observation(m); });
 }
 
 Status BackboneNode::activate() {
   EDGEVLA_RETURN_IF_ERROR(stage_.open(log(), params_, model::kBackbone));
+  // Outputs the engine leaves on its device: subscribers in this process that read tensor
+  // bytes on the CPU must have asked for host copies, or activation stops here, saying so.
+  for (const backends::TensorSpec& spec : stage_.engine->outputs()) {
+    if (spec.device.is_cpu()) continue;
+    if (Status s = out_.publishes_on(spec.device); !s.is_ok()) {
+      stage_.close();
+      return s.with_context("output '" + spec.name + "'");
+    }
+  }
   report_engine(stage_.engine->describe());
   report_memory(stage_.engine->resident_bytes());
   return Status::ok();

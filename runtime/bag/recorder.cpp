@@ -44,6 +44,7 @@ void Recorder::subscribe(const std::string& topic) {
   QoS qos = QoS::keep_last(1 << 20);
   qos.max_bytes = options_.max_queue_bytes;
   if (!options_.lossless) qos = qos.as_observer();
+  qos = qos.taking_device_tensors();  // copied to the host on the recorder's thread
   auto queue = std::make_shared<SubscriptionQueue>(topic, "", qos, "recorder", waker_);
   if (Status s = bus_.attach(queue); !s.is_ok()) {
     rate_log_.warn("attach:" + topic, "recorder cannot subscribe to '" + topic + "': " + s.message());

@@ -558,7 +558,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
   auto waker = std::make_shared<Waker>();
   std::map<std::string, std::shared_ptr<SubscriptionQueue>> collectors;
   for (const auto& t : output_topics) {
-    collectors[t] = std::make_shared<SubscriptionQueue>(t, "", QoS::keep_last(1 << 20), "replay", waker);
+    collectors[t] = std::make_shared<SubscriptionQueue>(t, "", QoS::keep_last(1 << 20).on_host(), "replay", waker);
     EDGEVLA_RETURN_IF_ERROR(bus->attach(collectors[t]));
   }
   EDGEVLA_RETURN_IF_ERROR(host.activate_all());

@@ -163,6 +163,33 @@ bool Bus::observes_only(const std::string& topic) const {
   return queues && interest_of(*queues) == TopicInterest::kObserver;
 }
 
+namespace {
+
+Status device_refused(const SubscriptionQueue& q, const TopicWriter& w) {
+  return failed_precondition(
+      "node '" + q.owner() + "' subscribes to '" + q.topic() + "', where node '" + w.node() + "' publishes tensors on " +
+      w.device().to_string() + ", but takes neither device tensors nor host copies; a node that reads tensor bytes "
+      "on the CPU asks for host copies: in the launch file, give node '" + q.owner() + "' `qos: {<subscription>: \"" +
+      q.qos().on_host().to_string() + "\"}`");
+}
+
+}  // namespace
+
+Status Bus::publishes_on(TopicWriter& writer, Device device) {
+  std::lock_guard lock(mu_);
+  writer.device_ = device;
+  if (device.is_cpu()) return Status::ok();
+  auto it = topics_.find(writer.topic());
+  if (it == topics_.end()) return Status::ok();
+  for (const auto& q : *it->second.queues) {
+    if (!q->qos().accepts_device_tensors()) {
+      writer.device_ = Device::cpu();
+      return device_refused(*q, writer);
+    }
+  }
+  return Status::ok();
+}
+
 Status Bus::attach(std::shared_ptr<SubscriptionQueue> queue) {
   EDGEVLA_RETURN_IF_ERROR(check_topic_name(queue->topic()));
   const std::string topic = queue->topic();
@@ -171,6 +198,11 @@ Status Bus::attach(std::shared_ptr<SubscriptionQueue> queue) {
   {
     std::lock_guard lock(mu_);
     TopicEntry& e = topics_[topic];
+    if (!queue->qos().accepts_device_tensors()) {
+      for (const auto& weak : e.writers) {
+        if (auto w = weak.lock(); w && !w->device_.is_cpu()) return device_refused(*queue, *w);
+      }
+    }
     auto list = std::make_shared<QueueList>(*e.queues);
     before = interest_of(*list);
     list->push_back(std::move(queue));

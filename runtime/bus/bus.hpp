@@ -86,8 +86,12 @@ class TopicWriter {
   PublisherCounters& counters() { return counters_; }
   const PublisherCounters& counters() const { return counters_; }
   std::uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  // Where its tensors may live (Bus::publishes_on); read by its own node.
+  Device device() const { return device_; }
 
  private:
+  friend class Bus;
+  Device device_ = Device::cpu();  // where its tensors may live (Bus::publishes_on; under the bus's lock)
   std::string topic_;
   std::string type_;
   std::string node_;
@@ -129,6 +133,13 @@ class Bus {
   // Delivers a recorded message with its header as recorded (bag playback): only the topic
   // is set to the writer's (which may be a remap of the recorded one).
   Status republish(TopicWriter& writer, Message&& message);
+
+  // Declares that `writer` may publish tensors on `device` (an engine's outputs left on a GPU).
+  // Refused while a subscription to the topic in this process takes neither device tensors nor
+  // host copies of them (QoS device_tensors / host_tensors): the error names that node and the
+  // fix; such a subscription attaching later is refused the same way. Other processes always
+  // get host copies and need nothing.
+  Status publishes_on(TopicWriter& writer, Device device);
 
   // Starts/stops delivering the queue's topic into it. Detaching drops what is queued unless
   // `keep_queued` (a recorder drains its queue to the bag after it stops subscribing).

@@ -34,6 +34,12 @@ struct QoS {
   // side when it takes the message (counted: device_copies); off, they arrive as they were
   // published (a CPU node that reads tensor bytes wants this on).
   bool host_tensors = false;
+  // The callback takes tensors on an accelerator as they are (it copies them itself, or its
+  // engine reads them there). Declared by the node's code, not by a launch file: a launch
+  // file's QoS for the subscription keeps it. A subscription with neither this nor
+  // host_tensors is refused, when it attaches, on a topic whose publisher in this process
+  // declared device tensors (Bus::publishes_on), and rejects (counted) any that still arrive.
+  bool device_tensors = false;
 
   static QoS keep_last(std::size_t depth) { return {depth, Reliability::kBestEffort, {}, 0}; }
   // Only the newest message matters (a controller reading the latest state).
@@ -53,6 +59,13 @@ struct QoS {
     q.host_tensors = true;
     return q;
   }
+  QoS taking_device_tensors() const {
+    QoS q = *this;
+    q.device_tensors = true;
+    return q;
+  }
+  // Whether a device tensor may reach the callback (as it is or as a host copy).
+  bool accepts_device_tensors() const { return host_tensors || device_tensors; }
 
   // "keep_last:10", "keep_latest", "reliable:10" or "reliable:10:250ms"; "observer:" in front
   // for an observer ("observer:keep_last:5"); ",device:cpu" behind for host_tensors

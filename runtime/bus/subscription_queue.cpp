@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "runtime/util/clock.hpp"
 
 namespace edgevla {
@@ -63,6 +65,17 @@ bool SubscriptionQueue::push(MessagePtr message, bool may_wait) {
 
 MessagePtr SubscriptionQueue::pop() { return pop_stamped().message; }
 
+namespace {
+
+std::string first_device(const Message& m) {
+  for (const auto& t : m.tensors()) {
+    if (!t.tensor.device().is_cpu()) return t.tensor.device().to_string();
+  }
+  return "cpu";
+}
+
+}  // namespace
+
 SubscriptionQueue::Stamped SubscriptionQueue::pop_stamped() {
   for (;;) {
     Stamped s;
@@ -75,10 +88,23 @@ SubscriptionQueue::Stamped SubscriptionQueue::pop_stamped() {
       if (qos_.max_bytes) bytes_ -= tensor_bytes(*s.message);
     }
     if (qos_.reliability == Reliability::kReliable) space_.notify_one();
-    if (!qos_.host_tensors) return s;
-    // Host copies of device tensors, here on the subscriber's side (the publisher never waits).
     const auto& tensors = s.message->tensors();
-    if (std::all_of(tensors.begin(), tensors.end(), [](const auto& t) { return t.tensor.device().is_cpu(); })) return s;
+    if (qos_.device_tensors ||
+        std::all_of(tensors.begin(), tensors.end(), [](const auto& t) { return t.tensor.device().is_cpu(); })) {
+      return s;
+    }
+    if (!qos_.host_tensors) {
+      // Never hand a device pointer to a callback that did not ask for one (a publisher that
+      // did not declare its device, Bus::publishes_on, gets here): rejected, counted, said once.
+      counters_.rejected.add();
+      if (!device_refusal_logged_.exchange(true)) {
+        spdlog::error("node '{}' got a message on '{}' with tensors on {} and dropped it: the subscription takes "
+                      "neither device tensors nor host copies; give it the QoS '{}' in the launch file",
+                      owner_, topic_, first_device(*s.message), qos_.on_host().to_string());
+      }
+      continue;
+    }
+    // Host copies of device tensors, here on the subscriber's side (the publisher never waits).
     auto copy = std::make_shared<Message>(*s.message);
     copy->clear_tensors();
     bool ok = true;

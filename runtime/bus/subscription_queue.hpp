@@ -2,6 +2,7 @@
 // process, the bus's receive thread), one consumer (the subscribing node's executor).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -79,6 +80,7 @@ class SubscriptionQueue {
   std::size_t bytes_ = 0;  // tensor bytes queued (tracked when qos.max_bytes is set)
   bool closed_ = false;
   SubscriptionCounters counters_;
+  std::atomic<bool> device_refusal_logged_{false};
 };
 
 }  // namespace edgevla

@@ -87,7 +87,20 @@ Status PublisherHandle::publish(Message&& message) const {
   return state_->bus->publish(*state_->writer, std::move(message));
 }
 
+Status PublisherHandle::publishes_on(Device device) const {
+  if (!state_ || !state_->bus) return Status::ok();  // a dry-run configure: nothing to check against
+  std::shared_ptr<TopicWriter> w;
+  {
+    std::lock_guard lock(state_->writer_mu);
+    w = state_->writer;
+  }
+  if (!w) return failed_precondition("publisher '" + state_->name + "' is not active (declare devices in activate())");
+  if (w->device() == device) return Status::ok();
+  return state_->bus->publishes_on(*w, device);
+}
+
 Expected<Tensor> PublisherHandle::loan(DType dtype, const Shape& shape, Device device) const {
+  if (!device.is_cpu()) EDGEVLA_RETURN_IF_ERROR(publishes_on(device));
   if (state_ && state_->bus) return state_->bus->loan_for(state_->topic, dtype, shape, device);
   if (!device.is_cpu()) return Tensor::empty(dtype, shape, device);
   return Tensor::empty(dtype, shape);
@@ -186,7 +199,13 @@ Status NodeSpec::subscribe_any(std::string_view name, std::string type, QoS qos,
                             std::string(name) + "' twice");
     }
   }
-  if (auto it = rt_.options.qos.find(std::string(name)); it != rt_.options.qos.end()) qos = it->second;
+  if (auto it = rt_.options.qos.find(std::string(name)); it != rt_.options.qos.end()) {
+    // The launch file picks depth, role and host copies; whether the callback takes device
+    // tensors is the node's code.
+    const bool takes_device = qos.device_tensors;
+    qos = it->second;
+    qos.device_tensors = qos.device_tensors || takes_device;
+  }
   auto e = std::make_unique<SubscriptionEntry>();
   e->name = std::string(name);
   e->queue = std::make_shared<SubscriptionQueue>(resolve_topic(name), std::move(type), qos,

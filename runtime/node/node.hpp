@@ -51,7 +51,12 @@ class PublisherHandle {
   // A writable tensor whose bytes other processes can read without a copy (shared memory), or
   // on `device` (an accelerator's pool) when every pipeline subscriber of the topic is in this
   // process: they get it as is; observers elsewhere (a recorder) get host copies.
+  // A device loan declares the device first (publishes_on).
   Expected<Tensor> loan(DType dtype, const Shape& shape, Device device = Device::cpu()) const;
+  // Declares, in activate(), that this publisher's tensors may live on `device` (an engine's
+  // outputs on a GPU): refused, naming the node and the fix, while a subscriber in this process
+  // takes neither device tensors nor host copies (see QoS::device_tensors).
+  Status publishes_on(Device device) const;
   const std::string& topic() const;
 
   struct State;  // defined in runtime/node/node_runtime.hpp

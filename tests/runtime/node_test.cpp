@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "runtime/bus/bus.hpp"
 #include "runtime/node/host.hpp"
@@ -32,7 +33,8 @@ class ProbeNode final : public Node {
     EDGEVLA_RETURN_IF_ERROR(spec.declare(names));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(window));
     EDGEVLA_ASSIGN_OR_RETURN(out, spec.publisher<msgs::ActionChunk>("out"));
-    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>("in", QoS::keep_last(10), [this](const msgs::ActionChunk& m) {
+    const QoS in_qos = take_device ? QoS::keep_last(10).taking_device_tensors() : QoS::keep_last(10);
+    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>("in", in_qos, [this](const msgs::ActionChunk& m) {
       if (m.actions().shape()[0] == 13) throw std::runtime_error("unlucky chunk");
       last_steps = *steps;
       ++received;
@@ -46,6 +48,7 @@ class ProbeNode final : public Node {
   Status activate() override {
     order.push_back("activate:" + name());
     if (shared_order) shared_order->push_back(name());
+    if (publish_device) EDGEVLA_RETURN_IF_ERROR(out.publishes_on(*publish_device));
     return fail_activate ? unavailable("device busy") : Status::ok();
   }
   Status deactivate() override {
@@ -68,6 +71,8 @@ class ProbeNode final : public Node {
   std::atomic<int> received{0};
   std::atomic<int> ticks{0};
   bool fail_activate = false;
+  bool take_device = false;              // "in" takes device tensors as they are
+  std::optional<Device> publish_device;  // "out" declares this device in activate
   std::vector<std::string> order;  // lifecycle calls this instance saw, in order
 };
 
@@ -293,6 +298,38 @@ TEST(Node, HeaviestDeclaredLoadIsActivatedFirst) {
   // Heaviest first; nodes that declared nothing keep the order they were added in.
   EXPECT_EQ(order, (std::vector<std::string>{"backbone", "head", "camera", "actuation"}));
   ASSERT_OK(host.deactivate_all());
+}
+
+// Device tensors and CPU nodes at graph set-up: a node whose publisher declares a device
+// (as the backbone does for a cuda engine's outputs) stops activation while a node in the
+// process subscribes without taking device tensors or host copies; the launch file's
+// `device:cpu` fixes it, and a launch file's QoS keeps what the node's code declared.
+TEST(Node, DevicePublishersAndCpuSubscribersAreCheckedAtActivation) {
+  for (int variant = 0; variant < 3; ++variant) {
+    auto bus = bus_for("device_check");
+    NodeHost host(*bus);
+    NodeOptions go = opts("gpu");
+    go.remaps["out"] = "/prefix";
+    auto gpu = std::make_unique<ProbeNode>(go);
+    gpu->publish_device = Device::cuda(0);
+    NodeOptions co = opts("reader");
+    co.remaps["in"] = "/prefix";
+    if (variant == 1) co.qos["in"] = *parse_qos("keep_last:2,device:cpu");
+    if (variant == 2) co.qos["in"] = *parse_qos("keep_last:2");
+    auto reader = std::make_unique<ProbeNode>(co);
+    reader->take_device = variant == 2;
+    ASSERT_TRUE(host.add(std::move(gpu)).has_value());
+    ASSERT_TRUE(host.add(std::move(reader)).has_value());
+    const Status s = host.activate_all();
+    if (variant == 0) {
+      ASSERT_FALSE(s.is_ok());
+      EXPECT_NE(s.message().find("node 'reader' subscribes to '/prefix'"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find("device:cpu"), std::string::npos) << s.message();
+    } else {
+      ASSERT_OK(s);
+      ASSERT_OK(host.deactivate_all());
+    }
+  }
 }
 
 TEST(Node, DuplicateNamesAndUnknownTypesAreRejected) {

@@ -95,11 +95,13 @@ TEST_F(DeviceTensors, WithoutABackendADeviceTensorIsAClearError) {
   EXPECT_NE(t.status().message().find("no allocator for cuda:0"), std::string::npos) << t.status().to_string();
 }
 
+// A subscriber that takes device tensors as they are (as an engine on the device does).
 struct Collector {
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   std::shared_ptr<SubscriptionQueue> queue;
-  explicit Collector(const std::string& topic)
-      : queue(std::make_shared<SubscriptionQueue>(topic, "ActionChunk", QoS::keep_last(100), "collector", waker)) {}
+  explicit Collector(const std::string& topic, QoS qos = QoS::keep_last(100).taking_device_tensors(),
+                     const std::string& owner = "collector")
+      : queue(std::make_shared<SubscriptionQueue>(topic, "ActionChunk", qos, owner, waker)) {}
 };
 
 std::unique_ptr<Bus> make_bus(const std::string& domain) {
@@ -190,6 +192,56 @@ TEST_F(DeviceTensors, ASubscriptionThatAsksForTheHostGetsCountedHostCopies) {
   register_allocator(DeviceType::kCuda, nullptr);
   EXPECT_EQ(host->pop(), nullptr);
   EXPECT_EQ(host->counters().rejected.get(), 1u);
+}
+
+// A CPU node must never be handed a device pointer by accident. A publisher that declares its
+// device (as the backbone does for its engine's device outputs) is refused while a subscriber
+// in this process takes neither device tensors nor host copies, and such a subscriber is
+// refused when it attaches after the declaration; each error names the node and the QoS fix.
+TEST_F(DeviceTensors, ACpuSubscriberThatDidNotAskIsRefusedAtSetUp) {
+  auto bus = make_bus(unique_domain("devrefuse"));
+  auto writer = *bus->advertise("/prefix", "ActionChunk", "backbone");
+  ASSERT_OK(bus->publishes_on(*writer, Device::cuda(0)));
+  Collector plain("/prefix", QoS::keep_last(1), "my_cpu_node");
+  const Status refused = bus->attach(plain.queue);
+  ASSERT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.to_string();
+  for (const char* part : {"my_cpu_node", "/prefix", "backbone", "cuda:0", "keep_latest,device:cpu"}) {
+    EXPECT_NE(refused.message().find(part), std::string::npos) << part << " in: " << refused.message();
+  }
+  Collector host("/prefix", QoS::keep_last(1).on_host(), "cpu_with_copies");
+  Collector engine("/prefix", QoS::keep_last(1).taking_device_tensors(), "gpu_engine");
+  EXPECT_OK(bus->attach(host.queue));
+  EXPECT_OK(bus->attach(engine.queue));
+
+  // The other order: the subscriber first, then the declaration.
+  auto bus2 = make_bus(unique_domain("devrefuse2"));
+  Collector early("/prefix", QoS::keep_last(1), "my_cpu_node");
+  ASSERT_OK(bus2->attach(early.queue));
+  auto w2 = *bus2->advertise("/prefix", "ActionChunk", "backbone");
+  const Status late = bus2->publishes_on(*w2, Device::cuda(0));
+  ASSERT_EQ(late.code(), StatusCode::kFailedPrecondition) << late.to_string();
+  EXPECT_NE(late.message().find("my_cpu_node"), std::string::npos) << late.message();
+  EXPECT_TRUE(w2->device().is_cpu());  // not declared
+  bus2->detach(early.queue);
+  EXPECT_OK(bus2->publishes_on(*w2, Device::cuda(0)));
+  EXPECT_EQ(w2->device(), Device::cuda(0));
+}
+
+// The net under the set-up check: a device tensor from a publisher that never declared its
+// device reaches a subscriber that did not ask for one as nothing at all, counted as rejected.
+TEST_F(DeviceTensors, AnUndeclaredDeviceTensorIsRejectedNotHandedOver) {
+  auto bus = make_bus(unique_domain("devnet"));
+  auto writer = *bus->advertise("/act", "ActionChunk", "head");
+  Collector plain("/act", QoS::keep_last(4), "cpu_node");
+  ASSERT_OK(bus->attach(plain.queue));
+  ASSERT_OK(bus->publish(*writer, *msgs::ActionChunk::make(device_tensor(3), 0.02)));
+  Tensor host = *Tensor::empty(DType::kF32, Shape{3, 4});
+  ASSERT_OK(bus->publish(*writer, *msgs::ActionChunk::make(std::move(host), 0.02)));
+  MessagePtr got = plain.queue->pop();
+  ASSERT_NE(got, nullptr);  // the host message behind it still arrives
+  EXPECT_TRUE(got->tensor("actions")->device().is_cpu());
+  EXPECT_EQ(plain.queue->pop(), nullptr);
+  EXPECT_EQ(plain.queue->counters().rejected.get(), 1u);
 }
 
 TEST_F(DeviceTensors, RecordingsHoldHostBytesAndCountTheCopies) {
