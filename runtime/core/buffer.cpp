@@ -92,6 +92,14 @@ Expected<BufferPtr> Allocator::allocate_on(int index, std::size_t size) {
   return allocate(size);
 }
 
+Expected<Allocator::Shareable> Allocator::allocate_shareable(int, std::size_t) {
+  return failed_precondition(device().to_string() + " memory cannot be shared with other processes by descriptor");
+}
+
+Expected<BufferPtr> Allocator::import_shareable(int, std::size_t, int) {
+  return failed_precondition(device().to_string() + " memory cannot be mapped from another process's descriptor");
+}
+
 Status Allocator::copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
   return Status::ok();

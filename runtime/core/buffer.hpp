@@ -93,6 +93,19 @@ class Allocator {
   // place (a producer finishes its writes before it publishes, so no stream is waited for).
   // CPU: a memcpy whatever the kind.
   virtual Status copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind kind);
+
+  // Memory another process can map (a device block handed over by descriptor, e.g. through
+  // shm::FdServer): `size` bytes on device `index` and a file descriptor for them, which stays
+  // valid as long as the buffer does (the buffer owns it). Default: unimplemented.
+  struct Shareable {
+    BufferPtr buffer;
+    int fd = -1;
+    std::size_t size = 0;  // bytes the descriptor covers (size rounded up to the granularity)
+  };
+  virtual Expected<Shareable> allocate_shareable(int index, std::size_t size);
+  // Maps `size` bytes from a descriptor another process's allocate_shareable made, on device
+  // `index`; the caller keeps (and may close) `fd`. Default: unimplemented.
+  virtual Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index);
 };
 
 // Registers the allocator for a device type, replacing any earlier one.

@@ -17,3 +17,7 @@ set_tests_properties(cuda_replay PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEO
 add_test(NAME cuda_launch COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_launch_test.sh
          $<TARGET_FILE:edgevla> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cuda_launch PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)
+# Device memory shared with another process by descriptor (the cuda allocator + fd channel).
+edgevla_add_test(cuda_shareable_test SOURCES gpu/cuda_shareable_test.cpp
+                 LIBS edgevla_runtime edgevla_backends CUDA::cudart LABELS gpu)
+add_dependencies(cuda_shareable_test edgevla_backend_cuda)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/backends/cuda/kernels/common.hpp"
+#include "runtime/backends/cuda/shareable_memory.hpp"
 #include "runtime/core/buffer.hpp"
 
 namespace edgevla::backends::cuda {
@@ -90,6 +91,20 @@ class CudaAllocator final : public Allocator {
                                                            : cudaMemcpyDeviceToDevice;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, k));
     return Status::ok();
+  }
+
+  Expected<Shareable> allocate_shareable(int index, std::size_t size) override {
+    if (index < 0 || index >= kMaxDevices) return invalid_argument("cuda:" + std::to_string(index) + " is not a device");
+    DeviceScope scope(index);
+    if (!scope.ok()) return unavailable("cuda:" + std::to_string(index) + " cannot be selected");
+    return allocate_shareable_block(index, size);
+  }
+
+  Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index) override {
+    if (index < 0 || index >= kMaxDevices) return invalid_argument("cuda:" + std::to_string(index) + " is not a device");
+    DeviceScope scope(index);
+    if (!scope.ok()) return unavailable("cuda:" + std::to_string(index) + " cannot be selected");
+    return import_shareable_block(fd, size, index);
   }
 
  private:

@@ -1,0 +1,144 @@
+// Device memory shared between processes by descriptor (the cuda allocator's
+// allocate_shareable / import_shareable over shm::FdServer): a block written here is read,
+// and written back, by another process that got its descriptor over the fd channel; a second
+// mapping in this process sees the same bytes; bad descriptors are clear errors. Without a
+// CUDA device every test skips itself (the test main then reports "not run").
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "runtime/backends/backend.hpp"
+#include "runtime/core/buffer.hpp"
+#include "runtime/shm/fd_channel.hpp"
+
+extern char** environ;
+
+namespace edgevla {
+namespace {
+
+std::vector<unsigned char> pattern(std::size_t n, unsigned char salt) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + salt) & 0xff);
+  return v;
+}
+
+// The other process: started by the test below with the channel name and block size in its
+// environment, before gtest runs. Maps the block, checks the owner's bytes, writes its own.
+const int kChildResult = [] {
+  const char* channel = std::getenv("EDGEVLA_TEST_SHAREABLE_CHANNEL");
+  const char* size_text = std::getenv("EDGEVLA_TEST_SHAREABLE_SIZE");
+  if (channel == nullptr || size_text == nullptr) return 0;
+  const std::size_t size = std::strtoull(size_text, nullptr, 10);
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "child: %s\n", why.c_str());
+    std::_Exit(2);
+  };
+  if (!backends::make_backend("cuda")) fail("cuda backend did not load");
+  auto alloc = allocator_for(Device::cuda(0));
+  if (!alloc) fail(alloc.status().to_string());
+  auto fd = shm::request_fd(channel, "block");
+  if (!fd) fail(fd.status().to_string());
+  auto buf = (*alloc)->import_shareable(fd->get(), size, 0);
+  if (!buf) fail(buf.status().to_string());
+  std::vector<unsigned char> got(size);
+  if (cudaMemcpy(got.data(), (*buf)->data(), size, cudaMemcpyDeviceToHost) != cudaSuccess) fail("read");
+  if (got != pattern(size, 7)) fail("the owner's bytes differ");
+  const auto mine = pattern(size, 99);
+  if (cudaMemcpy((*buf)->data(), mine.data(), size, cudaMemcpyHostToDevice) != cudaSuccess) fail("write");
+  if (cudaDeviceSynchronize() != cudaSuccess) fail("sync");
+  std::_Exit(0);
+}();
+
+bool gpu_present() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+class CudaShareable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!gpu_present()) GTEST_SKIP() << "no CUDA device here (cudaGetDeviceCount found none)";
+    ASSERT_TRUE(backends::make_backend("cuda").has_value());
+    auto a = allocator_for(Device::cuda(0));
+    ASSERT_TRUE(a.has_value()) << a.status().to_string();
+    alloc_ = *a;
+  }
+  Allocator* alloc_ = nullptr;
+};
+
+TEST_F(CudaShareable, AnotherProcessReadsAndWritesTheBlock) {
+  const std::size_t want = (std::size_t{3} << 20) + 5;
+  auto block = alloc_->allocate_shareable(0, want);
+  ASSERT_TRUE(block.has_value()) << block.status().to_string();
+  EXPECT_GE(block->size, want);
+  EXPECT_EQ(block->buffer->size(), want);
+  EXPECT_EQ(block->buffer->device(), Device::cuda(0));
+  const std::size_t n = block->size;
+  // Write through the owner's mapping (the whole rounded size: the importer maps it all).
+  std::vector<unsigned char> rounded_pattern = pattern(n, 7);
+  ASSERT_EQ(cudaMemcpy(block->buffer->data(), rounded_pattern.data(), want, cudaMemcpyHostToDevice), cudaSuccess);
+  // The tail past `want` is the owner's too; fill it through a second mapping below.
+
+  // A second mapping in this process: the same memory at another address.
+  auto again = alloc_->import_shareable(block->fd, n, 0);
+  ASSERT_TRUE(again.has_value()) << again.status().to_string();
+  EXPECT_NE((*again)->data(), block->buffer->data());
+  ASSERT_EQ(cudaMemcpy((*again)->data() + want, rounded_pattern.data() + want, n - want, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  std::vector<unsigned char> seen(n);
+  ASSERT_EQ(cudaMemcpy(seen.data(), (*again)->data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(seen == rounded_pattern);
+
+  // Another process, through the fd channel.
+  const std::string channel = "edgevla.test.shareable." + std::to_string(::getpid());
+  const int fd = block->fd;
+  auto server = shm::FdServer::start(channel, [fd](std::string_view key, const shm::FdPeer&) -> Expected<int> {
+    if (key != "block") return not_found("no such block");
+    return fd;
+  });
+  ASSERT_TRUE(server.has_value()) << server.status().to_string();
+  std::vector<std::string> env_strings = {"EDGEVLA_TEST_SHAREABLE_CHANNEL=" + channel,
+                                          "EDGEVLA_TEST_SHAREABLE_SIZE=" + std::to_string(n)};
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  char* argv[] = {exe.data(), nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_EQ((*server)->served(), 1u);
+  // The child has exited; its writes are here, in both of this process's mappings.
+  ASSERT_EQ(cudaMemcpy(seen.data(), block->buffer->data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(seen == pattern(n, 99));
+}
+
+TEST_F(CudaShareable, BadDescriptorsAreClearErrors) {
+  auto g = alloc_->allocate_shareable(0, 1);
+  ASSERT_TRUE(g.has_value()) << g.status().to_string();
+  const std::size_t unit = g->size;
+  EXPECT_EQ(alloc_->import_shareable(-1, unit, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(alloc_->import_shareable(g->fd, unit + 1, 0).status().code(), StatusCode::kInvalidArgument);
+  // A descriptor that is not a device block (a memfd).
+  const int mfd = ::memfd_create("not-a-device-block", MFD_CLOEXEC);
+  ASSERT_GE(mfd, 0);
+  ASSERT_EQ(::ftruncate(mfd, static_cast<off_t>(unit)), 0);
+  auto wrong = alloc_->import_shareable(mfd, unit, 0);
+  ::close(mfd);
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_NE(wrong.status().message().find("not a shared device block"), std::string::npos) << wrong.status().to_string();
+  EXPECT_EQ(alloc_->allocate_shareable(-3, 64).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace edgevla
