@@ -640,7 +640,7 @@ def measure_floor(model, wb, fl):
     nbytes = int(wb["total"])
     buf = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=dev).uniform_(-1, 1)
     acc = torch.empty((), dtype=torch.float32, device=dev)
-    t_read = best(lambda: torch.sum(buf, dtype=torch.float32, out=acc))
+    t_read = best(lambda: torch.sum(buf, 0, dtype=torch.float32, out=acc))
     del buf
     cb = 4 << 30
     src = torch.empty(cb, dtype=torch.uint8, device=dev).random_(0, 255)

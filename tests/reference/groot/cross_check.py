@@ -195,8 +195,10 @@ def check_transformers(work):
         ref = hf(inputs_embeds=torch.from_numpy(x), attention_mask=torch.ones(1, 57, dtype=torch.long)).last_hidden_state
     got = gn.Model(ck, np.float64).language(x[0], np.ones(57, bool))
     err = float(np.linalg.norm(ref[0].numpy() - got) / np.linalg.norm(ref[0].numpy()))
-    # transformers computes its RoPE table in float32, as the reference does: agreement to double precision
-    return dict(transformers=transformers.__version__, rel_l2=err, ok=err < 1e-9)
+    # Both build the RoPE table from float32 angles and take cos / sin in float32 (torch's and
+    # NumPy's float32 cos may differ by an ulp), the rest in float64: agreement at the 1e-7 level;
+    # a structural difference (norm placement, rotation layout, head grouping) would be O(1).
+    return dict(transformers=transformers.__version__, rel_l2=err, ok=err < 1e-5)
 
 
 CHECKS = {"cv2": check_cv2, "PIL": check_pil, "regex": check_regex, "tokenizers": check_tokenizers,

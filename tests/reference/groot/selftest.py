@@ -231,6 +231,8 @@ def test_tokenizer():
             tok2 = bpe_reference.Tokenizer.from_dir(folder)  # vocab.json + merges.txt + added_tokens.json
             ids = tokenizer_files.token_ids(cfg)
             base = 151643 if name == "full" else len(vocab)
+            check(sorted(vocab.values()) == list(range(len(vocab))), f"{name}: vocabulary ids are not dense")
+            check(name != "full" or len(vocab) == 151643, f"{name}: vocabulary ends at {len(vocab)}, Qwen's at 151643")
             check(ids["pad"] == base and ids["im_start"] == base + 1 and ids["im_end"] == base + 2
                   and ids["image_context"] == base + 26 and ids["image_start"] == base + 27
                   and ids["image_end"] == base + 28, f"{name}: added token ids {ids}, base {base}")

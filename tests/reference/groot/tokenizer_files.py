@@ -10,8 +10,9 @@ checkpoints get one of the same format and rules, trained on the built-in text b
     pre-tokenizer on the NFC text, as the encoder splits them);
   - the 37 added tokens (<|endoftext|> .. </interval>) at their real ids 151643..151679 when
     the model's vocabulary has room (vocab_size >= 151680), otherwise right after the learned
-    vocabulary, in the same order. Ids between the learned vocabulary and the added tokens
-    are unused (rows of the embedding table that no token reaches).
+    vocabulary, in the same order. With the real ids, the ids between the learned vocabulary
+    and the added tokens hold reserved entries `<|reserved_N|>` that no merge produces (the
+    vocabulary stays dense, as Qwen's is; their embedding rows are never reached).
 """
 
 import heapq
@@ -160,6 +161,13 @@ def layout(n_merges, vocab_size):
     n_added = len(groot_configs.QWEN_ADDED_TOKENS)
     if vocab_size >= groot_configs.QWEN_VOCAB_SIZE:
         base = groot_configs.QWEN_FIRST_ADDED_ID
+        # Keep the vocabulary dense up to the added tokens, as Qwen's is (loaders such as Hugging
+        # Face tokenizers number added tokens from the vocabulary's size): reserved entries that
+        # no merge produces fill the ids between the learned symbols and <|endoftext|>.
+        for i in range(len(vocab), base):
+            name = f"<|reserved_{i}|>"
+            assert name not in vocab, f"reserved token {name} collides with a learned symbol"
+            vocab[name] = i
     else:
         base = len(vocab)
     if base + n_added > vocab_size:
