@@ -10,7 +10,6 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
-#include <mutex>
 #include <string>
 
 #include "runtime/backends/cuda/shareable_memory.hpp"
