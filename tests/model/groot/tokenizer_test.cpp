@@ -29,53 +29,63 @@ std::string reference_dir() { return edgevla::testing::source_dir() + "/tests/re
 // Text the tokenizer has to get right: each line is one case. Every one of them is already NFC
 // except those in kDecomposed.
 std::vector<std::string> texts() {
-  std::vector<std::string> t = {
-      "",
-      "pick the pear from the counter and place it in the plate",
-      "It's done; they're ready; we've checked; I'm sure; you'll see; he'd agree. IT'S DONE. 'S 'T "
-      "'Ll",
+  using namespace std::string_literals;
+  std::vector<std::string> t;
+  t.push_back("");
+  t.push_back("pick the pear from the counter and place it in the plate");
+  t.push_back(
+      "It's done; they're ready; we've checked; I'm sure; you'll see. IT'S DONE. 'S 'T 'Ll");
+  // U+017F (long s) folds to s in the contractions.
+  t.push_back(
       "it\xC5\xBF long s: it'\xC5\xBF and it'\xC5\xBF"
-      "elf, don't'll ''s '",  // U+017F folds to s
-      "1234567890 3.14159 -42 1e-5 x2y abc123def \xD9\xA3\xD9\xA4 \xE2\x85\x95 \xE2\x85\xAB",  // Arabic-Indic,
-                                                                                               // 1/5,
-                                                                                               // XII
-      "tabs\tand  double   spaces    \t \n\n\n  trailing   ",
-      "line1\nline2\r\nline3\r\r\n\n  indented\n\t\n",
-      "   ",
-      "\n",
+      "elf, don't'll ''s '");
+  // Arabic-Indic digits, 1/5, Roman XII.
+  t.push_back(
+      "1234567890 3.14159 -42 1e-5 x2y abc123def \xD9\xA3\xD9\xA4 \xE2\x85\x95 \xE2\x85\xAB");
+  t.push_back("tabs\tand  double   spaces    \t \n\n\n  trailing   ");
+  t.push_back("line1\nline2\r\nline3\r\r\n\n  indented\n\t\n");
+  t.push_back("   ");
+  t.push_back("\n");
+  // NBSP, em space, NEL, U+001C, ideographic space, narrow NBSP.
+  t.push_back(
       "a\xC2\xA0"
       "b\xE2\x80\x83"
       "c\xC2\x85"
       "d\x1C"
       "e\xE3\x80\x80"
-      "f \xE2\x80\xAF g",  // NBSP, em space, NEL, FS, ideographic
-      "x\xC2\x85\xC2\x85y \xE1\xA0\x8E\xE1\xA0\x8Ez \xE2\x80\x8B\xE2\x80\x8B\xEF\xBB\xBFw",  // NEL,
-                                                                                             // U+180E,
-                                                                                             // ZWSP,
-                                                                                             // BOM
-      "\xE6\x9C\xBA\xE5\x99\xA8\xE4\xBA\xBA\xE6\x8B\xBF\xE8\xB5\xB7\xE6\xA1\x8C\xE5\xAD\x90\xEF\xBC"
-      "\x8C"
-      "\xE7\x84\xB6\xE5\x90\x8E\xE3\x80\x82",  // 机器人拿起桌子，然后。
-      "\xE3\x83\xAD\xE3\x83\x9C\xE3\x83\x83\xE3\x83\x88\xE3\x81\xAF\xE8\xB5\xA4\xE3\x81\x84",  // ロボットは赤い
-      "\xEB\xA1\x9C\xEB\xB4\x87\xEC\x9D\xB4 \xD0\xA0\xD0\xBE\xD0\xB1\xD0\xBE\xD1\x82",  // 로봇이
-                                                                                        // Робот
+      "f \xE2\x80\xAF g");
+  // NEL runs, U+180E (not White_Space since Unicode 6.3), zero-width space, BOM.
+  t.push_back("x\xC2\x85\xC2\x85y \xE1\xA0\x8E\xE1\xA0\x8Ez \xE2\x80\x8B\xE2\x80\x8B\xEF\xBB\xBFw");
+  // 机器人拿起桌子，然后。 ロボットは赤い 로봇이 Робот
+  t.push_back(
+      "\xE6\x9C\xBA\xE5\x99\xA8\xE4\xBA\xBA\xE6\x8B\xBF\xE8\xB5\xB7\xE6\xA1\x8C\xE5\xAD\x90"
+      "\xEF\xBC\x8C\xE7\x84\xB6\xE5\x90\x8E\xE3\x80\x82");
+  t.push_back(
+      "\xE3\x83\xAD\xE3\x83\x9C\xE3\x83\x83\xE3\x83\x88\xE3\x81\xAF\xE8\xB5\xA4\xE3\x81\x84");
+  t.push_back("\xEB\xA1\x9C\xEB\xB4\x87\xEC\x9D\xB4 \xD0\xA0\xD0\xBE\xD0\xB1\xD0\xBE\xD1\x82");
+  // Emoji: single, with a skin tone, a ZWJ family, a flag.
+  t.push_back(
       "\xF0\x9F\xA4\x96 robot \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD family "
       "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 flag "
-      "\xF0\x9F\x87\xA9\xF0\x9F\x87\xAA",
-      "Il robot prend la pomme \xC3\xA0 c\xC3\xB4t\xC3\xA9 de l'\xC3\xA9vier. Caf\xC3\xA9 "
-      "na\xC3\xAFve r\xC3\xA9sum\xC3\xA9",
+      "\xF0\x9F\x87\xA9\xF0\x9F\x87\xAA");
+  t.push_back(
+      "Il robot prend la pomme \xC3\xA0 c\xC3\xB4t\xC3\xA9 de l'\xC3\xA9vier. "
+      "Caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9");
+  t.push_back(
       "Der Roboter \xC3\xB6"
       "ffnet die Schublade. STRA\xC3\x9F"
-      "E \xE1\xBA\x9E",
-      "<|im_start|>user\nhello<|im_end|>\n<IMG_CONTEXT><IMG_CONTEXT></img>",
-      "text<|im_start|>inside<img>word</img>and <tool_call> non-special <think>x</think>",
-      "<|im_start <|im_end|<|im_end|> <img<img> <|endoftext|><|endoftext|>",
-      "(a, b), [x, y, z], {key: value}, a/b, 50%, #3, @home, $5, &, *... !!!??? --> <image 1>",
-      "\x01\x02\x7F control and a\0b nul",
-      "\xCC\x81start \xC3\xA9\xCC\x81",  // combining marks with nothing to compose with
-      "I'M \xF0\x9F\xA4\x96'S A ROBOT'LL",
-      std::string(3000, ' ') + "x" + std::string(40, 'a') + std::string(2000, '\n') + "y",
-  };
+      "E \xE1\xBA\x9E");
+  // Added tokens inside text, partial ones, repeats.
+  t.push_back("<|im_start|>user\nhello<|im_end|>\n<IMG_CONTEXT><IMG_CONTEXT></img>");
+  t.push_back("text<|im_start|>inside<img>word</img>and <tool_call> non-special <think>x</think>");
+  t.push_back("<|im_start <|im_end|<|im_end|> <img<img> <|endoftext|><|endoftext|>");
+  t.push_back(
+      "(a, b), [x, y, z], {key: value}, a/b, 50%, #3, @home, $5, &, *... !!!??? --> <image 1>");
+  t.push_back("\x01\x02\x7F control and a\0b nul"s);
+  // Combining marks with nothing to compose with.
+  t.push_back("\xCC\x81start \xC3\xA9\xCC\x81");
+  t.push_back("I'M \xF0\x9F\xA4\x96'S A ROBOT'LL");
+  t.push_back(std::string(3000, ' ') + "x" + std::string(40, 'a') + std::string(2000, '\n') + "y");
   // A long text of many words: the cache and long inputs.
   std::string long_text;
   for (int i = 0; i < 200; ++i) {
@@ -102,11 +112,11 @@ std::vector<std::string> instructions() {
       "pick the pear from the counter and place it in the plate",
       "Pick up the RED cube, then put it into the blue bowl!",
       "  Open the drawer...\tslowly\n(please) ",
+      // Straße İstanbul ΣΟΦΟΣ (final sigma) café_bar
       "Stra\xC3\x9F"
-      "e \xC4\xB0stanbul \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x9F\xCE\xA3 caf\xC3\xA9_bar",  // Straße
-                                                                                     // İstanbul
-                                                                                     // ΣΟΦΟΣ
-      "\xE6\x8B\xBF\xE8\xB5\xB7\xE6\x9D\xAF\xE5\xAD\x90\xEF\xBC\x81 \xF0\x9F\xA4\x96 x\x1Cy",  // 拿起杯子！🤖
+      "e \xC4\xB0stanbul \xCE\xA3\xCE\x9F\xCE\xA6\xCE\x9F\xCE\xA3 caf\xC3\xA9_bar",
+      // 拿起杯子！🤖 and U+001C (Python's \s, not White_Space)
+      "\xE6\x8B\xBF\xE8\xB5\xB7\xE6\x9D\xAF\xE5\xAD\x90\xEF\xBC\x81 \xF0\x9F\xA4\x96 x\x1Cy",
       "",
   };
 }
