@@ -57,9 +57,8 @@ class Tokenizer final {
   // The file(s) it was loaded from, for messages.
   const std::string& source() const;
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
