@@ -2,11 +2,14 @@
 // configs: `precision: f32` actions rel-L2 <= 1e-4; bf16 prefix K/V rel-L2 <= 1e-2, actions
 // cosine >= 0.999, every element finite. Also: the cache handed over on the device equals the
 // host path, graphs re-used across prompt lengths and re-captured for new step counts give the
-// eager results, and a memory budget refuses by name. Without a GPU every test skips itself.
+// eager results, the fused expert kernel (pi0.5, bf16) agrees with the separate kernels on the
+// small config and on an expert with pi0.5's full layer shape, and a memory budget refuses by
+// name. Without a GPU every test skips itself.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -177,6 +180,69 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaPi0,
                          [](const auto& info) {
                            return info.param.preset + "_" + std::string(model::model_type_name(info.param.type));
                          });
+
+// pi0.5's expert layer at full size (width 1024, 8 heads of 256 over one kv head, mlp 4096),
+// two layers deep, with a small vision tower and VLM of the same head layout.
+const std::string& full_layer_checkpoint() {
+  static std::string dir;
+  if (!dir.empty()) return dir;
+  dir = (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-fulllayer")).string();
+  fs::remove_all(dir);
+  model::GenerateOptions g;
+  g.config = *model::preset_config("small", ModelType::kPi05);
+  g.config.vlm.depth = 2;
+  g.config.vlm.head_dim = 256;
+  g.config.expert = g.config.vlm;
+  g.config.expert.width = 1024;
+  g.config.expert.mlp_dim = 4096;
+  g.config.expert.vocab_size = 0;
+  g.seed = 5;
+  g.dtype = DType::kBF16;
+  EXPECT_OK(model::generate_checkpoint(g, dir));
+  return dir;
+}
+
+// Engines opened with the fused expert switched on or off (EDGEVLA_CUDA_FUSED_EXPERT, read when
+// an engine is made).
+Expected<Pair> open_fused(const std::string& dir, bool fused) {
+  ::setenv("EDGEVLA_CUDA_FUSED_EXPERT", fused ? "1" : "0", 1);
+  auto p = open(dir, "cuda", Precision::kBF16);
+  ::unsetenv("EDGEVLA_CUDA_FUSED_EXPERT");
+  return p;
+}
+
+TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
+  REQUIRE_GPU();
+  for (const std::string& dir : {checkpoint("small", ModelType::kPi05), full_layer_checkpoint()}) {
+    auto cpu = open(dir, "cpu", Precision::kF32);
+    auto fused = open_fused(dir, true);
+    auto separate = open_fused(dir, false);
+    ASSERT_TRUE(cpu && fused && separate) << fused.status().to_string() << separate.status().to_string();
+    const model::ModelConfig& c = cpu->model->config();
+    // Prompts of several lengths (the prefix cache read in place, graphs replayed), two step counts.
+    int run = 0;
+    for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}, std::pair{40, 10}}) {
+      auto in = model::random_inputs(c, 300 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
+      ASSERT_TRUE(in);
+      in->num_steps = steps;
+      auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, false);
+      auto f = model::run_forward(*fused->backbone, *fused->head, c, *in, false);
+      auto s = model::run_forward(*separate->backbone, *separate->head, c, *in, false);
+      ASSERT_TRUE(ref && f && s) << f.status().to_string() << s.status().to_string();
+      const std::int64_t na = ref->actions.numel();
+      ASSERT_TRUE(all_finite(f->actions));
+      const double fs_rel = rel_l2(f->actions.data<float>(), s->actions.data<float>(), na);
+      const double f_cos = cosine(f->actions.data<float>(), ref->actions.data<float>(), na);
+      const double s_cos = cosine(s->actions.data<float>(), ref->actions.data<float>(), na);
+      std::printf("[%s run %d: %d tokens, %d steps] fused vs separate rel-L2 %.2e; cosine vs cpu f32: fused %.6f, "
+                  "separate %.6f\n",
+                  dir.c_str(), run, tokens, steps, fs_rel, f_cos, s_cos);
+      EXPECT_LE(fs_rel, 2e-2) << "run " << run;
+      EXPECT_GE(f_cos, 0.999) << "run " << run;
+      ++run;
+    }
+  }
+}
 
 TEST(CudaPi0Errors, AMemoryBudgetRefusesTheStageByName) {
   REQUIRE_GPU();

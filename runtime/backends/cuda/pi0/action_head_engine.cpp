@@ -4,11 +4,16 @@
 // adaRMS modulation; pi0's time half of action_time_mlp_in) is computed once per num_steps,
 // outside the loop; the whole loop is one CUDA graph, re-captured when num_steps or the cache
 // it reads changes. The prefix length is read on the device, so one graph serves every prompt.
+#include <spdlog/spdlog.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numbers>
+#include <string_view>
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/expert_fused.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
 
@@ -34,6 +39,9 @@ class ActionHeadEngine final : public CudaEngine {
     return std::unique_ptr<Engine>(std::move(e));
   }
   Status run(const RunOptions& options) override;
+  ~ActionHeadEngine() override {
+    if (fused_trace_ != nullptr) cudaFree(fused_trace_);
+  }
 
  private:
   ActionHeadEngine(const model::ModelConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act,
@@ -45,6 +53,9 @@ class ActionHeadEngine final : public CudaEngine {
   // The whole Euler loop, reading the cache at `cache` with row stride `cache_rows`.
   Status loop(int steps, const void* cache, std::int64_t cache_rows, float* velocities);
   Status step(int i, float dt, const void* cache, std::int64_t cache_rows, float* velocity_out);
+  // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
+  // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
+  Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
 
   model::ModelConfig cfg_;
   int max_steps_;
@@ -76,7 +87,62 @@ class ActionHeadEngine final : public CudaEngine {
   Tensor actions_own_;
   std::int32_t* pinned_n_ = nullptr;
   std::unique_ptr<PinnedBuffer> pinned_;
+  bool fused_ = false;
+  FusedExpertArgs fused_args_;
+  FusedExpertLayer* fused_layers_ = nullptr;  // device [L]
+  std::int64_t fused_max_rows_ = 0;
+  unsigned long long* fused_trace_ = nullptr;  // EDGEVLA_CUDA_FUSED_TRACE=1: the last step's timings
+  int runs_ = 0;
 };
+
+Status ActionHeadEngine::plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs) {
+  // Off by default until it is faster end to end on the devices measured (bench/results/issue9_h200).
+  const char* env = std::getenv("EDGEVLA_CUDA_FUSED_EXPERT");
+  if (env == nullptr || std::string_view(env) != "1") {
+    spdlog::info("action_head (cuda): expert layers as separate kernels (EDGEVLA_CUDA_FUSED_EXPERT=1 fuses them)");
+    return Status::ok();
+  }
+  if (!pi05_ || act_ != DType::kBF16) return Status::ok();
+  FusedExpertShape sh;
+  sh.rows = static_cast<int>(cfg_.suffix_len());
+  sh.width = static_cast<int>(cfg_.expert.width);
+  sh.heads = static_cast<int>(cfg_.expert.num_heads);
+  sh.kv_heads = static_cast<int>(cfg_.expert.num_kv_heads);
+  sh.head_dim = static_cast<int>(cfg_.expert.head_dim);
+  sh.mlp = static_cast<int>(cfg_.expert.mlp_dim);
+  sh.layers = static_cast<int>(cfg_.expert.depth);
+  sh.max_prefix = max_cache_rows;
+  if (const std::string why = fused_expert_unsupported(sh); !why.empty()) {
+    spdlog::info("action_head (cuda): expert layers as separate kernels ({})", why);
+    return Status::ok();
+  }
+  std::size_t partial_bytes = 0, attn_bytes = 0;
+  auto planned = fused_expert_plan(sh, info_.index, &partial_bytes, &attn_bytes);
+  if (!planned.has_value()) {
+    spdlog::info("action_head (cuda): expert layers as separate kernels ({})", planned.status().message());
+    return Status::ok();
+  }
+  fused_args_ = *planned;
+  fused_max_rows_ = max_cache_rows;
+  fused_ = true;
+  if (const char* tr = std::getenv("EDGEVLA_CUDA_FUSED_TRACE"); tr != nullptr && std::string_view(tr) == "1") {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&fused_trace_, sizeof(unsigned long long) *
+                                                               static_cast<std::size_t>(fused_expert_trace_slots(sh)) *
+                                                               static_cast<std::size_t>(fused_args_.grid + 1)));
+    fused_args_.trace = fused_trace_;
+  }
+  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
+  buf(fused_args_.partials, partial_bytes);
+  buf(fused_args_.attn, attn_bytes);
+  buf(fused_args_.barrier, 64);
+  buf(fused_layers_, sizeof(FusedExpertLayer) * layers_.size());
+  const auto& a = fused_args_;
+  spdlog::info("action_head (cuda): expert layers fused, one kernel per step ({} blocks; GEMM splits q|k|v {}x{}, o "
+               "{}x{}, gate|up {}x{}, down {}x{} column groups x k shares)",
+               a.grid, a.split_qkv.nb * 8, a.split_qkv.ks, a.split_o.nb * 8, a.split_o.ks, a.split_gate_up.nb * 8,
+               a.split_gate_up.ks, a.split_down.nb * 8, a.split_down.ks);
+  return Status::ok();
+}
 
 Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
   const model::Checkpoint& ck = m.checkpoint();
@@ -164,8 +230,30 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   aa.b_len = S;
   scratch_bytes_ = attention_scratch_bytes(aa);
   buf(scratch_, scratch_bytes_);
+  EDGEVLA_RETURN_IF_ERROR(plan_fused(std::max(P, padded_rows(P)), bufs));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   for (auto& [p, off] : bufs) *p = arena_.at(off);
+  if (fused_) {
+    std::vector<FusedExpertLayer> table(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      table[i] = FusedExpertLayer{layers_[i].qkv.w, layers_[i].o.w, layers_[i].gate_up.w, layers_[i].down.w};
+    }
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(fused_layers_, table.data(), table.size() * sizeof(FusedExpertLayer), cudaMemcpyHostToDevice));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(fused_args_.barrier, 0, 64));
+    fused_args_.layers = fused_layers_;
+    fused_args_.x = xs_;
+    fused_args_.ys = ys_;
+    fused_args_.qkv = qkv_;
+    fused_args_.o = o_;
+    fused_args_.g = g_;
+    fused_args_.prefix_len = n_dev_;
+    fused_args_.inv_freq = inv_freq_;
+    fused_args_.eps = kNormEps;
+    fused_args_.scale = 1.0f / std::sqrt(static_cast<float>(h));
+    const char* pf = std::getenv("EDGEVLA_CUDA_FUSED_PREFETCH");
+    fused_args_.prefetch = !(pf != nullptr && std::string_view(pf) == "0");
+  }
   // pi0: the state token sees the prefix and itself; action rows see every suffix key.
   std::vector<std::int32_t> limit(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
   if (!pi05_) limit[0] = 1;
@@ -251,6 +339,16 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(mm(at_, Hz, E, action_time_a_, hid_, act_, E, 0.0f, Epilogue::kNone, mods));
     EDGEVLA_RETURN_IF_ERROR(silu(s, hid_, act_, Hz * E));
     EDGEVLA_RETURN_IF_ERROR(mm(hid_, Hz, E, action_time_out_, xs_ + E, DType::kF32, E));
+  }
+  if (fused_ && cache_rows <= fused_max_rows_) {
+    // Every layer and the final norm in one kernel; then the output head and the Euler update.
+    FusedExpertArgs fa = fused_args_;
+    fa.mods = mods;
+    fa.cache = cache;
+    fa.shape.max_prefix = cache_rows;
+    EDGEVLA_RETURN_IF_ERROR(fused_expert(s, fa));
+    EDGEVLA_RETURN_IF_ERROR(mm(ys_, Hz, E, action_out_, vel_, DType::kF32, A));
+    return euler_step(s, x_, vel_, dt, Hz * A, velocity_out);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
   // pi0.5: the MLP's gated residual (x += down · gate) is applied by the next norm, in the same
@@ -469,6 +567,12 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     set_produced(out_velocities_, std::move(vv));
   } else {
     set_produced(out_velocities_, Tensor());
+  }
+  if (fused_trace_ != nullptr && ++runs_ % 20 == 0) {
+    std::vector<unsigned long long> tr(static_cast<std::size_t>(fused_expert_trace_slots(fused_args_.shape)) *
+                                       static_cast<std::size_t>(fused_args_.grid + 1));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(tr.data(), fused_trace_, tr.size() * sizeof(tr[0]), cudaMemcpyDeviceToHost));
+    spdlog::info("action_head (cuda): {}", fused_expert_trace_report(fused_args_.shape, fused_args_.grid, tr.data()));
   }
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
