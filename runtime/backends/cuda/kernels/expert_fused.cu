@@ -73,28 +73,34 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-// Every block arrives, the last one resets the count and opens the next generation. With a
-// trace buffer, each block's arrival time and block 0's release time are written to slot `bi`
-// (fused_expert_trace_slots).
+// Barrier i of a launch (i = 1, 2, ...) opens when the arrival count reaches i · grid: one
+// atomic per block and a poll. The count is reset by the last block to leave the kernel
+// (finish_barriers), so every launch starts from zero. With a trace buffer, each block's arrival
+// time and block 0's release time are written to slot `bi` (fused_expert_trace_slots).
 __device__ __forceinline__ void grid_barrier(unsigned* bar, unsigned long long* trace, int& bi) {
   __syncthreads();
   if (threadIdx.x == 0) {
     if (trace != nullptr) trace[bi * (gridDim.x + 1) + blockIdx.x] = global_ns();
-    const unsigned gen = ld_acquire(bar + 1);
     __threadfence();
-    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-      atomicExch(bar, 0u);
-      __threadfence();
-      atomicAdd(bar + 1, 1u);
-    } else {
-      while (ld_acquire(bar + 1) == gen) {
-      }
+    atomicAdd(bar, 1u);
+    const unsigned target = static_cast<unsigned>(bi) * gridDim.x;
+    while (static_cast<int>(ld_acquire(bar) - target) < 0) {
     }
     __threadfence();
     if (trace != nullptr && blockIdx.x == 0) trace[bi * (gridDim.x + 1) + gridDim.x] = global_ns();
   }
   ++bi;
   __syncthreads();
+}
+
+__device__ __forceinline__ void finish_barriers(unsigned* bar) {
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(bar + 1, 1u) == gridDim.x - 1) {  // every block is past its last barrier
+      atomicExch(bar, 0u);
+      atomicExch(bar + 1, 0u);
+    }
+  }
 }
 
 // ---- GEMM: out[kidx][r][c] = Σ_{k in share kidx} A[r][k] · W[c][k] ------------------------
@@ -134,18 +140,77 @@ __device__ void prefetch_weights(const GemmPhase& g) {
   }
 }
 
-__device__ void gemm_phase(const GemmPhase& g, int rows, float* red) {
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ uint4 lds128(const unsigned char* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// Shared memory of a GEMM task: the task's activations [rows][kc] (row stride kc·2 + 64 bytes,
+// conflict-free 16-byte reads), then a ring of kStages weight stages per warp (32 columns × 32 k).
+constexpr int kStages = 4;
+constexpr int kMaxShareK = 1024;
+constexpr int kStageBytes = 32 * 64;
+constexpr std::size_t kGemmSmem =
+    static_cast<std::size_t>(kMaxRows) * (kMaxShareK * 2 + 64) + static_cast<std::size_t>(kWarps) * kStages * kStageBytes;
+
+// A task: the block copies the activations of its k share into shared memory once; each warp
+// streams its 32 weight columns through its own ring with cp.async (kStages 2 KB stages in
+// flight), and multiplies from shared memory. Then the k-splitting warps are summed in warp
+// order and the block writes its share's partial sums.
+__device__ void gemm_phase(const GemmPhase& g, int rows, unsigned char* smem) {
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int gq = lane >> 2, t = lane & 3;
   const int wn = g.split.nb / 4, wk = kWarps / wn;
   const int my_n = warp % wn, my_k = warp / wn;
   const int cols = g.split.nb * 8;
   const int tasks = gemm_tasks(g);
+  unsigned char* a_s = smem;
+  unsigned char* ring = smem + static_cast<std::size_t>(kMaxRows) * (kMaxShareK * 2 + 64) +
+                        static_cast<std::size_t>(warp) * kStages * kStageBytes;
+  const unsigned ring_addr = static_cast<unsigned>(__cvta_generic_to_shared(ring));
+  const unsigned a_addr = static_cast<unsigned>(__cvta_generic_to_shared(a_s));
+  float* red = reinterpret_cast<float*>(smem);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
   for (int task = static_cast<int>(blockIdx.x); task < tasks; task += static_cast<int>(gridDim.x)) {
     const int cg = task / g.split.ks, kidx = task % g.split.ks;
     const int col0 = cg * cols + my_n * 32;
     const int k0 = kidx * g.split.kc, k1 = min(g.k, k0 + g.split.kc);
-    const int nkb = (k1 - k0) / 32;
+    const int klen = k1 - k0;
+    const int astride = klen * 2 + 64;
+    const int nkb = klen / 32;
+    __syncthreads();  // the previous task's reads of shared memory are done
+    // Activations of the share: rows × klen, 16-byte pieces.
+    const int pieces = rows * (klen / 8);
+    for (int i = static_cast<int>(threadIdx.x); i < pieces; i += kThreads) {
+      const int r = i / (klen / 8), q = i % (klen / 8);
+      cp_async16(a_addr + r * astride + q * 16, g.a + static_cast<std::int64_t>(r) * g.lda + k0 + q * 8, true);
+    }
+    cp_async_commit();
+    // This warp's k blocks: my_k, my_k + wk, ...; block j of the warp goes to stage j % kStages.
+    const int mine = my_k < nkb ? (nkb - my_k + wk - 1) / wk : 0;
+    auto issue = [&](int j) {
+      if (j < mine) {
+        const int kb = my_k + j * wk;
+        const unsigned st = ring_addr + (j % kStages) * kStageBytes;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int q = lane + 32 * i, row = q >> 2, part = q & 3;
+          const int c = col0 + row;
+          cp_async16(st + row * 64 + part * 16, g.w + static_cast<std::int64_t>(c < g.n ? c : 0) * g.k + k0 + kb * 32 + part * 8,
+                     c < g.n);
+        }
+      }
+      cp_async_commit();
+    };
+#pragma unroll
+    for (int j = 0; j < kStages; ++j) issue(j);
+    cp_async_wait<kStages>();  // the activations (the oldest group) are in
+    __syncthreads();
     float acc[4][4][4];
 #pragma unroll
     for (int m = 0; m < 4; ++m)
@@ -153,56 +218,47 @@ __device__ void gemm_phase(const GemmPhase& g, int rows, float* red) {
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[m][j][e] = 0.0f;
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    uint4 a[4][2], b[4];
-    auto load = [&](int kb) {
-      const int kk = k0 + kb * 32 + 8 * t;
+    for (int j = 0; j < mine; ++j) {
+      cp_async_wait<kStages - 1>();
+      __syncwarp();
+      const unsigned char* st = ring + (j % kStages) * kStageBytes;
+      const int kk = (my_k + j * wk) * 32 + 8 * t;
+      uint4 a[4][2], b[4];
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int r = m * 16 + gq + hh * 8;
-          a[m][hh] = r < rows ? ld_cg(g.a + static_cast<std::int64_t>(r) * g.lda + kk) : zero;
+          a[m][hh] = r < rows ? lds128(a_s + r * astride + kk * 2) : zero;
         }
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int c = col0 + j * 8 + gq;
-        b[j] = c < g.n ? ld_ro(g.w + static_cast<std::int64_t>(c) * g.k + kk) : zero;
-      }
-    };
-    int kb = my_k;
-    if (kb < nkb) load(kb);
-    while (kb < nkb) {
-      uint4 ca[4][2], cb[4];
-#pragma unroll
-      for (int m = 0; m < 4; ++m) ca[m][0] = a[m][0], ca[m][1] = a[m][1];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) cb[j] = b[j];
-      kb += wk;
-      if (kb < nkb) load(kb);  // the next block's loads fly while this one multiplies
+      for (int jj = 0; jj < 4; ++jj) b[jj] = lds128(st + (jj * 8 + gq) * 64 + t * 16);
+      __syncwarp();  // every lane has read the stage before it is refilled
+      issue(j + kStages);
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          mma16816(acc[m][j], ca[m][0].x, ca[m][1].x, ca[m][0].y, ca[m][1].y, cb[j].x, cb[j].y);
-          mma16816(acc[m][j], ca[m][0].z, ca[m][1].z, ca[m][0].w, ca[m][1].w, cb[j].z, cb[j].w);
+        for (int jj = 0; jj < 4; ++jj) {
+          mma16816(acc[m][jj], a[m][0].x, a[m][1].x, a[m][0].y, a[m][1].y, b[jj].x, b[jj].y);
+          mma16816(acc[m][jj], a[m][0].z, a[m][1].z, a[m][0].w, a[m][1].w, b[jj].z, b[jj].w);
         }
       }
     }
+    cp_async_wait<0>();
     // Sum the k-splitting warps through shared memory, in warp order.
     __syncthreads();
-    float* mine = red + (my_k * kMaxRows) * cols;
+    float* mine_red = red + (my_k * kMaxRows) * cols;
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int c = my_n * 32 + j * 8 + 2 * t;
+      for (int jj = 0; jj < 4; ++jj) {
+        const int c = my_n * 32 + jj * 8 + 2 * t;
         const int r = m * 16 + gq;
-        mine[r * cols + c] = acc[m][j][0];
-        mine[r * cols + c + 1] = acc[m][j][1];
-        mine[(r + 8) * cols + c] = acc[m][j][2];
-        mine[(r + 8) * cols + c + 1] = acc[m][j][3];
+        mine_red[r * cols + c] = acc[m][jj][0];
+        mine_red[r * cols + c + 1] = acc[m][jj][1];
+        mine_red[(r + 8) * cols + c] = acc[m][jj][2];
+        mine_red[(r + 8) * cols + c + 1] = acc[m][jj][3];
       }
     }
     __syncthreads();
@@ -211,17 +267,23 @@ __device__ void gemm_phase(const GemmPhase& g, int rows, float* red) {
       const int r = i / cols, c = i % cols;
       const int col = cg * cols + c;
       if (col >= g.n) continue;
-      float s = 0.0f;
-      for (int w = 0; w < wk; ++w) s += red[(w * kMaxRows + r) * cols + c];
-      __stcg(out + static_cast<std::int64_t>(r) * g.n + col, s);
+      float sum = 0.0f;
+      for (int w = 0; w < wk; ++w) sum += red[(w * kMaxRows + r) * cols + c];
+      __stcg(out + static_cast<std::int64_t>(r) * g.n + col, sum);
     }
   }
 }
 
 // Σ over the k shares of a GEMM's partial sums at (r, c).
+// (At most kMaxShares shares; the loads are issued together, the sum stays in share order.)
+constexpr int kMaxShares = 8;
 __device__ __forceinline__ float sum_shares(const float* p, int ks, int rows, int n, int r, int c) {
+  float v[kMaxShares];
+#pragma unroll
+  for (int i = 0; i < kMaxShares; ++i) v[i] = i < ks ? __ldcg(p + (static_cast<std::int64_t>(i) * rows + r) * n + c) : 0.0f;
   float s = 0.0f;
-  for (int i = 0; i < ks; ++i) s += __ldcg(p + (static_cast<std::int64_t>(i) * rows + r) * n + c);
+#pragma unroll
+  for (int i = 0; i < kMaxShares; ++i) s += v[i];
   return s;
 }
 
@@ -232,20 +294,23 @@ __device__ void norm_phase(const FusedExpertArgs& p, const float* pending_gate, 
                            const float* shift, float* sums) {
   const int S = p.shape.rows, E = p.shape.width;
   for (int r = static_cast<int>(blockIdx.x); r < S; r += static_cast<int>(gridDim.x)) {
-    float v[kMaxNormItems];
+    float v[kMaxNormItems], yv[kMaxNormItems];
+#pragma unroll
+    for (int it = 0; it < kMaxNormItems; ++it) {
+      const int c = static_cast<int>(threadIdx.x) + it * kThreads;
+      v[it] = c < E ? __ldcg(p.x + static_cast<std::int64_t>(r) * E + c) : 0.0f;
+      yv[it] = c < E && pending_gate != nullptr ? sum_shares(p.partials, pending_ks, S, E, r, c) : 0.0f;
+    }
     float ss = 0.0f;
 #pragma unroll
     for (int it = 0; it < kMaxNormItems; ++it) {
       const int c = static_cast<int>(threadIdx.x) + it * kThreads;
-      v[it] = 0.0f;
       if (c < E) {
-        float x = __ldcg(p.x + static_cast<std::int64_t>(r) * E + c);
         if (pending_gate != nullptr) {
-          x = fmaf(sum_shares(p.partials, pending_ks, S, E, r, c), pending_gate[c], x);
-          __stcg(p.x + static_cast<std::int64_t>(r) * E + c, x);
+          v[it] = fmaf(yv[it], pending_gate[c], v[it]);
+          __stcg(p.x + static_cast<std::int64_t>(r) * E + c, v[it]);
         }
-        v[it] = x;
-        ss += x * x;
+        ss += v[it] * v[it];
       }
     }
     ss = warp_sum(ss);
@@ -311,7 +376,7 @@ __device__ void attention_phase(const FusedExpertArgs& p, int layer, int n, bf16
   const bf16* vc = kc + p.shape.max_prefix * K * h;
   const float sl2 = p.scale * 1.4426950408889634f;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (int task = static_cast<int>(blockIdx.x) * kWarps + warp; task < tasks;
+  for (int task = warp * static_cast<int>(gridDim.x) + static_cast<int>(blockIdx.x); task < tasks;
        task += static_cast<int>(gridDim.x) * kWarps) {
     const int kh = task / (mtiles * chunks);
     const int rem = task % (mtiles * chunks);
@@ -477,7 +542,7 @@ __device__ void combine_phase(const FusedExpertArgs& p, int n) {
   const int max_chunks = static_cast<int>((p.shape.max_prefix + S + kChunkKeys - 1) / kChunkKeys);
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   bf16* out = static_cast<bf16*>(p.o);
-  for (int task = static_cast<int>(blockIdx.x) * kWarps + warp; task < K * GR;
+  for (int task = warp * static_cast<int>(gridDim.x) + static_cast<int>(blockIdx.x); task < K * GR;
        task += static_cast<int>(gridDim.x) * kWarps) {
     const int kh = task / GR, gr = task % GR;
     const int mt = gr / 16, rl = gr % 16;
@@ -494,7 +559,10 @@ __device__ void combine_phase(const FusedExpertArgs& p, int n) {
     const float inv = 1.0f / l;
     const int head = kh * G + gr / S, r = gr % S;
     // Each lane 4 consecutive dims per pass; the chunks' loads independent of each other.
-    for (int d = lane * 4; d < h; d += 128) {
+    // (Every lane runs every pass: the shuffles need the whole warp.)
+    for (int d0 = 0; d0 < h; d0 += 128) {
+      const int d = d0 + lane * 4;
+      const bool on = d < h;
       float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (int c0 = 0; c0 < chunks; c0 += 32) {
         const float wc = c0 + lane < chunks ? exp2f(__ldcg(base + (c0 + lane) * cstride + h) - m) : 0.0f;
@@ -502,13 +570,16 @@ __device__ void combine_phase(const FusedExpertArgs& p, int n) {
 #pragma unroll 4
         for (int c = 0; c < nc; ++c) {
           const float wv = __shfl_sync(0xffffffffu, wc, c);
-          const float* src = base + (c0 + c) * cstride + d;
-          acc.x = fmaf(wv, __ldcg(src), acc.x);
-          acc.y = fmaf(wv, __ldcg(src + 1), acc.y);
-          acc.z = fmaf(wv, __ldcg(src + 2), acc.z);
-          acc.w = fmaf(wv, __ldcg(src + 3), acc.w);
+          if (on) {
+            const float* src = base + (c0 + c) * cstride + d;
+            acc.x = fmaf(wv, __ldcg(src), acc.x);
+            acc.y = fmaf(wv, __ldcg(src + 1), acc.y);
+            acc.z = fmaf(wv, __ldcg(src + 2), acc.z);
+            acc.w = fmaf(wv, __ldcg(src + 3), acc.w);
+          }
         }
       }
+      if (!on) continue;
       bf16* dst = out + static_cast<std::int64_t>(r) * H * h + head * h + d;
       dst[0] = __float2bfloat16_rn(acc.x * inv);
       dst[1] = __float2bfloat16_rn(acc.y * inv);
@@ -533,7 +604,6 @@ __device__ void geglu_phase(const FusedExpertArgs& p, int ks) {
 __global__ void __launch_bounds__(kThreads, 1) fused_expert_kernel(FusedExpertArgs p) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ float sums[kWarps];
-  float* red = reinterpret_cast<float*>(smem);
   bf16* vstage = reinterpret_cast<bf16*>(smem);
   const int S = p.shape.rows, E = p.shape.width, H = p.shape.heads, K = p.shape.kv_heads, h = p.shape.head_dim;
   const int F = p.shape.mlp, L = p.shape.layers, Q = (H + 2 * K) * h;
@@ -557,7 +627,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_expert_kernel(FusedExpertAr
     if (p.prefetch) prefetch_weights(qkv);
     norm_phase(p, pending, p.split_down.ks, mod_in, mod_in + E, sums);
     grid_barrier(p.barrier, p.trace, bi);
-    gemm_phase(qkv, S, red);
+    gemm_phase(qkv, S, smem);
     grid_barrier(p.barrier, p.trace, bi);
     qkv_phase(p, p.split_qkv.ks, n);
     grid_barrier(p.barrier, p.trace, bi);
@@ -566,23 +636,24 @@ __global__ void __launch_bounds__(kThreads, 1) fused_expert_kernel(FusedExpertAr
     grid_barrier(p.barrier, p.trace, bi);
     combine_phase(p, n);
     grid_barrier(p.barrier, p.trace, bi);
-    gemm_phase(og, S, red);
+    gemm_phase(og, S, smem);
     if (p.prefetch) prefetch_weights(gu);
     grid_barrier(p.barrier, p.trace, bi);
     norm_phase(p, mod_in + 2 * E, p.split_o.ks, mod_post, mod_post + E, sums);
     grid_barrier(p.barrier, p.trace, bi);
-    gemm_phase(gu, S, red);
+    gemm_phase(gu, S, smem);
     if (p.prefetch) prefetch_weights(dn);
     grid_barrier(p.barrier, p.trace, bi);
     geglu_phase(p, p.split_gate_up.ks);
     grid_barrier(p.barrier, p.trace, bi);
-    gemm_phase(dn, S, red);
+    gemm_phase(dn, S, smem);
     grid_barrier(p.barrier, p.trace, bi);
     pending = mod_post + 2 * E;
   }
   const float* fin = p.mods + 2 * L * 3 * E;
   norm_phase(p, pending, p.split_down.ks, fin, fin + E, sums);
   if (p.trace != nullptr && threadIdx.x == 0) p.trace[bi * (gridDim.x + 1) + blockIdx.x] = global_ns();
+  finish_barriers(p.barrier);
 }
 
 // The split of an [rows × n] = [rows × k] · [n × k]ᵀ GEMM over `grid` blocks: the most tasks
@@ -595,7 +666,7 @@ FusedGemmSplit plan_split(int n, int k, int grid) {
     for (int ks = 1; ks <= 8; ++ks) {
       const int kc = (k / 32 + ks - 1) / ks * 32;
       const int real = (k + kc - 1) / kc;  // shares that have work
-      if (real != ks) continue;
+      if (real != ks || kc > kMaxShareK) continue;
       const int tasks = groups * ks;
       if (tasks > grid) continue;
       if (tasks > best_tasks) {
@@ -604,8 +675,9 @@ FusedGemmSplit plan_split(int n, int k, int grid) {
       }
     }
   }
-  if (best_tasks == 0) {  // more column groups than blocks: widest groups, no k split
-    best = FusedGemmSplit{8, 1, k};
+  if (best_tasks == 0) {  // more column groups than blocks: widest groups, shares of at most kMaxShareK
+    const int ks = (k + kMaxShareK - 1) / kMaxShareK;
+    best = FusedGemmSplit{8, ks, (k / 32 + ks - 1) / ks * 32};
   }
   return best;
 }
@@ -617,7 +689,10 @@ std::string fused_expert_unsupported(const FusedExpertShape& s) {
   if (s.width % 32 != 0 || s.width > kMaxNormItems * kThreads) {
     return "width " + std::to_string(s.width) + " is not a multiple of 32 up to 4096";
   }
-  if (s.mlp % 32 != 0) return "mlp_dim " + std::to_string(s.mlp) + " is not a multiple of 32";
+  if (s.mlp % 32 != 0 || s.mlp > kMaxShares * kMaxShareK) {
+    return "mlp_dim " + std::to_string(s.mlp) + " is not a multiple of 32 up to 8192";
+  }
+  if (s.heads * s.head_dim > kMaxShares * kMaxShareK) return "heads x head_dim above 8192";
   if (s.head_dim % 32 != 0 || s.head_dim > kMaxHeadDim) {
     return "head_dim " + std::to_string(s.head_dim) + " is not a multiple of 32 up to 256";
   }
@@ -639,7 +714,7 @@ Expected<FusedExpertArgs> fused_expert_plan(const FusedExpertShape& s, int devic
   if (coop == 0) return failed_precondition("fused expert: the device does not support cooperative launches");
   const std::size_t red = static_cast<std::size_t>(kWarps) * kMaxRows * 32 * sizeof(float);  // wk · 64 · nb·8 = 64 KB
   const std::size_t stage = static_cast<std::size_t>(kWarps) * 16 * (s.head_dim + 8) * sizeof(bf16);
-  a.smem = std::max(red, stage);
+  a.smem = std::max({red, stage, kGemmSmem});
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(fused_expert_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(a.smem)));
   int per_sm = 0;

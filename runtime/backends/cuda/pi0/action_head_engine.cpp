@@ -252,7 +252,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
     fused_args_.eps = kNormEps;
     fused_args_.scale = 1.0f / std::sqrt(static_cast<float>(h));
     const char* pf = std::getenv("EDGEVLA_CUDA_FUSED_PREFETCH");
-    fused_args_.prefetch = !(pf != nullptr && std::string_view(pf) == "0");
+    fused_args_.prefetch = pf != nullptr && std::string_view(pf) == "1";
   }
   // pi0: the state token sees the prefix and itself; action rows see every suffix key.
   std::vector<std::int32_t> limit(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
