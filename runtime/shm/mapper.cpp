@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/shm/fd_channel.hpp"
+
 namespace edgevla::shm {
 
 Mapper::Mapper(std::size_t max_cached_segments, std::size_t max_observer_holds)
@@ -48,13 +50,29 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
     auto s = segment(loc.segment);
     if (!s) return s.status();
     seg = std::move(*s);
-    if (loc.offset < kDataOffset || loc.offset - kDataOffset > seg->capacity() ||
-        loc.size > seg->capacity() - (loc.offset - kDataOffset)) {
+    const bool on_device = !seg->device().is_cpu();
+    const std::size_t capacity = on_device ? seg->device_bytes() : seg->capacity();
+    if (loc.offset < kDataOffset || loc.offset - kDataOffset > capacity ||
+        loc.size > capacity - (loc.offset - kDataOffset)) {
       counters_.bad_descriptor.add();
       return out_of_range("descriptor [offset " + std::to_string(loc.offset) + ", " +
                           std::to_string(loc.size) + " bytes] points outside segment '" +
                           loc.segment + "' (data at offset " + std::to_string(kDataOffset) + ", " +
-                          std::to_string(seg->capacity()) + " bytes)");
+                          std::to_string(capacity) + " bytes)");
+    }
+    if (on_device && !seg->device_memory()) {
+      // Once per device block and process: the owner's descriptor, imported on the same device.
+      auto fd = request_fd(seg->fd_channel(), loc.segment);
+      if (!fd) {
+        counters_.vanished.add();
+        return not_found("device block '" + loc.segment + "': " + fd.status().message());
+      }
+      auto alloc = allocator_for(seg->device());
+      if (!alloc) return alloc.status();
+      auto imported = (*alloc)->import_shareable(fd->get(), seg->device_bytes(), seg->device().index);
+      if (!imported) return imported.status().with_context("device block '" + loc.segment + "'");
+      seg->set_device_memory(std::move(*imported));
+      counters_.device_imports.add();
     }
   }
   // One slot per block and process: reuse this process's hold when it has one.
@@ -117,18 +135,26 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
   }
   counters_.acquired.add();
   if (shared) counters_.shared_holds.add();
-  std::byte* data = seg->data() + (loc.offset - kDataOffset);
+  const Device device = seg->device();
+  std::byte* data = (device.is_cpu() ? seg->data() : seg->device_memory()->data()) + (loc.offset - kDataOffset);
   if (options.observer && !shared && hold->observer.load() &&
       observer_holds_.load() > static_cast<std::int64_t>(max_observer_holds_)) {
     // Past the observer's bound: read a copy; the hold (and the slot) goes with this scope.
     counters_.observer_copies.add();
     auto copy = Buffer::allocate_heap(loc.size);
     if (!copy) return copy.status();
-    std::memcpy((*copy)->data(), data, loc.size);
+    if (device.is_cpu()) {
+      std::memcpy((*copy)->data(), data, loc.size);
+    } else {
+      auto alloc = allocator_for(device);
+      if (!alloc) return alloc.status();
+      EDGEVLA_RETURN_IF_ERROR((*alloc)->copy((*copy)->data(), data, loc.size, CopyKind::kToHost));
+    }
     return copy;
   }
   Buffer::Options o;
-  o.kind = BufferKind::kSharedMemory;
+  o.kind = device.is_cpu() ? BufferKind::kSharedMemory : BufferKind::kDevice;
+  o.device = device;
   o.writable = false;
   o.shm = loc;
   o.release = [hold] {};  // the hold (and so the slot) lives as long as any buffer over it
@@ -155,6 +181,7 @@ MapperStats Mapper::stats() const {
   s.vanished = counters_.vanished.get();
   s.bad_descriptor = counters_.bad_descriptor.get();
   s.slots_full = counters_.slots_full.get();
+  s.device_imports = counters_.device_imports.get();
   s.shared_holds = counters_.shared_holds.get();
   s.observer_copies = counters_.observer_copies.get();
   s.observer_holds = static_cast<std::uint64_t>(std::max<std::int64_t>(0, observer_holds_.load()));

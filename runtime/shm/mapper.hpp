@@ -38,6 +38,7 @@ struct MapperStats {
   std::uint64_t observer_holds = 0;        // blocks held now for observers only
   std::uint64_t holders = 0;               // blocks this process holds a slot of now
   std::uint64_t mapped = 0;                // segments mapped now
+  std::uint64_t device_imports = 0;        // device blocks imported (once per block and process)
 };
 
 struct AcquireOptions {
@@ -83,7 +84,8 @@ class Mapper {
   // (segment name, generation) -> this process's hold, while any buffer uses it.
   std::map<std::pair<std::string, std::uint32_t>, std::weak_ptr<Hold>> holds_;
   struct Counters {
-    Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full, shared_holds, observer_copies;
+    Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full, shared_holds, observer_copies,
+        device_imports;
   } counters_;
   std::uint32_t pid_;
 };

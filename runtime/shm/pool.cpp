@@ -95,7 +95,9 @@ bool Pool::evict_idle_for(std::size_t need, bool over_observers) {
     bytes_ -= victim->size_class;
     collect_refusals(*victim);
     by_segment_.erase(victim->segment->name());
-    victim->segment.reset();
+    victim->segment.reset();  // a device block's memory goes with it
+    victim->fd = -1;
+    victim->device = Device::cpu();
   }
   return true;
 }
@@ -105,16 +107,45 @@ BufferPtr Pool::hand_out(Block& b, std::size_t size) {
   b.last_used = ++tick_;
   ++stats_.allocations;
   Buffer::Options o;
-  o.kind = BufferKind::kSharedMemory;
+  const bool on_device = !b.device.is_cpu();
+  o.kind = on_device ? BufferKind::kDevice : BufferKind::kSharedMemory;
+  o.device = b.device;
   o.writable = true;
+  // Device blocks use the same offsets (data at kDataOffset), counted in the device memory.
   o.shm = ShmLocation{b.segment->name(), kDataOffset, size, b.generation};
   // The pool outlives its buffers (captured), and a Block is never evicted while in use.
   o.release = [self = shared_from_this(), block = &b] { block->local_in_use.store(false); };
-  return std::make_shared<Buffer>(b.segment->data(), size, std::move(o));
+  std::byte* data = on_device ? b.segment->device_memory()->data() : b.segment->data();
+  return std::make_shared<Buffer>(data, size, std::move(o));
 }
 
-Expected<BufferPtr> Pool::allocate(std::size_t size) {
+Status Pool::ensure_fd_server() {
+  if (fd_server_) return Status::ok();
+  // Abstract socket names are private to the network namespace and vanish with the process.
+  auto server = FdServer::start("edgevla-fd" + options_.name_prefix,
+                                [this](std::string_view key, const FdPeer&) { return lookup_fd(key); });
+  if (!server) return server.status();
+  fd_server_ = std::move(*server);
+  return Status::ok();
+}
+
+Expected<int> Pool::lookup_fd(std::string_view segment) {
+  std::lock_guard lock(mu_);
+  auto it = by_segment_.find(std::string(segment));
+  if (it == by_segment_.end() || it->second->fd < 0) {
+    return not_found("no device block '" + std::string(segment) + "' in this process (it was freed)");
+  }
+  return it->second->fd;
+}
+
+Expected<BufferPtr> Pool::allocate(std::size_t size) { return allocate_on(Device::cpu(), size); }
+
+Expected<BufferPtr> Pool::allocate_on(Device device, std::size_t size) {
   const std::size_t cls = size_class(size);
+  Allocator* dev_alloc = nullptr;
+  if (!device.is_cpu()) {
+    EDGEVLA_ASSIGN_OR_RETURN(dev_alloc, allocator_for(device));
+  }
   std::string name;
   {
     std::lock_guard lock(mu_);
@@ -128,7 +159,7 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
         }
       }
     }
-    const auto same_class = [cls](const Block& b) { return b.size_class == cls; };
+    const auto same_class = [cls, device](const Block& b) { return b.size_class == cls && b.device == device; };
     if (Block* reuse = recycle_lru(now, /*over_observers=*/false, same_class)) return hand_out(*reuse, size);
     const bool fits = bytes_ + cls <= options_.max_bytes || evict_idle_for(cls, /*over_observers=*/false);
     // Short: observers lose first. A block only observers have yet to pick up is taken back.
@@ -146,7 +177,25 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
     bytes_ += cls;  // reserved while the segment is created without the lock
     name = options_.name_prefix + "." + std::to_string(next_segment_++);
   }
-  auto seg = Segment::create(name, cls);
+  Expected<std::unique_ptr<Segment>> seg = unavailable("");
+  Allocator::Shareable mem;
+  if (device.is_cpu()) {
+    seg = Segment::create(name, cls);
+  } else {
+    Status st;
+    {
+      std::lock_guard lock(mu_);
+      st = ensure_fd_server();
+    }
+    auto m = st.is_ok() ? dev_alloc->allocate_shareable(device.index, cls) : Expected<Allocator::Shareable>(st);
+    if (m) {
+      mem = std::move(*m);
+      seg = Segment::create_device(name, device, mem.size, fd_server_->name());
+      if (seg) (*seg)->set_device_memory(mem.buffer);
+    } else {
+      seg = m.status();
+    }
+  }
   std::lock_guard lock(mu_);
   if (!seg) {
     bytes_ -= cls;
@@ -166,6 +215,8 @@ Expected<BufferPtr> Pool::allocate(std::size_t size) {
   slot->segment = std::move(*seg);
   by_segment_[slot->segment->name()] = slot;
   slot->size_class = cls;
+  slot->device = device;
+  slot->fd = mem.fd;  // owned by mem.buffer, which the segment keeps
   slot->generation = State::unpack(slot->segment->header().state.load()).generation;
   slot->sent_ns = 0;
   ++stats_.created;
@@ -221,7 +272,7 @@ void Pool::adjust_pending(const Buffer& buffer, std::int32_t pipeline, std::int3
 }
 
 bool Pool::owns(const Buffer& buffer) const {
-  return buffer.kind() == BufferKind::kSharedMemory && buffer.shm() &&
+  return (buffer.kind() == BufferKind::kSharedMemory || buffer.kind() == BufferKind::kDevice) && buffer.shm() &&
          buffer.shm()->segment.starts_with(segment_name_prefix_);
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/core/buffer.hpp"
+#include "runtime/shm/fd_channel.hpp"
 #include "runtime/shm/segment.hpp"
 
 namespace edgevla::shm {
@@ -55,6 +56,12 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   // A writable buffer of at least `size` bytes (exactly `size` visible) in shared memory.
   Expected<BufferPtr> allocate(std::size_t size);
+  // The same on `device`: host shared memory for the CPU, else device memory that other
+  // processes of this user map through a file descriptor (the device's allocator exports it,
+  // this pool's FdServer hands it out by segment name). The block's lifetime rules are the host
+  // blocks' (a header-only segment carries its holders and generation). failed_precondition
+  // when the device's allocator cannot export memory.
+  Expected<BufferPtr> allocate_on(Device device, std::size_t size);
   // Records that the block behind `buffer` is being sent to `receivers` other processes
   // (once per block and message, however many tensors of the message lie in it).
   void mark_sent(const Buffer& buffer, Receivers receivers, const std::string& topic = {});
@@ -79,6 +86,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
     std::uint64_t last_used = 0;  // allocation tick, for LRU reuse
     std::string topic;            // last sent on (slot refusals are reported by it)
     std::uint32_t refusals_seen = 0;  // of the segment's slot_refusals, already counted
+    Device device = Device::cpu();
+    int fd = -1;  // device blocks: the exported descriptor (owned by the segment's memory)
   };
 
   explicit Pool(PoolOptions options)
@@ -96,6 +105,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
   void collect_refusals(Block& block);
   bool evict_idle_for(std::size_t need, bool over_observers);
   BufferPtr hand_out(Block& block, std::size_t size);
+  Status ensure_fd_server();
+  Expected<int> lookup_fd(std::string_view segment);
 
   PoolOptions options_;
   std::string segment_name_prefix_;  // "<name_prefix>."
@@ -107,6 +118,7 @@ class Pool : public std::enable_shared_from_this<Pool> {
   std::uint64_t next_segment_ = 0;
   std::int64_t last_sweep_ns_ = 0;
   PoolStats stats_;
+  std::unique_ptr<FdServer> fd_server_;  // started with the first device block
 };
 
 }  // namespace edgevla::shm

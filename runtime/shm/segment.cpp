@@ -68,6 +68,33 @@ Expected<std::unique_ptr<Segment>> Segment::create(const std::string& name, std:
   return std::unique_ptr<Segment>(new Segment(name, base, total, /*owner=*/true));
 }
 
+Expected<std::unique_ptr<Segment>> Segment::create_device(const std::string& name, Device device,
+                                                          std::size_t device_bytes, const std::string& fd_channel) {
+  if (device.is_cpu()) return invalid_argument("create_device: '" + name + "' is on the CPU (use create)");
+  if (fd_channel.empty() || fd_channel.size() >= sizeof(SegmentHeader::fd_channel)) {
+    return invalid_argument("create_device: descriptor channel name '" + fd_channel + "' is empty or too long");
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(auto seg, create(name, 0));
+  SegmentHeader& h = seg->header();
+  h.device_type = static_cast<std::int32_t>(device.type);
+  h.device_index = device.index;
+  h.device_bytes = device_bytes;
+  std::memcpy(h.fd_channel, fd_channel.data(), fd_channel.size());
+  h.fd_channel[fd_channel.size()] = '\0';
+  return seg;
+}
+
+Device Segment::device() const {
+  const SegmentHeader& h = header();
+  if (h.device_type == 0) return Device::cpu();
+  return Device{static_cast<DeviceType>(h.device_type), h.device_index};
+}
+
+std::string Segment::fd_channel() const {
+  const SegmentHeader& h = header();
+  return std::string(h.fd_channel, ::strnlen(h.fd_channel, sizeof(h.fd_channel)));
+}
+
 Expected<std::unique_ptr<Segment>> Segment::open(const std::string& name) {
   Fd f{::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0)};
   if (f.fd < 0) {
@@ -104,8 +131,11 @@ Expected<std::unique_ptr<Segment>> Segment::open(const std::string& name) {
   }
   auto seg = std::unique_ptr<Segment>(new Segment(name, base, total, /*owner=*/false));
   const SegmentHeader& h = seg->header();
+  const bool device_ok = h.device_type == 0 ||
+                         (h.device_type == static_cast<std::int32_t>(DeviceType::kCuda) && h.data_capacity == 0 &&
+                          h.device_index >= 0 && ::strnlen(h.fd_channel, sizeof(h.fd_channel)) < sizeof(h.fd_channel));
   if (h.magic != kMagic || h.layout_version != kLayoutVersion || h.data_offset != kDataOffset ||
-      h.data_capacity > total - kDataOffset) {
+      h.data_capacity > total - kDataOffset || !device_ok) {
     return data_loss("shared memory segment '" + name +
                      "' has a bad header (not an edgevla segment, or another release)");
   }

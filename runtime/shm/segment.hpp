@@ -24,12 +24,14 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/buffer.hpp"
+#include "runtime/core/device.hpp"
 #include "runtime/core/status.hpp"
 
 namespace edgevla::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314d485341564c45ull;  // "ELVASHM1" little endian
-inline constexpr std::uint32_t kLayoutVersion = 3;
+inline constexpr std::uint32_t kLayoutVersion = 4;
 inline constexpr int kMaxHolders = 32;
 inline constexpr std::size_t kDataOffset = 4096;
 inline constexpr std::uint32_t kFlagRecycling = 1;
@@ -64,6 +66,14 @@ struct SegmentHeader {
   // Receivers that found every holder slot taken (each counts a dropped message); the
   // publisher reports them by topic.
   std::atomic<std::uint32_t> slot_refusals;
+  // A device block (layout 4): its bytes are device memory, not this segment's. The owner hands
+  // them out as a file descriptor from its FdServer named `fd_channel`, keyed by this segment's
+  // name; data_capacity is 0 and device_bytes the size of the device memory (device_type 0:
+  // a host block, the data follows this header).
+  std::int32_t device_type;
+  std::int32_t device_index;
+  std::uint64_t device_bytes;
+  char fd_channel[104];
 };
 static_assert(sizeof(SegmentHeader) <= kDataOffset);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
@@ -73,6 +83,10 @@ class Segment {
   // Creates a new segment (mode 0600) with `capacity` data bytes reserved up front, so a full
   // /dev/shm is an error here rather than a SIGBUS on first write.
   static Expected<std::unique_ptr<Segment>> create(const std::string& name, std::size_t capacity);
+  // A header-only segment that stands for `device_bytes` of memory on `device` (not the CPU),
+  // served as a descriptor by the FdServer `fd_channel` under this segment's name.
+  static Expected<std::unique_ptr<Segment>> create_device(const std::string& name, Device device,
+                                                          std::size_t device_bytes, const std::string& fd_channel);
   // Opens an existing segment read-write (the header's atomics need writes) and checks it.
   static Expected<std::unique_ptr<Segment>> open(const std::string& name);
   ~Segment();
@@ -83,6 +97,14 @@ class Segment {
   SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
   std::byte* data() const { return static_cast<std::byte*>(base_) + kDataOffset; }
   std::size_t capacity() const { return header().data_capacity; }
+  // Where the block's bytes are: the CPU (this segment's data) or a device (create_device).
+  Device device() const;
+  std::size_t device_bytes() const { return header().device_bytes; }
+  std::string fd_channel() const;
+  // The device memory behind a device block: the owner's allocation, or in a receiving process
+  // the mapping imported from the owner's descriptor (kept as long as the segment is mapped).
+  const BufferPtr& device_memory() const { return device_memory_; }
+  void set_device_memory(BufferPtr memory) { device_memory_ = std::move(memory); }
 
   // Claims a holder slot for `pid`; -1 when all slots are taken.
   int claim_slot(std::uint32_t pid) const;
@@ -99,6 +121,7 @@ class Segment {
   void* base_;
   std::size_t map_size_;
   bool owner_;  // the creator unlinks the name on destruction
+  BufferPtr device_memory_;
 };
 
 bool process_alive(pid_t pid);
