@@ -54,7 +54,10 @@ class ActionDecoder {
   virtual ~ActionDecoder() = default;
   // Robot dims per action (columns of decode's output).
   virtual std::int64_t out_dim() const = 0;
-  // normalized f32 [H, A] -> out f32 [H, out_dim()]. `context` holds the action head's input
+  // Rows of decode's output for a normalized chunk of `horizon` rows (pi0: all of them; GR00T:
+  // the embodiment's own horizon, which may be shorter than the model's).
+  virtual std::int64_t out_rows(std::int64_t horizon) const = 0;
+  // normalized f32 [H, A] -> out f32 [out_rows(H), out_dim()]. `context` holds the action head's input
   // message tensors (e.g. the raw state, for relative actions). A non-finite value is an error.
   virtual Status decode(const Tensor& normalized, std::span<const std::pair<std::string, const Tensor*>> context,
                         const Tensor& out) const = 0;
@@ -63,6 +66,7 @@ class ActionDecoder {
 struct DecoderOptions {
   std::string norm_stats;  // stats file (empty: the checkpoint's own)
   int output_dim = 0;      // 0: the stats' length
+  std::string embodiment;  // checkpoints of several robots (groot): the robot's tag (empty: the only one)
 };
 
 // An opened checkpoint of one family.

@@ -31,6 +31,7 @@ class Pi0Decoder final : public ActionDecoder {
   Pi0Decoder(NormStats stats, NormKind kind, std::int64_t width, std::int64_t out_dim)
       : stats_(std::move(stats)), kind_(kind), width_(width), out_dim_(out_dim) {}
   std::int64_t out_dim() const override { return out_dim_; }
+  std::int64_t out_rows(std::int64_t horizon) const override { return horizon; }
   Status decode(const Tensor& normalized, std::span<const std::pair<std::string, const Tensor*>>,
                 const Tensor& out) const override {
     if (normalized.dtype() != DType::kF32 || normalized.shape().rank() != 2 || normalized.shape()[1] != width_) {
