@@ -102,6 +102,17 @@ Expected<Precision> parse_precision(std::string_view name) {
   return invalid_argument("precision '" + std::string(name) + "' is unknown (auto, f32 or bf16)");
 }
 
+namespace {
+// A device buffer met before any node loaded its backend: load the plugin that registers the
+// device's allocator.
+const bool kAllocatorLoaderRegistered = [] {
+  register_allocator_loader([](DeviceType type) {
+    if (type == DeviceType::kCuda) (void)make_backend("cuda");
+  });
+  return true;
+}();
+}  // namespace
+
 bool register_device_check(std::string backend, DeviceCheck check) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);

@@ -248,7 +248,17 @@ Expected<Tensor> Bus::loan(DType dtype, const Shape& shape) {
 }
 
 Expected<Tensor> Bus::loan_for(const std::string& topic, DType dtype, const Shape& shape, Device device) {
-  if (device.is_cpu() || (io_ && io_->remote_pipeline_receivers(topic))) return loan(dtype, shape);
+  if (device.is_cpu()) return loan(dtype, shape);
+  if (io_ && io_->remote_pipeline_receivers(topic)) {
+    // Subscribers in other processes: a device block of the shared pool, which they map on the
+    // same device (no host round trip); a host loan when the device cannot export memory.
+    EDGEVLA_ASSIGN_OR_RETURN(std::size_t bytes, checked_nbytes(dtype, shape));
+    auto buffer = io_->allocate_shm_on(device, bytes);
+    if (buffer) return Tensor::from_buffer(std::move(*buffer), dtype, shape);
+    rate_log_.warn("device_loan", "'" + topic + "' goes to other processes through host memory: " +
+                                      buffer.status().message());
+    return loan(dtype, shape);
+  }
   return Tensor::empty(dtype, shape, device);
 }
 

@@ -309,9 +309,10 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
   std::vector<Tensor> tensors;
   tensors.reserve(m.tensors().size());
   for (const auto& nt : m.tensors()) {
-    // Device tensors cross processes as host copies (counted): device buffers between processes
-    // are not in this build yet.
-    const bool device = !nt.tensor.device().is_cpu();
+    // A device tensor in a device block of this process's pool crosses as a descriptor (read in
+    // place on the device by the receivers); any other device tensor as a host copy (counted).
+    const bool device = !nt.tensor.device().is_cpu() &&
+                        !(nt.tensor.is_contiguous() && pool_->owns(*nt.tensor.buffer()));
     auto c = device ? host_copy(nt.tensor) : nt.tensor.contiguous();  // strided views: contiguous bytes
     if (device && c) counters_.device_to_host.add();
     if (!c) return c.status();
@@ -322,7 +323,15 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
                                    static_cast<std::uint32_t>(ipc_observers)};
     EDGEVLA_RETURN_IF_ERROR(send_ipc(writer, m, tensors, frame, receivers, ring_targets));
   }
-  if (tcp_wanted) EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m, tensors, frame));
+  if (tcp_wanted) {
+    // Other hosts get the bytes themselves: device blocks as host copies (counted).
+    for (auto& t : tensors) {
+      if (t.device().is_cpu()) continue;
+      EDGEVLA_ASSIGN_OR_RETURN(t, host_copy(t));
+      counters_.device_to_host.add();
+    }
+    EDGEVLA_RETURN_IF_ERROR(send_tcp(writer, m, tensors, frame));
+  }
   return Status::ok();
 }
 
@@ -346,7 +355,7 @@ Status BusIo::send_ipc(TopicWriter& writer, const Message& m, const std::vector<
     };
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
-      if (t.nbytes() <= inline_max) {
+      if (t.nbytes() <= inline_max && t.device().is_cpu()) {  // device bytes only by descriptor
         send_inline(t);
         continue;
       }

@@ -64,6 +64,9 @@ class BusIo {
   void set_interest(const std::string& topic, TopicInterest before, TopicInterest after);
   void registry_changed();
   Expected<BufferPtr> allocate_shm(std::size_t bytes) { return pool_->allocate(bytes); }
+  // A block of the shared pool on `device` (shm::Pool::allocate_on): sent by descriptor and
+  // read in place on that device by other processes.
+  Expected<BufferPtr> allocate_shm_on(Device device, std::size_t bytes) { return pool_->allocate_on(device, bytes); }
   void set_control_handler(ControlHandler handler);
   // Adds transport, shm_pool, shm_mapper and tcp_endpoint keys to an open YAML map.
   void emit_stats(YAML::Emitter& out) const;

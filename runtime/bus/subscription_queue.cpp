@@ -93,7 +93,13 @@ SubscriptionQueue::Stamped SubscriptionQueue::pop_stamped() {
         std::all_of(tensors.begin(), tensors.end(), [](const auto& t) { return t.tensor.device().is_cpu(); })) {
       return s;
     }
-    if (!qos_.host_tensors) {
+    // Device tensors that came from another process (device blocks of its pool, mapped here)
+    // are copied to the host for a subscription that asked for neither: the publisher there
+    // could not know this subscriber. In one process such a subscription is refused earlier.
+    const bool from_other_process = std::all_of(tensors.begin(), tensors.end(), [](const auto& t) {
+      return t.tensor.device().is_cpu() || (t.tensor.buffer() && t.tensor.buffer()->shm().has_value());
+    });
+    if (!qos_.host_tensors && !from_other_process) {
       // Never hand a device pointer to a callback that did not ask for one (a publisher that
       // did not declare its device, Bus::publishes_on, gets here): rejected, counted, said once.
       counters_.rejected.add();

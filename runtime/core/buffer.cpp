@@ -116,6 +116,8 @@ class CpuAllocator final : public Allocator {
 struct AllocatorTable {
   std::mutex mu;
   std::array<std::shared_ptr<Allocator>, 2> by_type{std::make_shared<CpuAllocator>(), nullptr};
+  AllocatorLoader loader;
+  std::array<bool, 2> tried{true, false};  // the loader runs once per device type
 };
 
 AllocatorTable& table() {
@@ -131,16 +133,32 @@ void register_allocator(DeviceType type, std::shared_ptr<Allocator> allocator) {
   t.by_type[static_cast<std::size_t>(type)] = std::move(allocator);
 }
 
-Expected<Allocator*> allocator_for(Device device) {
+void register_allocator_loader(AllocatorLoader loader) {
   auto& t = table();
   std::lock_guard lock(t.mu);
-  auto& a = t.by_type[static_cast<std::size_t>(device.type)];
-  if (!a) {
+  t.loader = std::move(loader);
+}
+
+Expected<Allocator*> allocator_for(Device device) {
+  auto& t = table();
+  const auto i = static_cast<std::size_t>(device.type);
+  AllocatorLoader loader;
+  {
+    std::lock_guard lock(t.mu);
+    if (t.by_type[i]) return t.by_type[i].get();
+    if (!t.tried[i] && t.loader) {
+      t.tried[i] = true;
+      loader = t.loader;
+    }
+  }
+  if (loader) loader(device.type);  // outside the lock: it registers the allocator
+  std::lock_guard lock(t.mu);
+  if (!t.by_type[i]) {
     return not_found("no allocator for " + device.to_string() +
                      ": this build has no backend for that device; build the CUDA backend or "
                      "set the stage's device param to cpu");
   }
-  return a.get();
+  return t.by_type[i].get();
 }
 
 }  // namespace edgevla

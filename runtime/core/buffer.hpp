@@ -110,7 +110,13 @@ class Allocator {
 
 // Registers the allocator for a device type, replacing any earlier one.
 void register_allocator(DeviceType type, std::shared_ptr<Allocator> allocator);
-// The allocator for `device`; not_found names the backend that would provide it.
+// The allocator for `device`; not_found names the backend that would provide it. When none is
+// registered, the loader (below) is asked once per device type to provide one.
 Expected<Allocator*> allocator_for(Device device);
+// Loads whatever registers the allocator of a device type (the backend seam loads that
+// backend's plugin), for a process that meets a device buffer before any of its nodes asked
+// for the backend: a recorder mapping another process's device block.
+using AllocatorLoader = std::function<void(DeviceType)>;
+void register_allocator_loader(AllocatorLoader loader);
 
 }  // namespace edgevla

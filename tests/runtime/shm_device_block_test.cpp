@@ -1,12 +1,11 @@
 // Device blocks of the shared-memory pool, end to end on a machine without a GPU: a stand-in
-// allocator registered for "cuda" exports host memory as a memfd descriptor, which is exactly
-// the contract of the cuda backend's VMM allocator (allocate_shareable / import_shareable), so
-// everything around the device memory runs here: the header-only segment, the owner's FdServer,
+// allocator registered for "cuda" (tests/support/memfd_device.hpp) exports host memory as a
+// memfd descriptor, the contract of the cuda backend's VMM allocator, so everything around the
+// device memory runs here: the header-only segment, the owner's FdServer,
 // the receiver's one import per block, holder slots, recycling after every reader let go, a
 // killed reader's hold cleared, and the errors. The same path on a real GPU is
 // tests/gpu/cuda_shareable_test.cpp plus the GPU bus tests.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,45 +15,12 @@
 
 #include "runtime/shm/mapper.hpp"
 #include "runtime/shm/pool.hpp"
+#include "tests/support/memfd_device.hpp"
 
 namespace edgevla::shm {
 namespace {
 
-// Host memory dressed as device memory of cuda:<index>: buffers of kind kDevice, shareable
-// through memfd descriptors. Counts what it was asked to do.
-class MemfdDeviceAllocator final : public Allocator {
- public:
-  Expected<BufferPtr> allocate(std::size_t size) override { return Buffer::allocate_heap(size); }
-  Device device() const override { return Device::cuda(0); }
-  Expected<Shareable> allocate_shareable(int index, std::size_t size) override {
-    ++exported;
-    const int fd = ::memfd_create("edgevla-test-device", MFD_CLOEXEC);
-    if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(size)) != 0) return unavailable("memfd");
-    auto buffer = map(fd, size, index, /*owns_fd=*/true);
-    if (!buffer) return buffer.status();
-    return Shareable{*buffer, fd, size};
-  }
-  Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index) override {
-    ++imported;
-    return map(fd, size, index, /*owns_fd=*/false);
-  }
-  int exported = 0, imported = 0;
-
- private:
-  static Expected<BufferPtr> map(int fd, std::size_t size, int index, bool owns_fd) {
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return unavailable("mmap");
-    Buffer::Options o;
-    o.kind = BufferKind::kDevice;
-    o.device = Device::cuda(index);
-    o.writable = true;
-    o.release = [p, size, fd, owns_fd] {
-      ::munmap(p, size);
-      if (owns_fd) ::close(fd);
-    };
-    return std::make_shared<Buffer>(static_cast<std::byte*>(p), size, std::move(o));
-  }
-};
+using testing::MemfdDeviceAllocator;
 
 // An allocator that cannot export memory (the core default for allocate_shareable).
 class PlainDeviceAllocator final : public Allocator {

@@ -3,6 +3,7 @@
 // its copies, so what the bus, the recorder and Tensor::to do with a device tensor is checked
 // here; the cuda backend's own allocator is exercised by the GPU tests.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <atomic>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/recorder.hpp"
 #include "runtime/bus/bus.hpp"
+#include "tests/support/memfd_device.hpp"
 #include "tests/support/test_util.hpp"
 
 namespace edgevla {
@@ -163,6 +165,50 @@ TEST_F(DeviceTensors, LoansStayOnTheDeviceUntilAnotherProcessSubscribes) {
 
 // A subscription with `device:cpu` in its QoS takes host copies, made when it pops (the
 // publisher does not wait for them), counted; one without gets the device tensor itself.
+// With an allocator that can export device memory (the cuda backend's VMM allocator; here its
+// memfd stand-in), a loan for another process is a device block of the shared pool: it crosses
+// as a descriptor and the other process reads it in place on the device; a subscriber there
+// that asked for neither device tensors nor host copies gets a host copy, counted.
+TEST_F(DeviceTensors, ALoanForAnotherProcessIsADeviceBlockReadThereInPlace) {
+  auto shareable = std::make_shared<testing::MemfdDeviceAllocator>();
+  register_allocator(DeviceType::kCuda, shareable);
+  const auto domain = unique_domain("devblock");
+  auto pub = make_bus(domain);
+  auto other = make_bus(domain);
+  auto writer = *pub->advertise("/act", "ActionChunk", "head");
+  Collector remote("/act");
+  Collector plain("/act", QoS::keep_last(100), "plain");
+  ASSERT_OK(other->attach(remote.queue));
+  ASSERT_OK(other->attach(plain.queue));
+  const std::byte* filled = nullptr;
+  ASSERT_TRUE(eventually([&] {
+    auto t = pub->loan_for("/act", DType::kF32, Shape{6, 4}, Device::cuda(0));
+    if (!t || t->device().is_cpu()) return false;
+    EXPECT_EQ(t->buffer()->kind(), BufferKind::kDevice);
+    for (std::int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] = static_cast<float>(i) * 0.5f;
+    filled = t->raw_data();
+    EXPECT_OK(pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)));
+    return remote.queue->size() > 0 && plain.queue->size() > 0;
+  }));
+  MessagePtr got = remote.queue->pop();
+  ASSERT_NE(got, nullptr);
+  const Tensor& a = *got->tensor("actions");
+  EXPECT_EQ(a.device(), Device::cuda(0));
+  EXPECT_EQ(a.buffer()->kind(), BufferKind::kDevice);
+  ASSERT_TRUE(a.buffer()->shm().has_value());
+  EXPECT_NE(a.raw_data(), filled);  // its own mapping of the same memory
+  for (std::int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], static_cast<float>(i) * 0.5f) << i;
+  EXPECT_EQ(YAML::Load(pub->stats_yaml())["transport"]["device_to_host"].as<std::uint64_t>(99), 0u)
+      << "the device block crosses as a descriptor";
+  EXPECT_GE(shareable->exported.load(), 1);
+  EXPECT_GE(shareable->imported.load(), 1);
+  MessagePtr host = plain.queue->pop();
+  ASSERT_NE(host, nullptr);
+  expect_values(*host->tensor("actions"), 6);
+  EXPECT_GE(plain.queue->counters().device_copies.get(), 1u);
+  EXPECT_EQ(plain.queue->counters().rejected.get(), 0u);
+}
+
 TEST_F(DeviceTensors, ASubscriptionThatAsksForTheHostGetsCountedHostCopies) {
   auto qos = parse_qos("keep_last:5,device:cpu");
   ASSERT_TRUE(qos.has_value()) << qos.status().to_string();
