@@ -3,12 +3,16 @@
 
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/cli/cli_model.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
 #include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/pi0/generator.hpp"
+#include "runtime/model/groot/checkpoint.hpp"
+#include "runtime/model/groot/generator.hpp"
+#include "runtime/model/groot/groot_family.hpp"
 
 namespace edgevla::cli {
 namespace {
@@ -27,15 +31,19 @@ Expected<model::ModelConfig> config_from(const std::string& name, const std::str
 }  // namespace
 
 void ModelCommands::add(CLI::App& app) {
-  auto* model = app.add_subcommand("model", "make, inspect and run pi0 / pi0.5 checkpoints");
+  auto* model = app.add_subcommand("model", "make, inspect and run checkpoints (init: pi0 / pi0.5 and GR00T N1.6; info, forward: pi0 / pi0.5)");
   model->require_subcommand(1);
 
   init_ = model->add_subcommand("init", "write a seeded checkpoint folder (weights, config, norm stats, tokenizer)");
-  init_->add_option("--config", config_, "preset (tiny, small, pi0, pi05) or a config.json")->required();
-  init_->add_option("--model", type_, "pi0 or pi05 for the size presets")->capture_default_str();
+  init_->add_option("--family", family_, "pi0 (pi0 / pi0.5) or groot (GR00T N1.6)")->capture_default_str();
+  init_->add_option("--config", config_,
+                    "preset (pi0: tiny, small, pi0, pi05 or a config.json; groot: tiny, small, full)")
+      ->required();
+  init_->add_option("--model", type_, "pi0 or pi05 for the pi0 size presets")->capture_default_str();
   init_->add_option("--seed", seed_, "generator seed")->capture_default_str();
-  init_->add_option("--out", out_, "output folder")->required();
-  init_->add_option("--dtype", dtype_, "f32, bf16 or f16")->capture_default_str();
+  init_->add_option("--out", out_, "output folder");
+  init_->add_option("--dtype", dtype_, "f32, bf16 or f16 (groot default: bf16)");
+  init_->add_flag("--dry-run", dry_run_, "groot: print what the checkpoint would hold, write nothing");
 
   info_ = model->add_subcommand("info", "check a checkpoint folder and print its model");
   info_->add_option("checkpoint", checkpoint_)->required();
@@ -64,6 +72,13 @@ int ModelCommands::run() {
 }
 
 int ModelCommands::init() {
+  if (family_ == model::groot::kFamily) return init_groot();
+  if (family_ != model::pi0::kFamily) {
+    return fail(invalid_argument("--family " + family_ + " is unknown (pi0 or groot)"));
+  }
+  if (dry_run_) return fail(invalid_argument("--dry-run is for --family groot"));
+  if (out_.empty()) return fail(invalid_argument("--out is required"));
+  if (dtype_.empty()) dtype_ = "f32";
   auto config = config_from(config_, type_);
   if (!config) return fail(config.status());
   auto dtype = parse_dtype(dtype_);
@@ -78,6 +93,42 @@ int ModelCommands::init() {
   if (!ck) return fail(ck.status());
   std::printf("%s: %s checkpoint, %.1f MB of weights, written in %.1f s\n", out_.c_str(),
               std::string(model::model_type_name(ck->config().type)).c_str(),
+              static_cast<double>(ck->weight_bytes()) / 1e6,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return 0;
+}
+
+// GR00T N1.6: the published layout (runtime/model/groot/generator.hpp); --dry-run counts only.
+int ModelCommands::init_groot() {
+  auto dtype = parse_dtype(dtype_.empty() ? "bf16" : dtype_);
+  if (!dtype) return fail(dtype.status());
+  model::groot::GenerateOptions o;
+  o.preset = config_;
+  o.seed = seed_;
+  o.dtype = *dtype;
+  auto plan = model::groot::plan_checkpoint(o);
+  if (!plan) return fail(plan.status());
+  if (dry_run_) {
+    nlohmann::ordered_json j = {{"config", config_},
+                                {"dtype", std::string(dtype_name(*dtype))},
+                                {"tensors", plan->tensors},
+                                {"params", plan->params},
+                                {"total_size", plan->total_bytes},
+                                {"keys", plan->keys_per_part},
+                                {"shards", nlohmann::ordered_json::array()}};
+    for (const auto& s : plan->shards) {
+      j["shards"].push_back({{"file", s.file}, {"tensors", s.tensors.size()}, {"bytes", s.bytes}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  if (out_.empty()) return fail(invalid_argument("--out is required (or --dry-run)"));
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status s = model::groot::generate_checkpoint(o, out_); !s.is_ok()) return fail(s);
+  auto ck = model::groot::Checkpoint::open(out_);
+  if (!ck) return fail(ck.status());
+  std::printf("%s: GR00T N1.6 %s checkpoint, %lld tensors in %zu shard(s), %.1f MB of weights, written in %.1f s\n",
+              out_.c_str(), config_.c_str(), static_cast<long long>(plan->tensors), plan->shards.size(),
               static_cast<double>(ck->weight_bytes()) / 1e6,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return 0;

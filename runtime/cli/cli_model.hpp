@@ -19,15 +19,17 @@ class ModelCommands {
 
  private:
   int init();
+  int init_groot();
   int info();
   int forward();
 
   CLI::App* init_ = nullptr;
   CLI::App* info_ = nullptr;
   CLI::App* forward_ = nullptr;
-  std::string config_, type_ = "pi05", out_, dtype_ = "f32", checkpoint_, inputs_, backend_ = "cpu",
+  std::string family_ = "pi0", config_, type_ = "pi05", out_, dtype_, checkpoint_, inputs_, backend_ = "cpu",
               precision_ = "auto";
   std::uint64_t seed_ = 0;
+  bool dry_run_ = false;
   std::vector<int> masked_;
   int prompt_tokens_ = 12, steps_ = 0, threads_ = 0, repeat_ = 1, cuda_device_ = 0;
 };
