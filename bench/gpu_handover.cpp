@@ -2,9 +2,12 @@
 //   same process: a device tensor published and taken by a subscriber of the same bus (the
 //     subscriber gets the device buffer itself), against cudaMemcpy device-to-device of the
 //     same bytes (what a copying hand-over would cost at least);
-//   another bus over ipc (another process's view): the device tensor arrives as a host copy in
-//     shared memory and the consumer puts it back on its device, against the same round trip
-//     done by hand (device -> host -> shared -> host -> device).
+//   another bus over ipc (another process's view), a device tensor of the producer's own: it
+//     arrives as a host copy in shared memory and the consumer puts it back on its device,
+//     against the same round trip done by hand (device -> host -> shared -> host -> device);
+//   another bus, the producer's loan (Bus::loan_for): a device block of the shared pool, which
+//     the consumer maps on the device and reads in place (its descriptor imported once per
+//     block), against the same hand round trip and cudaMemcpy device-to-device.
 // p50 / p90 µs per size; one JSON line per (path, size).
 //   edgevla_bench_gpu_handover [--reps 50]
 #include <cuda_runtime.h>
@@ -97,7 +100,27 @@ int main(int argc, char** argv) {
   const std::size_t sizes[] = {std::size_t{1} << 10,  std::size_t{64} << 10,
                                std::size_t{1} << 20,  std::size_t{16} << 20,
                                std::size_t{64} << 20, std::size_t{256} << 20};
-  for (int phase = 0; phase < 2; ++phase) {
+  auto remote_dev = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4).taking_device_tensors(),
+                                                       "remote_device", std::make_shared<Waker>());
+  for (int phase = 0; phase < 3; ++phase) {
+    if (phase == 2) {
+      other->detach(remote);
+      if (!other->attach(remote_dev).is_ok()) return 1;
+      const double until = now_us() + 10e6;
+      bool up = false;
+      while (!up && now_us() < until) {
+        auto t = pub->loan_for("/t", DType::kF32, Shape{1, 4}, Device::cuda(0));
+        if (!t || !pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)).is_ok()) return 1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        up = remote_dev->pop() != nullptr;
+      }
+      while (remote_dev->pop()) {
+      }
+      if (!up) {
+        std::fprintf(stderr, "the other bus never subscribed (device blocks)\n");
+        return 1;
+      }
+    }
     if (phase == 1) {
       pub->detach(local);
       if (!other->attach(remote).is_ok()) return 1;
@@ -143,6 +166,42 @@ int main(int argc, char** argv) {
           if (i >= 2) same.push_back(t1 - t0), d2d.push_back(t3 - t2);
         }
         line("same_process", bytes, stats(same), "cudaMemcpy_d2d", stats(d2d));
+        CHECK_CUDA(cudaFree(dst));
+        continue;
+      }
+      if (phase == 2) {
+        // Another bus, a loan: the device block itself, read in place on the consumer's side.
+        std::vector<double> cross, manual, d2d;
+        std::vector<char> host(bytes), shm(bytes);
+        for (int i = 0; i < r + 2; ++i) {
+          auto t = pub->loan_for("/t", DType::kF32, Shape{n / 4, 4}, Device::cuda(0));
+          if (!t || t->device().is_cpu()) {
+            std::fprintf(stderr, "device block loan: %s\n",
+                         t ? "a host loan came back (the device cannot export memory)" : t.status().to_string().c_str());
+            return 1;
+          }
+          const double t0 = now_us();
+          if (!pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)).is_ok()) return 1;
+          MessagePtr m = take(*remote_dev);
+          const double t1 = now_us();
+          if (!m || m->tensor("actions")->device().is_cpu()) {
+            std::fprintf(stderr, "device block: no device tensor arrived at %zu bytes\n", bytes);
+            return 1;
+          }
+          Tensor keep = *Tensor::empty(DType::kF32, Shape{n / 4, 4}, Device::cuda(0));
+          const void* src = keep.raw_data();
+          const double t2 = now_us();
+          CHECK_CUDA(cudaMemcpy(host.data(), src, bytes, cudaMemcpyDeviceToHost));
+          std::memcpy(shm.data(), host.data(), bytes);
+          CHECK_CUDA(cudaMemcpy(dst, shm.data(), bytes, cudaMemcpyHostToDevice));
+          const double t3 = now_us();
+          CHECK_CUDA(cudaMemcpyAsync(dst, m->tensor("actions")->raw_data(), bytes, cudaMemcpyDeviceToDevice, s));
+          CHECK_CUDA(cudaStreamSynchronize(s));
+          const double t4 = now_us();
+          if (i >= 2) cross.push_back(t1 - t0), manual.push_back(t3 - t2), d2d.push_back(t4 - t3);
+        }
+        line("another_bus_device_block", bytes, stats(cross), "d2h_shm_h2d_by_hand", stats(manual));
+        line("another_bus_device_block", bytes, stats(cross), "cudaMemcpy_d2d_of_the_received_block", stats(d2d));
         CHECK_CUDA(cudaFree(dst));
         continue;
       }
