@@ -207,6 +207,22 @@ TEST_F(DeviceTensors, ALoanForAnotherProcessIsADeviceBlockReadThereInPlace) {
   expect_values(*host->tensor("actions"), 6);
   EXPECT_GE(plain.queue->counters().device_copies.get(), 1u);
   EXPECT_EQ(plain.queue->counters().rejected.get(), 0u);
+  // Once every reader let go, the next loans reuse the block: no new device memory, no new
+  // import on the other side.
+  got.reset();
+  host.reset();
+  while (remote.queue->pop() || plain.queue->pop()) {
+  }
+  const int exported_before = shareable->exported.load();
+  for (int i = 0; i < 8; ++i) {
+    auto t = pub->loan_for("/act", DType::kF32, Shape{6, 4}, Device::cuda(0));
+    ASSERT_TRUE(t && !t->device().is_cpu());
+    ASSERT_OK(pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)));
+    ASSERT_TRUE(eventually([&] { return remote.queue->size() > 0 && plain.queue->size() > 0; }));
+    while (remote.queue->pop() || plain.queue->pop()) {
+    }
+  }
+  EXPECT_LE(shareable->exported.load() - exported_before, 1) << "each send made a new device block";
 }
 
 TEST_F(DeviceTensors, ASubscriptionThatAsksForTheHostGetsCountedHostCopies) {
