@@ -74,9 +74,10 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   EDGEVLA_RETURN_IF_ERROR(engine.run(ro));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor normalized, engine.output("actions"));
 
-  // Un-normalize (the family's decoder); a non-finite chunk is not published.
+  // Un-normalize (the family's decoder: the robot's own rows and dims); a non-finite chunk is
+  // not published.
   const std::int64_t H = normalized.shape()[0];
-  EDGEVLA_ASSIGN_OR_RETURN(Tensor out, actions_.loan(DType::kF32, Shape{H, decoder_->out_dim()}));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor out, actions_.loan(DType::kF32, Shape{decoder_->out_rows(H), decoder_->out_dim()}));
   std::vector<std::pair<std::string, const Tensor*>> context;
   for (const auto& t : in.message().tensors()) context.emplace_back(t.name, &t.tensor);
   EDGEVLA_RETURN_IF_ERROR(decoder_->decode(normalized, context, out).with_context("nothing published"));
