@@ -68,9 +68,16 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
         return not_found("device block '" + loc.segment + "': " + fd.status().message());
       }
       auto alloc = allocator_for(seg->device());
-      if (!alloc) return alloc.status();
+      if (!alloc) {
+        counters_.bad_descriptor.add();
+        return alloc.status().with_context("device block '" + loc.segment + "'");
+      }
       auto imported = (*alloc)->import_shareable(fd->get(), seg->device_bytes(), seg->device().index);
-      if (!imported) return imported.status().with_context("device block '" + loc.segment + "'");
+      if (!imported) {
+        // E.g. a device index this process does not have (another CUDA_VISIBLE_DEVICES).
+        counters_.bad_descriptor.add();
+        return imported.status().with_context("device block '" + loc.segment + "' on " + seg->device().to_string());
+      }
       seg->set_device_memory(std::move(*imported));
       counters_.device_imports.add();
     }

@@ -1,8 +1,10 @@
 // Device memory shared between processes by descriptor (the cuda allocator's
 // allocate_shareable / import_shareable over shm::FdServer): a block written here is read,
 // and written back, by another process that got its descriptor over the fd channel; a second
-// mapping in this process sees the same bytes; bad descriptors are clear errors. Without a
-// CUDA device every test skips itself (the test main then reports "not run").
+// mapping in this process sees the same bytes; bad descriptors are clear errors. And the bus's
+// pool of device blocks on the real allocator: a reader process killed with SIGKILL while it
+// holds a block leaves nothing pinned (the block is recycled, device memory does not grow).
+// Without a CUDA device every test skips itself (the test main then reports "not run").
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -10,13 +12,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/core/buffer.hpp"
 #include "runtime/shm/fd_channel.hpp"
+#include "runtime/shm/mapper.hpp"
+#include "runtime/shm/pool.hpp"
 
 extern char** environ;
 
@@ -54,6 +60,30 @@ const int kChildResult = [] {
   if (cudaMemcpy((*buf)->data(), mine.data(), size, cudaMemcpyHostToDevice) != cudaSuccess) fail("write");
   if (cudaDeviceSynchronize() != cudaSuccess) fail("sync");
   std::_Exit(0);
+}();
+
+// The killed reader: maps the pool's device block named in its environment, checks the owner's
+// bytes on the device, and dies holding it (SIGKILL: no release runs).
+const int kReaderResult = [] {
+  const char* segment = std::getenv("EDGEVLA_TEST_POOL_SEGMENT");
+  const char* gen = std::getenv("EDGEVLA_TEST_POOL_GENERATION");
+  const char* size_text = std::getenv("EDGEVLA_TEST_POOL_SIZE");
+  if (segment == nullptr || gen == nullptr || size_text == nullptr) return 0;
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "reader: %s\n", why.c_str());
+    std::_Exit(2);
+  };
+  const std::size_t size = std::strtoull(size_text, nullptr, 10);
+  shm::Mapper m;
+  ShmLocation loc{segment, shm::kDataOffset, size, static_cast<std::uint32_t>(std::strtoul(gen, nullptr, 10))};
+  auto b = m.acquire(loc);  // loads the cuda backend's allocator on its own
+  if (!b) fail(b.status().to_string());
+  if ((*b)->device() != Device::cuda(0)) fail("not a device buffer");
+  std::vector<unsigned char> got(size);
+  if (cudaMemcpy(got.data(), (*b)->data(), size, cudaMemcpyDeviceToHost) != cudaSuccess) fail("read");
+  if (got != pattern(size, 11)) fail("the owner's bytes differ");
+  ::raise(SIGKILL);
+  return 1;
 }();
 
 bool gpu_present() {
@@ -121,6 +151,50 @@ TEST_F(CudaShareable, AnotherProcessReadsAndWritesTheBlock) {
   // The child has exited; its writes are here, in both of this process's mappings.
   ASSERT_EQ(cudaMemcpy(seen.data(), block->buffer->data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_TRUE(seen == pattern(n, 99));
+}
+
+TEST_F(CudaShareable, AReaderKilledHoldingAPoolDeviceBlockLeavesNothingPinned) {
+  auto pool = shm::Pool::create({shm::segment_prefix() + std::to_string(::getpid()) + ".gpukill", std::size_t{1} << 30});
+  const std::size_t size = std::size_t{64} << 20;
+  const auto bytes = pattern(size, 11);
+  std::string first_segment;
+  std::size_t free_after_first = 0, total = 0;
+  for (int round = 0; round < 6; ++round) {
+    std::string seg;
+    std::uint32_t gen = 0;
+    {
+      auto b = pool->allocate_on(Device::cuda(0), size);
+      ASSERT_TRUE(b.has_value()) << b.status().to_string();
+      ASSERT_EQ(cudaMemcpy((*b)->data(), bytes.data(), size, cudaMemcpyHostToDevice), cudaSuccess);
+      seg = (*b)->shm()->segment;
+      gen = (*b)->shm()->generation;
+      pool->mark_sent(**b, {1, 0}, "kv");
+    }
+    if (round == 0) first_segment = seg;
+    EXPECT_EQ(seg, first_segment) << "round " << round << ": the killed reader's block was not recycled";
+    std::vector<std::string> env_strings = {"EDGEVLA_TEST_POOL_SEGMENT=" + seg,
+                                            "EDGEVLA_TEST_POOL_GENERATION=" + std::to_string(gen),
+                                            "EDGEVLA_TEST_POOL_SIZE=" + std::to_string(size)};
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string exe = "/proc/self/exe";
+    char* argv[] = {exe.data(), nullptr};
+    pid_t child = 0;
+    ASSERT_EQ(posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "reader status " << status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past the pool's sweep interval
+    std::size_t free_now = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_now, &total), cudaSuccess);
+    if (round == 0) free_after_first = free_now;
+    // Nothing grows round after round: neither this pool nor what the killed readers mapped.
+    EXPECT_GE(free_now + (std::size_t{8} << 20), free_after_first) << "round " << round;
+  }
+  EXPECT_GE(pool->stats().dead_holders_cleared, 5u);
+  EXPECT_EQ(pool->stats().segments, 1u);
 }
 
 TEST_F(CudaShareable, BadDescriptorsAreClearErrors) {

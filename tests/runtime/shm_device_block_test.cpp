@@ -185,6 +185,24 @@ TEST_F(ShmDeviceBlock, ADescriptorOutsideTheDeviceMemoryIsRejected) {
   EXPECT_EQ(m.stats().bad_descriptor, 1u);
 }
 
+TEST_F(ShmDeviceBlock, ABlockOnADeviceTheReaderLacksIsOneClearCountedError) {
+  auto pool = Pool::create({prefix("index"), 64 << 20});
+  auto b = pool->allocate_on(Device::cuda(1), 4096);
+  ASSERT_TRUE(b) << b.status().to_string();
+  alloc_->missing_index = 1;
+  Mapper m;
+  auto a = m.acquire(*(*b)->shm());
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.status().message().find("cuda:1"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find((*b)->shm()->segment), std::string::npos) << a.status().message();
+  EXPECT_EQ(m.stats().bad_descriptor, 1u);
+  // The block on cuda:0 of the same pool still works.
+  alloc_->missing_index = -1;
+  auto c = pool->allocate_on(Device::cuda(0), 4096);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(m.acquire(*(*c)->shm()));
+}
+
 TEST_F(ShmDeviceBlock, AnAllocatorThatCannotExportIsNamed) {
   register_allocator(DeviceType::kCuda, std::make_shared<PlainDeviceAllocator>());
   auto pool = Pool::create({prefix("plain"), 64 << 20});

@@ -43,10 +43,12 @@ class MemfdDeviceAllocator final : public Allocator {
     return Shareable{*buffer, fd, size};
   }
   Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index) override {
+    if (index == missing_index) return invalid_argument("cuda:" + std::to_string(index) + " does not exist here");
     imported.fetch_add(1);
     return map(fd, size, index, /*owns_fd=*/false);
   }
   std::atomic<int> exported{0}, imported{0}, to_host{0}, from_host{0};
+  int missing_index = -1;  // imports on this device index fail (a device this process lacks)
 
  private:
   static Expected<BufferPtr> map(int fd, std::size_t size, int index, bool owns_fd) {
