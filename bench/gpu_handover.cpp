@@ -102,43 +102,31 @@ int main(int argc, char** argv) {
                                std::size_t{64} << 20, std::size_t{256} << 20};
   auto remote_dev = std::make_shared<SubscriptionQueue>("/t", "ActionChunk", QoS::keep_last(4).taking_device_tensors(),
                                                        "remote_device", std::make_shared<Waker>());
-  for (int phase = 0; phase < 3; ++phase) {
-    if (phase == 2) {
-      other->detach(remote);
-      if (!other->attach(remote_dev).is_ok()) return 1;
-      const double until = now_us() + 10e6;
-      bool up = false;
-      while (!up && now_us() < until) {
-        auto t = pub->loan_for("/t", DType::kF32, Shape{1, 4}, Device::cuda(0));
-        if (!t || !pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)).is_ok()) return 1;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        up = remote_dev->pop() != nullptr;
-      }
-      while (remote_dev->pop()) {
-      }
-      if (!up) {
-        std::fprintf(stderr, "the other bus never subscribed (device blocks)\n");
-        return 1;
-      }
+  // Publishes small tensors until `q` (on the other bus) gets one: its subscription has reached
+  // the publisher. `loaned`: the publisher's loans (device blocks) instead of its own tensors.
+  const auto until_subscribed = [&](SubscriptionQueue& q, bool loaned) {
+    const double until = now_us() + 10e6;
+    bool up = false;
+    while (!up && now_us() < until) {
+      auto t = loaned ? pub->loan_for("/t", DType::kF32, Shape{1, 4}, Device::cuda(0))
+                      : Tensor::empty(DType::kF32, Shape{1, 4}, Device::cuda(0));
+      if (!t || !pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)).is_ok()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      up = q.pop() != nullptr;
     }
+    while (q.pop()) {
+    }
+    if (!up) std::fprintf(stderr, "the other bus never subscribed\n");
+    return up;
+  };
+  for (int phase = 0; phase < 3; ++phase) {
     if (phase == 1) {
       pub->detach(local);
-      if (!other->attach(remote).is_ok()) return 1;
-      // Until the other bus's subscription has reached the publisher.
-      const double until = now_us() + 10e6;
-      bool up = false;
-      while (!up && now_us() < until) {
-        Tensor t = *Tensor::empty(DType::kF32, Shape{1, 4}, Device::cuda(0));
-        if (!pub->publish(*writer, *msgs::ActionChunk::make(std::move(t), 0.02)).is_ok()) return 1;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        up = remote->pop() != nullptr;
-      }
-      while (remote->pop()) {
-      }
-      if (!up) {
-        std::fprintf(stderr, "the other bus never subscribed\n");
-        return 1;
-      }
+      if (!other->attach(remote).is_ok() || !until_subscribed(*remote, false)) return 1;
+    }
+    if (phase == 2) {
+      other->detach(remote);
+      if (!other->attach(remote_dev).is_ok() || !until_subscribed(*remote_dev, true)) return 1;
     }
     for (const std::size_t bytes : sizes) {
       const std::int64_t n = static_cast<std::int64_t>(bytes / 4);

@@ -86,6 +86,19 @@ const int kReaderResult = [] {
   return 1;
 }();
 
+// Starts this test binary again with `env` added to its environment (the child modes above).
+pid_t spawn_self(std::vector<std::string> env) {
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  char* argv[] = {exe.data(), nullptr};
+  pid_t child = 0;
+  if (posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return child;
+}
+
 bool gpu_present() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
@@ -134,16 +147,9 @@ TEST_F(CudaShareable, AnotherProcessReadsAndWritesTheBlock) {
     return fd;
   });
   ASSERT_TRUE(server.has_value()) << server.status().to_string();
-  std::vector<std::string> env_strings = {"EDGEVLA_TEST_SHAREABLE_CHANNEL=" + channel,
-                                          "EDGEVLA_TEST_SHAREABLE_SIZE=" + std::to_string(n)};
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  char* argv[] = {exe.data(), nullptr};
-  pid_t child = 0;
-  ASSERT_EQ(posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  const pid_t child =
+      spawn_self({"EDGEVLA_TEST_SHAREABLE_CHANNEL=" + channel, "EDGEVLA_TEST_SHAREABLE_SIZE=" + std::to_string(n)});
+  ASSERT_GT(child, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
@@ -172,17 +178,10 @@ TEST_F(CudaShareable, AReaderKilledHoldingAPoolDeviceBlockLeavesNothingPinned) {
     }
     if (round == 0) first_segment = seg;
     EXPECT_EQ(seg, first_segment) << "round " << round << ": the killed reader's block was not recycled";
-    std::vector<std::string> env_strings = {"EDGEVLA_TEST_POOL_SEGMENT=" + seg,
-                                            "EDGEVLA_TEST_POOL_GENERATION=" + std::to_string(gen),
-                                            "EDGEVLA_TEST_POOL_SIZE=" + std::to_string(size)};
-    std::vector<char*> envp;
-    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-    for (auto& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::string exe = "/proc/self/exe";
-    char* argv[] = {exe.data(), nullptr};
-    pid_t child = 0;
-    ASSERT_EQ(posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+    const pid_t child = spawn_self({"EDGEVLA_TEST_POOL_SEGMENT=" + seg,
+                                    "EDGEVLA_TEST_POOL_GENERATION=" + std::to_string(gen),
+                                    "EDGEVLA_TEST_POOL_SIZE=" + std::to_string(size)});
+    ASSERT_GT(child, 0);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "reader status " << status;
