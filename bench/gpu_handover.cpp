@@ -190,6 +190,10 @@ int main(int argc, char** argv) {
         }
         line("another_bus_device_block", bytes, stats(cross), "d2h_shm_h2d_by_hand", stats(manual));
         line("another_bus_device_block", bytes, stats(cross), "cudaMemcpy_d2d_of_the_received_block", stats(d2d));
+        // How the pool served the loans so far (blocks created vs recycled), on stderr.
+        const std::string y = pub->stats_yaml();
+        const auto at = y.find("shm_pool");
+        std::fprintf(stderr, "after %zu bytes: %s\n", bytes, at == std::string::npos ? "?" : y.substr(at, 160).c_str());
         CHECK_CUDA(cudaFree(dst));
         continue;
       }
