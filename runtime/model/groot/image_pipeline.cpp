@@ -1,0 +1,339 @@
+// GR00T's frame pipeline (image_pipeline.hpp). Float steps are written as the libraries do them
+// on x86-64 without fused multiply-add (this file is compiled with -ffp-contract=off): f32
+// products and sums in the same order, doubles where they use doubles.
+#include "runtime/model/groot/image_pipeline.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+namespace edgevla::model::groot {
+
+namespace {
+
+// Python's round() and NumPy's rint: ties to even (the default rounding mode).
+long round_even(double x) { return std::lrint(x); }
+float rint_f(float x) { return std::nearbyint(x); }
+std::uint8_t sat_u8(long v) { return static_cast<std::uint8_t>(std::clamp<long>(v, 0, 255)); }
+
+Frame blank(int h, int w) {
+  Frame f;
+  f.height = h;
+  f.width = w;
+  f.rgb.assign(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3, 0);
+  return f;
+}
+
+// ---- OpenCV INTER_AREA ---------------------------------------------------------------------------
+
+struct AreaTap {
+  int dst, src;
+  float weight;
+};
+
+// computeResizeAreaTab, in OpenCV's order.
+std::vector<AreaTap> area_tab(int ssize, int dsize, double scale) {
+  std::vector<AreaTap> tab;
+  for (int dx = 0; dx < dsize; ++dx) {
+    const double fsx1 = dx * scale;
+    const double fsx2 = fsx1 + scale;
+    const double cell = std::min(scale, ssize - fsx1);
+    int sx1 = static_cast<int>(std::ceil(fsx1)), sx2 = static_cast<int>(std::floor(fsx2));
+    sx2 = std::min(sx2, ssize - 1);
+    sx1 = std::min(sx1, sx2);
+    if (sx1 - fsx1 > 1e-3) tab.push_back({dx, sx1 - 1, static_cast<float>((sx1 - fsx1) / cell)});
+    for (int sx = sx1; sx < sx2; ++sx) tab.push_back({dx, sx, static_cast<float>(1.0 / cell)});
+    if (fsx2 - sx2 > 1e-3) tab.push_back({dx, sx2, static_cast<float>(std::min(std::min(fsx2 - sx2, 1.0), cell) / cell)});
+  }
+  return tab;
+}
+
+// ResizeArea_Invoker: f32 sums per source row horizontally, then vertically, rounded.
+Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y) {
+  const int h = in.height, w = in.width;
+  const std::vector<AreaTap> xt = area_tab(w, nw, scale_x), yt = area_tab(h, nh, scale_y);
+  std::vector<float> buf(static_cast<std::size_t>(h) * nw * 3, 0.0f);
+  for (int y = 0; y < h; ++y) {
+    const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * w * 3;
+    float* row = buf.data() + static_cast<std::size_t>(y) * nw * 3;
+    for (const AreaTap& t : xt) {
+      for (int c = 0; c < 3; ++c) {
+        const float p = static_cast<float>(src[t.src * 3 + c]) * t.weight;
+        row[t.dst * 3 + c] = row[t.dst * 3 + c] + p;
+      }
+    }
+  }
+  std::vector<float> out(static_cast<std::size_t>(nh) * nw * 3, 0.0f);
+  std::vector<bool> started(static_cast<std::size_t>(nh), false);
+  for (const AreaTap& t : yt) {
+    const float* row = buf.data() + static_cast<std::size_t>(t.src) * nw * 3;
+    float* o = out.data() + static_cast<std::size_t>(t.dst) * nw * 3;
+    const bool first = !started[static_cast<std::size_t>(t.dst)];
+    started[static_cast<std::size_t>(t.dst)] = true;
+    for (int i = 0; i < nw * 3; ++i) {
+      const float p = t.weight * row[i];
+      o[i] = first ? p : o[i] + p;
+    }
+  }
+  Frame f = blank(nh, nw);
+  for (std::size_t i = 0; i < out.size(); ++i) f.rgb[i] = sat_u8(static_cast<long>(rint_f(out[i])));
+  return f;
+}
+
+// resizeAreaFast for integer factors.
+Frame area_fast(const Frame& in, int sx, int sy) {
+  const int nh = in.height / sy, nw = in.width / sx;
+  Frame f = blank(nh, nw);
+  const float inv = 1.0f / static_cast<float>(sx * sy);
+  for (int y = 0; y < nh; ++y) {
+    for (int x = 0; x < nw; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        long total = 0;
+        for (int dy = 0; dy < sy; ++dy) {
+          for (int dx = 0; dx < sx; ++dx) {
+            total += in.rgb[(static_cast<std::size_t>(y * sy + dy) * in.width + (x * sx + dx)) * 3 + c];
+          }
+        }
+        const std::size_t o = (static_cast<std::size_t>(y) * nw + x) * 3 + c;
+        if (sx == 2 && sy == 2) {
+          f.rgb[o] = static_cast<std::uint8_t>((total + 2) >> 2);
+        } else {
+          f.rgb[o] = sat_u8(static_cast<long>(rint_f(static_cast<float>(total) * inv)));
+        }
+      }
+    }
+  }
+  return f;
+}
+
+// INTER_AREA when enlarging: the bilinear fixed-point path with area coefficients.
+struct LinearCoeffs {
+  std::vector<long> idx, w0, w1;
+  int xmax;
+};
+
+LinearCoeffs linear_area_coeffs(int ssize, int dsize, bool clamp_border) {
+  const double inv_scale = static_cast<double>(dsize) / ssize;
+  const double scale = 1.0 / inv_scale;
+  LinearCoeffs k{std::vector<long>(static_cast<std::size_t>(dsize)), std::vector<long>(static_cast<std::size_t>(dsize)),
+                 std::vector<long>(static_cast<std::size_t>(dsize)), dsize};
+  for (int d = 0; d < dsize; ++d) {
+    long s = static_cast<long>(std::floor(d * scale));
+    float f = static_cast<float>((d + 1) - (s + 1) * inv_scale);
+    f = f <= 0 ? 0.0f : f - static_cast<float>(std::floor(f));
+    if (clamp_border && s + 1 >= ssize) {
+      k.xmax = std::min(k.xmax, d);
+      if (s >= ssize - 1) f = 0.0f, s = ssize - 1;
+    }
+    k.idx[static_cast<std::size_t>(d)] = s;
+    k.w0[static_cast<std::size_t>(d)] = static_cast<long>(rint_f((1.0f - f) * 2048.0f));
+    k.w1[static_cast<std::size_t>(d)] = static_cast<long>(rint_f(f * 2048.0f));
+  }
+  return k;
+}
+
+Frame linear_area(const Frame& in, int nh, int nw) {
+  const int h = in.height, w = in.width;
+  const LinearCoeffs xc = linear_area_coeffs(w, nw, true), yc = linear_area_coeffs(h, nh, false);
+  std::vector<long> rows(static_cast<std::size_t>(h) * nw * 3);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < nw; ++x) {
+      const long xi = xc.idx[static_cast<std::size_t>(x)];
+      const long right = std::min<long>(xi + 1, w - 1);
+      for (int c = 0; c < 3; ++c) {
+        const long a = in.rgb[(static_cast<std::size_t>(y) * w + xi) * 3 + c];
+        const long b = in.rgb[(static_cast<std::size_t>(y) * w + right) * 3 + c];
+        rows[(static_cast<std::size_t>(y) * nw + x) * 3 + c] =
+            x >= xc.xmax ? a * 2048 : a * xc.w0[static_cast<std::size_t>(x)] + b * xc.w1[static_cast<std::size_t>(x)];
+      }
+    }
+  }
+  Frame f = blank(nh, nw);
+  for (int y = 0; y < nh; ++y) {
+    const long yi = yc.idx[static_cast<std::size_t>(y)];
+    const long r0 = std::clamp<long>(yi, 0, h - 1), r1 = std::clamp<long>(yi + 1, 0, h - 1);
+    const long b0 = yc.w0[static_cast<std::size_t>(y)], b1 = yc.w1[static_cast<std::size_t>(y)];
+    for (int i = 0; i < nw * 3; ++i) {
+      const long v0 = rows[static_cast<std::size_t>(r0) * nw * 3 + i], v1 = rows[static_cast<std::size_t>(r1) * nw * 3 + i];
+      const long v = (((b0 * (v0 >> 4)) >> 16) + ((b1 * (v1 >> 4)) >> 16) + 2) >> 2;
+      f.rgb[static_cast<std::size_t>(y) * nw * 3 + i] = sat_u8(v);
+    }
+  }
+  return f;
+}
+
+// ---- Pillow's bicubic ------------------------------------------------------------------------------
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double bicubic(double x) {
+  const double a = -0.5;
+  x = std::fabs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+struct PilTaps {
+  int xmin;
+  std::vector<long> k;
+};
+
+std::vector<PilTaps> pil_coeffs(int in_size, int out_size) {
+  const double scale = static_cast<double>(in_size) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = 2.0 * filterscale;
+  std::vector<PilTaps> out;
+  out.reserve(static_cast<std::size_t>(out_size));
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
+    std::vector<double> ws(static_cast<std::size_t>(std::max(xmax, 0)));
+    double total = 0.0;
+    for (int x = 0; x < xmax; ++x) ws[static_cast<std::size_t>(x)] = bicubic((x + xmin - center + 0.5) * ss);
+    for (const double wv : ws) total += wv;
+    PilTaps t{xmin, {}};
+    for (double wv : ws) {
+      if (total != 0.0) wv /= total;
+      const double scaled = wv * static_cast<double>(1L << kPrecisionBits);
+      t.k.push_back(static_cast<long>(wv < 0 ? -0.5 + scaled : 0.5 + scaled));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// One pass along x (horizontal) or y (vertical).
+Frame pil_pass(const Frame& in, int out_size, bool horizontal) {
+  const std::vector<PilTaps> taps = pil_coeffs(horizontal ? in.width : in.height, out_size);
+  Frame f = horizontal ? blank(in.height, out_size) : blank(out_size, in.width);
+  const int other = horizontal ? in.height : in.width;
+  for (int o = 0; o < out_size; ++o) {
+    const PilTaps& t = taps[static_cast<std::size_t>(o)];
+    for (int j = 0; j < other; ++j) {
+      for (int c = 0; c < 3; ++c) {
+        long acc = 1L << (kPrecisionBits - 1);
+        for (std::size_t q = 0; q < t.k.size(); ++q) {
+          const int s = t.xmin + static_cast<int>(q);
+          const std::size_t at = horizontal ? (static_cast<std::size_t>(j) * in.width + s) * 3 + c
+                                            : (static_cast<std::size_t>(s) * in.width + j) * 3 + c;
+          acc += static_cast<long>(in.rgb[at]) * t.k[q];
+        }
+        const std::size_t dst = horizontal ? (static_cast<std::size_t>(j) * out_size + o) * 3 + c
+                                           : (static_cast<std::size_t>(o) * in.width + j) * 3 + c;
+        f.rgb[dst] = acc <= 0 ? 0 : sat_u8(acc >> kPrecisionBits);
+      }
+    }
+  }
+  return f;
+}
+
+// ---- the pipeline ---------------------------------------------------------------------------------
+
+Frame letterbox(const Frame& in) {
+  if (in.height == in.width) return in;
+  const int side = std::max(in.height, in.width);
+  const int top = (side - in.height) / 2, left = (side - in.width) / 2;
+  Frame f = blank(side, side);
+  for (int y = 0; y < in.height; ++y) {
+    std::copy_n(in.rgb.data() + static_cast<std::size_t>(y) * in.width * 3, static_cast<std::size_t>(in.width) * 3,
+                f.rgb.data() + (static_cast<std::size_t>(y + top) * side + left) * 3);
+  }
+  return f;
+}
+
+Frame smallest_max_size(const Frame& in, int max_size) {
+  const double scale = max_size / static_cast<double>(std::min(in.height, in.width));
+  if (scale == 1.0) return in;
+  return resize_area(in, static_cast<int>(round_even(in.height * scale)), static_cast<int>(round_even(in.width * scale)));
+}
+
+Frame center_crop(const Frame& in, double fraction) {
+  const int ch = std::max(1, static_cast<int>(in.height * fraction)), cw = std::max(1, static_cast<int>(in.width * fraction));
+  const int y0 = (in.height - ch) / 2, x0 = (in.width - cw) / 2;
+  Frame f = blank(ch, cw);
+  for (int y = 0; y < ch; ++y) {
+    std::copy_n(in.rgb.data() + (static_cast<std::size_t>(y + y0) * in.width + x0) * 3, static_cast<std::size_t>(cw) * 3,
+                f.rgb.data() + static_cast<std::size_t>(y) * cw * 3);
+  }
+  return f;
+}
+
+constexpr int kFactor = 28;
+constexpr long kMinPixels = 4L * 28 * 28, kMaxPixels = 4096L * 28 * 28;
+constexpr int kMaxRatio = 200, kMaxSide = 7000;
+
+}  // namespace
+
+Frame resize_area(const Frame& in, int nh, int nw) {
+  if (nh == in.height && nw == in.width) return in;
+  const double inv_x = static_cast<double>(nw) / in.width, inv_y = static_cast<double>(nh) / in.height;
+  const double scale_x = 1.0 / inv_x, scale_y = 1.0 / inv_y;
+  if (scale_x >= 1 && scale_y >= 1) {
+    const long ix = round_even(scale_x), iy = round_even(scale_y);
+    if (std::fabs(scale_x - static_cast<double>(ix)) < DBL_EPSILON && std::fabs(scale_y - static_cast<double>(iy)) < DBL_EPSILON) {
+      return area_fast(in, static_cast<int>(ix), static_cast<int>(iy));
+    }
+    return area_float(in, nh, nw, scale_x, scale_y);
+  }
+  return linear_area(in, nh, nw);
+}
+
+Frame resize_bicubic(const Frame& in, int nh, int nw) {
+  Frame out = in;
+  if (nw != in.width) out = pil_pass(out, nw, true);
+  if (nh != in.height) out = pil_pass(out, nh, false);
+  return out;
+}
+
+Expected<std::pair<int, int>> smart_resize(int h, int w) {
+  if (h < 1 || w < 1) return invalid_argument("frame " + std::to_string(w) + "x" + std::to_string(h) + " is empty");
+  if (static_cast<double>(std::max(h, w)) / std::min(h, w) > kMaxRatio) {
+    return invalid_argument("frame " + std::to_string(w) + "x" + std::to_string(h) + ": aspect ratio above " +
+                            std::to_string(kMaxRatio) + " (the Eagle processor refuses it); crop the camera image");
+  }
+  long hb = std::min<long>(std::max<long>(kFactor, round_even(static_cast<double>(h) / kFactor) * kFactor), kMaxSide);
+  long wb = std::min<long>(std::max<long>(kFactor, round_even(static_cast<double>(w) / kFactor) * kFactor), kMaxSide);
+  if (hb * wb > kMaxPixels) {
+    const double beta = std::sqrt(static_cast<double>(hb * wb) / kMaxPixels);
+    hb = static_cast<long>(std::floor(hb / beta / kFactor)) * kFactor;
+    wb = static_cast<long>(std::floor(wb / beta / kFactor)) * kFactor;
+  } else if (hb * wb < kMinPixels) {
+    const double beta = std::sqrt(static_cast<double>(kMinPixels) / (static_cast<double>(h) * w));
+    hb = static_cast<long>(std::ceil(h * beta / kFactor)) * kFactor;
+    wb = static_cast<long>(std::ceil(w * beta / kFactor)) * kFactor;
+  }
+  return std::make_pair(static_cast<int>(hb), static_cast<int>(wb));
+}
+
+Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options) {
+  if (in.height < 1 || in.width < 1 ||
+      in.rgb.size() != static_cast<std::size_t>(in.height) * static_cast<std::size_t>(in.width) * 3) {
+    return invalid_argument("a frame must be uint8 RGB [H, W, 3] with H, W >= 1; got " + std::to_string(in.height) + "x" +
+                            std::to_string(in.width) + " with " + std::to_string(in.rgb.size()) + " bytes");
+  }
+  if (options.shortest_edge < 1 || !(options.crop_fraction > 0.0 && options.crop_fraction <= 1.0)) {
+    return invalid_argument("frame options: shortest_edge must be >= 1 and crop_fraction in (0, 1]");
+  }
+  Frame f = options.letterbox ? letterbox(in) : in;
+  f = smallest_max_size(f, options.shortest_edge);
+  f = center_crop(f, options.crop_fraction);
+  f = smallest_max_size(f, options.shortest_edge);
+  EDGEVLA_ASSIGN_OR_RETURN(auto hw, smart_resize(f.height, f.width));
+  return resize_bicubic(f, hw.first, hw.second);
+}
+
+void normalize_pixels(const Frame& frame, float* out) {
+  const std::size_t plane = static_cast<std::size_t>(frame.height) * static_cast<std::size_t>(frame.width);
+  for (std::size_t i = 0; i < plane; ++i) {
+    for (int c = 0; c < 3; ++c) {
+      const float x = static_cast<float>(frame.rgb[i * 3 + static_cast<std::size_t>(c)]);
+      out[static_cast<std::size_t>(c) * plane + i] = (x - 127.5f) / 127.5f;
+    }
+  }
+}
+
+}  // namespace edgevla::model::groot

@@ -1,0 +1,47 @@
+// GR00T N1.6's camera-frame pipeline, to the rounding of the libraries the published model was
+// trained with (../shared/notes/groot-n16.md §2, §8; the NumPy reference is
+// tests/reference/groot/image_ref.py):
+//   optional letterbox (black bars to a square, top/left get floor(pad / 2)),
+//   SmallestMaxSize(256) with OpenCV's INTER_AREA, centre crop to int(0.95 H) × int(0.95 W),
+//   SmallestMaxSize(256) again, then the Eagle processor's smart_resize to multiples of 28 and
+//   Pillow's bicubic resize; pixels (x − 127.5) / 127.5 as f32 [3, H, W].
+// OpenCV's INTER_AREA (its fast integer-factor path, the float area path and the fixed-point
+// path it takes when enlarging) and Pillow's 8-bit bicubic resampler are written out from their
+// algorithms; neither library is linked. Frames are uint8 RGB [H, W, 3].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/status.hpp"
+
+namespace edgevla::model::groot {
+
+// An 8-bit RGB frame, row-major [height][width][3].
+struct Frame {
+  int height = 0, width = 0;
+  std::vector<std::uint8_t> rgb;
+};
+
+struct FrameOptions {
+  int shortest_edge = 256;
+  double crop_fraction = 0.95;
+  bool letterbox = false;
+};
+
+// cv2.resize(frame, (w, h), interpolation=INTER_AREA).
+Frame resize_area(const Frame& in, int height, int width);
+// PIL Image.resize((w, h)) with BICUBIC: horizontal pass, then vertical, each rounded to uint8.
+Frame resize_bicubic(const Frame& in, int height, int width);
+// Eagle's smart_resize of a height × width image: {height, width} multiples of 28; an aspect
+// ratio above 200 is an error.
+Expected<std::pair<int, int>> smart_resize(int height, int width);
+
+// The whole pipeline for one frame: the uint8 frame the vision tower sees.
+Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options = {});
+// (x − 127.5) / 127.5 in f32, channels first: out[c · H · W + y · W + x].
+void normalize_pixels(const Frame& frame, float* out);
+// Vision tokens of a preprocessed frame after the 2 × 2 pixel-unshuffle: (H / 28) · (W / 28).
+inline int vision_tokens(const Frame& frame) { return (frame.height / 28) * (frame.width / 28); }
+
+}  // namespace edgevla::model::groot
