@@ -6,8 +6,10 @@
 // Padding rows are ignored; bad inputs are errors naming the tensor.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -20,6 +22,20 @@
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "tests/model/preprocess_test_util.hpp"
+
+// Counts heap allocations made while `g_counting` is set (this binary replaces operator new;
+// GCC cannot see that the replaced pair matches).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+static std::atomic<bool> g_counting{false};
+static std::atomic<long> g_allocations{0};
+void* operator new(std::size_t n) {
+  if (g_counting.load(std::memory_order_relaxed))
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace edgevla::backends {
 namespace {
@@ -308,6 +324,54 @@ TEST_F(GrootActionHeadCpuTest, OtherStepCounts) {
   EXPECT_GT(rel_l2(a, in.actions, 0, in.actions.size()), 1e-3);
   EXPECT_FALSE(e->run(RunOptions{0}).is_ok());
   EXPECT_FALSE(e->run(RunOptions{9}).is_ok());  // beyond max_steps
+}
+
+// Backbone features may come in bf16 (a CUDA backbone's): rounded inputs, nearly the same actions.
+TEST_F(GrootActionHeadCpuTest, Bf16FeaturesAreAccepted) {
+  auto e = engine("small");
+  ASSERT_NE(e, nullptr);
+  Inputs in = read_inputs(*dir_ / "small_droid.safetensors");
+  Tensor bf = *Tensor::empty(DType::kBF16, in.features.shape());
+  auto* bits = bf.data<std::uint16_t>();
+  for (std::int64_t i = 0; i < bf.numel(); ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, in.features.data<float>() + i, sizeof u);
+    bits[i] = static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >>
+                                         16);  // round to nearest even
+  }
+  in.features = bf;
+  ASSERT_TRUE(bind_all(*e, in).is_ok());
+  ASSERT_TRUE(e->run(RunOptions{4}).is_ok());
+  const double err = rel_l2(e->output("actions")->data<float>(), in.actions, 0, in.actions.size());
+  EXPECT_GT(err, 1e-7);  // the rounding shows
+  EXPECT_LE(err, 5e-3);
+}
+
+// After a first run (the embodiment's slices converted), a run allocates the same whatever its
+// step count: nothing inside the step loop.
+TEST_F(GrootActionHeadCpuTest, StepsAllocateNothing) {
+  auto e = engine("tiny_bf16");
+  ASSERT_NE(e, nullptr);
+  const Inputs in = read_inputs(*dir_ / "tiny_bf16_libero.safetensors");
+  ASSERT_TRUE(bind_all(*e, in).is_ok());
+  ASSERT_TRUE(e->run(RunOptions{4}).is_ok());
+  g_allocations = 0;
+  g_counting = true;
+  ::operator delete(::operator new(16));  // the counter itself works (a call, not elidable)
+  g_counting = false;
+  ASSERT_EQ(g_allocations.load(), 1);
+  std::vector<long> counts;
+  for (int steps : {2, 4, 8}) {
+    g_allocations = 0;
+    g_counting = true;
+    const Status s = e->run(RunOptions{steps});
+    g_counting = false;
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    counts.push_back(g_allocations.load());
+  }
+  EXPECT_EQ(counts[0], counts[1]);
+  EXPECT_EQ(counts[0], counts[2]) << "allocations grow with the number of steps";
+  EXPECT_LE(counts[0], 4);  // the run's timing entries, nothing per chunk either
 }
 
 TEST_F(GrootActionHeadCpuTest, BadInputsAreClearErrors) {

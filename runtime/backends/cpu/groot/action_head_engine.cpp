@@ -6,6 +6,7 @@
 // The time conditioning of the default steps is computed when the engine is created; every
 // buffer a run touches is allocated then too.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -87,10 +88,10 @@ class ActionHeadEngine final : public EngineBase {
   void pack_features(std::int64_t n);
   void select_embodiment(std::int64_t e);
   void step(int bucket, const float* mods, float* velocity);
-  std::vector<CategoryLinear*> categories() {
+  std::array<CategoryLinear*, 7> categories() {
     return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
   }
-  std::vector<const CategoryLinear*> categories() const {
+  std::array<const CategoryLinear*, 7> categories() const {
     return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
   }
 
