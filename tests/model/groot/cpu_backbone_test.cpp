@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 
@@ -61,6 +62,7 @@ struct Case {
   std::string instruction = kPromptA;
   int pad = 0;              // extra left padding tokens
   std::string image_sizes;  // "HxW,HxW": frames of these sizes (else --random-images at 480x640)
+  DType weights = DType::kF32;
 };
 
 // A generated f32 checkpoint, the reference's stage outputs for `c`, and the engine's inputs.
@@ -71,7 +73,7 @@ class GrootBackboneCpu : public ::testing::Test {
     const std::string ck = *dir_ / c.preset;
     mg::GenerateOptions g;
     g.preset = c.preset;
-    g.dtype = DType::kF32;
+    g.dtype = c.weights;
     g.seed = 5;
     ASSERT_TRUE(mg::generate_checkpoint(g, ck).is_ok());
     const std::string script =
@@ -101,9 +103,10 @@ class GrootBackboneCpu : public ::testing::Test {
         "t = io.load(sys.argv[2]); out = {k: v for k, v in t.items() if "
         "k.startswith('pixel_values.')}\n"
         "out.update(image_embeds=t['image_embeds'], backbone_features=t['backbone_features'],\n"
-        "           input_ids=t['input_ids'].astype(np.int32), "
-        "attention_mask=t['attention_mask'],\n"
-        "           image_mask=t['image_mask'])\n"
+        "           input_ids=t['input_ids'].astype(np.int32), state=t['state'], "
+        "noise=t['noise'],\n"
+        "           embodiment_id=t['embodiment_id'], actions_normalized=t['actions_normalized'],\n"
+        "           attention_mask=t['attention_mask'], image_mask=t['image_mask'])\n"
         "io.save(sys.argv[3], out)";
     auto reference = [&](const std::string& extra) {
       const std::string cmd = std::string(kPython) + " " + script + " --checkpoint " + ck + images +
@@ -132,9 +135,10 @@ class GrootBackboneCpu : public ::testing::Test {
     model_ = std::make_shared<mg::GrootModel>(std::move(*opened));
     auto backend = make_backend("cpu");
     ASSERT_TRUE(backend.has_value()) << backend.status().to_string();
+    backend_ = std::move(*backend);
     EngineOptions o;
     o.threads = 2;
-    auto e = (*backend)->create(*model_, model::kBackbone, o);
+    auto e = backend_->create(*model_, model::kBackbone, o);
     ASSERT_TRUE(e.has_value()) << e.status().to_string();
     engine_ = std::move(*e);
 
@@ -195,6 +199,7 @@ class GrootBackboneCpu : public ::testing::Test {
   std::unique_ptr<ScratchDir> dir_;
   std::unique_ptr<model::SafetensorsFile> ref_;
   std::shared_ptr<const model::Model> model_;
+  std::shared_ptr<Backend> backend_;
   std::unique_ptr<Engine> engine_;
   std::vector<Tensor> pixels_;
   Tensor ids_, mask_;
@@ -251,6 +256,86 @@ TEST_F(GrootBackboneCpu, RepeatedRunIsIdenticalAndAllocatesNothing) {
   ASSERT_EQ(again.shape(), first.shape());
   for (std::int64_t i = 0; i < first.numel(); ++i)
     ASSERT_EQ(again.data<float>()[i], first.data<float>()[i]) << i;
+}
+
+TEST_F(GrootBackboneCpu, TinyBf16WeightsMatchReference) {
+  // bf16 matrices are widened panel by panel while multiplying; the reference widens the same
+  // rounded values, so f32 compute agrees as tightly as with f32 weights.
+  ASSERT_NO_FATAL_FAILURE(prepare({.views = 2,
+                                   .embodiment = "libero_panda",
+                                   .instruction = kPromptB,
+                                   .weights = DType::kBF16}));
+  ASSERT_NO_FATAL_FAILURE(run_and_compare());
+}
+
+TEST_F(GrootBackboneCpu, Bf16PixelsEqualTheirF32Values) {
+  // Pixels bound as bf16 give exactly what the same values bound as f32 give.
+  ASSERT_NO_FATAL_FAILURE(prepare({.views = 2, .embodiment = "libero_panda"}));
+  std::vector<Tensor> bf16, widened;
+  for (const Tensor& p : pixels_) {
+    Tensor b = *Tensor::empty(DType::kBF16, p.shape());
+    Tensor f = *Tensor::empty(DType::kF32, p.shape());
+    auto* bits = reinterpret_cast<std::uint16_t*>(b.raw_data());
+    for (std::int64_t i = 0; i < p.numel(); ++i) {
+      std::uint32_t u;
+      std::memcpy(&u, p.data<float>() + i, sizeof u);
+      bits[i] = static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest even
+      const std::uint32_t back = static_cast<std::uint32_t>(bits[i]) << 16;
+      std::memcpy(f.data<float>() + i, &back, sizeof back);
+    }
+    bf16.push_back(std::move(b));
+    widened.push_back(std::move(f));
+  }
+  auto features = [&](const std::vector<Tensor>& views) {
+    engine_->clear_bindings();
+    for (std::size_t k = 0; k < views.size(); ++k) {
+      EXPECT_TRUE(engine_->bind("image." + std::to_string(k), views[k]).is_ok());
+    }
+    EXPECT_TRUE(engine_->bind("input_ids", ids_).is_ok());
+    EXPECT_TRUE(engine_->bind("attention_mask", mask_).is_ok());
+    const Status s = engine_->run({});
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return *engine_->output("backbone_features")->clone();
+  };
+  const Tensor a = features(bf16), b = features(widened);
+  ASSERT_EQ(a.shape(), b.shape());
+  for (std::int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+  // The rounding really changed the input: the features moved, a little.
+  const double moved =
+      rel_l2(a.data<float>(), tensor("backbone_features").data<float>(), a.numel());
+  EXPECT_GT(moved, 0.0);
+  EXPECT_LT(moved, 0.05);
+}
+
+TEST_F(GrootBackboneCpu, BackboneThenActionHeadGiveTheReferenceActions) {
+  // The backbone's outputs go to the action head as the nodes pass them (vlln is the head's).
+  ASSERT_NO_FATAL_FAILURE(
+      prepare({.views = 3, .embodiment = "oxe_droid", .instruction = kPromptB, .pad = 4}));
+  ASSERT_TRUE(bind_all().is_ok());
+  ASSERT_TRUE(engine_->run({}).is_ok());
+  EngineOptions o;
+  o.threads = 2;
+  auto head = backend_->create(*model_, model::kActionHead, o);
+  ASSERT_TRUE(head.has_value()) << head.status().to_string();
+  Engine& h = **head;
+  for (const char* name : {"backbone_features", "attention_mask", "image_mask"}) {
+    auto t = engine_->output(name);
+    ASSERT_TRUE(t.has_value()) << name;
+    ASSERT_TRUE(h.bind(name, *t).is_ok()) << name;
+  }
+  for (const char* name : {"state", "embodiment_id", "noise"}) {
+    ASSERT_TRUE(h.bind(name, tensor(name)).is_ok()) << name;
+  }
+  const Status s = h.run(RunOptions{model_->default_num_steps()});
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  const Tensor want = tensor("actions_normalized");
+  auto actions = h.output("actions");
+  ASSERT_TRUE(actions.has_value());
+  ASSERT_EQ(actions->shape(), want.shape());
+  const double err = rel_l2(actions->data<float>(), want.data<float>(), want.numel());
+  std::printf("actions_normalized %s rel-L2 %.3g\n", want.shape().to_string().c_str(), err);
+  EXPECT_LE(err, 1e-4);
 }
 
 TEST_F(GrootBackboneCpu, BadInputIsRefusedByName) {
