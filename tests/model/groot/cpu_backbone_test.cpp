@@ -177,7 +177,10 @@ class GrootBackboneCpu : public ::testing::Test {
     const Tensor want = tensor("backbone_features");
     ASSERT_EQ(feats->shape(), want.shape());
     const double err = rel_l2(feats->data<float>(), want.data<float>(), want.numel());
-    std::printf("backbone_features %s rel-L2 %.3g\n", want.shape().to_string().c_str(), err);
+    const RunTimings& t = engine_->last_timings();
+    std::printf("backbone_features %s rel-L2 %.3g (%.1f ms: vision %.1f, llm %.1f)\n",
+                want.shape().to_string().c_str(), err, t.total_ms, t.parts.at(0).second,
+                t.parts.at(1).second);
     EXPECT_LE(err, 1e-4);
     auto embeds = engine_->output("image_embeds");
     ASSERT_TRUE(embeds.has_value());
