@@ -754,52 +754,49 @@ Expected<Tokenizer> Tokenizer::load(const std::string& path) {
   return Tokenizer(std::move(impl));
 }
 
-Expected<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text) const {
-  if (auto bad = first_invalid_utf8(text))
-    return invalid_utf8("groot tokenizer: the text to encode", text, *bad);
-  std::vector<std::int32_t> ids;
+namespace {
+
+// The walk encode and pre_tokenize share: added tokens split out first (on_added(segment, id)),
+// every other segment normalised and cut by the split regex (on_piece(piece)).
+template <class ImplT, class OnAdded, class OnPiece>
+Status walk_text(const ImplT& impl, std::string_view text, const char* what, OnAdded on_added, OnPiece on_piece) {
+  if (auto bad = first_invalid_utf8(text)) return invalid_utf8(what, text, *bad);
   Status status;
-  impl_->split_added(text, [&](std::string_view segment, std::int32_t added_id) {
+  impl.split_added(text, [&](std::string_view segment, std::int32_t added_id) {
     if (!status.is_ok()) return;
     if (added_id >= 0) {
-      ids.push_back(added_id);
+      on_added(segment, added_id);
       return;
     }
-    Expected<std::string> normalized = impl_->normalize(segment);
+    Expected<std::string> normalized = impl.normalize(segment);
     if (!normalized) {
       status = normalized.status();
       return;
     }
     const std::string& s = *normalized;
-    status = impl_->split->for_each_match(s, [&](std::size_t b, std::size_t e) {
-      impl_->bpe(std::string_view(s).substr(b, e - b), ids);
-    });
+    status = impl.split->for_each_match(
+        s, [&](std::size_t b, std::size_t e) { on_piece(std::string_view(s).substr(b, e - b)); });
   });
-  if (!status.is_ok()) return status;
+  return status;
+}
+
+}  // namespace
+
+Expected<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text) const {
+  std::vector<std::int32_t> ids;
+  EDGEVLA_RETURN_IF_ERROR(walk_text(
+      *impl_, text, "groot tokenizer: the text to encode",
+      [&](std::string_view, std::int32_t id) { ids.push_back(id); },
+      [&](std::string_view piece) { impl_->bpe(piece, ids); }));
   return ids;
 }
 
 Expected<std::vector<std::string>> Tokenizer::pre_tokenize(std::string_view text) const {
-  if (auto bad = first_invalid_utf8(text))
-    return invalid_utf8("groot tokenizer: the text to split", text, *bad);
   std::vector<std::string> pieces;
-  Status status;
-  impl_->split_added(text, [&](std::string_view segment, std::int32_t added_id) {
-    if (!status.is_ok()) return;
-    if (added_id >= 0) {
-      pieces.emplace_back(segment);
-      return;
-    }
-    Expected<std::string> normalized = impl_->normalize(segment);
-    if (!normalized) {
-      status = normalized.status();
-      return;
-    }
-    const std::string& s = *normalized;
-    status = impl_->split->for_each_match(
-        s, [&](std::size_t b, std::size_t e) { pieces.push_back(s.substr(b, e - b)); });
-  });
-  if (!status.is_ok()) return status;
+  EDGEVLA_RETURN_IF_ERROR(walk_text(
+      *impl_, text, "groot tokenizer: the text to split",
+      [&](std::string_view segment, std::int32_t) { pieces.emplace_back(segment); },
+      [&](std::string_view piece) { pieces.emplace_back(piece); }));
   return pieces;
 }
 

@@ -8,14 +8,12 @@
 #include <vector>
 
 #include "runtime/backends/cpu/kernels.hpp"
+#include "runtime/backends/cpu/weight_views.hpp"
 #include "runtime/model/groot/checkpoint.hpp"
 
 namespace edgevla::backends::cpu::groot_backbone {
 
-struct SiglipLayer {
-  std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
-  Linear q, k, v, o, fc1, fc2;
-};
+using SiglipLayer = VisionLayer;  // the same encoder layer as pi0's tower (weight_views.hpp)
 
 struct SiglipWeights {
   Linear patch;                 // [width, patch·patch·channels], patches flattened (py, px, c)

@@ -5,38 +5,20 @@ namespace {
 
 using model::Checkpoint;
 
-Expected<Tensor> get(const Checkpoint& ck, const std::string& name) {
-  auto t = ck.weight(name);
-  if (!t) return t.status();
-  if (!t->is_contiguous()) return internal_error("weight '" + name + "' is not contiguous");
-  return t;
+WeightLookup lookup(const Checkpoint& ck) {
+  return [&ck](const std::string& name) { return ck.weight(name); };
 }
 
+Expected<Tensor> get(const Checkpoint& ck, const std::string& name) { return contiguous_weight(lookup(ck), name); }
+
 Expected<std::vector<float>> vec(const Checkpoint& ck, const std::string& name) {
-  auto t = get(ck, name);
-  if (!t) return t.status();
-  std::vector<float> out(static_cast<std::size_t>(t->numel()));
-  to_f32(t->dtype(), t->raw_data(), out.data(), t->numel());
-  return out;
+  return weight_vector(lookup(ck), name);
 }
 
 // A Linear over "<name>.weight" (+ "<name>.bias" when `bias`).
 Expected<Linear> lin(const Checkpoint& ck, const std::string& name, bool bias) {
-  auto w = get(ck, name + ".weight");
-  if (!w) return w.status();
-  Linear l;
-  l.w = w->raw_data();
-  l.dtype = w->dtype();
-  l.out = w->shape()[0];
-  l.in = w->numel() / l.out;  // conv weights [out, c, p, p] flatten to [out, c·p·p]
-  if (bias) {
-    auto b = vec(ck, name + ".bias");
-    if (!b) return b.status();
-    l.bias = std::move(*b);
-  }
-  return l;
+  return weight_linear(lookup(ck), name, bias);
 }
-
 
 Status load_tower(const Checkpoint& ck, std::string_view prefix, const model::GemmaDims& dims,
                   bool adaptive, TowerWeights& out) {
@@ -73,22 +55,7 @@ Expected<VisionWeights> load_vision(const Checkpoint& ck) {
   VisionWeights w;
   EDGEVLA_ASSIGN_OR_RETURN(w.patch, lin(ck, v + "embeddings.patch_embedding", true));
   EDGEVLA_ASSIGN_OR_RETURN(w.position, vec(ck, v + "embeddings.position_embedding.weight"));
-  const int depth = ck.config().vision.depth;
-  w.layers.resize(static_cast<std::size_t>(depth));
-  for (int i = 0; i < depth; ++i) {
-    VisionLayer& l = w.layers[static_cast<std::size_t>(i)];
-    const std::string b = v + "encoder.layers." + std::to_string(i) + ".";
-    EDGEVLA_ASSIGN_OR_RETURN(l.ln1_w, vec(ck, b + "layer_norm1.weight"));
-    EDGEVLA_ASSIGN_OR_RETURN(l.ln1_b, vec(ck, b + "layer_norm1.bias"));
-    EDGEVLA_ASSIGN_OR_RETURN(l.ln2_w, vec(ck, b + "layer_norm2.weight"));
-    EDGEVLA_ASSIGN_OR_RETURN(l.ln2_b, vec(ck, b + "layer_norm2.bias"));
-    EDGEVLA_ASSIGN_OR_RETURN(l.q, lin(ck, b + "self_attn.q_proj", true));
-    EDGEVLA_ASSIGN_OR_RETURN(l.k, lin(ck, b + "self_attn.k_proj", true));
-    EDGEVLA_ASSIGN_OR_RETURN(l.v, lin(ck, b + "self_attn.v_proj", true));
-    EDGEVLA_ASSIGN_OR_RETURN(l.o, lin(ck, b + "self_attn.out_proj", true));
-    EDGEVLA_ASSIGN_OR_RETURN(l.fc1, lin(ck, b + "mlp.fc1", true));
-    EDGEVLA_ASSIGN_OR_RETURN(l.fc2, lin(ck, b + "mlp.fc2", true));
-  }
+  EDGEVLA_RETURN_IF_ERROR(load_siglip_layers(lookup(ck), v + "encoder.layers.", ck.config().vision.depth, w.layers));
   EDGEVLA_ASSIGN_OR_RETURN(w.post_w, vec(ck, v + "post_layernorm.weight"));
   EDGEVLA_ASSIGN_OR_RETURN(w.post_b, vec(ck, v + "post_layernorm.bias"));
   EDGEVLA_ASSIGN_OR_RETURN(w.projector, lin(ck, std::string(model::kProjector.substr(0, model::kProjector.size() - 1)), true));

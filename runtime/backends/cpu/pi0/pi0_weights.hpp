@@ -6,14 +6,10 @@
 #include <vector>
 
 #include "runtime/backends/cpu/kernels.hpp"
+#include "runtime/backends/cpu/weight_views.hpp"
 #include "runtime/model/pi0/checkpoint.hpp"
 
 namespace edgevla::backends::cpu {
-
-struct VisionLayer {
-  std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
-  Linear q, k, v, o, fc1, fc2;
-};
 
 struct VisionWeights {
   Linear patch;                  // [width, 3·p·p]
