@@ -23,6 +23,24 @@ Expected<std::vector<float>> weight_vector(const WeightLookup& get, const std::s
 // "<name>.bias" when `bias`.
 Expected<Linear> weight_linear(const WeightLookup& get, const std::string& name, bool bias);
 
+// The same over any checkpoint type with `Expected<Tensor> weight(name) const`.
+template <class Checkpoint>
+WeightLookup lookup_in(const Checkpoint& ck) {
+  return [&ck](const std::string& name) { return ck.weight(name); };
+}
+template <class Checkpoint>
+Expected<Tensor> weight(const Checkpoint& ck, const std::string& name) {
+  return contiguous_weight(lookup_in(ck), name);
+}
+template <class Checkpoint>
+Expected<std::vector<float>> weight_vec(const Checkpoint& ck, const std::string& name) {
+  return weight_vector(lookup_in(ck), name);
+}
+template <class Checkpoint>
+Expected<Linear> weight_lin(const Checkpoint& ck, const std::string& name, bool bias) {
+  return weight_linear(lookup_in(ck), name, bias);
+}
+
 // One SigLIP encoder layer: LayerNorms with bias, attention projections and MLP with biases.
 struct VisionLayer {
   std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
