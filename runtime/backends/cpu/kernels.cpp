@@ -219,9 +219,10 @@ void linear(KernelContext& ctx, const float* x, std::int64_t m, std::int64_t ldx
   if (add_bias && !w.bias.empty()) add_bias_rows(y, m, w.out, ldy, w.bias.data());
 }
 
+// `adaptive`: w is a modulation scale applied as (1 + w) (DiT's AdaLN), else the norm's weight.
 EDGEVLA_KERNEL static void layer_norm_rows(const float* x, std::int64_t r0, std::int64_t r1,
                                            std::int64_t width, const float* w, const float* b,
-                                           float eps, float* y) {
+                                           float eps, bool adaptive, float* y) {
   for (std::int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * width;
     float* yr = y + r * width;
@@ -235,14 +236,25 @@ EDGEVLA_KERNEL static void layer_norm_rows(const float* x, std::int64_t r0, std:
     }
     var /= static_cast<float>(width);
     const float inv = 1.0f / std::sqrt(var + eps);
-    for (std::int64_t i = 0; i < width; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
+    if (adaptive) {
+      for (std::int64_t i = 0; i < width; ++i) yr[i] = (xr[i] - mean) * inv * (1.0f + w[i]) + b[i];
+    } else {
+      for (std::int64_t i = 0; i < width; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
+    }
   }
 }
 
 void layer_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width,
                 const float* w, const float* b, float eps, float* y) {
   ctx.pool().parallel_for(rows, std::max<std::int64_t>(1, 16384 / width), [&](std::int64_t r0, std::int64_t r1) {
-    layer_norm_rows(x, r0, r1, width, w, b, eps, y);
+    layer_norm_rows(x, r0, r1, width, w, b, eps, false, y);
+  });
+}
+
+void ada_layer_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width, const float* scale,
+                    const float* shift, float eps, float* y) {
+  ctx.pool().parallel_for(rows, std::max<std::int64_t>(1, 16384 / width), [&](std::int64_t r0, std::int64_t r1) {
+    layer_norm_rows(x, r0, r1, width, scale, shift, eps, true, y);
   });
 }
 

@@ -73,6 +73,10 @@ void gemm(KernelContext& ctx, std::int64_t m, std::int64_t n, std::int64_t k, fl
 // LayerNorm over rows: y = (x - mean) / sqrt(var + eps) · w + b.
 void layer_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width,
                 const float* w, const float* b, float eps, float* y);
+// Adaptive LayerNorm (GR00T's DiT): y = (x - mean) / sqrt(var + eps) · (1 + scale) + shift,
+// scale and shift [width] shared by all rows.
+void ada_layer_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width,
+                    const float* scale, const float* shift, float eps, float* y);
 // Gemma RMSNorm: y = x · rsqrt(mean(x²) + eps) · (1 + w).
 void rms_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width,
               const float* w, float eps, float* y);

@@ -35,26 +35,6 @@ Expected<Linear> lin(const Checkpoint& ck, const std::string& name) {
   return l;
 }
 
-void ada_rows(const float* x, std::int64_t r0, std::int64_t r1, std::int64_t width,
-              const float* scale, const float* shift, float eps, float* y) {
-  for (std::int64_t r = r0; r < r1; ++r) {
-    const float* xr = x + r * width;
-    float* yr = y + r * width;
-    float mean = 0.0f;
-    for (std::int64_t i = 0; i < width; ++i) mean += xr[i];
-    mean /= static_cast<float>(width);
-    float var = 0.0f;
-    for (std::int64_t i = 0; i < width; ++i) {
-      const float d = xr[i] - mean;
-      var += d * d;
-    }
-    var /= static_cast<float>(width);
-    const float inv = 1.0f / std::sqrt(var + eps);
-    for (std::int64_t i = 0; i < width; ++i)
-      yr[i] = (xr[i] - mean) * inv * (1.0f + scale[i]) + shift[i];
-  }
-}
-
 std::int64_t linear_bytes(const Linear& l) { return cpu::resident_bytes(l); }
 
 }  // namespace
@@ -64,13 +44,6 @@ void add_bias(float* y, std::int64_t rows, std::int64_t n, std::int64_t ldy, con
     float* yr = y + r * ldy;
     for (std::int64_t i = 0; i < n; ++i) yr[i] += b[i];
   }
-}
-
-void ada_layer_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width,
-                    const float* scale, const float* shift, float eps, float* y) {
-  ctx.pool().parallel_for(
-      rows, std::max<std::int64_t>(1, 16384 / width),
-      [&](std::int64_t r0, std::int64_t r1) { ada_rows(x, r0, r1, width, scale, shift, eps, y); });
 }
 
 // --- CategoryLinear ---------------------------------------------------------------------------

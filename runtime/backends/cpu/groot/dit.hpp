@@ -46,9 +46,6 @@ class CategoryLinear {
 
 // y[r, :] += b for rows of width n (row stride ldy).
 void add_bias(float* y, std::int64_t rows, std::int64_t n, std::int64_t ldy, const float* b);
-// The DiT's AdaLN: y = LayerNorm(x, no affine) · (1 + scale) + shift, scale/shift [width].
-void ada_layer_norm(KernelContext& ctx, const float* x, std::int64_t rows, std::int64_t width,
-                    const float* scale, const float* shift, float eps, float* y);
 
 // The DiT: timestep embedder, blocks (even: cross-attention to the backbone features, text or
 // image tokens; odd: self-attention over state + action tokens), AdaLN output and proj_out_2.
