@@ -105,4 +105,17 @@ class ThreadPool {
   std::atomic<std::uint64_t> joins_{0};
 };
 
+// Parks `pool` when the scope ends: an engine's run() holds one, so the workers sleep as soon
+// as the pass ends (the next stage needs the cores), whichever way run() returns.
+class ParkOnExit {
+ public:
+  explicit ParkOnExit(ThreadPool& pool) : pool_(pool) {}
+  ~ParkOnExit() { pool_.park(); }
+  ParkOnExit(const ParkOnExit&) = delete;
+  ParkOnExit& operator=(const ParkOnExit&) = delete;
+
+ private:
+  ThreadPool& pool_;
+};
+
 }  // namespace edgevla::backends::cpu

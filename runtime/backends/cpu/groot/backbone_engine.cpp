@@ -250,11 +250,7 @@ Status GrootBackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask
 
 Status GrootBackboneEngine::run(const RunOptions&) {
   const auto t0 = std::chrono::steady_clock::now();
-  // The workers sleep as soon as the pass ends: the next stage needs the cores.
-  struct Park {
-    ThreadPool& pool;
-    ~Park() { pool.park(); }
-  } park{ctx_.pool()};
+  const ParkOnExit park(ctx_.pool());
   in_bound_.resize(inputs_.size());
   out_bound_.resize(outputs_.size());
   const std::int64_t W = cfg_.text.hidden_size;

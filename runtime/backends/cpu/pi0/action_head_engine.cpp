@@ -281,11 +281,7 @@ void ActionHeadEngine::step(float t, std::int64_t n_valid, const float* x, float
 
 Status ActionHeadEngine::run(const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  // The workers sleep as soon as the pass ends: the next stage needs the cores.
-  struct Park {
-    ThreadPool& pool;
-    ~Park() { pool.park(); }
-  } park{ctx_.pool()};
+  const ParkOnExit park(ctx_.pool());
   timings_ = {};
   in_bound_.resize(inputs_.size());
   out_bound_.resize(outputs_.size());

@@ -168,11 +168,7 @@ Status BackboneEngine::embed_cameras(const std::vector<const Tensor*>& images, f
 
 Status BackboneEngine::run(const RunOptions&) {
   const auto t0 = std::chrono::steady_clock::now();
-  // The workers sleep as soon as the pass ends: the next stage needs the cores.
-  struct Park {
-    ThreadPool& pool;
-    ~Park() { pool.park(); }
-  } park{ctx_.pool()};
+  const ParkOnExit park(ctx_.pool());
   timings_ = {};
   in_bound_.resize(inputs_.size());
   out_bound_.resize(outputs_.size());
