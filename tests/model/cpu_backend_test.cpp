@@ -17,20 +17,9 @@
 #include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/util/rng.hpp"
+#include "tests/support/allocation_counter.hpp"
 #include "tests/support/test_util.hpp"
 
-// Counts heap allocations made while `g_counting` is set (this binary replaces operator new;
-// GCC cannot see that the replaced pair matches).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-static std::atomic<bool> g_counting{false};
-static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace edgevla::backends {
 namespace {
@@ -428,22 +417,20 @@ TEST(CpuEngines, DenoisingStepsAllocateNothing) {
     ASSERT_TRUE(in);
     auto warm = model::run_forward(*m.backbone, *m.head, c, *in, false);  // binds the cache
     ASSERT_TRUE(warm);
-    g_allocations = 0;
-    g_counting = true;
+    edgevla::testing::count_allocations(true);
     ::operator delete(::operator new(16));  // the counter itself works (a call, not elidable)
-    g_counting = false;
-    ASSERT_EQ(g_allocations.load(), 1);
+    edgevla::testing::count_allocations(false);
+    ASSERT_EQ(edgevla::testing::allocations(), 1);
     long counts[2];
     int i = 0;
     for (int steps : {2, 40}) {
       RunOptions ro;
       ro.num_steps = steps;
-      g_allocations = 0;
-      g_counting = true;
+      edgevla::testing::count_allocations(true);
       Status s = m.head->run(ro);
-      g_counting = false;
+      edgevla::testing::count_allocations(false);
       ASSERT_OK(s);
-      counts[i++] = g_allocations.load();
+      counts[i++] = edgevla::testing::allocations();
     }
     EXPECT_EQ(counts[0], counts[1]) << "allocations grow with the number of steps";
   }

@@ -22,20 +22,8 @@
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "tests/model/preprocess_test_util.hpp"
+#include "tests/support/allocation_counter.hpp"
 
-// Counts heap allocations made while `g_counting` is set (this binary replaces operator new;
-// GCC cannot see that the replaced pair matches).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-static std::atomic<bool> g_counting{false};
-static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed))
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace edgevla::backends {
 namespace {
@@ -355,19 +343,17 @@ TEST_F(GrootActionHeadCpuTest, StepsAllocateNothing) {
   const Inputs in = read_inputs(*dir_ / "tiny_bf16_libero.safetensors");
   ASSERT_TRUE(bind_all(*e, in).is_ok());
   ASSERT_TRUE(e->run(RunOptions{4}).is_ok());
-  g_allocations = 0;
-  g_counting = true;
+  edgevla::testing::count_allocations(true);
   ::operator delete(::operator new(16));  // the counter itself works (a call, not elidable)
-  g_counting = false;
-  ASSERT_EQ(g_allocations.load(), 1);
+  edgevla::testing::count_allocations(false);
+  ASSERT_EQ(edgevla::testing::allocations(), 1);
   std::vector<long> counts;
   for (int steps : {2, 4, 8}) {
-    g_allocations = 0;
-    g_counting = true;
+    edgevla::testing::count_allocations(true);
     const Status s = e->run(RunOptions{steps});
-    g_counting = false;
+    edgevla::testing::count_allocations(false);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
-    counts.push_back(g_allocations.load());
+    counts.push_back(edgevla::testing::allocations());
   }
   EXPECT_EQ(counts[0], counts[1]);
   EXPECT_EQ(counts[0], counts[2]) << "allocations grow with the number of steps";

@@ -19,20 +19,8 @@
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "tests/model/preprocess_test_util.hpp"
+#include "tests/support/allocation_counter.hpp"
 
-// Counts heap allocations made while `g_counting` is set (this binary replaces operator new;
-// GCC cannot see that the replaced pair matches).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-static std::atomic<bool> g_counting{false};
-static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed))
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace edgevla::backends {
 namespace {
@@ -249,12 +237,11 @@ TEST_F(GrootBackboneCpu, RepeatedRunIsIdenticalAndAllocatesNothing) {
   ASSERT_NO_FATAL_FAILURE(prepare({.views = 2, .embodiment = "libero_panda", .pad = 3}));
   ASSERT_NO_FATAL_FAILURE(run_and_compare());
   const Tensor first = *engine_->output("backbone_features")->clone();
-  g_allocations = 0;
-  g_counting = true;
+  edgevla::testing::count_allocations(true);
   const Status s = engine_->run({});
-  g_counting = false;
+  edgevla::testing::count_allocations(false);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
-  EXPECT_EQ(g_allocations.load(), 0);
+  EXPECT_EQ(edgevla::testing::allocations(), 0);
   const Tensor again = *engine_->output("backbone_features");
   ASSERT_EQ(again.shape(), first.shape());
   for (std::int64_t i = 0; i < first.numel(); ++i)
