@@ -13,12 +13,14 @@
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/expert_fused.hpp"
+#include "runtime/backends/cuda/kernels/expert_fused_device.cuh"
 
 namespace edgevla::backends::cuda {
 
 namespace {
 
 using bf16 = __nv_bfloat16;
+using namespace fused_device;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
@@ -26,82 +28,6 @@ constexpr int kMaxRows = 64;      // four m16 tiles
 constexpr int kChunkKeys = 64;    // keys per attention task
 constexpr int kMaxHeadDim = 256;  // the attention's output tile lives in registers
 constexpr int kMaxNormItems = 16;  // width ≤ 16 · 256
-constexpr int kPhasesPerLayer = 10;
-
-// ---- small device helpers ------------------------------------------------------------------
-
-__device__ __forceinline__ void mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                         unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&v);
-}
-
-__device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
-
-__device__ __forceinline__ uint4 ld_cg(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
-__device__ __forceinline__ uint4 ld_ro(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Barrier i of a launch (i = 1, 2, ...) opens when the arrival count reaches i · grid: one
-// atomic per block and a poll. The count is reset by the last block to leave the kernel
-// (finish_barriers), so every launch starts from zero. With a trace buffer, each block's arrival
-// time and block 0's release time are written to slot `bi` (fused_expert_trace_slots).
-__device__ __forceinline__ void grid_barrier(unsigned* bar, unsigned long long* trace, int& bi) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    if (trace != nullptr) trace[bi * (gridDim.x + 1) + blockIdx.x] = global_ns();
-    __threadfence();
-    atomicAdd(bar, 1u);
-    const unsigned target = static_cast<unsigned>(bi) * gridDim.x;
-    while (static_cast<int>(ld_acquire(bar) - target) < 0) {
-    }
-    __threadfence();
-    if (trace != nullptr && blockIdx.x == 0) trace[bi * (gridDim.x + 1) + gridDim.x] = global_ns();
-  }
-  ++bi;
-  __syncthreads();
-}
-
-__device__ __forceinline__ void finish_barriers(unsigned* bar) {
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(bar + 1, 1u) == gridDim.x - 1) {  // every block is past its last barrier
-      atomicExch(bar, 0u);
-      atomicExch(bar + 1, 0u);
-    }
-  }
-}
 
 // ---- GEMM: out[kidx][r][c] = Σ_{k in share kidx} A[r][k] · W[c][k] ------------------------
 //
@@ -139,16 +65,6 @@ __device__ void prefetch_weights(const GemmPhase& g) {
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
   }
 }
-
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ uint4 lds128(const unsigned char* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // Shared memory of a GEMM task: the task's activations [rows][kc] (row stride kc·2 + 64 bytes,
 // conflict-free 16-byte reads), then a ring of kStages weight stages per warp (32 columns × 32 k).
@@ -737,46 +653,6 @@ Expected<FusedExpertArgs> fused_expert_plan(const FusedExpertShape& s, int devic
   const std::int64_t chunks = (s.max_prefix + s.rows + kChunkKeys - 1) / kChunkKeys;
   *attn_bytes = static_cast<std::size_t>(s.kv_heads * mtiles * chunks * 16 * (s.head_dim + 2)) * sizeof(float);
   return a;
-}
-
-int fused_expert_trace_slots(const FusedExpertShape& s) { return kPhasesPerLayer * s.layers + 2; }
-
-std::string fused_expert_trace_report(const FusedExpertShape& s, int grid, const unsigned long long* trace) {
-  static constexpr const char* kNames[kPhasesPerLayer] = {"norm",    "qkv gemm",  "qkv sum+rope", "attention",
-                                                          "combine", "o gemm",    "gated norm",   "gate|up gemm",
-                                                          "geglu",   "down gemm"};
-  const int stride = grid + 1;
-  double work[kPhasesPerLayer] = {}, release[kPhasesPerLayer] = {}, spread[kPhasesPerLayer] = {};
-  for (int l = 0; l < s.layers; ++l) {
-    for (int ph = 0; ph < kPhasesPerLayer; ++ph) {
-      const int b = 1 + l * kPhasesPerLayer + ph;
-      const unsigned long long start = trace[(b - 1) * stride + grid];
-      unsigned long long first = ~0ull, last = 0;
-      for (int i = 0; i < grid; ++i) {
-        first = std::min(first, trace[b * stride + i]);
-        last = std::max(last, trace[b * stride + i]);
-      }
-      work[ph] += static_cast<double>(last - start) / 1e3;
-      spread[ph] += static_cast<double>(last - first) / 1e3;
-      release[ph] += static_cast<double>(trace[b * stride + grid] - last) / 1e3;
-    }
-  }
-  std::string out = "fused expert step, us per layer (slowest block's phase | arrival spread | barrier release):";
-  double total = 0;
-  for (int ph = 0; ph < kPhasesPerLayer; ++ph) {
-    char line[160];
-    std::snprintf(line, sizeof(line), " %s %.2f|%.2f|%.2f;", kNames[ph], work[ph] / s.layers, spread[ph] / s.layers,
-                  release[ph] / s.layers);
-    out += line;
-    total += (work[ph] + release[ph]) / s.layers;
-  }
-  const int last = kPhasesPerLayer * s.layers + 1;
-  unsigned long long end = 0;
-  for (int i = 0; i < grid; ++i) end = std::max(end, trace[last * stride + i]);
-  char tail[120];
-  std::snprintf(tail, sizeof(tail), " sum %.2f us per layer; step %.1f us", total,
-                static_cast<double>(end - trace[grid]) / 1e3);
-  return out + tail;
 }
 
 Status fused_expert(cudaStream_t stream, const FusedExpertArgs& args) {

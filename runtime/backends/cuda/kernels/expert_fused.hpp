@@ -81,6 +81,10 @@ std::string fused_expert_unsupported(const FusedExpertShape& s);
 Expected<FusedExpertArgs> fused_expert_plan(const FusedExpertShape& s, int device, std::size_t* partial_bytes,
                                             std::size_t* attn_bytes);
 
+// Phases (and grid barriers) per layer: norm, q|k|v GEMM, sum + RoPE, attention, combine,
+// o GEMM, gated norm, gate|up GEMM, GeGLU, down GEMM.
+inline constexpr int kFusedPhasesPerLayer = 10;
+
 // Timing trace (diagnostic): each block's arrival at every barrier and block 0's release, in
 // device nanoseconds; slots per step, and a one-line summary per phase kind.
 int fused_expert_trace_slots(const FusedExpertShape& s);
