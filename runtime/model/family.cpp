@@ -68,4 +68,10 @@ Expected<const Family*> find_family(std::string_view name, const std::string& di
   return it->second.get();
 }
 
+Expected<std::unique_ptr<Preprocessor>> Model::make_preprocessor(const PreprocessorOptions&) const {
+  return failed_precondition("the " + std::string(family()) +
+                             " family has no preprocessor behind the family seam yet; its preprocess node "
+                             "prepares the inputs itself");
+}
+
 }  // namespace edgevla::model

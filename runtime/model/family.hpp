@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/tensor.hpp"
@@ -63,6 +64,36 @@ class ActionDecoder {
                         const Tensor& out) const = 0;
 };
 
+// One camera frame for a family's preprocessing: 8-bit RGB [height][width][3], by camera name.
+struct CameraFrame {
+  std::string name;
+  int height = 0, width = 0;
+  std::span<const std::uint8_t> rgb;
+};
+
+struct PreprocessInput {
+  std::vector<CameraFrame> cameras;
+  std::string prompt;
+  // The robot's raw state by group (a family with one state vector reads "state").
+  std::vector<std::pair<std::string, std::vector<float>>> state;
+};
+
+struct PreprocessorOptions {
+  std::string embodiment;  // the robot, for families that serve several ("" = the only one)
+  int pad_to = 0;          // prompt tokens to left-pad to (0: no padding)
+};
+
+// Turns one observation into the model's inputs, named as the stages' TensorSpecs name them
+// (plus what the action decoder reads, e.g. the raw state), so the preprocess node needs no
+// family code.
+class Preprocessor {
+ public:
+  virtual ~Preprocessor() = default;
+  // The cameras it reads, in the model's view order.
+  virtual const std::vector<std::string>& cameras() const = 0;
+  virtual Expected<std::vector<std::pair<std::string, Tensor>>> run(const PreprocessInput& input) const = 0;
+};
+
 struct DecoderOptions {
   std::string norm_stats;  // stats file (empty: the checkpoint's own)
   int output_dim = 0;      // 0: the stats' length
@@ -84,6 +115,9 @@ class Model {
   // Bytes of every weight the model reads.
   virtual std::int64_t weight_bytes() const = 0;
   virtual Expected<std::unique_ptr<ActionDecoder>> make_action_decoder(const DecoderOptions& options) const = 0;
+  // The family's preprocessing behind the seam. Default: failed_precondition naming the family
+  // (pi0's still runs inside the preprocess node).
+  virtual Expected<std::unique_ptr<Preprocessor>> make_preprocessor(const PreprocessorOptions& options) const;
 };
 
 struct ModelOpenOptions {

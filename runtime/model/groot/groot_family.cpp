@@ -1,5 +1,7 @@
 #include "runtime/model/groot/groot_family.hpp"
 
+#include "runtime/model/groot/preprocessor.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -214,6 +216,13 @@ Expected<Embodiment> GrootModel::embodiment(std::string_view tag, const std::str
     t = tags.front();
   }
   return Embodiment::load(dir(), t, embodiment_limits(config()), statistics_path);
+}
+
+Expected<std::unique_ptr<model::Preprocessor>> GrootModel::make_preprocessor(const PreprocessorOptions& o) const {
+  EDGEVLA_ASSIGN_OR_RETURN(Embodiment e, embodiment(o.embodiment));  // "" = the checkpoint's only one
+  PreprocessorOptions resolved = o;
+  resolved.embodiment = e.tag();
+  return make_seam_preprocessor(dir(), resolved);
 }
 
 Expected<std::unique_ptr<ActionDecoder>> GrootModel::make_action_decoder(const DecoderOptions& o) const {

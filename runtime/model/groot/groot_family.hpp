@@ -56,6 +56,7 @@ class GrootModel final : public Model {
   // options.embodiment picks the robot (empty: the checkpoint's only one); options.norm_stats
   // overrides statistics.json; options.output_dim keeps the first columns (0: all).
   Expected<std::unique_ptr<ActionDecoder>> make_action_decoder(const DecoderOptions& options) const override;
+  Expected<std::unique_ptr<model::Preprocessor>> make_preprocessor(const PreprocessorOptions& options) const override;
 
   const Checkpoint& checkpoint() const { return checkpoint_; }
   const GrootConfig& config() const { return checkpoint_.config(); }

@@ -1,5 +1,6 @@
 #include "runtime/model/groot/preprocessor.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "runtime/model/groot/config.hpp"
@@ -67,6 +68,73 @@ Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::stri
   EDGEVLA_RETURN_IF_ERROR(embodiment_.normalize_state(state, in.state));
   in.embodiment_id = embodiment_.id();
   return in;
+}
+
+namespace {
+
+class SeamPreprocessor final : public model::Preprocessor {
+ public:
+  SeamPreprocessor(groot::Preprocessor pre, int pad_to) : pre_(std::move(pre)), pad_to_(pad_to), cameras_(pre_.embodiment().views()) {}
+  const std::vector<std::string>& cameras() const override { return cameras_; }
+
+  Expected<std::vector<std::pair<std::string, Tensor>>> run(const model::PreprocessInput& input) const override {
+    std::vector<Frame> frames;
+    for (const std::string& view : cameras_) {
+      const auto it = std::find_if(input.cameras.begin(), input.cameras.end(),
+                                   [&](const model::CameraFrame& c) { return c.name == view; });
+      if (it == input.cameras.end()) {
+        std::string given;
+        for (const auto& c : input.cameras) given += (given.empty() ? "" : ", ") + c.name;
+        return invalid_argument("embodiment '" + pre_.embodiment().tag() + "' needs camera '" + view + "' (got " +
+                                (given.empty() ? std::string("none") : given) +
+                                "); name the camera after the view in the launch file");
+      }
+      frames.push_back(Frame{it->height, it->width, std::vector<std::uint8_t>(it->rgb.begin(), it->rgb.end())});
+    }
+    RawState raw;
+    for (const auto& [group, values] : input.state) raw[group] = values;
+    EDGEVLA_ASSIGN_OR_RETURN(ModelInputs in,
+                             pre_.run(frames, input.prompt, raw, pad_to_ > 0 ? std::optional<int>(pad_to_) : std::nullopt));
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (std::size_t k = 0; k < in.pixel_values.size(); ++k) {
+      const auto [h, w] = in.image_sizes[k];
+      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, Tensor::from_values(std::span<const float>(in.pixel_values[k]), Shape{3, h, w}));
+      out.emplace_back("image." + std::to_string(k), std::move(t));
+    }
+    const auto L = static_cast<std::int64_t>(in.input_ids.size());
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor ids, Tensor::from_values(std::span<const std::int32_t>(in.input_ids), Shape{L}));
+    out.emplace_back("input_ids", std::move(ids));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor mask, Tensor::empty(DType::kBool, Shape{L}));
+    for (std::int64_t i = 0; i < L; ++i) mask.data<bool>()[i] = in.attention_mask[static_cast<std::size_t>(i)] != 0;
+    out.emplace_back("attention_mask", std::move(mask));
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor state, Tensor::from_values(std::span<const float>(in.state),
+                                                               Shape{static_cast<std::int64_t>(in.state.size())}));
+    out.emplace_back("state", std::move(state));
+    const std::int32_t id = in.embodiment_id;
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor eid, Tensor::from_values(std::span<const std::int32_t>(&id, 1), Shape{1}));
+    out.emplace_back("embodiment_id", std::move(eid));
+    for (const auto& [group, values] : raw) {
+      EDGEVLA_ASSIGN_OR_RETURN(Tensor r, Tensor::from_values(std::span<const float>(values),
+                                                             Shape{static_cast<std::int64_t>(values.size())}));
+      out.emplace_back("raw_state." + group, std::move(r));
+    }
+    return out;
+  }
+
+ private:
+  groot::Preprocessor pre_;
+  int pad_to_;
+  std::vector<std::string> cameras_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std::string& dir,
+                                                                      const model::PreprocessorOptions& options) {
+  if (options.pad_to < 0) return invalid_argument("preprocessor pad_to must be >= 0");
+  const std::string& tag = options.embodiment;
+  EDGEVLA_ASSIGN_OR_RETURN(groot::Preprocessor pre, groot::Preprocessor::load(dir, tag));
+  return std::unique_ptr<model::Preprocessor>(new SeamPreprocessor(std::move(pre), options.pad_to));
 }
 
 }  // namespace edgevla::model::groot

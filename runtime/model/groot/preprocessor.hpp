@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/model/family.hpp"
 #include "runtime/model/groot/embodiment.hpp"
 #include "runtime/model/groot/image_pipeline.hpp"
 #include "runtime/model/groot/processor.hpp"
@@ -55,5 +56,13 @@ class Preprocessor {
   Embodiment embodiment_;
   bool letterbox_;
 };
+
+// The preprocess stage behind the family seam (model::Preprocessor) for checkpoint `dir` and
+// embodiment `options.embodiment` (GrootModel resolves an empty one): cameras
+// named as the embodiment's video keys; tensors image.<k> f32 [3, H, W] (view k), input_ids i32
+// [L], attention_mask bool [L], state f32 [max_state_dim], embodiment_id i32 [1], and
+// raw_state.<group> f32 [d] for the action decoder.
+Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std::string& dir,
+                                                                      const model::PreprocessorOptions& options);
 
 }  // namespace edgevla::model::groot

@@ -10,9 +10,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "runtime/model/family.hpp"
+#include "runtime/model/pi0/generator.hpp"
 #include "tests/model/preprocess_test_util.hpp"
 
 namespace edgevla::model::groot {
@@ -146,6 +149,76 @@ TEST_F(GrootPreprocessor, BadInputsAreOneClearError) {
   auto unknown = Preprocessor::load(ckpt(), "no_such_robot");
   ASSERT_FALSE(unknown.has_value());
   EXPECT_NE(unknown.status().message().find("gr1"), std::string::npos) << unknown.status().message();
+}
+
+// The same stage behind the family seam (what the preprocess node will call): cameras by the
+// embodiment's view names, tensors named as the stages' inputs, equal to the stage's own output.
+TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
+  auto family = model::find_family("auto", ckpt());
+  ASSERT_TRUE(family.has_value()) << family.status().to_string();
+  auto opened = (*family)->open(ckpt(), {});
+  ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
+  auto seam = (*opened)->make_preprocessor({"libero_panda", 0});
+  ASSERT_TRUE(seam.has_value()) << seam.status().to_string();
+  EXPECT_EQ((*seam)->cameras(), (std::vector<std::string>{"image", "wrist_image"}));
+  auto direct = Preprocessor::load(ckpt(), "libero_panda", Letterbox::kAuto);
+  ASSERT_TRUE(direct.has_value());
+  const Frame a{120, 160, std::vector<std::uint8_t>(120 * 160 * 3)}, b{96, 96, std::vector<std::uint8_t>(96 * 96 * 3)};
+  Frame fa = a, fb = b;
+  for (std::size_t i = 0; i < fa.rgb.size(); ++i) fa.rgb[i] = static_cast<std::uint8_t>(i * 7 % 251);
+  for (std::size_t i = 0; i < fb.rgb.size(); ++i) fb.rgb[i] = static_cast<std::uint8_t>(i * 13 % 241);
+  RawState state;
+  for (const auto& g : direct->embodiment().state_groups()) {
+    state[g.key].assign(static_cast<std::size_t>(std::max<std::int64_t>(g.dim, 1)), 0.25f);
+  }
+  model::PreprocessInput in;
+  in.cameras = {{"wrist_image", fb.height, fb.width, fb.rgb}, {"image", fa.height, fa.width, fa.rgb}};  // any order
+  in.prompt = "Stack the cups";
+  for (const auto& [g, v] : state) in.state.emplace_back(g, v);
+  auto got = (*seam)->run(in);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  auto want = direct->run(std::vector<Frame>{fa, fb}, "Stack the cups", state);
+  ASSERT_TRUE(want.has_value());
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, t] : *got) by_name[name] = &t;
+  for (const char* name : {"image.0", "image.1", "input_ids", "attention_mask", "state", "embodiment_id"}) {
+    ASSERT_TRUE(by_name.count(name)) << name;
+  }
+  for (std::size_t k = 0; k < 2; ++k) {
+    const Tensor& t = *by_name["image." + std::to_string(k)];
+    ASSERT_EQ(static_cast<std::size_t>(t.numel()), want->pixel_values[k].size());
+    EXPECT_EQ(std::memcmp(t.raw_data(), want->pixel_values[k].data(), want->pixel_values[k].size() * 4), 0) << k;
+  }
+  const Tensor& ids = *by_name["input_ids"];
+  EXPECT_EQ(std::vector<std::int32_t>(ids.data<std::int32_t>(), ids.data<std::int32_t>() + ids.numel()), want->input_ids);
+  EXPECT_EQ(by_name["embodiment_id"]->data<std::int32_t>()[0], want->embodiment_id);
+  EXPECT_EQ(by_name["attention_mask"]->dtype(), DType::kBool);
+  for (const auto& [g, v] : state) EXPECT_TRUE(by_name.count("raw_state." + g)) << g;
+  // A missing camera names the view it needs.
+  model::PreprocessInput one = in;
+  one.cameras.pop_back();
+  auto missing = (*seam)->run(one);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.status().message().find("'image'"), std::string::npos) << missing.status().message();
+  // A checkpoint with several embodiments needs one named; an unknown one lists the known ones.
+  auto unnamed = (*opened)->make_preprocessor({});
+  ASSERT_FALSE(unnamed.has_value());
+  EXPECT_NE(unnamed.status().message().find("libero_panda"), std::string::npos) << unnamed.status().message();
+}
+
+TEST_F(GrootPreprocessor, AFamilyWithoutASeamPreprocessorSaysSo) {
+  model::GenerateOptions g;
+  g.config = *model::preset_config("tiny", model::ModelType::kPi05);
+  const std::string dir = *dir_ / "pi05";
+  ASSERT_TRUE(model::generate_checkpoint(g, dir).is_ok());
+  auto family = model::find_family("auto", dir);
+  ASSERT_TRUE(family.has_value());
+  auto opened = (*family)->open(dir, {});
+  ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
+  auto seam = (*opened)->make_preprocessor({});
+  ASSERT_FALSE(seam.has_value());
+  EXPECT_EQ(seam.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(seam.status().message().find("pi0"), std::string::npos) << seam.status().message();
 }
 
 }  // namespace
