@@ -1,5 +1,7 @@
 #include "runtime/shm/fd_channel.hpp"
 
+#include <fcntl.h>
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -146,7 +148,13 @@ void FdServer::answer(int conn) {
     return;
   }
   served_.fetch_add(1);  // counted before the answer leaves, so a requester sees it counted
-  if (!send_reply(conn, true, "", *fd).is_ok()) served_.fetch_sub(1);
+  if (!send_reply(conn, true, "", fd->get()).is_ok()) served_.fetch_sub(1);
+}
+
+Expected<UniqueFd> duplicate_fd(int fd) {
+  UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!dup) return unavailable("cannot duplicate descriptor " + std::to_string(fd) + ": " + errno_text());
+  return dup;
 }
 
 Expected<UniqueFd> request_fd(const std::string& name, std::string_view key, std::chrono::milliseconds timeout) {

@@ -49,9 +49,10 @@ struct FdPeer {
 
 class FdServer {
  public:
-  // What a request names -> a descriptor the server may hand out (the server duplicates it into
-  // the reply; the caller keeps its own), or an error sent back as text.
-  using Lookup = std::function<Expected<int>(std::string_view key, const FdPeer& peer)>;
+  // What a request names -> a descriptor for the reply, which the server owns and closes once
+  // sent (make it with duplicate_fd while whatever guards the original is held, so the owner
+  // may close its own at any time), or an error sent back as text.
+  using Lookup = std::function<Expected<UniqueFd>(std::string_view key, const FdPeer& peer)>;
   // Whether a peer may ask at all (default: the same uid as this process).
   using Admit = std::function<bool(const FdPeer& peer)>;
 
@@ -78,6 +79,9 @@ class FdServer {
   std::thread thread_;
   std::atomic<std::uint64_t> served_{0}, refused_{0};
 };
+
+// A close-on-exec duplicate of `fd` (for FdServer::Lookup).
+Expected<UniqueFd> duplicate_fd(int fd);
 
 // Asks the FdServer listening on `name` for the descriptor named `key`. Errors: nobody listens
 // (the owner is gone), the owner refused (its reason), no answer within `timeout`.

@@ -129,13 +129,14 @@ Status Pool::ensure_fd_server() {
   return Status::ok();
 }
 
-Expected<int> Pool::lookup_fd(std::string_view segment) {
+Expected<UniqueFd> Pool::lookup_fd(std::string_view segment) {
   std::lock_guard lock(mu_);
   auto it = by_segment_.find(std::string(segment));
   if (it == by_segment_.end() || it->second->fd < 0) {
     return not_found("no device block '" + std::string(segment) + "' in this process (it was freed)");
   }
-  return it->second->fd;
+  // Duplicated under the pool lock: an eviction may close the block's own descriptor meanwhile.
+  return duplicate_fd(it->second->fd);
 }
 
 Expected<BufferPtr> Pool::allocate(std::size_t size) { return allocate_on(Device::cpu(), size); }

@@ -106,7 +106,7 @@ class Pool : public std::enable_shared_from_this<Pool> {
   bool evict_idle_for(std::size_t need, bool over_observers);
   BufferPtr hand_out(Block& block, std::size_t size);
   Status ensure_fd_server();
-  Expected<int> lookup_fd(std::string_view segment);
+  Expected<UniqueFd> lookup_fd(std::string_view segment);
 
   PoolOptions options_;
   std::string segment_name_prefix_;  // "<name_prefix>."

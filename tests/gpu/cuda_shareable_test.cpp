@@ -142,9 +142,9 @@ TEST_F(CudaShareable, AnotherProcessReadsAndWritesTheBlock) {
   // Another process, through the fd channel.
   const std::string channel = "edgevla.test.shareable." + std::to_string(::getpid());
   const int fd = block->fd;
-  auto server = shm::FdServer::start(channel, [fd](std::string_view key, const shm::FdPeer&) -> Expected<int> {
+  auto server = shm::FdServer::start(channel, [fd](std::string_view key, const shm::FdPeer&) -> Expected<shm::UniqueFd> {
     if (key != "block") return not_found("no such block");
-    return fd;
+    return shm::duplicate_fd(fd);
   });
   ASSERT_TRUE(server.has_value()) << server.status().to_string();
   const pid_t child =

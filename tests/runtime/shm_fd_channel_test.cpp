@@ -40,11 +40,11 @@ std::string read_mapped(int fd, std::size_t n) {
 TEST(FdChannel, ServedDescriptorMapsTheOwnersBytes) {
   UniqueFd block = memfd_with("device block 7");
   std::string asked;
-  auto server = FdServer::start(channel_name("serve"), [&](std::string_view key, const FdPeer& peer) -> Expected<int> {
+  auto server = FdServer::start(channel_name("serve"), [&](std::string_view key, const FdPeer& peer) -> Expected<UniqueFd> {
     asked = std::string(key);
     EXPECT_EQ(peer.uid, ::geteuid());
     if (key != "block/7") return not_found("no block '" + std::string(key) + "' here");
-    return block.get();
+    return duplicate_fd(block.get());
   });
   ASSERT_OK(server.status());
   auto got = request_fd((*server)->name(), "block/7");
@@ -77,7 +77,7 @@ TEST(FdChannel, ServedDescriptorMapsTheOwnersBytes) {
 TEST(FdChannel, RefusedPeersTakenNamesAndVanishedOwnersAreClearErrors) {
   UniqueFd block = memfd_with("secret");
   auto closed = FdServer::start(
-      channel_name("closed"), [&](std::string_view, const FdPeer&) -> Expected<int> { return block.get(); },
+      channel_name("closed"), [&](std::string_view, const FdPeer&) -> Expected<UniqueFd> { return duplicate_fd(block.get()); },
       [](const FdPeer&) { return false; });
   ASSERT_OK(closed.status());
   auto refused = request_fd((*closed)->name(), "anything");
@@ -85,8 +85,8 @@ TEST(FdChannel, RefusedPeersTakenNamesAndVanishedOwnersAreClearErrors) {
   EXPECT_NE(refused.status().message().find("not admitted"), std::string::npos) << refused.status().to_string();
   EXPECT_EQ((*closed)->served(), 0u);
 
-  auto twice = FdServer::start(channel_name("closed"), [&](std::string_view, const FdPeer&) -> Expected<int> {
-    return block.get();
+  auto twice = FdServer::start(channel_name("closed"), [&](std::string_view, const FdPeer&) -> Expected<UniqueFd> {
+    return duplicate_fd(block.get());
   });
   ASSERT_FALSE(twice.has_value());
   EXPECT_NE(twice.status().message().find("already serves"), std::string::npos) << twice.status().to_string();
@@ -96,7 +96,7 @@ TEST(FdChannel, RefusedPeersTakenNamesAndVanishedOwnersAreClearErrors) {
   auto gone = request_fd(name, "anything");
   ASSERT_FALSE(gone.has_value());
   EXPECT_NE(gone.status().message().find("has exited"), std::string::npos) << gone.status().to_string();
-  auto again = FdServer::start(name, [&](std::string_view, const FdPeer&) -> Expected<int> { return block.get(); });
+  auto again = FdServer::start(name, [&](std::string_view, const FdPeer&) -> Expected<UniqueFd> { return duplicate_fd(block.get()); });
   EXPECT_OK(again.status());
 
   EXPECT_FALSE(request_fd(name, "").has_value());
