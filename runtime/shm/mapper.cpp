@@ -43,8 +43,30 @@ Expected<std::shared_ptr<Segment>> Mapper::segment(const std::string& name) {
   return seg;
 }
 
+Expected<BufferPtr> Mapper::import_device_block(const Segment& seg, const std::string& name) {
+  auto fd = request_fd(seg.fd_channel(), name);
+  if (!fd) {
+    counters_.vanished.add();
+    return not_found("device block '" + name + "': " + fd.status().message());
+  }
+  auto alloc = allocator_for(seg.device());
+  if (!alloc) {
+    counters_.bad_descriptor.add();
+    return alloc.status().with_context("device block '" + name + "'");
+  }
+  auto imported = (*alloc)->import_shareable(fd->get(), seg.device_bytes(), seg.device().index);
+  if (!imported) {
+    // E.g. a device index this process does not have (another CUDA_VISIBLE_DEVICES).
+    counters_.bad_descriptor.add();
+    return imported.status().with_context("device block '" + name + "' on " + seg.device().to_string());
+  }
+  return std::move(*imported);
+}
+
 Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions options) {
   std::shared_ptr<Segment> seg;
+  BufferPtr device_memory;  // the block's mapping on its device (device blocks only)
+  bool import = false;
   {
     std::lock_guard lock(mu_);
     auto s = segment(loc.segment);
@@ -60,25 +82,18 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
                           loc.segment + "' (data at offset " + std::to_string(kDataOffset) + ", " +
                           std::to_string(capacity) + " bytes)");
     }
-    if (on_device && !seg->device_memory()) {
-      // Once per device block and process: the owner's descriptor, imported on the same device.
-      auto fd = request_fd(seg->fd_channel(), loc.segment);
-      if (!fd) {
-        counters_.vanished.add();
-        return not_found("device block '" + loc.segment + "': " + fd.status().message());
-      }
-      auto alloc = allocator_for(seg->device());
-      if (!alloc) {
-        counters_.bad_descriptor.add();
-        return alloc.status().with_context("device block '" + loc.segment + "'");
-      }
-      auto imported = (*alloc)->import_shareable(fd->get(), seg->device_bytes(), seg->device().index);
-      if (!imported) {
-        // E.g. a device index this process does not have (another CUDA_VISIBLE_DEVICES).
-        counters_.bad_descriptor.add();
-        return imported.status().with_context("device block '" + loc.segment + "' on " + seg->device().to_string());
-      }
-      seg->set_device_memory(std::move(*imported));
+    device_memory = seg->device_memory();
+    import = on_device && !device_memory;
+  }
+  if (import) {
+    // Once per device block and process, outside the lock (the owner answers over a socket): the
+    // owner's descriptor, imported on the same device.
+    EDGEVLA_ASSIGN_OR_RETURN(device_memory, import_device_block(*seg, loc.segment));
+    std::lock_guard lock(mu_);
+    if (seg->device_memory()) {
+      device_memory = seg->device_memory();  // another thread imported it first
+    } else {
+      seg->set_device_memory(device_memory);
       counters_.device_imports.add();
     }
   }
@@ -143,7 +158,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
   counters_.acquired.add();
   if (shared) counters_.shared_holds.add();
   const Device device = seg->device();
-  std::byte* data = (device.is_cpu() ? seg->data() : seg->device_memory()->data()) + (loc.offset - kDataOffset);
+  std::byte* data = (device.is_cpu() ? seg->data() : device_memory->data()) + (loc.offset - kDataOffset);
   if (options.observer && !shared && hold->observer.load() &&
       observer_holds_.load() > static_cast<std::int64_t>(max_observer_holds_)) {
     // Past the observer's bound: read a copy; the hold (and the slot) goes with this scope.

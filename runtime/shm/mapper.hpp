@@ -61,6 +61,8 @@ class Mapper {
 
  private:
   Expected<std::shared_ptr<Segment>> segment(const std::string& name);
+  // The owner's device memory behind device block `seg`, mapped here.
+  Expected<BufferPtr> import_device_block(const Segment& seg, const std::string& name);
 
   // This process's slot in one block (one generation of a segment); released with the last
   // buffer that refers to it.
