@@ -230,7 +230,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   aa.b_len = S;
   scratch_bytes_ = attention_scratch_bytes(aa);
   buf(scratch_, scratch_bytes_);
-  EDGEVLA_RETURN_IF_ERROR(plan_fused(std::max(P, padded_rows(P)), bufs));
+  EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), bufs));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   for (auto& [p, off] : bufs) *p = arena_.at(off);
   if (fused_) {
