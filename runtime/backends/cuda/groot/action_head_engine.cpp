@@ -1,0 +1,637 @@
+// GR00T N1.6 action head on the GPU (notes/groot-n16.md §3, §8), the same contract as the CPU
+// engine (runtime/backends/cpu/groot/action_head_engine.cpp): vlln over the attended backbone
+// tokens (text and image ones packed apart), the cross blocks' keys|values of them, the
+// per-embodiment state encoder, then num_steps Euler steps from t = 0 to 1, each: the action
+// encoder at the step's timestep bucket plus the position table, the DiT over [state; actions]
+// (AdaLN-modulated LayerNorm, self-attention in odd blocks, cross-attention to the text or the
+// image tokens in even ones, GELU-tanh feed-forward), the output AdaLN and proj_out_2, the
+// action decoder, a += velocity / num_steps.
+// What depends only on the step count (the timestep embedding, every block's scale|shift, the
+// action encoder's sinusoid) is computed once per num_steps, outside the loop. The
+// category-specific linears keep every embodiment's slot on the device as stored ([in, out]);
+// the run's embodiment is transposed into one [out, in] slot when it changes. The per-chunk work
+// and the whole Euler loop are one CUDA graph per (num_steps, text and image token buckets,
+// feature dtype); token counts are read on the device.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "runtime/backends/cpu/weight_views.hpp"
+#include "runtime/backends/cuda/groot/groot_cuda.hpp"
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/groot_kernels.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/model/groot/processor.hpp"
+
+namespace edgevla::backends::cuda::groot {
+namespace {
+
+namespace mg = model::groot;
+
+constexpr std::int64_t kTimestepChannels = 256;  // diffusers Timesteps(256, flip_sin_to_cos=True, shift=1)
+constexpr float kBlockEps = 1e-5f;
+constexpr float kOutputEps = 1e-6f;
+constexpr float kVllnEps = 1e-5f;
+
+int timestep_bucket(int k, int n, int buckets) {
+  return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);
+}
+
+bool all_finite(const Tensor& t) {
+  if (t.dtype() != DType::kF32) return true;
+  const float* p = t.data<float>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    if (!std::isfinite(p[i])) return false;
+  }
+  return true;
+}
+
+// A category-specific linear: W [slots, in, out] and b [slots, out] for every slot on the
+// device, and the selected slot transposed to [out, in] (a DevLinear the GEMMs take).
+struct CategoryDev {
+  std::int64_t slots = 0, in = 0, out = 0;
+  void* all_w = nullptr;        // act [slots, in, out]
+  float* all_b = nullptr;       // f32 [slots, out]
+  std::vector<float> host_b;    // kept until the upload
+  DevLinear sel;                // act [out, in] + f32 bias [out]
+};
+
+struct BlockDev {
+  bool cross = false, text = false;
+  DevLinear qkv;  // self blocks: q|k|v; cross blocks: q only
+  DevLinear kv;   // cross blocks: k|v over the backbone tokens
+  DevLinear out, ff1, ff2;
+  void* ckv = nullptr;  // cross blocks: keys|values of this chunk's tokens, act [max_tokens, 2E]
+};
+
+class ActionHeadEngine final : public GrootCudaEngine {
+ public:
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kActionHead));
+    EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "groot action_head (cuda)"));
+    auto e = std::unique_ptr<ActionHeadEngine>(new ActionHeadEngine(gm->config(), *spec, info, compute_dtype(o), o));
+    EDGEVLA_RETURN_IF_ERROR(e->init_device());
+    EDGEVLA_RETURN_IF_ERROR(e->load(gm->checkpoint(), o));
+    return std::unique_ptr<Engine>(std::move(e));
+  }
+  Status run(const RunOptions& options) override;
+
+ private:
+  ActionHeadEngine(const mg::GrootConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act,
+                   const EngineOptions& o)
+      : GrootCudaEngine(spec, std::move(info), act), cfg_(c), max_steps_(std::max(1, o.max_steps)) {}
+  Status load(const mg::Checkpoint& ck, const EngineOptions& o);
+  Status load_category(const mg::Checkpoint& ck, const std::string& name, CategoryDev& c, WeightPlan& wp);
+  Status check_inputs(const RunOptions& options, std::int64_t& n, std::int64_t& embodiment);
+  Status prepare_steps(int steps);
+  Status select_embodiment(std::int64_t e);
+  // Per chunk (vlln, cross keys|values, state token, the sinusoid's projection), then the loop.
+  Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
+  Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
+  std::vector<CategoryDev*> categories() { return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_}; }
+
+  mg::GrootConfig cfg_;
+  int max_steps_;
+  std::int64_t max_tokens_ = 0, E_ = 0, S_ = 0, B_ = 0;
+  std::set<std::int64_t> known_ids_;
+  std::int64_t selected_ = -1;
+  int prepared_steps_ = 0;
+  int in_features_ = -1, in_mask_ = -1, in_image_ = -1, in_state_ = -1, in_embodiment_ = -1, in_noise_ = -1;
+  int out_actions_ = -1, out_velocities_ = -1;
+
+  // Weights.
+  DevLinear t1_, t2_, mods_lin_, proj_out_2_;
+  std::vector<BlockDev> blocks_;
+  CategoryDev state1_, state2_, act1_, act2_, act3_, dec1_, dec2_;
+  DevLinear act2_a_, act2_t_;  // W2's halves: on the action embedding, on the sinusoid τ
+  std::vector<float> vlln_w_host_, vlln_b_host_, pos_host_, ones_host_, zeros_host_;
+  float *vlln_w_ = nullptr, *vlln_b_ = nullptr, *pos_ = nullptr, *ones_ = nullptr, *zeros_ = nullptr;
+
+  // Buffers.
+  std::byte* feat_stage_ = nullptr;  // the bound features as they came
+  float* vl_f32_ = nullptr;
+  void *vl_text_ = nullptr, *vl_image_ = nullptr;
+  float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr, *state_feat_ = nullptr;
+  float *tau_bias_ = nullptr, *mods_ = nullptr, *sinus_f32_ = nullptr, *tau_f32_ = nullptr;
+  void *h_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *ff_ = nullptr, *a_act_ = nullptr, *a_emb_ = nullptr,
+       *enc_ = nullptr, *dit_out_ = nullptr, *dec_hid_ = nullptr, *state_act_ = nullptr, *st_hid_ = nullptr,
+       *sinus_ = nullptr, *temb1_ = nullptr, *temb_ = nullptr, *tau_ = nullptr;
+  std::int32_t* ints_ = nullptr;  // n_text, n_image, text rows [max_tokens], image rows [max_tokens]
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+
+  // Host side.
+  std::unique_ptr<PinnedBuffer> pinned_ints_;
+  Tensor actions_own_;
+  std::map<std::tuple<int, std::int64_t, std::int64_t, DType>, Graph> graphs_;
+};
+
+Status ActionHeadEngine::load_category(const mg::Checkpoint& ck, const std::string& name, CategoryDev& c,
+                                       WeightPlan& wp) {
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor w, cpu::weight(ck, name + ".W"));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor b, cpu::weight(ck, name + ".b"));
+  if (w.rank() != 3 || b.rank() != 2 || b.shape()[0] != w.shape()[0] || b.shape()[1] != w.shape()[2]) {
+    return invalid_argument("groot action_head: '" + name + ".W' " + w.shape().to_string() + " and '" + name + ".b' " +
+                            b.shape().to_string() + " are not [slots,in,out] and [slots,out]");
+  }
+  c.slots = w.shape()[0];
+  c.in = w.shape()[1];
+  c.out = w.shape()[2];
+  wp.matrix(c.all_w, w.raw_data(), w.dtype(), c.slots * c.in, c.out);
+  EDGEVLA_ASSIGN_OR_RETURN(c.host_b, cpu::weight_vec(ck, name + ".b"));
+  wp.vector(c.all_b, c.host_b);
+  c.sel.out = c.out;
+  c.sel.in = c.in;
+  c.sel.ld = c.in;
+  return Status::ok();
+}
+
+Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
+  in_features_ = input_index("backbone_features");
+  in_mask_ = input_index("attention_mask");
+  in_image_ = input_index("image_mask");
+  in_state_ = input_index("state");
+  in_embodiment_ = input_index("embodiment_id");
+  in_noise_ = input_index("noise");
+  out_actions_ = output_index("actions");
+  out_velocities_ = output_index("velocities");
+  for (int i : {in_features_, in_mask_, in_image_, in_state_, in_embodiment_, in_noise_, out_actions_,
+                out_velocities_}) {
+    if (i < 0) return internal_error("groot action_head (cuda): the family's stage spec lacks a tensor the engine binds");
+  }
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, Sd = cfg_.max_state_dim;
+  const std::int64_t W = cfg_.backbone_embedding_dim, hs = cfg_.hidden_size, F = cfg_.ff_dim();
+  E_ = cfg_.input_embedding_dim;
+  S_ = Hz + 1;
+  B_ = cfg_.dit.num_layers;
+  const std::int64_t E = E_, S = S_, B = B_, hd = cfg_.dit.head_dim, out_dim = cfg_.dit.output_dim;
+  if (hd % 8 != 0 || hd > 256 || E != cfg_.dit.inner_dim()) {
+    return invalid_argument("groot action_head (cuda): DiT head size " + std::to_string(hd) +
+                            " must be a multiple of 8 up to 256, and input_embedding_dim the DiT's width");
+  }
+  max_tokens_ = inputs_[static_cast<std::size_t>(in_features_)].max_shape[0];
+  outputs_[static_cast<std::size_t>(out_velocities_)].max_shape = Shape{max_steps_, Hz, A};
+  inputs_[static_cast<std::size_t>(in_features_)].device = Device::cuda(info_.index);
+
+  const std::string p(mg::kDitPrefix), h(mg::kActionHeadPrefix);
+  WeightPlan wp(act_);
+  auto lin = [&](const std::string& name) { return cpu::weight_lin(ck, name, true); };
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear t1, lin(p + "timestep_encoder.timestep_embedder.linear_1"));
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear t2, lin(p + "timestep_encoder.timestep_embedder.linear_2"));
+  wp.linear(t1_, {&t1});
+  wp.linear(t2_, {&t2});
+  // Every block's norm1.linear [scale, shift] and proj_out_1 [shift, scale] as one GEMM; each
+  // scale's bias carries the 1 of (1 + scale), so the modulation is a LayerNorm's weight as is.
+  std::vector<cpu::Linear> mod_parts;
+  mod_parts.reserve(static_cast<std::size_t>(B + 1));
+  blocks_.resize(static_cast<std::size_t>(B));
+  const int every = std::max(1, cfg_.attend_text_every_n_blocks);
+  for (std::int64_t i = 0; i < B; ++i) {
+    const std::string b = p + "transformer_blocks." + std::to_string(i) + ".";
+    BlockDev& d = blocks_[static_cast<std::size_t>(i)];
+    d.cross = i % 2 == 0;
+    d.text = d.cross && i % (2 * every) == 0;
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear norm1, lin(b + "norm1.linear"));
+    for (std::int64_t c = 0; c < E; ++c) norm1.bias[static_cast<std::size_t>(c)] += 1.0f;
+    mod_parts.push_back(std::move(norm1));
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear q, lin(b + "attn1.to_q"));
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear k, lin(b + "attn1.to_k"));
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear v, lin(b + "attn1.to_v"));
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear out, lin(b + "attn1.to_out.0"));
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear ff1, lin(b + "ff.net.0.proj"));
+    EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear ff2, lin(b + "ff.net.2"));
+    if (d.cross) {
+      wp.linear(d.qkv, {&q});
+      wp.linear(d.kv, {&k, &v});
+    } else {
+      wp.linear(d.qkv, {&q, &k, &v});
+    }
+    wp.linear(d.out, {&out});
+    wp.linear(d.ff1, {&ff1});
+    wp.linear(d.ff2, {&ff2});
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear po1, lin(p + "proj_out_1"));
+  for (std::int64_t c = E; c < 2 * E; ++c) po1.bias[static_cast<std::size_t>(c)] += 1.0f;
+  mod_parts.push_back(std::move(po1));
+  std::vector<const cpu::Linear*> mod_ptrs;
+  for (const cpu::Linear& l : mod_parts) mod_ptrs.push_back(&l);
+  wp.linear(mods_lin_, mod_ptrs);
+  EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear po2, lin(p + "proj_out_2"));
+  wp.linear(proj_out_2_, {&po2});
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "state_encoder.layer1", state1_, wp));
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "state_encoder.layer2", state2_, wp));
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_encoder.W1", act1_, wp));
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_encoder.W2", act2_, wp));
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_encoder.W3", act3_, wp));
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_decoder.layer1", dec1_, wp));
+  EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_decoder.layer2", dec2_, wp));
+  if (act2_.in != 2 * E || act2_.out != E) {
+    return invalid_argument("groot action_head: action_encoder.W2 is [" + std::to_string(act2_.in) + "," +
+                            std::to_string(act2_.out) + "] per slot, expected [" + std::to_string(2 * E) + "," +
+                            std::to_string(E) + "]");
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(vlln_w_host_, cpu::weight_vec(ck, h + "vlln.weight"));
+  EDGEVLA_ASSIGN_OR_RETURN(vlln_b_host_, cpu::weight_vec(ck, h + "vlln.bias"));
+  EDGEVLA_ASSIGN_OR_RETURN(pos_host_, cpu::weight_vec(ck, h + "position_embedding.weight"));
+  if (static_cast<std::int64_t>(pos_host_.size()) < Hz * E) {
+    return invalid_argument("groot action_head: position_embedding has fewer than action_horizon rows");
+  }
+  pos_host_.resize(static_cast<std::size_t>(Hz * E));
+  ones_host_.assign(static_cast<std::size_t>(E), 1.0f);
+  zeros_host_.assign(static_cast<std::size_t>(E), 0.0f);
+  wp.vector(vlln_w_, vlln_w_host_);
+  wp.vector(vlln_b_, vlln_b_host_);
+  wp.vector(pos_, pos_host_);
+  wp.vector(ones_, ones_host_);
+  wp.vector(zeros_, zeros_host_);
+  EDGEVLA_ASSIGN_OR_RETURN(mg::EmbodimentIds ids,
+                           mg::load_embodiment_ids((std::filesystem::path(cfg_.dir) / "embodiment_id.json").string()));
+  for (const auto& [tag, id] : ids) known_ids_.insert(id);
+  wp.place(arena_);
+
+  const std::int64_t L = max_tokens_, T = max_steps_;
+  BufferPlan buf(arena_);
+  for (CategoryDev* c : categories()) {
+    buf(c->sel.w, bytes_of(act_, c->in * c->out));
+    buf(c->sel.bias, bytes_of(DType::kF32, c->out));
+  }
+  for (BlockDev& d : blocks_) {
+    if (d.cross) buf(d.ckv, bytes_of(act_, L * 2 * E));
+  }
+  buf(feat_stage_, static_cast<std::size_t>(L * W) * 4);
+  buf(vl_f32_, bytes_of(DType::kF32, L * W));
+  buf(vl_text_, bytes_of(act_, L * W));
+  buf(vl_image_, bytes_of(act_, L * W));
+  buf(x_, bytes_of(DType::kF32, S * E));
+  buf(a_, bytes_of(DType::kF32, Hz * A));
+  buf(vel_all_, bytes_of(DType::kF32, T * Hz * A));
+  buf(state_, bytes_of(DType::kF32, Sd));
+  buf(state_feat_, bytes_of(DType::kF32, E));
+  buf(tau_bias_, bytes_of(DType::kF32, T * E));
+  buf(mods_, bytes_of(DType::kF32, T * (B + 1) * 2 * E));
+  buf(sinus_f32_, bytes_of(DType::kF32, T * kTimestepChannels));
+  buf(tau_f32_, bytes_of(DType::kF32, T * E));
+  buf(h_, bytes_of(act_, S * E));
+  buf(qkv_, bytes_of(act_, S * 3 * E));
+  buf(o_, bytes_of(act_, S * E));
+  buf(ff_, bytes_of(act_, S * F));
+  buf(a_act_, bytes_of(act_, Hz * A));
+  buf(a_emb_, bytes_of(act_, Hz * E));
+  buf(enc_, bytes_of(act_, Hz * E));
+  buf(dit_out_, bytes_of(act_, Hz * out_dim));
+  buf(dec_hid_, bytes_of(act_, Hz * hs));
+  buf(state_act_, bytes_of(act_, Sd));
+  buf(st_hid_, bytes_of(act_, hs));
+  buf(sinus_, bytes_of(act_, T * kTimestepChannels));
+  buf(temb1_, bytes_of(act_, T * E));
+  buf(temb_, bytes_of(act_, T * E));
+  buf(tau_, bytes_of(act_, T * E));
+  buf(ints_, bytes_of(DType::kI32, 2 + 2 * L));
+  AttentionArgs sa{act_, 1, S, cfg_.dit.num_heads, cfg_.dit.num_heads, hd};
+  sa.a_max = S;
+  AttentionArgs ca = sa;
+  ca.a_max = L;
+  scratch_bytes_ = std::max(attention_scratch_bytes(sa), attention_scratch_bytes(ca));
+  buf(scratch_, scratch_bytes_);
+  EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
+  buf.resolve();
+  // W2's halves of the selected slot [E, 2E]: columns [0, E) act on the action embedding,
+  // [E, 2E) on τ (whose projection, plus W2's bias, is one bias row per step).
+  act2_a_ = act2_.sel;
+  act2_a_.in = E;
+  act2_a_.ld = 2 * E;
+  act2_a_.bias = nullptr;
+  act2_t_ = act2_a_;
+  act2_t_.w = static_cast<std::byte*>(act2_.sel.w) + bytes_of(act_, E);
+  act2_t_.bias = act2_.sel.bias;
+  // Rows of the packed token buffers past this chunk's count are read by the bucketed GEMMs.
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(vl_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 2 + 2 * L)));
+  pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
+  EDGEVLA_ASSIGN_OR_RETURN(actions_own_, Tensor::empty(DType::kF32, Shape{Hz, A}));
+  return prepare_steps(std::clamp(cfg_.num_inference_timesteps, 1, max_steps_));
+}
+
+Status ActionHeadEngine::prepare_steps(int steps) {
+  const std::int64_t E = E_, half = kTimestepChannels / 2, th = E / 2;
+  cudaStream_t s = stream_.get();
+  // Frequencies and angles in float32 from the integer bucket, as upstream (notes §8): the
+  // timestep embedder's [cos, sin] and the action encoder's τ = [sin, cos].
+  std::vector<float> sinus(static_cast<std::size_t>(steps * kTimestepChannels));
+  std::vector<float> tau(static_cast<std::size_t>(steps * E));
+  const float base = -std::log(10000.0f);
+  const float step_ln = std::log(10000.0f) / static_cast<float>(th);
+  for (int k = 0; k < steps; ++k) {
+    const int t = timestep_bucket(k, steps, cfg_.num_timestep_buckets);
+    float* sr = sinus.data() + static_cast<std::int64_t>(k) * kTimestepChannels;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const float a = static_cast<float>(t) * std::exp(base * static_cast<float>(i) / static_cast<float>(half - 1));
+      sr[i] = std::cos(a);
+      sr[half + i] = std::sin(a);
+    }
+    float* tr = tau.data() + static_cast<std::int64_t>(k) * E;
+    for (std::int64_t i = 0; i < th; ++i) {
+      const float a = static_cast<float>(t) * std::exp(-static_cast<float>(i) * step_ln);
+      tr[i] = std::sin(a);
+      tr[th + i] = std::cos(a);
+    }
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sinus_f32_, sinus.data(), sinus.size() * 4, cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tau_f32_, tau.data(), tau.size() * 4, cudaMemcpyHostToDevice, s));
+  EDGEVLA_RETURN_IF_ERROR(convert(s, sinus_f32_, DType::kF32, sinus_, act_, steps * kTimestepChannels));
+  EDGEVLA_RETURN_IF_ERROR(convert(s, tau_f32_, DType::kF32, tau_, act_, steps * E));
+  // temb = silu(linear_2(silu(linear_1(sinusoid)))), then every modulation in one GEMM.
+  const Gemm mm = gemm();
+  EDGEVLA_RETURN_IF_ERROR(mm(sinus_, steps, kTimestepChannels, t1_, temb1_, act_, E));
+  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, temb1_, act_, steps, E, E, nullptr, Activation::kSilu));
+  EDGEVLA_RETURN_IF_ERROR(mm(temb1_, steps, E, t2_, temb_, act_, E));
+  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, temb_, act_, steps, E, E, nullptr, Activation::kSilu));
+  EDGEVLA_RETURN_IF_ERROR(mm(temb_, steps, E, mods_lin_, mods_, DType::kF32, (B_ + 1) * 2 * E));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  prepared_steps_ = steps;
+  return Status::ok();
+}
+
+Status ActionHeadEngine::select_embodiment(std::int64_t e) {
+  if (e == selected_) return Status::ok();
+  cudaStream_t s = stream_.get();
+  for (CategoryDev* c : categories()) {
+    const auto* w = static_cast<const std::byte*>(c->all_w) + bytes_of(act_, e * c->in * c->out);
+    EDGEVLA_RETURN_IF_ERROR(transpose(s, w, c->in, c->out, c->sel.w, act_));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c->sel.bias, c->all_b + e * c->out, bytes_of(DType::kF32, c->out),
+                                                 cudaMemcpyDeviceToDevice, s));
+  }
+  selected_ = e;
+  return Status::ok();
+}
+
+Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n, std::int64_t& embodiment) {
+  const std::string stage = "groot action_head";
+  if (options.num_steps < 1 || options.num_steps > max_steps_) {
+    return out_of_range(stage + ": num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
+                        std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
+  }
+  const Tensor* f = bound_input(in_features_);
+  const Tensor* am = bound_input(in_mask_);
+  const Tensor* im = bound_input(in_image_);
+  const Tensor* st = bound_input(in_state_);
+  const Tensor* id = bound_input(in_embodiment_);
+  const Tensor* nz = bound_input(in_noise_);
+  for (const auto& [t, name] : {std::pair{f, "backbone_features"}, std::pair{am, "attention_mask"},
+                                std::pair{im, "image_mask"}, std::pair{st, "state"}, std::pair{id, "embodiment_id"},
+                                std::pair{nz, "noise"}}) {
+    if (t == nullptr) return invalid_argument(stage + " needs input '" + name + "' bound");
+  }
+  for (const auto& [t, name] : {std::pair{am, "attention_mask"}, std::pair{im, "image_mask"}, std::pair{st, "state"},
+                                std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
+    if (!t->device().is_cpu()) return invalid_argument(stage + " (cuda): '" + name + "' must be a host tensor");
+  }
+  const std::int64_t W = cfg_.backbone_embedding_dim, Hz = cfg_.action_horizon, A = cfg_.max_action_dim;
+  n = f->shape()[0];
+  if (f->shape()[1] != W || n < 1) {
+    return invalid_argument(stage + ": 'backbone_features' is " + f->shape().to_string() + ", expected [L," +
+                            std::to_string(W) +
+                            "] with L >= 1 (backbone and action head must load the same checkpoint)");
+  }
+  if (!f->device().is_cpu() && f->device() != Device::cuda(info_.index)) {
+    return invalid_argument(stage + ": 'backbone_features' is on " + f->device().to_string() + ", not on cuda:" +
+                            std::to_string(info_.index) + " or the host");
+  }
+  if (am->shape()[0] != n || im->shape()[0] != n) {
+    return invalid_argument(stage + ": 'attention_mask' " + am->shape().to_string() + " and 'image_mask' " +
+                            im->shape().to_string() + " must both have the backbone features' " + std::to_string(n) +
+                            " rows");
+  }
+  if (st->shape()[0] != cfg_.max_state_dim) {
+    return invalid_argument(stage + ": 'state' is " + st->shape().to_string() + ", expected [" +
+                            std::to_string(cfg_.max_state_dim) +
+                            "] (the normalised state zero-padded to max_state_dim)");
+  }
+  if (!(nz->shape() == Shape{Hz, A})) {
+    return invalid_argument(stage + ": 'noise' is " + nz->shape().to_string() + ", expected [" + std::to_string(Hz) +
+                            "," + std::to_string(A) + "]");
+  }
+  if (id->numel() != 1) return invalid_argument(stage + ": 'embodiment_id' must hold one value");
+  embodiment = *id->data<std::int32_t>();
+  if (embodiment < 0 || embodiment >= state1_.slots || !known_ids_.contains(embodiment)) {
+    std::string known;
+    for (std::int64_t k : known_ids_) {
+      if (k < state1_.slots) known += (known.empty() ? "" : ", ") + std::to_string(k);
+    }
+    return invalid_argument(stage + ": embodiment id " + std::to_string(embodiment) +
+                            " is not one of the checkpoint's (" + known +
+                            "; embodiment_id.json and the built-in tags, below max_num_embodiments " +
+                            std::to_string(state1_.slots) + ")");
+  }
+  const bool* amv = am->data<bool>();
+  const bool* imv = im->data<bool>();
+  std::int64_t images = 0;
+  for (std::int64_t i = 0; i < n; ++i) images += amv[i] && imv[i] ? 1 : 0;
+  if (images == 0) {
+    return invalid_argument(stage +
+                            ": the prompt has no attended image token (image_mask & attention_mask is empty); the "
+                            "image blocks would attend to nothing: give at least one view");
+  }
+  if (!all_finite(*st)) return invalid_argument(stage + ": 'state' holds a non-finite value");
+  if (!all_finite(*nz)) return invalid_argument(stage + ": 'noise' holds a non-finite value");
+  return Status::ok();
+}
+
+Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows) {
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, hs = cfg_.hidden_size, F = cfg_.ff_dim();
+  const std::int64_t E = E_, S = S_, B = B_, heads = cfg_.dit.num_heads, hd = cfg_.dit.head_dim;
+  const std::int64_t out_dim = cfg_.dit.output_dim;
+  const std::size_t es = dtype_size(act_);
+  cudaStream_t s = stream_.get();
+  const Gemm mm = gemm();
+  const float* mods = mods_ + static_cast<std::int64_t>(k) * (B + 1) * 2 * E;
+  // Row 0: the state token; rows 1..: the action encoder at this step's bucket plus positions.
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
+  EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, Hz * A));
+  EDGEVLA_RETURN_IF_ERROR(mm(a_act_, Hz, A, act1_.sel, a_emb_, act_, E));
+  EDGEVLA_RETURN_IF_ERROR(mm(a_emb_, Hz, E, act2_a_, enc_, act_, E, 0.0f, Epilogue::kNone, tau_bias_ + k * E));
+  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, enc_, act_, Hz, E, E, nullptr, Activation::kSilu));
+  float* rows = x_ + E;
+  EDGEVLA_RETURN_IF_ERROR(mm(enc_, Hz, E, act3_.sel, rows, DType::kF32, E));
+  EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, rows, Hz, E, pos_, Hz));
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const std::int32_t* n_text = ints_;
+  const std::int32_t* n_image = ints_ + 1;
+  for (std::int64_t i = 0; i < B; ++i) {
+    const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
+    const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
+    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
+    AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
+    a.q = qkv_;
+    a.out = o_;
+    a.ldo = E;
+    a.scratch = scratch_;
+    a.scratch_bytes = scratch_bytes_;
+    if (b.cross) {
+      EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.qkv, qkv_, act_, E));
+      a.ldq = E;
+      a.a = KvBlock{b.ckv, static_cast<std::byte*>(b.ckv) + E * es, 2 * E, 0};
+      a.a_len = b.text ? n_text : n_image;
+      a.a_max = b.text ? text_rows : image_rows;
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.qkv, qkv_, act_, 3 * E));
+      a.ldq = 3 * E;
+      auto* q = static_cast<std::byte*>(qkv_);
+      a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
+      a.a_max = S;
+    }
+    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    EDGEVLA_RETURN_IF_ERROR(mm(o_, S, E, b.out, x_, DType::kF32, E, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, ones_, zeros_, kBlockEps, h_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.ff1, ff_, act_, F, 0.0f, Epilogue::kGeluTanh));
+    EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));
+  }
+  // Output AdaLN over the action rows: proj_out_1 gives [shift, 1 + scale].
+  const float* om = mods + B * 2 * E;
+  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
+  EDGEVLA_RETURN_IF_ERROR(mm(h_, Hz, E, proj_out_2_, dit_out_, act_, out_dim));
+  EDGEVLA_RETURN_IF_ERROR(mm(dit_out_, Hz, out_dim, dec1_.sel, dec_hid_, act_, hs));
+  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, dec_hid_, act_, Hz, hs, hs, nullptr, Activation::kRelu));
+  float* vel = vel_all_ + static_cast<std::int64_t>(k) * Hz * A;
+  EDGEVLA_RETURN_IF_ERROR(mm(dec_hid_, Hz, hs, dec2_.sel, vel, DType::kF32, A));
+  return euler_step(s, a_, vel, dt, Hz * A, nullptr);
+}
+
+Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type) {
+  const std::int64_t W = cfg_.backbone_embedding_dim, E = E_, L = max_tokens_, Sd = cfg_.max_state_dim;
+  const std::int64_t hs = cfg_.hidden_size;
+  cudaStream_t s = stream_.get();
+  const Gemm mm = gemm();
+  // The attended tokens packed apart (text, image), vlln, then each cross block's keys|values.
+  const std::int32_t* text_idx = ints_ + 2;
+  const std::int32_t* image_idx = ints_ + 2 + L;
+  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, text_idx, text_rows, W, vl_f32_, DType::kF32,
+                                      W, true));
+  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
+  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W, vl_f32_,
+                                      DType::kF32, W, true));
+  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
+  for (const BlockDev& b : blocks_) {
+    if (!b.cross) continue;
+    EDGEVLA_RETURN_IF_ERROR(mm(b.text ? vl_text_ : vl_image_, b.text ? text_rows : image_rows, W, b.kv, b.ckv, act_,
+                               2 * E));
+  }
+  // The state token (relu between the layers), and W2's τ half plus its bias per step.
+  EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
+  EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
+  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
+  EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
+  EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
+  const float dt = 1.0f / static_cast<float>(steps);
+  for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
+  return Status::ok();
+}
+
+Status ActionHeadEngine::run(const RunOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  timings_ = {};
+  in_bound_.resize(inputs_.size());
+  out_bound_.resize(outputs_.size());
+  cudaStream_t s = stream_.get();
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  std::int64_t n = 0, embodiment = 0;
+  EDGEVLA_RETURN_IF_ERROR(check_inputs(options, n, embodiment));
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, W = cfg_.backbone_embedding_dim;
+  const std::int64_t L = max_tokens_;
+  const Tensor* bound_actions = bound_output(out_actions_);
+  const Tensor& actions = bound_actions ? *bound_actions : actions_own_;
+  if (!(actions.shape() == Shape{Hz, A}) || !actions.device().is_cpu()) {
+    return invalid_argument("groot action_head: output 'actions' is " + actions.describe() + ", must be host f32 [" +
+                            std::to_string(Hz) + "," + std::to_string(A) + "]");
+  }
+  const Tensor* velocities = bound_output(out_velocities_);
+  if (velocities != nullptr && (velocities->shape()[0] < options.num_steps || velocities->shape()[1] != Hz ||
+                                velocities->shape()[2] != A || !velocities->device().is_cpu())) {
+    return invalid_argument("groot action_head: output 'velocities' " + velocities->describe() +
+                            " must be host f32 [>= " + std::to_string(options.num_steps) + "," + std::to_string(Hz) +
+                            "," + std::to_string(A) + "]");
+  }
+
+  // Inputs to the device: features as bound, the packed rows and counts, state and noise.
+  const Tensor* f = bound_input(in_features_);
+  const bool* am = bound_input(in_mask_)->data<bool>();
+  const bool* im = bound_input(in_image_)->data<bool>();
+  auto* ints = static_cast<std::int32_t*>(pinned_ints_->get());
+  std::int32_t n_text = 0, n_image = 0;
+  std::fill(ints, ints + 2 + 2 * L, -1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!am[i]) continue;
+    if (im[i]) {
+      ints[2 + L + n_image++] = static_cast<std::int32_t>(i);
+    } else {
+      ints[2 + n_text++] = static_cast<std::int32_t>(i);
+    }
+  }
+  ints[0] = n_text;
+  ints[1] = n_image;
+  const std::int64_t text_rows = padded_rows(std::max<std::int64_t>(n_text, 1));
+  const std::int64_t image_rows = padded_rows(n_image);
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 2 + 2 * L), cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(feat_stage_, f->raw_data(), bytes_of(f->dtype(), n * W),
+                                               f->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
+                                               s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(state_, bound_input(in_state_)->raw_data(),
+                                               bytes_of(DType::kF32, cfg_.max_state_dim), cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a_, bound_input(in_noise_)->raw_data(), bytes_of(DType::kF32, Hz * A),
+                                               cudaMemcpyHostToDevice, s));
+  if (prepared_steps_ != options.num_steps) {
+    EDGEVLA_RETURN_IF_ERROR(prepare_steps(options.num_steps));
+    graphs_.clear();
+  }
+  EDGEVLA_RETURN_IF_ERROR(select_embodiment(embodiment));
+
+  const auto key = std::make_tuple(options.num_steps, text_rows, image_rows, f->dtype());
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    // First run of this key: eager (plans the GEMMs), then captured for the next runs.
+    EDGEVLA_RETURN_IF_ERROR(forward(options.num_steps, text_rows, image_rows, f->dtype()));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] {
+                               return forward(options.num_steps, text_rows, image_rows, f->dtype());
+                             }));
+    log_plans();
+    if (graphs_.size() >= 32) graphs_.clear();
+    graphs_.emplace(key, std::move(g));
+  } else {
+    EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(actions.raw_data(), a_, actions.nbytes(), cudaMemcpyDeviceToHost, s));
+  if (velocities != nullptr) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(velocities->raw_data(), vel_all_,
+                                                 bytes_of(DType::kF32, options.num_steps * Hz * A),
+                                                 cudaMemcpyDeviceToHost, s));
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  set_produced(out_actions_, actions);
+  if (velocities != nullptr) {
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor vv, velocities->slice(0, 0, options.num_steps));
+    set_produced(out_velocities_, std::move(vv));
+  } else {
+    set_produced(out_velocities_, Tensor());
+  }
+  timings_.total_ms = ms_since(t0);
+  timings_.parts = {{"steps_gpu", timings_.total_ms}};
+  return Status::ok();
+}
+
+}  // namespace
+
+const bool kGrootActionHeadRegistered = register_engine("cuda", std::string(mg::kFamily),
+                                                        std::string(model::kActionHead), ActionHeadEngine::create);
+
+}  // namespace edgevla::backends::cuda::groot

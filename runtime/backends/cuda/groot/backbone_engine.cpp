@@ -1,0 +1,567 @@
+// GR00T N1.6 backbone on the GPU (notes/groot-n16.md §2, §8), the same contract as the CPU
+// engine (runtime/backends/cpu/groot/backbone_engine.cpp): SigLIP2 over each bound view at its
+// own size (patch Linear on (py, px, c) rows, the learned position table interpolated to the
+// view's grid, attention inside each view only), pixel unshuffle and mlp1, the image embeddings
+// spliced over the prompt's <IMG_CONTEXT> tokens, the kept Qwen3 layers (per-head q/k RMSNorm,
+// RoPE at positions 0..L-1 of the padded sequence, causal attention over the real tokens only:
+// their keys are gathered in order, padding rows see no key and get zero attention output) and
+// the final norm → backbone_features.
+// The whole pass is one CUDA graph per (view sizes and dtypes, prompt-length bucket of 16
+// rows); the prompt's mask, ids and image positions are device arrays the graph reads, so one
+// graph serves every prompt of its bucket.
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <map>
+
+#include "runtime/backends/cpu/groot/backbone_weights.hpp"
+#include "runtime/backends/cpu/groot/siglip.hpp"
+#include "runtime/backends/cuda/groot/groot_cuda.hpp"
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/groot_kernels.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+
+namespace edgevla::backends::cuda::groot {
+namespace {
+
+namespace mg = model::groot;
+namespace cg = cpu::groot_backbone;
+
+constexpr float kMlp1Eps = 1e-5f;
+
+struct VisionLayerDev {
+  float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
+  DevLinear qkv, o, fc1, fc2;
+};
+struct QwenLayerDev {
+  float *in_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+  DevLinear qkv, o, gate_up, down;
+};
+
+// One bound view of this run.
+struct View {
+  const Tensor* pixels = nullptr;
+  std::int64_t h = 0, w = 0;
+  DType dtype = DType::kF32;
+};
+
+std::string view_name(std::size_t k) { return "image." + std::to_string(k); }
+
+class BackboneEngine final : public GrootCudaEngine {
+ public:
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kBackbone));
+    EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "groot backbone (cuda)"));
+    auto e = std::unique_ptr<BackboneEngine>(new BackboneEngine(gm->config(), *spec, info, compute_dtype(o)));
+    EDGEVLA_RETURN_IF_ERROR(e->init_device());
+    EDGEVLA_RETURN_IF_ERROR(e->load(gm->checkpoint(), o));
+    return std::unique_ptr<Engine>(std::move(e));
+  }
+  Status run(const RunOptions& options) override;
+
+ private:
+  BackboneEngine(const mg::GrootConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act)
+      : GrootCudaEngine(spec, std::move(info), act), cfg_(c) {}
+  Status load(const mg::Checkpoint& ck, const EngineOptions& o);
+  Status collect_views();
+  Status check_prompt(const Tensor*& ids, const Tensor*& mask, std::int64_t& image_tokens);
+  Status forward(std::int64_t rows);
+  Status vision();
+  Status llm(std::int64_t rows);
+  std::int64_t grid_offset(std::int64_t g) const { return g * (g - 1) / 2 * side_; }
+
+  mg::GrootConfig cfg_;
+  std::int64_t max_edge_ = 0, merge_ = 0, side_ = 0, max_grid_ = 0, max_tokens_ = 0, max_rows_ = 0;
+  std::int64_t max_patches_ = 0, max_merged_ = 0, image_slot_ = 0;
+  std::vector<int> in_images_;
+  int in_ids_ = -1, in_mask_ = -1, out_features_ = -1, out_mask_ = -1, out_image_mask_ = -1, out_embeds_ = -1;
+
+  // Weights.
+  DevLinear patch_, mlp1_fc1_, mlp1_fc2_;
+  float *position_ = nullptr, *post_w_ = nullptr, *post_b_ = nullptr, *mlp1_ln_w_ = nullptr, *mlp1_ln_b_ = nullptr;
+  std::vector<VisionLayerDev> vl_;
+  void* embed_ = nullptr;
+  std::int64_t vocab_ = 0;
+  std::vector<QwenLayerDev> ql_;
+  float* final_norm_ = nullptr;
+  std::vector<float> grid_weights_host_, inv_freq_host_;
+  float *grid_weights_ = nullptr, *inv_freq_ = nullptr;
+
+  // Buffers.
+  std::byte* images_ = nullptr;  // view k at k · image_slot_ bytes, as bound (f32 or bf16)
+  void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
+  float *ve_ = nullptr, *vpost_ = nullptr, *merged_ = nullptr, *img_ = nullptr;
+  void *merged_act_ = nullptr, *mh_ = nullptr;
+  float *x_ = nullptr, *feat_ = nullptr;
+  void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr;
+  std::int32_t *ints_ = nullptr, *zero_ = nullptr;  // ints_: ids | image row | key row | key limit, max_rows_ each
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+
+  // Host side.
+  std::vector<View> views_;
+  std::unique_ptr<PinnedBuffer> pinned_ints_;
+  Tensor features_, mask_out_, image_mask_;
+  std::map<std::vector<std::int64_t>, Graph> graphs_;
+};
+
+Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
+  for (std::size_t k = 0;; ++k) {
+    const int i = input_index(view_name(k));
+    if (i < 0) break;
+    in_images_.push_back(i);
+  }
+  in_ids_ = input_index("input_ids");
+  in_mask_ = input_index("attention_mask");
+  out_features_ = output_index("backbone_features");
+  out_mask_ = output_index("attention_mask");
+  out_image_mask_ = output_index("image_mask");
+  out_embeds_ = output_index("image_embeds");
+  if (in_images_.empty() || in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 ||
+      out_image_mask_ < 0 || out_embeds_ < 0) {
+    return internal_error("groot backbone (cuda): the family's backbone spec lacks a tensor the engine binds");
+  }
+  const auto& v = cfg_.vision;
+  const auto& t = cfg_.text;
+  if (v.head_dim() % 8 != 0 || t.head_dim % 8 != 0 || v.head_dim() > 256 || t.head_dim > 256) {
+    return invalid_argument("groot backbone (cuda): head sizes " + std::to_string(v.head_dim()) + " (vision) / " +
+                            std::to_string(t.head_dim) + " (LLM) must be multiples of 8 up to 256");
+  }
+  const Shape& img = inputs_[static_cast<std::size_t>(in_images_[0])].max_shape;
+  max_edge_ = std::max(img[1], img[2]);
+  merge_ = std::int64_t{v.patch_size} * cfg_.unshuffle_factor;
+  side_ = v.position_grid();
+  max_grid_ = max_edge_ / v.patch_size;
+  max_tokens_ = inputs_[static_cast<std::size_t>(in_ids_)].max_shape[0];
+  max_rows_ = padded_rows(max_tokens_);
+  const auto views = static_cast<std::int64_t>(in_images_.size());
+  max_patches_ = views * max_grid_ * max_grid_;
+  max_merged_ = max_patches_ / (cfg_.unshuffle_factor * cfg_.unshuffle_factor);
+  image_slot_ = (3 * max_edge_ * max_edge_ * 4 + 255) / 256 * 256;
+
+  EDGEVLA_ASSIGN_OR_RETURN(cg::SiglipWeights sw, cg::load_siglip(ck));
+  EDGEVLA_ASSIGN_OR_RETURN(cg::Mlp1Weights mw, cg::load_mlp1(ck));
+  EDGEVLA_ASSIGN_OR_RETURN(cg::Qwen3Weights qw, cg::load_qwen3(ck));
+  WeightPlan wp(act_);
+  wp.linear(patch_, {&sw.patch});
+  wp.vector(position_, sw.position);
+  vl_.resize(sw.layers.size());
+  for (std::size_t i = 0; i < sw.layers.size(); ++i) {
+    const cg::SiglipLayer& s = sw.layers[i];
+    VisionLayerDev& d = vl_[i];
+    wp.vector(d.ln1_w, s.ln1_w);
+    wp.vector(d.ln1_b, s.ln1_b);
+    wp.vector(d.ln2_w, s.ln2_w);
+    wp.vector(d.ln2_b, s.ln2_b);
+    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
+    wp.linear(d.o, {&s.o});
+    wp.linear(d.fc1, {&s.fc1});
+    wp.linear(d.fc2, {&s.fc2});
+  }
+  wp.vector(post_w_, sw.post_w);
+  wp.vector(post_b_, sw.post_b);
+  wp.vector(mlp1_ln_w_, mw.ln_w);
+  wp.vector(mlp1_ln_b_, mw.ln_b);
+  wp.linear(mlp1_fc1_, {&mw.fc1});
+  wp.linear(mlp1_fc2_, {&mw.fc2});
+  vocab_ = qw.embed.vocab;
+  wp.matrix(embed_, qw.embed.data, qw.embed.dtype, qw.embed.vocab, qw.embed.width);
+  ql_.resize(qw.layers.size());
+  for (std::size_t i = 0; i < qw.layers.size(); ++i) {
+    const cg::Qwen3Layer& s = qw.layers[i];
+    QwenLayerDev& d = ql_[i];
+    wp.vector(d.in_norm, s.in_norm);
+    wp.vector(d.post_norm, s.post_norm);
+    wp.vector(d.q_norm, s.q_norm);
+    wp.vector(d.k_norm, s.k_norm);
+    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
+    wp.linear(d.o, {&s.o});
+    wp.linear(d.gate_up, {&s.gate, &s.up});
+    wp.linear(d.down, {&s.down});
+  }
+  wp.vector(final_norm_, qw.final_norm);
+  // The position table's interpolation weights for every grid size g (wy and wx alike):
+  // [g, side] at grid_offset(g), in the CPU engine's antialiased bilinear form.
+  grid_weights_host_.assign(static_cast<std::size_t>(grid_offset(max_grid_ + 1)), 0.0f);
+  for (std::int64_t g = 1; g <= max_grid_; ++g) {
+    cg::antialias_bilinear_weights(side_, g, grid_weights_host_.data() + grid_offset(g));
+  }
+  wp.vector(grid_weights_, grid_weights_host_);
+  // RoPE frequencies in float32, as transformers builds them (notes §8: tables in fp32).
+  const float theta = static_cast<float>(t.rope_theta);
+  for (std::int64_t i = 0; i < t.head_dim; i += 2) {
+    inv_freq_host_.push_back(1.0f / std::pow(theta, static_cast<float>(i) / static_cast<float>(t.head_dim)));
+  }
+  wp.vector(inv_freq_, inv_freq_host_);
+  wp.place(arena_);
+
+  const std::int64_t M = max_patches_, Mm = max_merged_, Dv = v.hidden_size, Fv = v.intermediate_size;
+  const std::int64_t pp = v.patch_dim(), wide = cfg_.mlp1_in(), W = t.hidden_size, R = max_rows_;
+  const std::int64_t H = t.num_heads, K = t.num_kv_heads, h = t.head_dim, F = t.intermediate_size;
+  const std::int64_t Q = (H + 2 * K) * h;
+  BufferPlan buf(arena_);
+  buf(images_, static_cast<std::size_t>(views * image_slot_));
+  buf(patches_, bytes_of(act_, M * pp));
+  buf(ve_, bytes_of(DType::kF32, M * Dv));
+  buf(vy_, bytes_of(act_, M * Dv));
+  buf(vqkv_, bytes_of(act_, M * 3 * Dv));
+  buf(vo_, bytes_of(act_, M * Dv));
+  buf(vh_, bytes_of(act_, M * Fv));
+  buf(vpost_, bytes_of(DType::kF32, M * Dv));
+  buf(merged_, bytes_of(DType::kF32, Mm * wide));
+  buf(merged_act_, bytes_of(act_, Mm * wide));
+  buf(mh_, bytes_of(act_, Mm * W));
+  buf(img_, bytes_of(DType::kF32, Mm * W));
+  buf(x_, bytes_of(DType::kF32, R * W));
+  buf(feat_, bytes_of(DType::kF32, R * W));
+  buf(y_, bytes_of(act_, R * W));
+  buf(qkv_, bytes_of(act_, R * Q));
+  buf(kvc_, bytes_of(act_, R * 2 * K * h));
+  buf(o_, bytes_of(act_, R * H * h));
+  buf(gu_, bytes_of(act_, R * 2 * F));
+  buf(g_, bytes_of(act_, R * F));
+  buf(ints_, bytes_of(DType::kI32, 4 * R));
+  buf(zero_, 16);
+  AttentionArgs va{act_, 1, max_grid_ * max_grid_, v.num_heads, v.num_heads, v.head_dim()};
+  va.a_max = max_grid_ * max_grid_;
+  AttentionArgs la{act_, 1, R, H, K, h};
+  la.b_len = R;
+  scratch_bytes_ = std::max(attention_scratch_bytes(va), attention_scratch_bytes(la));
+  buf(scratch_, scratch_bytes_);
+  EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
+  buf.resolve();
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 4 * R)));
+  pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
+  EDGEVLA_ASSIGN_OR_RETURN(features_, Tensor::empty(DType::kF32, Shape{max_tokens_, W}));
+  EDGEVLA_ASSIGN_OR_RETURN(mask_out_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
+  EDGEVLA_ASSIGN_OR_RETURN(image_mask_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
+  views_.reserve(in_images_.size());
+  return Status::ok();
+}
+
+Status BackboneEngine::collect_views() {
+  views_.clear();
+  std::size_t first_missing = in_images_.size();
+  for (std::size_t k = 0; k < in_images_.size(); ++k) {
+    const Tensor* t = bound_input(in_images_[k]);
+    if (t == nullptr) {
+      first_missing = std::min(first_missing, k);
+      continue;
+    }
+    if (first_missing < k) {
+      return invalid_argument("groot backbone: " + view_name(k) + " is bound but " + view_name(first_missing) +
+                              " is not; bind the views in order from image.0 (one per video key of the embodiment)");
+    }
+    const std::int64_t c = t->shape()[0], h = t->shape()[1], w = t->shape()[2];
+    if (c != cfg_.vision.num_channels || h <= 0 || w <= 0 || h % merge_ != 0 || w % merge_ != 0 || h > max_edge_ ||
+        w > max_edge_) {
+      return invalid_argument("groot backbone: " + view_name(k) + " is " + t->shape().to_string() + ", expected [" +
+                              std::to_string(cfg_.vision.num_channels) + ",h,w] with h and w positive multiples of " +
+                              std::to_string(merge_) + " up to " + std::to_string(max_edge_) +
+                              "; pre-process the frame with the groot image transform (smart_resize)");
+    }
+    views_.push_back({t, h, w, t->dtype()});
+  }
+  if (views_.empty()) {
+    return invalid_argument("groot backbone: no view bound; bind image.0 (and image.1.. for embodiments with more "
+                            "cameras)");
+  }
+  return Status::ok();
+}
+
+Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask, std::int64_t& image_tokens) {
+  ids = bound_input(in_ids_);
+  mask = bound_input(in_mask_);
+  if (ids == nullptr || mask == nullptr) {
+    return invalid_argument("groot backbone: bind input_ids and attention_mask (the tokenized prompt)");
+  }
+  if (!ids->device().is_cpu() || !mask->device().is_cpu()) {
+    return invalid_argument("groot backbone (cuda): input_ids and attention_mask must be host tensors");
+  }
+  const std::int64_t L = ids->shape()[0];
+  if (L == 0 || mask->shape()[0] != L) {
+    return invalid_argument("groot backbone: input_ids " + ids->shape().to_string() + " and attention_mask " +
+                            mask->shape().to_string() + " must have the same, non-zero length");
+  }
+  if (L > max_tokens_) {
+    return invalid_argument("groot backbone: the prompt has " + std::to_string(L) + " tokens, more than the " +
+                            std::to_string(max_tokens_) +
+                            " this model is sized for; shorten the instruction or use fewer or smaller views");
+  }
+  const std::int32_t* id = ids->data<std::int32_t>();
+  const bool* valid = mask->data<bool>();
+  bool any = false;
+  for (std::int64_t i = 0; i < L; ++i) {
+    if (id[i] < 0 || id[i] >= vocab_) {
+      return invalid_argument("groot backbone: input_ids[" + std::to_string(i) + "] = " + std::to_string(id[i]) +
+                              " is outside the vocabulary [0, " + std::to_string(vocab_) +
+                              "); tokenize with this checkpoint's tokenizer");
+    }
+    any = any || valid[i];
+  }
+  if (!any) return invalid_argument("groot backbone: attention_mask has no real token (all padding)");
+  const std::int64_t image_id = cfg_.image_token_id;
+  std::size_t runs = 0;
+  image_tokens = 0;
+  for (std::int64_t i = 0; i < L;) {
+    if (id[i] != image_id) {
+      ++i;
+      continue;
+    }
+    std::int64_t j = i;
+    while (j < L && id[j] == image_id) ++j;
+    if (runs < views_.size()) {
+      const View& v = views_[runs];
+      const std::int64_t want = (v.h / merge_) * (v.w / merge_);
+      if (j - i != want) {
+        return invalid_argument("groot backbone: " + view_name(runs) + " " + v.pixels->shape().to_string() + " gives " +
+                                std::to_string(want) + " image tokens but the prompt's image block " +
+                                std::to_string(runs) + " holds " + std::to_string(j - i) +
+                                " <IMG_CONTEXT> tokens; build the prompt from the same pre-processed frames");
+      }
+    }
+    image_tokens += j - i;
+    ++runs;
+    i = j;
+  }
+  if (runs != views_.size()) {
+    return invalid_argument("groot backbone: the prompt holds " + std::to_string(runs) + " image block(s) but " +
+                            std::to_string(views_.size()) +
+                            " view(s) are bound; give one view per <img> block (the embodiment's video keys)");
+  }
+  return Status::ok();
+}
+
+// SigLIP2, unshuffle and mlp1 over this run's views → img_ [merged tokens, W] f32.
+Status BackboneEngine::vision() {
+  const auto& v = cfg_.vision;
+  const std::int64_t P = v.patch_size, Dv = v.hidden_size, hv = v.head_dim(), pp = v.patch_dim();
+  const std::int64_t r = cfg_.unshuffle_factor, wide = cfg_.mlp1_in(), W = cfg_.text.hidden_size;
+  const std::size_t es = dtype_size(act_);
+  const float eps = static_cast<float>(v.layer_norm_eps);
+  cudaStream_t s = stream_.get();
+  const Gemm mm = gemm();
+  std::int64_t M = 0;
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    const View& vw = views_[k];
+    EDGEVLA_RETURN_IF_ERROR(image_patches(s, images_ + static_cast<std::int64_t>(k) * image_slot_, vw.dtype, vw.h, vw.w,
+                                          P, static_cast<std::byte*>(patches_) + static_cast<std::size_t>(M * pp) * es,
+                                          act_));
+    M += (vw.h / P) * (vw.w / P);
+  }
+  EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, pp, patch_, ve_, DType::kF32, Dv));
+  std::int64_t off = 0;
+  for (const View& vw : views_) {
+    const std::int64_t gh = vw.h / P, gw = vw.w / P;
+    EDGEVLA_RETURN_IF_ERROR(add_grid_positions(s, ve_ + off * Dv, gh, gw, Dv, position_, side_,
+                                               grid_weights_ + grid_offset(gh), grid_weights_ + grid_offset(gw)));
+    off += gh * gw;
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hv));
+  for (const VisionLayerDev& l : vl_) {
+    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln1_w, l.ln1_b, eps, vy_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
+    // Attention inside each view only (upstream's per-image flash attention).
+    off = 0;
+    for (const View& vw : views_) {
+      const std::int64_t n = (vw.h / P) * (vw.w / P);
+      auto* q = static_cast<std::byte*>(vqkv_) + static_cast<std::size_t>(off * 3 * Dv) * es;
+      AttentionArgs a{act_, 1, n, v.num_heads, v.num_heads, hv, scale};
+      a.q = q;
+      a.ldq = 3 * Dv;
+      a.out = static_cast<std::byte*>(vo_) + static_cast<std::size_t>(off * Dv) * es;
+      a.ldo = Dv;
+      a.a = KvBlock{q + Dv * es, q + 2 * Dv * es, 3 * Dv, 0};
+      a.a_max = n;
+      a.scratch = scratch_;
+      a.scratch_bytes = scratch_bytes_;
+      EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      off += n;
+    }
+    EDGEVLA_RETURN_IF_ERROR(mm(vo_, M, Dv, l.o, ve_, DType::kF32, Dv, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln2_w, l.ln2_b, eps, vy_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.fc1, vh_, act_, v.intermediate_size, 0.0f, Epilogue::kGeluTanh));
+    EDGEVLA_RETURN_IF_ERROR(mm(vh_, M, v.intermediate_size, l.fc2, ve_, DType::kF32, Dv, 1.0f));
+  }
+  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, post_w_, post_b_, eps, vpost_, DType::kF32));
+  off = 0;
+  std::int64_t merged = 0;
+  for (const View& vw : views_) {
+    const std::int64_t gh = vw.h / P, gw = vw.w / P;
+    EDGEVLA_RETURN_IF_ERROR(pixel_unshuffle(s, vpost_ + off * Dv, gh, gw, Dv, r, merged_ + merged * wide));
+    off += gh * gw;
+    merged += (gh / r) * (gw / r);
+  }
+  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, merged_, merged, wide, mlp1_ln_w_, mlp1_ln_b_, kMlp1Eps, merged_act_, act_));
+  EDGEVLA_RETURN_IF_ERROR(mm(merged_act_, merged, wide, mlp1_fc1_, mh_, act_, W));
+  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, mh_, act_, merged, W, W, nullptr, Activation::kGeluErf));
+  return mm(mh_, merged, W, mlp1_fc2_, img_, DType::kF32, W);
+}
+
+// Token embeddings, the image rows spliced in, the kept layers and the final norm over `rows`
+// (a bucket) → feat_.
+Status BackboneEngine::llm(std::int64_t rows) {
+  const auto& t = cfg_.text;
+  const std::int64_t W = t.hidden_size, H = t.num_heads, K = t.num_kv_heads, h = t.head_dim, F = t.intermediate_size;
+  const std::int64_t Q = (H + 2 * K) * h, R = max_rows_;
+  const std::size_t es = dtype_size(act_);
+  const float eps = static_cast<float>(t.rms_norm_eps);
+  cudaStream_t s = stream_.get();
+  const Gemm mm = gemm();
+  const std::int32_t* ids = ints_;
+  const std::int32_t* image_row = ints_ + R;
+  const std::int32_t* key_row = ints_ + 2 * R;
+  const std::int32_t* key_limit = ints_ + 3 * R;
+  EDGEVLA_RETURN_IF_ERROR(embed_tokens(s, ids, rows, embed_, act_, vocab_, W, 1.0f, x_));
+  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, img_, DType::kF32, W, image_row, rows, W, x_, DType::kF32, W, false));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(h));
+  auto* q = static_cast<std::byte*>(qkv_);
+  for (const QwenLayerDev& l : ql_) {
+    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.in_norm, eps, y_, act_, W));
+    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.qkv, qkv_, act_, Q));
+    // q_norm / k_norm per head in place, then RoPE on q and k at positions 0..rows-1.
+    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, q, act_, Q, rows * H, H, h, l.q_norm, eps, q, act_, Q));
+    EDGEVLA_RETURN_IF_ERROR(
+        rms_norm_rows(s, q + H * h * es, act_, Q, rows * K, K, h, l.k_norm, eps, q + H * h * es, act_, Q));
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H + K, h, Q, zero_, inv_freq_));
+    // The real tokens' keys|values, in order (padding rows zeroed): causal by position is then
+    // causal by compact row, and key_limit[r] (0 for padding) bounds what row r sees.
+    EDGEVLA_RETURN_IF_ERROR(
+        gather_rows(s, q + H * h * es, act_, Q, key_row, rows, 2 * K * h, kvc_, act_, 2 * K * h, true));
+    AttentionArgs a{act_, 1, rows, H, K, h, scale};
+    a.q = q;
+    a.ldq = Q;
+    a.out = o_;
+    a.ldo = H * h;
+    a.b = KvBlock{kvc_, static_cast<std::byte*>(kvc_) + K * h * es, 2 * K * h, 0};
+    a.b_len = rows;
+    a.b_limit = key_limit;
+    a.scratch = scratch_;
+    a.scratch_bytes = scratch_bytes_;
+    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    EDGEVLA_RETURN_IF_ERROR(mm(o_, rows, H * h, l.o, x_, DType::kF32, W, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.post_norm, eps, y_, act_, W));
+    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.gate_up, gu_, act_, 2 * F));
+    EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
+    EDGEVLA_RETURN_IF_ERROR(mm(g_, rows, F, l.down, x_, DType::kF32, W, 1.0f));
+  }
+  return rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, final_norm_, eps, feat_, DType::kF32, W);
+}
+
+Status BackboneEngine::forward(std::int64_t rows) {
+  EDGEVLA_RETURN_IF_ERROR(vision());
+  return llm(rows);
+}
+
+Status BackboneEngine::run(const RunOptions&) {
+  const auto t0 = std::chrono::steady_clock::now();
+  timings_ = {};
+  in_bound_.resize(inputs_.size());
+  out_bound_.resize(outputs_.size());
+  const std::int64_t W = cfg_.text.hidden_size, R = max_rows_;
+  cudaStream_t s = stream_.get();
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  EDGEVLA_RETURN_IF_ERROR(collect_views());
+  const Tensor* ids = nullptr;
+  const Tensor* mask = nullptr;
+  std::int64_t n_img = 0;
+  EDGEVLA_RETURN_IF_ERROR(check_prompt(ids, mask, n_img));
+  const std::int64_t L = ids->shape()[0];
+  const std::int64_t rows = padded_rows(L);
+
+  const Tensor* bf = bound_output(out_features_);
+  const Tensor& feats = bf ? *bf : features_;
+  if (feats.dtype() != DType::kF32 || feats.shape()[0] < L || feats.shape()[1] != W ||
+      !(feats.device().is_cpu() || feats.device() == Device::cuda(info_.index))) {
+    return invalid_argument("groot backbone: output backbone_features " + feats.describe() +
+                            " cannot take f32 [" + std::to_string(L) + "," + std::to_string(W) +
+                            "] (bind a host or cuda:" + std::to_string(info_.index) + " f32 tensor)");
+  }
+  const Tensor* be = bound_output(out_embeds_);
+  if (be != nullptr && (be->dtype() != DType::kF32 || be->shape()[0] < n_img || be->shape()[1] != W ||
+                        !be->device().is_cpu())) {
+    return invalid_argument("groot backbone: output image_embeds " + be->describe() + " cannot take host f32 [" +
+                            std::to_string(n_img) + "," + std::to_string(W) + "]");
+  }
+
+  // Inputs to the device: pixels as bound, then ids | image row | key row | key limit.
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    const Tensor* t = views_[k].pixels;
+    const auto kind = t->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(images_ + static_cast<std::int64_t>(k) * image_slot_, t->raw_data(),
+                                                 t->nbytes(), kind, s));
+  }
+  const std::int32_t* id = ids->data<std::int32_t>();
+  const bool* valid = mask->data<bool>();
+  bool* image_mask = image_mask_.data<bool>();
+  auto* ints = static_cast<std::int32_t*>(pinned_ints_->get());
+  std::int32_t images = 0, keys = 0;
+  for (std::int64_t i = 0; i < R; ++i) {
+    const bool in = i < L;
+    const bool is_image = in && id[i] == cfg_.image_token_id;
+    if (in) image_mask[i] = is_image;
+    ints[i] = in ? id[i] : 0;
+    ints[R + i] = is_image ? images++ : -1;
+    ints[2 * R + i] = -1;
+    ints[3 * R + i] = 0;
+  }
+  for (std::int64_t i = 0; i < L; ++i) {
+    if (!valid[i]) continue;
+    ints[2 * R + keys] = static_cast<std::int32_t>(i);
+    ints[3 * R + i] = ++keys;
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 4 * R), cudaMemcpyHostToDevice, s));
+
+  // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
+  std::vector<std::int64_t> key{rows};
+  for (const View& v : views_) key.insert(key.end(), {v.h, v.w, static_cast<std::int64_t>(v.dtype)});
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    EDGEVLA_RETURN_IF_ERROR(forward(rows));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(rows); }));
+    log_plans();
+    if (graphs_.size() >= 32) graphs_.clear();  // frames of ever new sizes: do not keep graphs without bound
+    graphs_.emplace(std::move(key), std::move(g));
+  } else {
+    EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
+  }
+
+  // Outputs.
+  const auto fkind = feats.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(feats.raw_data(), feat_, static_cast<std::size_t>(L * W) * sizeof(float), fkind, s));
+  if (be != nullptr) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(be->raw_data(), img_, static_cast<std::size_t>(n_img * W) * 4,
+                                                 cudaMemcpyDeviceToHost, s));
+  }
+  std::copy(valid, valid + L, mask_out_.data<bool>());
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor fview, feats.slice(0, 0, L));
+  set_produced(out_features_, std::move(fview));
+  if (be != nullptr) {
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor eview, be->slice(0, 0, n_img));
+    set_produced(out_embeds_, std::move(eview));
+  } else {
+    set_produced(out_embeds_, Tensor());
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor mview, mask_out_.slice(0, 0, L));
+  set_produced(out_mask_, std::move(mview));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor iview, image_mask_.slice(0, 0, L));
+  set_produced(out_image_mask_, std::move(iview));
+  timings_.total_ms = ms_since(t0);
+  timings_.parts = {{"backbone_gpu", timings_.total_ms}};
+  return Status::ok();
+}
+
+}  // namespace
+
+const bool kGrootBackboneRegistered = register_engine("cuda", std::string(mg::kFamily), std::string(model::kBackbone),
+                                                      BackboneEngine::create);
+
+}  // namespace edgevla::backends::cuda::groot
