@@ -9,6 +9,7 @@ Status ActionHeadNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(num_steps_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(norm_stats_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(output_dim_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(embodiment_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(action_dt_s_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(seed_));
   if (*seed_ >= 0) spec.seed_rng(static_cast<std::uint64_t>(*seed_));
@@ -22,7 +23,12 @@ Status ActionHeadNode::configure(NodeSpec& spec) {
 Status ActionHeadNode::activate() {
   // Up to 1000 steps may be set at run time; the velocity buffer is only a diagnostic.
   EDGEVLA_RETURN_IF_ERROR(stage_.open(log(), params_, model::kActionHead, 1000));
-  EDGEVLA_ASSIGN_OR_RETURN(decoder_, stage_.model->make_action_decoder({*norm_stats_, *output_dim_}));
+  auto decoder = stage_.model->make_action_decoder({*norm_stats_, *output_dim_, *embodiment_});
+  if (!decoder) {
+    stage_.close();
+    return decoder.status().with_context("node '" + name() + "'");
+  }
+  decoder_ = std::move(*decoder);
   // The engine's noise input, drawn by the node so that replay redraws it.
   noise_ = Tensor();
   for (const backends::TensorSpec& spec : stage_.engine->inputs()) {

@@ -24,11 +24,14 @@ class ActionHeadNode final : public Node {
   ModelStageParams params_;
   // clang-format off
   Param<int> num_steps_{"num_steps", 0,
-      {"Euler steps per chunk (0: the checkpoint's default, 10)", 0, 1000}};
+      {"Euler steps per chunk (0: the checkpoint's default: pi0 10, GR00T 4)", 0, 1000}};
   Param<std::string> norm_stats_{"norm_stats", "",
       {"norm_stats.json (default: the checkpoint's assets)", {}, {}, {}, true}};
   Param<int> output_dim_{"output_dim", 0,
       {"action dims published (0: the length of the norm stats' actions)", 0, 4096, {}, true}};
+  Param<std::string> embodiment_{"embodiment", "",
+      {"GR00T: the robot whose statistics decode the actions, a tag of embodiment_id.json (empty: the "
+       "checkpoint's only one); must match the preprocess node's", {}, {}, {}, true}};
   Param<int> seed_{"seed", -1,
       {"seed of the noise generator (-1: derived from the node's name); `edgevla infer --seed N` "
        "draws the same first noise", -1, 2147483647, {}, true}};

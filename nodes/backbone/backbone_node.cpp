@@ -1,6 +1,7 @@
 #include "nodes/backbone/backbone_node.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime/node/node_registry.hpp"
 
@@ -77,19 +78,30 @@ Status BackboneNode::infer(const msgs::Observation& obs) {
   if (!image_inputs.empty() && images_bound == 0) {
     return invalid_argument("observation has no image of any camera slot of the model (" + image_inputs + ")");
   }
-  std::vector<std::string> published;
+  // Outputs are loaned and bound, so the engine writes them in place; one named like an input
+  // (GR00T's attention_mask, handed on) cannot be bound (the name binds the input), so it is
+  // copied into a loan after the run instead of publishing the engine's own memory.
+  std::vector<std::pair<std::string, bool>> published;  // name, copied after the run
   for (const backends::TensorSpec& spec : engine.outputs()) {
     if (!spec.required) continue;  // diagnostics stay in the engine
+    const auto& inputs = engine.inputs();
+    if (std::any_of(inputs.begin(), inputs.end(), [&](const auto& s) { return s.name == spec.name; })) {
+      published.emplace_back(spec.name, true);
+      continue;
+    }
     EDGEVLA_ASSIGN_OR_RETURN(Tensor loan, out_.loan(spec.dtype, spec.max_shape, spec.device));
     EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, loan));
-    published.push_back(spec.name);
+    published.emplace_back(spec.name, false);
   }
   EDGEVLA_RETURN_IF_ERROR(engine.run({}));
 
   Message m(std::string(msgs::BackboneOutput::schema().type), msgs::BackboneOutput::schema().version);
   m.set_field("family", std::string(engine.family()));
-  for (const std::string& name : published) {
+  for (const auto& [name, copy] : published) {
     EDGEVLA_ASSIGN_OR_RETURN(Tensor t, engine.output(name));
+    if (copy) {
+      EDGEVLA_ASSIGN_OR_RETURN(t, copy_into_loan(t));
+    }
     m.set_tensor(name, std::move(t));
   }
   // The action head may need the observation's other tensors (pi0's state token, the raw state
@@ -108,6 +120,18 @@ Status BackboneNode::infer(const msgs::Observation& obs) {
   EDGEVLA_RETURN_IF_ERROR(out_.publish(std::move(m)));
   if (stage_.memory_report_due()) report_memory(engine.resident_bytes());
   return Status::ok();
+}
+
+Expected<Tensor> BackboneNode::copy_into_loan(const Tensor& t) {
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor loan, out_.loan(c.dtype(), c.shape(), c.device()));
+  if (c.device().is_cpu()) {
+    std::memcpy(loan.raw_data(), c.raw_data(), c.nbytes());
+    return loan;
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(Allocator * a, allocator_for(c.device()));
+  EDGEVLA_RETURN_IF_ERROR(a->copy(loan.raw_data(), c.raw_data(), c.nbytes(), CopyKind::kOnDevice));
+  return loan;
 }
 
 EDGEVLA_REGISTER_NODE(BackboneNode, "backbone",

@@ -20,6 +20,8 @@ class BackboneNode final : public Node {
  private:
   void on_observation(const msgs::Observation& obs);
   Status infer(const msgs::Observation& obs);
+  // A copy of the engine's output `t` in a loan of this publisher (on t's device).
+  Expected<Tensor> copy_into_loan(const Tensor& t);
 
   ModelStageParams params_;
   Publisher<msgs::BackboneOutput> out_;

@@ -62,6 +62,8 @@ Status PreprocessNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(chunk_timeout_s_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(state_dim_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(default_state_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(embodiment_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(pad_to_));
 
   // The model's sizes decide the subscriptions, so config.json (small) is read here; the
   // tokenizer, norm stats and weights header wait for activate().
@@ -69,40 +71,50 @@ Status PreprocessNode::configure(NodeSpec& spec) {
     return invalid_argument(where() + ": param 'checkpoint' is required (a folder holding "
                             "config.json, assets/<asset_id>/norm_stats.json and tokenizer.model)");
   }
-  auto config = model::load_config((fs::path(*checkpoint_) / "config.json").string());
-  if (!config) return config.status().with_context(where());
-  config_ = std::move(*config);
+  std::vector<std::string> slots;
+  family_pre_.reset();
+  auto family = model::find_family("auto", *checkpoint_);
+  if (family && (*family)->has_preprocessor()) {
+    EDGEVLA_RETURN_IF_ERROR(configure_family(**family, slots));
+  } else {
+    auto config = model::load_config((fs::path(*checkpoint_) / "config.json").string());
+    if (!config) return config.status().with_context(where());
+    config_ = std::move(*config);
 
-  std::vector<std::string> slots = cameras_->empty() ? config_.cameras : *cameras_;
-  std::set<std::string> seen;
-  for (const std::string& slot : slots) {
-    if (std::find(config_.cameras.begin(), config_.cameras.end(), slot) == config_.cameras.end()) {
-      return invalid_argument(where() + ": camera slot '" + slot + "' (param cameras) is not one "
-                              "of the model's slots: " + join(config_.cameras));
+    slots = cameras_->empty() ? config_.cameras : *cameras_;
+    std::set<std::string> seen;
+    for (const std::string& slot : slots) {
+      if (std::find(config_.cameras.begin(), config_.cameras.end(), slot) == config_.cameras.end()) {
+        return invalid_argument(where() + ": camera slot '" + slot + "' (param cameras) is not one "
+                                "of the model's slots: " + join(config_.cameras));
+      }
+      if (!seen.insert(slot).second) {
+        return invalid_argument(where() + ": camera slot '" + slot + "' is listed twice");
+      }
     }
-    if (!seen.insert(slot).second) {
-      return invalid_argument(where() + ": camera slot '" + slot + "' is listed twice");
+    const int action_dim = config_.action_dim;
+    if (*state_dim_ > action_dim) {
+      return invalid_argument(where() + ": state_dim " + std::to_string(*state_dim_) +
+                              " exceeds the model's action_dim " + std::to_string(action_dim));
+    }
+    const auto dflt = static_cast<int>(default_state_->size());
+    if (dflt > action_dim || (*state_dim_ > 0 && dflt > 0 && dflt != *state_dim_)) {
+      return invalid_argument(where() + ": default_state has " + std::to_string(dflt) +
+                              " values; it needs state_dim (" + std::to_string(*state_dim_) +
+                              ") values, at most action_dim (" + std::to_string(action_dim) + ")");
+    }
+    for (double v : *default_state_) {
+      if (!std::isfinite(v)) return invalid_argument(where() + ": default_state holds " + std::to_string(v));
+    }
+    if (!embodiment_->empty() || *pad_to_ != 0) {
+      return invalid_argument(where() + ": params embodiment and pad_to are for GR00T checkpoints; " + *checkpoint_ +
+                              " is a pi0 / pi0.5 checkpoint (one robot, fixed token budget): remove them");
     }
   }
-  const int action_dim = config_.action_dim;
-  if (*state_dim_ > action_dim) {
-    return invalid_argument(where() + ": state_dim " + std::to_string(*state_dim_) +
-                            " exceeds the model's action_dim " + std::to_string(action_dim));
-  }
-  const auto dflt = static_cast<int>(default_state_->size());
-  if (dflt > action_dim || (*state_dim_ > 0 && dflt > 0 && dflt != *state_dim_)) {
-    return invalid_argument(where() + ": default_state has " + std::to_string(dflt) +
-                            " values; it needs state_dim (" + std::to_string(*state_dim_) +
-                            ") values, at most action_dim (" + std::to_string(action_dim) + ")");
-  }
-  for (double v : *default_state_) {
-    if (!std::isfinite(v)) return invalid_argument(where() + ": default_state holds " + std::to_string(v));
-  }
-
   EDGEVLA_ASSIGN_OR_RETURN(observation_, spec.publisher<msgs::Observation>("observation"));
   cameras_in_.clear();
   cameras_in_.reserve(slots.size());
-  for (const std::string& slot : slots) cameras_in_.push_back({slot, "image/" + slot, {}, {}, {}, {}});
+  for (const std::string& slot : slots) cameras_in_.push_back({slot, "image/" + slot, {}, {}, {}, {}, {}, 0, 0});
   for (std::size_t i = 0; i < cameras_in_.size(); ++i) {
     EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::Image>(
         cameras_in_[i].topic_name, QoS::keep_latest(),
@@ -125,6 +137,29 @@ Status PreprocessNode::configure(NodeSpec& spec) {
 
 Status PreprocessNode::activate() {
   const std::string& dir = *checkpoint_;
+  if (family_pre_) {
+    for (Camera& c : cameras_in_) {
+      c.header.reset();
+      c.frame.reset();
+      c.rgb.clear();
+    }
+    state_.reset();
+    if (!default_state_->empty()) {
+      auto st = make_state(*default_state_, 0);
+      if (!st) return st.status().with_context(where() + ": default_state");
+      st->from_param = true;
+      state_ = std::move(*st);
+    }
+    prompt_message_.reset();
+    seen_prompt_param_ = *prompt_;
+    inputs_changed_ = false;
+    in_flight_ = false;
+    waiting_logged_.clear();
+    log().info("{}: {} camera(s) ({}), state of {} value(s) in {} group(s), prompt padded to {}", where(),
+               cameras_in_.size(), join(family_pre_->cameras()), state_total_, family_pre_->state_groups().size(),
+               *pad_to_ > 0 ? std::to_string(*pad_to_) + " tokens" : std::string("its own length"));
+    return Status::ok();
+  }
   if (*model_type_ != "auto") {
     type_ = *model::parse_model_type(*model_type_);  // one of the declared choices
     if (config_.model_type_given && config_.type != type_) {
@@ -214,11 +249,17 @@ void PreprocessNode::on_image(std::size_t index, const msgs::Image& image) {
     report_bad_input(cam.topic_name, format.status());
     return;
   }
-  // A rejected frame leaves the canvas untouched (the resizer checks before it writes), so the
-  // previous frame stays in use.
-  if (Status s = cam.resizer.resize_with_pad(image.pixels(), *format, cam.canvas); !s.is_ok()) {
+  // A rejected frame leaves the canvas (or the RGB copy) untouched (both check before they
+  // write), so the previous frame stays in use.
+  const Status s = family_pre_ ? model::to_rgb8(image.pixels(), *format, cam.rgb)
+                               : cam.resizer.resize_with_pad(image.pixels(), *format, cam.canvas);
+  if (!s.is_ok()) {
     report_bad_input(cam.topic_name, s);
     return;
+  }
+  if (family_pre_) {
+    cam.height = static_cast<int>(image.pixels().shape()[0]);
+    cam.width = static_cast<int>(image.pixels().shape()[1]);
   }
   cam.header = image.header();
   auto frame = image.message().int_field("frame");
@@ -229,6 +270,7 @@ void PreprocessNode::on_image(std::size_t index, const msgs::Image& image) {
 
 Expected<PreprocessNode::State> PreprocessNode::make_state(std::span<const double> raw,
                                                            std::int64_t stamp_ns) const {
+  if (family_pre_) return make_family_state(raw, stamp_ns);
   const auto d = static_cast<int>(raw.size());
   if (d == 0) return invalid_argument("the state is empty");
   if (*state_dim_ > 0 && d != *state_dim_) {
@@ -326,6 +368,71 @@ Expected<model::TokenizedPrompt> PreprocessNode::tokenize(const std::string& pro
   return *cached_tokens_;
 }
 
+// pi0 / pi0.5: the node's own preprocessing. Says why (counted) and gives nothing when it fails.
+std::optional<Message> PreprocessNode::pi0_observation(const std::string& prompt) {
+  auto tokens = tokenize(prompt, *state_);
+  if (!tokens) {
+    report_bad_input("prompt", tokens.status());
+    return std::nullopt;
+  }
+  if (tokens->truncated) {
+    if (*on_long_prompt_ == "error") {
+      report_bad_input("prompt", invalid_argument(
+          "no observation: the prompt needs " + std::to_string(tokens->full_length) +
+          " tokens but the model's budget (max_token_len) is " + std::to_string(config_.token_len()) +
+          "; shorten it or set on_long_prompt: truncate ('" + prompt + "')"));
+      return std::nullopt;
+    }
+    if (truncation_logged_ != prompt) {
+      truncation_logged_ = prompt;
+      log().warn("{}: prompt cut from {} to {} tokens: '{}'", where(), tokens->full_length,
+                 config_.token_len(), prompt);
+    }
+  }
+
+  // state f32 [action_dim]: normalized, zero-padded (openpi pads after normalizing).
+  const int A = config_.action_dim;
+  auto state_t = Tensor::empty(DType::kF32, Shape{A});
+  auto raw_t = Tensor::empty(DType::kF32, Shape{static_cast<std::int64_t>(state_->raw.size())});
+  auto tokens_t = Tensor::empty(DType::kI32, Shape{config_.token_len()});
+  auto mask_t = Tensor::empty(DType::kBool, Shape{config_.token_len()});
+  if (!state_t || !raw_t || !tokens_t || !mask_t) {
+    report_bad_input("observation", resource_exhausted("cannot allocate the observation's tensors"));
+    return std::nullopt;
+  }
+  float* s = state_t->data<float>();
+  std::fill(s, s + A, 0.0f);
+  for (std::size_t i = 0; i < state_->normalized.size(); ++i) s[i] = static_cast<float>(state_->normalized[i]);
+  std::copy(state_->raw.begin(), state_->raw.end(), raw_t->data<float>());
+  std::copy(tokens->tokens.begin(), tokens->tokens.end(), tokens_t->data<std::int32_t>());
+  bool* m = mask_t->data<bool>();
+  for (std::size_t i = 0; i < tokens->mask.size(); ++i) m[i] = tokens->mask[i] != 0;
+
+  auto msg = msgs::Observation::make(std::move(*state_t));
+  if (!msg) {
+    report_bad_input("observation", msg.status());
+    return std::nullopt;
+  }
+  // Images go into shared memory loaned from the publisher: no copy to other processes.
+  const int size = config_.vision.image_size;
+  for (const Camera& c : cameras_in_) {
+    auto img = observation_.loan(DType::kF32, Shape{3, size, size});
+    if (!img) {
+      report_bad_input("loan", img.status());
+      return std::nullopt;
+    }
+    if (Status st = model::to_model_input(c.canvas, *img); !st.is_ok()) {
+      report_bad_input("observation", st);
+      return std::nullopt;
+    }
+    msg->set_tensor("image." + c.slot, std::move(*img));
+  }
+  msg->set_tensor("state_raw", std::move(*raw_t));
+  msg->set_tensor("tokens", std::move(*tokens_t));
+  msg->set_tensor("token_mask", std::move(*mask_t));
+  return std::move(*msg);
+}
+
 void PreprocessNode::publish_observation() {
   if (*wait_for_chunk_ && in_flight_) {
     const auto timeout = static_cast<std::int64_t>(*chunk_timeout_s_ * 1e9);
@@ -373,67 +480,9 @@ void PreprocessNode::publish_observation() {
     }
   }
 
-  auto tokens = tokenize(prompt, *state_);
-  if (!tokens) {
-    report_bad_input("prompt", tokens.status());
-    return;
-  }
-  if (tokens->truncated) {
-    if (*on_long_prompt_ == "error") {
-      report_bad_input("prompt", invalid_argument(
-          "no observation: the prompt needs " + std::to_string(tokens->full_length) +
-          " tokens but the model's budget (max_token_len) is " + std::to_string(config_.token_len()) +
-          "; shorten it or set on_long_prompt: truncate ('" + prompt + "')"));
-      return;
-    }
-    if (truncation_logged_ != prompt) {
-      truncation_logged_ = prompt;
-      log().warn("{}: prompt cut from {} to {} tokens: '{}'", where(), tokens->full_length,
-                 config_.token_len(), prompt);
-    }
-  }
-
-  // state f32 [action_dim]: normalized, zero-padded (openpi pads after normalizing).
-  const int A = config_.action_dim;
-  auto state_t = Tensor::empty(DType::kF32, Shape{A});
-  auto raw_t = Tensor::empty(DType::kF32, Shape{static_cast<std::int64_t>(state_->raw.size())});
-  auto tokens_t = Tensor::empty(DType::kI32, Shape{config_.token_len()});
-  auto mask_t = Tensor::empty(DType::kBool, Shape{config_.token_len()});
-  if (!state_t || !raw_t || !tokens_t || !mask_t) {
-    report_bad_input("observation", resource_exhausted("cannot allocate the observation's tensors"));
-    return;
-  }
-  float* s = state_t->data<float>();
-  std::fill(s, s + A, 0.0f);
-  for (std::size_t i = 0; i < state_->normalized.size(); ++i) s[i] = static_cast<float>(state_->normalized[i]);
-  std::copy(state_->raw.begin(), state_->raw.end(), raw_t->data<float>());
-  std::copy(tokens->tokens.begin(), tokens->tokens.end(), tokens_t->data<std::int32_t>());
-  bool* m = mask_t->data<bool>();
-  for (std::size_t i = 0; i < tokens->mask.size(); ++i) m[i] = tokens->mask[i] != 0;
-
-  auto msg = msgs::Observation::make(std::move(*state_t));
-  if (!msg) {
-    report_bad_input("observation", msg.status());
-    return;
-  }
-  // Images go into shared memory loaned from the publisher: no copy to other processes.
-  const int size = config_.vision.image_size;
-  for (const Camera& c : cameras_in_) {
-    auto img = observation_.loan(DType::kF32, Shape{3, size, size});
-    if (!img) {
-      report_bad_input("loan", img.status());
-      return;
-    }
-    if (Status st = model::to_model_input(c.canvas, *img); !st.is_ok()) {
-      report_bad_input("observation", st);
-      return;
-    }
-    msg->set_tensor("image." + c.slot, std::move(*img));
-    msg->set_field("source_stamp_ns." + c.slot, c.header->source_stamp_ns);
-  }
-  msg->set_tensor("state_raw", std::move(*raw_t));
-  msg->set_tensor("tokens", std::move(*tokens_t));
-  msg->set_tensor("token_mask", std::move(*mask_t));
+  std::optional<Message> msg = family_pre_ ? family_observation(prompt) : pi0_observation(prompt);
+  if (!msg) return;
+  for (const Camera& c : cameras_in_) msg->set_field("source_stamp_ns." + c.slot, c.header->source_stamp_ns);
   msg->set_field("prompt", prompt);
   if (!state_->from_param) msg->set_field("source_stamp_ns.state", state_->stamp_ns);
   // The first camera's frame is the observation's capture time and hop trace (a trace is one
@@ -454,7 +503,7 @@ void PreprocessNode::publish_observation() {
 }
 
 EDGEVLA_REGISTER_NODE(PreprocessNode, "preprocess",
-                      "camera frames, robot state and instruction -> a pi0 / pi0.5 Observation "
-                      "(resize with padding, normalization, tokenization)");
+                      "camera frames, robot state and instruction -> a policy's Observation (its family's "
+                      "image transform, state normalization and tokenization)");
 
 }  // namespace edgevla::nodes

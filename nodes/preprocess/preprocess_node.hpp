@@ -1,15 +1,19 @@
 // preprocess: turns camera frames, the robot's state and an instruction into the Observation a
-// pi0 / pi0.5 policy consumes (docs/model.md §9): each camera resized with padding to the
-// model's image size and scaled to [-1, 1], the state normalized with the checkpoint's norm
-// stats and zero-padded to action_dim, the prompt tokenized (pi0.5: with the discretized state
-// in it). Behaviour, params and topics: nodes/preprocess/README.md.
+// policy consumes. A family with a preprocessor behind the family seam (GR00T) does the model
+// part: the node collects the inputs and publishes the seam's named tensors. For pi0 / pi0.5
+// the node does it itself (docs/model.md §9): each camera resized with padding to the model's
+// image size and scaled to [-1, 1], the state normalized with the checkpoint's norm stats and
+// zero-padded to action_dim, the prompt tokenized (pi0.5: with the discretized state in it).
+// Behaviour, params and topics: nodes/preprocess/README.md.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/model/family.hpp"
 #include "runtime/model/pi0/config.hpp"
 #include "runtime/model/image_ops.hpp"
 #include "runtime/model/pi0/norm_stats.hpp"
@@ -36,11 +40,13 @@ class PreprocessNode final : public Node {
     Tensor canvas;                   // u8 [S, S, 3], the newest frame resized with padding
     std::optional<Header> header;    // that frame's header; empty until a frame arrives
     std::optional<std::int64_t> frame;  // its "frame" field, when it has one
+    std::vector<std::uint8_t> rgb;   // family preprocessor: the newest frame as RGB [height][width][3]
+    int height = 0, width = 0;
   };
   // The newest accepted robot state, normalized.
   struct State {
     std::vector<float> raw;          // as received (f64 rounded to f32)
-    std::vector<double> normalized;  // openpi's float64 arithmetic
+    std::vector<double> normalized;  // openpi's float64 arithmetic (pi0 only)
     std::int64_t stamp_ns = 0;
     bool from_param = false;         // default_state: never stale
   };
@@ -54,6 +60,12 @@ class PreprocessNode final : public Node {
   // it cannot.
   void publish_observation();
   Expected<State> make_state(std::span<const double> raw, std::int64_t stamp_ns) const;
+  // The family preprocessor's part (GR00T): configure-time checks and the observation.
+  Status configure_family(const model::Family& family, std::vector<std::string>& slots);
+  Expected<State> make_family_state(std::span<const double> raw, std::int64_t stamp_ns) const;
+  // The observation's tensors and model fields, or nothing (the reason reported, counted).
+  std::optional<Message> family_observation(const std::string& prompt);
+  std::optional<Message> pi0_observation(const std::string& prompt);
   Expected<model::TokenizedPrompt> tokenize(const std::string& prompt, const State& state);
   const std::string& active_prompt();
   void waiting_for(const std::string& what);
@@ -93,11 +105,20 @@ class PreprocessNode final : public Node {
        4096, {}, true}};
   Param<std::vector<double>> default_state_{"default_state", {},
       {"state used until a RobotState arrives (empty: wait for one)", {}, {}, {}, true}};
+  Param<std::string> embodiment_{"embodiment", "",
+      {"GR00T: the robot, a tag of the checkpoint's embodiment_id.json (empty: its only one)", {}, {}, {}, true}};
+  Param<int> pad_to_{"pad_to", 0,
+      {"GR00T: left-pad the prompt to this many tokens, so every observation has one shape (0: no padding)",
+       0, 4096, {}, true}};
   // clang-format on
 
   Publisher<msgs::Observation> observation_;
   model::ModelConfig config_;
   std::vector<Camera> cameras_in_;
+  // The family's preprocessor (GR00T), made in configure(); null for pi0 / pi0.5.
+  std::unique_ptr<model::Preprocessor> family_pre_;
+  std::int64_t state_total_ = 0;  // family: the state groups' widths summed (one open group takes the rest)
+  int open_group_ = -1;           // family: the group without a fixed width, if any
 
   // Set by activate().
   model::ModelType type_ = model::ModelType::kPi05;

@@ -269,10 +269,16 @@ int bag_report(const BagReportOptions& o) {
     out["actuation"] = a;
   }
   if (!o.checkpoint.empty()) {
+    // The weight files: model.safetensors, or the shards of a sharded checkpoint (GR00T).
     std::error_code ec;
-    const auto size = std::filesystem::file_size(std::filesystem::path(o.checkpoint) / "model.safetensors", ec);
-    if (ec) {
-      std::fprintf(stderr, "%s/model.safetensors: %s\n", o.checkpoint.c_str(), ec.message().c_str());
+    std::uintmax_t size = 0;
+    for (const auto& e : std::filesystem::directory_iterator(o.checkpoint, ec)) {
+      if (e.path().extension() == ".safetensors") size += e.file_size(ec);
+      if (ec) break;
+    }
+    if (ec || size == 0) {
+      std::fprintf(stderr, "%s: %s\n", o.checkpoint.c_str(),
+                   ec ? ec.message().c_str() : "holds no .safetensors weights (--checkpoint takes a checkpoint folder)");
       return 1;
     }
     out["checkpoint_bytes"] = size;

@@ -83,6 +83,12 @@ struct PreprocessorOptions {
   int pad_to = 0;          // prompt tokens to left-pad to (0: no padding)
 };
 
+// One group of the robot's raw state as a preprocessor reads it (PreprocessInput::state).
+struct StateGroupSpec {
+  std::string name;
+  std::int64_t dim = 0;  // values (0: any width)
+};
+
 // Turns one observation into the model's inputs, named as the stages' TensorSpecs name them
 // (plus what the action decoder reads, e.g. the raw state), so the preprocess node needs no
 // family code.
@@ -91,6 +97,8 @@ class Preprocessor {
   virtual ~Preprocessor() = default;
   // The cameras it reads, in the model's view order.
   virtual const std::vector<std::string>& cameras() const = 0;
+  // The state groups it reads, in the order a flat state vector lists them.
+  virtual const std::vector<StateGroupSpec>& state_groups() const = 0;
   virtual Expected<std::vector<std::pair<std::string, Tensor>>> run(const PreprocessInput& input) const = 0;
 };
 
@@ -131,6 +139,9 @@ class Family {
   virtual std::string_view name() const = 0;
   // True when `dir` looks like a checkpoint of this family (reads headers only).
   virtual bool recognizes(const std::string& dir) const = 0;
+  // True when its models make a Preprocessor (Model::make_preprocessor); else the preprocess
+  // node prepares the inputs itself (pi0 / pi0.5).
+  virtual bool has_preprocessor() const { return false; }
   // Header-only look at `dir`: the stages and the bytes each would load, for configure-time
   // checks (nothing is mapped). Only a checkpoint of another variant than asked is an error
   // (invalid_argument); a missing or damaged folder gives no stages (open() reports it).

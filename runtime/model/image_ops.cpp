@@ -133,6 +133,47 @@ void ImageResizer::plan_axis(int in, int out, Axis& a) {
   }
 }
 
+Status to_rgb8(const Tensor& pixels, PixelFormat format, std::vector<std::uint8_t>& rgb) {
+  EDGEVLA_RETURN_IF_ERROR(check_cpu(pixels, "image"));
+  const int channels = channels_of(format);
+  if (pixels.dtype() != DType::kU8 || pixels.rank() != 3 || pixels.shape()[2] != channels) {
+    return invalid_argument("image must be u8 [H, W, " + std::to_string(channels) +
+                            "] for its encoding, got " + pixels.describe());
+  }
+  const std::int64_t h = pixels.shape()[0], w = pixels.shape()[1];
+  if (h <= 0 || w <= 0 || h > (1 << 16) || w > (1 << 16)) {
+    return invalid_argument("image " + size_text(w, h) + " is empty or too large");
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(const Tensor src_t, pixels.contiguous());
+  const std::uint8_t* src = src_t.data<std::uint8_t>();
+  const auto n = static_cast<std::size_t>(h * w);
+  rgb.resize(n * 3);
+  std::uint8_t* dst = rgb.data();
+  switch (format) {
+    case PixelFormat::kRgb8:
+      std::copy(src, src + n * 3, dst);
+      break;
+    case PixelFormat::kBgr8:
+      for (std::size_t i = 0; i < n; ++i) {
+        dst[3 * i] = src[3 * i + 2];
+        dst[3 * i + 1] = src[3 * i + 1];
+        dst[3 * i + 2] = src[3 * i];
+      }
+      break;
+    case PixelFormat::kRgba8:
+      for (std::size_t i = 0; i < n; ++i) {
+        dst[3 * i] = src[4 * i];
+        dst[3 * i + 1] = src[4 * i + 1];
+        dst[3 * i + 2] = src[4 * i + 2];
+      }
+      break;
+    case PixelFormat::kMono8:
+      for (std::size_t i = 0; i < n; ++i) dst[3 * i] = dst[3 * i + 1] = dst[3 * i + 2] = src[i];
+      break;
+  }
+  return Status::ok();
+}
+
 Status ImageResizer::resize_with_pad(const Tensor& pixels, PixelFormat format, Tensor& out) {
   EDGEVLA_RETURN_IF_ERROR(check_cpu(pixels, "image"));
   EDGEVLA_RETURN_IF_ERROR(check_cpu(out, "resize output"));

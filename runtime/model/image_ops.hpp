@@ -59,6 +59,12 @@ class ImageResizer final {
   std::vector<std::int32_t> acc_;   // one output row's fixed-point sums
 };
 
+// An 8-bit frame (u8 [H, W, C], any strides, channels per `format`) as packed RGB [H][W][3]
+// in `rgb` (resized to fit; its capacity is reused frame after frame). Every check comes
+// before the first write: on error `rgb` is left as it was. For families that transform the
+// whole frame themselves (GR00T's image pipeline).
+Status to_rgb8(const Tensor& pixels, PixelFormat format, std::vector<std::uint8_t>& rgb);
+
 // One-shot form (a new resizer and output tensor each call); `encoding` as in the Image message.
 Expected<Tensor> resize_with_pad(const Tensor& hwc_u8, int size, std::string_view encoding = "rgb8");
 

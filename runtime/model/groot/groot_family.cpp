@@ -111,6 +111,7 @@ class GrootFamily final : public Family {
  public:
   std::string_view name() const override { return kFamily; }
   bool recognizes(const std::string& dir) const override { return model_type_of(dir) == kModelType; }
+  bool has_preprocessor() const override { return true; }
   Expected<std::vector<StageSpec>> peek(const std::string& dir, const ModelOpenOptions& o) const override {
     if (!recognizes(dir)) return std::vector<StageSpec>{};
     EDGEVLA_RETURN_IF_ERROR(check_variant(o, dir));

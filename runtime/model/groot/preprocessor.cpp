@@ -74,8 +74,12 @@ namespace {
 
 class SeamPreprocessor final : public model::Preprocessor {
  public:
-  SeamPreprocessor(groot::Preprocessor pre, int pad_to) : pre_(std::move(pre)), pad_to_(pad_to), cameras_(pre_.embodiment().views()) {}
+  SeamPreprocessor(groot::Preprocessor pre, int pad_to)
+      : pre_(std::move(pre)), pad_to_(pad_to), cameras_(pre_.embodiment().views()) {
+    for (const StateGroup& g : pre_.embodiment().state_groups()) groups_.push_back({g.key, g.dim});
+  }
   const std::vector<std::string>& cameras() const override { return cameras_; }
+  const std::vector<model::StateGroupSpec>& state_groups() const override { return groups_; }
 
   Expected<std::vector<std::pair<std::string, Tensor>>> run(const model::PreprocessInput& input) const override {
     std::vector<Frame> frames;
@@ -125,6 +129,7 @@ class SeamPreprocessor final : public model::Preprocessor {
   groot::Preprocessor pre_;
   int pad_to_;
   std::vector<std::string> cameras_;
+  std::vector<model::StateGroupSpec> groups_;
 };
 
 }  // namespace

@@ -133,6 +133,10 @@ Pi0Model::Pi0Model(Checkpoint checkpoint)
 
 Expected<std::unique_ptr<ActionDecoder>> Pi0Model::make_action_decoder(const DecoderOptions& o) const {
   const ModelConfig& c = config();
+  if (!o.embodiment.empty()) {
+    return invalid_argument("embodiment '" + o.embodiment + "' is for checkpoints of several robots (GR00T); '" + dir() +
+                            "' is a " + std::string(variant()) + " checkpoint of one robot: remove the param");
+  }
   EDGEVLA_ASSIGN_OR_RETURN(NormStats stats, load_norm_stats_for(dir(), c, o.norm_stats, "actions"));
   const std::int64_t out_dim = o.output_dim > 0 ? o.output_dim : static_cast<std::int64_t>(stats.actions.size());
   if (out_dim > c.action_dim) {

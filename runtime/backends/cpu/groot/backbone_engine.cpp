@@ -284,7 +284,13 @@ Status GrootBackboneEngine::run(const RunOptions&) {
   // Token embeddings with the image embeddings over the <IMG_CONTEXT> tokens, in order.
   const std::int32_t* id = ids->data<std::int32_t>();
   llm_->embed(ctx_, id, L);
-  bool* image_mask = image_mask_.data<bool>();
+  const Tensor* bim = bound_output(out_image_mask_);
+  const Tensor& imask = bim ? *bim : image_mask_;
+  if (imask.shape()[0] < L) {
+    return invalid_argument("groot backbone: output image_mask " + imask.shape().to_string() + " cannot hold [" +
+                            std::to_string(L) + "]");
+  }
+  bool* image_mask = imask.data<bool>();
   const float* img = embeds.data<float>();
   float* x = llm_->residual();
   for (std::int64_t i = 0; i < L; ++i) {
@@ -304,7 +310,7 @@ Status GrootBackboneEngine::run(const RunOptions&) {
   set_produced(out_embeds_, std::move(eview));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor mview, mask_out_.slice(0, 0, L));
   set_produced(out_mask_, std::move(mview));
-  EDGEVLA_ASSIGN_OR_RETURN(Tensor iview, image_mask_.slice(0, 0, L));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor iview, imask.slice(0, 0, L));
   set_produced(out_image_mask_, std::move(iview));
 
   timings_.total_ms = ms_since(t0);
