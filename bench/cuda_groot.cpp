@@ -1,0 +1,227 @@
+// GR00T N1.6 on edgevla's cuda backend: backbone, action head (num_steps Euler steps) and end to
+// end per chunk, for the comparison with bench/torch_groot.py --device cuda on the same
+// checkpoint, views, image size, instruction and embodiment (the same token counts), in the same
+// run. Inputs go through edgevla's own preprocess (frame pipeline, prompt, tokenizer), which is
+// not timed (the PyTorch bench does not time it either); the pixels are handed to the backbone
+// on the device and the backbone features to the action head on the device, as a GPU graph
+// would. Also: the device memory the two engines hold after activate, and the weight bytes.
+// One JSON line per view count:
+//   edgevla_bench_cuda_groot --checkpoint DIR [--views 1,2] [--image-size 256x256]
+//       [--embodiment gr1] [--steps 4] [--repeat 50] [--warmup 10] [--precision bf16|f32]
+//       [--log-level info]
+#include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+#include "runtime/backends/backend.hpp"
+#include "runtime/model/groot/groot_family.hpp"
+#include "runtime/model/groot/preprocessor.hpp"
+
+using namespace edgevla;
+namespace mg = edgevla::model::groot;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Stats {
+  double median = 0, p90 = 0, min = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v[v.size() / 2];
+  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
+  s.min = v.front();
+  return s;
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "cuda_groot: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+// Seeded frames: smooth colour plus noise (the CPU bench's).
+mg::Frame frame(int h, int w, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 12.0f);
+  mg::Frame f{h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3)};
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        const float v = 127.0f + 100.0f * std::sin(0.02f * static_cast<float>(x * (c + 1) + y)) + noise(rng);
+        f.rgb[(static_cast<std::size_t>(y) * w + x) * 3 + c] = static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
+      }
+    }
+  }
+  return f;
+}
+
+// A device tensor over cudaMalloc'ed memory (freed by the caller's list).
+Expected<Tensor> device_tensor(DType dtype, const Shape& shape, std::vector<void*>& owned) {
+  void* d = nullptr;
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  if (cudaMalloc(&d, bytes) != cudaSuccess) return resource_exhausted("cudaMalloc of " + std::to_string(bytes) + " bytes");
+  owned.push_back(d);
+  Buffer::Options o;
+  o.device = Device::cuda(0);
+  return Tensor::from_buffer(std::make_shared<Buffer>(static_cast<std::byte*>(d), bytes, o), dtype, shape);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string checkpoint, views_arg = "1,2", size = "256x256", embodiment = "gr1", precision = "bf16",
+                          instruction = "pick the pear from the counter and place it in the plate";
+  int steps = 0, repeat = 50, warmup = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--checkpoint") checkpoint = v;
+    else if (a == "--views") views_arg = v;
+    else if (a == "--image-size") size = v;
+    else if (a == "--embodiment") embodiment = v;
+    else if (a == "--instruction") instruction = v;
+    else if (a == "--steps") steps = std::stoi(v);
+    else if (a == "--repeat") repeat = std::max(1, std::stoi(v));
+    else if (a == "--warmup") warmup = std::max(0, std::stoi(v));
+    else if (a == "--precision") precision = v;
+    else if (a == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (checkpoint.empty()) {
+    std::fprintf(stderr, "usage: edgevla_bench_cuda_groot --checkpoint DIR [options] (see the source's header)\n");
+    return 2;
+  }
+  const int h = std::stoi(size.substr(0, size.find('x'))), w = std::stoi(size.substr(size.find('x') + 1));
+  std::size_t free0 = 0, total = 0;
+  cudaSetDevice(0);
+  cudaMemGetInfo(&free0, &total);
+  auto opened = mg::Checkpoint::open(checkpoint);
+  if (!opened) return fail(opened.status());
+  auto model = std::make_shared<mg::GrootModel>(std::move(*opened));
+  const mg::GrootConfig& cfg = model->config();
+  auto backend = backends::make_backend("cuda");
+  if (!backend) return fail(backend.status());
+  backends::EngineOptions o;
+  o.device = "cuda:0";
+  auto prec = backends::parse_precision(precision);
+  if (!prec) return fail(prec.status());
+  o.precision = *prec;
+  const auto t_act = std::chrono::steady_clock::now();
+  auto bb = (*backend)->create(*model, model::kBackbone, o);
+  if (!bb) return fail(bb.status());
+  auto head = (*backend)->create(*model, model::kActionHead, o);
+  if (!head) return fail(head.status());
+  const double activate_ms = ms_since(t_act);
+  std::size_t free1 = 0;
+  cudaMemGetInfo(&free1, &total);
+  std::int64_t weight_bytes = 0;
+  for (const auto& s : model->stages()) weight_bytes += s.weight_bytes;
+  const std::int64_t engine_bytes = (*bb)->device_bytes() + (*head)->device_bytes();
+  auto tokenizer = mg::Tokenizer::load(cfg.eagle_dir);
+  if (!tokenizer) return fail(tokenizer.status());
+  auto emb = model->embodiment(embodiment);
+  if (!emb) return fail(emb.status());
+  const int n_steps = steps > 0 ? steps : model->default_num_steps();
+
+  std::vector<void*> owned;
+  std::size_t at = 0;
+  while (at < views_arg.size()) {
+    const std::size_t comma = views_arg.find(',', at);
+    const int views = std::stoi(views_arg.substr(at, comma - at));
+    at = comma == std::string::npos ? views_arg.size() : comma + 1;
+    // Inputs: every view through the frame pipeline (then to the device), the prompt.
+    std::vector<Tensor> pixels;
+    std::vector<int> per_view;
+    for (int k = 0; k < views; ++k) {
+      auto f = mg::preprocess_frame(frame(h, w, 7u + static_cast<std::uint32_t>(k)));
+      if (!f) return fail(f.status());
+      auto t = Tensor::empty(DType::kF32, Shape{3, f->height, f->width});
+      mg::normalize_pixels(*f, t->data<float>());
+      auto d = device_tensor(DType::kF32, t->shape(), owned);
+      if (!d) return fail(d.status());
+      cudaMemcpy(d->raw_data(), t->raw_data(), t->nbytes(), cudaMemcpyHostToDevice);
+      pixels.push_back(std::move(*d));
+      per_view.push_back(mg::vision_tokens(*f));
+    }
+    auto clean = mg::formalize_language(instruction);
+    if (!clean) return fail(clean.status());
+    auto ids = tokenizer->encode(mg::render_prompt(*clean, per_view));
+    if (!ids) return fail(ids.status());
+    const auto L = static_cast<std::int64_t>(ids->size());
+    Tensor ids_t = *Tensor::empty(DType::kI32, Shape{L});
+    std::memcpy(ids_t.raw_data(), ids->data(), ids->size() * sizeof(std::int32_t));
+    Tensor mask_t = *Tensor::empty(DType::kBool, Shape{L});
+    std::fill_n(mask_t.data<bool>(), L, true);
+    Tensor state = *Tensor::empty(DType::kF32, Shape{cfg.max_state_dim});
+    std::fill_n(state.data<float>(), cfg.max_state_dim, 0.0f);
+    Tensor eid = *Tensor::empty(DType::kI32, Shape{1});
+    eid.data<std::int32_t>()[0] = emb->id();
+    Tensor noise = *Tensor::empty(DType::kF32, Shape{cfg.action_horizon, cfg.max_action_dim});
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    for (std::int64_t i = 0; i < noise.numel(); ++i) noise.data<float>()[i] = nd(rng);
+    auto features = device_tensor(DType::kF32, Shape{L, cfg.backbone_embedding_dim}, owned);
+    if (!features) return fail(features.status());
+
+    std::vector<double> t_bb, t_head, t_e2e;
+    for (int r = 0; r < warmup + repeat; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < views; ++k) {
+        if (Status s = (*bb)->bind("image." + std::to_string(k), pixels[static_cast<std::size_t>(k)]); !s.is_ok()) {
+          return fail(s);
+        }
+      }
+      if (Status s = (*bb)->bind("input_ids", ids_t); !s.is_ok()) return fail(s);
+      if (Status s = (*bb)->bind("attention_mask", mask_t); !s.is_ok()) return fail(s);
+      if (Status s = (*bb)->bind("backbone_features", *features); !s.is_ok()) return fail(s);
+      if (Status s = (*bb)->run({}); !s.is_ok()) return fail(s);
+      const double bb_ms = ms_since(t0);
+      const auto t1 = std::chrono::steady_clock::now();
+      for (const char* name : {"backbone_features", "attention_mask", "image_mask"}) {
+        auto out = (*bb)->output(name);
+        if (!out) return fail(out.status());
+        if (Status s = (*head)->bind(name, *out); !s.is_ok()) return fail(s);
+      }
+      if (Status s = (*head)->bind("state", state); !s.is_ok()) return fail(s);
+      if (Status s = (*head)->bind("embodiment_id", eid); !s.is_ok()) return fail(s);
+      if (Status s = (*head)->bind("noise", noise); !s.is_ok()) return fail(s);
+      if (Status s = (*head)->run(backends::RunOptions{n_steps}); !s.is_ok()) return fail(s);
+      const double head_ms = ms_since(t1);
+      const double e2e_ms = ms_since(t0);
+      if (r >= warmup) t_bb.push_back(bb_ms), t_head.push_back(head_ms), t_e2e.push_back(e2e_ms);
+    }
+    const Stats e = stats(t_e2e), b = stats(t_bb), hd = stats(t_head);
+    std::printf(
+        "{\"bench\": \"edgevla_cuda_groot\", \"machine\": \"%s\", \"precision\": \"%s\", \"views\": %d, "
+        "\"image_size\": [%d, %d], \"tokens\": %lld, \"steps\": %d, \"embodiment\": \"%s\", \"repeat\": %d, "
+        "\"e2e_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
+        "\"backbone_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
+        "\"action_head_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
+        "\"activate_ms\": %.0f, \"device_bytes_engines\": %lld, \"device_bytes_used_after_activate\": %lld, "
+        "\"checkpoint_weight_bytes\": %lld, \"engines\": \"%s\"}\n",
+        bench::machine_description().c_str(), precision.c_str(), views, h, w, static_cast<long long>(L), n_steps,
+        embodiment.c_str(), repeat, e.median, e.p90, e.min, b.median, b.p90, b.min, hd.median, hd.p90, hd.min,
+        activate_ms, static_cast<long long>(engine_bytes), static_cast<long long>(free0 - free1),
+        static_cast<long long>(weight_bytes), (*head)->describe().c_str());
+    std::fflush(stdout);
+  }
+  for (void* d : owned) cudaFree(d);
+  return 0;
+}
