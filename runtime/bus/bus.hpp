@@ -21,18 +21,49 @@
 #include "runtime/bus/qos.hpp"
 #include "runtime/bus/registry.hpp"
 #include "runtime/bus/subscription_queue.hpp"
+#include "runtime/bus/tcp_keys.hpp"
 #include "runtime/util/log.hpp"
 #include "runtime/util/stats.hpp"
 
 namespace edgevla {
+
+// A bus on another host whose tcp endpoint this bus subscribes to.
+struct TcpPeer {
+  std::string endpoint;    // "tcp://HOST:PORT"
+  std::string server_key;  // z85 public key of the process listening there (empty only when insecure)
+};
+
+// The bus's tcp side. Every tcp connection is ZeroMQ CURVE (encrypted, and both ends
+// authenticated by key) unless `insecure`.
+struct TcpOptions {
+  // Where this bus publishes to other hosts (empty: nowhere): "PORT" or "*" (any free port)
+  // listens on 127.0.0.1 only; "tcp://HOST:PORT" listens on HOST.
+  std::string listen;
+  std::vector<TcpPeer> peers;
+  // This process's key pair: its listener's server key, and the key it shows to its peers.
+  CurveKeyPair key;
+  // z85 public keys of the processes that may subscribe to `listen`; anyone else is refused
+  // (counted as tcp_keys_refused).
+  std::vector<std::string> allowed_keys;
+  // Plaintext, unauthenticated tcp: anyone who reaches the port reads every topic, and anyone
+  // who can reach a peer's port can feed this process. Warned about at every start.
+  bool insecure = false;
+  bool enabled() const { return !listen.empty() || !peers.empty(); }
+};
+
+// The ZeroMQ endpoint a tcp `listen` setting binds: loopback unless a host is named. An
+// error names the setting and the forms it takes.
+Expected<std::string> tcp_bind_endpoint(std::string_view listen);
+// Whether `options` can run: keys present and well-formed, or `insecure`. The error names
+// the missing or bad setting and the fix.
+Status check_tcp_options(const TcpOptions& options);
 
 struct BusOptions {
   std::string domain;                  // graphs in different domains never see each other
   std::string registry_dir;            // default: Registry::default_dir(domain)
   std::string process_name;            // shown by `edgevla node list`
   bool cross_process = true;           // false: in-process only (no sockets, no registry)
-  std::string tcp_listen;              // e.g. "tcp://0.0.0.0:7447" or "tcp://127.0.0.1:*"
-  std::vector<std::string> tcp_peers;  // tcp endpoints of buses on other hosts
+  TcpOptions tcp;                      // other hosts (off by default)
   // Besides processes of this uid, those whose gid is listed may connect to this bus's ipc
   // endpoints, and this bus takes data from their ipc endpoints (the effective gid the kernel
   // reports with SO_PEERCRED: a supplementary group does not count).
@@ -121,7 +152,7 @@ class Bus {
   // "<host>/<pid>/<n>", unique per bus instance.
   const std::string& id() const { return id_; }
   const BusOptions& options() const { return options_; }
-  // The bound tcp endpoint (e.g. "tcp://127.0.0.1:40311"), or empty without tcp_listen.
+  // The bound tcp endpoint (e.g. "tcp://127.0.0.1:40311"), or empty without tcp.listen.
   std::string tcp_endpoint() const;
 
   // Declares that `node` publishes `type` on `topic`. A topic carries one type.

@@ -89,28 +89,17 @@ Status BusIo::start() {
     pub_ipc_.set(zmq::sockopt::xpub_verboser, 1);
     pub_ipc_.set(zmq::sockopt::zap_domain, std::string(kZapData));
     pub_ipc_.bind(self_.data_endpoint);
-    if (!options_.tcp_listen.empty()) {
-      pub_tcp_ = zmq::socket_t(ctx_, zmq::socket_type::xpub);
-      pub_tcp_.set(zmq::sockopt::linger, 0);
-      pub_tcp_.set(zmq::sockopt::xpub_verboser, 1);
-      pub_tcp_.bind(options_.tcp_listen);
-      tcp_endpoint_ = pub_tcp_.get(zmq::sockopt::last_endpoint);
-      self_.tcp_endpoint = tcp_endpoint_;
-    }
     sub_ipc_ = zmq::socket_t(ctx_, zmq::socket_type::sub);
     sub_ipc_.set(zmq::sockopt::linger, 0);
     sub_ipc_.set(zmq::sockopt::zap_domain, std::string(kZapSubscribe));
-    sub_tcp_ = zmq::socket_t(ctx_, zmq::socket_type::sub);
-    sub_tcp_.set(zmq::sockopt::linger, 0);
-    for (const auto& peer : options_.tcp_peers) sub_tcp_.connect(peer);
     control_ = zmq::socket_t(ctx_, zmq::socket_type::rep);
     control_.set(zmq::sockopt::linger, 0);
     control_.set(zmq::sockopt::zap_domain, std::string(kZapControl));
     control_.bind(self_.control_endpoint);
   } catch (const zmq::error_t& e) {
-    return unavailable(std::string("bus sockets: ") + e.what() +
-                       " (tcp_listen '" + options_.tcp_listen + "')");
+    return unavailable(std::string("bus sockets: ") + e.what());
   }
+  EDGEVLA_RETURN_IF_ERROR(open_tcp());
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd_ >= 0) {
@@ -594,6 +583,16 @@ void BusIo::run() {
       {nullptr, inotify_fd_, ZMQ_POLLIN, 0},
   };
   if (inotify_fd_ < 0) items.pop_back();
+  // The tcp sockets' monitors, when they exist, after the fixed items.
+  std::size_t listen_monitor_item = 0, peers_monitor_item = 0;
+  if (listen_monitor_) {
+    listen_monitor_item = items.size();
+    items.push_back({listen_monitor_.handle(), 0, ZMQ_POLLIN, 0});
+  }
+  if (peers_monitor_) {
+    peers_monitor_item = items.size();
+    items.push_back({peers_monitor_.handle(), 0, ZMQ_POLLIN, 0});
+  }
   while (!stop_.load()) {
     const bool spinning = options_.spin_ns > 0 && steady_now_ns() - last_traffic < options_.spin_ns;
     try {
@@ -620,8 +619,15 @@ void BusIo::run() {
         }
       }
     }
+    if (listen_monitor_item && (items[listen_monitor_item].revents & ZMQ_POLLIN)) {
+      serve_tcp_monitor(listen_monitor_, /*listener=*/true);
+    }
+    if (peers_monitor_item && (items[peers_monitor_item].revents & ZMQ_POLLIN)) {
+      serve_tcp_monitor(peers_monitor_, /*listener=*/false);
+    }
+    reconnect_tcp_peers();
     bool rescan = false;
-    if (items.size() > 5 && (items[5].revents & ZMQ_POLLIN)) {
+    if (inotify_fd_ >= 0 && (items[5].revents & ZMQ_POLLIN)) {
       char buf[4096];
       while (::read(inotify_fd_, buf, sizeof buf) > 0) {
       }

@@ -28,11 +28,12 @@
 
 namespace edgevla {
 
-// The ZAP domains of the bus's ipc sockets: which socket a ZAP request is about (see
-// bus_io_peers.cpp); tcp sockets get none, so their peers are not asked about.
+// The ZAP domains of the bus's sockets: which socket a ZAP request is about (see
+// bus_io_peers.cpp and bus_io_tcp.cpp). A plaintext tcp socket gets none: nothing to check.
 inline constexpr std::string_view kZapData = "edgevla.data";        // our XPUB: the peer subscribes
 inline constexpr std::string_view kZapControl = "edgevla.control";  // our REP: the peer sends requests
 inline constexpr std::string_view kZapSubscribe = "edgevla.sub";    // our SUB: the peer is a publisher
+inline constexpr std::string_view kZapTcp = "edgevla.tcp";          // our tcp XPUB: a CURVE client subscribes
 
 struct TransportCounters {
   Counter received;        // messages received from other processes
@@ -48,6 +49,9 @@ struct TransportCounters {
   Counter dropped_ring_full;  // messages not delivered: the receiving process's ring was full
   Counter ring_unavailable;   // peers whose ring could not be opened (they get nothing from here)
   Counter device_to_host;     // device tensors copied to the host to reach other processes
+  Counter tcp_keys_refused;       // tcp clients refused: their key is not in allowed_keys
+  Counter tcp_handshakes_failed;  // tcp connections that never got through the handshake
+  Counter tcp_frames_rejected;    // tcp frames that failed CURVE authentication (connection dropped)
 };
 
 class BusIo {
@@ -68,13 +72,23 @@ class BusIo {
   // read in place on that device by other processes.
   Expected<BufferPtr> allocate_shm_on(Device device, std::size_t bytes) { return pool_->allocate_on(device, bytes); }
   void set_control_handler(ControlHandler handler);
-  // Adds transport, shm_pool, shm_mapper and tcp_endpoint keys to an open YAML map.
+  // Adds transport, shm_pool, shm_mapper, tcp_endpoint and tcp_security keys to an open YAML map.
   void emit_stats(YAML::Emitter& out) const;
   const std::string& tcp_endpoint() const { return tcp_endpoint_; }
 
  private:
   BusIo(Bus& bus, const BusOptions& options, const std::string& bus_id, Registry registry);
   Status start();
+  // The tcp sockets (bus_io_tcp.cpp): CURVE unless insecure, monitored for handshake failures.
+  Status open_tcp();
+  // Whether a CURVE client of our tcp XPUB may connect: its key is in allowed_keys.
+  bool admit_tcp_client(std::string_view mechanism, std::string_view credential, std::string_view address);
+  // Counts and logs the handshake and authentication failures a tcp socket's monitor reports.
+  void serve_tcp_monitor(zmq::socket_t& monitor, bool listener);
+  void emit_tcp_stats(YAML::Emitter& out) const;
+  // Connects the peer at `endpoint` afresh after `delay_ns` (I/O thread; see bus_io_tcp.cpp).
+  void schedule_tcp_reconnect(const std::string& endpoint, std::int64_t delay_ns);
+  void reconnect_tcp_peers();
   void run();
   void post(std::function<void()> command);
   void drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest);
@@ -145,6 +159,11 @@ class BusIo {
   zmq::socket_t sub_ipc_;
   zmq::socket_t sub_tcp_;
   zmq::socket_t control_;
+  // Handshake events of pub_tcp_ and sub_tcp_ (null without tcp).
+  zmq::socket_t listen_monitor_;
+  zmq::socket_t peers_monitor_;
+  std::unordered_set<std::string> tcp_allowed_;  // client public keys, 32 bytes each
+  std::map<std::string, std::int64_t> tcp_reconnects_;  // peer endpoint -> when (steady ns)
   int wake_fd_ = -1;
   int inotify_fd_ = -1;
 

@@ -50,8 +50,12 @@ void BusIo::serve_zap() {
     }
     // ZAP 1.0 (RFC 27): version, request id, domain, address, routing id, mechanism,
     // credentials. Every request is answered, or the peer's handshake hangs.
-    const bool ok = req.size() >= 6 && req[0].to_string_view() == "1.0" &&
-                    admit_peer(req[2].to_string_view(), req[3].to_string_view());
+    const bool tcp = req.size() >= 6 && req[2].to_string_view() == kZapTcp;
+    const bool ok =
+        req.size() >= 6 && req[0].to_string_view() == "1.0" &&
+        (tcp ? admit_tcp_client(req[5].to_string_view(), req.size() > 6 ? req[6].to_string_view() : std::string_view(),
+                                req[3].to_string_view())
+             : admit_peer(req[2].to_string_view(), req[3].to_string_view()));
     const std::string_view request_id =
         req.size() > 1 ? req[1].to_string_view() : std::string_view();
     constexpr auto kMore = zmq::send_flags::sndmore;
@@ -59,7 +63,10 @@ void BusIo::serve_zap() {
       zap_.send(zmq::str_buffer("1.0"), kMore);
       zap_.send(zmq::buffer(request_id), kMore);
       zap_.send(ok ? zmq::str_buffer("200") : zmq::str_buffer("400"), kMore);
-      zap_.send(ok ? zmq::str_buffer("OK") : zmq::str_buffer("uid and gid not allowed"), kMore);
+      zap_.send(ok    ? zmq::str_buffer("OK")
+                : tcp ? zmq::str_buffer("client key not allowed")
+                      : zmq::str_buffer("uid and gid not allowed"),
+                kMore);
       zap_.send(zmq::str_buffer(""), kMore);                  // user id
       zap_.send(zmq::str_buffer(""), zmq::send_flags::none);  // metadata
     } catch (const zmq::error_t& e) {

@@ -24,6 +24,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("dropped_ring_full", counters_.dropped_ring_full.get());
   kv("ring_unavailable", counters_.ring_unavailable.get());
   kv("device_to_host", counters_.device_to_host.get());
+  emit_tcp_stats(out);
   if (ring_) {
     const shm::RingCounters rc = ring_->counters();
     kv("ring_popped", rc.popped);
@@ -56,6 +57,11 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("mapped", m.mapped);
   out << YAML::EndMap;
   if (!tcp_endpoint_.empty()) out << YAML::Key << "tcp_endpoint" << YAML::Value << tcp_endpoint_;
+  if (options_.tcp.enabled()) {
+    out << YAML::Key << "tcp_security" << YAML::Value << (options_.tcp.insecure ? "insecure" : "curve");
+    // Public: what other processes list in allowed_keys or server_key to reach this one.
+    if (!options_.tcp.insecure) out << YAML::Key << "tcp_public_key" << YAML::Value << options_.tcp.key.public_key;
+  }
 }
 
 }  // namespace edgevla

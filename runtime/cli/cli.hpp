@@ -67,5 +67,7 @@ int node_stats();
 int node_types();
 int param_dump(const std::string& node);
 int param_set(const std::string& node, const std::string& key, const std::string& value);
+// Writes `out`.secret (0600) and `out`.public; refuses to replace them unless `force`.
+int keys_generate(const std::string& out, bool force);
 
 }  // namespace edgevla::cli

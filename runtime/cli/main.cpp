@@ -1,4 +1,4 @@
-// edgevla: one binary, subcommands (launch, topic, node, param).
+// edgevla: one binary, subcommands (launch, topic, node, param, keys, ...).
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
@@ -148,6 +148,14 @@ int main(int argc, char** argv) {
   breport->add_option("--json", report.json_path, "also write the numbers as JSON");
   breport->add_option("--checkpoint", report.checkpoint, "compare the graph's peak RSS with this checkpoint's weights");
 
+  auto* keys = app.add_subcommand("keys", "key pairs for encrypted tcp between processes");
+  keys->require_subcommand(1);
+  std::string keys_out;
+  bool keys_force = false;
+  auto* kgen = keys->add_subcommand("generate", "write a CURVE key pair: PREFIX.secret (0600) and PREFIX.public");
+  kgen->add_option("--out", keys_out, "path prefix, e.g. keys/robot")->required();
+  kgen->add_flag("--force", keys_force, "replace an existing pair");
+
   edgevla::bag::ReplayOptions replay;
   std::vector<std::string> tolerances;
   std::string report_path;
@@ -226,5 +234,6 @@ int main(int argc, char** argv) {
   if (nstats->parsed()) return edgevla::cli::node_stats();
   if (pdump->parsed()) return edgevla::cli::param_dump(node_name);
   if (pset->parsed()) return edgevla::cli::param_set(node_name, param_key, param_value);
+  if (kgen->parsed()) return edgevla::cli::keys_generate(keys_out, keys_force);
   return 1;
 }

@@ -266,10 +266,19 @@ struct Parser {
 
   Status parse_group(const std::string& file, const YAML::Node& n) {
     if (!n.IsMap()) return error_at(file, n, "a group must be a map");
+    for (const char* old : {"tcp_listen", "tcp_peers"}) {
+      if (n[old]) {
+        return error_at(file, n[old],
+                        "'" + std::string(old) +
+                            "' is now part of the group's tcp section: tcp: {listen: 7447, secret_key: "
+                            "keys/NAME.secret, allowed_keys: [...], peers: [{endpoint: ..., server_key: ...}]} "
+                            "(or insecure: true for plaintext)");
+      }
+    }
     EDGEVLA_RETURN_IF_ERROR(
         check_keys(file, n,
-                   {"name", "respawn", "respawn_delay_s", "max_respawns", "required", "tcp_listen",
-                    "tcp_peers", "allowed_groups", "shm_pool_mb", "spin_us", "nodes"},
+                   {"name", "respawn", "respawn_delay_s", "max_respawns", "required", "tcp",
+                    "allowed_groups", "shm_pool_mb", "spin_us", "nodes"},
                    "a group"));
     GroupDescription g;
     g.origin = where(file, n);
@@ -303,12 +312,7 @@ struct Parser {
       EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["spin_us"], "spin_us"));
       g.spin_us = static_cast<std::int64_t>(v);
     }
-    if (n["tcp_listen"]) {
-      EDGEVLA_ASSIGN_OR_RETURN(g.tcp_listen, get_string(file, n["tcp_listen"], "tcp_listen"));
-    }
-    if (n["tcp_peers"]) {
-      EDGEVLA_ASSIGN_OR_RETURN(g.tcp_peers, get_strings(file, n["tcp_peers"], "tcp_peers"));
-    }
+    if (n["tcp"]) EDGEVLA_RETURN_IF_ERROR(parse_tcp(file, n["tcp"], g));
     if (n["allowed_groups"]) {
       EDGEVLA_ASSIGN_OR_RETURN(g.allowed_gids,
                                get_gids(file, n["allowed_groups"], "allowed_groups"));
@@ -321,6 +325,75 @@ struct Parser {
       }
     }
     out.groups.push_back(std::move(g));
+    return Status::ok();
+  }
+
+  // A group's tcp section. Key files are read now (relative to the launch file), so a missing
+  // key or a secret file open to others stops the launch before anything starts.
+  Status parse_tcp(const std::string& file, const YAML::Node& n, GroupDescription& g) {
+    if (!n.IsMap()) {
+      return error_at(file, n, "'tcp' must be a map (listen, secret_key, allowed_keys, peers, insecure)");
+    }
+    EDGEVLA_RETURN_IF_ERROR(check_keys(file, n, {"listen", "peers", "secret_key", "allowed_keys", "insecure"},
+                                       "a group's tcp section"));
+    TcpOptions& t = g.tcp;
+    const auto path = [&](const YAML::Node& v, const std::string& key) -> Expected<std::string> {
+      EDGEVLA_ASSIGN_OR_RETURN(std::string p, get_string(file, v, key));
+      EDGEVLA_ASSIGN_OR_RETURN(p, expand_env(p, where(file, v)));
+      return relative_to(file, p);
+    };
+    if (n["listen"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(t.listen, get_string(file, n["listen"], "listen"));
+      EDGEVLA_ASSIGN_OR_RETURN(t.listen, expand_env(t.listen, where(file, n["listen"])));
+    }
+    if (n["insecure"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(t.insecure, get_bool(file, n["insecure"], "insecure"));
+    }
+    if (n["secret_key"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(std::string p, path(n["secret_key"], "secret_key"));
+      auto pair = read_secret_key_file(p);
+      if (!pair) return error_at(file, n["secret_key"], pair.status().message());
+      t.key = std::move(*pair);
+    }
+    if (const auto a = n["allowed_keys"]) {
+      if (!a.IsSequence()) {
+        return error_at(file, a, "'allowed_keys' must be a list of public key files (keys/NAME.public)");
+      }
+      for (const auto& e : a) {
+        EDGEVLA_ASSIGN_OR_RETURN(std::string p, path(e, "allowed_keys"));
+        auto key = read_public_key_file(p);
+        if (!key) return error_at(file, e, key.status().message());
+        t.allowed_keys.push_back(std::move(*key));
+      }
+    }
+    if (const auto peers = n["peers"]) {
+      if (!peers.IsSequence()) {
+        return error_at(file, peers, "'peers' must be a list of {endpoint: tcp://HOST:PORT, server_key: keys/NAME.public}");
+      }
+      for (const auto& e : peers) {
+        TcpPeer peer;
+        if (e.IsScalar()) {  // plaintext shorthand: the endpoint alone
+          EDGEVLA_ASSIGN_OR_RETURN(peer.endpoint, get_string(file, e, "peers"));
+        } else if (e.IsMap()) {
+          EDGEVLA_RETURN_IF_ERROR(check_keys(file, e, {"endpoint", "server_key"}, "a tcp peer"));
+          if (!e["endpoint"]) return error_at(file, e, "tcp peer lacks 'endpoint' (tcp://HOST:PORT)");
+          EDGEVLA_ASSIGN_OR_RETURN(peer.endpoint, get_string(file, e["endpoint"], "endpoint"));
+          if (e["server_key"]) {
+            EDGEVLA_ASSIGN_OR_RETURN(std::string p, path(e["server_key"], "server_key"));
+            auto key = read_public_key_file(p);
+            if (!key) return error_at(file, e["server_key"], key.status().message());
+            peer.server_key = std::move(*key);
+          }
+        } else {
+          return error_at(file, e, "a tcp peer must be {endpoint: tcp://HOST:PORT, server_key: keys/NAME.public}");
+        }
+        EDGEVLA_ASSIGN_OR_RETURN(peer.endpoint, expand_env(peer.endpoint, where(file, e)));
+        t.peers.push_back(std::move(peer));
+      }
+    }
+    if (Status s = check_tcp_options(t); !s.is_ok()) {
+      return error_at(file, n, "group '" + g.name + "': " + s.message());
+    }
     return Status::ok();
   }
 

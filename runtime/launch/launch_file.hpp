@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bus/bus.hpp"
 #include "runtime/node/node.hpp"
 
 namespace edgevla {
@@ -34,8 +35,9 @@ struct GroupDescription {
   // The record group is not required (the robot goes on), but its death is reported as an
   // error and makes the launch exit non-zero.
   bool required = true;
-  std::string tcp_listen;        // expose this process's topics to other hosts
-  std::vector<std::string> tcp_peers;
+  // tcp: this process's topics to other hosts (listen) and theirs to it (peers), encrypted
+  // with the key files it names (read when the file is loaded) unless insecure: true.
+  TcpOptions tcp;
   // allowed_groups: other uids' processes of these groups may use this process's ipc
   // endpoints (names are resolved to gids when the file is loaded).
   std::vector<std::uint32_t> allowed_gids;

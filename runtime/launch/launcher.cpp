@@ -66,8 +66,7 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
   }
   BusOptions bo;
   bo.process_name = group->name;
-  bo.tcp_listen = group->tcp_listen;
-  bo.tcp_peers = group->tcp_peers;
+  bo.tcp = group->tcp;
   bo.allowed_gids = group->allowed_gids;
   bo.shm_pool_bytes = static_cast<std::size_t>(group->shm_pool_mb) << 20;
   bo.spin_ns = group->spin_us * 1000;

@@ -6,7 +6,8 @@ Debian packages python3-zmq, python3-msgpack, python3-numpy and python3-yaml:
 
     from edgevla_client import Subscriber, find_tcp_endpoint
     endpoint = find_tcp_endpoint(domain="default", topic="/camera/image")
-    with Subscriber(endpoint, ["/camera/image"]) as sub:
+    with Subscriber(endpoint, ["/camera/image"], server_key_file="keys/robot.public",
+                    secret_key_file="keys/laptop.secret") as sub:
         msg = sub.recv(timeout_s=5)
         print(msg.type, msg.seq, msg.fields, msg.tensors["pixels"].shape)
 
@@ -14,9 +15,13 @@ Tensors are returned as read-only numpy arrays over the received frames. Only in
 (the tcp endpoint, where every tensor is a frame) are supported: a shared-memory descriptor
 (the ipc endpoint, tensors over 4096 bytes) raises ShmTensorError.
 
-Run as a program it prints the messages of a topic:
+tcp is encrypted (ZeroMQ CURVE) unless the publishing group says insecure: true: the client
+names the publisher's public key file (server_key_file) and its own secret key file
+(secret_key_file, mode 0600, from `edgevla keys generate`), whose public key must be in the
+publisher's allowed_keys. Run as a program it prints the messages of a topic:
 
-    /usr/bin/python3 edgevla_client.py --domain default /camera/image -n 5
+    /usr/bin/python3 edgevla_client.py --domain default /camera/image -n 5 \\
+        --server-key keys/robot.public --secret-key keys/laptop.secret
 """
 
 from __future__ import annotations
@@ -246,7 +251,7 @@ def _bind_tensor(d: _TensorDesc, frames: Sequence[Any]) -> np.ndarray:
         raise ShmTensorError(
             f"tensor '{d.name}' is in shared memory segment '{d.shm['segment']}' (offset "
             f"{d.shm['offset']}, gen {d.shm['gen']}), which this client does not map; subscribe "
-            "to the bus's tcp endpoint (a group's tcp_listen, 'tcp:' in its registry file), "
+            "to the bus's tcp endpoint (a group's tcp listen, 'tcp:' in its registry file), "
             "where every tensor travels inline")
     if d.frame >= len(frames):
         raise WireError(
@@ -369,21 +374,79 @@ def decode_multipart(parts: Sequence[Any]) -> Message:
 # --- Subscribing -----------------------------------------------------------------------------
 
 
+class KeyFileError(ValueError):
+    """A key file that cannot be used (missing, malformed, or a secret open to others)."""
+
+
+def _read_key_line(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            lines = [ln.strip() for ln in f.read().splitlines()]
+    except OSError as e:
+        raise KeyFileError(f"{what} file '{path}' cannot be read: {e.strerror} (key files come from "
+                        "`edgevla keys generate --out PREFIX`)") from None
+    # '#' is a z85 character: a comment is '#' followed by a blank or nothing.
+    keys = [ln for ln in lines if ln and not (ln == b"#" or ln.startswith(b"# "))]
+    if len(keys) != 1 or len(keys[0]) != 40:
+        raise KeyFileError(f"{what} file '{path}' does not hold one z85 CURVE key (40 characters on "
+                        "one line); write it with `edgevla keys generate --out PREFIX`")
+    return keys[0]
+
+
+def read_public_key(path: str) -> bytes:
+    """The z85 key of a .public file written by `edgevla keys generate`."""
+    if path.endswith(".secret"):
+        raise KeyFileError(f"'{path}' is a secret key file; name its public key "
+                        f"({path[:-len('.secret')]}.public) here")
+    return _read_key_line(path, "public key")
+
+
+def read_secret_key(path: str) -> bytes:
+    """The z85 key of a .secret file; refused when group or others may read or write it."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise KeyFileError(f"secret key file '{path}' cannot be read: {e.strerror} (write one with "
+                        "`edgevla keys generate --out PREFIX`)") from None
+    if st.st_mode & 0o077:
+        raise KeyFileError(f"secret key file '{path}' is open to other users (mode "
+                        f"{st.st_mode & 0o7777:04o}); run `chmod 600 {path}`")
+    return _read_key_line(path, "secret key")
+
+
 class Subscriber:
     """A ZeroMQ SUB socket on one bus endpoint, subscribed to whole topics.
 
     Pass topics=None (or []) to receive every topic the endpoint publishes (empty prefix).
     Each topic is subscribed as topic + NUL: the publisher only sends a topic that someone
     subscribed to exactly like that (or with the empty prefix).
+
+    With server_key_file and secret_key_file the connection is CURVE (what a bus's tcp
+    endpoint speaks unless its group has insecure: true); without, it is plaintext.
     """
 
     def __init__(self, endpoint: str, topics: Optional[Iterable[str]] = None,
-                 context: Optional[zmq.Context] = None, rcvhwm: int = 1000):
+                 context: Optional[zmq.Context] = None, rcvhwm: int = 1000,
+                 server_key_file: Optional[str] = None, secret_key_file: Optional[str] = None):
+        if (server_key_file is None) != (secret_key_file is None):
+            raise KeyFileError("give both server_key_file (the publisher's .public) and "
+                            "secret_key_file (this client's .secret), or neither for plaintext")
+        curve = None
+        if server_key_file is not None:
+            if not zmq.has("curve"):
+                raise KeyFileError("this libzmq has no CURVE security; install a libzmq built with "
+                                "libsodium (Debian: libzmq5)")
+            secret = read_secret_key(secret_key_file)
+            curve = (read_public_key(server_key_file), secret, zmq.curve_public(secret))
         self._own_context = context is None
         self._context = context or zmq.Context()
         self._socket = self._context.socket(zmq.SUB)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.RCVHWM, rcvhwm)
+        if curve is not None:
+            self._socket.setsockopt(zmq.CURVE_SERVERKEY, curve[0])
+            self._socket.setsockopt(zmq.CURVE_SECRETKEY, curve[1])
+            self._socket.setsockopt(zmq.CURVE_PUBLICKEY, curve[2])
         topics = list(topics or [])
         if topics:
             for t in topics:
@@ -515,7 +578,7 @@ def find_tcp_endpoint(domain: Optional[str] = None, topic: Optional[str] = None,
             what = f" publishing '{topic}'" if topic else ""
             raise TimeoutError(
                 f"no bus with a tcp endpoint{what} in {registry_dir(domain)} (give the group a "
-                "tcp_listen in its launch file)")
+                "tcp section with listen in its launch file)")
         time.sleep(poll_s)
 
 
@@ -540,15 +603,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--domain", help="domain whose registry to search (default $EDGEVLA_DOMAIN)")
     ap.add_argument("-n", "--count", type=int, default=0, help="stop after N messages")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each message")
+    ap.add_argument("--server-key", help="the publisher's .public key file (CURVE)")
+    ap.add_argument("--secret-key", help="this client's .secret key file (CURVE; mode 0600)")
     args = ap.parse_args(argv)
     try:
         endpoint = args.endpoint or find_tcp_endpoint(args.domain, args.topic, args.timeout)
-        with Subscriber(endpoint, [args.topic] if args.topic else None) as sub:
+        with Subscriber(endpoint, [args.topic] if args.topic else None,
+                        server_key_file=args.server_key, secret_key_file=args.secret_key) as sub:
             got = 0
             while args.count <= 0 or got < args.count:
                 print(_summary(sub.recv(args.timeout)), flush=True)
                 got += 1
-    except (TimeoutError, WireError) as e:
+    except (TimeoutError, WireError, KeyFileError) as e:
         print(f"edgevla_client: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

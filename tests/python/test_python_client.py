@@ -142,7 +142,12 @@ class EndToEndTest(unittest.TestCase):
             self.fail(f"edgevla binary not found (pass --edgevla or set EDGEVLA_BIN): {exe!r}")
         self.deadline = time.monotonic() + OVERALL_TIMEOUT_S
         self.domain = f"pyc{os.getpid()}-{os.urandom(3).hex()}"
-        self.env = dict(os.environ, EDGEVLA_DOMAIN=self.domain)
+        # The launch's tcp is encrypted: a key pair for it and one for this client.
+        self.keys = tempfile.mkdtemp(prefix="edgevla-pyc-keys-")
+        for name in ("server", "client"):
+            subprocess.run([exe, "keys", "generate", "--out", os.path.join(self.keys, name)], check=True,
+                           stdout=subprocess.DEVNULL, timeout=30)
+        self.env = dict(os.environ, EDGEVLA_DOMAIN=self.domain, EDGEVLA_PYTEST_KEYS=self.keys)
         self.env.pop("EDGEVLA_REGISTRY_DIR", None)
         os.environ.pop("EDGEVLA_REGISTRY_DIR", None)
         self.launch_file = os.path.join(src, "tests", "python", "python_client.launch.yaml")
@@ -162,6 +167,11 @@ class EndToEndTest(unittest.TestCase):
                 self.proc.wait()
         self.log.close()
         shutil.rmtree(ec.registry_dir(self.domain), ignore_errors=True)
+        shutil.rmtree(self.keys, ignore_errors=True)
+
+    def subscriber(self, endpoint, topics):
+        return ec.Subscriber(endpoint, topics, server_key_file=os.path.join(self.keys, "server.public"),
+                             secret_key_file=os.path.join(self.keys, "client.secret"))
 
     def left(self):
         left = self.deadline - time.monotonic()
@@ -197,8 +207,19 @@ class EndToEndTest(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "no node named 'nope'"):
             ec.control_request(entry["control"], "params", "nope", timeout_s=min(5.0, self.left()))
 
-        messages = []
+        # Without the keys (plaintext) nothing arrives; with a key not on the list neither.
         with ec.Subscriber(endpoint, [TOPIC]) as sub:
+            with self.assertRaises(TimeoutError):
+                sub.recv_parts(timeout_s=min(1.0, self.left()))
+        subprocess.run([_exe_and_source()[0], "keys", "generate", "--out", os.path.join(self.keys, "stranger")],
+                       check=True, stdout=subprocess.DEVNULL, timeout=30)
+        with ec.Subscriber(endpoint, [TOPIC], server_key_file=os.path.join(self.keys, "server.public"),
+                           secret_key_file=os.path.join(self.keys, "stranger.secret")) as sub:
+            with self.assertRaises(TimeoutError):
+                sub.recv_parts(timeout_s=min(1.0, self.left()))
+
+        messages = []
+        with self.subscriber(endpoint, [TOPIC]) as sub:
             while len(messages) < MESSAGES:
                 try:
                     parts = sub.recv_parts(timeout_s=min(10.0, self.left()))
@@ -207,7 +228,7 @@ class EndToEndTest(unittest.TestCase):
                 self.assertEqual(parts[0], ec.topic_frame(TOPIC))
                 self.assertEqual(len(parts), 3, "topic, envelope and one inline tensor frame")
                 messages.append(ec.decode_multipart(parts))
-        with ec.Subscriber(endpoint, ["/edgevla/status"]) as sub:
+        with self.subscriber(endpoint, ["/edgevla/status"]) as sub:
             status = sub.recv(timeout_s=min(10.0, self.left()))
 
         now = time.time_ns()

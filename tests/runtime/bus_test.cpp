@@ -14,12 +14,10 @@ namespace {
 using testing::eventually;
 using testing::unique_domain;
 
-std::unique_ptr<Bus> make_bus(const std::string& domain, std::string tcp = "",
-                              std::vector<std::string> peers = {}) {
+std::unique_ptr<Bus> make_bus(const std::string& domain, TcpOptions tcp = {}) {
   BusOptions o;
   o.domain = domain;
-  o.tcp_listen = std::move(tcp);
-  o.tcp_peers = std::move(peers);
+  o.tcp = std::move(tcp);
   auto bus = Bus::create(o);
   EXPECT_TRUE(bus.has_value()) << bus.status().to_string();
   return std::move(*bus);
@@ -92,11 +90,20 @@ TEST(Bus, CrossBusOverIpcUsesSharedMemory) {
   for (std::int64_t i = 0; i < px.numel(); ++i) ASSERT_EQ(px.data<std::uint8_t>()[i], v);
 }
 
+// Two key pairs, each allowing the other (the tcp security itself: tcp_security_test).
+struct TcpPair {
+  CurveKeyPair a = *generate_curve_key_pair();
+  CurveKeyPair b = *generate_curve_key_pair();
+  TcpOptions listener() const { return {.listen = "*", .key = a, .allowed_keys = {b.public_key}}; }
+  TcpOptions peer_of(const std::string& endpoint) const { return {.peers = {{endpoint, a.public_key}}, .key = b}; }
+};
+
 TEST(Bus, CrossBusOverTcpSendsInlineFrames) {
-  auto pub = make_bus(unique_domain("tcpa"), "tcp://127.0.0.1:*");
+  const TcpPair keys;
+  auto pub = make_bus(unique_domain("tcpa"), keys.listener());
   const std::string endpoint = pub->tcp_endpoint();
   ASSERT_TRUE(endpoint.starts_with("tcp://127.0.0.1:")) << endpoint;
-  auto sub = make_bus(unique_domain("tcpb"), "", {endpoint});
+  auto sub = make_bus(unique_domain("tcpb"), keys.peer_of(endpoint));
   auto writer = pub->advertise("/cam", "Image", "src");
   Collector c("/cam", "Image");
   ASSERT_OK(sub->attach(c.queue));
@@ -357,7 +364,7 @@ TEST(Bus, TwoPublishersOfOneTopicInOneProcessAreBothDelivered) {
 
 TEST(Bus, StatsAreValidYaml) {
   const auto domain = unique_domain("statsyaml");
-  auto bus = make_bus(domain, "tcp://127.0.0.1:*");
+  auto bus = make_bus(domain, TcpPair().listener());
   auto w = *bus->advertise("/cam", "Image", "src");
   Collector c("/cam", "Image");
   ASSERT_OK(bus->attach(c.queue));
@@ -369,6 +376,8 @@ TEST(Bus, StatsAreValidYaml) {
   EXPECT_EQ(y["topics"]["/cam"]["subscribers"][0]["received"].as<int>(), 1);
   EXPECT_TRUE(y["shm_pool"]["segments"].IsScalar());
   EXPECT_EQ(y["tcp_endpoint"].as<std::string>(), bus->tcp_endpoint());
+  EXPECT_EQ(y["tcp_security"].as<std::string>(), "curve");
+  EXPECT_EQ(y["transport"]["tcp_keys_refused"].as<int>(), 0);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "runtime/bus/registry.hpp"
+#include "runtime/bus/tcp_keys.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_util.hpp"
 
@@ -178,6 +179,32 @@ TEST_F(Cli, CtrlCStopsEchoHzAndBw) {
     p.signal(SIGINT);
     EXPECT_EQ(p.wait(std::chrono::seconds(10)), 0) << verb << ": " << p.err();
   }
+}
+
+TEST_F(Cli, KeysGenerateWritesAnOwnerOnlySecretAndRefusesToOverwrite) {
+  fs::create_directories(*dir_ / "keys");
+  const std::string prefix = (*dir_ / "keys" / "robot").string();
+  auto r = cli({"keys", "generate", "--out", prefix});
+  ASSERT_EQ(r.code, 0) << r.err;
+  using fs::perms;
+  EXPECT_EQ(fs::status(prefix + ".secret").permissions(), perms::owner_read | perms::owner_write);
+  EXPECT_EQ(fs::status(prefix + ".public").permissions() & (perms::group_write | perms::others_write), perms::none);
+  const auto pair = read_secret_key_file(prefix + ".secret");
+  ASSERT_TRUE(pair.has_value()) << pair.status().to_string();
+  EXPECT_EQ(*read_public_key_file(prefix + ".public"), pair->public_key);
+  EXPECT_NE(r.out.find(pair->public_key), std::string::npos) << r.out;
+  // Never over an existing pair, unless --force.
+  r = cli({"keys", "generate", "--out", prefix});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(read_secret_key_file(prefix + ".secret")->secret_key, pair->secret_key);
+  r = cli({"keys", "generate", "--out", prefix, "--force"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(read_secret_key_file(prefix + ".secret")->secret_key, pair->secret_key);
+  // A folder that does not exist is named, with the fix.
+  r = cli({"keys", "generate", "--out", (*dir_ / "nowhere" / "robot").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("mkdir -p " + (*dir_ / "nowhere").string()), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, NodeTypes) {

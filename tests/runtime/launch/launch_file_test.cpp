@@ -125,6 +125,80 @@ TEST_F(LaunchFile, AllowedGroupsTakeNamesOrGids) {
       {"scalar.yaml:3", "'allowed_groups' must be a list"});
 }
 
+// Keys for a group's tcp section: robot (this process), laptop (a client), arm (a peer).
+void write_keys(const fs::path& dir) {
+  fs::create_directories(dir / "keys");
+  for (const char* name : {"robot", "laptop", "arm"}) {
+    ASSERT_TRUE(write_key_pair((dir / "keys" / name).string(), *generate_curve_key_pair(), false).is_ok());
+  }
+}
+
+constexpr const char* kTcpGroup = R"(groups:
+  - name: g
+    tcp:
+      listen: 7447
+      secret_key: keys/robot.secret
+      allowed_keys: [keys/laptop.public]
+      peers:
+        - {endpoint: "tcp://10.0.0.2:7447", server_key: keys/arm.public}
+    nodes:
+      - {name: sink, type: tensor_sink}
+)";
+
+TEST_F(LaunchFile, TcpKeysAreReadRelativeToTheFile) {
+  write_keys(dir_);
+  auto d = load_launch(write("l.yaml", kTcpGroup), {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  const TcpOptions& t = d->groups[0].tcp;
+  EXPECT_EQ(t.listen, "7447");
+  EXPECT_FALSE(t.insecure);
+  EXPECT_EQ(t.key.secret_key, read_secret_key_file((dir_ / "keys/robot.secret").string())->secret_key);
+  EXPECT_EQ(t.key.public_key, *read_public_key_file((dir_ / "keys/robot.public").string()));
+  EXPECT_EQ(t.allowed_keys, (std::vector<std::string>{*read_public_key_file((dir_ / "keys/laptop.public").string())}));
+  ASSERT_EQ(t.peers.size(), 1u);
+  EXPECT_EQ(t.peers[0].endpoint, "tcp://10.0.0.2:7447");
+  EXPECT_EQ(t.peers[0].server_key, *read_public_key_file((dir_ / "keys/arm.public").string()));
+}
+
+TEST_F(LaunchFile, PlaintextTcpNeedsInsecureTrue) {
+  const char* plain = "groups:\n  - name: g\n    tcp: {listen: 7447}\n    nodes:\n      - {name: sink, type: tensor_sink}\n";
+  expect_error(write("plain.yaml", plain),
+               {"plain.yaml:3", "group 'g'", "secret_key", "edgevla keys generate", "insecure: true"});
+  const char* insecure =
+      "groups:\n  - name: g\n    tcp: {listen: 7447, peers: [\"tcp://10.0.0.2:7447\"], insecure: true}\n"
+      "    nodes:\n      - {name: sink, type: tensor_sink}\n";
+  auto d = load_launch(write("insecure.yaml", insecure), {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_TRUE(d->groups[0].tcp.insecure);
+  // The settings of before name the new section.
+  expect_error(write("old.yaml", "groups:\n  - name: g\n    tcp_listen: \"tcp://0.0.0.0:7447\"\n    nodes: []\n"),
+               {"old.yaml:3", "'tcp_listen'", "tcp: {listen"});
+}
+
+TEST_F(LaunchFile, TcpKeyErrorsNameTheFileAndTheFix) {
+  write_keys(dir_);
+  // A secret others can read.
+  fs::permissions(dir_ / "keys/robot.secret", fs::perms(0644));
+  expect_error(write("open.yaml", kTcpGroup),
+               {"open.yaml:5", (dir_ / "keys/robot.secret").string(), "chmod 600"});
+  fs::permissions(dir_ / "keys/robot.secret", fs::perms(0600));
+  // A missing public key file.
+  std::string text = kTcpGroup;
+  text.replace(text.find("keys/laptop.public"), 18, "keys/lptop.public");
+  expect_error(write("missing.yaml", text), {"missing.yaml:6", "keys/lptop.public", "edgevla keys generate"});
+  // A listener with nobody allowed, a peer without its server's key.
+  expect_error(write("nobody.yaml", "groups:\n  - name: g\n    tcp: {listen: 7447, secret_key: keys/robot.secret}\n"
+                                    "    nodes: []\n"),
+               {"nobody.yaml:3", "allowed_keys"});
+  expect_error(write("nokey.yaml", "groups:\n  - name: g\n    tcp: {secret_key: keys/robot.secret, "
+                                   "peers: [\"tcp://10.0.0.2:7447\"]}\n    nodes: []\n"),
+               {"nokey.yaml:3", "server_key"});
+  // A listen setting that is neither a port nor tcp://HOST:PORT.
+  expect_error(write("listen.yaml", "groups:\n  - name: g\n    tcp: {listen: \"localhost:7447\", insecure: true}\n"
+                                    "    nodes: []\n"),
+               {"listen.yaml:3", "127.0.0.1", "tcp://HOST:PORT"});
+}
+
 TEST_F(LaunchFile, PerNodeParamsFileMustHaveTheNodesSection) {
   write("params/src.yaml", "sorce:\n  height: 24\n");
   const auto f = write("l.yaml", "nodes:\n  - name: source\n    type: tensor_source\n"
