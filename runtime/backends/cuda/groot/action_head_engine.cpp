@@ -64,9 +64,15 @@ struct CategoryDev {
 struct BlockDev {
   bool cross = false, text = false;
   DevLinear qkv;  // self blocks: q|k|v; cross blocks: q only
-  DevLinear kv;   // cross blocks: k|v over the backbone tokens
   DevLinear out, ff1, ff2;
-  void* ckv = nullptr;  // cross blocks: keys|values of this chunk's tokens, act [max_tokens, 2E]
+  std::int64_t kv_column = 0;  // cross blocks: where their k|v start in the text or image k|v rows
+};
+
+// The k|v projections of every cross block that reads the same tokens (text or image), as one
+// GEMM: row t holds [k_0 | v_0 | k_1 | v_1 ...] for those blocks in order.
+struct CrossKv {
+  DevLinear w;
+  void* kv = nullptr;  // act [max_tokens, w.out]
 };
 
 class ActionHeadEngine final : public GrootCudaEngine {
@@ -108,6 +114,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // Weights.
   DevLinear t1_, t2_, mods_lin_, proj_out_2_;
   std::vector<BlockDev> blocks_;
+  CrossKv text_kv_, image_kv_;
   CategoryDev state1_, state2_, act1_, act2_, act3_, dec1_, dec2_;
   DevLinear act2_a_, act2_t_;  // W2's halves: on the action embedding, on the sinusoid τ
   std::vector<float> vlln_w_host_, vlln_b_host_, pos_host_, ones_host_, zeros_host_;
@@ -188,7 +195,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   wp.linear(t2_, {&t2});
   // Every block's norm1.linear [scale, shift] and proj_out_1 [shift, scale] as one GEMM; each
   // scale's bias carries the 1 of (1 + scale), so the modulation is a LayerNorm's weight as is.
-  std::vector<cpu::Linear> mod_parts;
+  std::vector<cpu::Linear> mod_parts, text_kv_parts, image_kv_parts;
   mod_parts.reserve(static_cast<std::size_t>(B + 1));
   blocks_.resize(static_cast<std::size_t>(B));
   const int every = std::max(1, cfg_.attend_text_every_n_blocks);
@@ -208,7 +215,10 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
     EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear ff2, lin(b + "ff.net.2"));
     if (d.cross) {
       wp.linear(d.qkv, {&q});
-      wp.linear(d.kv, {&k, &v});
+      std::vector<cpu::Linear>& parts = d.text ? text_kv_parts : image_kv_parts;
+      d.kv_column = static_cast<std::int64_t>(parts.size()) * E;
+      parts.push_back(std::move(k));
+      parts.push_back(std::move(v));
     } else {
       wp.linear(d.qkv, {&q, &k, &v});
     }
@@ -219,9 +229,18 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear po1, lin(p + "proj_out_1"));
   for (std::int64_t c = E; c < 2 * E; ++c) po1.bias[static_cast<std::size_t>(c)] += 1.0f;
   mod_parts.push_back(std::move(po1));
-  std::vector<const cpu::Linear*> mod_ptrs;
-  for (const cpu::Linear& l : mod_parts) mod_ptrs.push_back(&l);
-  wp.linear(mods_lin_, mod_ptrs);
+  auto fused = [&](DevLinear& dst, const std::vector<cpu::Linear>& parts) {
+    std::vector<const cpu::Linear*> ptrs;
+    for (const cpu::Linear& l : parts) ptrs.push_back(&l);
+    wp.linear(dst, ptrs);
+  };
+  fused(mods_lin_, mod_parts);
+  if (text_kv_parts.empty() || image_kv_parts.empty()) {
+    return invalid_argument("groot action_head (cuda): the DiT needs text and image cross-attention blocks (" +
+                            std::to_string(B) + " blocks, attend_text_every_n_blocks " + std::to_string(every) + ")");
+  }
+  fused(text_kv_.w, text_kv_parts);
+  fused(image_kv_.w, image_kv_parts);
   EDGEVLA_ASSIGN_OR_RETURN(cpu::Linear po2, lin(p + "proj_out_2"));
   wp.linear(proj_out_2_, {&po2});
   EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "state_encoder.layer1", state1_, wp));
@@ -261,9 +280,8 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
     buf(c->sel.w, bytes_of(act_, c->in * c->out));
     buf(c->sel.bias, bytes_of(DType::kF32, c->out));
   }
-  for (BlockDev& d : blocks_) {
-    if (d.cross) buf(d.ckv, bytes_of(act_, L * 2 * E));
-  }
+  buf(text_kv_.kv, bytes_of(act_, L * text_kv_.w.out));
+  buf(image_kv_.kv, bytes_of(act_, L * image_kv_.w.out));
   buf(feat_stage_, static_cast<std::size_t>(L * W) * 4);
   buf(vl_f32_, bytes_of(DType::kF32, L * W));
   buf(vl_text_, bytes_of(act_, L * W));
@@ -479,7 +497,9 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     if (b.cross) {
       EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.qkv, qkv_, act_, E));
       a.ldq = E;
-      a.a = KvBlock{b.ckv, static_cast<std::byte*>(b.ckv) + E * es, 2 * E, 0};
+      const CrossKv& ck = b.text ? text_kv_ : image_kv_;
+      auto* k = static_cast<std::byte*>(ck.kv) + static_cast<std::size_t>(b.kv_column) * es;
+      a.a = KvBlock{k, k + E * es, ck.w.out, 0};
       a.a_len = b.text ? n_text : n_image;
       a.a_max = b.text ? text_rows : image_rows;
     } else {
@@ -511,7 +531,8 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   const std::int64_t hs = cfg_.hidden_size;
   cudaStream_t s = stream_.get();
   const Gemm mm = gemm();
-  // The attended tokens packed apart (text, image), vlln, then each cross block's keys|values.
+  // The attended tokens packed apart (text, image), vlln, then every cross block's keys|values
+  // (one GEMM for the text blocks, one for the image blocks).
   const std::int32_t* text_idx = ints_ + 2;
   const std::int32_t* image_idx = ints_ + 2 + L;
   EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, text_idx, text_rows, W, vl_f32_, DType::kF32,
@@ -520,11 +541,8 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W, vl_f32_,
                                       DType::kF32, W, true));
   EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
-  for (const BlockDev& b : blocks_) {
-    if (!b.cross) continue;
-    EDGEVLA_RETURN_IF_ERROR(mm(b.text ? vl_text_ : vl_image_, b.text ? text_rows : image_rows, W, b.kv, b.ckv, act_,
-                               2 * E));
-  }
+  EDGEVLA_RETURN_IF_ERROR(mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
+  EDGEVLA_RETURN_IF_ERROR(mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
   // The state token (relu between the layers), and W2's τ half plus its bias per step.
   EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
   EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
