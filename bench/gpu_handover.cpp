@@ -159,10 +159,12 @@ int main(int argc, char** argv) {
       }
       if (phase == 2) {
         // Another bus, a loan: the device block itself, read in place on the consumer's side.
-        std::vector<double> cross, manual, d2d;
+        std::vector<double> cross, manual, d2d, loan_us, publish_us;
         std::vector<char> host(bytes), shm(bytes);
         for (int i = 0; i < r + 2; ++i) {
+          const double tl = now_us();
           auto t = pub->loan_for("/t", DType::kF32, Shape{n / 4, 4}, Device::cuda(0));
+          const double tl1 = now_us();
           if (!t || t->device().is_cpu()) {
             std::fprintf(stderr, "device block loan: %s\n",
                          t ? "a host loan came back (the device cannot export memory)" : t.status().to_string().c_str());
@@ -170,8 +172,10 @@ int main(int argc, char** argv) {
           }
           const double t0 = now_us();
           if (!pub->publish(*writer, *msgs::ActionChunk::make(std::move(*t), 0.02)).is_ok()) return 1;
+          const double tp = now_us();
           MessagePtr m = take(*remote_dev);
           const double t1 = now_us();
+          if (i >= 2) loan_us.push_back(tl1 - tl), publish_us.push_back(tp - t0);
           if (!m || m->tensor("actions")->device().is_cpu()) {
             std::fprintf(stderr, "device block: no device tensor arrived at %zu bytes\n", bytes);
             return 1;
@@ -190,6 +194,9 @@ int main(int argc, char** argv) {
         }
         line("another_bus_device_block", bytes, stats(cross), "d2h_shm_h2d_by_hand", stats(manual));
         line("another_bus_device_block", bytes, stats(cross), "cudaMemcpy_d2d_of_the_received_block", stats(d2d));
+        // Where the hand-over's time goes: the loan (not in the hand-over) and publish() alone.
+        line("another_bus_device_block", bytes, stats(cross), "loan_for_call", stats(loan_us));
+        line("another_bus_device_block", bytes, stats(cross), "publish_call", stats(publish_us));
         // How the pool served the loans so far (blocks created vs recycled), on stderr.
         const std::string y = pub->stats_yaml();
         const auto at = y.find("shm_pool");
