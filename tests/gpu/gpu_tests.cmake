@@ -12,6 +12,8 @@ add_dependencies(cuda_pi0_test edgevla_backend_cuda)
 edgevla_add_test(cuda_groot_test SOURCES gpu/cuda_groot_test.cpp
                  LIBS edgevla_runtime edgevla_model edgevla_backend_cpu CUDA::cudart LABELS gpu TIMEOUT 600)
 add_dependencies(cuda_groot_test edgevla_backend_cuda)
+edgevla_add_test(cuda_groot_kernels_test SOURCES gpu/cuda_groot_kernels_test.cpp
+                 LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 # Per-node replay of a CPU-recorded bag against the cuda action head.
