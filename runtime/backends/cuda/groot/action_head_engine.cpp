@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -100,7 +101,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // Per chunk (vlln, cross keys|values, state token, the sinusoid's projection), then the loop.
   Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
   Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
-  std::vector<CategoryDev*> categories() { return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_}; }
+  std::array<CategoryDev*, 7> categories() { return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_}; }
 
   mg::GrootConfig cfg_;
   int max_steps_;

@@ -11,6 +11,7 @@
 // graph serves every prompt of its bucket.
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -103,7 +104,9 @@ class BackboneEngine final : public GrootCudaEngine {
   std::vector<View> views_;
   std::unique_ptr<PinnedBuffer> pinned_ints_;
   Tensor features_, mask_out_, image_mask_;
-  std::map<std::vector<std::int64_t>, Graph> graphs_;
+  // (rows, then h, w, dtype of each view): a fixed-size key, so a run allocates nothing.
+  using GraphKey = std::array<std::int64_t, 1 + 3 * mg::kMaxViews>;
+  std::map<GraphKey, Graph> graphs_;
 };
 
 Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
@@ -118,7 +121,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   out_mask_ = output_index("attention_mask");
   out_image_mask_ = output_index("image_mask");
   out_embeds_ = output_index("image_embeds");
-  if (in_images_.empty() || in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 ||
+  if (in_images_.empty() || in_images_.size() > static_cast<std::size_t>(mg::kMaxViews) || in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 ||
       out_image_mask_ < 0 || out_embeds_ < 0) {
     return internal_error("groot backbone (cuda): the family's backbone spec lacks a tensor the engine binds");
   }
@@ -518,8 +521,13 @@ Status BackboneEngine::run(const RunOptions&) {
       cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 4 * R), cudaMemcpyHostToDevice, s));
 
   // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
-  std::vector<std::int64_t> key{rows};
-  for (const View& v : views_) key.insert(key.end(), {v.h, v.w, static_cast<std::int64_t>(v.dtype)});
+  GraphKey key{};
+  key[0] = rows;
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    key[1 + 3 * k] = views_[k].h;
+    key[2 + 3 * k] = views_[k].w;
+    key[3 + 3 * k] = static_cast<std::int64_t>(views_[k].dtype) + 1;
+  }
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     EDGEVLA_RETURN_IF_ERROR(forward(rows));
@@ -527,7 +535,7 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(rows); }));
     log_plans();
     if (graphs_.size() >= 32) graphs_.clear();  // frames of ever new sizes: do not keep graphs without bound
-    graphs_.emplace(std::move(key), std::move(g));
+    graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
   }
