@@ -4,7 +4,9 @@
 // embodiments. `precision: f32`: actions, every step's velocity and the backbone features (real
 // tokens) rel-L2 <= 1e-4; bf16: actions cosine >= 0.999, everything finite. Then graphs re-used
 // and re-captured across prompt lengths, step counts and embodiments give the eager results,
-// the head reads the backbone's features as bf16, bad input is refused by name, and a memory
+// the head reads the backbone's features as bf16, bad input (view sizes and order, image blocks,
+// ids, padding, non-finite pixels and features, embodiment, noise, state, steps) is refused by
+// name while the engines keep running, and a memory
 // budget refuses by name. Every case prints its numbers; without a GPU every test skips itself.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -399,6 +401,12 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
   ASSERT_TRUE(b.bind("input_ids", in.ids).is_ok());
   ASSERT_TRUE(b.bind("attention_mask", in.mask).is_ok());
   expect_invalid(b.run({}), "view");
+  // A non-finite pixel.
+  Inputs nan_pixel = in;
+  nan_pixel.images[1] = *in.images[1].clone();
+  nan_pixel.images[1].data<float>()[17] = std::nanf("");
+  ASSERT_TRUE(bind_backbone(b, nan_pixel).is_ok());
+  expect_invalid(b.run({}), "image.1");
   // An id outside the vocabulary; all padding.
   Inputs bad = in;
   bad.ids = *in.ids.clone();
@@ -435,6 +443,12 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
   nan.state.data<float>()[0] = std::nanf("");
   ASSERT_TRUE(bind_head(h, nan, features, mask, image_mask).is_ok());
   expect_invalid(h.run(RunOptions{4}), "state");
+  Tensor nan_features = *features.clone();
+  std::int64_t attended = 0;
+  while (!mask.data<bool>()[attended]) ++attended;
+  nan_features.data<float>()[attended * nan_features.shape()[1] + 3] = INFINITY;
+  ASSERT_TRUE(bind_head(h, in, nan_features, mask, image_mask).is_ok());
+  expect_invalid(h.run(RunOptions{4}), "backbone_features");
   Tensor no_images = *image_mask.clone();
   for (std::int64_t i = 0; i < no_images.numel(); ++i) no_images.data<bool>()[i] = false;
   ASSERT_TRUE(bind_head(h, in, features, mask, no_images).is_ok());

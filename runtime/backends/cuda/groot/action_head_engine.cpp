@@ -131,6 +131,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
        *enc_ = nullptr, *dit_out_ = nullptr, *dec_hid_ = nullptr, *state_act_ = nullptr, *st_hid_ = nullptr,
        *sinus_ = nullptr, *temb1_ = nullptr, *temb_ = nullptr, *tau_ = nullptr;
   std::int32_t* ints_ = nullptr;  // n_text, n_image, text rows [max_tokens], image rows [max_tokens]
+  std::int32_t* bad_ = nullptr;   // non-finite values in the attended backbone features
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
 
@@ -312,6 +313,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   buf(temb_, bytes_of(act_, T * E));
   buf(tau_, bytes_of(act_, T * E));
   buf(ints_, bytes_of(DType::kI32, 2 + 2 * L));
+  buf(bad_, 16);
   AttentionArgs sa{act_, 1, S, cfg_.dit.num_heads, cfg_.dit.num_heads, hd};
   sa.a_max = S;
   AttentionArgs ca = sa;
@@ -332,7 +334,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   // Rows of the packed token buffers past this chunk's count are read by the bucketed GEMMs.
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(vl_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 2 + 2 * L)));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 3 + 2 * L)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
   EDGEVLA_ASSIGN_OR_RETURN(actions_own_, Tensor::empty(DType::kF32, Shape{Hz, A}));
   return prepare_steps(std::clamp(cfg_.num_inference_timesteps, 1, max_steps_));
@@ -538,9 +540,11 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   const std::int32_t* image_idx = ints_ + 2 + L;
   EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, text_idx, text_rows, W, vl_f32_, DType::kF32,
                                       W, true));
+  EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, text_rows * W, bad_));
   EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
   EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W, vl_f32_,
                                       DType::kF32, W, true));
+  EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
   EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
   EDGEVLA_RETURN_IF_ERROR(mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
   EDGEVLA_RETURN_IF_ERROR(mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
@@ -601,6 +605,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   const std::int64_t image_rows = padded_rows(n_image);
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 2 + 2 * L), cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad_, 0, 16, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(feat_stage_, f->raw_data(), bytes_of(f->dtype(), n * W),
                                                f->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
                                                s));
@@ -630,12 +635,18 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(actions.raw_data(), a_, actions.nbytes(), cudaMemcpyDeviceToHost, s));
+  std::int32_t* bad = ints + 2 + 2 * L;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(bad, bad_, sizeof(std::int32_t), cudaMemcpyDeviceToHost, s));
   if (velocities != nullptr) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(velocities->raw_data(), vel_all_,
                                                  bytes_of(DType::kF32, options.num_steps * Hz * A),
                                                  cudaMemcpyDeviceToHost, s));
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  if (*bad > 0) {
+    return invalid_argument("groot action_head: 'backbone_features' holds " + std::to_string(*bad) +
+                            " non-finite value(s) in attended tokens");
+  }
   set_produced(out_actions_, actions);
   if (velocities != nullptr) {
     EDGEVLA_ASSIGN_OR_RETURN(Tensor vv, velocities->slice(0, 0, options.num_steps));

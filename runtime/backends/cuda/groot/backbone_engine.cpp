@@ -97,6 +97,7 @@ class BackboneEngine final : public GrootCudaEngine {
   float *x_ = nullptr, *feat_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr;
   std::int32_t *ints_ = nullptr, *zero_ = nullptr;  // ints_: ids | image row | key row | key limit, max_rows_ each
+  std::int32_t* bad_ = nullptr;                      // non-finite pixels per view (f32 views)
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
 
@@ -226,6 +227,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(g_, bytes_of(act_, R * F));
   buf(ints_, bytes_of(DType::kI32, 4 * R));
   buf(zero_, 16);
+  buf(bad_, bytes_of(DType::kI32, mg::kMaxViews));
   AttentionArgs va{act_, 1, max_grid_ * max_grid_, v.num_heads, v.num_heads, v.head_dim()};
   va.a_max = max_grid_ * max_grid_;
   AttentionArgs la{act_, 1, R, H, K, h};
@@ -237,7 +239,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 4 * R)));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 4 * R + mg::kMaxViews)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
   EDGEVLA_ASSIGN_OR_RETURN(features_, Tensor::empty(DType::kF32, Shape{max_tokens_, W}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_out_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
@@ -519,6 +521,14 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 4 * R), cudaMemcpyHostToDevice, s));
+  // Non-finite pixels are counted on the device and reported after the run (f32 views; a bf16
+  // view is taken as it is).
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad_, 0, bytes_of(DType::kI32, mg::kMaxViews), s));
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    if (views_[k].dtype != DType::kF32) continue;
+    EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, reinterpret_cast<const float*>(images_ + static_cast<std::int64_t>(k) * image_slot_),
+                                            3 * views_[k].h * views_[k].w, bad_ + k));
+  }
 
   // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
   GraphKey key{};
@@ -548,8 +558,17 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(be->raw_data(), img_, static_cast<std::size_t>(n_img * W) * 4,
                                                  cudaMemcpyDeviceToHost, s));
   }
+  std::int32_t* bad = ints + 4 * R;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
   std::copy(valid, valid + L, mask_out_.data<bool>());
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    if (bad[k] > 0) {
+      return invalid_argument("groot backbone: " + view_name(k) + " holds " + std::to_string(bad[k]) +
+                              " non-finite pixel(s); check the camera frame and the pre-processing");
+    }
+  }
   EDGEVLA_ASSIGN_OR_RETURN(Tensor fview, feats.slice(0, 0, L));
   set_produced(out_features_, std::move(fview));
   if (be != nullptr) {
