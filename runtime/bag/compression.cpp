@@ -57,6 +57,12 @@ Expected<std::span<const std::byte>> Compressor::compress(std::span<const std::b
   return std::span<const std::byte>(out_.get(), n);
 }
 
+std::uint64_t max_decompressed_size(std::string_view compression, std::uint64_t compressed_size) {
+  const std::uint64_t ratio = compression.empty() ? 1 : compression == "lz4" ? 255 : compression == "zstd" ? 32768 : 0;
+  if (ratio == 0) return 0;
+  return compressed_size > UINT64_MAX / ratio ? UINT64_MAX : compressed_size * ratio;
+}
+
 Status decompress(std::string_view compression, std::span<const std::byte> in, std::span<std::byte> out) {
   if (compression.empty()) {
     if (in.size() != out.size()) {

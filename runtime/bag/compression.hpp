@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,6 +38,11 @@ class Compressor {
   std::unique_ptr<std::byte[]> out_;  // grown, never zero-filled
   std::size_t capacity_ = 0;
 };
+
+// The most bytes `compressed_size` bytes of `compression` can decompress to (none: the same;
+// lz4 frames: 255 per byte; zstd: 32768 per byte, an RLE block's 4 bytes giving 128 KiB), so
+// a reader can refuse a chunk header's claim before allocating it. 0 for an unknown name.
+std::uint64_t max_decompressed_size(std::string_view compression, std::uint64_t compressed_size);
 
 // Decompresses a chunk's records into exactly `uncompressed_size` bytes at `out`.
 Status decompress(std::string_view compression, std::span<const std::byte> in, std::span<std::byte> out);

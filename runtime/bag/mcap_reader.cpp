@@ -203,6 +203,18 @@ Status McapReader::scan_chunk(std::uint64_t offset, std::span<const std::byte> c
       issue(offset, "chunk claims " + std::to_string(chunk->uncompressed_size) + " uncompressed bytes; skipped");
       return Status::ok();
     }
+    if (auto known = parse_compression(chunk->compression); !known) {
+      issue(offset, "chunk " + at(offset) + ": " + known.status().message() + "; skipped");
+      return Status::ok();
+    }
+    // A damaged header must not make the reader allocate gigabytes for a few compressed bytes.
+    if (chunk->uncompressed_size > max_decompressed_size(chunk->compression, chunk->records.size())) {
+      issue(offset, "chunk " + at(offset) + " claims " + std::to_string(chunk->uncompressed_size) +
+                        " uncompressed bytes from " + std::to_string(chunk->records.size()) + " " +
+                        chunk->compression + " bytes, more than " + chunk->compression +
+                        " can produce (corrupted header); skipped");
+      return Status::ok();
+    }
     auto buf = Buffer::allocate_heap(static_cast<std::size_t>(chunk->uncompressed_size));
     if (!buf) return buf.status();
     if (Status s = decompress(chunk->compression, chunk->records, (*buf)->bytes()); !s.is_ok()) {

@@ -73,7 +73,7 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   try {
     header = Json::parse(reinterpret_cast<const char*>(f.mapping_->data()) + 8,
                          reinterpret_cast<const char*>(f.mapping_->data()) + f.data_start_);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     return corrupt(std::string("its JSON header does not parse: ") + e.what());
   }
   if (!header.is_object()) return corrupt("its header is not a JSON object");

@@ -403,24 +403,10 @@ Status NodeHost::set_param(std::string_view node, std::string_view key, std::str
     const std::string where = "node '" + std::string(node) + "': param '" + std::string(key) + "'";
     for (auto& d : rt.params) {
       if (d.name != key) continue;
-      if (d.info.read_only) {
-        return failed_precondition(where + " is read-only (it is used when the node is configured); "
-                                   "change it in the launch or params file and restart");
-      }
-      YAML::Node parsed;
-      try {
-        parsed = YAML::Load(std::string(value));
-      } catch (const YAML::Exception& e) {
-        return invalid_argument(where + ": '" + std::string(value) + "' is not valid YAML: " + e.msg);
-      }
-      auto v = param_from_yaml(parsed, d.type);
-      if (!v) return invalid_argument(where + " " + v.status().message());
-      if (Status s = check_param_value(*v, d.info, d.int32); !s.is_ok()) {
-        return out_of_range(where + " = " + s.message());
-      }
-      d.value = *v;
+      EDGEVLA_ASSIGN_OR_RETURN(ParamValue v, param_value_from_text(value, d, where));
+      d.value = v;
       d.origin = "param set";
-      rt.post([apply = d.apply, nv = *v] { apply(nv); });
+      rt.post([apply = d.apply, nv = std::move(v)] { apply(nv); });
       return Status::ok();
     }
     return not_found(where + " is not declared");
@@ -474,13 +460,9 @@ Expected<std::string> NodeHost::control(const ControlRequest& r) {
   if (r.command == "nodes") return nodes_yaml();
   if (r.command == "params") return params_yaml(r.argument);
   if (r.command == "set") {
-    // argument: "<node>\n<key>\n<value>"
-    const auto a = r.argument.find('\n');
-    const auto b = a == std::string::npos ? a : r.argument.find('\n', a + 1);
-    if (b == std::string::npos) return invalid_argument("set expects node, key and value");
-    EDGEVLA_RETURN_IF_ERROR(set_param(r.argument.substr(0, a), r.argument.substr(a + 1, b - a - 1),
-                                      r.argument.substr(b + 1)));
-    return params_yaml(r.argument.substr(0, a));
+    EDGEVLA_ASSIGN_OR_RETURN(ParamSetRequest set, parse_param_set(r.argument));
+    EDGEVLA_RETURN_IF_ERROR(set_param(set.node, set.key, set.value));
+    return params_yaml(set.node);
   }
   return invalid_argument("unknown control command '" + r.command + "' (nodes, params, set, bus)");
 }

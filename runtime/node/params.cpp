@@ -3,7 +3,9 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <string_view>
 
 namespace edgevla {
 
@@ -58,11 +60,62 @@ Expected<double> to_double(const YAML::Node& n) {
                           (is_quoted(n) ? " (a quoted string)" : ""));
 }
 
+// The byte offset of the first byte that does not start a well-formed UTF-8 sequence of a
+// character YAML can hold, or -1.
+std::ptrdiff_t first_invalid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // no overlong forms
+      if (c == 0xED) hi = 0x9F;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+    } else {
+      return static_cast<std::ptrdiff_t>(i);
+    }
+    if (s.size() - i < len) return static_cast<std::ptrdiff_t>(i);
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return static_cast<std::ptrdiff_t>(i);
+    }
+    // U+FFFE and U+FFFF are outside YAML's character set: an emitter writes U+FFFD instead.
+    if (c == 0xEF && static_cast<unsigned char>(s[i + 1]) == 0xBF && static_cast<unsigned char>(s[i + 2]) >= 0xBE) {
+      return static_cast<std::ptrdiff_t>(i);
+    }
+    i += len;
+  }
+  return -1;
+}
+
+// Strings are UTF-8 text: a YAML emitter (param dump, `edgevla param get`) cannot write other
+// bytes back as they were, so a dumped value would differ from the one set.
+Expected<std::string> to_text(const YAML::Node& n) {
+  const std::string& s = n.Scalar();
+  if (const auto at = first_invalid_utf8(s); at >= 0) {
+    return invalid_argument("expects UTF-8 text, got a byte that is not UTF-8 at offset " + std::to_string(at));
+  }
+  return s;
+}
+
 template <class T, class F>
 Expected<ParamValue> to_list(const YAML::Node& n, F convert, std::string_view what) {
   // A single string is a list of one (`backend: cpu` as well as `backend: [cuda, cpu]`).
   if constexpr (std::is_same_v<T, std::string>) {
-    if (n.IsScalar()) return ParamValue(std::vector<std::string>{n.Scalar()});
+    if (n.IsScalar()) {
+      auto v = to_text(n);
+      if (!v) return v.status();
+      return ParamValue(std::vector<std::string>{*v});
+    }
   }
   if (!n.IsSequence()) {
     return invalid_argument("expects a list of " + std::string(what) + ", e.g. [1, 2, 3]");
@@ -105,12 +158,15 @@ Expected<ParamValue> param_from_yaml(const YAML::Node& n, ParamType type) {
       if (!v) return v.status();
       return ParamValue(*v);
     }
-    case ParamType::kString: return ParamValue(n.Scalar());
+    case ParamType::kString: {
+      auto v = to_text(n);
+      if (!v) return v.status();
+      return ParamValue(*v);
+    }
     case ParamType::kIntList: return to_list<std::int64_t>(n, to_int, "integers");
     case ParamType::kDoubleList: return to_list<double>(n, to_double, "numbers");
     case ParamType::kStringList:
-      return to_list<std::string>(
-          n, [](const YAML::Node& e) -> Expected<std::string> { return e.Scalar(); }, "strings");
+      return to_list<std::string>(n, to_text, "strings");
   }
   return internal_error("unknown param type");
 }
@@ -178,6 +234,39 @@ void emit_param_value(YAML::Emitter& out, const ParamValue& value) {
         }
       },
       value);
+}
+
+Expected<ParamSetRequest> parse_param_set(std::string_view argument) {
+  const auto a = argument.find('\n');
+  const auto b = a == std::string_view::npos ? a : argument.find('\n', a + 1);
+  if (b == std::string_view::npos) return invalid_argument("set expects node, key and value");
+  return ParamSetRequest{std::string(argument.substr(0, a)), std::string(argument.substr(a + 1, b - a - 1)),
+                         std::string(argument.substr(b + 1))};
+}
+
+Expected<ParamValue> param_value_from_text(std::string_view text, const ParamDescriptor& d,
+                                           const std::string& where) {
+  if (d.info.read_only) {
+    return failed_precondition(where + " is read-only (it is used when the node is configured); "
+                               "change it in the launch or params file and restart");
+  }
+  // A NUL among the first bytes would make the YAML reader take the text for UTF-16 or UTF-32.
+  if (const auto at = first_invalid_utf8(text); at >= 0 || text.find('\0') != std::string_view::npos) {
+    return invalid_argument(where + ": the value is not UTF-8 text (byte " +
+                            std::to_string(at >= 0 ? static_cast<std::size_t>(at) : text.find('\0')) + ")");
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return invalid_argument(where + ": '" + std::string(text) + "' is not valid YAML: " + e.msg);
+  }
+  auto v = param_from_yaml(parsed, d.type);
+  if (!v) return invalid_argument(where + " " + v.status().message());
+  if (Status s = check_param_value(*v, d.info, d.int32); !s.is_ok()) {
+    return out_of_range(where + " = " + s.message());
+  }
+  return v;
 }
 
 }  // namespace edgevla

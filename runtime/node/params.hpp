@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -59,6 +60,20 @@ Status check_param_value(const ParamValue& value, const ParamInfo& info, bool in
 std::string param_value_to_string(const ParamValue& value);
 // Emits a value into a YAML emitter (used by `param dump`).
 void emit_param_value(YAML::Emitter& out, const ParamValue& value);
+
+// A `param set` as the control endpoint receives it (command "set"; the argument
+// "<node>\n<key>\n<value>", the value YAML text that may itself hold newlines).
+struct ParamSetRequest {
+  std::string node;
+  std::string key;
+  std::string value;
+};
+Expected<ParamSetRequest> parse_param_set(std::string_view argument);
+// The value `text` gives the declared param `d` at run time: read-only params refuse, the
+// text is read as YAML, converted to d's type and checked against d's range and choices.
+// Errors start with `where` ("node 'x': param 'y'").
+Expected<ParamValue> param_value_from_text(std::string_view text, const ParamDescriptor& d,
+                                           const std::string& where);
 
 template <class T>
 struct ParamTraits;

@@ -1,70 +1,172 @@
 #!/usr/bin/env bash
-# Builds the envelope fuzzer with clang (libFuzzer + ASan + UBSan), generates a fresh seed
-# corpus of valid envelopes and fuzzes msgs/wire.cpp's decoder for a while.
+# Builds edgevla's fuzz targets with clang (libFuzzer + ASan + UBSan) and fuzzes each for a
+# while, starting from its committed seed corpus (tests/fuzz/corpus/<target>/).
 #
-#   tests/fuzz/run_fuzz.sh [seconds] [build dir]
+#   tests/fuzz/run_fuzz.sh [seconds] [build dir] [target ...]
 #
-# seconds    how long to fuzz (default 30); e.g. 600 for a longer run on demand
+# seconds    how long to fuzz each target (default 30); 0 only builds
 # build dir  where the fuzz project is built (default $EDGEVLA_FUZZ_BUILD_DIR, else
 #            build/fuzz under the repository root)
-# Exits non-zero when the build fails or the fuzzer finds a crash, leak, timeout or OOM;
-# the reproducer is left under <build dir>/artifacts/ (re-run it: <build dir>/envelope_fuzzer FILE).
+# target     names as in tests/fuzz/README.md (envelope, mcap, launch, ...); default: all
+#
+# Per target it writes <build dir>/logs/<target>.log (libFuzzer's output) and
+# <build dir>/results/<target>.txt (key=value: runs, exec_per_sec, cov, ft, corpus, peak_rss_mb,
+# seconds, outcome), which bench/fuzz turns into a report. New inputs go to
+# <build dir>/corpus/<target>/ (emptied at the start), never into the committed corpus.
+# Exits 0 when every target ran clean, 1 when one found a crash, leak, timeout or OOM (the
+# reproducer is left under <build dir>/artifacts/; re-run it: <build dir>/<target>_fuzzer FILE)
+# or the build failed, 77 when this machine cannot build libFuzzer targets (no clang, or no
+# libFuzzer runtime: apt-get install clang libclang-rt-14-dev); ctest reports 77 as skipped.
 # Environment: EDGEVLA_FUZZ_CC / EDGEVLA_FUZZ_CXX pick the compilers (default clang, clang++);
-# EDGEVLA_FUZZ_JOBS the build parallelism (default nproc).
+# EDGEVLA_FUZZ_JOBS the build parallelism (default nproc); EDGEVLA_FUZZ_NO_BUILD=1 uses the
+# targets already built (ctest builds once, then runs the targets in parallel).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 seconds="${1:-30}"
 build="${2:-${EDGEVLA_FUZZ_BUILD_DIR:-$root/build/fuzz}}"
+shift $(($# < 2 ? $# : 2))
+all_targets=(envelope descriptor mcap launch control safetensors norm_stats groot_processor
+             pi0_tokenizer groot_tokenizer image)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 case "$seconds" in
   '' | *[!0-9]*) echo "run_fuzz.sh: seconds must be a whole number, got '$seconds'" >&2; exit 2 ;;
 esac
+for t in "${targets[@]}"; do
+  case " ${all_targets[*]} " in
+    *" $t "*) ;;
+    *) echo "run_fuzz.sh: unknown target '$t' (known: ${all_targets[*]})" >&2; exit 2 ;;
+  esac
+done
+cc="${EDGEVLA_FUZZ_CC:-clang}"
+cxx="${EDGEVLA_FUZZ_CXX:-clang++}"
 jobs="${EDGEVLA_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+mkdir -p "$build"
+
+# Can this machine build a libFuzzer target at all? If not, say so and report "skipped".
+can_build() {
+  if ! command -v "$cxx" >/dev/null 2>&1; then
+    echo "run_fuzz.sh: SKIPPED: no $cxx on this machine (apt-get install clang libclang-rt-14-dev)" >&2
+    return 1
+  fi
+  local probe="$build/probe-$$"
+  mkdir -p "$probe"
+  printf '#include <cstddef>\n#include <cstdint>\nextern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n' \
+    >"$probe/probe.cpp"
+  if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe/probe.cpp" -o "$probe/probe" >"$probe/probe.log" 2>&1; then
+    cat "$probe/probe.log" >&2
+    rm -rf "$probe"
+    echo "run_fuzz.sh: SKIPPED: $cxx cannot link libFuzzer + ASan + UBSan here (apt-get install libclang-rt-14-dev)" >&2
+    return 1
+  fi
+  rm -rf "$probe"
+}
+built_all=1
+for t in "${targets[@]}"; do [ -x "$build/${t}_fuzzer" ] || built_all=0; done
+if [ "${EDGEVLA_FUZZ_NO_BUILD:-0}" != 1 ] || [ "$built_all" -eq 0 ]; then
+  can_build || exit 77
+fi
 
 start=$(date +%s)
-echo "run_fuzz.sh: building the fuzz project in $build"
-mkdir -p "$build"
-if ! { CC="${EDGEVLA_FUZZ_CC:-clang}" CXX="${EDGEVLA_FUZZ_CXX:-clang++}" \
-         cmake -S "$root/tests/fuzz" -B "$build" &&
-       cmake --build "$build" -j "$jobs"; } >"$build/build.log" 2>&1; then
-  cat "$build/build.log" >&2
-  echo "run_fuzz.sh: building the fuzz project FAILED" >&2
-  exit 1
+if [ "${EDGEVLA_FUZZ_NO_BUILD:-0}" != 1 ]; then
+  echo "run_fuzz.sh: building the fuzz project in $build (${targets[*]})"
+  build_targets=()
+  for t in "${targets[@]}"; do build_targets+=("${t}_fuzzer"); done
+  [[ " ${targets[*]} " == *" envelope "* || " ${targets[*]} " == *" descriptor "* ]] && build_targets+=(make_corpus)
+  if ! { CC="$cc" CXX="$cxx" cmake -S "$root/tests/fuzz" -B "$build" &&
+         cmake --build "$build" -j "$jobs" --target "${build_targets[@]}"; } >"$build/build.log" 2>&1; then
+    cat "$build/build.log" >&2
+    echo "run_fuzz.sh: building the fuzz project FAILED" >&2
+    exit 1
+  fi
+  echo "run_fuzz.sh: built in $(($(date +%s) - start)) s"
 fi
-built=$(date +%s)
-echo "run_fuzz.sh: built in $((built - start)) s"
+[ "$seconds" -eq 0 ] && exit 0
 
-corpus="$build/corpus"
-# One artifacts folder per run, so a reproducer from an earlier (longer) run is never lost.
-artifacts="$build/artifacts/$(date +%Y%m%d-%H%M%S)-$$"
-rm -rf "$corpus"
-mkdir -p "$corpus" "$artifacts"
-"$build/make_corpus" "$corpus" "$build/envelope.dict"
+mkdir -p "$build/logs" "$build/results" "$build/corpus"
+# Scratch folders of the targets (tokenizer files, launch files) live in the build dir, so a
+# run leaves nothing in /tmp even when a target is killed.
+export TMPDIR="$build/tmp"
+mkdir -p "$TMPDIR"
+failed=0
+for t in "${targets[@]}"; do
+  bin="$build/${t}_fuzzer"
+  if [ ! -x "$bin" ]; then
+    echo "run_fuzz.sh: $bin is not built (run without EDGEVLA_FUZZ_NO_BUILD=1)" >&2
+    failed=1
+    continue
+  fi
+  work="$build/corpus/$t"
+  artifacts="$build/artifacts/$t-$(date +%Y%m%d-%H%M%S)-$$"
+  rm -rf "$work"
+  mkdir -p "$work" "$artifacts"
+  extra=()
+  seeds=("$root/tests/fuzz/corpus/$t")
+  max_len=16384
+  case "$t" in
+    envelope | descriptor)
+      # Seeds that follow the encoder as it is now, and the envelope's keys as a dictionary.
+      "$build/make_corpus" "$work" "$build/$t.dict" >/dev/null
+      extra+=(-dict="$build/$t.dict")
+      max_len=65536 ;;
+    # A chunk may claim 32768 uncompressed bytes per zstd byte; 32 KB inputs keep every claim
+    # the reader accepts under libFuzzer's 2 GB malloc limit.
+    mcap) max_len=32768 ;;
+    image) max_len=65536 ;;
+  esac
+  log="$build/logs/$t.log"
+  status=0
+  # -timeout: one input taking 10 s is a hang. -rss_limit_mb: a decoder that allocates what a
+  # hostile header claims shows up as an OOM (libFuzzer's malloc limit is the same 2 GB).
+  t0=$(date +%s)
+  "$bin" \
+    -max_total_time="$seconds" \
+    -rss_limit_mb=2048 \
+    -max_len="$max_len" \
+    -timeout=10 \
+    -artifact_prefix="$artifacts/" \
+    -print_final_stats=1 \
+    "${extra[@]}" \
+    "$work" "${seeds[@]}" >"$log" 2>&1 || status=$?
+  elapsed=$(($(date +%s) - t0))
 
-log="$build/fuzz.log"
-echo "run_fuzz.sh: fuzzing for $seconds s (log: $log)"
-status=0
-# -timeout: one input taking 10 s is a hang. -rss_limit_mb: a decoder that allocates by what a
-# hostile header claims shows up as an OOM. -max_len: larger than any real envelope of note.
-"$build/envelope_fuzzer" \
-  -max_total_time="$seconds" \
-  -rss_limit_mb=2048 \
-  -max_len=65536 \
-  -timeout=10 \
-  -dict="$build/envelope.dict" \
-  -artifact_prefix="$artifacts/" \
-  -print_final_stats=1 \
-  "$corpus" >"$log" 2>&1 || status=$?
-
-# The final stats line ("#N DONE cov: ... exec/s: ...") and the executions summary.
-grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
-grep -E '^Done [0-9]+ runs|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true
-if [ "$status" -ne 0 ]; then
-  echo "run_fuzz.sh: the fuzzer FAILED (exit $status); the end of its log:" >&2
-  tail -n 60 "$log" >&2
-  echo "run_fuzz.sh: reproducers in $artifacts:" >&2
-  ls -l "$artifacts" >&2 || true
-  exit 1
-fi
-rmdir "$artifacts" 2>/dev/null || true  # keep only folders that hold something
-echo "run_fuzz.sh: no crash, leak or timeout in $seconds s ($(($(date +%s) - start)) s end to end)"
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
+  last=$(grep -E '^#[0-9]+[[:space:]].*cov: ' "$log" | tail -n 1 || true)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+  corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")
+  outcome=ok
+  if [ "$status" -ne 0 ]; then
+    if grep -q 'ERROR: LeakSanitizer' "$log"; then outcome=leak
+    elif grep -q 'ERROR: libFuzzer: timeout' "$log"; then outcome=timeout
+    elif grep -q 'out-of-memory' "$log"; then outcome=oom
+    else outcome=crash; fi
+  fi
+  cat >"$build/results/$t.txt" <<RESULT
+target=$t
+seconds=$elapsed
+runs=${runs:-0}
+exec_per_sec=${eps:-0}
+cov=${cov:-0}
+ft=${ft:-0}
+corpus=${corp:-0}
+peak_rss_mb=${rss:-0}
+outcome=$outcome
+RESULT
+  echo "run_fuzz.sh: $t: $outcome, ${runs:-0} runs in $elapsed s (${eps:-0} exec/s), cov ${cov:-0} ft ${ft:-0}, corpus ${corp:-0}"
+  if [ "$status" -ne 0 ]; then
+    echo "run_fuzz.sh: $t FAILED ($outcome, exit $status); the end of its log ($log):" >&2
+    tail -n 60 "$log" >&2
+    echo "run_fuzz.sh: reproducer in $artifacts:" >&2
+    ls -l "$artifacts" >&2 || true
+    failed=1
+  else
+    rmdir "$artifacts" 2>/dev/null || true  # keep only folders that hold something
+  fi
+done
+rmdir "$build/artifacts" 2>/dev/null || true
+echo "run_fuzz.sh: ${#targets[@]} target(s), $(($(date +%s) - start)) s end to end"
+exit "$failed"

@@ -173,6 +173,22 @@ TEST(Safetensors, DamagedFilesAreOneClearError) {
   EXPECT_EQ(SafetensorsFile::open(dir + "/nope.safetensors").status().code(), StatusCode::kNotFound);
 }
 
+// Found by tests/fuzz/safetensors_fuzzer (corpus/safetensors/crash-number-overflow): a number
+// too large for a double in the header made the JSON parser throw out_of_range, which was not
+// caught, and the process terminated.
+TEST(Safetensors, HeaderNumberTooLargeIsAnErrorNotACrash) {
+  const std::string dir = temp_dir("overflow");
+  const std::string path = dir + "/a.safetensors";
+  const std::string header = R"({"a":{"dtype":"U8","shape":[4E294967296],"data_offsets":[0,1]}})";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  spit(path, file + header + std::string(1, '\1'));
+  auto f = SafetensorsFile::open(path);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(f.status().message().find("JSON header"), std::string::npos);
+}
+
 // Checkpoints -----------------------------------------------------------------------------------
 
 std::string make_tiny(const std::string& tag, ModelType type, DType dtype = DType::kF32, std::uint64_t seed = 1) {

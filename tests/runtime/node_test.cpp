@@ -200,6 +200,45 @@ TEST(Params, SetWhileRunningReachesTheNodeBetweenCallbacks) {
   EXPECT_EQ(*n->mode, "blend");
 }
 
+// The control endpoint's "set" (NodeHost::control): node, key and value split at the first
+// two newlines; the value may hold more.
+TEST(Params, SetRequestSplitsIntoNodeKeyAndValue) {
+  auto set = parse_param_set("n\nlimits\n- 1\n- 2");
+  ASSERT_OK(set.status());
+  EXPECT_EQ(set->node, "n");
+  EXPECT_EQ(set->key, "limits");
+  EXPECT_EQ(set->value, "- 1\n- 2");
+  EXPECT_EQ(parse_param_set("n\nkey").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_param_set("").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Found by tests/fuzz/control_fuzzer (corpus/control/crash-not-utf8): a string param set to
+// bytes that are not UTF-8 was accepted, and `params` then showed it with U+FFFD in their
+// place, so the value shown (and dumped) was not the value set. Strings are now UTF-8 text,
+// and a set's value text must be UTF-8 without NUL.
+TEST(Params, StringThatIsNotUtf8IsRefused) {
+  ParamDescriptor d;
+  d.name = "label";
+  d.type = ParamType::kString;
+  auto bad = param_value_from_text("\xa6" "enabled\n [*a]", d, "node 'n': param 'label'");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("UTF-8"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("param 'label'"), std::string::npos);
+  d.type = ParamType::kStringList;
+  EXPECT_FALSE(param_value_from_text("[ok, \xff]", d, "x"));
+  EXPECT_FALSE(param_value_from_text("\xed\xa0\x80", d, "x"));  // a surrogate
+  // corpus/control/crash-utf16: NULs made the YAML reader decode the text as UTF-16, giving
+  // U+FFFF, which no YAML emitter writes back.
+  EXPECT_FALSE(param_value_from_text(std::string("\xf3\0\0\xf2\xff\xff\xff" "c~\",n\n.n+a", 17), d, "x"));
+  EXPECT_FALSE(param_value_from_text("[\xef\xbf\xbf]", d, "x"));
+  // Well-formed text of any script passes unchanged.
+  d.type = ParamType::kString;
+  auto good = param_value_from_text("caf\xc3\xa9 \xe6\x9c\xba \xf0\x9f\xa4\x96", d, "x");
+  ASSERT_OK(good.status());
+  EXPECT_EQ(std::get<std::string>(*good), "caf\xc3\xa9 \xe6\x9c\xba \xf0\x9f\xa4\x96");
+}
+
 TEST(Node, TopicsResolveThroughNamespaceAndRemaps) {
   auto bus = bus_for("remap");
   NodeHost host(*bus);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/bag/compression.hpp"
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/mcap_writer.hpp"
 #include "tests/support/test_util.hpp"
@@ -279,6 +280,44 @@ TEST(McapReader, RecordLengthPastTheEndIsReported) {
   EXPECT_EQ(read_all(*r).size(), 1u);
   ASSERT_FALSE(r->issues().empty());
   EXPECT_NE(r->issues().back().message.find("past the end of the file"), std::string::npos);
+  fs::remove(path);
+}
+
+// Found by tests/fuzz/mcap_fuzzer (corpus/mcap/oom-chunk-size): a chunk header claiming 4 GiB
+// of uncompressed records for a few compressed bytes made the reader allocate the 4 GiB before
+// decompressing. Such a chunk is now skipped as corrupted, and the chunks around it are read.
+TEST(McapReader, ChunkClaimingMoreThanItsCompressionCanHoldIsSkipped) {
+  const auto path = temp_path("claim.mcap");
+  std::string file(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
+  RecordWriter w(file);
+  w.header({"", "test"});
+  w.channel({0, 0, "/t", "msgpack", {}});
+  const std::string tiny(40, '\x11');
+  // corpus/mcap/oom-unknown-compression: the same claim under a compression name no reader
+  // knows was allocated before the name was looked at.
+  for (const char* compression : {"zstd", "lz4", "tzsd"}) {
+    ChunkHeader c;
+    c.uncompressed_size = std::uint64_t{4} << 30;
+    c.compression = compression;
+    c.records = as_bytes(tiny);
+    w.chunk(c);
+  }
+  w.message({0, 1, 5, 5, as_bytes(std::string("after"))});
+  w.data_end({0});
+  std::ofstream(path, std::ios::binary) << file;
+  auto r = std::move(*McapReader::open(path));
+  EXPECT_EQ(read_all(*r), std::vector<std::string>{"after"});
+  int refused = 0, unknown = 0;
+  for (const auto& i : r->issues()) {
+    refused += i.message.find("more than") != std::string::npos;
+    unknown += i.message.find("unknown compression 'tzsd'") != std::string::npos;
+  }
+  // Once by open()'s scan (the file has no summary), once by for_each_message's.
+  EXPECT_EQ(refused, 4);
+  EXPECT_EQ(unknown, 2);
+  EXPECT_EQ(max_decompressed_size("zstd", 40), 40u * 32768u);
+  EXPECT_EQ(max_decompressed_size("", 40), 40u);
+  EXPECT_EQ(max_decompressed_size("brotli", 40), 0u);
   fs::remove(path);
 }
 
