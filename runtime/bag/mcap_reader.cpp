@@ -74,6 +74,11 @@ bool McapReader::read_summary() {
       return false;
     }
   }
+  if (footer->summary_offset_start != 0 &&
+      (footer->summary_offset_start < footer->summary_start || footer->summary_offset_start > footer_offset)) {
+    issue(footer_offset, "footer points to summary offsets outside the summary; using a scan instead");
+    return false;
+  }
   const std::uint64_t end = footer->summary_offset_start ? footer->summary_offset_start : footer_offset;
   std::uint64_t pos = footer->summary_start;
   while (pos < end) {

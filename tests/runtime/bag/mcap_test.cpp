@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "runtime/bag/compression.hpp"
 #include "runtime/bag/mcap_reader.hpp"
@@ -318,6 +319,28 @@ TEST(McapReader, ChunkClaimingMoreThanItsCompressionCanHoldIsSkipped) {
   EXPECT_EQ(max_decompressed_size("zstd", 40), 40u * 32768u);
   EXPECT_EQ(max_decompressed_size("", 40), 40u);
   EXPECT_EQ(max_decompressed_size("brotli", 40), 0u);
+  fs::remove(path);
+}
+
+// Found by tests/fuzz/mcap_fuzzer (corpus/mcap/crash-summary-offset): a footer whose
+// summary_offset_start pointed past the end of the file (summary CRC 0, so unchecked) made the
+// summary reader walk past the mapping. Now the summary is refused and the file scanned.
+TEST(McapReader, FooterPointingPastTheFileIsScannedInstead) {
+  const auto path = temp_path("footer.mcap");
+  const Written w = write_bag(path, Compression::kZstd, 4096, 20);
+  std::ifstream in(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::size_t footer = file.size() - kMagic.size() - 20;  // summary_start, offsets, crc
+  for (int i = 0; i < 8; ++i) file[footer + 8 + i] = static_cast<char>(i == 5 ? 0x10 : 0);  // 2^44
+  for (int i = 0; i < 4; ++i) file[footer + 16 + i] = 0;  // no summary CRC
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
+  auto r = std::move(*McapReader::open(path));
+  EXPECT_FALSE(r->summary().has_summary);
+  EXPECT_EQ(read_all(*r), w.data);
+  bool said = false;
+  for (const auto& i : r->issues()) said = said || i.message.find("summary offsets outside") != std::string::npos;
+  EXPECT_TRUE(said);
   fs::remove(path);
 }
 
