@@ -201,6 +201,12 @@ int main(int argc, char** argv) {
         const std::string y = pub->stats_yaml();
         const auto at = y.find("shm_pool");
         std::fprintf(stderr, "after %zu bytes: %s\n", bytes, at == std::string::npos ? "?" : y.substr(at, 160).c_str());
+        // The receiving bus's mapper: device imports (once per block and process when cached).
+        const std::string ry = other->stats_yaml();
+        for (const char* key : {"acquired", "device_imports", "vanished"}) {
+          const auto k = ry.find(key);
+          if (k != std::string::npos) std::fprintf(stderr, "  receiver %s\n", ry.substr(k, ry.find('\n', k) - k).c_str());
+        }
         CHECK_CUDA(cudaFree(dst));
         continue;
       }
