@@ -74,7 +74,11 @@ if [ "${EDGEVLA_FUZZ_NO_BUILD:-0}" != 1 ]; then
   build_targets=()
   for t in "${targets[@]}"; do build_targets+=("${t}_fuzzer"); done
   [[ " ${targets[*]} " == *" envelope "* || " ${targets[*]} " == *" descriptor "* ]] && build_targets+=(make_corpus)
-  if ! { CC="$cc" CXX="$cxx" cmake -S "$root/tests/fuzz" -B "$build" &&
+  # Ninja compiles every target's objects at once (make waits for each library in turn):
+  # half the build time on 2 cores. A build dir keeps the generator it was made with.
+  generator=()
+  if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+  if ! { CC="$cc" CXX="$cxx" cmake "${generator[@]}" -S "$root/tests/fuzz" -B "$build" &&
          cmake --build "$build" -j "$jobs" --target "${build_targets[@]}"; } >"$build/build.log" 2>&1; then
     cat "$build/build.log" >&2
     echo "run_fuzz.sh: building the fuzz project FAILED" >&2
