@@ -78,6 +78,8 @@ Expected<Tensor> device_tensor(DType dtype, const Shape& shape, std::vector<void
   owned.push_back(d);
   Buffer::Options o;
   o.device = Device::cuda(0);
+  o.kind = BufferKind::kDevice;
+  o.writable = true;
   return Tensor::from_buffer(std::make_shared<Buffer>(static_cast<std::byte*>(d), bytes, o), dtype, shape);
 }
 
