@@ -1,9 +1,13 @@
-// launch_file.cpp's load_launch (not fuzzed) also creates nodes through the node registry; the
-// launch fuzzer only calls parse_launch, so these two stand in for the node host and registry
-// instead of linking the whole runtime. Reaching either is a harness bug.
+// launch_file.cpp also creates nodes through the node registry (load_launch, not fuzzed) and
+// checks a group's tcp options with the bus's tcp transport (runtime/bus/bus_io_tcp.cpp, which
+// needs the whole bus). The launch fuzzer calls parse_launch only; these stand in for those
+// parts instead of linking the whole runtime. Reaching the first three is a harness bug;
+// check_tcp_options accepts every option set, so parse_launch's own handling of a group's tcp
+// section (keys, key files, allow lists) is still fuzzed.
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/bus/bus.hpp"
 #include "runtime/node/host.hpp"
 #include "runtime/node/node_registry.hpp"
 
@@ -23,5 +27,7 @@ Expected<DryRun> dry_run(const NodeOptions&) {
   std::fprintf(stderr, "launch_fuzzer: dry_run reached\n");
   std::abort();
 }
+
+Status check_tcp_options(const TcpOptions&) { return Status::ok(); }
 
 }  // namespace edgevla
