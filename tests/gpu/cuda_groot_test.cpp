@@ -177,7 +177,7 @@ Inputs make_inputs(const mg::GrootConfig& c, const CaseSpec& cs, int embodiment,
 }
 
 struct Result {
-  Tensor features, attention_mask, image_mask, actions, velocities;
+  Tensor image_embeds, features, attention_mask, image_mask, actions, velocities;
   double backbone_ms = 0, head_ms = 0;
 };
 
@@ -204,7 +204,12 @@ Status bind_head(Engine& h, const Inputs& in, const Tensor& features, const Tens
 // reads the features converted to bf16.
 Expected<Result> run(Engines& e, const Inputs& in, int steps, bool bf16_features = false) {
   Result r;
+  const mg::GrootConfig& c = config_of(e);
   EDGEVLA_RETURN_IF_ERROR(bind_backbone(*e.backbone, in));
+  std::int64_t n_img = 0;
+  for (std::int64_t i = 0; i < in.ids.numel(); ++i) n_img += in.ids.data<std::int32_t>()[i] == c.image_token_id ? 1 : 0;
+  EDGEVLA_ASSIGN_OR_RETURN(r.image_embeds, Tensor::empty(DType::kF32, Shape{n_img, c.text.hidden_size}));
+  EDGEVLA_RETURN_IF_ERROR(e.backbone->bind("image_embeds", r.image_embeds));
   EDGEVLA_RETURN_IF_ERROR(e.backbone->run({}));
   r.backbone_ms = e.backbone->last_timings().total_ms;
   EDGEVLA_ASSIGN_OR_RETURN(Tensor f, e.backbone->output("backbone_features"));
@@ -220,7 +225,6 @@ Expected<Result> run(Engines& e, const Inputs& in, int steps, bool bf16_features
     for (std::int64_t i = 0; i < r.features.numel(); ++i) dst[i] = float_to_bfloat16(r.features.data<float>()[i]);
   }
   EDGEVLA_RETURN_IF_ERROR(bind_head(*e.head, in, features, r.attention_mask, r.image_mask));
-  const mg::GrootConfig& c = config_of(e);
   EDGEVLA_ASSIGN_OR_RETURN(Tensor vel, Tensor::empty(DType::kF32, Shape{steps, c.action_horizon, c.max_action_dim}));
   EDGEVLA_RETURN_IF_ERROR(e.head->bind("velocities", vel));
   EDGEVLA_RETURN_IF_ERROR(e.head->run(RunOptions{steps}));
@@ -290,15 +294,18 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
     const std::int64_t na = ref->actions.numel();
     const auto [f32_feat, f32_feat_cos] = feature_errors(*a, *ref);
     const auto [bf16_feat, bf16_feat_cos] = feature_errors(*b, *ref);
+    const std::int64_t ne = ref->image_embeds.numel();
+    const double f32_img = rel_l2(a->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
+    const double bf16_img = rel_l2(b->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
     const double f32_act = rel_l2(a->actions.data<float>(), ref->actions.data<float>(), na);
     const double bf16_act = rel_l2(b->actions.data<float>(), ref->actions.data<float>(), na);
     const double bf16_cos = cosine(b->actions.data<float>(), ref->actions.data<float>(), na);
-    std::printf("[%s %s, %lld tokens] f32: features rel-L2 %.2e, actions rel-L2 %.2e | bf16: features rel-L2 %.2e "
-                "(cosine %.6f), actions rel-L2 %.2e cosine %.6f | ms cpu %.1f+%.1f, cuda f32 %.2f+%.2f, bf16 "
-                "%.2f+%.2f\n",
-                GetParam().c_str(), describe(cs).c_str(), static_cast<long long>(in.ids.numel()), f32_feat, f32_act,
-                bf16_feat, bf16_feat_cos, bf16_act, bf16_cos, ref->backbone_ms, ref->head_ms, a->backbone_ms,
-                a->head_ms, b->backbone_ms, b->head_ms);
+    std::printf("[%s %s, %lld tokens] f32: image_embeds rel-L2 %.2e, features %.2e, actions %.2e | bf16: "
+                "image_embeds %.2e, features %.2e (cosine %.6f), actions %.2e (cosine %.6f) | ms cpu %.1f+%.1f, "
+                "cuda f32 %.2f+%.2f, bf16 %.2f+%.2f\n",
+                GetParam().c_str(), describe(cs).c_str(), static_cast<long long>(in.ids.numel()), f32_img, f32_feat,
+                f32_act, bf16_img, bf16_feat, bf16_feat_cos, bf16_act, bf16_cos, ref->backbone_ms, ref->head_ms,
+                a->backbone_ms, a->head_ms, b->backbone_ms, b->head_ms);
     std::printf("  velocity rel-L2 by step, f32:");
     const std::int64_t per_step = ref->velocities.numel() / cs.steps;
     double worst_v = 0;
@@ -314,6 +321,7 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
                                   ref->velocities.data<float>() + k * per_step, per_step));
     }
     std::printf("\n");
+    EXPECT_LE(f32_img, 1e-4);
     EXPECT_LE(f32_feat, 1e-4);
     EXPECT_LE(f32_act, 1e-4);
     EXPECT_LE(worst_v, 1e-4);
