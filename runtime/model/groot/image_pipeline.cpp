@@ -49,31 +49,39 @@ std::vector<AreaTap> area_tab(int ssize, int dsize, double scale) {
   return tab;
 }
 
-// ResizeArea_Invoker: f32 sums per source row horizontally, then vertically, rounded.
+// ResizeArea_Invoker: f32 sums per source row horizontally, then vertically, rounded. The
+// vertical taps come in destination order with ascending sources, so each source row's
+// horizontal sums are made once, when first needed, into one reused row (the sums, and the
+// order each output adds them in, are those of the two-pass form).
 Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y) {
   const int h = in.height, w = in.width;
   const std::vector<AreaTap> xt = area_tab(w, nw, scale_x), yt = area_tab(h, nh, scale_y);
-  std::vector<float> buf(static_cast<std::size_t>(h) * nw * 3, 0.0f);
-  for (int y = 0; y < h; ++y) {
-    const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * w * 3;
-    float* row = buf.data() + static_cast<std::size_t>(y) * nw * 3;
-    for (const AreaTap& t : xt) {
-      for (int c = 0; c < 3; ++c) {
-        const float p = static_cast<float>(src[t.src * 3 + c]) * t.weight;
-        row[t.dst * 3 + c] = row[t.dst * 3 + c] + p;
+  const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
+  std::vector<float> row(row_len);
+  std::vector<float> out(static_cast<std::size_t>(nh) * row_len, 0.0f);
+  std::vector<bool> started(static_cast<std::size_t>(nh), false);
+  int have = -1;
+  for (const AreaTap& t : yt) {
+    if (t.src != have) {
+      have = t.src;
+      std::fill(row.begin(), row.end(), 0.0f);
+      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(t.src) * static_cast<std::size_t>(w) * 3;
+      for (const AreaTap& x : xt) {
+        const std::uint8_t* p = src + static_cast<std::size_t>(x.src) * 3;
+        float* r = row.data() + static_cast<std::size_t>(x.dst) * 3;
+        r[0] = r[0] + static_cast<float>(p[0]) * x.weight;
+        r[1] = r[1] + static_cast<float>(p[1]) * x.weight;
+        r[2] = r[2] + static_cast<float>(p[2]) * x.weight;
       }
     }
-  }
-  std::vector<float> out(static_cast<std::size_t>(nh) * nw * 3, 0.0f);
-  std::vector<bool> started(static_cast<std::size_t>(nh), false);
-  for (const AreaTap& t : yt) {
-    const float* row = buf.data() + static_cast<std::size_t>(t.src) * nw * 3;
-    float* o = out.data() + static_cast<std::size_t>(t.dst) * nw * 3;
+    float* o = out.data() + static_cast<std::size_t>(t.dst) * row_len;
     const bool first = !started[static_cast<std::size_t>(t.dst)];
     started[static_cast<std::size_t>(t.dst)] = true;
-    for (int i = 0; i < nw * 3; ++i) {
-      const float p = t.weight * row[i];
-      o[i] = first ? p : o[i] + p;
+    const float wt = t.weight;
+    if (first) {
+      for (std::size_t i = 0; i < row_len; ++i) o[i] = wt * row[i];
+    } else {
+      for (std::size_t i = 0; i < row_len; ++i) o[i] = o[i] + wt * row[i];
     }
   }
   Frame f = blank(nh, nw);
@@ -133,31 +141,42 @@ LinearCoeffs linear_area_coeffs(int ssize, int dsize, bool clamp_border) {
   return k;
 }
 
+// Integer arithmetic as OpenCV's fixed-point path does it; every intermediate fits 32 bits
+// (|row| <= 255 * 2048, weights <= 2048).
 Frame linear_area(const Frame& in, int nh, int nw) {
   const int h = in.height, w = in.width;
   const LinearCoeffs xc = linear_area_coeffs(w, nw, true), yc = linear_area_coeffs(h, nh, false);
-  std::vector<long> rows(static_cast<std::size_t>(h) * nw * 3);
+  const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
+  std::vector<std::int32_t> rows(static_cast<std::size_t>(h) * row_len);
   for (int y = 0; y < h; ++y) {
+    const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(w) * 3;
+    std::int32_t* out = rows.data() + static_cast<std::size_t>(y) * row_len;
     for (int x = 0; x < nw; ++x) {
-      const long xi = xc.idx[static_cast<std::size_t>(x)];
-      const long right = std::min<long>(xi + 1, w - 1);
-      for (int c = 0; c < 3; ++c) {
-        const long a = in.rgb[(static_cast<std::size_t>(y) * w + xi) * 3 + c];
-        const long b = in.rgb[(static_cast<std::size_t>(y) * w + right) * 3 + c];
-        rows[(static_cast<std::size_t>(y) * nw + x) * 3 + c] =
-            x >= xc.xmax ? a * 2048 : a * xc.w0[static_cast<std::size_t>(x)] + b * xc.w1[static_cast<std::size_t>(x)];
+      const auto xi = static_cast<std::size_t>(xc.idx[static_cast<std::size_t>(x)]);
+      const std::uint8_t* a = src + xi * 3;
+      std::int32_t* o = out + static_cast<std::size_t>(x) * 3;
+      if (x >= xc.xmax) {
+        for (int c = 0; c < 3; ++c) o[c] = a[c] * 2048;
+        continue;
       }
+      const std::uint8_t* b = src + std::min<std::size_t>(xi + 1, static_cast<std::size_t>(w) - 1) * 3;
+      const auto w0 = static_cast<std::int32_t>(xc.w0[static_cast<std::size_t>(x)]);
+      const auto w1 = static_cast<std::int32_t>(xc.w1[static_cast<std::size_t>(x)]);
+      for (int c = 0; c < 3; ++c) o[c] = a[c] * w0 + b[c] * w1;
     }
   }
   Frame f = blank(nh, nw);
   for (int y = 0; y < nh; ++y) {
     const long yi = yc.idx[static_cast<std::size_t>(y)];
     const long r0 = std::clamp<long>(yi, 0, h - 1), r1 = std::clamp<long>(yi + 1, 0, h - 1);
-    const long b0 = yc.w0[static_cast<std::size_t>(y)], b1 = yc.w1[static_cast<std::size_t>(y)];
-    for (int i = 0; i < nw * 3; ++i) {
-      const long v0 = rows[static_cast<std::size_t>(r0) * nw * 3 + i], v1 = rows[static_cast<std::size_t>(r1) * nw * 3 + i];
-      const long v = (((b0 * (v0 >> 4)) >> 16) + ((b1 * (v1 >> 4)) >> 16) + 2) >> 2;
-      f.rgb[static_cast<std::size_t>(y) * nw * 3 + i] = sat_u8(v);
+    const auto b0 = static_cast<std::int32_t>(yc.w0[static_cast<std::size_t>(y)]);
+    const auto b1 = static_cast<std::int32_t>(yc.w1[static_cast<std::size_t>(y)]);
+    const std::int32_t* v0 = rows.data() + static_cast<std::size_t>(r0) * row_len;
+    const std::int32_t* v1 = rows.data() + static_cast<std::size_t>(r1) * row_len;
+    std::uint8_t* o = f.rgb.data() + static_cast<std::size_t>(y) * row_len;
+    for (std::size_t i = 0; i < row_len; ++i) {
+      const std::int32_t v = (((b0 * (v0[i] >> 4)) >> 16) + ((b1 * (v1[i] >> 4)) >> 16) + 2) >> 2;
+      o[i] = static_cast<std::uint8_t>(std::clamp<std::int32_t>(v, 0, 255));
     }
   }
   return f;
@@ -177,7 +196,7 @@ double bicubic(double x) {
 
 struct PilTaps {
   int xmin;
-  std::vector<long> k;
+  std::vector<std::int32_t> k;
 };
 
 std::vector<PilTaps> pil_coeffs(int in_size, int out_size) {
@@ -186,47 +205,73 @@ std::vector<PilTaps> pil_coeffs(int in_size, int out_size) {
   const double support = 2.0 * filterscale;
   std::vector<PilTaps> out;
   out.reserve(static_cast<std::size_t>(out_size));
+  std::vector<double> ws;
   for (int xx = 0; xx < out_size; ++xx) {
     const double center = (xx + 0.5) * scale;
     const double ss = 1.0 / filterscale;
     const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
     const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
-    std::vector<double> ws(static_cast<std::size_t>(std::max(xmax, 0)));
+    ws.assign(static_cast<std::size_t>(std::max(xmax, 0)), 0.0);
     double total = 0.0;
     for (int x = 0; x < xmax; ++x) ws[static_cast<std::size_t>(x)] = bicubic((x + xmin - center + 0.5) * ss);
     for (const double wv : ws) total += wv;
     PilTaps t{xmin, {}};
+    t.k.reserve(ws.size());
     for (double wv : ws) {
       if (total != 0.0) wv /= total;
       const double scaled = wv * static_cast<double>(1L << kPrecisionBits);
-      t.k.push_back(static_cast<long>(wv < 0 ? -0.5 + scaled : 0.5 + scaled));
+      t.k.push_back(static_cast<std::int32_t>(wv < 0 ? -0.5 + scaled : 0.5 + scaled));
     }
     out.push_back(std::move(t));
   }
   return out;
 }
 
-// One pass along x (horizontal) or y (vertical).
+// Pillow's 8-bit clip of a fixed-point sum.
+std::uint8_t pil_clip(std::int32_t acc) {
+  return acc <= 0 ? 0 : static_cast<std::uint8_t>(std::min<std::int32_t>(acc >> kPrecisionBits, 255));
+}
+
+// One pass along x (horizontal) or y (vertical), in 32-bit integers as Pillow does (normalised
+// weights of 2^22, |sum| < 2^31 for 8-bit input). Both passes read memory in order: the
+// horizontal one a row at a time, the vertical one whole input rows into a row of sums.
 Frame pil_pass(const Frame& in, int out_size, bool horizontal) {
   const std::vector<PilTaps> taps = pil_coeffs(horizontal ? in.width : in.height, out_size);
   Frame f = horizontal ? blank(in.height, out_size) : blank(out_size, in.width);
-  const int other = horizontal ? in.height : in.width;
-  for (int o = 0; o < out_size; ++o) {
-    const PilTaps& t = taps[static_cast<std::size_t>(o)];
-    for (int j = 0; j < other; ++j) {
-      for (int c = 0; c < 3; ++c) {
-        long acc = 1L << (kPrecisionBits - 1);
+  constexpr std::int32_t kHalf = 1 << (kPrecisionBits - 1);
+  if (horizontal) {
+    for (int j = 0; j < in.height; ++j) {
+      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(in.width) * 3;
+      std::uint8_t* dst = f.rgb.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(out_size) * 3;
+      for (int o = 0; o < out_size; ++o) {
+        const PilTaps& t = taps[static_cast<std::size_t>(o)];
+        const std::uint8_t* s = src + static_cast<std::size_t>(t.xmin) * 3;
+        std::int32_t a0 = kHalf, a1 = kHalf, a2 = kHalf;
         for (std::size_t q = 0; q < t.k.size(); ++q) {
-          const int s = t.xmin + static_cast<int>(q);
-          const std::size_t at = horizontal ? (static_cast<std::size_t>(j) * in.width + s) * 3 + c
-                                            : (static_cast<std::size_t>(s) * in.width + j) * 3 + c;
-          acc += static_cast<long>(in.rgb[at]) * t.k[q];
+          const std::int32_t k = t.k[q];
+          a0 += s[3 * q] * k;
+          a1 += s[3 * q + 1] * k;
+          a2 += s[3 * q + 2] * k;
         }
-        const std::size_t dst = horizontal ? (static_cast<std::size_t>(j) * out_size + o) * 3 + c
-                                           : (static_cast<std::size_t>(o) * in.width + j) * 3 + c;
-        f.rgb[dst] = acc <= 0 ? 0 : sat_u8(acc >> kPrecisionBits);
+        dst[3 * o] = pil_clip(a0);
+        dst[3 * o + 1] = pil_clip(a1);
+        dst[3 * o + 2] = pil_clip(a2);
       }
     }
+    return f;
+  }
+  const std::size_t row_len = static_cast<std::size_t>(in.width) * 3;
+  std::vector<std::int32_t> acc(row_len);
+  for (int o = 0; o < out_size; ++o) {
+    const PilTaps& t = taps[static_cast<std::size_t>(o)];
+    std::fill(acc.begin(), acc.end(), kHalf);
+    for (std::size_t q = 0; q < t.k.size(); ++q) {
+      const std::uint8_t* s = in.rgb.data() + (static_cast<std::size_t>(t.xmin) + q) * row_len;
+      const std::int32_t k = t.k[q];
+      for (std::size_t i = 0; i < row_len; ++i) acc[i] += s[i] * k;
+    }
+    std::uint8_t* dst = f.rgb.data() + static_cast<std::size_t>(o) * row_len;
+    for (std::size_t i = 0; i < row_len; ++i) dst[i] = pil_clip(acc[i]);
   }
   return f;
 }
