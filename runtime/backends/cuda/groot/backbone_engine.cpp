@@ -11,6 +11,7 @@
 // graph serves every prompt of its bucket.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -228,11 +229,13 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(ints_, bytes_of(DType::kI32, 4 * R));
   buf(zero_, 16);
   buf(bad_, bytes_of(DType::kI32, mg::kMaxViews));
-  AttentionArgs va{act_, 1, max_grid_ * max_grid_, v.num_heads, v.num_heads, v.head_dim()};
+  AttentionArgs va{act_, views, max_grid_ * max_grid_, v.num_heads, v.num_heads, v.head_dim()};
   va.a_max = max_grid_ * max_grid_;
   AttentionArgs la{act_, 1, R, H, K, h};
   la.b_len = R;
-  scratch_bytes_ = std::max(attention_scratch_bytes(va), attention_scratch_bytes(la));
+  AttentionArgs va1 = va;
+  va1.batch = 1;
+  scratch_bytes_ = std::max({attention_scratch_bytes(va), attention_scratch_bytes(va1), attention_scratch_bytes(la)});
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
@@ -370,22 +373,29 @@ Status BackboneEngine::vision() {
   for (const VisionLayerDev& l : vl_) {
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln1_w, l.ln1_b, eps, vy_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
-    // Attention inside each view only (upstream's per-image flash attention).
+    // Attention inside each view only (upstream's per-image flash attention); consecutive views
+    // of one size are one batched call.
     off = 0;
-    for (const View& vw : views_) {
+    for (std::size_t k = 0; k < views_.size();) {
+      const View& vw = views_[k];
+      std::size_t same = 1;
+      while (k + same < views_.size() && views_[k + same].h == vw.h && views_[k + same].w == vw.w) ++same;
       const std::int64_t n = (vw.h / P) * (vw.w / P);
       auto* q = static_cast<std::byte*>(vqkv_) + static_cast<std::size_t>(off * 3 * Dv) * es;
-      AttentionArgs a{act_, 1, n, v.num_heads, v.num_heads, hv, scale};
+      AttentionArgs a{act_, static_cast<std::int64_t>(same), n, v.num_heads, v.num_heads, hv, scale};
       a.q = q;
       a.ldq = 3 * Dv;
+      a.q_batch = n * 3 * Dv;
       a.out = static_cast<std::byte*>(vo_) + static_cast<std::size_t>(off * Dv) * es;
       a.ldo = Dv;
-      a.a = KvBlock{q + Dv * es, q + 2 * Dv * es, 3 * Dv, 0};
+      a.o_batch = n * Dv;
+      a.a = KvBlock{q + Dv * es, q + 2 * Dv * es, 3 * Dv, n * 3 * Dv};
       a.a_max = n;
       a.scratch = scratch_;
       a.scratch_bytes = scratch_bytes_;
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      off += n;
+      off += static_cast<std::int64_t>(same) * n;
+      k += same;
     }
     EDGEVLA_RETURN_IF_ERROR(mm(vo_, M, Dv, l.o, ve_, DType::kF32, Dv, 1.0f));
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln2_w, l.ln2_b, eps, vy_, act_));
