@@ -1,6 +1,7 @@
 // Bus latency and throughput per transport and payload size, against baselines measured in
 // the same run: a plain memcpy of the payload, and plain ZeroMQ sending a copy of it
-// (inproc between threads, ipc between processes).
+// (inproc between threads, ipc between processes). tcp runs twice on loopback: encrypted and
+// authenticated (CURVE, the default) and plaintext (insecure: true), for the cost of CURVE.
 //
 // Latency is one-way: publish stamp (wall clock, shared by processes on a host) to the start
 // of the subscriber's callback on its executor thread, i.e. everything a node sees. Messages
@@ -8,6 +9,7 @@
 // back and counts what the subscriber received per second.
 //
 //   edgevla_bench_bus [--sizes 1024,65536,...] [--only TRANSPORT] [--spin-us N] [--json F] [--markdown F]
+//                     [--rounds N]   (repeats each transport N times per size, alternating; rows per round)
 // EDGEVLA_BENCH_DEBUG=1 prints the publishing bus's statistics (pool, transport) after each run.
 #include <poll.h>
 #include <sys/wait.h>
@@ -20,6 +22,10 @@
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
+
+#if EDGEVLA_BENCH_SODIUM
+#include <sodium.h>
+#endif
 
 #include "bench/bench_common.hpp"
 #include "runtime/bus/bus.hpp"
@@ -35,6 +41,7 @@ struct Config {
   std::string json;
   std::string only;  // run only transports whose name contains this
   std::string markdown;
+  int rounds = 1;
 };
 
 // Messages with a payload sequence number below this are warm-up and not measured.
@@ -119,15 +126,19 @@ void sleep_until(std::int64_t steady_ns) {
 // with the same idle time between messages.
 constexpr std::int64_t kZeroCopyIntervalNs = 1'000'000;
 
-std::int64_t interval_for(std::size_t size) {
-  // Long enough that a copying transport finishes one message before the next starts.
+// The spacing of the latency series of a copying transport: long enough that it finishes one
+// message before the next starts, so latency is measured, not queueing. tcp (plain ZeroMQ,
+// edgevla plaintext and CURVE alike) gets 0.125 GB/s: CURVE seals and opens every byte, which
+// on a loaded 2-core VM runs at 0.3-0.6 GB/s, and at 0.5 GB/s its queue grew without bound.
+std::int64_t interval_for(std::size_t size, bool tcp) {
   if (const char* e = std::getenv("BENCH_INTERVAL_NS")) return std::atoll(e);
-  return std::max<std::int64_t>(kZeroCopyIntervalNs, static_cast<std::int64_t>(size) * 2);  // 0.5 GB/s
+  const std::int64_t ns_per_byte = tcp ? 8 : 2;
+  return std::max<std::int64_t>(kZeroCopyIntervalNs, static_cast<std::int64_t>(size) * ns_per_byte);
 }
 
 // Publishes `count` spaced messages then a burst; returns nothing (the sink measures).
-void publish_series(Bus& bus, TopicWriter& w, std::size_t size, int count, int burst, bool copying) {
-  const std::int64_t interval = copying ? interval_for(size) : kZeroCopyIntervalNs;
+void publish_series(Bus& bus, TopicWriter& w, std::size_t size, int count, int burst, bool tcp) {
+  const std::int64_t interval = tcp ? interval_for(size, true) : kZeroCopyIntervalNs;
   std::int64_t next = steady_now_ns();
   for (int i = 0; i < count; ++i) {
     sleep_until(next);
@@ -197,12 +208,14 @@ Row run_inprocess(const Config& c, std::size_t size) {
 
 // --- edgevla, other process (ipc + shm) or tcp ---------------------------------------------
 
+enum class CrossTransport { kIpc, kTcpPlaintext, kTcpCurve };
+
 // Child: subscribes, waits for `expect` messages (or a timeout), writes samples to `fd`.
-int child_sink(const Config& c, const std::string& domain, const std::string& tcp_peer, int fd,
-               std::size_t size, int count, int burst) {
+int child_sink(const Config& c, const std::string& domain, const TcpOptions& tcp, int fd, std::size_t size,
+               int count, int burst) {
   BusOptions bo;
   bo.domain = domain;
-  if (!tcp_peer.empty()) bo.tcp_peers = {tcp_peer};
+  bo.tcp = tcp;
   SinkGraph g(c, bo, size);
   LatencySink* sink = g.sink;
   // Warm-up: the parent publishes until we have seen one message; tell it.
@@ -243,15 +256,26 @@ char read_char(int fd) {
   return ch;
 }
 
-Row run_cross(const Config& c, std::size_t size, bool tcp) {
+Row run_cross(const Config& c, std::size_t size, CrossTransport transport) {
+  const bool tcp = transport != CrossTransport::kIpc;
+  const bool curve = transport == CrossTransport::kTcpCurve;
   const std::string domain = "bench-x-" + std::to_string(::getpid()) + (tcp ? "-tcp" : "");
   BusOptions bo;
   bo.domain = tcp ? domain + "-pub" : domain;
-  if (tcp) bo.tcp_listen = "tcp://127.0.0.1:*";
+  // Both ends' key pairs, made here (the child inherits them through fork).
+  const CurveKeyPair server = curve ? *generate_curve_key_pair() : CurveKeyPair{};
+  const CurveKeyPair client = curve ? *generate_curve_key_pair() : CurveKeyPair{};
+  if (tcp) {
+    bo.tcp = curve ? TcpOptions{.listen = "*", .key = server, .allowed_keys = {client.public_key}}
+                   : TcpOptions{.listen = "*", .insecure = true};
+  }
   bo.shm_pool_bytes = std::max<std::size_t>(std::size_t{1} << 30, size * 8);
   auto bus = std::move(*Bus::create(bo));
-  std::string peer;
-  if (tcp) peer = bus->tcp_endpoint();
+  TcpOptions peer;
+  if (tcp) {
+    peer = curve ? TcpOptions{.peers = {{bus->tcp_endpoint(), server.public_key}}, .key = client}
+                 : TcpOptions{.peers = {{bus->tcp_endpoint(), ""}}, .insecure = true};
+  }
   const int count = tcp ? count_for(size) : std::max(count_for(size), kZeroCopyCount);
   const int burst = count_for(size);
   int fds[2];
@@ -283,7 +307,7 @@ Row run_cross(const Config& c, std::size_t size, bool tcp) {
   ::waitpid(pid, &status, 0);
   ::close(fds[0]);
   if (std::getenv("EDGEVLA_BENCH_DEBUG")) std::fprintf(stderr, "%s\n", bus->stats_yaml().c_str());
-  Row r{tcp ? "edgevla tcp loopback" : "edgevla cross-process", size};
+  Row r{curve ? "edgevla tcp curve" : tcp ? "edgevla tcp plaintext" : "edgevla cross-process", size};
   std::istringstream in(line);
   std::int64_t span_ns = 0;
   in >> r.p50_us >> r.p99_us >> r.received >> r.received >> span_ns;
@@ -313,6 +337,35 @@ Row run_memcpy(std::size_t size) {
   r.msgs_per_s = 1e6 / std::max(r.p50_us, 1e-3);
   r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
   r.sent = r.received = static_cast<std::size_t>(count);
+  return r;
+}
+
+// The floor under CURVE: sealing and opening the payload once with the crypto_box libzmq
+// uses (XSalsa20-Poly1305 on a precomputed key), one after the other, in this process.
+Row run_sodium(std::size_t size) {
+  Row r{"baseline sodium seal+open", size};
+#if EDGEVLA_BENCH_SODIUM
+  if (sodium_init() < 0) return r;
+  unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES], k[crypto_box_BEFORENMBYTES];
+  crypto_box_keypair(pk, sk);
+  if (crypto_box_beforenm(k, pk, sk) != 0) return r;
+  std::vector<unsigned char> m(size, 7), c(size + crypto_box_MACBYTES), o(size);
+  unsigned char nonce[crypto_box_NONCEBYTES] = {};
+  std::vector<std::int64_t> ns;
+  const int count = std::min(count_for(size), 200);
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t t0 = steady_now_ns();
+    crypto_box_easy_afternm(c.data(), m.data(), size, nonce, k);
+    if (crypto_box_open_easy_afternm(o.data(), c.data(), c.size(), nonce, k) != 0) return r;
+    ns.push_back(steady_now_ns() - t0);
+    sodium_increment(nonce, sizeof nonce);
+  }
+  r.p50_us = percentile_us(ns, 0.5);
+  r.p99_us = percentile_us(ns, 0.99);
+  r.msgs_per_s = 1e6 / std::max(r.p50_us, 1e-3);
+  r.gb_per_s = r.msgs_per_s * static_cast<double>(size) / 1e9;
+  r.sent = r.received = static_cast<std::size_t>(count);
+#endif
   return r;
 }
 
@@ -403,7 +456,7 @@ Row run_zmq(std::size_t size, ZmqTransport transport) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   read_char(fds[0]);
-  const std::int64_t interval = interval_for(size);
+  const std::int64_t interval = interval_for(size, transport == ZmqTransport::kTcp);
   std::int64_t next = steady_now_ns();
   for (int i = 0; i < count; ++i) {
     sleep_until(next);
@@ -457,6 +510,7 @@ int main(int argc, char** argv) {
     if (a == "--json" && i + 1 < argc) c.json = argv[++i];
     if (a == "--only" && i + 1 < argc) c.only = argv[++i];
     if (a == "--markdown" && i + 1 < argc) c.markdown = argv[++i];
+    if (a == "--rounds" && i + 1 < argc) c.rounds = std::max(1, std::atoi(argv[++i]));
     if (a == "--sizes" && i + 1 < argc) {
       c.sizes.clear();
       std::stringstream ss(argv[++i]);
@@ -468,23 +522,29 @@ int main(int argc, char** argv) {
   std::printf("machine: %s\nexecutor spin: %lld us\n\n", machine_description().c_str(), static_cast<long long>(c.spin_us));
   std::printf("%-26s %8s %10s %10s %12s %10s %9s\n", "transport", "payload", "p50 us", "p99 us", "msgs/s", "GB/s", "burst rx/tx");
   for (std::size_t size : c.sizes) {
-    static const char* kNames[] = {"memcpy", "zmq inproc", "zmq ipc", "zmq tcp", "same-process", "cross-process", "tcp loopback"};
-    for (int k = 0; k < 7; ++k) {
-      if (!c.only.empty() && std::string(kNames[k]).find(c.only) == std::string::npos) continue;
-      Row r;
-      switch (k) {
-        case 0: r = run_memcpy(size); break;
-        case 1: r = run_zmq(size, ZmqTransport::kInproc); break;
-        case 2: r = run_zmq(size, ZmqTransport::kIpc); break;
-        case 3: r = run_zmq(size, ZmqTransport::kTcp); break;
-        case 4: r = run_inprocess(c, size); break;
-        case 5: r = run_cross(c, size, false); break;
-        case 6: r = run_cross(c, size, true); break;
+    static const char* kNames[] = {"memcpy",        "zmq inproc",    "zmq ipc",   "zmq tcp",          "same-process",
+                                   "cross-process", "tcp plaintext", "tcp curve", "tcp curve floor"};
+    for (int round = 0; round < c.rounds; ++round) {
+      for (int k = 0; k < 9; ++k) {
+        if (!c.only.empty() && std::string(kNames[k]).find(c.only) == std::string::npos) continue;
+        Row r;
+        switch (k) {
+          case 0: r = run_memcpy(size); break;
+          case 1: r = run_zmq(size, ZmqTransport::kInproc); break;
+          case 2: r = run_zmq(size, ZmqTransport::kIpc); break;
+          case 3: r = run_zmq(size, ZmqTransport::kTcp); break;
+          case 4: r = run_inprocess(c, size); break;
+          case 5: r = run_cross(c, size, CrossTransport::kIpc); break;
+          case 6: r = run_cross(c, size, CrossTransport::kTcpPlaintext); break;
+          case 7: r = run_cross(c, size, CrossTransport::kTcpCurve); break;
+          case 8: r = run_sodium(size); break;
+        }
+        if (r.sent == 0) continue;  // not measurable in this build (no libsodium headers)
+        std::printf("%-26s %8s %10.1f %10.1f %12.0f %10.2f %4zu/%-4zu\n", r.transport.c_str(), human(size).c_str(), r.p50_us,
+                    r.p99_us, r.msgs_per_s, r.gb_per_s, r.received, r.sent);
+        std::fflush(stdout);
+        rows.push_back(r);
       }
-      std::printf("%-26s %8s %10.1f %10.1f %12.0f %10.2f %4zu/%-4zu\n", r.transport.c_str(), human(size).c_str(), r.p50_us,
-                  r.p99_us, r.msgs_per_s, r.gb_per_s, r.received, r.sent);
-      std::fflush(stdout);
-      rows.push_back(r);
     }
     std::printf("\n");
   }
@@ -506,7 +566,7 @@ int main(int argc, char** argv) {
   for (std::size_t size : c.sizes) {
     const Row* sp = find("edgevla same-process", size);
     const Row* cp = find("edgevla cross-process", size);
-    const Row* tcp = find("edgevla tcp loopback", size);
+    const Row* tcp = find("edgevla tcp plaintext", size);
     const Row* zi = find("baseline zmq inproc copy", size);
     const Row* zc = find("baseline zmq ipc copy", size);
     const Row* zt = find("baseline zmq tcp copy", size);
@@ -519,6 +579,54 @@ int main(int argc, char** argv) {
        << (cp && zc ? num("%.2f", zc->p50_us / cp->p50_us) : "-") << " | "
        << (tcp ? num("%.0f", tcp->p50_us) : "-") << " | "
        << (tcp && zt ? num("%.2f", zt->p50_us / tcp->p50_us) : "-") << " |\n";
+  }
+  // The cost of CURVE: the same tcp loopback path encrypted and in plaintext, each round's
+  // pair taken one after the other; medians over the rounds.
+  bool curve_rows = false;
+  for (const Row& r : rows) curve_rows = curve_rows || r.transport == "edgevla tcp curve";
+  if (curve_rows) {
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    md << "\ntcp loopback, CURVE (encrypted, authenticated) against plaintext (insecure: true); " << c.rounds
+       << " round(s), medians; ratios are medians of each round's pair:\n\n"
+       << "| payload | plaintext p50 / p99 (us) | curve p50 / p99 (us) | curve / plaintext p50 | plaintext burst GB/s "
+          "| curve burst GB/s | plaintext / curve throughput | sodium seal+open p50 (us) | (curve - plaintext) / "
+          "sodium |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (std::size_t size : c.sizes) {
+      std::vector<const Row*> plain, curve, floor;
+      for (const Row& r : rows) {
+        if (r.size != size) continue;
+        if (r.transport == "edgevla tcp plaintext") plain.push_back(&r);
+        if (r.transport == "edgevla tcp curve") curve.push_back(&r);
+        if (r.transport == "baseline sodium seal+open") floor.push_back(&r);
+      }
+      if (plain.empty() || curve.empty()) continue;
+      auto field = [&](const std::vector<const Row*>& v, double Row::*f) {
+        std::vector<double> out;
+        for (const Row* r : v) out.push_back(r->*f);
+        return median(out);
+      };
+      std::vector<double> lat_ratio, tput_ratio;
+      for (std::size_t i = 0; i < std::min(plain.size(), curve.size()); ++i) {
+        if (plain[i]->p50_us > 0) lat_ratio.push_back(curve[i]->p50_us / plain[i]->p50_us);
+        if (curve[i]->gb_per_s > 0) tput_ratio.push_back(plain[i]->gb_per_s / curve[i]->gb_per_s);
+      }
+      md << "| " << human(size) << " | " << num("%.1f", field(plain, &Row::p50_us)) << " / "
+         << num("%.1f", field(plain, &Row::p99_us)) << " | " << num("%.1f", field(curve, &Row::p50_us)) << " / "
+         << num("%.1f", field(curve, &Row::p99_us)) << " | " << num("%.2f", median(lat_ratio)) << " | "
+         << num("%.3f", field(plain, &Row::gb_per_s)) << " | " << num("%.3f", field(curve, &Row::gb_per_s)) << " | "
+         << num("%.2f", median(tput_ratio)) << " | ";
+      if (floor.empty()) {
+        md << "- | - |\n";
+      } else {
+        const double sodium = field(floor, &Row::p50_us);
+        md << num("%.1f", sodium) << " | "
+           << num("%.2f", (field(curve, &Row::p50_us) - field(plain, &Row::p50_us)) / sodium) << " |\n";
+      }
+    }
   }
   for (const char* t : {"edgevla same-process", "edgevla cross-process"}) {
     const Row* small = find(t, c.sizes.front());

@@ -210,8 +210,7 @@ Status BusIo::open_tcp() {
     }
     logger().warn(
         "bus {}: tcp is plaintext and unauthenticated (insecure: true): {}; give the group's tcp "
-        "section "
-        "keys (`edgevla keys generate`) to encrypt it",
+        "section keys (`edgevla keys generate`) to encrypt it",
         bus_id_, exposure);
   }
   return Status::ok();
@@ -222,7 +221,8 @@ bool BusIo::admit_tcp_client(std::string_view mechanism, std::string_view creden
   if (mechanism == "CURVE" && tcp_allowed_.contains(std::string(credential))) return true;
   counters_.tcp_keys_refused.add();
   const std::string key = binary_to_z85(credential);
-  rate_log_.warn("tcp-key:" + key,
+  // One rate-limit key for all: a client trying key after key must not grow the limiter's map.
+  rate_log_.warn("tcp-key-refused",
                  "refused a tcp client from " + std::string(address) + " on " + tcp_endpoint_ +
                      ": its key " + key +
                      " is not in allowed_keys; add that process's .public file to the tcp "
