@@ -94,6 +94,8 @@ class BackboneEngine final : public GrootCudaEngine {
   std::byte* images_ = nullptr;  // view k at k · image_slot_ bytes, as bound (f32 or bf16)
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
   float *ve_ = nullptr, *vpost_ = nullptr, *merged_ = nullptr, *img_ = nullptr;
+  float* positions_ = nullptr;  // per view slot: the position table interpolated to its grid
+  std::array<std::pair<std::int64_t, std::int64_t>, mg::kMaxViews> position_grids_{};  // what each slot holds
   void *merged_act_ = nullptr, *mh_ = nullptr;
   float *x_ = nullptr, *feat_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr;
@@ -209,6 +211,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(images_, static_cast<std::size_t>(views * image_slot_));
   buf(patches_, bytes_of(act_, M * pp));
   buf(ve_, bytes_of(DType::kF32, M * Dv));
+  buf(positions_, bytes_of(DType::kF32, M * Dv));
   buf(vy_, bytes_of(act_, M * Dv));
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
@@ -363,11 +366,11 @@ Status BackboneEngine::vision() {
   }
   EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, pp, patch_, ve_, DType::kF32, Dv));
   std::int64_t off = 0;
-  for (const View& vw : views_) {
-    const std::int64_t gh = vw.h / P, gw = vw.w / P;
-    EDGEVLA_RETURN_IF_ERROR(add_grid_positions(s, ve_ + off * Dv, gh, gw, Dv, position_, side_,
-                                               grid_weights_ + grid_offset(gh), grid_weights_ + grid_offset(gw)));
-    off += gh * gw;
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    const std::int64_t n = (views_[k].h / P) * (views_[k].w / P);
+    const float* table = positions_ + static_cast<std::int64_t>(k) * max_grid_ * max_grid_ * Dv;
+    EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_ + off * Dv, n, Dv, table, n));
+    off += n;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hv));
   for (const VisionLayerDev& l : vl_) {
@@ -531,13 +534,25 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 4 * R), cudaMemcpyHostToDevice, s));
+  // Each view slot's interpolated position table, made when the slot's grid changes (outside
+  // the graph, which adds it).
+  const std::int64_t P = cfg_.vision.patch_size, Dv = cfg_.vision.hidden_size;
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    const std::int64_t gh = views_[k].h / P, gw = views_[k].w / P;
+    if (position_grids_[k] == std::make_pair(gh, gw)) continue;
+    float* slot = positions_ + static_cast<std::int64_t>(k) * max_grid_ * max_grid_ * Dv;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(slot, 0, bytes_of(DType::kF32, gh * gw * Dv), s));
+    EDGEVLA_RETURN_IF_ERROR(add_grid_positions(s, slot, gh, gw, Dv, position_, side_, grid_weights_ + grid_offset(gh),
+                                               grid_weights_ + grid_offset(gw)));
+    position_grids_[k] = {gh, gw};
+  }
   // Non-finite pixels are counted on the device and reported after the run (f32 views; a bf16
   // view is taken as it is).
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad_, 0, bytes_of(DType::kI32, mg::kMaxViews), s));
   for (std::size_t k = 0; k < views_.size(); ++k) {
     if (views_[k].dtype != DType::kF32) continue;
-    EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, reinterpret_cast<const float*>(images_ + static_cast<std::int64_t>(k) * image_slot_),
-                                            3 * views_[k].h * views_[k].w, bad_ + k));
+    const auto* pixels = reinterpret_cast<const float*>(images_ + static_cast<std::int64_t>(k) * image_slot_);
+    EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, pixels, 3 * views_[k].h * views_[k].w, bad_ + k));
   }
 
   // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
