@@ -58,12 +58,16 @@ int fail(const Status& s) {
 mg::Frame frame(int h, int w, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> noise(0.0f, 12.0f);
-  mg::Frame f{h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3)};
+  mg::Frame f{
+      h, w,
+      std::vector<std::uint8_t>(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3)};
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int c = 0; c < 3; ++c) {
-        const float v = 127.0f + 100.0f * std::sin(0.02f * static_cast<float>(x * (c + 1) + y)) + noise(rng);
-        f.rgb[(static_cast<std::size_t>(y) * w + x) * 3 + c] = static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
+        const float v =
+            127.0f + 100.0f * std::sin(0.02f * static_cast<float>(x * (c + 1) + y)) + noise(rng);
+        f.rgb[(static_cast<std::size_t>(y) * w + x) * 3 + c] =
+            static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
       }
     }
   }
@@ -74,43 +78,59 @@ mg::Frame frame(int h, int w, std::uint32_t seed) {
 Expected<Tensor> device_tensor(DType dtype, const Shape& shape, std::vector<void*>& owned) {
   void* d = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-  if (cudaMalloc(&d, bytes) != cudaSuccess) return resource_exhausted("cudaMalloc of " + std::to_string(bytes) + " bytes");
+  if (cudaMalloc(&d, bytes) != cudaSuccess)
+    return resource_exhausted("cudaMalloc of " + std::to_string(bytes) + " bytes");
   owned.push_back(d);
   Buffer::Options o;
   o.device = Device::cuda(0);
   o.kind = BufferKind::kDevice;
   o.writable = true;
-  return Tensor::from_buffer(std::make_shared<Buffer>(static_cast<std::byte*>(d), bytes, o), dtype, shape);
+  return Tensor::from_buffer(std::make_shared<Buffer>(static_cast<std::byte*>(d), bytes, o), dtype,
+                             shape);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string checkpoint, views_arg = "1,2", size = "256x256", embodiment = "gr1", precision = "bf16",
+  std::string checkpoint, views_arg = "1,2", size = "256x256", embodiment = "gr1",
+                          precision = "bf16",
                           instruction = "pick the pear from the counter and place it in the plate";
   int steps = 0, repeat = 50, warmup = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--checkpoint") checkpoint = v;
-    else if (a == "--views") views_arg = v;
-    else if (a == "--image-size") size = v;
-    else if (a == "--embodiment") embodiment = v;
-    else if (a == "--instruction") instruction = v;
-    else if (a == "--steps") steps = std::stoi(v);
-    else if (a == "--repeat") repeat = std::max(1, std::stoi(v));
-    else if (a == "--warmup") warmup = std::max(0, std::stoi(v));
-    else if (a == "--precision") precision = v;
-    else if (a == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
+    if (a == "--checkpoint")
+      checkpoint = v;
+    else if (a == "--views")
+      views_arg = v;
+    else if (a == "--image-size")
+      size = v;
+    else if (a == "--embodiment")
+      embodiment = v;
+    else if (a == "--instruction")
+      instruction = v;
+    else if (a == "--steps")
+      steps = std::stoi(v);
+    else if (a == "--repeat")
+      repeat = std::max(1, std::stoi(v));
+    else if (a == "--warmup")
+      warmup = std::max(0, std::stoi(v));
+    else if (a == "--precision")
+      precision = v;
+    else if (a == "--log-level")
+      spdlog::set_level(spdlog::level::from_str(v));
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
   if (checkpoint.empty()) {
-    std::fprintf(stderr, "usage: edgevla_bench_cuda_groot --checkpoint DIR [options] (see the source's header)\n");
+    std::fprintf(
+        stderr,
+        "usage: edgevla_bench_cuda_groot --checkpoint DIR [options] (see the source's header)\n");
     return 2;
   }
-  const int h = std::stoi(size.substr(0, size.find('x'))), w = std::stoi(size.substr(size.find('x') + 1));
+  const int h = std::stoi(size.substr(0, size.find('x'))),
+            w = std::stoi(size.substr(size.find('x') + 1));
   std::size_t free0 = 0, total = 0;
   cudaSetDevice(0);
   cudaMemGetInfo(&free0, &total);
@@ -186,7 +206,9 @@ int main(int argc, char** argv) {
     for (int r = 0; r < warmup + repeat; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       for (int k = 0; k < views; ++k) {
-        if (Status s = (*bb)->bind("image." + std::to_string(k), pixels[static_cast<std::size_t>(k)]); !s.is_ok()) {
+        if (Status s =
+                (*bb)->bind("image." + std::to_string(k), pixels[static_cast<std::size_t>(k)]);
+            !s.is_ok()) {
           return fail(s);
         }
       }
@@ -211,16 +233,20 @@ int main(int argc, char** argv) {
     }
     const Stats e = stats(t_e2e), b = stats(t_bb), hd = stats(t_head);
     std::printf(
-        "{\"bench\": \"edgevla_cuda_groot\", \"machine\": \"%s\", \"precision\": \"%s\", \"views\": %d, "
-        "\"image_size\": [%d, %d], \"tokens\": %lld, \"steps\": %d, \"embodiment\": \"%s\", \"repeat\": %d, "
+        "{\"bench\": \"edgevla_cuda_groot\", \"machine\": \"%s\", \"precision\": \"%s\", "
+        "\"views\": %d, "
+        "\"image_size\": [%d, %d], \"tokens\": %lld, \"steps\": %d, \"embodiment\": \"%s\", "
+        "\"repeat\": %d, "
         "\"e2e_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
         "\"backbone_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
         "\"action_head_ms\": {\"median\": %.3f, \"p90\": %.3f, \"min\": %.3f}, "
-        "\"activate_ms\": %.0f, \"device_bytes_engines\": %lld, \"device_bytes_used_after_activate\": %lld, "
+        "\"activate_ms\": %.0f, \"device_bytes_engines\": %lld, "
+        "\"device_bytes_used_after_activate\": %lld, "
         "\"checkpoint_weight_bytes\": %lld, \"engines\": \"%s\"}\n",
-        bench::machine_description().c_str(), precision.c_str(), views, h, w, static_cast<long long>(L), n_steps,
-        embodiment.c_str(), repeat, e.median, e.p90, e.min, b.median, b.p90, b.min, hd.median, hd.p90, hd.min,
-        activate_ms, static_cast<long long>(engine_bytes), static_cast<long long>(free0 - free1),
+        bench::machine_description().c_str(), precision.c_str(), views, h, w,
+        static_cast<long long>(L), n_steps, embodiment.c_str(), repeat, e.median, e.p90, e.min,
+        b.median, b.p90, b.min, hd.median, hd.p90, hd.min, activate_ms,
+        static_cast<long long>(engine_bytes), static_cast<long long>(free0 - free1),
         static_cast<long long>(weight_bytes), (*head)->describe().c_str());
     std::fflush(stdout);
   }

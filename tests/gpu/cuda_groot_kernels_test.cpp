@@ -64,7 +64,9 @@ std::vector<float> rounded(const std::vector<float>& v, DType t) { return unpack
 
 class Dev {
  public:
-  explicit Dev(std::size_t bytes) { EXPECT_EQ(cudaMalloc(&p_, std::max<std::size_t>(bytes, 16)), cudaSuccess); }
+  explicit Dev(std::size_t bytes) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<std::size_t>(bytes, 16)), cudaSuccess);
+  }
   Dev(const std::vector<float>& v, DType t) : Dev(v.size() * dtype_size(t)) {
     const auto b = pack(v, t);
     EXPECT_EQ(cudaMemcpy(p_, b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
@@ -85,7 +87,8 @@ class Dev {
 };
 
 // Worst |got - want| / (atol + rtol·|want|) over the elements; <= 1 passes.
-void expect_close(const std::vector<float>& got, const std::vector<double>& want, DType t, const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, DType t,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   const double tol = t == DType::kF32 ? 1e-5 : 1e-2;
   double worst = 0, worst_abs = 0;
@@ -117,38 +120,45 @@ class CudaGrootKernels : public ::testing::Test {
 TEST_F(CudaGrootKernels, RmsNormRowsAndHeads) {
   for (const DType act : kActs) {
     // Rows: f32 x [rows, width] -> act y.
-    const std::int64_t rows = 37, width = 2048, tokens = 29, H = 16, K = 8, h = 128, Q = (H + 2 * K) * h;
+    const std::int64_t rows = 37, width = 2048, tokens = 29, H = 16, K = 8, h = 128,
+                       Q = (H + 2 * K) * h;
     const auto x = random_values(static_cast<std::size_t>(rows * width), -2, 2, 1);
     const auto w = random_values(static_cast<std::size_t>(width), 0.5f, 1.5f, 2);
     Dev dx(x, DType::kF32), dw(w, DType::kF32), dy(static_cast<std::size_t>(rows * width) * 4);
-    ASSERT_TRUE(rms_norm_rows(s_, dx.get(), DType::kF32, width, rows, 1, width, static_cast<float*>(dw.get()), 1e-6f,
-                              dy.get(), act, width)
+    ASSERT_TRUE(rms_norm_rows(s_, dx.get(), DType::kF32, width, rows, 1, width,
+                              static_cast<float*>(dw.get()), 1e-6f, dy.get(), act, width)
                     .is_ok());
     std::vector<double> ref(x.size());
     for (std::int64_t r = 0; r < rows; ++r) {
       double ss = 0;
-      for (std::int64_t i = 0; i < width; ++i) ss += static_cast<double>(x[r * width + i]) * x[r * width + i];
+      for (std::int64_t i = 0; i < width; ++i)
+        ss += static_cast<double>(x[r * width + i]) * x[r * width + i];
       const double inv = 1.0 / std::sqrt(ss / width + 1e-6);
       for (std::int64_t i = 0; i < width; ++i) ref[r * width + i] = x[r * width + i] * inv * w[i];
     }
-    expect_close(dy.download(act, x.size()), ref, act, std::string("rms_norm_rows rows ") + name(act));
+    expect_close(dy.download(act, x.size()), ref, act,
+                 std::string("rms_norm_rows rows ") + name(act));
     // Heads in place: the k heads of a q|k|v row block [tokens, Q].
     const auto qkv = rounded(random_values(static_cast<std::size_t>(tokens * Q), -3, 3, 3), act);
     const auto kw = random_values(static_cast<std::size_t>(h), 0.5f, 1.5f, 4);
     Dev dq(qkv, act), dkw(kw, DType::kF32);
     auto* k = static_cast<unsigned char*>(dq.get()) + H * h * dtype_size(act);
-    ASSERT_TRUE(rms_norm_rows(s_, k, act, Q, tokens * K, K, h, static_cast<float*>(dkw.get()), 1e-6f, k, act, Q).is_ok());
+    ASSERT_TRUE(rms_norm_rows(s_, k, act, Q, tokens * K, K, h, static_cast<float*>(dkw.get()),
+                              1e-6f, k, act, Q)
+                    .is_ok());
     std::vector<double> want(qkv.begin(), qkv.end());
     for (std::int64_t t = 0; t < tokens; ++t) {
       for (std::int64_t j = 0; j < K; ++j) {
         const std::int64_t base = t * Q + (H + j) * h;
         double ss = 0;
-        for (std::int64_t i = 0; i < h; ++i) ss += static_cast<double>(qkv[base + i]) * qkv[base + i];
+        for (std::int64_t i = 0; i < h; ++i)
+          ss += static_cast<double>(qkv[base + i]) * qkv[base + i];
         const double inv = 1.0 / std::sqrt(ss / h + 1e-6);
         for (std::int64_t i = 0; i < h; ++i) want[base + i] = qkv[base + i] * inv * kw[i];
       }
     }
-    expect_close(dq.download(act, qkv.size()), want, act, std::string("rms_norm_rows per head in place ") + name(act));
+    expect_close(dq.download(act, qkv.size()), want, act,
+                 std::string("rms_norm_rows per head in place ") + name(act));
   }
 }
 
@@ -171,33 +181,42 @@ TEST_F(CudaGrootKernels, SwigluAndActivations) {
     const auto bias = random_values(static_cast<std::size_t>(n), -1, 1, 7);
     for (const Activation a : {Activation::kRelu, Activation::kSilu, Activation::kGeluErf}) {
       Dev dx(x, act), db(bias, DType::kF32);
-      ASSERT_TRUE(bias_activation(s_, dx.get(), act, rows, n, ld, static_cast<float*>(db.get()), a).is_ok());
+      ASSERT_TRUE(bias_activation(s_, dx.get(), act, rows, n, ld, static_cast<float*>(db.get()), a)
+                      .is_ok());
       std::vector<double> want(x.begin(), x.end());
       for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t i = 0; i < n; ++i) {
           const double v = static_cast<double>(x[r * ld + i]) + bias[i];
-          want[r * ld + i] = a == Activation::kRelu   ? std::max(v, 0.0)
-                             : a == Activation::kSilu ? v / (1.0 + std::exp(-v))
-                                                      : 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+          want[r * ld + i] = a == Activation::kRelu ? std::max(v, 0.0)
+                             : a == Activation::kSilu
+                                 ? v / (1.0 + std::exp(-v))
+                                 : 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
         }
       }
       expect_close(dx.download(act, x.size()), want, act,
-                   std::string("bias_activation ") + (a == Activation::kRelu ? "relu " : a == Activation::kSilu ? "silu " : "gelu_erf ") + name(act));
+                   std::string("bias_activation ") +
+                       (a == Activation::kRelu   ? "relu "
+                        : a == Activation::kSilu ? "silu "
+                                                 : "gelu_erf ") +
+                       name(act));
     }
   }
 }
 
 TEST_F(CudaGrootKernels, GatherRows) {
   const std::int64_t src_rows = 20, width = 24, rows = 9;
-  const auto src = rounded(random_values(static_cast<std::size_t>(src_rows * width), -1, 1, 8), DType::kBF16);
+  const auto src =
+      rounded(random_values(static_cast<std::size_t>(src_rows * width), -1, 1, 8), DType::kBF16);
   const std::vector<std::int32_t> idx = {3, -1, 0, 19, 7, -1, 7, 12, 1};
   Dev dsrc(src, DType::kBF16), didx(idx.size() * 4);
-  ASSERT_EQ(cudaMemcpy(didx.get(), idx.data(), idx.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(didx.get(), idx.data(), idx.size() * 4, cudaMemcpyHostToDevice),
+            cudaSuccess);
   for (const bool zero : {true, false}) {
     const std::vector<float> init(static_cast<std::size_t>(rows * width), 5.0f);
     Dev dst(init, DType::kF32);
-    ASSERT_TRUE(gather_rows(s_, dsrc.get(), DType::kBF16, width, static_cast<std::int32_t*>(didx.get()), rows, width,
-                            dst.get(), DType::kF32, width, zero)
+    ASSERT_TRUE(gather_rows(s_, dsrc.get(), DType::kBF16, width,
+                            static_cast<std::int32_t*>(didx.get()), rows, width, dst.get(),
+                            DType::kF32, width, zero)
                     .is_ok());
     std::vector<double> want(init.size());
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -223,7 +242,8 @@ TEST_F(CudaGrootKernels, PatchesPositionsUnshuffleTranspose) {
       for (std::int64_t py = 0; py < p; ++py) {
         for (std::int64_t px = 0; px < p; ++px) {
           for (std::int64_t c = 0; c < 3; ++c) {
-            want[((a * gw + b) * p * p + py * p + px) * 3 + c] = img[(c * h + a * p + py) * w + b * p + px];
+            want[((a * gw + b) * p * p + py * p + px) * 3 + c] =
+                img[(c * h + a * p + py) * w + b * p + px];
           }
         }
       }
@@ -237,7 +257,8 @@ TEST_F(CudaGrootKernels, PatchesPositionsUnshuffleTranspose) {
   const auto wx = random_values(static_cast<std::size_t>(pw * side), 0, 0.2f, 12);
   const auto x0 = random_values(static_cast<std::size_t>(ph * pw * width), -1, 1, 13);
   Dev dx(x0, DType::kF32), dt(table, DType::kF32), dwy(wy, DType::kF32), dwx(wx, DType::kF32);
-  ASSERT_TRUE(add_grid_positions(s_, static_cast<float*>(dx.get()), ph, pw, width, static_cast<float*>(dt.get()), side,
+  ASSERT_TRUE(add_grid_positions(s_, static_cast<float*>(dx.get()), ph, pw, width,
+                                 static_cast<float*>(dt.get()), side,
                                  static_cast<float*>(dwy.get()), static_cast<float*>(dwx.get()))
                   .is_ok());
   std::vector<double> pos(x0.begin(), x0.end());
@@ -246,7 +267,9 @@ TEST_F(CudaGrootKernels, PatchesPositionsUnshuffleTranspose) {
       for (std::int64_t c = 0; c < width; ++c) {
         double acc = 0;
         for (std::int64_t i = 0; i < side; ++i) {
-          for (std::int64_t j = 0; j < side; ++j) acc += static_cast<double>(wy[a * side + i]) * wx[b * side + j] * table[(i * side + j) * width + c];
+          for (std::int64_t j = 0; j < side; ++j)
+            acc += static_cast<double>(wy[a * side + i]) * wx[b * side + j] *
+                   table[(i * side + j) * width + c];
         }
         pos[(a * pw + b) * width + c] += acc;
       }
@@ -257,14 +280,17 @@ TEST_F(CudaGrootKernels, PatchesPositionsUnshuffleTranspose) {
   const std::int64_t uh = 4, uw = 6, d = 5, r = 2;
   const auto tok = random_values(static_cast<std::size_t>(uh * uw * d), -1, 1, 14);
   Dev dtok(tok, DType::kF32), dm(tok.size() * 4);
-  ASSERT_TRUE(pixel_unshuffle(s_, static_cast<float*>(dtok.get()), uh, uw, d, r, static_cast<float*>(dm.get())).is_ok());
+  ASSERT_TRUE(pixel_unshuffle(s_, static_cast<float*>(dtok.get()), uh, uw, d, r,
+                              static_cast<float*>(dm.get()))
+                  .is_ok());
   std::vector<double> un(tok.size());
   for (std::int64_t i = 0; i < uh / r; ++i) {
     for (std::int64_t j = 0; j < uw / r; ++j) {
       for (std::int64_t c = 0; c < d; ++c) {
         for (std::int64_t dy = 0; dy < r; ++dy) {
           for (std::int64_t dxx = 0; dxx < r; ++dxx) {
-            un[(i * (uw / r) + j) * d * r * r + c * r * r + dy * r + dxx] = tok[((i * r + dy) * uw + j * r + dxx) * d + c];
+            un[(i * (uw / r) + j) * d * r * r + c * r * r + dy * r + dxx] =
+                tok[((i * r + dy) * uw + j * r + dxx) * d + c];
           }
         }
       }

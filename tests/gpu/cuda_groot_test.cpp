@@ -10,6 +10,7 @@
 // budget refuses by name. Every case prints its numbers; without a GPU every test skips itself.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +19,6 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <unistd.h>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/model/groot/generator.hpp"
@@ -69,8 +69,9 @@ bool all_finite(const Tensor& t) {
 const std::string& checkpoint(const std::string& preset) {
   static std::map<std::string, std::string> dirs;
   if (auto it = dirs.find(preset); it != dirs.end()) return it->second;
-  const std::string dir =
-      (fs::temp_directory_path() / ("edgevla-gpu-groot-" + std::to_string(::getpid()) + "-" + preset)).string();
+  const std::string dir = (fs::temp_directory_path() /
+                           ("edgevla-gpu-groot-" + std::to_string(::getpid()) + "-" + preset))
+                              .string();
   fs::remove_all(dir);
   mg::GenerateOptions g;
   g.preset = preset;
@@ -103,7 +104,9 @@ Expected<Engines> open(const std::string& dir, std::string_view backend, Precisi
   return e;
 }
 
-const mg::GrootConfig& config_of(const Engines& e) { return mg::as_groot(*e.model).value()->config(); }
+const mg::GrootConfig& config_of(const Engines& e) {
+  return mg::as_groot(*e.model).value()->config();
+}
 
 // One observation: views [3, h, w], a left-padded prompt with one <IMG_CONTEXT> run per view,
 // state, embodiment, noise.
@@ -132,11 +135,13 @@ std::vector<int> embodiment_ids(const std::string& dir) {
   return out;
 }
 
-Inputs make_inputs(const mg::GrootConfig& c, const CaseSpec& cs, int embodiment, std::uint32_t seed) {
+Inputs make_inputs(const mg::GrootConfig& c, const CaseSpec& cs, int embodiment,
+                   std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> pix(-1.0f, 1.0f);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<std::int32_t> word(1, static_cast<std::int32_t>(c.text.vocab_size) - 1);
+  std::uniform_int_distribution<std::int32_t> word(
+      1, static_cast<std::int32_t>(c.text.vocab_size) - 1);
   auto text_id = [&] {
     std::int32_t id = word(rng);
     while (id == c.image_token_id) id = word(rng);
@@ -156,7 +161,8 @@ Inputs make_inputs(const mg::GrootConfig& c, const CaseSpec& cs, int embodiment,
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = pix(rng);
     in.images.push_back(t);
     push(text_id());  // "<img>"
-    for (std::int64_t k = 0; k < (h / merge) * (w / merge); ++k) push(static_cast<std::int32_t>(c.image_token_id));
+    for (std::int64_t k = 0; k < (h / merge) * (w / merge); ++k)
+      push(static_cast<std::int32_t>(c.image_token_id));
     push(text_id());  // "</img>"
     push(text_id());
   }
@@ -168,7 +174,8 @@ Inputs make_inputs(const mg::GrootConfig& c, const CaseSpec& cs, int embodiment,
     in.mask.data<bool>()[i] = valid[static_cast<std::size_t>(i)];
   }
   in.state = *Tensor::empty(DType::kF32, Shape{c.max_state_dim});
-  for (std::int64_t i = 0; i < c.max_state_dim; ++i) in.state.data<float>()[i] = i < 24 ? 0.5f * normal(rng) : 0.0f;
+  for (std::int64_t i = 0; i < c.max_state_dim; ++i)
+    in.state.data<float>()[i] = i < 24 ? 0.5f * normal(rng) : 0.0f;
   in.embodiment = *Tensor::empty(DType::kI32, Shape{1});
   *in.embodiment.data<std::int32_t>() = embodiment;
   in.noise = *Tensor::empty(DType::kF32, Shape{c.action_horizon, c.max_action_dim});
@@ -190,7 +197,8 @@ Status bind_backbone(Engine& b, const Inputs& in) {
   return b.bind("attention_mask", in.mask);
 }
 
-Status bind_head(Engine& h, const Inputs& in, const Tensor& features, const Tensor& mask, const Tensor& image_mask) {
+Status bind_head(Engine& h, const Inputs& in, const Tensor& features, const Tensor& mask,
+                 const Tensor& image_mask) {
   h.clear_bindings();
   EDGEVLA_RETURN_IF_ERROR(h.bind("backbone_features", features));
   EDGEVLA_RETURN_IF_ERROR(h.bind("attention_mask", mask));
@@ -207,8 +215,10 @@ Expected<Result> run(Engines& e, const Inputs& in, int steps, bool bf16_features
   const mg::GrootConfig& c = config_of(e);
   EDGEVLA_RETURN_IF_ERROR(bind_backbone(*e.backbone, in));
   std::int64_t n_img = 0;
-  for (std::int64_t i = 0; i < in.ids.numel(); ++i) n_img += in.ids.data<std::int32_t>()[i] == c.image_token_id ? 1 : 0;
-  EDGEVLA_ASSIGN_OR_RETURN(r.image_embeds, Tensor::empty(DType::kF32, Shape{n_img, c.text.hidden_size}));
+  for (std::int64_t i = 0; i < in.ids.numel(); ++i)
+    n_img += in.ids.data<std::int32_t>()[i] == c.image_token_id ? 1 : 0;
+  EDGEVLA_ASSIGN_OR_RETURN(r.image_embeds,
+                           Tensor::empty(DType::kF32, Shape{n_img, c.text.hidden_size}));
   EDGEVLA_RETURN_IF_ERROR(e.backbone->bind("image_embeds", r.image_embeds));
   EDGEVLA_RETURN_IF_ERROR(e.backbone->run({}));
   r.backbone_ms = e.backbone->last_timings().total_ms;
@@ -222,10 +232,12 @@ Expected<Result> run(Engines& e, const Inputs& in, int steps, bool bf16_features
   if (bf16_features) {
     EDGEVLA_ASSIGN_OR_RETURN(features, Tensor::empty(DType::kBF16, r.features.shape()));
     auto* dst = reinterpret_cast<std::uint16_t*>(features.raw_data());
-    for (std::int64_t i = 0; i < r.features.numel(); ++i) dst[i] = float_to_bfloat16(r.features.data<float>()[i]);
+    for (std::int64_t i = 0; i < r.features.numel(); ++i)
+      dst[i] = float_to_bfloat16(r.features.data<float>()[i]);
   }
   EDGEVLA_RETURN_IF_ERROR(bind_head(*e.head, in, features, r.attention_mask, r.image_mask));
-  EDGEVLA_ASSIGN_OR_RETURN(Tensor vel, Tensor::empty(DType::kF32, Shape{steps, c.action_horizon, c.max_action_dim}));
+  EDGEVLA_ASSIGN_OR_RETURN(
+      Tensor vel, Tensor::empty(DType::kF32, Shape{steps, c.action_horizon, c.max_action_dim}));
   EDGEVLA_RETURN_IF_ERROR(e.head->bind("velocities", vel));
   EDGEVLA_RETURN_IF_ERROR(e.head->run(RunOptions{steps}));
   r.head_ms = e.head->last_timings().total_ms;
@@ -251,9 +263,11 @@ std::pair<double, double> feature_errors(const Result& got, const Result& ref) {
 
 std::string describe(const CaseSpec& cs) {
   std::string s;
-  for (const auto& [h, w] : cs.sizes) s += (s.empty() ? "" : ",") + std::to_string(h) + "x" + std::to_string(w);
-  return std::to_string(cs.sizes.size()) + " view(s) " + s + ", pad " + std::to_string(cs.pad) + ", emb#" +
-         std::to_string(cs.embodiment_index) + ", " + std::to_string(cs.steps) + " steps";
+  for (const auto& [h, w] : cs.sizes)
+    s += (s.empty() ? "" : ",") + std::to_string(h) + "x" + std::to_string(w);
+  return std::to_string(cs.sizes.size()) + " view(s) " + s + ", pad " + std::to_string(cs.pad) +
+         ", emb#" + std::to_string(cs.embodiment_index) + ", " + std::to_string(cs.steps) +
+         " steps";
 }
 
 const std::vector<CaseSpec>& cases() {
@@ -261,7 +275,11 @@ const std::vector<CaseSpec>& cases() {
       {{{224, 224}}, 0, 20, 0, 4},
       {{{252, 336}, {224, 224}}, 5, 17, 1, 4},
       {{{196, 280}, {224, 224}, {168, 168}}, 3, 26, 0, 4},
-      {{{252, 252}, {252, 252}, {196, 280}}, 0, 35, 1, 4},  // views of one size: one batched attention
+      {{{252, 252}, {252, 252}, {196, 280}},
+       0,
+       35,
+       1,
+       4},  // views of one size: one batched attention
   };
   return c;
 }
@@ -285,7 +303,8 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
   std::uint32_t seed = 40;
   for (const CaseSpec& cs : cases()) {
     SCOPED_TRACE(describe(cs));
-    const Inputs in = make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
+    const Inputs in =
+        make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
     auto ref = run(*cpu, in, cs.steps);
     ASSERT_TRUE(ref) << ref.status().to_string();
     auto a = run(*f32, in, cs.steps);
@@ -296,23 +315,27 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
     const auto [f32_feat, f32_feat_cos] = feature_errors(*a, *ref);
     const auto [bf16_feat, bf16_feat_cos] = feature_errors(*b, *ref);
     const std::int64_t ne = ref->image_embeds.numel();
-    const double f32_img = rel_l2(a->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
-    const double bf16_img = rel_l2(b->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
+    const double f32_img =
+        rel_l2(a->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
+    const double bf16_img =
+        rel_l2(b->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
     const double f32_act = rel_l2(a->actions.data<float>(), ref->actions.data<float>(), na);
     const double bf16_act = rel_l2(b->actions.data<float>(), ref->actions.data<float>(), na);
     const double bf16_cos = cosine(b->actions.data<float>(), ref->actions.data<float>(), na);
-    std::printf("[%s %s, %lld tokens] f32: image_embeds rel-L2 %.2e, features %.2e, actions %.2e | bf16: "
-                "image_embeds %.2e, features %.2e (cosine %.6f), actions %.2e (cosine %.6f) | ms cpu %.1f+%.1f, "
-                "cuda f32 %.2f+%.2f, bf16 %.2f+%.2f\n",
-                GetParam().c_str(), describe(cs).c_str(), static_cast<long long>(in.ids.numel()), f32_img, f32_feat,
-                f32_act, bf16_img, bf16_feat, bf16_feat_cos, bf16_act, bf16_cos, ref->backbone_ms, ref->head_ms,
-                a->backbone_ms, a->head_ms, b->backbone_ms, b->head_ms);
+    std::printf(
+        "[%s %s, %lld tokens] f32: image_embeds rel-L2 %.2e, features %.2e, actions %.2e | bf16: "
+        "image_embeds %.2e, features %.2e (cosine %.6f), actions %.2e (cosine %.6f) | ms cpu "
+        "%.1f+%.1f, "
+        "cuda f32 %.2f+%.2f, bf16 %.2f+%.2f\n",
+        GetParam().c_str(), describe(cs).c_str(), static_cast<long long>(in.ids.numel()), f32_img,
+        f32_feat, f32_act, bf16_img, bf16_feat, bf16_feat_cos, bf16_act, bf16_cos, ref->backbone_ms,
+        ref->head_ms, a->backbone_ms, a->head_ms, b->backbone_ms, b->head_ms);
     std::printf("  velocity rel-L2 by step, f32:");
     const std::int64_t per_step = ref->velocities.numel() / cs.steps;
     double worst_v = 0;
     for (int k = 0; k < cs.steps; ++k) {
-      const double v = rel_l2(a->velocities.data<float>() + k * per_step, ref->velocities.data<float>() + k * per_step,
-                              per_step);
+      const double v = rel_l2(a->velocities.data<float>() + k * per_step,
+                              ref->velocities.data<float>() + k * per_step, per_step);
       worst_v = std::max(worst_v, v);
       std::printf(" %.1e", v);
     }
@@ -330,8 +353,10 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
     EXPECT_TRUE(all_finite(b->actions) && all_finite(b->features) && all_finite(b->velocities));
     // The masks are the CPU engine's.
     for (std::int64_t i = 0; i < ref->image_mask.numel(); ++i) {
-      ASSERT_EQ(a->image_mask.data<bool>()[i], ref->image_mask.data<bool>()[i]) << "image_mask[" << i << "]";
-      ASSERT_EQ(a->attention_mask.data<bool>()[i], ref->attention_mask.data<bool>()[i]) << "attention_mask[" << i << "]";
+      ASSERT_EQ(a->image_mask.data<bool>()[i], ref->image_mask.data<bool>()[i])
+          << "image_mask[" << i << "]";
+      ASSERT_EQ(a->attention_mask.data<bool>()[i], ref->attention_mask.data<bool>()[i])
+          << "attention_mask[" << i << "]";
     }
   }
 }
@@ -351,19 +376,26 @@ TEST_P(CudaGroot, GraphsAndEmbodimentSwitchesGiveTheEagerResult) {
   ASSERT_GE(emb.size(), 2u);
   const mg::GrootConfig& c = config_of(*cpu);
   const std::vector<CaseSpec> runs = {
-      {{{224, 224}}, 0, 20, 0, 4}, {{{224, 224}}, 2, 21, 0, 4}, {{{224, 224}}, 0, 40, 1, 4},
-      {{{224, 224}}, 0, 40, 1, 8}, {{{280, 224}, {224, 224}}, 1, 12, 0, 4}, {{{224, 224}}, 0, 20, 0, 4},
+      {{{224, 224}}, 0, 20, 0, 4},
+      {{{224, 224}}, 2, 21, 0, 4},
+      {{{224, 224}}, 0, 40, 1, 4},
+      {{{224, 224}}, 0, 40, 1, 8},
+      {{{280, 224}, {224, 224}}, 1, 12, 0, 4},
+      {{{224, 224}}, 0, 20, 0, 4},
   };
   std::uint32_t seed = 90;
   for (const CaseSpec& cs : runs) {
     SCOPED_TRACE(describe(cs));
-    const Inputs in = make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
+    const Inputs in =
+        make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
     auto ref = run(*cpu, in, cs.steps);
     auto dev = run(*gpu, in, cs.steps);
     ASSERT_TRUE(ref) << ref.status().to_string();
     ASSERT_TRUE(dev) << dev.status().to_string();
-    const double e = rel_l2(dev->actions.data<float>(), ref->actions.data<float>(), ref->actions.numel());
-    std::printf("[%s graphs] %s: actions rel-L2 %.2e\n", GetParam().c_str(), describe(cs).c_str(), e);
+    const double e =
+        rel_l2(dev->actions.data<float>(), ref->actions.data<float>(), ref->actions.numel());
+    std::printf("[%s graphs] %s: actions rel-L2 %.2e\n", GetParam().c_str(), describe(cs).c_str(),
+                e);
     EXPECT_LE(e, 1e-4);
   }
   // bf16 features into the head (its input accepts f32, bf16 and f16): against the CPU head on
@@ -373,7 +405,8 @@ TEST_P(CudaGroot, GraphsAndEmbodimentSwitchesGiveTheEagerResult) {
   auto dev = run(*gpu, in, 4, true);
   ASSERT_TRUE(ref) << ref.status().to_string();
   ASSERT_TRUE(dev) << dev.status().to_string();
-  const double e = rel_l2(dev->actions.data<float>(), ref->actions.data<float>(), ref->actions.numel());
+  const double e =
+      rel_l2(dev->actions.data<float>(), ref->actions.data<float>(), ref->actions.numel());
   std::printf("[%s bf16 features] actions rel-L2 %.2e\n", GetParam().c_str(), e);
   EXPECT_LE(e, 1e-4);
 }
@@ -445,7 +478,9 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
   expect_invalid(h.run(RunOptions{4}), "embodiment id");
   // Noise of the wrong shape; a state with a NaN; no image token attended; too many steps.
   ASSERT_TRUE(bind_head(h, in, features, mask, image_mask).is_ok());
-  ASSERT_TRUE(h.bind("noise", *Tensor::empty(DType::kF32, Shape{c.action_horizon - 1, c.max_action_dim})).is_ok());
+  ASSERT_TRUE(
+      h.bind("noise", *Tensor::empty(DType::kF32, Shape{c.action_horizon - 1, c.max_action_dim}))
+          .is_ok());
   expect_invalid(h.run(RunOptions{4}), "noise");
   Inputs nan = in;
   nan.state = *in.state.clone();
@@ -479,7 +514,8 @@ TEST_P(CudaGroot, AMemoryBudgetRefusesByName) {
   auto small = open(dir, "cuda", Precision::kBF16, std::int64_t{1} << 20);
   ASSERT_FALSE(small);
   std::printf("  refused as expected: %s\n", small.status().to_string().c_str());
-  EXPECT_NE(small.status().message().find("gpu_memory_budget_mb"), std::string::npos) << small.status().to_string();
+  EXPECT_NE(small.status().message().find("gpu_memory_budget_mb"), std::string::npos)
+      << small.status().to_string();
   auto fits = open(dir, "cuda", Precision::kBF16, std::int64_t{8} << 30);
   ASSERT_TRUE(fits) << fits.status().to_string();
   std::printf("  [%s] device bytes: backbone %lld MiB, action head %lld MiB\n", GetParam().c_str(),

@@ -34,7 +34,8 @@ namespace {
 
 namespace mg = model::groot;
 
-constexpr std::int64_t kTimestepChannels = 256;  // diffusers Timesteps(256, flip_sin_to_cos=True, shift=1)
+constexpr std::int64_t kTimestepChannels =
+    256;  // diffusers Timesteps(256, flip_sin_to_cos=True, shift=1)
 constexpr float kBlockEps = 1e-5f;
 constexpr float kOutputEps = 1e-6f;
 constexpr float kVllnEps = 1e-5f;
@@ -56,10 +57,10 @@ bool all_finite(const Tensor& t) {
 // device, and the selected slot transposed to [out, in] (a DevLinear the GEMMs take).
 struct CategoryDev {
   std::int64_t slots = 0, in = 0, out = 0;
-  void* all_w = nullptr;        // act [slots, in, out]
-  float* all_b = nullptr;       // f32 [slots, out]
-  std::vector<float> host_b;    // kept until the upload
-  DevLinear sel;                // act [out, in] + f32 bias [out]
+  void* all_w = nullptr;      // act [slots, in, out]
+  float* all_b = nullptr;     // f32 [slots, out]
+  std::vector<float> host_b;  // kept until the upload
+  DevLinear sel;              // act [out, in] + f32 bias [out]
 };
 
 struct BlockDev {
@@ -82,7 +83,8 @@ class ActionHeadEngine final : public GrootCudaEngine {
     EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
     EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kActionHead));
     EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "groot action_head (cuda)"));
-    auto e = std::unique_ptr<ActionHeadEngine>(new ActionHeadEngine(gm->config(), *spec, info, compute_dtype(o), o));
+    auto e = std::unique_ptr<ActionHeadEngine>(
+        new ActionHeadEngine(gm->config(), *spec, info, compute_dtype(o), o));
     EDGEVLA_RETURN_IF_ERROR(e->init_device());
     EDGEVLA_RETURN_IF_ERROR(e->load(gm->checkpoint(), o));
     return std::unique_ptr<Engine>(std::move(e));
@@ -90,18 +92,23 @@ class ActionHeadEngine final : public GrootCudaEngine {
   Status run(const RunOptions& options) override;
 
  private:
-  ActionHeadEngine(const mg::GrootConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act,
-                   const EngineOptions& o)
-      : GrootCudaEngine(spec, std::move(info), act), cfg_(c), max_steps_(std::max(1, o.max_steps)) {}
+  ActionHeadEngine(const mg::GrootConfig& c, const model::StageSpec& spec, DeviceInfo info,
+                   DType act, const EngineOptions& o)
+      : GrootCudaEngine(spec, std::move(info), act),
+        cfg_(c),
+        max_steps_(std::max(1, o.max_steps)) {}
   Status load(const mg::Checkpoint& ck, const EngineOptions& o);
-  Status load_category(const mg::Checkpoint& ck, const std::string& name, CategoryDev& c, WeightPlan& wp);
+  Status load_category(const mg::Checkpoint& ck, const std::string& name, CategoryDev& c,
+                       WeightPlan& wp);
   Status check_inputs(const RunOptions& options, std::int64_t& n, std::int64_t& embodiment);
   Status prepare_steps(int steps);
   Status select_embodiment(std::int64_t e);
   // Per chunk (vlln, cross keys|values, state token, the sinusoid's projection), then the loop.
   Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
   Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
-  std::array<CategoryDev*, 7> categories() { return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_}; }
+  std::array<CategoryDev*, 7> categories() {
+    return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
+  }
 
   mg::GrootConfig cfg_;
   int max_steps_;
@@ -109,7 +116,8 @@ class ActionHeadEngine final : public GrootCudaEngine {
   std::set<std::int64_t> known_ids_;
   std::int64_t selected_ = -1;
   int prepared_steps_ = 0;
-  int in_features_ = -1, in_mask_ = -1, in_image_ = -1, in_state_ = -1, in_embodiment_ = -1, in_noise_ = -1;
+  int in_features_ = -1, in_mask_ = -1, in_image_ = -1, in_state_ = -1, in_embodiment_ = -1,
+      in_noise_ = -1;
   int out_actions_ = -1, out_velocities_ = -1;
 
   // Weights.
@@ -119,19 +127,23 @@ class ActionHeadEngine final : public GrootCudaEngine {
   CategoryDev state1_, state2_, act1_, act2_, act3_, dec1_, dec2_;
   DevLinear act2_a_, act2_t_;  // W2's halves: on the action embedding, on the sinusoid τ
   std::vector<float> vlln_w_host_, vlln_b_host_, pos_host_, ones_host_, zeros_host_;
-  float *vlln_w_ = nullptr, *vlln_b_ = nullptr, *pos_ = nullptr, *ones_ = nullptr, *zeros_ = nullptr;
+  float *vlln_w_ = nullptr, *vlln_b_ = nullptr, *pos_ = nullptr, *ones_ = nullptr,
+        *zeros_ = nullptr;
 
   // Buffers.
   std::byte* feat_stage_ = nullptr;  // the bound features as they came
   float* vl_f32_ = nullptr;
   void *vl_text_ = nullptr, *vl_image_ = nullptr;
-  float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr, *state_feat_ = nullptr;
+  float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr,
+        *state_feat_ = nullptr;
   float *tau_bias_ = nullptr, *mods_ = nullptr, *sinus_f32_ = nullptr, *tau_f32_ = nullptr;
-  void *h_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *ff_ = nullptr, *a_act_ = nullptr, *a_emb_ = nullptr,
-       *enc_ = nullptr, *dit_out_ = nullptr, *dec_hid_ = nullptr, *state_act_ = nullptr, *st_hid_ = nullptr,
-       *sinus_ = nullptr, *temb1_ = nullptr, *temb_ = nullptr, *tau_ = nullptr;
-  std::int32_t* ints_ = nullptr;  // n_text, n_image, text rows [max_tokens], image rows [max_tokens]
-  std::int32_t* bad_ = nullptr;   // non-finite values in the attended backbone features
+  void *h_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *ff_ = nullptr, *a_act_ = nullptr,
+       *a_emb_ = nullptr, *enc_ = nullptr, *dit_out_ = nullptr, *dec_hid_ = nullptr,
+       *state_act_ = nullptr, *st_hid_ = nullptr, *sinus_ = nullptr, *temb1_ = nullptr,
+       *temb_ = nullptr, *tau_ = nullptr;
+  std::int32_t* ints_ =
+      nullptr;                   // n_text, n_image, text rows [max_tokens], image rows [max_tokens]
+  std::int32_t* bad_ = nullptr;  // non-finite values in the attended backbone features
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
 
@@ -141,13 +153,15 @@ class ActionHeadEngine final : public GrootCudaEngine {
   std::map<std::tuple<int, std::int64_t, std::int64_t, DType>, Graph> graphs_;
 };
 
-Status ActionHeadEngine::load_category(const mg::Checkpoint& ck, const std::string& name, CategoryDev& c,
-                                       WeightPlan& wp) {
+Status ActionHeadEngine::load_category(const mg::Checkpoint& ck, const std::string& name,
+                                       CategoryDev& c, WeightPlan& wp) {
   EDGEVLA_ASSIGN_OR_RETURN(Tensor w, cpu::weight(ck, name + ".W"));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor b, cpu::weight(ck, name + ".b"));
-  if (w.rank() != 3 || b.rank() != 2 || b.shape()[0] != w.shape()[0] || b.shape()[1] != w.shape()[2]) {
-    return invalid_argument("groot action_head: '" + name + ".W' " + w.shape().to_string() + " and '" + name + ".b' " +
-                            b.shape().to_string() + " are not [slots,in,out] and [slots,out]");
+  if (w.rank() != 3 || b.rank() != 2 || b.shape()[0] != w.shape()[0] ||
+      b.shape()[1] != w.shape()[2]) {
+    return invalid_argument("groot action_head: '" + name + ".W' " + w.shape().to_string() +
+                            " and '" + name + ".b' " + b.shape().to_string() +
+                            " are not [slots,in,out] and [slots,out]");
   }
   c.slots = w.shape()[0];
   c.in = w.shape()[1];
@@ -170,9 +184,11 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   in_noise_ = input_index("noise");
   out_actions_ = output_index("actions");
   out_velocities_ = output_index("velocities");
-  for (int i : {in_features_, in_mask_, in_image_, in_state_, in_embodiment_, in_noise_, out_actions_,
-                out_velocities_}) {
-    if (i < 0) return internal_error("groot action_head (cuda): the family's stage spec lacks a tensor the engine binds");
+  for (int i : {in_features_, in_mask_, in_image_, in_state_, in_embodiment_, in_noise_,
+                out_actions_, out_velocities_}) {
+    if (i < 0)
+      return internal_error(
+          "groot action_head (cuda): the family's stage spec lacks a tensor the engine binds");
   }
   const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, Sd = cfg_.max_state_dim;
   const std::int64_t W = cfg_.backbone_embedding_dim, hs = cfg_.hidden_size, F = cfg_.ff_dim();
@@ -181,8 +197,9 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   B_ = cfg_.dit.num_layers;
   const std::int64_t E = E_, S = S_, B = B_, hd = cfg_.dit.head_dim, out_dim = cfg_.dit.output_dim;
   if (hd % 8 != 0 || hd > 256 || E != cfg_.dit.inner_dim()) {
-    return invalid_argument("groot action_head (cuda): DiT head size " + std::to_string(hd) +
-                            " must be a multiple of 8 up to 256, and input_embedding_dim the DiT's width");
+    return invalid_argument(
+        "groot action_head (cuda): DiT head size " + std::to_string(hd) +
+        " must be a multiple of 8 up to 256, and input_embedding_dim the DiT's width");
   }
   max_tokens_ = inputs_[static_cast<std::size_t>(in_features_)].max_shape[0];
   outputs_[static_cast<std::size_t>(out_velocities_)].max_shape = Shape{max_steps_, Hz, A};
@@ -238,8 +255,9 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   };
   fused(mods_lin_, mod_parts);
   if (text_kv_parts.empty() || image_kv_parts.empty()) {
-    return invalid_argument("groot action_head (cuda): the DiT needs text and image cross-attention blocks (" +
-                            std::to_string(B) + " blocks, attend_text_every_n_blocks " + std::to_string(every) + ")");
+    return invalid_argument(
+        "groot action_head (cuda): the DiT needs text and image cross-attention blocks (" +
+        std::to_string(B) + " blocks, attend_text_every_n_blocks " + std::to_string(every) + ")");
   }
   fused(text_kv_.w, text_kv_parts);
   fused(image_kv_.w, image_kv_parts);
@@ -253,15 +271,16 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_decoder.layer1", dec1_, wp));
   EDGEVLA_RETURN_IF_ERROR(load_category(ck, h + "action_decoder.layer2", dec2_, wp));
   if (act2_.in != 2 * E || act2_.out != E) {
-    return invalid_argument("groot action_head: action_encoder.W2 is [" + std::to_string(act2_.in) + "," +
-                            std::to_string(act2_.out) + "] per slot, expected [" + std::to_string(2 * E) + "," +
-                            std::to_string(E) + "]");
+    return invalid_argument("groot action_head: action_encoder.W2 is [" + std::to_string(act2_.in) +
+                            "," + std::to_string(act2_.out) + "] per slot, expected [" +
+                            std::to_string(2 * E) + "," + std::to_string(E) + "]");
   }
   EDGEVLA_ASSIGN_OR_RETURN(vlln_w_host_, cpu::weight_vec(ck, h + "vlln.weight"));
   EDGEVLA_ASSIGN_OR_RETURN(vlln_b_host_, cpu::weight_vec(ck, h + "vlln.bias"));
   EDGEVLA_ASSIGN_OR_RETURN(pos_host_, cpu::weight_vec(ck, h + "position_embedding.weight"));
   if (static_cast<std::int64_t>(pos_host_.size()) < Hz * E) {
-    return invalid_argument("groot action_head: position_embedding has fewer than action_horizon rows");
+    return invalid_argument(
+        "groot action_head: position_embedding has fewer than action_horizon rows");
   }
   pos_host_.resize(static_cast<std::size_t>(Hz * E));
   ones_host_.assign(static_cast<std::size_t>(E), 1.0f);
@@ -271,8 +290,9 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   wp.vector(pos_, pos_host_);
   wp.vector(ones_, ones_host_);
   wp.vector(zeros_, zeros_host_);
-  EDGEVLA_ASSIGN_OR_RETURN(mg::EmbodimentIds ids,
-                           mg::load_embodiment_ids((std::filesystem::path(cfg_.dir) / "embodiment_id.json").string()));
+  EDGEVLA_ASSIGN_OR_RETURN(
+      mg::EmbodimentIds ids,
+      mg::load_embodiment_ids((std::filesystem::path(cfg_.dir) / "embodiment_id.json").string()));
   for (const auto& [tag, id] : ids) known_ids_.insert(id);
   wp.place(arena_);
 
@@ -332,9 +352,11 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   act2_t_.w = static_cast<std::byte*>(act2_.sel.w) + bytes_of(act_, E);
   act2_t_.bias = act2_.sel.bias;
   // Rows of the packed token buffers past this chunk's count are read by the bucketed GEMMs.
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(vl_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(vl_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 3 + 2 * L)));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
+                           PinnedBuffer::allocate(bytes_of(DType::kI32, 3 + 2 * L)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
   EDGEVLA_ASSIGN_OR_RETURN(actions_own_, Tensor::empty(DType::kF32, Shape{Hz, A}));
   return prepare_steps(std::clamp(cfg_.num_inference_timesteps, 1, max_steps_));
@@ -353,7 +375,8 @@ Status ActionHeadEngine::prepare_steps(int steps) {
     const int t = timestep_bucket(k, steps, cfg_.num_timestep_buckets);
     float* sr = sinus.data() + static_cast<std::int64_t>(k) * kTimestepChannels;
     for (std::int64_t i = 0; i < half; ++i) {
-      const float a = static_cast<float>(t) * std::exp(base * static_cast<float>(i) / static_cast<float>(half - 1));
+      const float a = static_cast<float>(t) *
+                      std::exp(base * static_cast<float>(i) / static_cast<float>(half - 1));
       sr[i] = std::cos(a);
       sr[half + i] = std::sin(a);
     }
@@ -364,14 +387,18 @@ Status ActionHeadEngine::prepare_steps(int steps) {
       tr[th + i] = std::cos(a);
     }
   }
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sinus_f32_, sinus.data(), sinus.size() * 4, cudaMemcpyHostToDevice, s));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tau_f32_, tau.data(), tau.size() * 4, cudaMemcpyHostToDevice, s));
-  EDGEVLA_RETURN_IF_ERROR(convert(s, sinus_f32_, DType::kF32, sinus_, act_, steps * kTimestepChannels));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(sinus_f32_, sinus.data(), sinus.size() * 4, cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(tau_f32_, tau.data(), tau.size() * 4, cudaMemcpyHostToDevice, s));
+  EDGEVLA_RETURN_IF_ERROR(
+      convert(s, sinus_f32_, DType::kF32, sinus_, act_, steps * kTimestepChannels));
   EDGEVLA_RETURN_IF_ERROR(convert(s, tau_f32_, DType::kF32, tau_, act_, steps * E));
   // temb = silu(linear_2(silu(linear_1(sinusoid)))), then every modulation in one GEMM.
   const Gemm mm = gemm();
   EDGEVLA_RETURN_IF_ERROR(mm(sinus_, steps, kTimestepChannels, t1_, temb1_, act_, E));
-  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, temb1_, act_, steps, E, E, nullptr, Activation::kSilu));
+  EDGEVLA_RETURN_IF_ERROR(
+      bias_activation(s, temb1_, act_, steps, E, E, nullptr, Activation::kSilu));
   EDGEVLA_RETURN_IF_ERROR(mm(temb1_, steps, E, t2_, temb_, act_, E));
   EDGEVLA_RETURN_IF_ERROR(bias_activation(s, temb_, act_, steps, E, E, nullptr, Activation::kSilu));
   EDGEVLA_RETURN_IF_ERROR(mm(temb_, steps, E, mods_lin_, mods_, DType::kF32, (B_ + 1) * 2 * E));
@@ -386,18 +413,21 @@ Status ActionHeadEngine::select_embodiment(std::int64_t e) {
   for (CategoryDev* c : categories()) {
     const auto* w = static_cast<const std::byte*>(c->all_w) + bytes_of(act_, e * c->in * c->out);
     EDGEVLA_RETURN_IF_ERROR(transpose(s, w, c->in, c->out, c->sel.w, act_));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c->sel.bias, c->all_b + e * c->out, bytes_of(DType::kF32, c->out),
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c->sel.bias, c->all_b + e * c->out,
+                                                 bytes_of(DType::kF32, c->out),
                                                  cudaMemcpyDeviceToDevice, s));
   }
   selected_ = e;
   return Status::ok();
 }
 
-Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n, std::int64_t& embodiment) {
+Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n,
+                                      std::int64_t& embodiment) {
   const std::string stage = "groot action_head";
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
-    return out_of_range(stage + ": num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
-                        std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
+    return out_of_range(stage + ": num_steps " + std::to_string(options.num_steps) +
+                        " is outside 1.." + std::to_string(max_steps_) +
+                        " (raise the engine's max_steps to allow more)");
   }
   const Tensor* f = bound_input(in_features_);
   const Tensor* am = bound_input(in_mask_);
@@ -406,28 +436,33 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
   const Tensor* id = bound_input(in_embodiment_);
   const Tensor* nz = bound_input(in_noise_);
   for (const auto& [t, name] : {std::pair{f, "backbone_features"}, std::pair{am, "attention_mask"},
-                                std::pair{im, "image_mask"}, std::pair{st, "state"}, std::pair{id, "embodiment_id"},
-                                std::pair{nz, "noise"}}) {
+                                std::pair{im, "image_mask"}, std::pair{st, "state"},
+                                std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
     if (t == nullptr) return invalid_argument(stage + " needs input '" + name + "' bound");
   }
-  for (const auto& [t, name] : {std::pair{am, "attention_mask"}, std::pair{im, "image_mask"}, std::pair{st, "state"},
-                                std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
-    if (!t->device().is_cpu()) return invalid_argument(stage + " (cuda): '" + name + "' must be a host tensor");
+  for (const auto& [t, name] :
+       {std::pair{am, "attention_mask"}, std::pair{im, "image_mask"}, std::pair{st, "state"},
+        std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
+    if (!t->device().is_cpu())
+      return invalid_argument(stage + " (cuda): '" + name + "' must be a host tensor");
   }
-  const std::int64_t W = cfg_.backbone_embedding_dim, Hz = cfg_.action_horizon, A = cfg_.max_action_dim;
+  const std::int64_t W = cfg_.backbone_embedding_dim, Hz = cfg_.action_horizon,
+                     A = cfg_.max_action_dim;
   n = f->shape()[0];
   if (f->shape()[1] != W || n < 1) {
-    return invalid_argument(stage + ": 'backbone_features' is " + f->shape().to_string() + ", expected [L," +
-                            std::to_string(W) +
-                            "] with L >= 1 (backbone and action head must load the same checkpoint)");
+    return invalid_argument(
+        stage + ": 'backbone_features' is " + f->shape().to_string() + ", expected [L," +
+        std::to_string(W) +
+        "] with L >= 1 (backbone and action head must load the same checkpoint)");
   }
   if (!f->device().is_cpu() && f->device() != Device::cuda(info_.index)) {
-    return invalid_argument(stage + ": 'backbone_features' is on " + f->device().to_string() + ", not on cuda:" +
-                            std::to_string(info_.index) + " or the host");
+    return invalid_argument(stage + ": 'backbone_features' is on " + f->device().to_string() +
+                            ", not on cuda:" + std::to_string(info_.index) + " or the host");
   }
   if (am->shape()[0] != n || im->shape()[0] != n) {
-    return invalid_argument(stage + ": 'attention_mask' " + am->shape().to_string() + " and 'image_mask' " +
-                            im->shape().to_string() + " must both have the backbone features' " + std::to_string(n) +
+    return invalid_argument(stage + ": 'attention_mask' " + am->shape().to_string() +
+                            " and 'image_mask' " + im->shape().to_string() +
+                            " must both have the backbone features' " + std::to_string(n) +
                             " rows");
   }
   if (st->shape()[0] != cfg_.max_state_dim) {
@@ -436,8 +471,8 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
                             "] (the normalised state zero-padded to max_state_dim)");
   }
   if (!(nz->shape() == Shape{Hz, A})) {
-    return invalid_argument(stage + ": 'noise' is " + nz->shape().to_string() + ", expected [" + std::to_string(Hz) +
-                            "," + std::to_string(A) + "]");
+    return invalid_argument(stage + ": 'noise' is " + nz->shape().to_string() + ", expected [" +
+                            std::to_string(Hz) + "," + std::to_string(A) + "]");
   }
   if (id->numel() != 1) return invalid_argument(stage + ": 'embodiment_id' must hold one value");
   embodiment = *id->data<std::int32_t>();
@@ -446,19 +481,21 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
     for (std::int64_t k : known_ids_) {
       if (k < state1_.slots) known += (known.empty() ? "" : ", ") + std::to_string(k);
     }
-    return invalid_argument(stage + ": embodiment id " + std::to_string(embodiment) +
-                            " is not one of the checkpoint's (" + known +
-                            "; embodiment_id.json and the built-in tags, below max_num_embodiments " +
-                            std::to_string(state1_.slots) + ")");
+    return invalid_argument(
+        stage + ": embodiment id " + std::to_string(embodiment) +
+        " is not one of the checkpoint's (" + known +
+        "; embodiment_id.json and the built-in tags, below max_num_embodiments " +
+        std::to_string(state1_.slots) + ")");
   }
   const bool* amv = am->data<bool>();
   const bool* imv = im->data<bool>();
   std::int64_t images = 0;
   for (std::int64_t i = 0; i < n; ++i) images += amv[i] && imv[i] ? 1 : 0;
   if (images == 0) {
-    return invalid_argument(stage +
-                            ": the prompt has no attended image token (image_mask & attention_mask is empty); the "
-                            "image blocks would attend to nothing: give at least one view");
+    return invalid_argument(
+        stage +
+        ": the prompt has no attended image token (image_mask & attention_mask is empty); the "
+        "image blocks would attend to nothing: give at least one view");
   }
   if (!all_finite(*st)) return invalid_argument(stage + ": 'state' holds a non-finite value");
   if (!all_finite(*nz)) return invalid_argument(stage + ": 'noise' holds a non-finite value");
@@ -466,7 +503,8 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
 }
 
 Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows) {
-  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, hs = cfg_.hidden_size, F = cfg_.ff_dim();
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, hs = cfg_.hidden_size,
+                     F = cfg_.ff_dim();
   const std::int64_t E = E_, S = S_, B = B_, heads = cfg_.dit.num_heads, hd = cfg_.dit.head_dim;
   const std::int64_t out_dim = cfg_.dit.output_dim;
   const std::size_t es = dtype_size(act_);
@@ -478,7 +516,8 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
   EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, Hz * A));
   EDGEVLA_RETURN_IF_ERROR(mm(a_act_, Hz, A, act1_.sel, a_emb_, act_, E));
-  EDGEVLA_RETURN_IF_ERROR(mm(a_emb_, Hz, E, act2_a_, enc_, act_, E, 0.0f, Epilogue::kNone, tau_bias_ + k * E));
+  EDGEVLA_RETURN_IF_ERROR(
+      mm(a_emb_, Hz, E, act2_a_, enc_, act_, E, 0.0f, Epilogue::kNone, tau_bias_ + k * E));
   EDGEVLA_RETURN_IF_ERROR(bias_activation(s, enc_, act_, Hz, E, E, nullptr, Activation::kSilu));
   float* rows = x_ + E;
   EDGEVLA_RETURN_IF_ERROR(mm(enc_, Hz, E, act3_.sel, rows, DType::kF32, E));
@@ -523,14 +562,17 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
   EDGEVLA_RETURN_IF_ERROR(mm(h_, Hz, E, proj_out_2_, dit_out_, act_, out_dim));
   EDGEVLA_RETURN_IF_ERROR(mm(dit_out_, Hz, out_dim, dec1_.sel, dec_hid_, act_, hs));
-  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, dec_hid_, act_, Hz, hs, hs, nullptr, Activation::kRelu));
+  EDGEVLA_RETURN_IF_ERROR(
+      bias_activation(s, dec_hid_, act_, Hz, hs, hs, nullptr, Activation::kRelu));
   float* vel = vel_all_ + static_cast<std::int64_t>(k) * Hz * A;
   EDGEVLA_RETURN_IF_ERROR(mm(dec_hid_, Hz, hs, dec2_.sel, vel, DType::kF32, A));
   return euler_step(s, a_, vel, dt, Hz * A, nullptr);
 }
 
-Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type) {
-  const std::int64_t W = cfg_.backbone_embedding_dim, E = E_, L = max_tokens_, Sd = cfg_.max_state_dim;
+Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t image_rows,
+                                 DType feature_type) {
+  const std::int64_t W = cfg_.backbone_embedding_dim, E = E_, L = max_tokens_,
+                     Sd = cfg_.max_state_dim;
   const std::int64_t hs = cfg_.hidden_size;
   cudaStream_t s = stream_.get();
   const Gemm mm = gemm();
@@ -538,16 +580,20 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   // (one GEMM for the text blocks, one for the image blocks).
   const std::int32_t* text_idx = ints_ + 2;
   const std::int32_t* image_idx = ints_ + 2 + L;
-  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, text_idx, text_rows, W, vl_f32_, DType::kF32,
-                                      W, true));
+  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, text_idx, text_rows, W,
+                                      vl_f32_, DType::kF32, W, true));
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, text_rows * W, bad_));
-  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
-  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W, vl_f32_,
-                                      DType::kF32, W, true));
+  EDGEVLA_RETURN_IF_ERROR(
+      layer_norm(s, vl_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
+  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W,
+                                      vl_f32_, DType::kF32, W, true));
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
-  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
-  EDGEVLA_RETURN_IF_ERROR(mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
-  EDGEVLA_RETURN_IF_ERROR(mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
+  EDGEVLA_RETURN_IF_ERROR(
+      layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
+  EDGEVLA_RETURN_IF_ERROR(
+      mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
+  EDGEVLA_RETURN_IF_ERROR(
+      mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
   // The state token (relu between the layers), and W2's τ half plus its bias per step.
   EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
   EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
@@ -568,20 +614,23 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
   std::int64_t n = 0, embodiment = 0;
   EDGEVLA_RETURN_IF_ERROR(check_inputs(options, n, embodiment));
-  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, W = cfg_.backbone_embedding_dim;
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim,
+                     W = cfg_.backbone_embedding_dim;
   const std::int64_t L = max_tokens_;
   const Tensor* bound_actions = bound_output(out_actions_);
   const Tensor& actions = bound_actions ? *bound_actions : actions_own_;
   if (!(actions.shape() == Shape{Hz, A}) || !actions.device().is_cpu()) {
-    return invalid_argument("groot action_head: output 'actions' is " + actions.describe() + ", must be host f32 [" +
-                            std::to_string(Hz) + "," + std::to_string(A) + "]");
+    return invalid_argument("groot action_head: output 'actions' is " + actions.describe() +
+                            ", must be host f32 [" + std::to_string(Hz) + "," + std::to_string(A) +
+                            "]");
   }
   const Tensor* velocities = bound_output(out_velocities_);
-  if (velocities != nullptr && (velocities->shape()[0] < options.num_steps || velocities->shape()[1] != Hz ||
-                                velocities->shape()[2] != A || !velocities->device().is_cpu())) {
+  if (velocities != nullptr &&
+      (velocities->shape()[0] < options.num_steps || velocities->shape()[1] != Hz ||
+       velocities->shape()[2] != A || !velocities->device().is_cpu())) {
     return invalid_argument("groot action_head: output 'velocities' " + velocities->describe() +
-                            " must be host f32 [>= " + std::to_string(options.num_steps) + "," + std::to_string(Hz) +
-                            "," + std::to_string(A) + "]");
+                            " must be host f32 [>= " + std::to_string(options.num_steps) + "," +
+                            std::to_string(Hz) + "," + std::to_string(A) + "]");
   }
 
   // Inputs to the device: features as bound, the packed rows and counts, state and noise.
@@ -606,12 +655,14 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 2 + 2 * L), cudaMemcpyHostToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad_, 0, 16, s));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(feat_stage_, f->raw_data(), bytes_of(f->dtype(), n * W),
-                                               f->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
-                                               s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(feat_stage_, f->raw_data(), bytes_of(f->dtype(), n * W),
+                      f->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(state_, bound_input(in_state_)->raw_data(),
-                                               bytes_of(DType::kF32, cfg_.max_state_dim), cudaMemcpyHostToDevice, s));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a_, bound_input(in_noise_)->raw_data(), bytes_of(DType::kF32, Hz * A),
+                                               bytes_of(DType::kF32, cfg_.max_state_dim),
+                                               cudaMemcpyHostToDevice, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a_, bound_input(in_noise_)->raw_data(),
+                                               bytes_of(DType::kF32, Hz * A),
                                                cudaMemcpyHostToDevice, s));
   if (prepared_steps_ != options.num_steps) {
     EDGEVLA_RETURN_IF_ERROR(prepare_steps(options.num_steps));
@@ -634,9 +685,11 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
   }
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(actions.raw_data(), a_, actions.nbytes(), cudaMemcpyDeviceToHost, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(actions.raw_data(), a_, actions.nbytes(), cudaMemcpyDeviceToHost, s));
   std::int32_t* bad = ints + 2 + 2 * L;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(bad, bad_, sizeof(std::int32_t), cudaMemcpyDeviceToHost, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(bad, bad_, sizeof(std::int32_t), cudaMemcpyDeviceToHost, s));
   if (velocities != nullptr) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(velocities->raw_data(), vel_all_,
                                                  bytes_of(DType::kF32, options.num_steps * Hz * A),
@@ -661,7 +714,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
 
 }  // namespace
 
-const bool kGrootActionHeadRegistered = register_engine("cuda", std::string(mg::kFamily),
-                                                        std::string(model::kActionHead), ActionHeadEngine::create);
+const bool kGrootActionHeadRegistered = register_engine(
+    "cuda", std::string(mg::kFamily), std::string(model::kActionHead), ActionHeadEngine::create);
 
 }  // namespace edgevla::backends::cuda::groot

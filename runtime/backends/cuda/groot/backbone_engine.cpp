@@ -55,7 +55,8 @@ class BackboneEngine final : public GrootCudaEngine {
     EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
     EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kBackbone));
     EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "groot backbone (cuda)"));
-    auto e = std::unique_ptr<BackboneEngine>(new BackboneEngine(gm->config(), *spec, info, compute_dtype(o)));
+    auto e = std::unique_ptr<BackboneEngine>(
+        new BackboneEngine(gm->config(), *spec, info, compute_dtype(o)));
     EDGEVLA_RETURN_IF_ERROR(e->init_device());
     EDGEVLA_RETURN_IF_ERROR(e->load(gm->checkpoint(), o));
     return std::unique_ptr<Engine>(std::move(e));
@@ -77,11 +78,13 @@ class BackboneEngine final : public GrootCudaEngine {
   std::int64_t max_edge_ = 0, merge_ = 0, side_ = 0, max_grid_ = 0, max_tokens_ = 0, max_rows_ = 0;
   std::int64_t max_patches_ = 0, max_merged_ = 0, image_slot_ = 0;
   std::vector<int> in_images_;
-  int in_ids_ = -1, in_mask_ = -1, out_features_ = -1, out_mask_ = -1, out_image_mask_ = -1, out_embeds_ = -1;
+  int in_ids_ = -1, in_mask_ = -1, out_features_ = -1, out_mask_ = -1, out_image_mask_ = -1,
+      out_embeds_ = -1;
 
   // Weights.
   DevLinear patch_, mlp1_fc1_, mlp1_fc2_;
-  float *position_ = nullptr, *post_w_ = nullptr, *post_b_ = nullptr, *mlp1_ln_w_ = nullptr, *mlp1_ln_b_ = nullptr;
+  float *position_ = nullptr, *post_w_ = nullptr, *post_b_ = nullptr, *mlp1_ln_w_ = nullptr,
+        *mlp1_ln_b_ = nullptr;
   std::vector<VisionLayerDev> vl_;
   void* embed_ = nullptr;
   std::int64_t vocab_ = 0;
@@ -95,12 +98,15 @@ class BackboneEngine final : public GrootCudaEngine {
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
   float *ve_ = nullptr, *vpost_ = nullptr, *merged_ = nullptr, *img_ = nullptr;
   float* positions_ = nullptr;  // per view slot: the position table interpolated to its grid
-  std::array<std::pair<std::int64_t, std::int64_t>, mg::kMaxViews> position_grids_{};  // what each slot holds
+  std::array<std::pair<std::int64_t, std::int64_t>, mg::kMaxViews>
+      position_grids_{};  // what each slot holds
   void *merged_act_ = nullptr, *mh_ = nullptr;
   float *x_ = nullptr, *feat_ = nullptr;
-  void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr;
-  std::int32_t *ints_ = nullptr, *zero_ = nullptr;  // ints_: ids | image row | key row | key limit, max_rows_ each
-  std::int32_t* bad_ = nullptr;                      // non-finite pixels per view (f32 views)
+  void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
+       *g_ = nullptr;
+  std::int32_t *ints_ = nullptr,
+               *zero_ = nullptr;  // ints_: ids | image row | key row | key limit, max_rows_ each
+  std::int32_t* bad_ = nullptr;   // non-finite pixels per view (f32 views)
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
 
@@ -125,15 +131,18 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   out_mask_ = output_index("attention_mask");
   out_image_mask_ = output_index("image_mask");
   out_embeds_ = output_index("image_embeds");
-  if (in_images_.empty() || in_images_.size() > static_cast<std::size_t>(mg::kMaxViews) || in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 ||
-      out_image_mask_ < 0 || out_embeds_ < 0) {
-    return internal_error("groot backbone (cuda): the family's backbone spec lacks a tensor the engine binds");
+  if (in_images_.empty() || in_images_.size() > static_cast<std::size_t>(mg::kMaxViews) ||
+      in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 || out_image_mask_ < 0 ||
+      out_embeds_ < 0) {
+    return internal_error(
+        "groot backbone (cuda): the family's backbone spec lacks a tensor the engine binds");
   }
   const auto& v = cfg_.vision;
   const auto& t = cfg_.text;
   if (v.head_dim() % 8 != 0 || t.head_dim % 8 != 0 || v.head_dim() > 256 || t.head_dim > 256) {
-    return invalid_argument("groot backbone (cuda): head sizes " + std::to_string(v.head_dim()) + " (vision) / " +
-                            std::to_string(t.head_dim) + " (LLM) must be multiples of 8 up to 256");
+    return invalid_argument("groot backbone (cuda): head sizes " + std::to_string(v.head_dim()) +
+                            " (vision) / " + std::to_string(t.head_dim) +
+                            " (LLM) must be multiples of 8 up to 256");
   }
   const Shape& img = inputs_[static_cast<std::size_t>(in_images_[0])].max_shape;
   max_edge_ = std::max(img[1], img[2]);
@@ -198,12 +207,14 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   // RoPE frequencies in float32, as transformers builds them (notes §8: tables in fp32).
   const float theta = static_cast<float>(t.rope_theta);
   for (std::int64_t i = 0; i < t.head_dim; i += 2) {
-    inv_freq_host_.push_back(1.0f / std::pow(theta, static_cast<float>(i) / static_cast<float>(t.head_dim)));
+    inv_freq_host_.push_back(
+        1.0f / std::pow(theta, static_cast<float>(i) / static_cast<float>(t.head_dim)));
   }
   wp.vector(inv_freq_, inv_freq_host_);
   wp.place(arena_);
 
-  const std::int64_t M = max_patches_, Mm = max_merged_, Dv = v.hidden_size, Fv = v.intermediate_size;
+  const std::int64_t M = max_patches_, Mm = max_merged_, Dv = v.hidden_size,
+                     Fv = v.intermediate_size;
   const std::int64_t pp = v.patch_dim(), wide = cfg_.mlp1_in(), W = t.hidden_size, R = max_rows_;
   const std::int64_t H = t.num_heads, K = t.num_kv_heads, h = t.head_dim, F = t.intermediate_size;
   const std::int64_t Q = (H + 2 * K) * h;
@@ -238,14 +249,16 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   la.b_len = R;
   AttentionArgs va1 = va;
   va1.batch = 1;
-  scratch_bytes_ = std::max({attention_scratch_bytes(va), attention_scratch_bytes(va1), attention_scratch_bytes(la)});
+  scratch_bytes_ = std::max(
+      {attention_scratch_bytes(va), attention_scratch_bytes(va1), attention_scratch_bytes(la)});
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::allocate(bytes_of(DType::kI32, 4 * R + mg::kMaxViews)));
+  EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
+                           PinnedBuffer::allocate(bytes_of(DType::kI32, 4 * R + mg::kMaxViews)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
   EDGEVLA_ASSIGN_OR_RETURN(features_, Tensor::empty(DType::kF32, Shape{max_tokens_, W}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_out_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
@@ -264,57 +277,67 @@ Status BackboneEngine::collect_views() {
       continue;
     }
     if (first_missing < k) {
-      return invalid_argument("groot backbone: " + view_name(k) + " is bound but " + view_name(first_missing) +
-                              " is not; bind the views in order from image.0 (one per video key of the embodiment)");
+      return invalid_argument(
+          "groot backbone: " + view_name(k) + " is bound but " + view_name(first_missing) +
+          " is not; bind the views in order from image.0 (one per video key of the embodiment)");
     }
     const std::int64_t c = t->shape()[0], h = t->shape()[1], w = t->shape()[2];
-    if (c != cfg_.vision.num_channels || h <= 0 || w <= 0 || h % merge_ != 0 || w % merge_ != 0 || h > max_edge_ ||
-        w > max_edge_) {
-      return invalid_argument("groot backbone: " + view_name(k) + " is " + t->shape().to_string() + ", expected [" +
-                              std::to_string(cfg_.vision.num_channels) + ",h,w] with h and w positive multiples of " +
-                              std::to_string(merge_) + " up to " + std::to_string(max_edge_) +
-                              "; pre-process the frame with the groot image transform (smart_resize)");
+    if (c != cfg_.vision.num_channels || h <= 0 || w <= 0 || h % merge_ != 0 || w % merge_ != 0 ||
+        h > max_edge_ || w > max_edge_) {
+      return invalid_argument(
+          "groot backbone: " + view_name(k) + " is " + t->shape().to_string() + ", expected [" +
+          std::to_string(cfg_.vision.num_channels) + ",h,w] with h and w positive multiples of " +
+          std::to_string(merge_) + " up to " + std::to_string(max_edge_) +
+          "; pre-process the frame with the groot image transform (smart_resize)");
     }
     views_.push_back({t, h, w, t->dtype()});
   }
   if (views_.empty()) {
-    return invalid_argument("groot backbone: no view bound; bind image.0 (and image.1.. for embodiments with more "
-                            "cameras)");
+    return invalid_argument(
+        "groot backbone: no view bound; bind image.0 (and image.1.. for embodiments with more "
+        "cameras)");
   }
   return Status::ok();
 }
 
-Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask, std::int64_t& image_tokens) {
+Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask,
+                                    std::int64_t& image_tokens) {
   ids = bound_input(in_ids_);
   mask = bound_input(in_mask_);
   if (ids == nullptr || mask == nullptr) {
-    return invalid_argument("groot backbone: bind input_ids and attention_mask (the tokenized prompt)");
+    return invalid_argument(
+        "groot backbone: bind input_ids and attention_mask (the tokenized prompt)");
   }
   if (!ids->device().is_cpu() || !mask->device().is_cpu()) {
-    return invalid_argument("groot backbone (cuda): input_ids and attention_mask must be host tensors");
+    return invalid_argument(
+        "groot backbone (cuda): input_ids and attention_mask must be host tensors");
   }
   const std::int64_t L = ids->shape()[0];
   if (L == 0 || mask->shape()[0] != L) {
-    return invalid_argument("groot backbone: input_ids " + ids->shape().to_string() + " and attention_mask " +
-                            mask->shape().to_string() + " must have the same, non-zero length");
+    return invalid_argument("groot backbone: input_ids " + ids->shape().to_string() +
+                            " and attention_mask " + mask->shape().to_string() +
+                            " must have the same, non-zero length");
   }
   if (L > max_tokens_) {
-    return invalid_argument("groot backbone: the prompt has " + std::to_string(L) + " tokens, more than the " +
-                            std::to_string(max_tokens_) +
-                            " this model is sized for; shorten the instruction or use fewer or smaller views");
+    return invalid_argument(
+        "groot backbone: the prompt has " + std::to_string(L) + " tokens, more than the " +
+        std::to_string(max_tokens_) +
+        " this model is sized for; shorten the instruction or use fewer or smaller views");
   }
   const std::int32_t* id = ids->data<std::int32_t>();
   const bool* valid = mask->data<bool>();
   bool any = false;
   for (std::int64_t i = 0; i < L; ++i) {
     if (id[i] < 0 || id[i] >= vocab_) {
-      return invalid_argument("groot backbone: input_ids[" + std::to_string(i) + "] = " + std::to_string(id[i]) +
-                              " is outside the vocabulary [0, " + std::to_string(vocab_) +
+      return invalid_argument("groot backbone: input_ids[" + std::to_string(i) +
+                              "] = " + std::to_string(id[i]) + " is outside the vocabulary [0, " +
+                              std::to_string(vocab_) +
                               "); tokenize with this checkpoint's tokenizer");
     }
     any = any || valid[i];
   }
-  if (!any) return invalid_argument("groot backbone: attention_mask has no real token (all padding)");
+  if (!any)
+    return invalid_argument("groot backbone: attention_mask has no real token (all padding)");
   const std::int64_t image_id = cfg_.image_token_id;
   std::size_t runs = 0;
   image_tokens = 0;
@@ -329,10 +352,11 @@ Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask, std
       const View& v = views_[runs];
       const std::int64_t want = (v.h / merge_) * (v.w / merge_);
       if (j - i != want) {
-        return invalid_argument("groot backbone: " + view_name(runs) + " " + v.pixels->shape().to_string() + " gives " +
-                                std::to_string(want) + " image tokens but the prompt's image block " +
-                                std::to_string(runs) + " holds " + std::to_string(j - i) +
-                                " <IMG_CONTEXT> tokens; build the prompt from the same pre-processed frames");
+        return invalid_argument(
+            "groot backbone: " + view_name(runs) + " " + v.pixels->shape().to_string() + " gives " +
+            std::to_string(want) + " image tokens but the prompt's image block " +
+            std::to_string(runs) + " holds " + std::to_string(j - i) +
+            " <IMG_CONTEXT> tokens; build the prompt from the same pre-processed frames");
       }
     }
     image_tokens += j - i;
@@ -340,9 +364,10 @@ Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask, std
     i = j;
   }
   if (runs != views_.size()) {
-    return invalid_argument("groot backbone: the prompt holds " + std::to_string(runs) + " image block(s) but " +
-                            std::to_string(views_.size()) +
-                            " view(s) are bound; give one view per <img> block (the embodiment's video keys)");
+    return invalid_argument(
+        "groot backbone: the prompt holds " + std::to_string(runs) + " image block(s) but " +
+        std::to_string(views_.size()) +
+        " view(s) are bound; give one view per <img> block (the embodiment's video keys)");
   }
   return Status::ok();
 }
@@ -359,9 +384,9 @@ Status BackboneEngine::vision() {
   std::int64_t M = 0;
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const View& vw = views_[k];
-    EDGEVLA_RETURN_IF_ERROR(image_patches(s, images_ + static_cast<std::int64_t>(k) * image_slot_, vw.dtype, vw.h, vw.w,
-                                          P, static_cast<std::byte*>(patches_) + static_cast<std::size_t>(M * pp) * es,
-                                          act_));
+    EDGEVLA_RETURN_IF_ERROR(image_patches(
+        s, images_ + static_cast<std::int64_t>(k) * image_slot_, vw.dtype, vw.h, vw.w, P,
+        static_cast<std::byte*>(patches_) + static_cast<std::size_t>(M * pp) * es, act_));
     M += (vw.h / P) * (vw.w / P);
   }
   EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, pp, patch_, ve_, DType::kF32, Dv));
@@ -382,10 +407,12 @@ Status BackboneEngine::vision() {
     for (std::size_t k = 0; k < views_.size();) {
       const View& vw = views_[k];
       std::size_t same = 1;
-      while (k + same < views_.size() && views_[k + same].h == vw.h && views_[k + same].w == vw.w) ++same;
+      while (k + same < views_.size() && views_[k + same].h == vw.h && views_[k + same].w == vw.w)
+        ++same;
       const std::int64_t n = (vw.h / P) * (vw.w / P);
       auto* q = static_cast<std::byte*>(vqkv_) + static_cast<std::size_t>(off * 3 * Dv) * es;
-      AttentionArgs a{act_, static_cast<std::int64_t>(same), n, v.num_heads, v.num_heads, hv, scale};
+      AttentionArgs a{act_, static_cast<std::int64_t>(same), n, v.num_heads, v.num_heads, hv,
+                      scale};
       a.q = q;
       a.ldq = 3 * Dv;
       a.q_batch = n * 3 * Dv;
@@ -402,7 +429,8 @@ Status BackboneEngine::vision() {
     }
     EDGEVLA_RETURN_IF_ERROR(mm(vo_, M, Dv, l.o, ve_, DType::kF32, Dv, 1.0f));
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln2_w, l.ln2_b, eps, vy_, act_));
-    EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.fc1, vh_, act_, v.intermediate_size, 0.0f, Epilogue::kGeluTanh));
+    EDGEVLA_RETURN_IF_ERROR(
+        mm(vy_, M, Dv, l.fc1, vh_, act_, v.intermediate_size, 0.0f, Epilogue::kGeluTanh));
     EDGEVLA_RETURN_IF_ERROR(mm(vh_, M, v.intermediate_size, l.fc2, ve_, DType::kF32, Dv, 1.0f));
   }
   EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, post_w_, post_b_, eps, vpost_, DType::kF32));
@@ -410,13 +438,16 @@ Status BackboneEngine::vision() {
   std::int64_t merged = 0;
   for (const View& vw : views_) {
     const std::int64_t gh = vw.h / P, gw = vw.w / P;
-    EDGEVLA_RETURN_IF_ERROR(pixel_unshuffle(s, vpost_ + off * Dv, gh, gw, Dv, r, merged_ + merged * wide));
+    EDGEVLA_RETURN_IF_ERROR(
+        pixel_unshuffle(s, vpost_ + off * Dv, gh, gw, Dv, r, merged_ + merged * wide));
     off += gh * gw;
     merged += (gh / r) * (gw / r);
   }
-  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, merged_, merged, wide, mlp1_ln_w_, mlp1_ln_b_, kMlp1Eps, merged_act_, act_));
+  EDGEVLA_RETURN_IF_ERROR(
+      layer_norm(s, merged_, merged, wide, mlp1_ln_w_, mlp1_ln_b_, kMlp1Eps, merged_act_, act_));
   EDGEVLA_RETURN_IF_ERROR(mm(merged_act_, merged, wide, mlp1_fc1_, mh_, act_, W));
-  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, mh_, act_, merged, W, W, nullptr, Activation::kGeluErf));
+  EDGEVLA_RETURN_IF_ERROR(
+      bias_activation(s, mh_, act_, merged, W, W, nullptr, Activation::kGeluErf));
   return mm(mh_, merged, W, mlp1_fc2_, img_, DType::kF32, W);
 }
 
@@ -424,7 +455,8 @@ Status BackboneEngine::vision() {
 // (a bucket) → feat_.
 Status BackboneEngine::llm(std::int64_t rows) {
   const auto& t = cfg_.text;
-  const std::int64_t W = t.hidden_size, H = t.num_heads, K = t.num_kv_heads, h = t.head_dim, F = t.intermediate_size;
+  const std::int64_t W = t.hidden_size, H = t.num_heads, K = t.num_kv_heads, h = t.head_dim,
+                     F = t.intermediate_size;
   const std::int64_t Q = (H + 2 * K) * h, R = max_rows_;
   const std::size_t es = dtype_size(act_);
   const float eps = static_cast<float>(t.rms_norm_eps);
@@ -435,21 +467,24 @@ Status BackboneEngine::llm(std::int64_t rows) {
   const std::int32_t* key_row = ints_ + 2 * R;
   const std::int32_t* key_limit = ints_ + 3 * R;
   EDGEVLA_RETURN_IF_ERROR(embed_tokens(s, ids, rows, embed_, act_, vocab_, W, 1.0f, x_));
-  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, img_, DType::kF32, W, image_row, rows, W, x_, DType::kF32, W, false));
+  EDGEVLA_RETURN_IF_ERROR(
+      gather_rows(s, img_, DType::kF32, W, image_row, rows, W, x_, DType::kF32, W, false));
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
   auto* q = static_cast<std::byte*>(qkv_);
   for (const QwenLayerDev& l : ql_) {
-    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.in_norm, eps, y_, act_, W));
+    EDGEVLA_RETURN_IF_ERROR(
+        rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.in_norm, eps, y_, act_, W));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.qkv, qkv_, act_, Q));
     // q_norm / k_norm per head in place, then RoPE on q and k at positions 0..rows-1.
-    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, q, act_, Q, rows * H, H, h, l.q_norm, eps, q, act_, Q));
     EDGEVLA_RETURN_IF_ERROR(
-        rms_norm_rows(s, q + H * h * es, act_, Q, rows * K, K, h, l.k_norm, eps, q + H * h * es, act_, Q));
+        rms_norm_rows(s, q, act_, Q, rows * H, H, h, l.q_norm, eps, q, act_, Q));
+    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, q + H * h * es, act_, Q, rows * K, K, h, l.k_norm, eps,
+                                          q + H * h * es, act_, Q));
     EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H + K, h, Q, zero_, inv_freq_));
     // The real tokens' keys|values, in order (padding rows zeroed): causal by position is then
     // causal by compact row, and key_limit[r] (0 for padding) bounds what row r sees.
-    EDGEVLA_RETURN_IF_ERROR(
-        gather_rows(s, q + H * h * es, act_, Q, key_row, rows, 2 * K * h, kvc_, act_, 2 * K * h, true));
+    EDGEVLA_RETURN_IF_ERROR(gather_rows(s, q + H * h * es, act_, Q, key_row, rows, 2 * K * h, kvc_,
+                                        act_, 2 * K * h, true));
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;
     a.ldq = Q;
@@ -462,7 +497,8 @@ Status BackboneEngine::llm(std::int64_t rows) {
     a.scratch_bytes = scratch_bytes_;
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     EDGEVLA_RETURN_IF_ERROR(mm(o_, rows, H * h, l.o, x_, DType::kF32, W, 1.0f));
-    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.post_norm, eps, y_, act_, W));
+    EDGEVLA_RETURN_IF_ERROR(
+        rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.post_norm, eps, y_, act_, W));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.gate_up, gu_, act_, 2 * F));
     EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(g_, rows, F, l.down, x_, DType::kF32, W, 1.0f));
@@ -497,21 +533,23 @@ Status BackboneEngine::run(const RunOptions&) {
       !(feats.device().is_cpu() || feats.device() == Device::cuda(info_.index))) {
     return invalid_argument("groot backbone: output backbone_features " + feats.describe() +
                             " cannot take f32 [" + std::to_string(L) + "," + std::to_string(W) +
-                            "] (bind a host or cuda:" + std::to_string(info_.index) + " f32 tensor)");
+                            "] (bind a host or cuda:" + std::to_string(info_.index) +
+                            " f32 tensor)");
   }
   const Tensor* be = bound_output(out_embeds_);
-  if (be != nullptr && (be->dtype() != DType::kF32 || be->shape()[0] < n_img || be->shape()[1] != W ||
-                        !be->device().is_cpu())) {
-    return invalid_argument("groot backbone: output image_embeds " + be->describe() + " cannot take host f32 [" +
-                            std::to_string(n_img) + "," + std::to_string(W) + "]");
+  if (be != nullptr && (be->dtype() != DType::kF32 || be->shape()[0] < n_img ||
+                        be->shape()[1] != W || !be->device().is_cpu())) {
+    return invalid_argument("groot backbone: output image_embeds " + be->describe() +
+                            " cannot take host f32 [" + std::to_string(n_img) + "," +
+                            std::to_string(W) + "]");
   }
 
   // Inputs to the device: pixels as bound, then ids | image row | key row | key limit.
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const Tensor* t = views_[k].pixels;
     const auto kind = t->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(images_ + static_cast<std::int64_t>(k) * image_slot_, t->raw_data(),
-                                                 t->nbytes(), kind, s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        images_ + static_cast<std::int64_t>(k) * image_slot_, t->raw_data(), t->nbytes(), kind, s));
   }
   const std::int32_t* id = ids->data<std::int32_t>();
   const bool* valid = mask->data<bool>();
@@ -542,7 +580,8 @@ Status BackboneEngine::run(const RunOptions&) {
     if (position_grids_[k] == std::make_pair(gh, gw)) continue;
     float* slot = positions_ + static_cast<std::int64_t>(k) * max_grid_ * max_grid_ * Dv;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(slot, 0, bytes_of(DType::kF32, gh * gw * Dv), s));
-    EDGEVLA_RETURN_IF_ERROR(add_grid_positions(s, slot, gh, gw, Dv, position_, side_, grid_weights_ + grid_offset(gh),
+    EDGEVLA_RETURN_IF_ERROR(add_grid_positions(s, slot, gh, gw, Dv, position_, side_,
+                                               grid_weights_ + grid_offset(gh),
                                                grid_weights_ + grid_offset(gw)));
     position_grids_[k] = {gh, gw};
   }
@@ -551,7 +590,8 @@ Status BackboneEngine::run(const RunOptions&) {
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad_, 0, bytes_of(DType::kI32, mg::kMaxViews), s));
   for (std::size_t k = 0; k < views_.size(); ++k) {
     if (views_[k].dtype != DType::kF32) continue;
-    const auto* pixels = reinterpret_cast<const float*>(images_ + static_cast<std::int64_t>(k) * image_slot_);
+    const auto* pixels =
+        reinterpret_cast<const float*>(images_ + static_cast<std::int64_t>(k) * image_slot_);
     EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, pixels, 3 * views_[k].h * views_[k].w, bad_ + k));
   }
 
@@ -569,7 +609,8 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(rows); }));
     log_plans();
-    if (graphs_.size() >= 32) graphs_.clear();  // frames of ever new sizes: do not keep graphs without bound
+    if (graphs_.size() >= 32)
+      graphs_.clear();  // frames of ever new sizes: do not keep graphs without bound
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
@@ -577,11 +618,11 @@ Status BackboneEngine::run(const RunOptions&) {
 
   // Outputs.
   const auto fkind = feats.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(feats.raw_data(), feat_, static_cast<std::size_t>(L * W) * sizeof(float), fkind, s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+      feats.raw_data(), feat_, static_cast<std::size_t>(L * W) * sizeof(float), fkind, s));
   if (be != nullptr) {
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(be->raw_data(), img_, static_cast<std::size_t>(n_img * W) * 4,
-                                                 cudaMemcpyDeviceToHost, s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        be->raw_data(), img_, static_cast<std::size_t>(n_img * W) * 4, cudaMemcpyDeviceToHost, s));
   }
   std::int32_t* bad = ints + 4 * R;
   EDGEVLA_CUDA_RETURN_IF_ERROR(
@@ -590,8 +631,9 @@ Status BackboneEngine::run(const RunOptions&) {
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
   for (std::size_t k = 0; k < views_.size(); ++k) {
     if (bad[k] > 0) {
-      return invalid_argument("groot backbone: " + view_name(k) + " holds " + std::to_string(bad[k]) +
-                              " non-finite pixel(s); check the camera frame and the pre-processing");
+      return invalid_argument(
+          "groot backbone: " + view_name(k) + " holds " + std::to_string(bad[k]) +
+          " non-finite pixel(s); check the camera frame and the pre-processing");
     }
   }
   EDGEVLA_ASSIGN_OR_RETURN(Tensor fview, feats.slice(0, 0, L));
@@ -613,7 +655,7 @@ Status BackboneEngine::run(const RunOptions&) {
 
 }  // namespace
 
-const bool kGrootBackboneRegistered = register_engine("cuda", std::string(mg::kFamily), std::string(model::kBackbone),
-                                                      BackboneEngine::create);
+const bool kGrootBackboneRegistered = register_engine(
+    "cuda", std::string(mg::kFamily), std::string(model::kBackbone), BackboneEngine::create);
 
 }  // namespace edgevla::backends::cuda::groot

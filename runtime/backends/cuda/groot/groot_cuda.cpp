@@ -5,16 +5,19 @@
 namespace edgevla::backends::cuda::groot {
 
 std::string GrootCudaEngine::describe() const {
-  return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
+  return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" +
+         info_.name + ")";
 }
 
 void GrootCudaEngine::log_plans() const {
   const std::string report = blas_->plan_report();
   std::size_t shapes = 0, own = 0;
   for (std::size_t at = 0; (at = report.find('\n', at)) != std::string::npos; ++at) ++shapes;
-  for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at) ++own;
-  spdlog::info("groot {} (cuda): {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt", stage_,
-               shapes, own, shapes - own);
+  for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at)
+    ++own;
+  spdlog::info(
+      "groot {} (cuda): {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt",
+      stage_, shapes, own, shapes - own);
   spdlog::debug("groot {} (cuda) GEMM plans:\n{}", stage_, report);
 }
 
@@ -29,19 +32,23 @@ Status GrootCudaEngine::allocate_and_upload(WeightPlan& weights, const model::gr
   const std::string what = "groot " + stage_ + " (cuda)";
   const auto need = static_cast<std::int64_t>(arena_.planned());
   if (o.memory_budget_bytes > 0 && process_device_bytes() + need > o.memory_budget_bytes) {
-    return resource_exhausted(what + " needs " + std::to_string(need >> 20) + " MiB of device memory (weights " +
-                              std::to_string(weights.bytes() >> 20) + " MiB) but gpu_memory_budget_mb allows " +
-                              std::to_string(o.memory_budget_bytes >> 20) + " MiB and this process holds " +
-                              std::to_string(process_device_bytes() >> 20) +
-                              " MiB already; raise the budget, use a smaller checkpoint, or add cpu to the backend list");
+    return resource_exhausted(
+        what + " needs " + std::to_string(need >> 20) + " MiB of device memory (weights " +
+        std::to_string(weights.bytes() >> 20) + " MiB) but gpu_memory_budget_mb allows " +
+        std::to_string(o.memory_budget_bytes >> 20) + " MiB and this process holds " +
+        std::to_string(process_device_bytes() >> 20) +
+        " MiB already; raise the budget, use a smaller checkpoint, or add cpu to the backend list");
   }
   EDGEVLA_RETURN_IF_ERROR(arena_.allocate(what));
-  EDGEVLA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(stream_.get(), what, weights.source_bytes()));
+  EDGEVLA_ASSIGN_OR_RETURN(Uploader up,
+                           Uploader::create(stream_.get(), what, weights.source_bytes()));
   EDGEVLA_RETURN_IF_ERROR(weights.upload(arena_, up));
   EDGEVLA_RETURN_IF_ERROR(up.finish());
-  for (const model::SafetensorsFile& shard : ck.shards()) release_mapped_pages(shard.mapped_bytes());
-  spdlog::info("{}: {} MiB on {} (weights {} MiB, buffers {} MiB)", what, arena_.size() >> 20, info_.name,
-               weights.bytes() >> 20, (static_cast<std::int64_t>(arena_.size()) - weights.bytes()) >> 20);
+  for (const model::SafetensorsFile& shard : ck.shards())
+    release_mapped_pages(shard.mapped_bytes());
+  spdlog::info("{}: {} MiB on {} (weights {} MiB, buffers {} MiB)", what, arena_.size() >> 20,
+               info_.name, weights.bytes() >> 20,
+               (static_cast<std::int64_t>(arena_.size()) - weights.bytes()) >> 20);
   return Status::ok();
 }
 

@@ -28,13 +28,15 @@ class GrootCudaEngine : public EngineBase {
 
  protected:
   GrootCudaEngine(const model::StageSpec& spec, DeviceInfo info, DType act)
-      : EngineBase("cuda", std::string(model::groot::kFamily), spec, DeviceType::kCuda), info_(std::move(info)),
+      : EngineBase("cuda", std::string(model::groot::kFamily), spec, DeviceType::kCuda),
+        info_(std::move(info)),
         act_(act) {}
   // Stream and cuBLASLt; then the caller plans the arena.
   Status init_device();
   // Checks the plan against the budget, allocates, uploads the weights and releases the mapped
   // pages of every shard.
-  Status allocate_and_upload(WeightPlan& weights, const model::groot::Checkpoint& ck, const EngineOptions& o);
+  Status allocate_and_upload(WeightPlan& weights, const model::groot::Checkpoint& ck,
+                             const EngineOptions& o);
   Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_}; }
   // After a capture: how many GEMM shapes run on which kernel (every plan at debug).
   void log_plans() const;

@@ -31,17 +31,21 @@ inline unsigned blocks_for(std::int64_t n, std::int64_t per_block = kThreads) {
 __device__ __forceinline__ std::int64_t global_id() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-__device__ __forceinline__ std::int64_t global_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ std::int64_t global_stride() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
 
 // ---- RMSNorm (× w), one warp per row ---------------------------------------------------------
 
 template <class TX, class TY>
-__global__ void rms_rows_kernel(const TX* x, std::int64_t ldx, std::int64_t rows, std::int64_t group,
-                                std::int64_t width, const float* __restrict__ w, float eps, TY* y, std::int64_t ldy) {
+__global__ void rms_rows_kernel(const TX* x, std::int64_t ldx, std::int64_t rows,
+                                std::int64_t group, std::int64_t width, const float* __restrict__ w,
+                                float eps, TY* y, std::int64_t ldy) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x >> 5);
-  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
-       r += warps) {
+  for (std::int64_t r =
+           static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       r < rows; r += warps) {
     const std::int64_t tok = r / group, part = r % group;
     const TX* xr = x + tok * ldx + part * width;
     TY* yr = y + tok * ldy + part * width;
@@ -53,7 +57,8 @@ __global__ void rms_rows_kernel(const TX* x, std::int64_t ldx, std::int64_t rows
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     const float inv = rsqrtf(ss / static_cast<float>(width) + eps);
-    for (std::int64_t i = lane; i < width; i += 32) yr[i] = from_f32<TY>(to_f32(xr[i]) * inv * w[i]);
+    for (std::int64_t i = lane; i < width; i += 32)
+      yr[i] = from_f32<TY>(to_f32(xr[i]) * inv * w[i]);
   }
 }
 
@@ -97,8 +102,9 @@ __global__ void bias_activation_kernel(T* x, std::int64_t rows, std::int64_t n, 
 }
 
 template <class TS, class TD>
-__global__ void gather_kernel(const TS* src, std::int64_t lds, const std::int32_t* __restrict__ idx, std::int64_t rows,
-                              std::int64_t width, TD* dst, std::int64_t ldd, bool zero_missing) {
+__global__ void gather_kernel(const TS* src, std::int64_t lds, const std::int32_t* __restrict__ idx,
+                              std::int64_t rows, std::int64_t width, TD* dst, std::int64_t ldd,
+                              bool zero_missing) {
   const std::int64_t total = rows * width;
   for (std::int64_t i = global_id(); i < total; i += global_stride()) {
     const std::int64_t r = i / width, c = i % width;
@@ -112,7 +118,8 @@ __global__ void gather_kernel(const TS* src, std::int64_t lds, const std::int32_
 }
 
 template <class TS, class TD>
-__global__ void patches_kernel(const TS* image, std::int64_t h, std::int64_t w, std::int64_t p, TD* out) {
+__global__ void patches_kernel(const TS* image, std::int64_t h, std::int64_t w, std::int64_t p,
+                               TD* out) {
   const std::int64_t gw = w / p, cols = p * p * 3, total = (h / p) * gw * cols;
   for (std::int64_t i = global_id(); i < total; i += global_stride()) {
     const std::int64_t row = i / cols, col = i % cols;
@@ -122,8 +129,9 @@ __global__ void patches_kernel(const TS* image, std::int64_t h, std::int64_t w, 
   }
 }
 
-__global__ void grid_positions_kernel(float* x, std::int64_t gh, std::int64_t gw, std::int64_t width,
-                                      const float* __restrict__ table, std::int64_t side, const float* __restrict__ wy,
+__global__ void grid_positions_kernel(float* x, std::int64_t gh, std::int64_t gw,
+                                      std::int64_t width, const float* __restrict__ table,
+                                      std::int64_t side, const float* __restrict__ wy,
                                       const float* __restrict__ wx) {
   const std::int64_t total = gh * gw * width;
   for (std::int64_t i = global_id(); i < total; i += global_stride()) {
@@ -145,8 +153,8 @@ __global__ void grid_positions_kernel(float* x, std::int64_t gh, std::int64_t gw
   }
 }
 
-__global__ void unshuffle_kernel(const float* src, std::int64_t gh, std::int64_t gw, std::int64_t d, std::int64_t r,
-                                 float* dst) {
+__global__ void unshuffle_kernel(const float* src, std::int64_t gh, std::int64_t gw, std::int64_t d,
+                                 std::int64_t r, float* dst) {
   const std::int64_t mw = gw / r, wide = d * r * r, total = (gh / r) * mw * wide;
   for (std::int64_t i = global_id(); i < total; i += global_stride()) {
     const std::int64_t m = i / wide, q = i % wide;
@@ -175,62 +183,67 @@ __global__ void transpose_kernel(const T* src, std::int64_t rows, std::int64_t c
   }
 }
 
-Status bad(const char* kernel, const std::string& why) { return invalid_argument(std::string(kernel) + ": " + why); }
+Status bad(const char* kernel, const std::string& why) {
+  return invalid_argument(std::string(kernel) + ": " + why);
+}
 
 }  // namespace
 
-Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int64_t ldx, std::int64_t rows,
-                     std::int64_t group, std::int64_t width, const float* w, float eps, void* y, DType y_type,
-                     std::int64_t ldy) {
+Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int64_t ldx,
+                     std::int64_t rows, std::int64_t group, std::int64_t width, const float* w,
+                     float eps, void* y, DType y_type, std::int64_t ldy) {
   constexpr const char* kName = "rms_norm_rows";
   if (rows < 0 || width < 0 || group < 1) return bad(kName, "bad rows/width/group");
   if (rows == 0 || width == 0) return Status::ok();
   if (x == nullptr || y == nullptr || w == nullptr) return bad(kName, "null pointer");
-  if (ldx < group * width || ldy < group * width) return bad(kName, "a row stride is shorter than its row");
+  if (ldx < group * width || ldy < group * width)
+    return bad(kName, "a row stride is shorter than its row");
   const unsigned blocks = blocks_for(rows, kThreads / 32);
   return with_act(x_type, kName, "x", [&](auto tx) -> Status {
     using TX = typename decltype(tx)::type;
     return with_act(y_type, kName, "y", [&](auto ty) -> Status {
       using TY = typename decltype(ty)::type;
-      rms_rows_kernel<TX, TY><<<blocks, kThreads, 0, stream>>>(static_cast<const TX*>(x), ldx, rows, group, width, w,
-                                                               eps, static_cast<TY*>(y), ldy);
+      rms_rows_kernel<TX, TY><<<blocks, kThreads, 0, stream>>>(
+          static_cast<const TX*>(x), ldx, rows, group, width, w, eps, static_cast<TY*>(y), ldy);
       return last_launch_status(kName);
     });
   });
 }
 
-Status swiglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act) {
+Status swiglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out,
+              DType act) {
   constexpr const char* kName = "swiglu";
   if (rows < 0 || f < 0) return bad(kName, "bad rows/f");
   if (rows == 0 || f == 0) return Status::ok();
   if (gu == nullptr || out == nullptr) return bad(kName, "null pointer");
   return with_act(act, kName, "activation", [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    swiglu_kernel<T><<<blocks_for(rows * f), kThreads, 0, stream>>>(static_cast<const T*>(gu), rows, f,
-                                                                    static_cast<T*>(out));
+    swiglu_kernel<T><<<blocks_for(rows * f), kThreads, 0, stream>>>(static_cast<const T*>(gu), rows,
+                                                                    f, static_cast<T*>(out));
     return last_launch_status(kName);
   });
 }
 
-Status bias_activation(cudaStream_t stream, void* x, DType type, std::int64_t rows, std::int64_t n, std::int64_t ldx,
-                       const float* bias, Activation act) {
+Status bias_activation(cudaStream_t stream, void* x, DType type, std::int64_t rows, std::int64_t n,
+                       std::int64_t ldx, const float* bias, Activation act) {
   constexpr const char* kName = "bias_activation";
   if (rows < 0 || n < 0 || ldx < n) return bad(kName, "bad rows/n/ldx");
   if (rows == 0 || n == 0) return Status::ok();
   if (x == nullptr) return bad(kName, "null pointer");
   return with_act(type, kName, "x", [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    bias_activation_kernel<T><<<blocks_for(rows * n), kThreads, 0, stream>>>(static_cast<T*>(x), rows, n, ldx, bias,
-                                                                             act);
+    bias_activation_kernel<T><<<blocks_for(rows * n), kThreads, 0, stream>>>(
+        static_cast<T*>(x), rows, n, ldx, bias, act);
     return last_launch_status(kName);
   });
 }
 
-Status gather_rows(cudaStream_t stream, const void* src, DType src_type, std::int64_t lds, const std::int32_t* idx,
-                   std::int64_t rows, std::int64_t width, void* dst, DType dst_type, std::int64_t ldd,
-                   bool zero_missing) {
+Status gather_rows(cudaStream_t stream, const void* src, DType src_type, std::int64_t lds,
+                   const std::int32_t* idx, std::int64_t rows, std::int64_t width, void* dst,
+                   DType dst_type, std::int64_t ldd, bool zero_missing) {
   constexpr const char* kName = "gather_rows";
-  if (rows < 0 || width < 0 || lds < width || ldd < width) return bad(kName, "bad rows/width/strides");
+  if (rows < 0 || width < 0 || lds < width || ldd < width)
+    return bad(kName, "bad rows/width/strides");
   if (rows == 0 || width == 0) return Status::ok();
   if (src == nullptr || dst == nullptr || idx == nullptr) return bad(kName, "null pointer");
   return with_float(src_type, kName, "src", [&](auto ts) -> Status {
@@ -238,52 +251,58 @@ Status gather_rows(cudaStream_t stream, const void* src, DType src_type, std::in
     return with_act(dst_type, kName, "dst", [&](auto td) -> Status {
       using TD = typename decltype(td)::type;
       gather_kernel<TS, TD><<<blocks_for(rows * width), kThreads, 0, stream>>>(
-          static_cast<const TS*>(src), lds, idx, rows, width, static_cast<TD*>(dst), ldd, zero_missing);
+          static_cast<const TS*>(src), lds, idx, rows, width, static_cast<TD*>(dst), ldd,
+          zero_missing);
       return last_launch_status(kName);
     });
   });
 }
 
-Status image_patches(cudaStream_t stream, const void* image, DType src_type, std::int64_t h, std::int64_t w,
-                     std::int64_t p, void* out, DType act) {
+Status image_patches(cudaStream_t stream, const void* image, DType src_type, std::int64_t h,
+                     std::int64_t w, std::int64_t p, void* out, DType act) {
   constexpr const char* kName = "image_patches";
   if (p < 1 || h < p || w < p || h % p != 0 || w % p != 0) {
-    return bad(kName, "image " + std::to_string(h) + "x" + std::to_string(w) + " is not a whole number of " +
-                          std::to_string(p) + "-pixel patches");
+    return bad(kName, "image " + std::to_string(h) + "x" + std::to_string(w) +
+                          " is not a whole number of " + std::to_string(p) + "-pixel patches");
   }
   if (image == nullptr || out == nullptr) return bad(kName, "null pointer");
   return with_act(src_type, kName, "image", [&](auto ts) -> Status {
     using TS = typename decltype(ts)::type;
     return with_act(act, kName, "activation", [&](auto td) -> Status {
       using TD = typename decltype(td)::type;
-      patches_kernel<TS, TD><<<blocks_for(h * w * 3), kThreads, 0, stream>>>(static_cast<const TS*>(image), h, w, p,
-                                                                             static_cast<TD*>(out));
+      patches_kernel<TS, TD><<<blocks_for(h * w * 3), kThreads, 0, stream>>>(
+          static_cast<const TS*>(image), h, w, p, static_cast<TD*>(out));
       return last_launch_status(kName);
     });
   });
 }
 
-Status add_grid_positions(cudaStream_t stream, float* x, std::int64_t gh, std::int64_t gw, std::int64_t width,
-                          const float* table, std::int64_t side, const float* wy, const float* wx) {
+Status add_grid_positions(cudaStream_t stream, float* x, std::int64_t gh, std::int64_t gw,
+                          std::int64_t width, const float* table, std::int64_t side,
+                          const float* wy, const float* wx) {
   constexpr const char* kName = "add_grid_positions";
   if (gh < 0 || gw < 0 || width < 0 || side < 1) return bad(kName, "bad grid/width/side");
   if (gh == 0 || gw == 0 || width == 0) return Status::ok();
-  if (x == nullptr || table == nullptr || wy == nullptr || wx == nullptr) return bad(kName, "null pointer");
-  grid_positions_kernel<<<blocks_for(gh * gw * width), kThreads, 0, stream>>>(x, gh, gw, width, table, side, wy, wx);
+  if (x == nullptr || table == nullptr || wy == nullptr || wx == nullptr)
+    return bad(kName, "null pointer");
+  grid_positions_kernel<<<blocks_for(gh * gw * width), kThreads, 0, stream>>>(x, gh, gw, width,
+                                                                              table, side, wy, wx);
   return last_launch_status(kName);
 }
 
-Status pixel_unshuffle(cudaStream_t stream, const float* src, std::int64_t gh, std::int64_t gw, std::int64_t d,
-                       std::int64_t r, float* dst) {
+Status pixel_unshuffle(cudaStream_t stream, const float* src, std::int64_t gh, std::int64_t gw,
+                       std::int64_t d, std::int64_t r, float* dst) {
   constexpr const char* kName = "pixel_unshuffle";
-  if (r < 1 || gh % r != 0 || gw % r != 0 || d < 0) return bad(kName, "grid not divisible by the factor");
+  if (r < 1 || gh % r != 0 || gw % r != 0 || d < 0)
+    return bad(kName, "grid not divisible by the factor");
   if (gh == 0 || gw == 0 || d == 0) return Status::ok();
   if (src == nullptr || dst == nullptr) return bad(kName, "null pointer");
   unshuffle_kernel<<<blocks_for(gh * gw * d), kThreads, 0, stream>>>(src, gh, gw, d, r, dst);
   return last_launch_status(kName);
 }
 
-Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::int64_t cols, void* dst, DType type) {
+Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::int64_t cols,
+                 void* dst, DType type) {
   constexpr const char* kName = "transpose";
   if (rows < 0 || cols < 0) return bad(kName, "bad rows/cols");
   if (rows == 0 || cols == 0) return Status::ok();
@@ -293,11 +312,11 @@ Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::i
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(kTile, 8);
   // A bit move: by element size.
   if (type == DType::kF32) {
-    transpose_kernel<std::uint32_t><<<grid, block, 0, stream>>>(static_cast<const std::uint32_t*>(src), rows, cols,
-                                                               static_cast<std::uint32_t*>(dst));
+    transpose_kernel<std::uint32_t><<<grid, block, 0, stream>>>(
+        static_cast<const std::uint32_t*>(src), rows, cols, static_cast<std::uint32_t*>(dst));
   } else if (type == DType::kBF16) {
-    transpose_kernel<std::uint16_t><<<grid, block, 0, stream>>>(static_cast<const std::uint16_t*>(src), rows, cols,
-                                                               static_cast<std::uint16_t*>(dst));
+    transpose_kernel<std::uint16_t><<<grid, block, 0, stream>>>(
+        static_cast<const std::uint16_t*>(src), rows, cols, static_cast<std::uint16_t*>(dst));
   } else {
     return bad(kName, "dtype must be f32 or bf16");
   }

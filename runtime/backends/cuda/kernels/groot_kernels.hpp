@@ -20,46 +20,49 @@ namespace edgevla::backends::cuda {
 // group = heads: the per-head q/k norm over [tokens, heads, width] with token stride ldx), and
 // is written at the same place of y (stride ldy). x of dtype x_type, y of dtype y_type (f32 or
 // bf16 each); x == y (same dtype and strides) normalises in place. w f32 [width].
-Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int64_t ldx, std::int64_t rows,
-                     std::int64_t group, std::int64_t width, const float* w, float eps, void* y, DType y_type,
-                     std::int64_t ldy);
+Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int64_t ldx,
+                     std::int64_t rows, std::int64_t group, std::int64_t width, const float* w,
+                     float eps, void* y, DType y_type, std::int64_t ldy);
 
 // SwiGLU on a fused gate|up GEMM output: out[r, i] = silu(gu[r, i]) · gu[r, F + i].
 //   gu act [rows, 2F], out act [rows, F].
-Status swiglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act);
+Status swiglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out,
+              DType act);
 
 enum class Activation : std::uint8_t { kRelu, kSilu, kGeluErf };
 
 // In place over x of dtype `type` (f32 or bf16) [rows, n], row stride ldx: x = act(x + bias)
 // (bias f32 [n], nullptr: none).
-Status bias_activation(cudaStream_t stream, void* x, DType type, std::int64_t rows, std::int64_t n, std::int64_t ldx,
-                       const float* bias, Activation act);
+Status bias_activation(cudaStream_t stream, void* x, DType type, std::int64_t rows, std::int64_t n,
+                       std::int64_t ldx, const float* bias, Activation act);
 
 // dst row i = src row idx[i] for i < rows (idx int32 on the device); idx[i] < 0: the row is
 // zeroed when zero_missing, else left as it is. src of dtype src_type (f32, bf16, f16), row
 // stride lds; dst of dtype dst_type (f32 or bf16), row stride ldd; `width` elements a row.
-Status gather_rows(cudaStream_t stream, const void* src, DType src_type, std::int64_t lds, const std::int32_t* idx,
-                   std::int64_t rows, std::int64_t width, void* dst, DType dst_type, std::int64_t ldd,
-                   bool zero_missing);
+Status gather_rows(cudaStream_t stream, const void* src, DType src_type, std::int64_t lds,
+                   const std::int32_t* idx, std::int64_t rows, std::int64_t width, void* dst,
+                   DType dst_type, std::int64_t ldd, bool zero_missing);
 
 // One view's pixels [3, h, w] (dtype src_type: f32 or bf16) as patch rows for SigLIP2's
 // Linear patch embedding: out act [(h/p)·(w/p), p·p·3], row a·(w/p) + b, column (py·p + px)·3 + c.
-Status image_patches(cudaStream_t stream, const void* image, DType src_type, std::int64_t h, std::int64_t w,
-                     std::int64_t p, void* out, DType act);
+Status image_patches(cudaStream_t stream, const void* image, DType src_type, std::int64_t h,
+                     std::int64_t w, std::int64_t p, void* out, DType act);
 
 // x f32 [gh·gw, width] += the position table f32 [side·side, width] interpolated to a gh × gw
 // grid: pos(a, b) = Σ_i Σ_j wy[a, i] · wx[b, j] · table[i·side + j] (wy f32 [gh, side], wx f32
 // [gw, side]: the separable interpolation weights, made once on the host).
-Status add_grid_positions(cudaStream_t stream, float* x, std::int64_t gh, std::int64_t gw, std::int64_t width,
-                          const float* table, std::int64_t side, const float* wy, const float* wx);
+Status add_grid_positions(cudaStream_t stream, float* x, std::int64_t gh, std::int64_t gw,
+                          std::int64_t width, const float* table, std::int64_t side,
+                          const float* wy, const float* wx);
 
 // Pixel unshuffle by r: tokens src f32 [gh·gw, d] (row-major grid) -> dst f32
 // [(gh/r)·(gw/r), d·r·r], merged token (i, j) channel c·r·r + dy·r + dx = src token
 // (i·r + dy, j·r + dx) channel c.
-Status pixel_unshuffle(cudaStream_t stream, const float* src, std::int64_t gh, std::int64_t gw, std::int64_t d,
-                       std::int64_t r, float* dst);
+Status pixel_unshuffle(cudaStream_t stream, const float* src, std::int64_t gh, std::int64_t gw,
+                       std::int64_t d, std::int64_t r, float* dst);
 
 // dst [cols, rows] = srcᵀ, src [rows, cols], both of dtype `type` (f32 or bf16), contiguous.
-Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::int64_t cols, void* dst, DType type);
+Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::int64_t cols,
+                 void* dst, DType type);
 
 }  // namespace edgevla::backends::cuda
