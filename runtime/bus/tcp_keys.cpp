@@ -59,15 +59,19 @@ Status write_new_file(const std::string& path, const std::string& text, mode_t m
   return Status::ok();
 }
 
+// `path` without `suffix`, for the `keys generate --out` that writes it.
+std::string key_prefix(const std::string& path, std::string_view suffix) {
+  return path.ends_with(suffix) ? path.substr(0, path.size() - suffix.size()) : "PREFIX";
+}
+
 // The one key line of a key file (blank lines and '#' comments aside).
 Expected<std::string> read_key_line(const std::string& path, std::string_view what) {
   std::ifstream in(path);
   if (!in) {
-    return not_found(std::string(what) + " file '" + path +
-                     "' cannot be read: " + std::strerror(errno) +
-                     " (key files come from `edgevla keys generate --out PREFIX`; a public key is "
-                     "copied from the "
-                     "process that made it)");
+    return not_found(
+        std::string(what) + " file '" + path + "' cannot be read: " + std::strerror(errno) +
+        " (write the pair with `edgevla keys generate --out " + key_prefix(path, ".public") +
+        "` on the host whose key it is, and copy the .public here)");
   }
   std::string line, key;
   int keys = 0;
@@ -161,7 +165,8 @@ Expected<CurveKeyPair> read_secret_key_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return not_found("secret key file '" + path + "' cannot be read: " + std::strerror(errno) +
-                     " (write one with `edgevla keys generate --out PREFIX`)");
+                     " (write it with `edgevla keys generate --out " + key_prefix(path, ".secret") +
+                     "`)");
   }
   if (!S_ISREG(st.st_mode))
     return invalid_argument("secret key file '" + path + "' is not a regular file");

@@ -1,5 +1,9 @@
 // Multi-process tests: `edgevla launch` with process groups, signals, respawn and plugins.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -61,6 +65,50 @@ TEST_F(Launcher, TwoProcessesDeliverEveryByteThroughSharedMemory) {
   EXPECT_EQ(s["missing"].as<int>(), 0);
   EXPECT_EQ(s["transport"].as<std::string>(), "shm");
   EXPECT_GT(s["p50_ns"].as<std::int64_t>(), 0);
+}
+
+// A free tcp port on 127.0.0.1 (bound, read and released: the launch binds it next).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(a.sin_port) : 0;
+}
+
+TEST_F(Launcher, TheTcpDemoDeliversEveryByteOverEncryptedTcp) {
+  fs::create_directories(dir_ / "keys");
+  for (const char* name : {"sensors", "consumers"}) {
+    auto k = testing::run({exe(), "keys", "generate", "--out", path("keys/") + name}, env(), path(name));
+    ASSERT_EQ(k.code, 0) << k.err;
+  }
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  // Two domains: the launches find each other over tcp only, not through the registry.
+  const std::vector<std::string> common = {"EDGEVLA_KEYS=" + path("keys"), "EDGEVLA_TCP_LISTEN=" + std::to_string(port),
+                                           "EDGEVLA_TCP_PEER=tcp://127.0.0.1:" + std::to_string(port)};
+  auto with_domain = [&](const std::string& d) {
+    auto e = common;
+    e.push_back("EDGEVLA_DOMAIN=" + domain_ + d);
+    return e;
+  };
+  Process sensors({exe(), "launch", demo("demo_tcp_sensors.yaml"), "--set", "source.rate_hz=50"}, with_domain("s"),
+                  path("sensors"));
+  auto r = testing::run({exe(), "launch", demo("demo_tcp_consumers.yaml"), "--duration", "3", "--set",
+                         "sink.summary_file=" + path("sink.yaml")},
+                        with_domain("c"), path("consumers"));
+  sensors.signal(SIGINT);
+  EXPECT_EQ(sensors.wait(std::chrono::seconds(20)), 0) << sensors.err();
+  ASSERT_EQ(r.code, 0) << r.err;
+  const YAML::Node s = summary("sink.yaml");
+  EXPECT_GE(s["frames"].as<int>(), 30);
+  EXPECT_EQ(s["corrupt"].as<int>(), 0);
+  EXPECT_EQ(s["transport"].as<std::string>(), "external");  // ZeroMQ's received frame: tcp
+  for (const auto& d : {"s", "c"}) fs::remove_all(Registry::default_dir(domain_ + d));
 }
 
 TEST_F(Launcher, OneProcessDeliversEveryFrameIntact) {
