@@ -1,8 +1,9 @@
 // The GR00T kernels of the cuda backend (kernels/groot_kernels.hpp) against plain host
 // references written here, in f32 and bf16 where they take both: Qwen3 RMSNorm over rows and per
-// head in place, SwiGLU, ReLU/SiLU/erf-GELU, row gathers, SigLIP2 patches, the interpolated grid
-// positions, pixel unshuffle and transpose. Each prints its worst error. Without a CUDA device
-// every test skips itself (the test main then reports "not run").
+// head in place, Qwen3's fused q/k norm + RoPE + key|value packing, SwiGLU, ReLU/SiLU/erf-GELU, row
+// gathers, SigLIP2 patches, the interpolated grid positions, pixel unshuffle and transpose. Each
+// prints its worst error. Without a CUDA device every test skips itself (the test main then reports
+// "not run").
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -159,6 +160,71 @@ TEST_F(CudaGrootKernels, RmsNormRowsAndHeads) {
     }
     expect_close(dq.download(act, qkv.size()), want, act,
                  std::string("rms_norm_rows per head in place ") + name(act));
+  }
+}
+
+// Qwen3's q/k norm, RoPE and key|value packing: padding rows (key_limit 0) write no key, real
+// rows land at their rank; q is normalised and rotated in place.
+TEST_F(CudaGrootKernels, QwenQkNormRopeAndPacking) {
+  for (const DType act : kActs) {
+    for (const std::int64_t h : {std::int64_t{16}, std::int64_t{128}}) {
+      const std::int64_t rows = 21, H = 4, K = 2, Q = (H + 2 * K) * h, half = h / 2;
+      const auto qkv = rounded(random_values(static_cast<std::size_t>(rows * Q), -3, 3, 21), act);
+      const auto qw = random_values(static_cast<std::size_t>(h), 0.5f, 1.5f, 22);
+      const auto kw = random_values(static_cast<std::size_t>(h), 0.5f, 1.5f, 23);
+      std::vector<float> inv(static_cast<std::size_t>(half));
+      for (std::int64_t i = 0; i < half; ++i) {
+        inv[i] = 1.0f / std::pow(1e6f, static_cast<float>(2 * i) / static_cast<float>(h));
+      }
+      std::vector<std::int32_t> limit(static_cast<std::size_t>(rows), 0);
+      std::int32_t rank = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        if (r >= 3 && r % 5 != 0) limit[r] = ++rank;  // left padding 0..2 and holes at 5, 10, ...
+      }
+      const std::vector<float> zeros(static_cast<std::size_t>(rows * 2 * K * h), 0.0f);
+      Dev dq(qkv, act), dqw(qw, DType::kF32), dkw(kw, DType::kF32), dinv(inv, DType::kF32),
+          dkv(zeros, act);
+      Dev dlim(limit.size() * 4);
+      ASSERT_EQ(cudaMemcpy(dlim.get(), limit.data(), limit.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_TRUE(qwen_qk_norm_rope(s_, dq.get(), Q, rows, H, K, h, static_cast<float*>(dqw.get()),
+                                    static_cast<float*>(dkw.get()), 1e-6f,
+                                    static_cast<float*>(dinv.get()),
+                                    static_cast<std::int32_t*>(dlim.get()), dkv.get(), act)
+                      .is_ok());
+      std::vector<double> want_q(qkv.begin(), qkv.end());
+      std::vector<double> want_kv(zeros.size(), 0.0);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < H + 2 * K; ++j) {
+          const float* x = qkv.data() + r * Q + j * h;
+          const bool is_v = j >= H + K;
+          const bool is_q = j < H;
+          if (!is_q && limit[r] == 0) continue;
+          std::vector<double> y(static_cast<std::size_t>(h));
+          if (is_v) {
+            for (std::int64_t i = 0; i < h; ++i) y[i] = x[i];
+          } else {
+            double ss = 0;
+            for (std::int64_t i = 0; i < h; ++i) ss += static_cast<double>(x[i]) * x[i];
+            const double n = 1.0 / std::sqrt(ss / h + 1e-6);
+            const float* w = is_q ? qw.data() : kw.data();
+            for (std::int64_t i = 0; i < half; ++i) {
+              const double a = x[i] * n * w[i], b = x[i + half] * n * w[i + half];
+              const double th = static_cast<double>(static_cast<float>(r) * inv[i]);
+              y[i] = a * std::cos(th) - b * std::sin(th);
+              y[i + half] = b * std::cos(th) + a * std::sin(th);
+            }
+          }
+          double* dst = is_q ? want_q.data() + r * Q + j * h
+                             : want_kv.data() + (limit[r] - 1) * 2 * K * h + (j - H) * h;
+          for (std::int64_t i = 0; i < h; ++i) dst[i] = y[i];
+        }
+      }
+      const std::string tag = std::string(name(act)) + " h=" + std::to_string(h);
+      expect_close(dq.download(act, qkv.size()), want_q, act, "qwen_qk_norm_rope q " + tag);
+      expect_close(dkv.download(act, zeros.size()), want_kv, act,
+                   "qwen_qk_norm_rope packed k|v " + tag);
+    }
   }
 }
 

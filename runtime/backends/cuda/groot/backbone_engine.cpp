@@ -104,8 +104,7 @@ class BackboneEngine final : public GrootCudaEngine {
   float *x_ = nullptr, *feat_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
        *g_ = nullptr;
-  std::int32_t *ints_ = nullptr,
-               *zero_ = nullptr;  // ints_: ids | image row | key row | key limit, max_rows_ each
+  std::int32_t* ints_ = nullptr;  // ids | image row | key limit, max_rows_ each
   std::int32_t* bad_ = nullptr;   // non-finite pixels per view (f32 views)
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
@@ -240,8 +239,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(o_, bytes_of(act_, R * H * h));
   buf(gu_, bytes_of(act_, R * 2 * F));
   buf(g_, bytes_of(act_, R * F));
-  buf(ints_, bytes_of(DType::kI32, 4 * R));
-  buf(zero_, 16);
+  buf(ints_, bytes_of(DType::kI32, 3 * R));
   buf(bad_, bytes_of(DType::kI32, mg::kMaxViews));
   AttentionArgs va{act_, views, max_grid_ * max_grid_, v.num_heads, v.num_heads, v.head_dim()};
   va.a_max = max_grid_ * max_grid_;
@@ -254,11 +252,10 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
-                           PinnedBuffer::allocate(bytes_of(DType::kI32, 4 * R + mg::kMaxViews)));
+                           PinnedBuffer::allocate(bytes_of(DType::kI32, 3 * R + mg::kMaxViews)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
   EDGEVLA_ASSIGN_OR_RETURN(features_, Tensor::empty(DType::kF32, Shape{max_tokens_, W}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_out_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
@@ -464,8 +461,10 @@ Status BackboneEngine::llm(std::int64_t rows) {
   const Gemm mm = gemm();
   const std::int32_t* ids = ints_;
   const std::int32_t* image_row = ints_ + R;
-  const std::int32_t* key_row = ints_ + 2 * R;
-  const std::int32_t* key_limit = ints_ + 3 * R;
+  const std::int32_t* key_limit = ints_ + 2 * R;
+  // Packed key|value rows past the real tokens stay zero for the whole pass (the attention
+  // loads them, masked): cleared once here.
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(kvc_, 0, bytes_of(act_, rows * 2 * K * h), s));
   EDGEVLA_RETURN_IF_ERROR(embed_tokens(s, ids, rows, embed_, act_, vocab_, W, 1.0f, x_));
   EDGEVLA_RETURN_IF_ERROR(
       gather_rows(s, img_, DType::kF32, W, image_row, rows, W, x_, DType::kF32, W, false));
@@ -475,16 +474,11 @@ Status BackboneEngine::llm(std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(
         rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.in_norm, eps, y_, act_, W));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.qkv, qkv_, act_, Q));
-    // q_norm / k_norm per head in place, then RoPE on q and k at positions 0..rows-1.
-    EDGEVLA_RETURN_IF_ERROR(
-        rms_norm_rows(s, q, act_, Q, rows * H, H, h, l.q_norm, eps, q, act_, Q));
-    EDGEVLA_RETURN_IF_ERROR(rms_norm_rows(s, q + H * h * es, act_, Q, rows * K, K, h, l.k_norm, eps,
-                                          q + H * h * es, act_, Q));
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H + K, h, Q, zero_, inv_freq_));
-    // The real tokens' keys|values, in order (padding rows zeroed): causal by position is then
-    // causal by compact row, and key_limit[r] (0 for padding) bounds what row r sees.
-    EDGEVLA_RETURN_IF_ERROR(gather_rows(s, q + H * h * es, act_, Q, key_row, rows, 2 * K * h, kvc_,
-                                        act_, 2 * K * h, true));
+    // q_norm / k_norm per head and RoPE at positions 0..rows-1 (q in place), the real tokens'
+    // keys|values packed in order: causal by position is then causal by packed row, and
+    // key_limit[r] (0 for padding) bounds what row r sees.
+    EDGEVLA_RETURN_IF_ERROR(qwen_qk_norm_rope(s, q, Q, rows, H, K, h, l.q_norm, l.k_norm, eps,
+                                              inv_freq_, key_limit, kvc_, act_));
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;
     a.ldq = Q;
@@ -544,7 +538,7 @@ Status BackboneEngine::run(const RunOptions&) {
                             std::to_string(W) + "]");
   }
 
-  // Inputs to the device: pixels as bound, then ids | image row | key row | key limit.
+  // Inputs to the device: pixels as bound, then ids | image row | key limit.
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const Tensor* t = views_[k].pixels;
     const auto kind = t->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
@@ -562,16 +556,10 @@ Status BackboneEngine::run(const RunOptions&) {
     if (in) image_mask[i] = is_image;
     ints[i] = in ? id[i] : 0;
     ints[R + i] = is_image ? images++ : -1;
-    ints[2 * R + i] = -1;
-    ints[3 * R + i] = 0;
-  }
-  for (std::int64_t i = 0; i < L; ++i) {
-    if (!valid[i]) continue;
-    ints[2 * R + keys] = static_cast<std::int32_t>(i);
-    ints[3 * R + i] = ++keys;
+    ints[2 * R + i] = in && valid[i] ? ++keys : 0;
   }
   EDGEVLA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 4 * R), cudaMemcpyHostToDevice, s));
+      cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 3 * R), cudaMemcpyHostToDevice, s));
   // Each view slot's interpolated position table, made when the slot's grid changes (outside
   // the graph, which adds it).
   const std::int64_t P = cfg_.vision.patch_size, Dv = cfg_.vision.hidden_size;
@@ -624,7 +612,7 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
         be->raw_data(), img_, static_cast<std::size_t>(n_img * W) * 4, cudaMemcpyDeviceToHost, s));
   }
-  std::int32_t* bad = ints + 4 * R;
+  std::int32_t* bad = ints + 3 * R;
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
   std::copy(valid, valid + L, mask_out_.data<bool>());

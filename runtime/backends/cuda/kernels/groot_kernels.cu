@@ -62,6 +62,56 @@ __global__ void rms_rows_kernel(const TX* x, std::int64_t ldx, std::int64_t rows
   }
 }
 
+// ---- Qwen3 q/k norm + RoPE + key|value packing, one warp per (row, head) --------------------
+
+template <class T>
+__global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows, int heads,
+                                    int kv_heads, int h, const float* __restrict__ q_norm,
+                                    const float* __restrict__ k_norm, float eps,
+                                    const float* __restrict__ inv_freq,
+                                    const std::int32_t* __restrict__ key_limit, T* kv) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int all_heads = heads + 2 * kv_heads, half = h / 2;
+  const std::int64_t items = rows * all_heads;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x >> 5);
+  for (std::int64_t it =
+           static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       it < items; it += warps) {
+    const std::int64_t r = it / all_heads;
+    const int j = static_cast<int>(it % all_heads);
+    T* src = qkv + r * ldq + static_cast<std::int64_t>(j) * h;
+    const int limit = key_limit[r];
+    const std::int64_t kv_row = static_cast<std::int64_t>(limit - 1) * 2 * kv_heads * h;
+    if (j >= heads + kv_heads) {  // a v head: packed as it is
+      if (limit <= 0) continue;
+      T* dst = kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
+      for (int i = lane; i < h; i += 32) dst[i] = src[i];
+      continue;
+    }
+    const bool is_q = j < heads;
+    if (!is_q && limit <= 0) continue;  // a padding row's key is never read
+    const float* w = is_q ? q_norm : k_norm;
+    float ss = 0.0f;
+    for (int i = lane; i < h; i += 32) {
+      const float v = to_f32(src[i]);
+      ss += v * v;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float inv = rsqrtf(ss / static_cast<float>(h) + eps);
+    T* dst = is_q ? src : kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
+    const float pos = static_cast<float>(r);
+    for (int i = lane; i < half; i += 32) {
+      const float a = to_f32(src[i]) * inv * w[i];
+      const float b = to_f32(src[i + half]) * inv * w[i + half];
+      float sn, cs;
+      sincosf(pos * inv_freq[i], &sn, &cs);
+      dst[i] = from_f32<T>(a * cs - b * sn);
+      dst[i + half] = from_f32<T>(b * cs + a * sn);
+    }
+  }
+}
+
 // ---- element-wise ----------------------------------------------------------------------------
 
 __device__ __forceinline__ float silu_exact(float x) { return x / (1.0f + expf(-x)); }
@@ -207,6 +257,30 @@ Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int6
           static_cast<const TX*>(x), ldx, rows, group, width, w, eps, static_cast<TY*>(y), ldy);
       return last_launch_status(kName);
     });
+  });
+}
+
+Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::int64_t rows,
+                         std::int64_t heads, std::int64_t kv_heads, std::int64_t h,
+                         const float* q_norm, const float* k_norm, float eps, const float* inv_freq,
+                         const std::int32_t* key_limit, void* kv, DType act) {
+  constexpr const char* kName = "qwen_qk_norm_rope";
+  if (rows < 0 || heads < 1 || kv_heads < 1 || h < 2 || h % 2 != 0 || h > 4096) {
+    return bad(kName, "bad rows/heads/kv_heads/h (h even)");
+  }
+  if (ldq < (heads + 2 * kv_heads) * h) return bad(kName, "row stride shorter than q|k|v");
+  if (rows == 0) return Status::ok();
+  if (qkv == nullptr || q_norm == nullptr || k_norm == nullptr || inv_freq == nullptr ||
+      key_limit == nullptr || kv == nullptr) {
+    return bad(kName, "null pointer");
+  }
+  const unsigned blocks = blocks_for(rows * (heads + 2 * kv_heads), kThreads / 32);
+  return with_act(act, kName, "activation", [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    qk_norm_rope_kernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<T*>(qkv), ldq, rows, static_cast<int>(heads), static_cast<int>(kv_heads),
+        static_cast<int>(h), q_norm, k_norm, eps, inv_freq, key_limit, static_cast<T*>(kv));
+    return last_launch_status(kName);
   });
 }
 

@@ -24,6 +24,19 @@ Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int6
                      std::int64_t rows, std::int64_t group, std::int64_t width, const float* w,
                      float eps, void* y, DType y_type, std::int64_t ldy);
 
+// Qwen3's attention inputs from one q|k|v GEMM output, in one pass: qkv act [rows, (H + 2K)·h]
+// (row stride ldq; q heads, then k heads, then v heads). Each q head is RMS-normalised with
+// q_norm (f32 [h]) and rotated (rotate-half RoPE at position = its row, inv_freq f32 [h/2]) in
+// place. Each k head, normalised with k_norm and rotated, and each v head as it is, are written
+// to row key_limit[r] - 1 of kv act [rows, 2·K·h] ([k heads | v heads]) when key_limit[r] > 0
+// (key_limit int32 [rows] on the device: a real token's 1-based rank among the real tokens, 0
+// for padding), so kv holds the real tokens' keys and values in order. Rows of kv no real token
+// writes are left as they are (zero them once per pass).
+Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::int64_t rows,
+                         std::int64_t heads, std::int64_t kv_heads, std::int64_t h,
+                         const float* q_norm, const float* k_norm, float eps, const float* inv_freq,
+                         const std::int32_t* key_limit, void* kv, DType act);
+
 // SwiGLU on a fused gate|up GEMM output: out[r, i] = silu(gu[r, i]) · gu[r, F + i].
 //   gu act [rows, 2F], out act [rows, F].
 Status swiglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out,
