@@ -164,6 +164,7 @@ class BusIo {
   zmq::socket_t peers_monitor_;
   std::unordered_set<std::string> tcp_allowed_;  // client public keys, 32 bytes each
   std::map<std::string, std::int64_t> tcp_reconnects_;  // peer endpoint -> when (steady ns)
+  std::map<std::string, int> tcp_failures_;  // peer endpoint -> protocol errors since its last handshake
   int wake_fd_ = -1;
   int inotify_fd_ = -1;
 

@@ -9,9 +9,10 @@
 // drop the connection, so a tampered message is never delivered. libzmq does not reconnect
 // after a protocol error (it would after a network error), so the bus does: 100 ms after a
 // rejected frame, 2 s after a refused or failed handshake (the other side may be fixed and
-// restarted meanwhile).
+// restarted meanwhile), twice as long after each further failure in a row, at most 30 s.
 #include <zmq.h>
 
+#include <algorithm>
 #include <cstring>
 #include <zmq_addon.hpp>
 
@@ -27,10 +28,13 @@ constexpr const char* kListenMonitor = "inproc://edgevla.tcp.listen.monitor";
 constexpr const char* kPeersMonitor = "inproc://edgevla.tcp.peers.monitor";
 constexpr int kMonitorEvents = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
 
+// Reconnecting after a protocol error: the first time after these, then twice as long after
+// each further failure in a row (a peer that stays wrong is retried, and logged, every 30 s).
 constexpr std::int64_t kReconnectAfterRejectNs = 100'000'000;
 constexpr std::int64_t kReconnectAfterRefusalNs = 2'000'000'000;
+constexpr std::int64_t kReconnectMaxNs = 30'000'000'000;
 
 constexpr std::string_view kListenForms =
     "give a port (7447, or * for any free port), which listens on 127.0.0.1 only, or "
@@ -245,13 +249,18 @@ void BusIo::serve_tcp_monitor(zmq::socket_t& socket, bool listener) {
     std::memcpy(&value, static_cast<const char*>(ev[0].data()) + 2, sizeof value);
     const std::string endpoint = ev[1].to_string();
     const std::string where = listener ? "a client of " + endpoint : "the tcp peer at " + endpoint;
+    if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+      if (!listener) tcp_failures_.erase(endpoint);
+      continue;
+    }
     // Protocol errors end a connecting session for good; NO_DETAIL ones libzmq retries itself.
     if (!listener && event != ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
       const bool rejected_frame = event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
                                   (value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC ||
                                    value == ZMQ_PROTOCOL_ERROR_ZMTP_INVALID_SEQUENCE);
-      schedule_tcp_reconnect(endpoint,
-                             rejected_frame ? kReconnectAfterRejectNs : kReconnectAfterRefusalNs);
+      const int failures = std::min(++tcp_failures_[endpoint], 16);
+      const std::int64_t base = rejected_frame ? kReconnectAfterRejectNs : kReconnectAfterRefusalNs;
+      schedule_tcp_reconnect(endpoint, std::min(base << (failures - 1), kReconnectMaxNs));
     }
     const std::string ours = options_.tcp.insecure ? "plaintext (insecure: true)" : "CURVE (keys)";
     if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {

@@ -142,6 +142,45 @@ TEST(TcpSecurity, AListenerWithAnotherServerKeyFeedsNothing) {
   EXPECT_GE(transport(*fake, "tcp_frames_rejected"), 1u);
 }
 
+// A free tcp port on 127.0.0.1 (bound, read and released).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(a.sin_port) : 0;
+}
+
+TEST(TcpSecurity, ARefusedClientIsRetriedAndGetsInOnceAllowed) {
+  // libzmq gives up on a connection refused during the handshake; the bus retries it, so a
+  // listener restarted with a corrected allow list is reached without restarting the client.
+  const CurveKeyPair server = key_pair(), client = key_pair();
+  const std::string port = std::to_string(free_port());
+  TcpOptions wrong_list = listener(server, {key_pair().public_key});
+  wrong_list.listen = port;
+  auto wrong = make_bus("retry-wrong", wrong_list);
+  auto sub = make_bus("retry-sub", peer("tcp://127.0.0.1:" + port, server.public_key, client));
+  Collector c;
+  ASSERT_OK(sub->attach(c.queue));
+  ASSERT_TRUE(eventually([&] { return transport(*wrong, "tcp_keys_refused") > 0; }));
+  wrong.reset();
+  TcpOptions right_list = listener(server, {client.public_key});
+  right_list.listen = port;
+  auto right = make_bus("retry-right", right_list);
+  auto w = *right->advertise("/cam", "Image", "src");
+  ASSERT_TRUE(eventually(
+      [&] {
+        EXPECT_OK(right->publish(*w, image(8, 5)));
+        return c.queue->size() > 0;
+      },
+      std::chrono::seconds(20)));
+  EXPECT_GE(transport(*sub, "tcp_handshakes_failed"), 1u);
+}
+
 // A raw tcp relay between a subscriber and a listener that, once armed, flips one bit of
 // the listener's stream `flip_after` bytes later: an attacker on the path.
 class TamperingRelay {
