@@ -40,10 +40,6 @@ constexpr float kBlockEps = 1e-5f;
 constexpr float kOutputEps = 1e-6f;
 constexpr float kVllnEps = 1e-5f;
 
-int timestep_bucket(int k, int n, int buckets) {
-  return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);
-}
-
 bool all_finite(const Tensor& t) {
   if (t.dtype() != DType::kF32) return true;
   const float* p = t.data<float>();
@@ -363,30 +359,10 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
 }
 
 Status ActionHeadEngine::prepare_steps(int steps) {
-  const std::int64_t E = E_, half = kTimestepChannels / 2, th = E / 2;
+  const std::int64_t E = E_;
   cudaStream_t s = stream_.get();
-  // Frequencies and angles in float32 from the integer bucket, as upstream (notes §8): the
-  // timestep embedder's [cos, sin] and the action encoder's τ = [sin, cos].
-  std::vector<float> sinus(static_cast<std::size_t>(steps * kTimestepChannels));
-  std::vector<float> tau(static_cast<std::size_t>(steps * E));
-  const float base = -std::log(10000.0f);
-  const float step_ln = std::log(10000.0f) / static_cast<float>(th);
-  for (int k = 0; k < steps; ++k) {
-    const int t = timestep_bucket(k, steps, cfg_.num_timestep_buckets);
-    float* sr = sinus.data() + static_cast<std::int64_t>(k) * kTimestepChannels;
-    for (std::int64_t i = 0; i < half; ++i) {
-      const float a = static_cast<float>(t) *
-                      std::exp(base * static_cast<float>(i) / static_cast<float>(half - 1));
-      sr[i] = std::cos(a);
-      sr[half + i] = std::sin(a);
-    }
-    float* tr = tau.data() + static_cast<std::int64_t>(k) * E;
-    for (std::int64_t i = 0; i < th; ++i) {
-      const float a = static_cast<float>(t) * std::exp(-static_cast<float>(i) * step_ln);
-      tr[i] = std::sin(a);
-      tr[th + i] = std::cos(a);
-    }
-  }
+  std::vector<float> sinus, tau;
+  timestep_tables(steps, cfg_.num_timestep_buckets, kTimestepChannels, E, sinus, tau);
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(sinus_f32_, sinus.data(), sinus.size() * 4, cudaMemcpyHostToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(

@@ -2,7 +2,38 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 namespace edgevla::backends::cuda::groot {
+
+int timestep_bucket(int k, int n, int buckets) {
+  return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);
+}
+
+void timestep_tables(int steps, int buckets, std::int64_t channels, std::int64_t width,
+                     std::vector<float>& sinus, std::vector<float>& tau) {
+  const std::int64_t half = channels / 2, th = width / 2;
+  sinus.assign(static_cast<std::size_t>(steps * channels), 0.0f);
+  tau.assign(static_cast<std::size_t>(steps * width), 0.0f);
+  const float base = -std::log(10000.0f);
+  const float step_ln = std::log(10000.0f) / static_cast<float>(th);
+  for (int k = 0; k < steps; ++k) {
+    const int t = timestep_bucket(k, steps, buckets);
+    float* sr = sinus.data() + static_cast<std::int64_t>(k) * channels;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const float a = static_cast<float>(t) *
+                      std::exp(base * static_cast<float>(i) / static_cast<float>(half - 1));
+      sr[i] = std::cos(a);
+      sr[half + i] = std::sin(a);
+    }
+    float* tr = tau.data() + static_cast<std::int64_t>(k) * width;
+    for (std::int64_t i = 0; i < th; ++i) {
+      const float a = static_cast<float>(t) * std::exp(-static_cast<float>(i) * step_ln);
+      tr[i] = std::sin(a);
+      tr[th + i] = std::cos(a);
+    }
+  }
+}
 
 std::string GrootCudaEngine::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" +

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
 #include "runtime/model/groot/groot_family.hpp"
@@ -47,6 +48,15 @@ class GrootCudaEngine : public EngineBase {
   std::unique_ptr<Blas> blas_;
   Arena arena_;
 };
+
+// The timestep bucket of Euler step k of n (upstream: int(k / n · buckets), in double).
+int timestep_bucket(int k, int n, int buckets);
+
+// For each step k < steps, from its integer bucket, in float32 as upstream (notes §8): the DiT
+// timestep embedder's sinusoid [cos | sin] into sinus [steps, channels], and the action
+// encoder's τ = [sin | cos] into tau [steps, width].
+void timestep_tables(int steps, int buckets, std::int64_t channels, std::int64_t width,
+                     std::vector<float>& sinus, std::vector<float>& tau);
 
 // Buffers planned before the arena exists and resolved after: buf(p, bytes) then resolve().
 class BufferPlan {
