@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace edgevla {
 namespace {
@@ -64,21 +62,59 @@ std::string key_prefix(const std::string& path, std::string_view suffix) {
   return path.ends_with(suffix) ? path.substr(0, path.size() - suffix.size()) : "PREFIX";
 }
 
-// The one key line of a key file (blank lines and '#' comments aside).
-Expected<std::string> read_key_line(const std::string& path, std::string_view what) {
-  std::ifstream in(path);
-  if (!in) {
+// Reads a key file through one descriptor (what is checked is what is read). Key files are a
+// few lines: anything longer is not one.
+Expected<std::string> read_key_file(const std::string& path, std::string_view what,
+                                    struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    const bool secret = what == "secret key";
     return not_found(
-        std::string(what) + " file '" + path + "' cannot be read: " + std::strerror(errno) +
-        " (write the pair with `edgevla keys generate --out " + key_prefix(path, ".public") +
-        "` on the host whose key it is, and copy the .public here)");
+        std::string(what) + " file '" + path + "' cannot be read: " + std::strerror(err) +
+        (secret
+             ? " (write it with `edgevla keys generate --out " + key_prefix(path, ".secret") + "`)"
+             : " (write the pair with `edgevla keys generate --out " + key_prefix(path, ".public") +
+                   "` on the host whose key it is, and copy the .public here)"));
   }
-  std::string line, key;
+  constexpr off_t kMaxBytes = 4096;
+  std::string text;
+  if (!S_ISREG(st.st_mode) || st.st_size > kMaxBytes) {
+    ::close(fd);
+    return invalid_argument(
+        std::string(what) + " file '" + path + "' is not a key file (" +
+        (S_ISREG(st.st_mode) ? std::to_string(st.st_size) + " bytes" : "not a regular file") +
+        "); write one with `edgevla keys generate --out PREFIX`");
+  }
+  text.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(done);
+  return text;
+}
+
+// The one key line of a key file's text (blank lines and '#' comments aside).
+Expected<std::string> parse_key(const std::string& text, const std::string& path,
+                                std::string_view what) {
+  std::string key;
   int keys = 0;
-  while (std::getline(in, line)) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
     const auto b = line.find_first_not_of(" \t\r");
     // '#' is a z85 character: a comment is '#' followed by a blank or nothing.
-    if (b == std::string::npos || (line[b] == '#' && (b + 1 == line.size() || line[b + 1] == ' ')))
+    if (b == std::string_view::npos ||
+        (line[b] == '#' && (b + 1 == line.size() || line[b + 1] == ' ')))
       continue;
     const auto e = line.find_last_not_of(" \t\r");
     key = line.substr(b, e - b + 1);
@@ -163,13 +199,12 @@ Status write_key_pair(const std::string& prefix, const CurveKeyPair& pair, bool 
 
 Expected<CurveKeyPair> read_secret_key_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return not_found("secret key file '" + path + "' cannot be read: " + std::strerror(errno) +
-                     " (write it with `edgevla keys generate --out " + key_prefix(path, ".secret") +
-                     "`)");
-  }
-  if (!S_ISREG(st.st_mode))
-    return invalid_argument("secret key file '" + path + "' is not a regular file");
+  EDGEVLA_ASSIGN_OR_RETURN(std::string text, read_key_file(path, "secret key", st));
+  // Wiped whatever happens next: the text holds the secret.
+  struct Wipe {
+    std::string& s;
+    ~Wipe() { ::explicit_bzero(s.data(), s.size()); }
+  } wipe{text};
   if ((st.st_mode & 077) != 0) {
     return failed_precondition("secret key file '" + path + "' is open to other users (mode " +
                                octal_mode(st.st_mode) + "); run `chmod 600 " + path + "`");
@@ -180,7 +215,7 @@ Expected<CurveKeyPair> read_secret_key_file(const std::string& path) {
                                std::to_string(::geteuid()) + "; run `chown " +
                                std::to_string(::geteuid()) + " " + path + "`");
   }
-  EDGEVLA_ASSIGN_OR_RETURN(std::string secret, read_key_line(path, "secret key"));
+  EDGEVLA_ASSIGN_OR_RETURN(std::string secret, parse_key(text, path, "secret key"));
   auto pub = curve_public_key(secret);
   if (!pub) return pub.status().with_context("secret key file '" + path + "'");
   return CurveKeyPair{std::move(*pub), std::move(secret)};
@@ -192,7 +227,9 @@ Expected<std::string> read_public_key_file(const std::string& path) {
                             path.substr(0, path.size() - 7) +
                             ".public) here, and keep the secret where it is");
   }
-  return read_key_line(path, "public key");
+  struct stat st {};
+  EDGEVLA_ASSIGN_OR_RETURN(std::string text, read_key_file(path, "public key", st));
+  return parse_key(text, path, "public key");
 }
 
 }  // namespace edgevla
