@@ -561,7 +561,7 @@ int main(int argc, char** argv) {
     return std::string(buf);
   };
   std::ostringstream md;
-  md << "| payload | same-process p50 / p99 (us) | zmq inproc copy p50 / same-process p50 | memcpy / same-process | cross-process p50 / p99 (us) | zmq ipc copy p50 / cross-process p50 | tcp loopback p50 (us) | zmq tcp copy p50 / tcp p50 |\n";
+  md << "| payload | same-process p50 / p99 (us) | zmq inproc copy p50 / same-process p50 | memcpy / same-process | cross-process p50 / p99 (us) | zmq ipc copy p50 / cross-process p50 | tcp plaintext p50 (us) | zmq tcp copy p50 / tcp plaintext p50 |\n";
   md << "|---|---|---|---|---|---|---|---|\n";
   for (std::size_t size : c.sizes) {
     const Row* sp = find("edgevla same-process", size);
