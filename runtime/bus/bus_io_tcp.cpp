@@ -38,8 +38,7 @@ constexpr std::int64_t kReconnectMaxNs = 30'000'000'000;
 
 constexpr std::string_view kListenForms =
     "give a port (7447, or * for any free port), which listens on 127.0.0.1 only, or "
-    "tcp://HOST:PORT to "
-    "listen on HOST (e.g. tcp://192.168.1.20:7447)";
+    "tcp://HOST:PORT to listen on HOST (e.g. tcp://192.168.1.20:7447)";
 
 bool all_digits(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
@@ -115,8 +114,7 @@ Status check_tcp_options(const TcpOptions& o) {
     if (any_key) {
       return invalid_argument(
           "tcp has both 'insecure: true' and keys: drop 'insecure' to encrypt with the keys, or "
-          "drop the keys "
-          "for plaintext");
+          "drop the keys for plaintext");
     }
     return Status::ok();
   }
@@ -124,9 +122,8 @@ Status check_tcp_options(const TcpOptions& o) {
   if (o.key.secret_key.empty()) {
     return invalid_argument(
         "tcp is encrypted and needs this process's key pair: set the tcp section's 'secret_key' to "
-        "a file "
-        "written by `edgevla keys generate --out keys/NAME` (or, for plaintext tcp, 'insecure: "
-        "true')");
+        "a file written by `edgevla keys generate --out keys/NAME` (or, for plaintext tcp, "
+        "'insecure: true')");
   }
   if (!is_curve_key(o.key.secret_key) || !is_curve_key(o.key.public_key)) {
     return invalid_argument(
@@ -140,10 +137,9 @@ Status check_tcp_options(const TcpOptions& o) {
   }
   for (std::size_t i = 0; i < o.allowed_keys.size(); ++i) {
     if (!is_curve_key(o.allowed_keys[i])) {
-      return invalid_argument(
-          "tcp allowed key #" + std::to_string(i + 1) +
-          " is not a z85 CURVE public key; name a .public file written by `edgevla keys "
-          "generate`");
+      return invalid_argument("tcp allowed key #" + std::to_string(i + 1) +
+                              " is not a z85 CURVE public key; name a .public file written by "
+                              "`edgevla keys generate`");
     }
   }
   for (const TcpPeer& p : o.peers) {

@@ -135,9 +135,8 @@ Status check_curve_available() {
   if (zmq_has("curve") == 1) return Status::ok();
   return failed_precondition(
       "this libzmq has no CURVE security (built without libsodium), so tcp cannot be encrypted; "
-      "install a "
-      "libzmq built with libsodium (Debian: libzmq5), or give the group's tcp section 'insecure: "
-      "true'");
+      "install a libzmq built with libsodium (Debian: libzmq5), or give the group's tcp section "
+      "'insecure: true'");
 }
 
 bool is_curve_key(std::string_view text) {

@@ -16,10 +16,8 @@ int keys_generate(const std::string& out, bool force) {
     std::fprintf(stderr, "keys generate: %s\n", s.message().c_str());
     return 2;
   }
-  std::printf(
-      "secret key: %s (mode 0600: name it in this process's tcp secret_key, share it with no "
-      "one)\n",
-      secret_key_path(out).c_str());
+  std::printf("secret key: %s (mode 0600: this process's tcp secret_key; share it with no one)\n",
+              secret_key_path(out).c_str());
   std::printf("public key: %s (name it in other processes' allowed_keys or server_key)\n",
               public_key_path(out).c_str());
   std::printf("%s\n", pair->public_key.c_str());
