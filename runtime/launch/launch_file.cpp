@@ -109,9 +109,10 @@ std::string relative_to(const std::string& file, const std::string& path) {
 }
 
 Expected<YAML::Node> load_yaml(const std::string& path, const std::string& referenced_from) {
-  if (!fs::exists(path)) {
+  std::error_code ec;  // e.g. a name longer than the file system allows: an error, not a throw
+  if (!fs::exists(path, ec)) {
     return not_found((referenced_from.empty() ? "" : referenced_from + ": ") + "file '" + path +
-                     "' does not exist");
+                     "' " + (ec ? "cannot be read: " + ec.message() : std::string("does not exist")));
   }
   try {
     return YAML::LoadFile(path);

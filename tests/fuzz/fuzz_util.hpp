@@ -87,9 +87,12 @@ class ScratchDir {
 
   const std::filesystem::path& path() const { return path_; }
 
-  // Writes `bytes` to `name` inside the folder and returns its path.
+  // Writes `bytes` to `name` inside the folder and returns its path. The old file is removed
+  // first: on ext4, truncating a file that holds data makes close() write it back to disk,
+  // which cost a launch input more than parsing it.
   std::string write(const std::string& name, std::string_view bytes) const {
     const auto p = path_ / name;
+    ::unlink(p.c_str());
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) {

@@ -9,6 +9,8 @@
 //
 // Seeds (tests/fuzz/corpus/norm_stats/): files written by write_norm_stats plus variants
 // (no quantiles, null quantiles, extra keys, mismatched lengths, NaN).
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -68,7 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_stats(stats->actions, "actions");
   apply(stats->state);
   apply(stats->actions);
-  // What a converter writes, the runtime reads back unchanged.
+  // What a converter writes, the runtime reads back unchanged. (The old file is removed
+  // first: rewriting a file in place makes ext4 write it back to disk on close.)
+  ::unlink(written.c_str());
   const Status st = model::write_norm_stats(*stats, written);
   FUZZ_CHECK(st.is_ok(), st.to_string());
   auto again = model::load_norm_stats(written);

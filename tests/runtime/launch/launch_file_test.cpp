@@ -238,6 +238,20 @@ TEST_F(LaunchFile, MissingFilesAreNamed) {
   expect_error(write("i.yaml", "include: [nope.yaml]\n"), {"nope.yaml", "i.yaml:1"});
 }
 
+// Found by tests/fuzz/launch_fuzzer (corpus/launch/crash-long-include): an include (or params
+// file) whose name is longer than the file system allows made the existence check throw, and
+// the launch terminated instead of reporting the file.
+TEST_F(LaunchFile, FileNameTooLongIsAnErrorNotACrash) {
+  const std::string long_name(300, 'x');
+  const auto f = write("l.yaml", "include: [" + long_name + ".yaml]\n");
+  auto d = parse_launch(f, {});
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.status().message().find("cannot be read"), std::string::npos) << d.status().message();
+  EXPECT_NE(d.status().message().find(long_name), std::string::npos);
+  const auto g = write("g.yaml", "params_files: [" + long_name + "]\nnodes: [{name: a, type: tensor_sink}]\n");
+  EXPECT_FALSE(parse_launch(g, {}).has_value());
+}
+
 TEST_F(LaunchFile, DuplicateNodeNames) {
   expect_error(write("l.yaml", "nodes:\n  - {name: a, type: tensor_sink}\n  - {name: a, type: tensor_sink}\n"),
                {"'a'", "l.yaml:3", "l.yaml:2"});
