@@ -31,7 +31,7 @@ Expected<model::ModelConfig> config_from(const std::string& name, const std::str
 }  // namespace
 
 void ModelCommands::add(CLI::App& app) {
-  auto* model = app.add_subcommand("model", "make, inspect and run checkpoints (init: pi0 / pi0.5 and GR00T N1.6; info, forward: pi0 / pi0.5)");
+  auto* model = app.add_subcommand("model", "make, inspect and run checkpoints (init, info: pi0 / pi0.5 and GR00T N1.6; forward: pi0 / pi0.5)");
   model->require_subcommand(1);
 
   init_ = model->add_subcommand("init", "write a seeded checkpoint folder (weights, config, norm stats, tokenizer)");
@@ -135,6 +135,9 @@ int ModelCommands::init_groot() {
 }
 
 int ModelCommands::info() {
+  if (auto family = model::find_family("auto", checkpoint_); family && (*family)->name() == model::groot::kFamily) {
+    return info_groot();
+  }
   auto ck = model::Checkpoint::open(checkpoint_);
   if (!ck) return fail(ck.status());
   const model::ModelConfig& c = ck->config();

@@ -21,6 +21,7 @@ class ModelCommands {
   int init();
   int init_groot();
   int info();
+  int info_groot();  // cli_model_groot.cpp
   int forward();
 
   CLI::App* init_ = nullptr;

@@ -79,6 +79,20 @@ TEST_F(GrootGeneratorTest, FullPlanMatchesThePublishedCheckpoint) {
   EXPECT_EQ(j["shards"].size(), 2u);
 }
 
+// `edgevla model info` on a GR00T checkpoint: the towers, the stages' bytes and every robot.
+TEST_F(GrootGeneratorTest, ModelInfoListsTheStagesAndEveryRobot) {
+  const std::string out = *dir_ / "info.txt";
+  ASSERT_EQ(model::test::run_command(edgevla_bin() + " model info " + (*dir_ / "tiny"), out), 0)
+      << model::test::read_file(out);
+  const std::string text = model::test::read_file(out);
+  for (const char* line : {"(family groot)", "stage        backbone", "stage        action_head",
+                           "robot        gr1 (id 20): views ego_view; state 29 [left_arm:7",
+                           "robot        libero_panda (id 2): views image, wrist_image; state 8",
+                           "actions 16 x 29"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+}
+
 TEST_F(GrootGeneratorTest, KeysInTheReferencesOrderAndTheOpenersShapes) {
   for (const char* name : {"tiny", "small", "full"}) {
     SCOPED_TRACE(name);
