@@ -20,6 +20,7 @@ std::string temp_dir(const std::string& tag) {
   const fs::path d = fs::temp_directory_path() / ("edgevla-ckpt-" + std::to_string(::getpid()) + "-" + tag);
   fs::remove_all(d);
   fs::create_directories(d);
+  edgevla::testing::remove_at_exit(d.string());
   return d.string();
 }
 

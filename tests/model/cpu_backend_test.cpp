@@ -178,6 +178,7 @@ Model open_tiny(ModelType type, const std::string& tag, int threads = 2, DType d
   Model m;
   m.dir = (fs::temp_directory_path() / ("edgevla-cpu-" + std::to_string(::getpid()) + "-" + tag)).string();
   fs::remove_all(m.dir);
+  edgevla::testing::remove_at_exit(m.dir);
   model::GenerateOptions o;
   o.config = *model::preset_config("tiny", type);
   o.seed = 11;
@@ -384,6 +385,7 @@ TEST(CpuEngines, Bf16AndF16CheckpointsComputeWithTheirStoredValues) {
     Model low = open_tiny(ModelType::kPi05, std::string("low") + std::string(dtype_name(dt)), 2, dt);
     const std::string f32_dir = low.dir + "-as-f32";
     fs::remove_all(f32_dir);
+    edgevla::testing::remove_at_exit(f32_dir);
     fs::create_directories(f32_dir);
     for (const char* f : {"config.json", "tokenizer.model"}) fs::copy(low.dir + "/" + f, f32_dir + "/" + f);
     std::vector<model::WriteEntry> entries;

@@ -69,6 +69,11 @@ class FeaturesReplay : public ::testing::Test {
     ASSERT_TRUE(rec->stop().is_ok());
   }
   static void TearDownTestSuite() {
+    // The bag and every file named after it (the CLI runs' logs, the damaged copy).
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(*bag_).parent_path(), ec)) {
+      if (e.path().string().starts_with(*bag_ + ".")) fs::remove(e.path(), ec);
+    }
     fs::remove(*bag_);
     delete bag_;
   }

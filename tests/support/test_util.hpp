@@ -5,15 +5,36 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/core/status.hpp"
 
 namespace edgevla::testing {
 
 // A registry domain no other test (or concurrently running ctest job) uses.
+// Removes `path` (a file or folder a test made in the temporary directory, outside a scratch
+// folder object) when the test program exits normally, so a test run leaves nothing behind.
+inline void remove_at_exit(const std::string& path) {
+  struct Paths {
+    std::mutex mu;
+    std::vector<std::string> list;
+    ~Paths() {
+      for (const std::string& p : list) {
+        std::error_code ec;
+        std::filesystem::remove_all(p, ec);
+      }
+    }
+  };
+  static Paths paths;
+  std::lock_guard lock(paths.mu);
+  paths.list.push_back(path);
+}
+
 inline std::string unique_domain(const std::string& tag) {
   static int counter = 0;
   return "t" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + tag;

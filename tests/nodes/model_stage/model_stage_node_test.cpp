@@ -43,6 +43,7 @@ const std::string& checkpoint(model::ModelType type) {
   g.config = *model::preset_config("tiny", type);
   g.seed = 11;
   EXPECT_OK(model::generate_checkpoint(g, dir));
+  testing::remove_at_exit(dir);
   return dirs.emplace(type, dir).first->second;
 }
 
