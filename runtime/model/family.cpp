@@ -59,19 +59,14 @@ Expected<const Family*> find_family(std::string_view name, const std::string& di
       if (f->recognizes(dir)) return f.get();
     }
     return not_found("'" + dir + "' is not a checkpoint of any model family edgevla knows (" + known +
-                     "); point 'checkpoint' at a checkpoint folder (`edgevla model init` makes one)");
+                     ": no config.json or weights that one of them takes for its own); point 'checkpoint' at a checkpoint "
+                     "folder (`edgevla model init` makes one)");
   }
   auto it = r.families.find(name);
   if (it == r.families.end()) {
     return not_found("model family '" + std::string(name) + "' is unknown (known: " + known + ")");
   }
   return it->second.get();
-}
-
-Expected<std::unique_ptr<Preprocessor>> Model::make_preprocessor(const PreprocessorOptions&) const {
-  return failed_precondition("the " + std::string(family()) +
-                             " family has no preprocessor behind the family seam yet; its preprocess node "
-                             "prepares the inputs itself");
 }
 
 }  // namespace edgevla::model

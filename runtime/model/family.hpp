@@ -74,13 +74,27 @@ struct CameraFrame {
 struct PreprocessInput {
   std::vector<CameraFrame> cameras;
   std::string prompt;
-  // The robot's raw state by group (a family with one state vector reads "state").
-  std::vector<std::pair<std::string, std::vector<float>>> state;
+  // The robot's raw state by group (a family with one state vector reads "state"), as the robot
+  // sent it: float64, so a family may normalize from the raw values in double.
+  std::vector<std::pair<std::string, std::vector<double>>> state;
 };
+
+// A prompt over the model's token budget: refused (run() fails with out_of_range) or cut (run()
+// succeeds and says so in PreprocessOutput::note). A family that never cuts refuses kTruncate.
+enum class LongPrompt { kError, kTruncate };
 
 struct PreprocessorOptions {
   std::string embodiment;  // the robot, for families that serve several ("" = the only one)
   int pad_to = 0;          // prompt tokens to left-pad to (0: no padding)
+  // The cameras to read, a subset of the model's (empty: all); the model treats the others as
+  // absent. A family that needs every camera refuses a subset.
+  std::vector<std::string> cameras;
+  // Asset files by name in place of the checkpoint's own (pi0: tokenizer, norm_stats); a name the
+  // family does not know is refused, naming the ones it does.
+  std::vector<std::pair<std::string, std::string>> assets;
+  LongPrompt long_prompt = LongPrompt::kError;
+  std::string variant;  // "" or "auto": the checkpoint's; else a checkpoint of another variant is refused
+  int state_dim = 0;    // the robot's state length (0: any the model takes); checked against the model
 };
 
 // One group of the robot's raw state as a preprocessor reads it (PreprocessInput::state).
@@ -89,17 +103,35 @@ struct StateGroupSpec {
   std::int64_t dim = 0;  // values (0: any width)
 };
 
+struct PreprocessOutput {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::string note;  // non-fatal, for the caller to log once per prompt (e.g. the prompt was cut)
+};
+
 // Turns one observation into the model's inputs, named as the stages' TensorSpecs name them
 // (plus what the action decoder reads, e.g. the raw state), so the preprocess node needs no
-// family code.
+// family code. Made from the checkpoint's config (Family::make_preprocessor); load() reads the
+// rest before the first check_state() or run().
 class Preprocessor {
  public:
   virtual ~Preprocessor() = default;
   // The cameras it reads, in the model's view order.
   virtual const std::vector<std::string>& cameras() const = 0;
-  // The state groups it reads, in the order a flat state vector lists them.
+  // The state groups it reads, in the order a flat state vector lists them (at most one has
+  // no fixed width: it takes what the others leave).
   virtual const std::vector<StateGroupSpec>& state_groups() const = 0;
-  virtual Expected<std::vector<std::pair<std::string, Tensor>>> run(const PreprocessInput& input) const = 0;
+  // Reads the assets run() needs that the config does not hold (pi0: tokenizer, norm stats);
+  // again after a failure or to reload. Errors name the file and the fix.
+  virtual Status load() = 0;
+  // A frame of `camera` that run() would refuse for its size, caught when it arrives.
+  virtual Status check_frame(std::string_view camera, int height, int width) const = 0;
+  // A flat state vector (the groups concatenated) that run() would refuse for its length or
+  // the model's limits. Finiteness is the caller's to check.
+  virtual Status check_state(std::span<const double> state) const = 0;
+  // A prompt refused whatever the frames and state (over the budget under LongPrompt::kError,
+  // where its length does not depend on the state).
+  virtual Status check_prompt(std::string_view prompt) const = 0;
+  virtual Expected<PreprocessOutput> run(const PreprocessInput& input) const = 0;
 };
 
 struct DecoderOptions {
@@ -123,9 +155,6 @@ class Model {
   // Bytes of every weight the model reads.
   virtual std::int64_t weight_bytes() const = 0;
   virtual Expected<std::unique_ptr<ActionDecoder>> make_action_decoder(const DecoderOptions& options) const = 0;
-  // The family's preprocessing behind the seam. Default: failed_precondition naming the family
-  // (pi0's still runs inside the preprocess node).
-  virtual Expected<std::unique_ptr<Preprocessor>> make_preprocessor(const PreprocessorOptions& options) const;
 };
 
 struct ModelOpenOptions {
@@ -139,14 +168,15 @@ class Family {
   virtual std::string_view name() const = 0;
   // True when `dir` looks like a checkpoint of this family (reads headers only).
   virtual bool recognizes(const std::string& dir) const = 0;
-  // True when its models make a Preprocessor (Model::make_preprocessor); else the preprocess
-  // node prepares the inputs itself (pi0 / pi0.5).
-  virtual bool has_preprocessor() const { return false; }
   // Header-only look at `dir`: the stages and the bytes each would load, for configure-time
   // checks (nothing is mapped). Only a checkpoint of another variant than asked is an error
   // (invalid_argument); a missing or damaged folder gives no stages (open() reports it).
   virtual Expected<std::vector<StageSpec>> peek(const std::string& dir, const ModelOpenOptions& options) const = 0;
   virtual Expected<std::shared_ptr<const Model>> open(const std::string& dir, const ModelOpenOptions& options) const = 0;
+  // The family's preprocessing for checkpoint folder `dir`, made from its config without
+  // opening the weights (load() reads the assets). Errors name the option and the fix.
+  virtual Expected<std::unique_ptr<Preprocessor>> make_preprocessor(const std::string& dir,
+                                                                    const PreprocessorOptions& options) const = 0;
 };
 
 // Registers a family (static registration from the family's library).

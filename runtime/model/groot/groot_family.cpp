@@ -111,7 +111,6 @@ class GrootFamily final : public Family {
  public:
   std::string_view name() const override { return kFamily; }
   bool recognizes(const std::string& dir) const override { return model_type_of(dir) == kModelType; }
-  bool has_preprocessor() const override { return true; }
   Expected<std::vector<StageSpec>> peek(const std::string& dir, const ModelOpenOptions& o) const override {
     if (!recognizes(dir)) return std::vector<StageSpec>{};
     EDGEVLA_RETURN_IF_ERROR(check_variant(o, dir));
@@ -138,6 +137,10 @@ class GrootFamily final : public Family {
       shards.push_back(std::move(*shard));
     }
     return stage_specs(*config, &shards);
+  }
+  Expected<std::unique_ptr<model::Preprocessor>> make_preprocessor(const std::string& dir,
+                                                                   const PreprocessorOptions& o) const override {
+    return make_seam_preprocessor(dir, o);
   }
   Expected<std::shared_ptr<const Model>> open(const std::string& dir, const ModelOpenOptions& o) const override {
     EDGEVLA_RETURN_IF_ERROR(check_variant(o, dir));
@@ -202,28 +205,22 @@ std::vector<StageSpec> stage_specs(const GrootConfig& c, const std::vector<Safet
 GrootModel::GrootModel(Checkpoint checkpoint)
     : checkpoint_(std::move(checkpoint)), stages_(stage_specs(checkpoint_.config(), &checkpoint_.shards())) {}
 
-Expected<Embodiment> GrootModel::embodiment(std::string_view tag, const std::string& statistics_path) const {
-  std::string t(tag);
-  if (t.empty()) {
-    EDGEVLA_ASSIGN_OR_RETURN(ProcessorConfig p,
-                             load_processor_config((fs::path(dir()) / "processor_config.json").string()));
-    const std::vector<std::string> tags = p.tags();
-    if (tags.size() != 1) {
-      std::string list;
-      for (const auto& x : tags) list += (list.empty() ? "" : ", ") + x;
-      return invalid_argument("groot: checkpoint '" + dir() + "' has " + std::to_string(tags.size()) +
-                              " embodiments (" + list + "); set the embodiment to one of them");
-    }
-    t = tags.front();
+Expected<std::string> embodiment_tag(const std::string& dir, std::string_view tag) {
+  if (!tag.empty()) return std::string(tag);
+  EDGEVLA_ASSIGN_OR_RETURN(ProcessorConfig p, load_processor_config((fs::path(dir) / "processor_config.json").string()));
+  const std::vector<std::string> tags = p.tags();
+  if (tags.size() != 1) {
+    std::string list;
+    for (const auto& x : tags) list += (list.empty() ? "" : ", ") + x;
+    return invalid_argument("groot: checkpoint '" + dir + "' has " + std::to_string(tags.size()) + " embodiments (" +
+                            list + "); set the embodiment to one of them");
   }
-  return Embodiment::load(dir(), t, embodiment_limits(config()), statistics_path);
+  return tags.front();
 }
 
-Expected<std::unique_ptr<model::Preprocessor>> GrootModel::make_preprocessor(const PreprocessorOptions& o) const {
-  EDGEVLA_ASSIGN_OR_RETURN(Embodiment e, embodiment(o.embodiment));  // "" = the checkpoint's only one
-  PreprocessorOptions resolved = o;
-  resolved.embodiment = e.tag();
-  return make_seam_preprocessor(dir(), resolved);
+Expected<Embodiment> GrootModel::embodiment(std::string_view tag, const std::string& statistics_path) const {
+  EDGEVLA_ASSIGN_OR_RETURN(const std::string t, embodiment_tag(dir(), tag));
+  return Embodiment::load(dir(), t, embodiment_limits(config()), statistics_path);
 }
 
 Expected<std::unique_ptr<ActionDecoder>> GrootModel::make_action_decoder(const DecoderOptions& o) const {

@@ -41,6 +41,10 @@ inline constexpr std::string_view kRawStatePrefix = "raw_state.";
 // The stage specs of a model of this config; `shards` (when given) size weight_bytes.
 std::vector<StageSpec> stage_specs(const GrootConfig& config, const std::vector<SafetensorsFile>* shards);
 
+// The embodiment `tag` of checkpoint folder `dir`; empty: its only one (an error listing them
+// when it has several).
+Expected<std::string> embodiment_tag(const std::string& dir, std::string_view tag);
+
 // The model limits an embodiment must fit.
 EmbodimentLimits embodiment_limits(const GrootConfig& config);
 
@@ -56,7 +60,6 @@ class GrootModel final : public Model {
   // options.embodiment picks the robot (empty: the checkpoint's only one); options.norm_stats
   // overrides statistics.json; options.output_dim keeps the first columns (0: all).
   Expected<std::unique_ptr<ActionDecoder>> make_action_decoder(const DecoderOptions& options) const override;
-  Expected<std::unique_ptr<model::Preprocessor>> make_preprocessor(const PreprocessorOptions& options) const override;
 
   const Checkpoint& checkpoint() const { return checkpoint_; }
   const GrootConfig& config() const { return checkpoint_.config(); }

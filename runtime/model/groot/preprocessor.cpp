@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "runtime/model/groot/config.hpp"
 #include "runtime/model/groot/groot_family.hpp"
@@ -72,6 +73,12 @@ Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::stri
 
 namespace {
 
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
 class SeamPreprocessor final : public model::Preprocessor {
  public:
   SeamPreprocessor(groot::Preprocessor pre, int pad_to)
@@ -81,7 +88,44 @@ class SeamPreprocessor final : public model::Preprocessor {
   const std::vector<std::string>& cameras() const override { return cameras_; }
   const std::vector<model::StateGroupSpec>& state_groups() const override { return groups_; }
 
-  Expected<std::vector<std::pair<std::string, Tensor>>> run(const model::PreprocessInput& input) const override {
+  // The state groups' widths; at most one group may take whatever is left of a flat vector.
+  Status check_groups(int state_dim) {
+    for (std::size_t i = 0; i < groups_.size(); ++i) {
+      if (groups_[i].dim > 0) {
+        total_ += groups_[i].dim;
+      } else if (open_ < 0) {
+        open_ = static_cast<int>(i);
+      } else {
+        return invalid_argument("the robot's state groups " + groups_[static_cast<std::size_t>(open_)].name + " and " +
+                                groups_[i].name + " have no fixed width, so a flat state vector cannot be split; add "
+                                "their statistics to the checkpoint's statistics.json");
+      }
+    }
+    if (state_dim > 0 && open_ < 0 && state_dim != total_) {
+      return invalid_argument("state_dim is " + std::to_string(state_dim) + " but the robot's state groups (" +
+                              group_list() + ") hold " + std::to_string(total_) + " values");
+    }
+    return Status::ok();
+  }
+
+  // Everything is read when it is made (the views come from the embodiment).
+  Status load() override { return Status::ok(); }
+  // The frame pipeline takes any size it can crop; a bad frame fails run(), naming the view.
+  Status check_frame(std::string_view, int, int) const override { return Status::ok(); }
+  // A long prompt depends on the views' tokens: run() refuses it, naming its length.
+  Status check_prompt(std::string_view) const override { return Status::ok(); }
+
+  Status check_state(std::span<const double> state) const override {
+    const auto d = static_cast<std::int64_t>(state.size());
+    if (open_ < 0 ? d != total_ : d <= total_) {
+      return invalid_argument("the state has " + std::to_string(d) + " values but the robot's state groups (" +
+                              group_list() + ") need " + std::to_string(total_) +
+                              (open_ < 0 ? "" : " plus at least one") + "; publish them concatenated in that order");
+    }
+    return Status::ok();
+  }
+
+  Expected<model::PreprocessOutput> run(const model::PreprocessInput& input) const override {
     std::vector<Frame> frames;
     for (const std::string& view : cameras_) {
       const auto it = std::find_if(input.cameras.begin(), input.cameras.end(),
@@ -95,11 +139,12 @@ class SeamPreprocessor final : public model::Preprocessor {
       }
       frames.push_back(Frame{it->height, it->width, std::vector<std::uint8_t>(it->rgb.begin(), it->rgb.end())});
     }
-    RawState raw;
-    for (const auto& [group, values] : input.state) raw[group] = values;
+    RawState raw;  // the model's float32
+    for (const auto& [group, values] : input.state) raw[group].assign(values.begin(), values.end());
     EDGEVLA_ASSIGN_OR_RETURN(ModelInputs in,
                              pre_.run(frames, input.prompt, raw, pad_to_ > 0 ? std::optional<int>(pad_to_) : std::nullopt));
-    std::vector<std::pair<std::string, Tensor>> out;
+    model::PreprocessOutput result;
+    auto& out = result.tensors;
     for (std::size_t k = 0; k < in.pixel_values.size(); ++k) {
       const auto [h, w] = in.image_sizes[k];
       EDGEVLA_ASSIGN_OR_RETURN(Tensor t, Tensor::from_values(std::span<const float>(in.pixel_values[k]), Shape{3, h, w}));
@@ -122,14 +167,24 @@ class SeamPreprocessor final : public model::Preprocessor {
                                                              Shape{static_cast<std::int64_t>(values.size())}));
       out.emplace_back("raw_state." + group, std::move(r));
     }
-    return out;
+    return result;
   }
 
  private:
+  std::string group_list() const {
+    std::string s;
+    for (const auto& g : groups_) {
+      s += (s.empty() ? "" : ", ") + g.name + " " + (g.dim > 0 ? std::to_string(g.dim) : std::string("any"));
+    }
+    return s;
+  }
+
   groot::Preprocessor pre_;
   int pad_to_;
   std::vector<std::string> cameras_;
   std::vector<model::StateGroupSpec> groups_;
+  std::int64_t total_ = 0;  // the fixed-width groups' values summed
+  int open_ = -1;           // the group without a fixed width, if any
 };
 
 }  // namespace
@@ -137,9 +192,33 @@ class SeamPreprocessor final : public model::Preprocessor {
 Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std::string& dir,
                                                                       const model::PreprocessorOptions& options) {
   if (options.pad_to < 0) return invalid_argument("preprocessor pad_to must be >= 0");
-  const std::string& tag = options.embodiment;
+  if (!options.assets.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, path] : options.assets) names.push_back(name);
+    return invalid_argument("the groot family takes no asset files in place of the checkpoint's (got " + join(names) +
+                            "): its tokenizer and statistics are " + dir + "'s own; remove them");
+  }
+  if (options.long_prompt != model::LongPrompt::kError) {
+    return invalid_argument("a groot prompt is never cut (a long one is refused, naming its length): leave the "
+                            "long-prompt policy at error (on_long_prompt: error)");
+  }
+  if (!options.variant.empty() && options.variant != "auto" && options.variant != kVariant) {
+    return invalid_argument("model_type is " + options.variant + " but '" + dir + "' holds a GR00T " +
+                            std::string(kVariant) + " checkpoint; set model_type: auto");
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(const std::string tag, embodiment_tag(dir, options.embodiment));
   EDGEVLA_ASSIGN_OR_RETURN(groot::Preprocessor pre, groot::Preprocessor::load(dir, tag));
-  return std::unique_ptr<model::Preprocessor>(new SeamPreprocessor(std::move(pre), options.pad_to));
+  const std::vector<std::string>& views = pre.embodiment().views();
+  if (!options.cameras.empty()) {
+    const std::set<std::string> asked(options.cameras.begin(), options.cameras.end()), needed(views.begin(), views.end());
+    if (asked != needed || asked.size() != options.cameras.size()) {
+      return invalid_argument("cameras are [" + join(options.cameras) + "] but the robot's views are [" + join(views) +
+                              "]; groot needs every view once (leave cameras empty for all)");
+    }
+  }
+  auto seam = std::make_unique<SeamPreprocessor>(std::move(pre), options.pad_to);
+  EDGEVLA_RETURN_IF_ERROR(seam->check_groups(options.state_dim));
+  return std::unique_ptr<model::Preprocessor>(std::move(seam));
 }
 
 }  // namespace edgevla::model::groot

@@ -57,11 +57,13 @@ class Preprocessor {
   bool letterbox_;
 };
 
-// The preprocess stage behind the family seam (model::Preprocessor) for checkpoint `dir` and
-// embodiment `options.embodiment` (GrootModel resolves an empty one): cameras
-// named as the embodiment's video keys; tensors image.<k> f32 [3, H, W] (view k), input_ids i32
-// [L], attention_mask bool [L], state f32 [max_state_dim], embodiment_id i32 [1], and
-// raw_state.<group> f32 [d] for the action decoder.
+// The preprocess stage behind the family seam (model::Preprocessor) for checkpoint `dir`, made
+// without opening the weights: embodiment `options.embodiment` (empty: the checkpoint's only
+// one); cameras named as the embodiment's video keys (options.cameras may only list all of
+// them); the state as the embodiment's groups (check_state: a flat vector of their widths);
+// tensors image.<k> f32 [3, H, W] (view k), input_ids i32 [L], attention_mask bool [L], state f32
+// [max_state_dim], embodiment_id i32 [1], and raw_state.<group> f32 [d] for the action decoder.
+// Asset overrides and LongPrompt::kTruncate are refused (a prompt longer than pad_to fails run()).
 Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std::string& dir,
                                                                       const model::PreprocessorOptions& options);
 

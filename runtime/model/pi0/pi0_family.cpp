@@ -1,5 +1,7 @@
 #include "runtime/model/pi0/pi0_family.hpp"
 
+#include "runtime/model/pi0/preprocessor.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <tuple>
@@ -56,11 +58,14 @@ class Pi0Decoder final : public ActionDecoder {
 class Pi0Family final : public Family {
  public:
   std::string_view name() const override { return kFamily; }
+  // Its weight set, or (a folder without weights, e.g. for preprocessing alone) its config.json.
   bool recognizes(const std::string& dir) const override {
     std::error_code ec;
-    if (!fs::is_regular_file(fs::path(dir) / "model.safetensors", ec)) return false;
-    auto file = SafetensorsFile::open((fs::path(dir) / "model.safetensors").string());
-    return file && variant_of(*file).has_value();
+    if (fs::is_regular_file(fs::path(dir) / "model.safetensors", ec)) {
+      auto file = SafetensorsFile::open((fs::path(dir) / "model.safetensors").string());
+      if (file && variant_of(*file).has_value()) return true;
+    }
+    return load_config((fs::path(dir) / "config.json").string()).has_value();
   }
   Expected<std::vector<StageSpec>> peek(const std::string& dir, const ModelOpenOptions& o) const override {
     auto config = load_config((fs::path(dir) / "config.json").string());
@@ -88,6 +93,10 @@ class Pi0Family final : public Family {
     }
     EDGEVLA_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir, oo));
     return std::shared_ptr<const Model>(std::make_shared<Pi0Model>(std::move(ck)));
+  }
+  Expected<std::unique_ptr<Preprocessor>> make_preprocessor(const std::string& dir,
+                                                            const PreprocessorOptions& o) const override {
+    return pi0::make_preprocessor(dir, o);
   }
 };
 

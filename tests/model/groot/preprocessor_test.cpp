@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -158,7 +159,7 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
   ASSERT_TRUE(family.has_value()) << family.status().to_string();
   auto opened = (*family)->open(ckpt(), {});
   ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
-  auto seam = (*opened)->make_preprocessor({"libero_panda", 0});
+  auto seam = (*family)->make_preprocessor(ckpt(), {"libero_panda", 0});
   ASSERT_TRUE(seam.has_value()) << seam.status().to_string();
   EXPECT_EQ((*seam)->cameras(), (std::vector<std::string>{"image", "wrist_image"}));
   auto direct = Preprocessor::load(ckpt(), "libero_panda", Letterbox::kAuto);
@@ -174,13 +175,14 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
   model::PreprocessInput in;
   in.cameras = {{"wrist_image", fb.height, fb.width, fb.rgb}, {"image", fa.height, fa.width, fa.rgb}};  // any order
   in.prompt = "Stack the cups";
-  for (const auto& [g, v] : state) in.state.emplace_back(g, v);
+  for (const auto& [g, v] : state) in.state.emplace_back(g, std::vector<double>(v.begin(), v.end()));
+  ASSERT_TRUE((*seam)->load().is_ok());
   auto got = (*seam)->run(in);
   ASSERT_TRUE(got.has_value()) << got.status().to_string();
   auto want = direct->run(std::vector<Frame>{fa, fb}, "Stack the cups", state);
   ASSERT_TRUE(want.has_value());
   std::map<std::string, const Tensor*> by_name;
-  for (const auto& [name, t] : *got) by_name[name] = &t;
+  for (const auto& [name, t] : got->tensors) by_name[name] = &t;
   for (const char* name : {"image.0", "image.1", "input_ids", "attention_mask", "state", "embodiment_id"}) {
     ASSERT_TRUE(by_name.count(name)) << name;
   }
@@ -201,24 +203,44 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.status().message().find("'image'"), std::string::npos) << missing.status().message();
   // A checkpoint with several embodiments needs one named; an unknown one lists the known ones.
-  auto unnamed = (*opened)->make_preprocessor({});
+  auto unnamed = (*family)->make_preprocessor(ckpt(), {});
   ASSERT_FALSE(unnamed.has_value());
   EXPECT_NE(unnamed.status().message().find("libero_panda"), std::string::npos) << unnamed.status().message();
 }
 
-TEST_F(GrootPreprocessor, AFamilyWithoutASeamPreprocessorSaysSo) {
+// The options each family refuses name the fix; pi0's preprocessor is made without weights.
+TEST_F(GrootPreprocessor, EachFamilyRefusesTheOptionsItDoesNotTake) {
+  auto groot = model::find_family("auto", ckpt());
+  ASSERT_TRUE(groot.has_value());
+  model::PreprocessorOptions o;
+  o.embodiment = "libero_panda";
+  o.assets = {{"tokenizer", "/x/tokenizer.model"}};
+  auto assets = (*groot)->make_preprocessor(ckpt(), o);
+  ASSERT_FALSE(assets.has_value());
+  EXPECT_NE(assets.status().message().find("remove them"), std::string::npos) << assets.status().message();
+  o.assets.clear();
+  o.long_prompt = model::LongPrompt::kTruncate;
+  auto cut = (*groot)->make_preprocessor(ckpt(), o);
+  ASSERT_FALSE(cut.has_value());
+  EXPECT_NE(cut.status().message().find("never cut"), std::string::npos) << cut.status().message();
+
   model::GenerateOptions g;
   g.config = *model::preset_config("tiny", model::ModelType::kPi05);
   const std::string dir = *dir_ / "pi05";
   ASSERT_TRUE(model::generate_checkpoint(g, dir).is_ok());
-  auto family = model::find_family("auto", dir);
-  ASSERT_TRUE(family.has_value());
-  auto opened = (*family)->open(dir, {});
-  ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
-  auto seam = (*opened)->make_preprocessor({});
-  ASSERT_FALSE(seam.has_value());
-  EXPECT_EQ(seam.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(seam.status().message().find("pi0"), std::string::npos) << seam.status().message();
+  std::filesystem::remove(std::filesystem::path(dir) / "model.safetensors");  // not needed to preprocess
+  auto pi0 = model::find_family("auto", dir);
+  ASSERT_TRUE(pi0.has_value()) << pi0.status().to_string();
+  EXPECT_EQ((*pi0)->name(), "pi0");
+  model::PreprocessorOptions p;
+  p.cameras = {g.config.cameras.front()};
+  auto made = (*pi0)->make_preprocessor(dir, p);
+  ASSERT_TRUE(made.has_value()) << made.status().to_string();
+  EXPECT_EQ((*made)->cameras(), p.cameras);
+  p.assets = {{"statistics", "/x/stats.json"}};
+  auto unknown = (*pi0)->make_preprocessor(dir, p);
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.status().message().find("tokenizer, norm_stats"), std::string::npos) << unknown.status().message();
 }
 
 }  // namespace
