@@ -57,6 +57,15 @@ TEST(ModelConfig, OpenpiKeysGiveTheRealSizes) {
   EXPECT_EQ(c->suffix_len(), 16);
 }
 
+// The class of bug the safetensors fuzzer found (a number too large for a double makes the JSON
+// parser throw out_of_range, not parse_error) in config.json: an error, not a crash.
+TEST(ModelConfig, NumberTooLargeIsAnErrorNotACrash) {
+  auto c = parse_config(R"({"action_horizon": 1e400})", "ck/config.json");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.status().message().find("ck/config.json"), std::string::npos);
+  EXPECT_NE(c.status().message().find("not valid JSON"), std::string::npos);
+}
+
 TEST(ModelConfig, UnknownKeysAndBadSizesAreNamed) {
   auto typo = parse_config(R"({"action_horizon": 10, "action_horzion": 5})", "ck/config.json");
   ASSERT_FALSE(typo);

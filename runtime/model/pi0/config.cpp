@@ -142,7 +142,7 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
   Json j;
   try {
     j = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     return invalid_argument(origin + " is not valid JSON: " + e.what());
   }
   if (!j.is_object()) return invalid_argument(origin + " must hold a JSON object");
