@@ -136,7 +136,7 @@ Expected<Index> read_index(const std::string& path) {
   json j;
   try {
     j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and numbers out of range (1e400)
     return data_loss("groot: '" + path + "' is not valid JSON (" + e.what() +
                      "): it is truncated or corrupt; " + std::string(kFix));
   }

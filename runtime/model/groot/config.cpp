@@ -96,7 +96,7 @@ Expected<json> read_json(const std::string& path, std::string_view fix) {
   ss << f.rdbuf();
   try {
     return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and numbers out of range (1e400)
     return data_loss("groot: '" + path + "' is not valid JSON (" + e.what() +
                      "): it is truncated or corrupt; " + std::string(fix));
   }
@@ -294,7 +294,7 @@ Expected<json> parse_text(const std::string& text, const std::string& origin,
                           std::string_view fix) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and numbers out of range (1e400)
     return data_loss("groot: " + origin + " is not valid JSON (" + e.what() + "); " +
                      std::string(fix));
   }

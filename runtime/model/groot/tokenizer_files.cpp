@@ -29,7 +29,7 @@ Expected<json> read_json_file(const std::string& path) {
   EDGEVLA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and numbers out of range (1e400)
     return data_loss("groot tokenizer: '" + path + "' is not valid JSON (" + e.what() + ", " +
                      std::to_string(text.size()) +
                      " bytes in the file): it is truncated or corrupt; " + std::string(kFix));

@@ -415,6 +415,22 @@ TEST_F(GrootCheckpointTest, ConfigOfAnotherFamilyOrVersion) {
   expect_error(*dir_ / "absent", StatusCode::kNotFound, {*dir_ / "absent", "make_checkpoint.py"});
 }
 
+// A number no double holds (1e400) in a checkpoint's JSON files is an error naming the file,
+// not an uncaught exception (the fuzzers found the same in other decoders).
+TEST_F(GrootCheckpointTest, NumbersTooLargeAreAnErrorNotACrash) {
+  const std::string d = copy_of("tiny", "huge_config");
+  std::string text = model::test::read_file(d + "/config.json");
+  text.insert(text.find('{') + 1, "\"huge\": 1e400, ");
+  model::test::write_file(d + "/config.json", text);
+  expect_error(d, StatusCode::kDataLoss, {d + "/config.json"});
+
+  const std::string i = copy_of("tiny", "huge_index");
+  std::string index = model::test::read_file(i + "/model.safetensors.index.json");
+  index.insert(index.find('{') + 1, "\"huge\": 1e400, ");
+  model::test::write_file(i + "/model.safetensors.index.json", index);
+  expect_error(i, StatusCode::kDataLoss, {i + "/model.safetensors.index.json"});
+}
+
 TEST_F(GrootCheckpointTest, BrokenConfigs) {
   // A size missing from config.json: named, never defaulted.
   std::string d = copy_of("tiny", "no_hidden");
