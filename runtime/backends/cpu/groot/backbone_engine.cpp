@@ -4,6 +4,7 @@
 // belongs to the action head (its weights are action_head.vlln.*). Inputs and outputs are the
 // groot family's backbone StageSpec (runtime/model/groot/groot_family.hpp); every buffer is
 // sized for the spec's largest shapes when the engine is made, so a run allocates nothing.
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -12,6 +13,7 @@
 #include "runtime/backends/cpu/groot/siglip.hpp"
 #include "runtime/backends/engine_base.hpp"
 #include "runtime/model/groot/groot_family.hpp"
+#include "runtime/model/groot/stage_inputs.hpp"
 
 namespace edgevla::backends::cpu::groot_backbone {
 namespace {
@@ -186,65 +188,11 @@ Status GrootBackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask
     return invalid_argument(
         "groot backbone: bind input_ids and attention_mask (the tokenized prompt)");
   }
-  const std::int64_t L = ids->shape()[0];
-  if (L == 0 || mask->shape()[0] != L) {
-    return invalid_argument("groot backbone: input_ids " + ids->shape().to_string() +
-                            " and attention_mask " + mask->shape().to_string() +
-                            " must have the same, non-zero length");
-  }
-  if (L > max_tokens_) {
-    return invalid_argument("groot backbone: the prompt has " + std::to_string(L) +
-                            " tokens, more than the " + std::to_string(max_tokens_) +
-                            " this model is sized for; shorten the instruction or "
-                            "use fewer or smaller views");
-  }
-  const std::int32_t* id = ids->data<std::int32_t>();
-  const bool* valid = mask->data<bool>();
-  const std::int64_t vocab = llm_->vocab();
-  bool any = false;
-  for (std::int64_t i = 0; i < L; ++i) {
-    if (id[i] < 0 || id[i] >= vocab) {
-      return invalid_argument("groot backbone: input_ids[" + std::to_string(i) +
-                              "] = " + std::to_string(id[i]) + " is outside the vocabulary [0, " +
-                              std::to_string(vocab) +
-                              "); tokenize with this checkpoint's tokenizer");
-    }
-    any = any || valid[i];
-  }
-  if (!any)
-    return invalid_argument("groot backbone: attention_mask has no real token (all padding)");
-  // One run of <IMG_CONTEXT> per view, each as long as that view's merged tokens.
-  const std::int64_t image_id = cfg_.image_token_id;
-  std::size_t runs = 0;
-  image_tokens = 0;
-  for (std::int64_t i = 0; i < L;) {
-    if (id[i] != image_id) {
-      ++i;
-      continue;
-    }
-    std::int64_t j = i;
-    while (j < L && id[j] == image_id) ++j;
-    if (runs < views_.size()) {
-      const ViewPixels& v = views_[runs];
-      const std::int64_t want = vision_->tokens_of(v.height, v.width);
-      if (j - i != want) {
-        return invalid_argument(
-            "groot backbone: " + view_name(runs) + " " + v.pixels->shape().to_string() + " gives " +
-            std::to_string(want) + " image tokens but the prompt's image block " +
-            std::to_string(runs) + " holds " + std::to_string(j - i) +
-            " <IMG_CONTEXT> tokens; build the prompt from the same pre-processed frames");
-      }
-    }
-    image_tokens += j - i;
-    ++runs;
-    i = j;
-  }
-  if (runs != views_.size()) {
-    return invalid_argument(
-        "groot backbone: the prompt holds " + std::to_string(runs) + " image block(s) but " +
-        std::to_string(views_.size()) +
-        " view(s) are bound; give one view per <img> block (the embodiment's video keys)");
-  }
+  std::array<mg::BoundView, mg::kMaxViews> views;  // no allocation per run
+  std::size_t n = 0;
+  for (const ViewPixels& v : views_) views[n++] = mg::BoundView{v.pixels, vision_->tokens_of(v.height, v.width)};
+  EDGEVLA_ASSIGN_OR_RETURN(image_tokens, mg::check_backbone_prompt(*ids, *mask, max_tokens_, llm_->vocab(),
+                                                                   cfg_.image_token_id, std::span(views.data(), n)));
   return Status::ok();
 }
 

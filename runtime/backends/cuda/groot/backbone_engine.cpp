@@ -22,6 +22,7 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/model/groot/stage_inputs.hpp"
 
 namespace edgevla::backends::cuda::groot {
 namespace {
@@ -309,63 +310,11 @@ Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask,
     return invalid_argument(
         "groot backbone (cuda): input_ids and attention_mask must be host tensors");
   }
-  const std::int64_t L = ids->shape()[0];
-  if (L == 0 || mask->shape()[0] != L) {
-    return invalid_argument("groot backbone: input_ids " + ids->shape().to_string() +
-                            " and attention_mask " + mask->shape().to_string() +
-                            " must have the same, non-zero length");
-  }
-  if (L > max_tokens_) {
-    return invalid_argument(
-        "groot backbone: the prompt has " + std::to_string(L) + " tokens, more than the " +
-        std::to_string(max_tokens_) +
-        " this model is sized for; shorten the instruction or use fewer or smaller views");
-  }
-  const std::int32_t* id = ids->data<std::int32_t>();
-  const bool* valid = mask->data<bool>();
-  bool any = false;
-  for (std::int64_t i = 0; i < L; ++i) {
-    if (id[i] < 0 || id[i] >= vocab_) {
-      return invalid_argument("groot backbone: input_ids[" + std::to_string(i) +
-                              "] = " + std::to_string(id[i]) + " is outside the vocabulary [0, " +
-                              std::to_string(vocab_) +
-                              "); tokenize with this checkpoint's tokenizer");
-    }
-    any = any || valid[i];
-  }
-  if (!any)
-    return invalid_argument("groot backbone: attention_mask has no real token (all padding)");
-  const std::int64_t image_id = cfg_.image_token_id;
-  std::size_t runs = 0;
-  image_tokens = 0;
-  for (std::int64_t i = 0; i < L;) {
-    if (id[i] != image_id) {
-      ++i;
-      continue;
-    }
-    std::int64_t j = i;
-    while (j < L && id[j] == image_id) ++j;
-    if (runs < views_.size()) {
-      const View& v = views_[runs];
-      const std::int64_t want = (v.h / merge_) * (v.w / merge_);
-      if (j - i != want) {
-        return invalid_argument(
-            "groot backbone: " + view_name(runs) + " " + v.pixels->shape().to_string() + " gives " +
-            std::to_string(want) + " image tokens but the prompt's image block " +
-            std::to_string(runs) + " holds " + std::to_string(j - i) +
-            " <IMG_CONTEXT> tokens; build the prompt from the same pre-processed frames");
-      }
-    }
-    image_tokens += j - i;
-    ++runs;
-    i = j;
-  }
-  if (runs != views_.size()) {
-    return invalid_argument(
-        "groot backbone: the prompt holds " + std::to_string(runs) + " image block(s) but " +
-        std::to_string(views_.size()) +
-        " view(s) are bound; give one view per <img> block (the embodiment's video keys)");
-  }
+  std::array<mg::BoundView, mg::kMaxViews> views;  // no allocation per run
+  std::size_t n = 0;
+  for (const View& v : views_) views[n++] = mg::BoundView{v.pixels, (v.h / merge_) * (v.w / merge_)};
+  EDGEVLA_ASSIGN_OR_RETURN(image_tokens, mg::check_backbone_prompt(*ids, *mask, max_tokens_, vocab_,
+                                                                   cfg_.image_token_id, std::span(views.data(), n)));
   return Status::ok();
 }
 
