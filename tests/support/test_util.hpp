@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,6 @@
 
 namespace edgevla::testing {
 
-// A registry domain no other test (or concurrently running ctest job) uses.
 // Removes `path` (a file or folder a test made in the temporary directory, outside a scratch
 // folder object) when the test program exits normally, so a test run leaves nothing behind.
 inline void remove_at_exit(const std::string& path) {
@@ -35,9 +35,20 @@ inline void remove_at_exit(const std::string& path) {
   paths.list.push_back(path);
 }
 
+// A registry domain no other test (or concurrently running ctest job) uses. Its registry
+// folder (the bus's default, runtime/bus/registry.cpp: $XDG_RUNTIME_DIR or /tmp, then
+// edgevla-<uid>/<domain>) is removed when the test program exits, with whatever the test's
+// buses and child processes left in it.
 inline std::string unique_domain(const std::string& tag) {
-  static int counter = 0;
-  return "t" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + tag;
+  static std::atomic<int> counter{0};
+  std::string domain = "t" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + tag;
+  const char* own = std::getenv("EDGEVLA_REGISTRY_DIR");
+  if (own == nullptr || *own == '\0') {
+    const char* run = std::getenv("XDG_RUNTIME_DIR");
+    const std::string base = run != nullptr && *run != '\0' ? run : "/tmp";
+    remove_at_exit(base + "/edgevla-" + std::to_string(::getuid()) + "/" + domain);
+  }
+  return domain;
 }
 
 // Polls `done` until it returns true or `timeout` passes; returns the final value.
