@@ -4,6 +4,27 @@
 
 namespace edgevla::model::groot {
 
+Status check_backbone_view(std::size_t k, const Tensor& t, std::size_t first_missing, const GrootConfig& config,
+                           std::int64_t max_edge) {
+  const std::string name = "image." + std::to_string(k);
+  if (first_missing < k) {
+    return invalid_argument("groot backbone: " + name + " is bound but image." + std::to_string(first_missing) +
+                            " is not; bind the views in order from image.0 (one per video key of the embodiment)");
+  }
+  const std::int64_t merge = std::int64_t{config.vision.patch_size} * config.unshuffle_factor;
+  const std::int64_t c = t.shape()[0], h = t.shape()[1], w = t.shape()[2];
+  if (c != config.vision.num_channels || h <= 0 || w <= 0 || h % merge != 0 || w % merge != 0 || h > max_edge ||
+      w > max_edge) {
+    return invalid_argument("groot backbone: " + name + " is " + t.shape().to_string() + ", expected [" +
+                            std::to_string(config.vision.num_channels) + ",h,w] with h and w positive multiples of " +
+                            std::to_string(merge) + " (patch " + std::to_string(config.vision.patch_size) +
+                            " x unshuffle " + std::to_string(config.unshuffle_factor) + ") up to " +
+                            std::to_string(max_edge) +
+                            "; pre-process the frame with the groot image transform (smart_resize)");
+  }
+  return Status::ok();
+}
+
 Expected<std::int64_t> check_backbone_prompt(const Tensor& ids, const Tensor& mask, std::int64_t max_tokens,
                                              std::int64_t vocab, std::int64_t image_token_id,
                                              std::span<const BoundView> views) {

@@ -7,8 +7,15 @@
 #include <span>
 
 #include "runtime/core/tensor.hpp"
+#include "runtime/model/groot/config.hpp"
 
 namespace edgevla::model::groot {
+
+// The backbone's bound view `k` (`t`): bound in order from image.0 (`first_missing`, the first
+// unbound index seen before it, is not below k) and [channels, h, w] with h and w positive
+// multiples of patch x unshuffle, up to `max_edge`.
+Status check_backbone_view(std::size_t k, const Tensor& t, std::size_t first_missing, const GrootConfig& config,
+                           std::int64_t max_edge);
 
 // One bound view of the backbone: its pixel tensor (for messages) and the image tokens it gives.
 struct BoundView {

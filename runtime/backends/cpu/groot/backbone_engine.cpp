@@ -86,7 +86,7 @@ class GrootBackboneEngine final : public EngineBase {
   KernelContext ctx_;
   std::unique_ptr<VisionTower> vision_;
   std::unique_ptr<Qwen3Stack> llm_;
-  std::int64_t max_tokens_ = 0, max_image_tokens_ = 0, merge_ = 0;
+  std::int64_t max_tokens_ = 0, max_image_tokens_ = 0, merge_ = 0, max_edge_ = 0;
 
   std::vector<int> in_images_;
   int in_ids_ = -1, in_mask_ = -1;
@@ -115,17 +115,17 @@ Status GrootBackboneEngine::allocate(const mg::Checkpoint& ck) {
         "attention_mask, backbone_features, image_mask or image_embeds");
   }
   const Shape& img = inputs_[static_cast<std::size_t>(in_images_[0])].max_shape;
-  const std::int64_t max_edge = std::max(img[1], img[2]);
+  max_edge_ = std::max(img[1], img[2]);
   const int views = static_cast<int>(in_images_.size());
   max_tokens_ = inputs_[static_cast<std::size_t>(in_ids_)].max_shape[0];
   merge_ = std::int64_t{cfg_.vision.patch_size} * cfg_.unshuffle_factor;
   const std::int64_t W = cfg_.text.hidden_size;
-  max_image_tokens_ = views * (max_edge / merge_) * (max_edge / merge_);
+  max_image_tokens_ = views * (max_edge_ / merge_) * (max_edge_ / merge_);
 
   EDGEVLA_ASSIGN_OR_RETURN(SiglipWeights siglip, load_siglip(ck));
   EDGEVLA_ASSIGN_OR_RETURN(Mlp1Weights mlp1, load_mlp1(ck));
   EDGEVLA_ASSIGN_OR_RETURN(Qwen3Weights qwen, load_qwen3(ck));
-  vision_ = std::make_unique<VisionTower>(cfg_, std::move(siglip), std::move(mlp1), views, max_edge,
+  vision_ = std::make_unique<VisionTower>(cfg_, std::move(siglip), std::move(mlp1), views, max_edge_,
                                           ctx_.pool().size());
   llm_ = std::make_unique<Qwen3Stack>(cfg_, std::move(qwen), max_tokens_, ctx_.pool().size());
   const std::int64_t dv = cfg_.vision.hidden_size,
@@ -150,20 +150,8 @@ Status GrootBackboneEngine::collect_views() {
       first_missing = std::min(first_missing, k);
       continue;
     }
-    if (first_missing < k) {
-      return invalid_argument(
-          "groot backbone: " + view_name(k) + " is bound but " + view_name(first_missing) +
-          " is not; bind the views in order from image.0 (one per video key of the embodiment)");
-    }
-    const std::int64_t c = t->shape()[0], h = t->shape()[1], w = t->shape()[2];
-    if (c != cfg_.vision.num_channels || h <= 0 || w <= 0 || h % merge_ != 0 || w % merge_ != 0) {
-      return invalid_argument(
-          "groot backbone: " + view_name(k) + " is " + t->shape().to_string() + ", expected [" +
-          std::to_string(cfg_.vision.num_channels) + ",h,w] with h and w positive multiples of " +
-          std::to_string(merge_) + " (patch " + std::to_string(cfg_.vision.patch_size) +
-          " x unshuffle " + std::to_string(cfg_.unshuffle_factor) +
-          "); pre-process the frame with the groot image transform (smart_resize)");
-    }
+    EDGEVLA_RETURN_IF_ERROR(mg::check_backbone_view(k, *t, first_missing, cfg_, max_edge_));
+    const std::int64_t h = t->shape()[1], w = t->shape()[2];
     if (const std::int64_t bad = first_non_finite(*t); bad >= 0) {
       return invalid_argument("groot backbone: " + view_name(k) + " holds a non-finite pixel at [" +
                               std::to_string(bad / (h * w)) + "," + std::to_string((bad / w) % h) +

@@ -274,20 +274,8 @@ Status BackboneEngine::collect_views() {
       first_missing = std::min(first_missing, k);
       continue;
     }
-    if (first_missing < k) {
-      return invalid_argument(
-          "groot backbone: " + view_name(k) + " is bound but " + view_name(first_missing) +
-          " is not; bind the views in order from image.0 (one per video key of the embodiment)");
-    }
-    const std::int64_t c = t->shape()[0], h = t->shape()[1], w = t->shape()[2];
-    if (c != cfg_.vision.num_channels || h <= 0 || w <= 0 || h % merge_ != 0 || w % merge_ != 0 ||
-        h > max_edge_ || w > max_edge_) {
-      return invalid_argument(
-          "groot backbone: " + view_name(k) + " is " + t->shape().to_string() + ", expected [" +
-          std::to_string(cfg_.vision.num_channels) + ",h,w] with h and w positive multiples of " +
-          std::to_string(merge_) + " up to " + std::to_string(max_edge_) +
-          "; pre-process the frame with the groot image transform (smart_resize)");
-    }
+    EDGEVLA_RETURN_IF_ERROR(mg::check_backbone_view(k, *t, first_missing, cfg_, max_edge_));
+    const std::int64_t h = t->shape()[1], w = t->shape()[2];
     views_.push_back({t, h, w, t->dtype()});
   }
   if (views_.empty()) {
