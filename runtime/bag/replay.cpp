@@ -81,12 +81,7 @@ Expected<NodeOptions> options_from_bag(mcap::McapReader& reader, const std::stri
 
 Status apply_overrides(NodeOptions& o, const ReplayOptions& r) {
   if (!r.params_file.empty()) {
-    YAML::Node file;
-    try {
-      file = YAML::LoadFile(r.params_file);
-    } catch (const YAML::Exception& e) {
-      return invalid_argument("params file '" + r.params_file + "': " + e.msg);
-    }
+    EDGEVLA_ASSIGN_OR_RETURN(const YAML::Node file, load_yaml_file(r.params_file, "--params"));
     if (!file[o.name]) return invalid_argument("params file '" + r.params_file + "' has no section for node '" + o.name + "'");
     for (const auto& kv : file[o.name]) {
       o.params[kv.first.as<std::string>()] =

@@ -108,19 +108,6 @@ std::string relative_to(const std::string& file, const std::string& path) {
   return (fs::path(file).parent_path() / path).lexically_normal().string();
 }
 
-Expected<YAML::Node> load_yaml(const std::string& path, const std::string& referenced_from) {
-  std::error_code ec;  // e.g. a name longer than the file system allows: an error, not a throw
-  if (!fs::exists(path, ec)) {
-    return not_found((referenced_from.empty() ? "" : referenced_from + ": ") + "file '" + path +
-                     "' " + (ec ? "cannot be read: " + ec.message() : std::string("does not exist")));
-  }
-  try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-}
-
 // A params file: { node_name: { key: value, ... }, ... }.
 struct ParamsFile {
   std::string path;
@@ -128,7 +115,7 @@ struct ParamsFile {
 };
 
 Expected<ParamsFile> load_params_file(const std::string& path, const std::string& referenced_from) {
-  EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(path, referenced_from));
+  EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml_file(path, referenced_from));
   if (root.IsNull()) return ParamsFile{path, YAML::Node(YAML::NodeType::Map)};
   if (!root.IsMap()) return error_at(path, root, "a params file must map node names to their params");
   for (const auto& kv : root) {
@@ -429,7 +416,7 @@ struct Parser {
         return invalid_argument("include cycle: " + chain + canonical);
       }
     }
-    EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(path, referenced_from));
+    EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml_file(path, referenced_from));
     if (!root.IsMap()) return error_at(path, root, "a launch file must be a map");
     EDGEVLA_RETURN_IF_ERROR(check_keys(path, root, {"include", "plugins", "params_files", "groups", "nodes", "record"},
                                        "a launch file"));

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <string_view>
 
 namespace edgevla {
@@ -267,6 +269,24 @@ Expected<ParamValue> param_value_from_text(std::string_view text, const ParamDes
     return out_of_range(where + " = " + s.message());
   }
   return v;
+}
+
+Expected<YAML::Node> load_yaml_file(const std::string& path, const std::string& referenced_from) {
+  namespace fs = std::filesystem;
+  const std::string who = (referenced_from.empty() ? "" : referenced_from + ": ") + "file '" + path + "'";
+  std::error_code ec;  // e.g. a name longer than the file system allows: an error, not a throw
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) return not_found(who + " cannot be read: " + ec.message());
+  if (!fs::exists(st)) return not_found(who + " does not exist");
+  if (fs::is_directory(st)) return invalid_argument(who + " is a folder; name a YAML file in it");
+  if (!fs::is_regular_file(st)) return invalid_argument(who + " is not a regular file; name a YAML file");
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  } catch (const std::exception& e) {  // a read error below the YAML reader (I/O, memory)
+    return invalid_argument(who + " cannot be read: " + e.what());
+  }
 }
 
 }  // namespace edgevla

@@ -58,6 +58,10 @@ Expected<ParamValue> param_from_yaml(const YAML::Node& node, ParamType type);
 // Checks range and choices, and (for params declared as a C++ int) that integers fit 32 bits.
 Status check_param_value(const ParamValue& value, const ParamInfo& info, bool int32 = false);
 std::string param_value_to_string(const ParamValue& value);
+// Reads a YAML file (a launch, params or include file). Errors name the file and say why: it
+// does not exist, is a folder or not a regular file, cannot be read, or is not valid YAML
+// (with the line). `referenced_from` ("launch.yaml:4", may be empty) prefixes the error.
+Expected<YAML::Node> load_yaml_file(const std::string& path, const std::string& referenced_from = "");
 // Emits a value into a YAML emitter (used by `param dump`).
 void emit_param_value(YAML::Emitter& out, const ParamValue& value);
 

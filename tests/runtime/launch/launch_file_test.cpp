@@ -252,6 +252,16 @@ TEST_F(LaunchFile, FileNameTooLongIsAnErrorNotACrash) {
   EXPECT_FALSE(parse_launch(g, {}).has_value());
 }
 
+// Found by tests/fuzz/launch_fuzzer in CI: a params file or include that names a folder made
+// the YAML reader throw an I/O error no one caught, and the launch terminated.
+TEST_F(LaunchFile, AFolderWhereAFileBelongsIsNamed) {
+  std::filesystem::create_directories(dir_ / "sub");
+  expect_error(write("l.yaml", "params_files: [sub]\nnodes:\n  - {name: a, type: tensor_source}\n"),
+               {"sub", "is a folder"});
+  expect_error(write("i.yaml", "include: [sub]\n"), {"sub", "is a folder", "i.yaml:1"});
+  expect_error(write("d.yaml", "include: [/dev/null]\n"), {"/dev/null", "not a regular file"});
+}
+
 TEST_F(LaunchFile, DuplicateNodeNames) {
   expect_error(write("l.yaml", "nodes:\n  - {name: a, type: tensor_sink}\n  - {name: a, type: tensor_sink}\n"),
                {"'a'", "l.yaml:3", "l.yaml:2"});
