@@ -66,8 +66,8 @@ struct Ring::Header {
 struct Ring::Slot {
   std::atomic<std::uint64_t> seq;
   std::atomic<std::uint64_t> owner;  // (position << 22) | producer pid, written right after the claim
-  std::uint32_t length;
-  std::uint32_t reserved;
+  std::uint32_t length;  // head: the whole record's bytes; continuation: this slot's bytes
+  std::uint32_t span;    // head: the record's slots (>= 1); 0: a continuation slot
   // record bytes follow at offset kLine
 };
 
@@ -209,6 +209,7 @@ Status Ring::commit(const Reservation& r, std::size_t length) {
   Header& h = header();
   Slot& s = slot(r.position);
   s.length = static_cast<std::uint32_t>(std::min<std::size_t>(length, h.slot_bytes));
+  s.span = 1;
   std::uint64_t expect = r.position;
   if (!s.seq.compare_exchange_strong(expect, r.position + 1, std::memory_order_acq_rel)) {
     lost_.fetch_add(1, std::memory_order_relaxed);
@@ -216,30 +217,120 @@ Status Ring::commit(const Reservation& r, std::size_t length) {
                      "than the stale-claim limit); the record is lost");
   }
   pushed_.fetch_add(1, std::memory_order_relaxed);
+  wake_consumer();
+  return Status::ok();
+}
+
+void Ring::wake_consumer() {
+  Header& h = header();
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (h.waiting.load(std::memory_order_relaxed) != 0) {
     h.futex.fetch_add(1, std::memory_order_release);
     futex_op(&h.futex, FUTEX_WAKE, 1, nullptr);
     wakes_.fetch_add(1, std::memory_order_relaxed);
   }
-  return Status::ok();
+}
+
+std::uint32_t Ring::max_record_bytes() const {
+  const Header& h = header();
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t{h.slot_bytes} * (h.slots / 2), UINT32_MAX));
 }
 
 Status Ring::push(std::span<const std::span<const std::byte>> parts) {
   std::size_t total = 0;
   for (const auto& p : parts) total += p.size();
-  if (total > header().slot_bytes) {
+  Header& h = header();
+  if (total > max_record_bytes()) {
     too_big_.fetch_add(1, std::memory_order_relaxed);
-    return invalid_argument("a record of " + std::to_string(total) + " bytes does not fit a slot of ring '" + name_ +
-                            "' (" + std::to_string(header().slot_bytes) + " bytes)");
+    return invalid_argument("a record of " + std::to_string(total) + " bytes does not fit ring '" + name_ + "' (" +
+                            std::to_string(max_record_bytes()) + " bytes at most: half its " +
+                            std::to_string(h.slots) + " slots of " + std::to_string(h.slot_bytes) + " bytes)");
   }
-  EDGEVLA_ASSIGN_OR_RETURN(const Reservation r, reserve());
-  std::byte* dst = r.data;
+  if (total <= h.slot_bytes) {
+    EDGEVLA_ASSIGN_OR_RETURN(const Reservation r, reserve());
+    std::byte* dst = r.data;
+    for (const auto& p : parts) {
+      if (!p.empty()) std::memcpy(dst, p.data(), p.size());
+      dst += p.size();
+    }
+    return commit(r, total);
+  }
+  // A record larger than a slot takes `span` consecutive slots, claimed together.
+  const std::uint64_t span = (total + h.slot_bytes - 1) / h.slot_bytes;
+  std::uint64_t pos = h.enqueue.load(std::memory_order_relaxed);
+  for (;;) {
+    bool stale = false, full = false;
+    for (std::uint64_t i = 0; i < span && !stale && !full; ++i) {
+      const auto diff = static_cast<std::int64_t>(slot(pos + i).seq.load(std::memory_order_acquire) - (pos + i));
+      full = diff < 0;
+      stale = diff > 0;
+    }
+    if (full) {
+      full_.fetch_add(1, std::memory_order_relaxed);
+      return resource_exhausted("ring '" + name_ + "' is full (no " + std::to_string(span) + " free slots in a row for a " +
+                                std::to_string(total) + "-byte record)");
+    }
+    // Free slots stay free until claimed, and a claim moves `enqueue`: the CAS settles it.
+    if (!stale && h.enqueue.compare_exchange_weak(pos, pos + span, std::memory_order_relaxed)) break;
+    if (stale) pos = h.enqueue.load(std::memory_order_relaxed);
+  }
+  for (std::uint64_t i = 0; i < span; ++i) slot(pos + i).owner.store(owner_word(pos + i, ::getpid()), std::memory_order_release);
+  // Copy the parts across the slots' byte areas.
+  std::uint64_t at_slot = 0;
+  std::size_t at = 0;  // bytes filled in slot `at_slot`
   for (const auto& p : parts) {
-    if (!p.empty()) std::memcpy(dst, p.data(), p.size());
-    dst += p.size();
+    std::size_t done = 0;
+    while (done < p.size()) {
+      if (at == h.slot_bytes) {
+        ++at_slot;
+        at = 0;
+      }
+      const std::size_t n = std::min<std::size_t>(p.size() - done, h.slot_bytes - at);
+      std::memcpy(reinterpret_cast<std::byte*>(&slot(pos + at_slot)) + kLine + at, p.data() + done, n);
+      done += n;
+      at += n;
+    }
   }
-  return commit(r, total);
+  // Continuations first, the head last: a consumer that sees the head sees the whole record.
+  for (std::uint64_t i = span - 1; i >= 1; --i) {
+    Slot& c = slot(pos + i);
+    c.length = static_cast<std::uint32_t>(i + 1 < span ? h.slot_bytes : total - (span - 1) * h.slot_bytes);
+    c.span = 0;
+    std::uint64_t expect = pos + i;
+    if (!c.seq.compare_exchange_strong(expect, pos + i + 1, std::memory_order_acq_rel)) {
+      lost_.fetch_add(1, std::memory_order_relaxed);
+      return data_loss("ring '" + name_ + "': the consumer skipped this record's slots (the producer stalled longer "
+                       "than the stale-claim limit); the record is lost");
+    }
+  }
+  Slot& head = slot(pos);
+  head.length = static_cast<std::uint32_t>(total);
+  head.span = static_cast<std::uint32_t>(span);
+  std::uint64_t expect = pos;
+  if (!head.seq.compare_exchange_strong(expect, pos + 1, std::memory_order_acq_rel)) {
+    lost_.fetch_add(1, std::memory_order_relaxed);
+    return data_loss("ring '" + name_ + "': the consumer skipped this record's slots (the producer stalled longer "
+                     "than the stale-claim limit); the record is lost");
+  }
+  pushed_.fetch_add(1, std::memory_order_relaxed);
+  wake_consumer();
+  return Status::ok();
+}
+
+// The published slot at `pos` starts a whole record: a head whose length fits its span and
+// whose continuation slots are all published.
+bool Ring::record_ok(std::uint64_t pos) const {
+  const Header& h = header();
+  const Slot& s = slot(pos);
+  const std::uint64_t span = s.span;
+  if (span == 0 || span > h.slots / 2 || s.length > span * h.slot_bytes) return false;
+  if (span == 1) return true;
+  if (s.length <= (span - 1) * h.slot_bytes) return false;
+  for (std::uint64_t i = 1; i < span; ++i) {
+    const Slot& c = slot(pos + i);
+    if (c.seq.load(std::memory_order_acquire) != pos + i + 1 || c.span != 0) return false;
+  }
+  return true;
 }
 
 bool Ring::ready() {
@@ -250,7 +341,14 @@ bool Ring::ready() {
     const std::uint64_t seq = s.seq.load(std::memory_order_acquire);
     if (seq == pos + 1) {
       stuck_pos_ = ~0ull;
-      return true;
+      if (record_ok(pos)) return true;
+      // A continuation whose head was skipped, or a head whose slots do not add up (a producer
+      // that is not an edgevla ring writer): freed and counted, never handed out.
+      s.seq.store(pos + h.slots, std::memory_order_release);
+      skipped_.fetch_add(1, std::memory_order_relaxed);
+      ++dequeue_;
+      h.dequeue.store(dequeue_, std::memory_order_relaxed);
+      continue;
     }
     if (h.enqueue.load(std::memory_order_acquire) <= pos) return false;  // nothing claimed yet
     // Claimed, not yet published: a producer is writing, or died doing so.
@@ -280,10 +378,17 @@ bool Ring::pop(std::string& out, std::int64_t timeout_ns) {
   for (;;) {
     if (ready()) {
       Slot& s = slot(dequeue_);
-      const std::uint32_t n = std::min(s.length, h.slot_bytes);
-      out.assign(reinterpret_cast<const char*>(&s) + kLine, n);
-      s.seq.store(dequeue_ + h.slots, std::memory_order_release);
-      ++dequeue_;
+      const std::uint32_t span = s.span;
+      out.resize(s.length);
+      std::size_t at = 0;
+      for (std::uint32_t i = 0; i < span; ++i) {
+        Slot& part = slot(dequeue_ + i);
+        const std::size_t n = std::min<std::size_t>(h.slot_bytes, out.size() - at);
+        std::memcpy(out.data() + at, reinterpret_cast<const char*>(&part) + kLine, n);
+        at += n;
+      }
+      for (std::uint32_t i = 0; i < span; ++i) slot(dequeue_ + i).seq.store(dequeue_ + i + h.slots, std::memory_order_release);
+      dequeue_ += span;
       h.dequeue.store(dequeue_, std::memory_order_relaxed);
       popped_.fetch_add(1, std::memory_order_relaxed);
       return true;

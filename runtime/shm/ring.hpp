@@ -3,13 +3,18 @@
 // from one process to another with one wake-up: the producer's store and, only when the
 // consumer sleeps, one FUTEX_WAKE; no socket, no I/O thread on either side.
 //
-// Protocol (slot = sequence word, owner word, length, bytes; n slots):
+// Protocol (slot = sequence word, owner word, length, span, bytes; n slots):
 //  - A slot with sequence == pos is free for the record at ring position pos. A producer claims
 //    position pos by a compare-and-swap on the shared enqueue position, writes its pid and pos
 //    into the slot's owner word, copies the record, and publishes it by a compare-and-swap of
 //    the sequence from pos to pos + 1.
 //  - The consumer takes the record at its dequeue position pos once the sequence reads pos + 1,
 //    then frees the slot for position pos + n (sequence = pos + n).
+//  - A record larger than a slot claims k consecutive positions with one compare-and-swap of
+//    the enqueue position (all k slots free), writes its bytes across them, publishes the
+//    k - 1 continuation slots (span 0) and then the head (span k, the whole length): the
+//    consumer, seeing the head, takes all k. A continuation without its head (the head was
+//    skipped as stale) is freed and counted, never handed out.
 //  - A producer that dies (or stops) between claim and publish would block the ring. The
 //    consumer skips such a slot (a compare-and-swap of the sequence from pos to pos + n) once
 //    its owner word names a process that no longer exists, or once the slot has been claimed
@@ -39,7 +44,7 @@
 namespace edgevla::shm {
 
 inline constexpr std::uint64_t kRingMagic = 0x31474e4941564c45ull;  // "ELVAING1" little endian
-inline constexpr std::uint32_t kRingVersion = 1;
+inline constexpr std::uint32_t kRingVersion = 2;  // 2: records span slots
 
 struct RingOptions {
   std::uint32_t slots = 256;        // a power of two
@@ -84,9 +89,11 @@ class Ring {
   Expected<Reservation> reserve();
   Status commit(const Reservation& r, std::size_t length);
 
-  // Producer: copies the concatenation of `parts` into the ring as one record. Errors:
-  // resource_exhausted when the ring is full, invalid_argument when the record is larger than
-  // a slot, data_loss when the consumer skipped the slot (this producer stalled too long).
+  // Producer: copies the concatenation of `parts` into the ring as one record; a record
+  // larger than a slot spans consecutive slots (up to half the ring: max_record_bytes()).
+  // Errors: resource_exhausted when the ring has no room, invalid_argument when the record is
+  // larger than max_record_bytes(), data_loss when the consumer skipped the record's slots
+  // (this producer stalled too long).
   Status push(std::span<const std::span<const std::byte>> parts);
   Status push(std::span<const std::byte> record) { return push(std::span(&record, 1)); }
 
@@ -98,6 +105,8 @@ class Ring {
 
   const std::string& name() const { return name_; }
   std::uint32_t slot_bytes() const;
+  // The largest record push() takes: half the slots' bytes.
+  std::uint32_t max_record_bytes() const;
   // The shared area of RingOptions::user_bytes (64-byte aligned), and its size.
   std::byte* user_area() const;
   std::uint32_t user_bytes() const;
@@ -117,6 +126,8 @@ class Ring {
   // The consumer's check of the slot at its position: a record is ready (true), or nothing yet
   // (false); stale claims on the way are skipped.
   bool ready();
+  bool record_ok(std::uint64_t pos) const;
+  void wake_consumer();
 
   std::string name_;
   void* base_;

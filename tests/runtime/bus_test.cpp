@@ -552,6 +552,38 @@ TEST(BusRing, SameHostDeliveryGoesThroughTheReceiversRing) {
   EXPECT_EQ(transport_counter(*sub, "duplicates"), 0u);
 }
 
+// Found by bench/soak: a node that waited seconds for its input (a restarted stage) published
+// a header recording every callback it ran meanwhile; its envelope outgrew one ring slot, the
+// record was refused, and the graph never recovered. A record larger than a slot now spans
+// slots: the message arrives whole through the ring.
+TEST(BusRing, AnEnvelopeLargerThanASlotStillArrivesThroughTheRing) {
+  const auto domain = unique_domain("bigenv");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  std::uint8_t fill = 0;
+  publish_until_received(*pub, **writer, c, 8, fill);
+  c.queue->pop();
+  Message big = image_message(*pub, 8, 8, 7);
+  for (int i = 0; i < 600; ++i) {
+    big.header().taken.push_back({"/robot/state/with/a/long/name", 1'000'000 + i, 2'000'000 + i});
+  }
+  ASSERT_OK(pub->publish(**writer, std::move(big)));
+  MessagePtr got;  // (images of the warm-up still in flight arrive first)
+  ASSERT_TRUE(eventually([&] {
+    for (MessagePtr m; (m = c.queue->pop()) != nullptr;) {
+      if (!m->header().taken.empty()) got = m;
+    }
+    return got != nullptr;
+  })) << pub->stats_yaml();
+  ASSERT_EQ(got->header().taken.size(), 600u);
+  EXPECT_EQ(got->header().taken.back().publish_stamp_ns, 1'000'599);
+  EXPECT_EQ(got->tensor("pixels")->data<std::uint8_t>()[0], 7);
+  EXPECT_EQ(transport_counter(*pub, "sent_ipc"), 0u) << "delivered through the ring, not ZeroMQ";
+}
+
 TEST(BusRing, AProcessWithAllowedGroupsIsServedOverZeroMqIpc) {
   const auto domain = unique_domain("noring");
   auto pub = make_bus(domain);

@@ -63,9 +63,12 @@ TEST(ShmRing, AFullRingAndAnOversizedRecordAreRefusedByName) {
   const Status full = r.push(bytes(record(0, 4, 10)));
   EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.to_string();
   EXPECT_NE(full.message().find("is full"), std::string::npos) << full.to_string();
-  const Status big = r.push(bytes(std::string(65, 'x')));
+  // Half the ring's bytes at most (2 slots of 64): 129 bytes are refused by size.
+  EXPECT_EQ(r.max_record_bytes(), 128u);
+  const Status big = r.push(bytes(std::string(129, 'x')));
   EXPECT_EQ(big.code(), StatusCode::kInvalidArgument) << big.to_string();
-  EXPECT_NE(big.message().find("65 bytes"), std::string::npos) << big.to_string();
+  EXPECT_NE(big.message().find("129 bytes"), std::string::npos) << big.to_string();
+  EXPECT_NE(big.message().find("128 bytes at most"), std::string::npos) << big.to_string();
   std::string got;
   ASSERT_TRUE(r.pop(got, 0));
   EXPECT_EQ(got, record(0, 0, 10));
@@ -76,6 +79,94 @@ TEST(ShmRing, AFullRingAndAnOversizedRecordAreRefusedByName) {
   }
   EXPECT_EQ(r.counters().full, 1u);
   EXPECT_EQ(r.counters().too_big, 1u);
+}
+
+// Records larger than a slot take consecutive slots: contents and order survive laps, mixed
+// with one-slot records; a record finds the ring full when its slots are not all free, and
+// the slots a taken record frees let it in.
+TEST(ShmRing, RecordsLargerThanASlotSpanSlots) {
+  auto ring = Ring::create(ring_name(::getpid(), unique_tag("span")), {.slots = 8, .slot_bytes = 64});
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  Ring& r = **ring;
+  const std::size_t sizes[] = {10, 64, 65, 200, 1, 256, 128, 129, 63, 190};
+  std::string got;
+  for (int lap = 0; lap < 20; ++lap) {  // positions wrap the 8 slots many times
+    for (int i = 0; i < 10; ++i) {
+      const std::string rec = record(lap, i, sizes[i]);
+      ASSERT_TRUE(r.push(bytes(rec)).is_ok()) << "lap " << lap << " record " << i;
+      ASSERT_TRUE(r.pop(got, 0)) << "lap " << lap << " record " << i;
+      ASSERT_EQ(got, rec) << "lap " << lap << " record " << i;
+    }
+  }
+  // Two 4-slot records fill the ring: a one-slot record finds it full. Taking the first frees
+  // 4 slots: a 3-slot record fits, then a 2-slot one does not, a one-slot one does.
+  const std::string a = record(1, 1, 250), b = record(1, 2, 256);
+  ASSERT_TRUE(r.push(bytes(a)).is_ok());
+  ASSERT_TRUE(r.push(bytes(b)).is_ok());
+  EXPECT_EQ(r.push(bytes(std::string("x"))).code(), StatusCode::kResourceExhausted);
+  ASSERT_TRUE(r.pop(got, 0));
+  EXPECT_EQ(got, a);
+  const std::string c = record(1, 3, 180);  // 3 slots of the 4 just freed
+  ASSERT_TRUE(r.push(bytes(c)).is_ok());
+  EXPECT_EQ(r.push(bytes(record(1, 4, 100))).code(), StatusCode::kResourceExhausted) << "1 slot free, 2 needed";
+  ASSERT_TRUE(r.push(bytes(std::string("y"))).is_ok()) << "the last free slot takes a one-slot record";
+  for (const std::string& want : {b, c, std::string("y")}) {
+    ASSERT_TRUE(r.pop(got, 0));
+    EXPECT_EQ(got, want);
+  }
+  EXPECT_FALSE(r.pop(got, 0));
+  EXPECT_EQ(r.counters().skipped, 0u);
+}
+
+// Producer threads pushing records of one to three slots: each producer's records arrive
+// whole and in order, nothing is skipped.
+TEST(ShmRing, ManyProducersOfMultiSlotRecordsLoseNothing) {
+  const std::string name = ring_name(::getpid(), unique_tag("mpspan"));
+  auto consumer = Ring::create(name, {.slots = 16, .slot_bytes = 128});
+  ASSERT_TRUE(consumer.has_value()) << consumer.status().to_string();
+  constexpr int kProducers = 3, kEach = 3000;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      auto ring = Ring::open(name);
+      if (!ring) {
+        failed.fetch_add(1);
+        return;
+      }
+      for (int i = 0; i < kEach && failed.load() == 0; ++i) {
+        const std::string rec = record(p, i, 20 + static_cast<std::size_t>((i * 37 + p * 11) % 360));
+        Status st;
+        while ((st = (*ring)->push(bytes(rec))).code() == StatusCode::kResourceExhausted && failed.load() == 0) {
+          std::this_thread::yield();
+        }
+        if (!st.is_ok()) {
+          ADD_FAILURE() << "producer " << p << " record " << i << ": " << st.to_string();
+          failed.fetch_add(1);
+        }
+      }
+    });
+  }
+  std::vector<int> next(kProducers, 0);
+  std::string got;
+  for (int received = 0; received < kProducers * kEach && failed.load() == 0; ++received) {
+    if (!(*consumer)->pop(got, 5'000'000'000)) {
+      ADD_FAILURE() << "consumer stalled after " << received << " records";
+      failed.fetch_add(1);
+      break;
+    }
+    int p = -1, i = -1;
+    if (std::sscanf(got.c_str(), "%d:%d:", &p, &i) != 2 || p < 0 || p >= kProducers) {
+      ADD_FAILURE() << "garbled record of " << got.size() << " bytes";
+      failed.fetch_add(1);
+      break;
+    }
+    EXPECT_EQ(i, next[static_cast<std::size_t>(p)]) << "producer " << p << " out of order";
+    EXPECT_EQ(got, record(p, i, 20 + static_cast<std::size_t>((i * 37 + p * 11) % 360))) << "record " << p << ":" << i;
+    next[static_cast<std::size_t>(p)] = i + 1;
+  }
+  for (auto& t : producers) t.join();
+  EXPECT_EQ((*consumer)->counters().skipped, 0u);
 }
 
 TEST(ShmRing, ManyProducerThreadsLoseNothingAndKeepTheirOrder) {
