@@ -32,6 +32,9 @@ class CommandSink {
 
 namespace {
 
+// A wall-clock difference from the steady clock above this between two ticks is a step.
+constexpr std::int64_t kClockStepNs = 100'000'000;
+
 // Shortest text that reads back as the same double.
 void append_number(std::string& out, double v) {
   char b[32];
@@ -294,10 +297,10 @@ Status ActuationNode::deactivate() {
     const ChunkExecutorCounters& c = executor_->counters();
     log().info(
         "node '{}': {} ticks, {} commands, {} chunks ({} rejected, {} superseded), {} holds, "
-        "{} late ticks, {} position / {} velocity clamps, {} watchdog faults, {} sink errors",
+        "{} late ticks, {} position / {} velocity clamps, {} watchdog faults, {} sink errors, {} clock steps",
         name(), c.ticks, c.commands, c.chunks_received, c.chunks_rejected, c.chunks_superseded,
         c.holds, c.late_ticks, c.position_clamps, c.velocity_clamps, c.watchdog_faults,
-        sink_errors_);
+        sink_errors_, clock_steps_);
   }
   sink_out_.reset();
   executor_.reset();
@@ -338,6 +341,22 @@ void ActuationNode::on_chunk(const msgs::ActionChunk& chunk) {
 void ActuationNode::on_tick() {
   executor_->set_tuning(tuning());
   const std::int64_t now = now_ns();
+  if (clock_is_live()) {
+    const std::int64_t steady = steady_now_ns();
+    if (last_tick_steady_ns_ != 0) {
+      // Wall and steady time advance together; a difference past scheduling noise is a step.
+      const std::int64_t step = (now - last_tick_wall_ns_) - (steady - last_tick_steady_ns_);
+      if (step > kClockStepNs || step < -kClockStepNs) {
+        executor_->clock_stepped(step);
+        ++clock_steps_;
+        log().warn("node '{}': the system clock stepped by {:+.3f} s between two ticks (NTP or an operator); "
+                   "the watchdog counts only the time that passed ({} step(s) so far)",
+                   name(), static_cast<double>(step) * 1e-9, clock_steps_);
+      }
+    }
+    last_tick_wall_ns_ = now;
+    last_tick_steady_ns_ = steady;
+  }
   std::optional<Command> cmd = executor_->tick(now);
   if (!cmd) return;  // no chunk yet and no initial_position
   if (cmd->chunk_id >= 0 && cmd->chunk_id == newest_id_ && current_id_ != newest_id_) {

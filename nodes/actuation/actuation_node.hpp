@@ -68,6 +68,11 @@ class ActuationNode final : public Node {
   RateLimitedLog log_limit_;
   std::uint64_t sink_errors_ = 0;
   bool was_faulted_ = false;
+  // Steps of the system clock seen between ticks (wall time against the steady clock): the
+  // watchdog must not fire because NTP or an operator moved the clock forward.
+  std::int64_t last_tick_wall_ns_ = 0;
+  std::int64_t last_tick_steady_ns_ = 0;
+  std::uint64_t clock_steps_ = 0;
   // Headers of the newest accepted chunk and of the one executing, so each command derives
   // from the chunk it executes (capture-to-actuation latency is measured downstream).
   std::int64_t next_chunk_id_ = 0;

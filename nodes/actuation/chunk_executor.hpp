@@ -96,6 +96,9 @@ class ChunkExecutor final {
   // The command for the control tick at `now_ns`; nullopt before the first chunk when there
   // is no initial_position.
   std::optional<Command> tick(std::int64_t now_ns);
+  // The clock the times above are read on was stepped by `delta_ns` (positive: forward)
+  // between two calls: the watchdog counts only the time that really passed.
+  void clock_stepped(std::int64_t delta_ns) { last_fresh_ns_ += delta_ns; }
 
   const ChunkExecutorCounters& counters() const { return counters_; }
 

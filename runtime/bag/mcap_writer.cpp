@@ -51,8 +51,14 @@ Status McapWriter::write_raw(std::span<const std::byte> bytes, std::uint32_t crc
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return unavailable("writing bag '" + path_ + "' failed: " + std::strerror(errno) +
-                         (errno == ENOSPC ? " (disk full)" : ""));
+      const int err = errno;
+      if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
+        disk_full_ = true;
+        return resource_exhausted("writing bag '" + path_ + "' failed: " + std::strerror(err) + " (" +
+                                  (err == EFBIG ? "the file size limit is reached" : "the disk is full") +
+                                  "): the recording stops at " + std::to_string(offset_) + " bytes");
+      }
+      return unavailable("writing bag '" + path_ + "' failed: " + std::strerror(err));
     }
     bytes = bytes.subspan(static_cast<std::size_t>(n));
     offset_ += static_cast<std::uint64_t>(n);
@@ -101,6 +107,12 @@ Status McapWriter::write_chunk_now(PendingChunk& c) {
   ci.message_index_length = indexes.size();
   EDGEVLA_RETURN_IF_ERROR(write_raw(indexes));
   chunk_indexes_.push_back(std::move(ci));
+  for (const auto& [channel, idx] : c.indexes) {
+    written_channel_counts_[channel] += idx.records.size();
+    written_messages_ += idx.records.size();
+  }
+  if (written_start_time_ == 0 || c.start_time < written_start_time_) written_start_time_ = c.start_time;
+  written_end_time_ = std::max(written_end_time_, c.end_time);
   uncompressed_bytes_.fetch_add(records.size(), std::memory_order_relaxed);
   return Status::ok();
 }
@@ -115,8 +127,14 @@ void McapWriter::io_loop() {
       job = std::move(jobs_.front());
       io_busy_ = true;
     }
-    // After a failure the remaining jobs are dropped: the file is already broken.
+    // After a failure the remaining jobs are dropped. A job that failed for want of room is
+    // cut off the file again, so it ends with its last whole record.
+    const std::uint64_t offset = offset_;
+    const std::uint32_t crc = data_crc_;
+    const std::size_t chunks = chunk_indexes_.size(), metadata = metadata_indexes_.size(),
+                      attachments = attachment_indexes_.size();
     Status s = failed().is_ok() ? job() : Status::ok();
+    if (!s.is_ok() && disk_full_) rewind_to(offset, crc, chunks, metadata, attachments);
     {
       std::lock_guard lock(io_mu_);
       jobs_.pop_front();
@@ -125,6 +143,19 @@ void McapWriter::io_loop() {
     }
     io_cv_.notify_all();
   }
+}
+
+void McapWriter::rewind_to(std::uint64_t offset, std::uint32_t crc, std::size_t chunks, std::size_t metadata,
+                           std::size_t attachments) {
+  if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0 || ::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    return;  // cannot cut it: the bag stays cut short mid-record (`bag recover` handles that)
+  }
+  offset_ = offset;
+  data_crc_ = crc;
+  bytes_written_.store(offset, std::memory_order_relaxed);
+  chunk_indexes_.resize(chunks);
+  metadata_indexes_.resize(metadata);
+  attachment_indexes_.resize(attachments);
 }
 
 Status McapWriter::submit(std::function<Status()> job) {
@@ -318,6 +349,22 @@ Status McapWriter::close() {
   io_cv_.notify_all();
   if (io_.joinable()) io_.join();
   // The I/O thread is gone: its state is ours now.
+  const bool disk_full = disk_full_ && !s.is_ok();
+  const std::uint64_t data_end_offset = offset_;
+  const std::uint32_t data_end_crc = data_crc_;
+  if (disk_full) {
+    // Cut short by a full disk: the summary describes what reached the file, and goes into
+    // the room the failed write left (a chunk is far larger than a summary).
+    statistics_.message_count = written_messages_;
+    statistics_.channel_message_counts = written_channel_counts_;
+    statistics_.message_start_time = written_start_time_;
+    statistics_.message_end_time = written_end_time_;
+    statistics_.chunk_count = static_cast<std::uint32_t>(chunk_indexes_.size());
+    statistics_.metadata_count = static_cast<std::uint32_t>(metadata_indexes_.size());
+    statistics_.attachment_count = static_cast<std::uint32_t>(attachment_indexes_.size());
+    disk_full_ = false;
+    s = Status::ok();
+  }
   if (s.is_ok()) {
     std::string end;
     RecordWriter(end).data_end({data_crc_});  // CRC of every byte before this record
@@ -364,6 +411,19 @@ Status McapWriter::close() {
     w.u32(crc32(as_bytes(summary)));
     summary.append(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
     s = write_raw(summary);
+  }
+  if (disk_full) {
+    const std::string what = "bag '" + path_ + "': the disk filled up (or the file size limit was reached) after " +
+                             std::to_string(data_end_offset) + " bytes, " + std::to_string(written_messages_) +
+                             " message(s); the recording stopped there";
+    if (s.is_ok()) {
+      s = resource_exhausted(what + " and the bag is closed: complete and readable up to that point");
+    } else {
+      rewind_to(data_end_offset, data_end_crc, chunk_indexes_.size(), metadata_indexes_.size(),
+                attachment_indexes_.size());
+      s = resource_exhausted(what + "; no room was left for its index, so it ends after its last whole chunk: "
+                             "`edgevla bag recover` rewrites it with one");
+    }
   }
   if (::close(fd_) != 0 && s.is_ok()) s = unavailable("closing bag '" + path_ + "': " + std::strerror(errno));
   std::lock_guard lock(io_mu_);

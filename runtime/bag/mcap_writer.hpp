@@ -100,6 +100,9 @@ class McapWriter {
     return write_raw({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
   }
   Status write_chunk_now(PendingChunk& chunk);
+  // Cuts the file back to `offset` after a failed job (I/O thread, or close() after it).
+  void rewind_to(std::uint64_t offset, std::uint32_t crc, std::size_t chunks, std::size_t metadata,
+                 std::size_t attachments);
   void io_loop();
   // Queues work for the I/O thread (waits while two jobs are pending).
   Status submit(std::function<Status()> job);
@@ -145,6 +148,13 @@ class McapWriter {
   bool io_busy_ = false;
   bool io_stop_ = false;
   Status failed_;                    // first I/O error; later calls return it
+  // A full disk (or a file size limit): the failed job's bytes are cut off the file again, and
+  // close() still tries to write the summary into the room that freed. Counts of what really
+  // reached the file (the I/O thread's), for the summary of a bag cut short by a full disk.
+  bool disk_full_ = false;
+  std::uint64_t written_messages_ = 0;
+  std::map<std::uint16_t, std::uint64_t> written_channel_counts_;
+  std::uint64_t written_start_time_ = 0, written_end_time_ = 0;
   std::vector<std::string> spare_;  // chunk buffers handed back by the I/O thread
   std::thread io_;
 };

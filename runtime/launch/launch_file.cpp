@@ -265,7 +265,7 @@ struct Parser {
     }
     EDGEVLA_RETURN_IF_ERROR(
         check_keys(file, n,
-                   {"name", "respawn", "respawn_delay_s", "max_respawns", "required", "tcp",
+                   {"name", "respawn", "respawn_delay_s", "max_respawns", "heartbeat_timeout_s", "required", "tcp",
                     "allowed_groups", "shm_pool_mb", "spin_us", "nodes"},
                    "a group"));
     GroupDescription g;
@@ -282,6 +282,14 @@ struct Parser {
       EDGEVLA_ASSIGN_OR_RETURN(g.respawn_delay_s, get_number(file, n["respawn_delay_s"], "respawn_delay_s"));
       if (!(g.respawn_delay_s >= 0 && g.respawn_delay_s <= 3600)) {
         return error_at(file, n["respawn_delay_s"], "'respawn_delay_s' must be between 0 and 3600 seconds");
+      }
+    }
+    if (n["heartbeat_timeout_s"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(g.heartbeat_timeout_s,
+                               get_number(file, n["heartbeat_timeout_s"], "heartbeat_timeout_s"));
+      if (!(g.heartbeat_timeout_s == 0 || (g.heartbeat_timeout_s >= 0.2 && g.heartbeat_timeout_s <= 3600))) {
+        return error_at(file, n["heartbeat_timeout_s"],
+                        "'heartbeat_timeout_s' must be 0 (off) or between 0.2 and 3600 seconds");
       }
     }
     if (n["max_respawns"]) {

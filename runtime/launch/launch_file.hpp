@@ -30,6 +30,10 @@ struct GroupDescription {
   bool respawn = false;          // restart the process when it exits unexpectedly
   double respawn_delay_s = 1.0;
   int max_respawns = 10;         // then give up (and stop the launch if required); >= 0
+  // The process beats every fraction of this; when no beat came for this long (stopped with
+  // SIGSTOP, frozen, swapped out), the supervisor kills it and treats it as a crash
+  // (respawned when respawn is on). 0 turns the check off.
+  double heartbeat_timeout_s = 5.0;
   // When this process ends for good (no respawn, or its respawns used up), stop the whole
   // launch with a non-zero exit. On by default: a policy graph missing a stage is not running.
   // The record group is not required (the robot goes on), but its death is reported as an

@@ -4,12 +4,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "runtime/bus/bus.hpp"
 #include "runtime/node/host.hpp"
@@ -37,8 +41,44 @@ int wait_signal(std::int64_t timeout_ns) {
 
 void write_all(int fd, const std::string& s) {
   if (fd < 0) return;
-  [[maybe_unused]] auto n = ::write(fd, s.data(), s.size());
+  [[maybe_unused]] auto n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
 }
+
+// A group process's heartbeat to its supervisor: one byte on the ready socket every `period`,
+// never blocking (a supervisor that does not read loses beats, not this process's time) and
+// never raising SIGPIPE (a supervisor that is gone ends the beats, not the process).
+class Heartbeat {
+ public:
+  Heartbeat(int fd, double timeout_s) : fd_(fd) {
+    if (fd_ < 0 || timeout_s <= 0) return;
+    const auto period = std::chrono::duration<double>(std::min(0.5, timeout_s / 5));
+    thread_ = std::thread([this, period] {
+      std::unique_lock lock(mu_);
+      while (!stop_) {
+        [[maybe_unused]] auto n = ::send(fd_, "h", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        cv_.wait_for(lock, period, [this] { return stop_; });
+      }
+    });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -85,7 +125,8 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
     if (Status s = host.activate_all(); !s.is_ok()) return fail(s);
     logger().info("group '{}': {} node(s) active (pid {})", group->name, group->nodes.size(), ::getpid());
     write_all(ready_fd, "ok\n");
-    if (ready_fd >= 0) ::close(ready_fd);
+    // The ready socket then carries the heartbeat (and is closed with it).
+    Heartbeat heartbeat(ready_fd, group->heartbeat_timeout_s);
 
     const std::int64_t deadline = duration_s > 0 ? steady_now_ns() + static_cast<std::int64_t>(duration_s * 1e9) : 0;
     for (;;) {
@@ -103,18 +144,61 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
 
 namespace {
 
+struct Spawned {
+  pid_t pid = -1;
+  int beat_fd = -1;  // the ready socket, then the heartbeat (non-blocking)
+};
+
 struct Child {
   const GroupDescription* group = nullptr;
   pid_t pid = -1;
+  int beat_fd = -1;
+  std::int64_t last_beat_ns = 0;
+  bool hung = false;              // killed by the supervisor for want of a heartbeat
   int respawns = 0;
   bool done = false;              // exited for good
   std::int64_t restart_at_ns = 0; // pending respawn
+
+  void started(const Spawned& s) {
+    pid = s.pid;
+    beat_fd = s.beat_fd;
+    last_beat_ns = steady_now_ns();
+    hung = false;
+  }
+  void close_beats() {
+    if (beat_fd >= 0) ::close(beat_fd);
+    beat_fd = -1;
+  }
+  // Reads the beats that came; kills the process when none came for the group's timeout.
+  void check_heartbeat(std::int64_t now) {
+    if (pid <= 0 || beat_fd < 0 || group->heartbeat_timeout_s <= 0 || hung) return;
+    char buf[256];
+    for (;;) {
+      const ssize_t n = ::recv(beat_fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        last_beat_ns = now;
+        continue;
+      }
+      if (n == 0) close_beats();  // the process closed it: it is exiting (waitpid tells how)
+      break;
+    }
+    if (beat_fd < 0) return;
+    const double silent_s = static_cast<double>(now - last_beat_ns) * 1e-9;
+    if (silent_s < group->heartbeat_timeout_s) return;
+    logger().error("group '{}' (pid {}) sent no heartbeat for {:.1f} s (heartbeat_timeout_s {}): stopped (SIGSTOP), "
+                   "frozen or starved; killing it", group->name, pid, silent_s, group->heartbeat_timeout_s);
+    hung = true;
+    ::kill(pid, SIGKILL);
+  }
 };
 
-// Starts one group's process and waits for it to report ready. Returns the pid or the error.
-Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o) {
+// Starts one group's process and waits for it to report ready. Returns the pid and the
+// heartbeat socket, or the error.
+Expected<Spawned> spawn_group(const GroupDescription& g, const LaunchRunOptions& o) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return unavailable(std::string("pipe: ") + std::strerror(errno));
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return unavailable(std::string("socketpair: ") + std::strerror(errno));
+  }
   std::vector<std::string> args = {"edgevla", "__group", o.launch_file, "--group", g.name, "--ready-fd", "3"};
   for (const auto& s : o.sets) {
     args.push_back("--set");
@@ -152,8 +236,11 @@ Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o
     reply.append(buf, static_cast<std::size_t>(n));
     if (reply.find('\n') != std::string::npos) break;
   }
+  if (reply.starts_with("ok")) {
+    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    return Spawned{pid, fds[0]};
+  }
   ::close(fds[0]);
-  if (reply.starts_with("ok")) return pid;
   if (reply.empty() && steady_now_ns() >= deadline) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
@@ -170,6 +257,7 @@ Expected<pid_t> spawn_group(const GroupDescription& g, const LaunchRunOptions& o
 
 void stop_children(std::vector<Child>& children) {
   for (auto it = children.rbegin(); it != children.rend(); ++it) {
+    it->close_beats();
     if (it->pid <= 0) continue;
     ::kill(it->pid, SIGTERM);
     const std::int64_t deadline = steady_now_ns() + 10'000'000'000;
@@ -207,14 +295,15 @@ int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
   std::vector<Child> children;
   for (const GroupDescription* gp : order) {
     const GroupDescription& g = *gp;
-    auto pid = spawn_group(g, o);
-    if (!pid) {
-      logger().error("{}", pid.status().message());
+    auto spawned = spawn_group(g, o);
+    if (!spawned) {
+      logger().error("{}", spawned.status().message());
       stop_children(children);
       return 1;
     }
-    children.push_back({&g, *pid});
-    logger().info("group '{}' started (pid {})", g.name, *pid);
+    children.push_back({.group = &g});
+    children.back().started(*spawned);
+    logger().info("group '{}' started (pid {})", g.name, spawned->pid);
   }
   const std::int64_t deadline = o.duration_s > 0 ? steady_now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9) : 0;
   bool stop = false;
@@ -229,8 +318,10 @@ int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
       for (auto& c : children) {
         if (c.pid != pid) continue;
         c.pid = -1;
-        const std::string how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
-                                                  : "was killed by signal " + std::to_string(WTERMSIG(status));
+        c.close_beats();
+        const std::string how = c.hung ? "was killed for want of a heartbeat"
+                                : WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
+                                                    : "was killed by signal " + std::to_string(WTERMSIG(status));
         if (c.group->respawn && c.respawns < c.group->max_respawns) {
           logger().warn("group '{}' {}; restarting in {} s (restart {} of {})", c.group->name, how,
                         c.group->respawn_delay_s, c.respawns + 1, c.group->max_respawns);
@@ -252,16 +343,18 @@ int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
         }
       }
     }
+    const std::int64_t now = steady_now_ns();
+    for (auto& c : children) c.check_heartbeat(now);
     for (auto& c : children) {
       if (c.restart_at_ns == 0 || steady_now_ns() < c.restart_at_ns) continue;
       c.restart_at_ns = 0;
       ++c.respawns;
-      auto pid = spawn_group(*c.group, o);
-      if (pid) {
-        c.pid = *pid;
-        logger().info("group '{}' restarted (pid {}, restart {})", c.group->name, *pid, c.respawns);
+      auto spawned = spawn_group(*c.group, o);
+      if (spawned) {
+        c.started(*spawned);
+        logger().info("group '{}' restarted (pid {}, restart {})", c.group->name, spawned->pid, c.respawns);
       } else {
-        logger().error("{}", pid.status().message());
+        logger().error("{}", spawned.status().message());
         c.restart_at_ns = steady_now_ns() + static_cast<std::int64_t>(c.group->respawn_delay_s * 1e9);
       }
     }

@@ -156,6 +156,8 @@ class Node {
  protected:
   // The node's clock (wall clock in a graph, recorded stamps in replay).
   std::int64_t now_ns() const { return clock_->now_ns(); }
+  // Whether the node clock is the live system clock (see Clock::live).
+  bool clock_is_live() const { return clock_->live(); }
   // The node clock when the running callback began: recorded in the header of every message
   // the callback publishes and restored by replay, so a decision taken on it (a timeout, an
   // age) replays exactly. Outside a callback, now_ns().

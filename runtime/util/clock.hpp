@@ -26,11 +26,16 @@ class Clock {
   virtual ~Clock() = default;
   // Current time in ns since the epoch.
   virtual std::int64_t now_ns() const = 0;
+  // True for the running system's clock, which can be stepped (NTP, an operator): a node
+  // measuring a duration on it can tell a step from elapsed time by the steady clock. False
+  // for clocks driven from recorded stamps (replay), where the steady clock means nothing.
+  virtual bool live() const { return false; }
 };
 
 class SystemClock final : public Clock {
  public:
   std::int64_t now_ns() const override { return wall_now_ns(); }
+  bool live() const override { return true; }
 };
 
 }  // namespace edgevla

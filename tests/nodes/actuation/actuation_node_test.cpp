@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "runtime/bus/bus.hpp"
 #include "runtime/launch/launch_file.hpp"
@@ -111,12 +113,14 @@ struct Graph {
 };
 
 // An actuation node "act" (action_dim 3, 50 Hz) wired to a harness.
-Graph start(const std::string& tag, ParamOverrides params) {
+Graph start(const std::string& tag, ParamOverrides params, const Clock* clock = nullptr) {
   Graph g;
   BusOptions bo;
   bo.domain = edgevla::testing::unique_domain(tag);
   g.bus = std::move(*Bus::create(bo));
-  g.host = std::make_unique<NodeHost>(*g.bus);
+  NodeHostOptions ho;
+  ho.clock = clock;
+  g.host = std::make_unique<NodeHost>(*g.bus, ho);
   NodeOptions a;
   a.name = "act";
   a.type = "actuation";
@@ -219,6 +223,39 @@ TEST(ActuationNode, WatchdogHoldsReportsAFaultAndRecovers) {
   }));
   expect_values(ok, next);
   EXPECT_EQ(*ok->int_field("watchdog_faults"), 1);
+}
+
+// The system clock as NTP or an operator may step it: wall time plus a settable offset.
+class SteppedClock final : public Clock {
+ public:
+  std::int64_t now_ns() const override { return wall_now_ns() + offset_ns.load(); }
+  bool live() const override { return true; }
+  std::atomic<std::int64_t> offset_ns{0};
+};
+
+// Fault injection: the wall clock jumps 30 s forward, then 60 s back, while chunks are being
+// executed. The watchdog (3 s) must not see the jumps as silence; it still fires once chunks
+// really stop.
+TEST(ActuationNode, ClockStepsDoNotTripTheWatchdog) {
+  SteppedClock clock;
+  Graph g = start("clockstep", {{"watchdog_timeout_s", yaml("3.0")}}, &clock);
+  ASSERT_OK(g.harness->chunks.publish(chunk_of(500, kValues)));  // 10 s of actions
+  ASSERT_TRUE(eventually([&] { return g.harness->count() > 5; }));
+  clock.offset_ns = 30'000'000'000;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  clock.offset_ns = -30'000'000'000;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (const MessagePtr& m : g.harness->commands()) {
+    ASSERT_EQ(m->field("fault"), nullptr) << "a clock step tripped the watchdog";
+    ASSERT_EQ(*m->int_field("watchdog_faults"), 0);
+  }
+  // Real silence is still caught (about 3 s after the chunk, with no new one).
+  MessagePtr fault;
+  ASSERT_TRUE(eventually([&] {
+    fault = g.harness->last();
+    return fault && fault->field("fault") != nullptr;
+  }, std::chrono::seconds(15)));
+  EXPECT_EQ(*fault->int_field("watchdog_faults"), 1);
 }
 
 TEST(ActuationNode, CsvSinkWritesAHeaderAndARowPerCommand) {

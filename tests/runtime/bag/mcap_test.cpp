@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <sstream>
+#include <csignal>
+#include <sys/wait.h>
+#include <sys/resource.h>
 
 #include <cstring>
 #include <filesystem>
@@ -104,6 +108,76 @@ TEST_P(Compressions, RoundTripWithSummary) {
   ASSERT_EQ(att.size(), 1u);
   EXPECT_EQ(att[0].record.name, "launch.yaml");
   EXPECT_EQ(att[0].record.data.size(), 13u);
+  fs::remove(path);
+}
+
+// Fault injection: the disk fills up while recording (a file size limit makes write() fail
+// as a full disk does, without a filesystem to fill). The bag is closed cleanly: the failed
+// chunk is cut off again, the summary describes what reached the file, and close() says what
+// happened.
+TEST(McapWriter, AFullDiskClosesTheBagCleanlyAndSaysSo) {
+  const auto path = temp_path("full.mcap");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    ::signal(SIGXFSZ, SIG_IGN);  // the limit then fails the write with EFBIG, as ENOSPC would
+    const rlimit limit{200 << 10, 200 << 10};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(2);
+    McapWriterOptions o;
+    o.compression = Compression::kNone;
+    o.chunk_size = 16 << 10;
+    auto w = McapWriter::open(path, o);
+    if (!w) ::_exit(3);
+    const auto sch = (*w)->add_schema("Image", "edgevla", "type: Image\nversion: 1\n");
+    const auto ch = (*w)->add_channel("/cam", "msgpack", sch, {});
+    int accepted = 0;
+    Status first_error;
+    for (int i = 0; i < 200 && first_error.is_ok(); ++i) {
+      const std::string data = payload(0, i, 4000);
+      first_error = (*w)->write_message(ch, static_cast<std::uint32_t>(i), 1000 + static_cast<std::uint64_t>(i), 0,
+                                        as_bytes(data));
+      if (first_error.is_ok()) ++accepted;
+      if (i % 4 == 3 && first_error.is_ok()) first_error = (*w)->flush();
+    }
+    const Status closed = (*w)->close();
+    const std::string report = std::to_string(accepted) + "\n" + first_error.message() + "\n" + closed.message() +
+                               "\n" + std::to_string(static_cast<int>(closed.code())) + "\n";
+    [[maybe_unused]] auto n = ::write(fds[1], report.data(), report.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  std::istringstream in(report);
+  std::string accepted, first_error, closed, code;
+  std::getline(in, accepted);
+  std::getline(in, first_error);
+  std::getline(in, closed);
+  std::getline(in, code);
+  EXPECT_LT(std::stoi(accepted), 200) << "the limit was never reached";
+  EXPECT_NE(first_error.find("file size limit"), std::string::npos) << first_error;
+  EXPECT_EQ(std::stoi(code), static_cast<int>(StatusCode::kResourceExhausted)) << closed;
+  EXPECT_NE(closed.find("the bag is closed: complete and readable"), std::string::npos) << closed;
+  EXPECT_LE(fs::file_size(path), std::uintmax_t{200} << 10);
+  auto r = McapReader::open(path);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  const BagSummary& s = (*r)->summary();
+  EXPECT_TRUE(s.has_summary);
+  EXPECT_TRUE(s.complete);
+  EXPECT_TRUE((*r)->issues().empty()) << (*r)->issues()[0].message;
+  const std::vector<std::string> got = read_all(**r, nullptr);
+  EXPECT_EQ(s.statistics.message_count, got.size());
+  EXPECT_GT(got.size(), 20u);
+  EXPECT_LT(got.size(), static_cast<std::size_t>(std::stoi(accepted)) + 1);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], payload(0, static_cast<int>(i), 4000)) << i;
   fs::remove(path);
 }
 

@@ -262,6 +262,19 @@ TEST_F(LaunchFile, AFolderWhereAFileBelongsIsNamed) {
   expect_error(write("d.yaml", "include: [/dev/null]\n"), {"/dev/null", "not a regular file"});
 }
 
+TEST_F(LaunchFile, HeartbeatTimeoutIsReadAndChecked) {
+  const auto ok = write("hb.yaml", "groups:\n  - name: g\n    heartbeat_timeout_s: 2.5\n"
+                                   "    nodes: [{name: a, type: tensor_sink}]\n  - name: h\n"
+                                   "    nodes: [{name: b, type: tensor_sink}]\n");
+  auto d = parse_launch(ok, {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->groups[0].heartbeat_timeout_s, 2.5);
+  EXPECT_EQ(d->groups[1].heartbeat_timeout_s, 5.0) << "on by default";
+  expect_error(write("hb0.yaml", "groups:\n  - name: g\n    heartbeat_timeout_s: 0.05\n"
+                                 "    nodes: [{name: a, type: tensor_sink}]\n"),
+               {"hb0.yaml:3", "heartbeat_timeout_s", "0 (off) or between 0.2 and 3600"});
+}
+
 TEST_F(LaunchFile, DuplicateNodeNames) {
   expect_error(write("l.yaml", "nodes:\n  - {name: a, type: tensor_sink}\n  - {name: a, type: tensor_sink}\n"),
                {"'a'", "l.yaml:3", "l.yaml:2"});

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "runtime/bus/registry.hpp"
 #include "tests/support/process.hpp"
@@ -165,6 +166,41 @@ TEST_F(Launcher, RespawnRestartsACrashedGroup) {
     second = pid_of_process("consumers");
     return second > 0 && second != first;
   })) << p.err();
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
+}
+
+// Fault injection: a group process that hangs (SIGSTOP: every thread stopped) sends no more
+// heartbeats; the supervisor kills it after heartbeat_timeout_s and respawns it.
+TEST_F(Launcher, AStoppedGroupIsFoundByItsHeartbeatAndRestarted) {
+  const auto f = write("hang.yaml", "params_files: [" + testing::source_dir() + "/params/demo.yaml]\n"
+                       "groups:\n"
+                       "  - name: sensors\n    nodes: [{name: source, type: tensor_source, remap: {image: /h}}]\n"
+                       "  - name: consumers\n    respawn: true\n    respawn_delay_s: 0.2\n"
+                       "    heartbeat_timeout_s: 1.0\n"
+                       "    nodes: [{name: sink, type: tensor_sink, remap: {image: /h}}]\n");
+  Process p({exe(), "launch", f}, env(), path("run"));
+  pid_t first = -1;
+  ASSERT_TRUE(eventually([&] {
+    return p.err().find("group 'consumers' started") != std::string::npos && (first = pid_of_process("consumers")) > 0;
+  }));
+  // Running normally for longer than the timeout is not a hang.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(p.err().find("sent no heartbeat"), std::string::npos) << p.err();
+  const auto stopped_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(first, SIGSTOP), 0);
+  pid_t second = -1;
+  ASSERT_TRUE(eventually([&] {
+    second = pid_of_process("consumers");
+    return second > 0 && second != first;
+  }, std::chrono::seconds(20))) << p.err();
+  const double recovered_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  ::testing::Test::RecordProperty("recovered_s", std::to_string(recovered_s));
+  EXPECT_NE(p.err().find("group 'consumers' (pid " + std::to_string(first) + ") sent no heartbeat"), std::string::npos)
+      << p.err();
+  EXPECT_NE(p.err().find("group 'consumers' was killed for want of a heartbeat; restarting"), std::string::npos)
+      << p.err();
+  EXPECT_NE(::kill(first, 0), 0) << "the stopped process must be gone";
   p.signal(SIGINT);
   EXPECT_EQ(p.wait(std::chrono::seconds(20)), 0) << p.err();
 }
