@@ -1,11 +1,17 @@
 #include "runtime/bus/bus.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
+#include <csignal>
+#include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "msgs/types.hpp"
+#include "runtime/shm/segment.hpp"
 #include "tests/support/test_util.hpp"
 
 namespace edgevla {
@@ -582,6 +588,61 @@ TEST(BusRing, AnEnvelopeLargerThanASlotStillArrivesThroughTheRing) {
   EXPECT_EQ(got->header().taken.back().publish_stamp_ns, 1'000'599);
   EXPECT_EQ(got->tensor("pixels")->data<std::uint8_t>()[0], 7);
   EXPECT_EQ(transport_counter(*pub, "sent_ipc"), 0u) << "delivered through the ring, not ZeroMQ";
+}
+
+// Fault injection: a publisher process killed (SIGKILL) at an arbitrary moment of its loop
+// (mostly in the middle of filling a 1 MiB loaned block, or of a ring push) delivers nothing
+// half-written: every message that arrives is whole (each fills its pixels with one byte
+// value), and the subscriber carries on.
+TEST(BusRing, APublisherKilledMidWriteDeliversNothingHalfWritten) {
+  const auto domain = unique_domain("midwrite");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    BusOptions o;
+    o.domain = domain;
+    auto bus = Bus::create(o);
+    if (!bus) ::_exit(2);
+    auto writer = (*bus)->advertise("/k", "Image", "killed");
+    if (!writer) ::_exit(3);
+    for (std::uint8_t fill = 1;; fill = static_cast<std::uint8_t>(fill % 250 + 1)) {
+      (void)(*bus)->publish(**writer, image_message(**bus, 512, 683, fill));  // ~1 MiB
+    }
+  }
+  auto sub = make_bus(domain);
+  Collector c("/k", "Image", QoS::keep_last(1000));
+  ASSERT_OK(sub->attach(c.queue));
+  std::size_t received = 0, whole = 0;
+  const auto check = [&] {
+    for (MessagePtr m; (m = c.queue->pop()) != nullptr;) {
+      ++received;
+      const Tensor& px = *m->tensor("pixels");
+      const auto* b = px.data<std::uint8_t>();
+      const auto n = static_cast<std::size_t>(px.numel());
+      if (n == 512u * 683u * 3u && std::all_of(b, b + n, [&](std::uint8_t v) { return v == b[0]; })) ++whole;
+    }
+  };
+  EXPECT_TRUE(eventually([&] {
+    check();
+    return received >= 20;
+  }, std::chrono::seconds(30)));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the publisher must have been running until killed (status " << status << ")";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < until) {
+    check();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(received, 20u);
+  EXPECT_EQ(whole, received) << "a message arrived half-written";
+  // The killed process's pool and ring go with the next stale sweep (every bus runs one).
+  shm::remove_stale_segments();
+  const std::string mark = "." + std::to_string(child) + ".";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(e.path().filename().string().find(mark), std::string::npos) << e.path() << " outlived its process";
+  }
 }
 
 TEST(BusRing, AProcessWithAllowedGroupsIsServedOverZeroMqIpc) {
