@@ -152,8 +152,11 @@ std::string histogram(const HtmlHistogram& h, int index) {
   }
   for (const auto& [q, v] : {std::pair{"p50", p50}, std::pair{"p99", p99}}) {
     const double x = f.px(v);
+    const bool near_right = x > f.width - f.right - 30;  // label left of the line, inside the plot
     s += "<path class=\"quantile\" d=\"M" + num(x) + " " + num(kTop) + " V" + num(f.py(0)) +
-         "\"/><text class=\"ql\" x=\"" + num(x + 3) + "\" y=\"" + num(kTop + 10) + "\">" + q + "</text>\n";
+         "\"/><text class=\"ql\" x=\"" + num(near_right ? x - 3 : x + 3) + "\" y=\"" +
+         num(q == std::string("p50") ? kTop + 10 : kTop + 22) + "\" text-anchor=\"" + (near_right ? "end" : "start") +
+         "\">" + q + "</text>\n";
   }
   return s + "</svg>\n";
 }
@@ -286,7 +289,7 @@ std::string render_report_html(const HtmlReport& r) {
        "out.push({id:svg.id,kind:svg.classList[1],x:b.left+window.scrollX,y:b.top+window.scrollY,"
        "width:b.width,height:b.height,marks:marks.length,sized:sized});}"
        "document.getElementById('layout').textContent=JSON.stringify({plots:out,"
-       "page_height:document.documentElement.scrollHeight});})();\n</script>\n";
+       "page_height:Math.ceil(document.body.getBoundingClientRect().bottom+window.scrollY)});})();\n</script>\n";
   return s + "</body></html>\n";
 }
 
