@@ -30,6 +30,7 @@ Expected<PlayStats> play(Bus& bus, const std::string& path, const PlayOptions& o
   po.noun = "of the recording";
   po.total = !o.loop && bag_start > 0 && bag_end > from ? static_cast<std::int64_t>(bag_end - from) : -1;
   Progress progress(std::move(po));
+  std::int64_t played = 0, offset = 0;  // recorded time of the finished loops; into this one
   do {
     const std::int64_t wall_start = steady_now_ns();
     bool ended = false;  // stopped or past the duration: the scan is cut short on purpose
@@ -64,12 +65,14 @@ Expected<PlayStats> play(Bus& bus, const std::string& path, const PlayOptions& o
       }
       if (Status ps = bus.republish(*w, std::move(*m)); !ps.is_ok()) return ps;
       ++stats.published;
-      progress.set(static_cast<std::int64_t>(t - from));
+      offset = static_cast<std::int64_t>(t - from);
+      progress.set(played + offset);
       return Status::ok();
     });
     for (const auto& i : (*reader)->issues()) stats.issues.push_back(i.message);
     if (!s.is_ok() && !ended) return s;
     ++stats.loops;
+    played += offset;
   } while (o.loop && !stopped());
   progress.finish();
   for (auto& [topic, w] : writers) bus.unadvertise(w);
