@@ -4,7 +4,8 @@
   html_report_test.py page     --edgevla BIN --source DIR --work DIR
       the page as written: self-contained, one histogram per stage named in the bag plus the
       end-to-end ones, bar counts that add up to each histogram's n, the chunk timeline, the
-      action and state plots; bad inputs (a bag with no latency data, a cut-short bag).
+      action and state plots; a run recorded without its commands (the page says what lacks
+      them); bad inputs (a bag with no latency data, a cut-short bag, a file that is no bag).
   html_report_test.py chromium --edgevla BIN --source DIR --work DIR [--keep-screenshot PNG]
       the page in headless Chromium: the DOM after its script ran has every plot laid out with
       sized marks, and the screenshot has data-coloured pixels inside every plot. Exits 77
@@ -155,6 +156,32 @@ def check_page(args, work):
     r = run([args.edgevla, "bag", "report", junk, "--html", os.path.join(work, "junk.html")])
     if r.returncode == 0 or "junk.mcap" not in r.stderr or os.path.exists(os.path.join(work, "junk.html")):
         fail("a file that is not a bag: rc %d, stderr %r" % (r.returncode, r.stderr))
+
+    # A run recorded without the commands: the page says which plots lack them and why.
+    with open(os.path.join(args.source, "launch", "pi05_demo.yaml")) as f:
+        demo = f.read()
+    no_commands = re.sub(r"(topics: \[[^\]]*?)/robot/command, ", r"\1", demo)  # the recorded list only
+    no_commands = no_commands.replace("pi05_demo.mcap", "no_commands.mcap")
+    no_commands = no_commands.replace("../params/", os.path.join(args.source, "params") + "/")
+    if no_commands.count("/robot/command") != 1 or "no_commands.mcap" not in no_commands:  # the remap stays
+        fail("launch/pi05_demo.yaml changed shape; update this test's copy without /robot/command")
+    launch = os.path.join(work, "no_commands.yaml")
+    with open(launch, "w") as f:
+        f.write(no_commands)
+    r = run([args.edgevla, "launch", launch, "--duration", "3", "--set", "actuation.execute_steps=5"], env=env,
+            timeout=180)
+    if r.returncode != 0:
+        fail("launch without /robot/command recorded: " + r.stderr[-2000:])
+    page, r = report(args, os.path.join(work, "no_commands.mcap"), os.path.join(work, "no_commands.html"))
+    missing = re.findall(r'<div class="missing" id="([\w-]+)"[^>]*><b>(.*?)</b><br>(.*?)</div>', page)
+    titles = {t: why for _, t, why in missing}
+    for t in ("camera -&gt; actuation (end to end)", "camera -&gt; first command", "actions: JointCommand position"):
+        if t not in titles or "/robot/command" not in titles[t]:
+            fail("the page without commands does not say %r lacks them (missing panels: %s)" % (t, titles))
+    if len([k for k, _, _ in svgs(page) if k == "histogram"]) != 5:  # camera, 3 stages, camera -> actions
+        fail("the page without commands lost histograms that need no commands")
+    if "the timeline ends at the action head" not in page:
+        fail("the page without commands does not say its timeline stops at the action head")
 
     # A bag with no latency data (a camera alone): one error that says what to record.
     launch = os.path.join(work, "camera_only.yaml")
