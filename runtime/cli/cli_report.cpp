@@ -111,6 +111,54 @@ std::string ms(double v) {
   return b;
 }
 
+
+// A chunk that reached the actuation node: when it arrived, and when its first command left.
+struct Executed {
+  std::int64_t received_ns = 0, command_ns = 0;
+  std::string node;  // the actuation node
+};
+
+// The bars of one chunk's path (the last four hops of its trace: camera, preprocess, backbone,
+// action head), in ms after its capture. Each model stage: the delivery from the previous publish
+// to its callback start (when the bag has the stage's input with its callback stamp), time in the
+// callback outside the stage's compute, then the compute, which ends at the publish. Then the
+// actuation node's delivery and its wait for the control tick, when the chunk was executed.
+std::vector<HtmlSpan> chunk_timeline(const Chunk& c, const std::map<std::int64_t, std::int64_t>& observation_cb,
+                                     const std::map<std::int64_t, std::int64_t>& prefix_cb, const Executed* x) {
+  using Kind = HtmlSpan::Kind;
+  std::vector<HtmlSpan> out;
+  const auto n = c.trace.size();
+  auto rel = [&](std::int64_t ns) { return (ns - c.source_ns) * 1e-6; };
+  out.push_back({c.trace[n - 4].node, Kind::kCompute, 0, rel(c.trace[n - 4].stamp_ns)});
+  const std::map<std::int64_t, std::int64_t>* callbacks[] = {&observation_cb, &prefix_cb, nullptr};
+  const char* fields[] = {"preprocess_ms", "backbone_ms", "action_head_ms"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const TraceHop& hop = c.trace[n - 3 + i];
+    const std::int64_t prev = c.trace[n - 4 + i].stamp_ns;
+    std::int64_t cb = 0;
+    if (callbacks[i] == nullptr) {
+      cb = c.callback_ns;
+    } else if (auto it = callbacks[i]->find(c.source_ns); it != callbacks[i]->end()) {
+      cb = it->second;
+    }
+    const auto ms = c.stage_ms.find(fields[i]);
+    const double end = rel(hop.stamp_ns);
+    const double compute_start = ms == c.stage_ms.end() ? end : std::max(cb != 0 ? rel(cb) : rel(prev), end - ms->second);
+    if (cb != 0) {
+      out.push_back({hop.node, Kind::kDelivery, rel(prev), rel(cb)});
+      if (compute_start > rel(cb)) out.push_back({hop.node, Kind::kInNode, rel(cb), compute_start});
+    } else if (compute_start > rel(prev)) {
+      out.push_back({hop.node, Kind::kDelivery, rel(prev), compute_start});
+    }
+    if (ms != c.stage_ms.end()) out.push_back({hop.node, Kind::kCompute, compute_start, end});
+  }
+  if (x != nullptr) {
+    out.push_back({x->node, Kind::kDelivery, rel(c.trace.back().stamp_ns), rel(x->received_ns)});
+    if (x->command_ns > x->received_ns) out.push_back({x->node, Kind::kWait, rel(x->received_ns), rel(x->command_ns)});
+  }
+  return out;
+}
+
 }  // namespace
 
 int bag_report(const BagReportOptions& o) {
@@ -225,10 +273,6 @@ int bag_report(const BagReportOptions& o) {
   Series to_actuation, to_command, overhead, tick_wait, handoffs;
   std::set<std::pair<std::int64_t, std::int64_t>> seen;
   std::optional<Message> last_command;
-  struct Executed {
-    std::int64_t received_ns = 0, command_ns = 0;  // chunk in at actuation; its first command out
-    std::string node;
-  };
   std::map<const Chunk*, Executed> executed;  // for the --html timeline
   for (const Message& m : commands) {
     last_command = m;
@@ -421,43 +465,9 @@ int bag_report(const BagReportOptions& o) {
       std::sort(candidates.begin(), candidates.end());
       const double e2e = candidates[candidates.size() / 2].first;
       const Chunk* c = candidates[candidates.size() / 2].second;
-      const auto n = c->trace.size();
-      auto rel = [&](std::int64_t ns) { return (ns - c->source_ns) * 1e-6; };
-      using Kind = HtmlSpan::Kind;
-      h.timeline.push_back({c->trace[n - 4].node, Kind::kCompute, 0, rel(c->trace[n - 4].stamp_ns)});
-      // Each model stage: delivery from the previous publish to its callback start (when the
-      // bag has the stage's input with its callback stamp), time in the callback outside the
-      // stage's compute, then the compute, which ends at the publish.
-      const std::map<std::int64_t, std::int64_t>* callbacks[] = {&observation_cb, &prefix_cb, nullptr};
-      const char* fields[] = {"preprocess_ms", "backbone_ms", "action_head_ms"};
-      for (std::size_t i = 0; i < 3; ++i) {
-        const TraceHop& hop = c->trace[n - 3 + i];
-        const std::int64_t prev = c->trace[n - 4 + i].stamp_ns;
-        std::int64_t cb = 0;
-        if (callbacks[i] == nullptr) {
-          cb = c->callback_ns;
-        } else if (auto it = callbacks[i]->find(c->source_ns); it != callbacks[i]->end()) {
-          cb = it->second;
-        }
-        const auto ms = c->stage_ms.find(fields[i]);
-        const double end = rel(hop.stamp_ns);
-        const double compute_start =
-            ms == c->stage_ms.end() ? end : std::max(cb != 0 ? rel(cb) : rel(prev), end - ms->second);
-        if (cb != 0) {
-          h.timeline.push_back({hop.node, Kind::kDelivery, rel(prev), rel(cb)});
-          if (compute_start > rel(cb)) h.timeline.push_back({hop.node, Kind::kInNode, rel(cb), compute_start});
-        } else if (compute_start > rel(prev)) {
-          h.timeline.push_back({hop.node, Kind::kDelivery, rel(prev), compute_start});
-        }
-        if (ms != c->stage_ms.end()) h.timeline.push_back({hop.node, Kind::kCompute, compute_start, end});
-      }
-      if (auto e = executed.find(c); e != executed.end()) {
-        const Executed& x = e->second;
-        h.timeline.push_back({x.node, Kind::kDelivery, rel(c->trace.back().stamp_ns), rel(x.received_ns)});
-        if (x.command_ns > x.received_ns) h.timeline.push_back({x.node, Kind::kWait, rel(x.received_ns), rel(x.command_ns)});
-      } else {
-        h.notes.push_back(no_commands + " (the timeline ends at the action head)");
-      }
+      const auto e = executed.find(c);
+      h.timeline = chunk_timeline(*c, observation_cb, prefix_cb, e == executed.end() ? nullptr : &e->second);
+      if (e == executed.end()) h.notes.push_back(no_commands + " (the timeline ends at the action head)");
       char title[160];
       std::snprintf(title, sizeof title, "the median chunk (%s %.1f ms, of %zu)",
                     executed.empty() ? "camera -> actions" : "camera -> actuation", e2e, candidates.size());

@@ -9,9 +9,9 @@
 namespace edgevla::cli {
 
 struct HtmlHistogram {
-  std::string title;              // "backbone (compute)"
+  std::string title;  // "backbone (compute)"
   std::vector<double> values_ms;
-  std::string missing;            // why there are no values (shown instead of the plot)
+  std::string missing;  // why there are no values (shown instead of the plot)
 };
 
 // One bar of the chunk timeline, in ms after the frame's capture.
@@ -36,8 +36,8 @@ struct HtmlLinePlot {
 
 struct HtmlReport {
   std::string bag;
-  std::string summary;                 // duration and message counts
-  std::vector<std::string> notes;      // damage, what the bag lacks
+  std::string summary;             // duration and message counts
+  std::vector<std::string> notes;  // damage, what the bag lacks
   std::vector<HtmlHistogram> histograms;
   std::string timeline_title;
   std::vector<HtmlSpan> timeline;

@@ -48,13 +48,14 @@ std::string seconds(double s) { return printf_string(s < 10 ? "%.1f s" : "%.0f s
 
 std::string format_progress(const ProgressReport& r, ProgressUnit unit, std::string_view noun) {
   const auto done = static_cast<double>(r.done);
-  const std::string suffix = unit == ProgressUnit::kBytes || noun.empty() ? "" : " " + std::string(noun);
+  const std::string suffix =
+      unit == ProgressUnit::kBytes || noun.empty() ? "" : " " + std::string(noun);
   std::string s;
   if (r.total > 0) {
     const auto total = static_cast<double>(r.total);
     const double percent = std::clamp(100.0 * done / total, 0.0, 100.0);
-    s = printf_string("%.0f%%", std::floor(percent)) + " (" + amount(done, total, unit, false) + " of " +
-        amount(total, total, unit, true) + suffix + ")";
+    s = printf_string("%.0f%%", std::floor(percent)) + " (" + amount(done, total, unit, false) +
+        " of " + amount(total, total, unit, true) + suffix + ")";
   } else if (r.total == 0) {
     s = "nothing to do";
   } else {
@@ -63,7 +64,8 @@ std::string format_progress(const ProgressReport& r, ProgressUnit unit, std::str
   s += ", " + seconds(r.elapsed_s);
   if (r.elapsed_s > 0 && r.done > 0 && unit != ProgressUnit::kNanoseconds) {
     const double rate = done / r.elapsed_s;
-    s += ", " + amount(rate, rate, unit, true) + (unit == ProgressUnit::kBytes ? "/s" : suffix + "/s");
+    s += ", " + amount(rate, rate, unit, true) +
+         (unit == ProgressUnit::kBytes ? "/s" : suffix + "/s");
   }
   if (!r.final && r.total > 0 && r.done > 0 && r.done < r.total) {
     s += ", ~" + seconds(r.elapsed_s * static_cast<double>(r.total - r.done) / done) + " left";
@@ -75,18 +77,20 @@ std::string progress_bar(const ProgressReport& r, int width) {
   width = std::max(width, 1);
   int filled = 0;
   if (r.total > 0) {
-    filled = static_cast<int>(std::clamp<double>(static_cast<double>(r.done) / static_cast<double>(r.total), 0, 1) *
-                              width);
+    filled = static_cast<int>(
+        std::clamp<double>(static_cast<double>(r.done) / static_cast<double>(r.total), 0, 1) *
+        width);
   } else if (r.total == 0 && r.final) {
     filled = width;
   }
-  return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '-') +
-         "]";
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') +
+         std::string(static_cast<std::size_t>(width - filled), '-') + "]";
 }
 
 Progress::Progress(ProgressOptions options) : o_(std::move(options)) {
   if (!o_.clock) o_.clock = [] { return steady_now_ns(); };
-  bar_ = o_.output == ProgressOutput::kBar || (o_.output == ProgressOutput::kAuto && ::isatty(STDERR_FILENO) == 1);
+  bar_ = o_.output == ProgressOutput::kBar ||
+         (o_.output == ProgressOutput::kAuto && ::isatty(STDERR_FILENO) == 1);
   start_ns_ = last_ns_ = o_.clock();
 }
 
@@ -120,7 +124,8 @@ void Progress::finish() {
   if (finished_) return;
   finished_ = true;
   const std::int64_t elapsed = o_.clock() - start_ns_;
-  if (bar_ ? drawn_ || elapsed >= o_.bar_interval_ns : lines_ > 0 || elapsed >= o_.min_interval_ns) emit(true);
+  if (bar_ ? drawn_ || elapsed >= o_.bar_interval_ns : lines_ > 0 || elapsed >= o_.min_interval_ns)
+    emit(true);
   if (bar_ && drawn_ && !o_.sink) std::fputc('\n', stderr);
   drawn_ = false;
 }

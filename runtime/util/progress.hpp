@@ -26,10 +26,10 @@ struct ProgressReport {
 };
 
 struct ProgressOptions {
-  std::string what;                        // names the work: "model init out/pi05"
-  std::int64_t total = -1;                 // < 0: unknown (set_total() may tell it later)
+  std::string what;         // names the work: "model init out/pi05"
+  std::int64_t total = -1;  // < 0: unknown (set_total() may tell it later)
   ProgressUnit unit = ProgressUnit::kBytes;
-  std::string noun = "items";              // kCount's unit: "messages", "inputs"
+  std::string noun = "items";  // kCount's unit: "messages", "inputs"
   ProgressOutput output = ProgressOutput::kAuto;
   std::int64_t min_interval_ns = 2'000'000'000;  // log lines: never closer than this
   std::int64_t interval_ns = 5'000'000'000;      // log lines: at least this often while advancing
@@ -65,10 +65,10 @@ class Progress final {
   mutable std::mutex mu_;
   std::int64_t done_ = 0;
   std::int64_t start_ns_ = 0;
-  std::int64_t last_ns_ = 0;         // last line or bar drawn
-  std::int64_t last_tenth_ = 0;      // the tenth of the work the last line reported
+  std::int64_t last_ns_ = 0;     // last line or bar drawn
+  std::int64_t last_tenth_ = 0;  // the tenth of the work the last line reported
   int lines_ = 0;
-  bool drawn_ = false;               // a bar line is open on the terminal
+  bool drawn_ = false;  // a bar line is open on the terminal
   bool finished_ = false;
 };
 

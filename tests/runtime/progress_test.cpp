@@ -27,13 +27,16 @@ struct Harness {
     o.total = total;
     o.output = output;
     o.clock = [this] { return now; };
-    o.sink = [this](const ProgressReport& r, std::string_view text) { seen.push_back({r, std::string(text), now}); };
+    o.sink = [this](const ProgressReport& r, std::string_view text) {
+      seen.push_back({r, std::string(text), now});
+    };
     return o;
   }
 };
 
 bool finite_text(const std::string& s) {
-  return s.find("nan") == std::string::npos && s.find("inf") == std::string::npos && s.find('-') == std::string::npos;
+  return s.find("nan") == std::string::npos && s.find("inf") == std::string::npos &&
+         s.find('-') == std::string::npos;
 }
 
 TEST(ProgressTest, LogLinesAtTenthsNoCloserThanTheMinimumInterval) {
@@ -65,7 +68,8 @@ TEST(ProgressTest, SlowWorkGetsALineAtEveryTenth) {
   }
   p.finish();
   ASSERT_EQ(h.seen.size(), 11u);
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(h.seen[static_cast<std::size_t>(i)].report.done, (i + 1) * 100);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(h.seen[static_cast<std::size_t>(i)].report.done, (i + 1) * 100);
   EXPECT_NE(h.seen[4].text.find("50% (500 of 1000 items)"), std::string::npos) << h.seen[4].text;
   EXPECT_NE(h.seen[4].text.find("left"), std::string::npos) << h.seen[4].text;
   EXPECT_EQ(h.seen[10].text.find("left"), std::string::npos) << h.seen[10].text;
@@ -79,7 +83,8 @@ TEST(ProgressTest, AStalledTenthStillGetsALineEveryInterval) {
     p.add(1);
   }
   ASSERT_EQ(h.seen.size(), 12u);
-  for (std::size_t i = 0; i < h.seen.size(); ++i) EXPECT_EQ(h.seen[i].at_ns, static_cast<std::int64_t>(i + 1) * 5 * kSecond);
+  for (std::size_t i = 0; i < h.seen.size(); ++i)
+    EXPECT_EQ(h.seen[i].at_ns, static_cast<std::int64_t>(i + 1) * 5 * kSecond);
 }
 
 TEST(ProgressTest, UnknownTotalReportsEveryIntervalWithoutPercentOrTimeLeft) {
@@ -152,7 +157,8 @@ TEST(ProgressTest, BarRedrawsAtMostTenTimesASecondAndEndsFull) {
   p.finish();
   ASSERT_EQ(h.seen.size(), 11u);  // every 100 ms, then the final one
   for (const Seen& s : h.seen) EXPECT_EQ(s.text.front(), '\r');
-  EXPECT_NE(h.seen.back().text.find("[" + std::string(30, '#') + "]"), std::string::npos) << h.seen.back().text;
+  EXPECT_NE(h.seen.back().text.find("[" + std::string(30, '#') + "]"), std::string::npos)
+      << h.seen.back().text;
   EXPECT_EQ(progress_bar(h.seen[4].report, 10), "[#####-----]");
 }
 
