@@ -1,8 +1,9 @@
 // Progress of long work (writing a checkpoint, uploading weights, playing or replaying a bag):
 // a bar redrawn in place when stderr is a terminal, and otherwise a log line at each tenth of
 // the work (at most one per `min_interval_ns`) or every `interval_ns` while it advances, so a
-// log of a long job says it is alive without flooding. Work shorter than `min_interval_ns`
-// says nothing at all. One implementation for every long job in edgevla.
+// log of a long job says it is alive without flooding. In a log, work shorter than
+// `min_interval_ns` says nothing at all; on a terminal the bar appears after `bar_interval_ns`.
+// One implementation for every long job in edgevla.
 #pragma once
 
 #include <cstdint>
