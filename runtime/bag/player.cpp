@@ -4,6 +4,7 @@
 
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::bag {
 
@@ -21,6 +22,15 @@ Expected<PlayStats> play(Bus& bus, const std::string& path, const PlayOptions& o
   std::map<std::string, std::shared_ptr<TopicWriter>> writers;
   PlayStats stats;
   const auto stopped = [&] { return stop != nullptr && stop->load(); };
+  // Progress in recorded time; a looping play, or a bag without a summary, has no known end.
+  const std::uint64_t bag_end = std::min(until, summary.statistics.message_end_time);
+  ProgressOptions po;
+  po.what = "bag play " + path;
+  po.unit = ProgressUnit::kNanoseconds;
+  po.noun = "of the recording";
+  po.total = !o.loop && bag_start > 0 && bag_end > from ? static_cast<std::int64_t>(bag_end - from) : -1;
+  Progress progress(std::move(po));
+  std::int64_t played = 0, offset = 0;  // recorded time of the finished loops; into this one
   do {
     const std::int64_t wall_start = steady_now_ns();
     bool ended = false;  // stopped or past the duration: the scan is cut short on purpose
@@ -55,12 +65,16 @@ Expected<PlayStats> play(Bus& bus, const std::string& path, const PlayOptions& o
       }
       if (Status ps = bus.republish(*w, std::move(*m)); !ps.is_ok()) return ps;
       ++stats.published;
+      offset = static_cast<std::int64_t>(t - from);
+      progress.set(played + offset);
       return Status::ok();
     });
     for (const auto& i : (*reader)->issues()) stats.issues.push_back(i.message);
     if (!s.is_ok() && !ended) return s;
     ++stats.loops;
+    played += offset;
   } while (o.loop && !stopped());
+  progress.finish();
   for (auto& [topic, w] : writers) bus.unadvertise(w);
   return stats;
 }

@@ -17,6 +17,7 @@
 #include "runtime/node/host.hpp"
 #include "runtime/node/node_registry.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::bag {
 namespace {
@@ -585,7 +586,12 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
       report.problems.push_back(d + "; replay what is intact with --skip-damaged, or `edgevla bag recover` it");
     }
   }
+  Progress progress({.what = "replay " + o.node + " from " + o.bag,
+                     .total = static_cast<std::int64_t>(events.size()),
+                     .unit = ProgressUnit::kCount,
+                     .noun = "inputs and ticks"});
   for (const auto& in : events) {
+    progress.add(1);
     // The generator as the recorded callback began.
     if (in.callback_output && in.callback_output->header().rng) {
       EDGEVLA_RETURN_IF_ERROR(host.set_rng_state(o.node, *in.callback_output->header().rng));
@@ -614,6 +620,7 @@ Expected<ReplayReport> replay_node(const ReplayOptions& o) {
     }
     report.latency_ms.push_back(static_cast<double>(steady_now_ns() - t0) / 1e6);
   }
+  progress.finish();
   (void)host.deactivate_all();
 
   for (const auto& topic : output_topics) {

@@ -48,6 +48,7 @@ struct BagReportOptions {
   std::string path;
   std::string json_path;   // also write the numbers as JSON
   std::string checkpoint;  // to compare peak memory with the weights' size
+  std::string html_path;   // also write the plots as one self-contained HTML page
 };
 int bag_report(const BagReportOptions& options);
 

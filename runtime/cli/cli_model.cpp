@@ -13,6 +13,7 @@
 #include "runtime/model/groot/checkpoint.hpp"
 #include "runtime/model/groot/generator.hpp"
 #include "runtime/model/groot/groot_family.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::cli {
 namespace {
@@ -88,7 +89,14 @@ int ModelCommands::init() {
   o.seed = seed_;
   o.dtype = *dtype;
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status s = model::generate_checkpoint(o, out_); !s.is_ok()) return fail(s);
+  Status written;
+  {  // the progress bar's line ends before anything else is printed
+    Progress progress({.what = "model init " + out_});
+    o.progress = &progress;
+    written = model::generate_checkpoint(o, out_);
+    if (written.is_ok()) progress.finish();
+  }
+  if (!written.is_ok()) return fail(written);
   auto ck = model::Checkpoint::open(out_);
   if (!ck) return fail(ck.status());
   std::printf("%s: %s checkpoint, %.1f MB of weights, written in %.1f s\n", out_.c_str(),
@@ -124,7 +132,14 @@ int ModelCommands::init_groot() {
   }
   if (out_.empty()) return fail(invalid_argument("--out is required (or --dry-run)"));
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status s = model::groot::generate_checkpoint(o, out_); !s.is_ok()) return fail(s);
+  Status written;
+  {  // the progress bar's line ends before anything else is printed
+    Progress progress({.what = "model init " + out_, .total = plan->total_bytes});
+    o.progress = &progress;
+    written = model::groot::generate_checkpoint(o, out_);
+    if (written.is_ok()) progress.finish();
+  }
+  if (!written.is_ok()) return fail(written);
   auto ck = model::groot::Checkpoint::open(out_);
   if (!ck) return fail(ck.status());
   std::printf("%s: GR00T N1.6 %s checkpoint, %lld tensors in %zu shard(s), %.1f MB of weights, written in %.1f s\n",

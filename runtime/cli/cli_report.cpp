@@ -21,6 +21,7 @@
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/cli/cli.hpp"
+#include "runtime/cli/report_html.hpp"
 
 namespace edgevla::cli {
 namespace {
@@ -57,7 +58,29 @@ struct Chunk {
   std::int64_t callback_ns = 0;  // the action head's callback start
   std::vector<TraceHop> trace;
   std::map<std::string, double> stage_ms;  // preprocess_ms, backbone_ms, action_head_ms
+  std::map<std::string, double> all_ms;    // every "<stage>_ms" field the chunk carries (--html)
 };
+
+// A vector over time (commands, state) for the HTML plots: the first kMaxDims values.
+struct Sample {
+  std::int64_t log_ns = 0;
+  std::vector<double> values;
+};
+constexpr std::size_t kMaxDims = 8;
+
+// The first values of a 1-D f32/f64 tensor, and its length; empty for anything else.
+std::vector<double> head_values(const Tensor* t, std::int64_t& length) {
+  std::vector<double> out;
+  length = 0;
+  if (t == nullptr || t->rank() != 1 || !t->is_contiguous() || !t->device().is_cpu()) return out;
+  length = t->numel();
+  const auto n = static_cast<std::size_t>(std::min<std::int64_t>(length, kMaxDims));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (t->dtype() == DType::kF32) out.push_back(t->data<float>()[i]);
+    if (t->dtype() == DType::kF64) out.push_back(t->data<double>()[i]);
+  }
+  return out;
+}
 
 std::optional<double> number(const Message& m, std::string_view name) {
   auto v = m.number_field(name);
@@ -88,6 +111,54 @@ std::string ms(double v) {
   return b;
 }
 
+
+// A chunk that reached the actuation node: when it arrived, and when its first command left.
+struct Executed {
+  std::int64_t received_ns = 0, command_ns = 0;
+  std::string node;  // the actuation node
+};
+
+// The bars of one chunk's path (the last four hops of its trace: camera, preprocess, backbone,
+// action head), in ms after its capture. Each model stage: the delivery from the previous publish
+// to its callback start (when the bag has the stage's input with its callback stamp), time in the
+// callback outside the stage's compute, then the compute, which ends at the publish. Then the
+// actuation node's delivery and its wait for the control tick, when the chunk was executed.
+std::vector<HtmlSpan> chunk_timeline(const Chunk& c, const std::map<std::int64_t, std::int64_t>& observation_cb,
+                                     const std::map<std::int64_t, std::int64_t>& prefix_cb, const Executed* x) {
+  using Kind = HtmlSpan::Kind;
+  std::vector<HtmlSpan> out;
+  const auto n = c.trace.size();
+  auto rel = [&](std::int64_t ns) { return (ns - c.source_ns) * 1e-6; };
+  out.push_back({c.trace[n - 4].node, Kind::kCompute, 0, rel(c.trace[n - 4].stamp_ns)});
+  const std::map<std::int64_t, std::int64_t>* callbacks[] = {&observation_cb, &prefix_cb, nullptr};
+  const char* fields[] = {"preprocess_ms", "backbone_ms", "action_head_ms"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const TraceHop& hop = c.trace[n - 3 + i];
+    const std::int64_t prev = c.trace[n - 4 + i].stamp_ns;
+    std::int64_t cb = 0;
+    if (callbacks[i] == nullptr) {
+      cb = c.callback_ns;
+    } else if (auto it = callbacks[i]->find(c.source_ns); it != callbacks[i]->end()) {
+      cb = it->second;
+    }
+    const auto ms = c.stage_ms.find(fields[i]);
+    const double end = rel(hop.stamp_ns);
+    const double compute_start = ms == c.stage_ms.end() ? end : std::max(cb != 0 ? rel(cb) : rel(prev), end - ms->second);
+    if (cb != 0) {
+      out.push_back({hop.node, Kind::kDelivery, rel(prev), rel(cb)});
+      if (compute_start > rel(cb)) out.push_back({hop.node, Kind::kInNode, rel(cb), compute_start});
+    } else if (compute_start > rel(prev)) {
+      out.push_back({hop.node, Kind::kDelivery, rel(prev), compute_start});
+    }
+    if (ms != c.stage_ms.end()) out.push_back({hop.node, Kind::kCompute, compute_start, end});
+  }
+  if (x != nullptr) {
+    out.push_back({x->node, Kind::kDelivery, rel(c.trace.back().stamp_ns), rel(x->received_ns)});
+    if (x->command_ns > x->received_ns) out.push_back({x->node, Kind::kWait, rel(x->received_ns), rel(x->command_ns)});
+  }
+  return out;
+}
+
 }  // namespace
 
 int bag_report(const BagReportOptions& o) {
@@ -103,9 +174,14 @@ int bag_report(const BagReportOptions& o) {
   std::int64_t first_ns = 0, last_ns = 0;
   // Callback starts of the stages, by the capture stamp they derive from.
   std::map<std::int64_t, std::int64_t> observation_cb, prefix_cb;
+  // For the plots: commanded positions, the robot's state (RobotState, or the observations'
+  // state when no RobotState was recorded), and how wide each is.
+  std::vector<Sample> command_samples, robot_state, observed_state;
+  std::int64_t command_dims = 0, robot_dims = 0, observed_dims = 0;
+  std::string observed_name;
 
   static const std::set<std::string, std::less<>> kUsed = {"ActionChunk", "JointCommand", "NodeStatus",
-                                                           "Observation", "BackboneOutput"};
+                                                           "Observation", "BackboneOutput", "RobotState"};
   Status scan = (*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
     const std::string type = v.schema != nullptr ? v.schema->name : std::string();
     ++counts[type];
@@ -124,12 +200,28 @@ int bag_report(const BagReportOptions& o) {
       for (const char* f : {"preprocess_ms", "backbone_ms", "action_head_ms"}) {
         if (auto x = number(m, f)) c.stage_ms[f] = *x;
       }
+      for (const auto& [key, value] : m.fields()) {
+        if (key.ends_with("_ms") && key.size() > 3) {
+          if (auto x = number(m, key)) c.all_ms[key.substr(0, key.size() - 3)] = *x;
+        }
+      }
       chunks[{m.header().topic, m.header().seq}] = std::move(c);
     } else if (m.type() == "Observation") {
       if (m.header().callback_stamp_ns != 0) observation_cb[m.header().source_stamp_ns] = m.header().callback_stamp_ns;
+      if (!o.html_path.empty()) {
+        const char* name = m.tensor("state_raw") != nullptr ? "state_raw" : "state";
+        auto values = head_values(m.tensor(name), observed_dims);
+        if (!values.empty()) observed_state.push_back({t, std::move(values)});
+        observed_name = name;
+      }
+    } else if (m.type() == "RobotState") {
+      auto values = head_values(m.tensor("position"), robot_dims);
+      if (!values.empty()) robot_state.push_back({t, std::move(values)});
     } else if (m.type() == "BackboneOutput") {
       if (m.header().callback_stamp_ns != 0) prefix_cb[m.header().source_stamp_ns] = m.header().callback_stamp_ns;
     } else if (m.type() == "JointCommand") {
+      auto values = head_values(m.tensor("position"), command_dims);
+      if (!values.empty()) command_samples.push_back({t, std::move(values)});
       m.clear_tensors();
       commands.push_back(std::move(m));
     } else if (m.type() == "NodeStatus") {
@@ -181,6 +273,7 @@ int bag_report(const BagReportOptions& o) {
   Series to_actuation, to_command, overhead, tick_wait, handoffs;
   std::set<std::pair<std::int64_t, std::int64_t>> seen;
   std::optional<Message> last_command;
+  std::map<const Chunk*, Executed> executed;  // for the --html timeline
   for (const Message& m : commands) {
     last_command = m;
     const auto seq = integer(m, "chunk_seq");
@@ -196,6 +289,9 @@ int bag_report(const BagReportOptions& o) {
     if (!m.header().trace.empty()) {
       to_command.add((m.header().trace.back().stamp_ns - source) * 1e-6);
       tick_wait.add((m.header().trace.back().stamp_ns - *received) * 1e-6);
+    }
+    if (chunk != nullptr && !m.header().trace.empty()) {
+      executed[chunk] = {*received, m.header().trace.back().stamp_ns, m.header().trace.back().node};
     }
     if (chunk != nullptr && !chunk->trace.empty()) {
       const double last = (*received - chunk->trace.back().stamp_ns) * 1e-6;
@@ -283,6 +379,133 @@ int bag_report(const BagReportOptions& o) {
     }
     out["checkpoint_bytes"] = size;
     out["peak_rss_over_checkpoint"] = static_cast<double>(graph_peak) / static_cast<double>(size);
+  }
+
+  // Damage (a cut-short or corrupt bag): one warning; the numbers are what is intact.
+  std::vector<std::string> damage;
+  for (const auto& i : (*reader)->issues()) {
+    if (std::find(damage.begin(), damage.end(), i.message) == damage.end()) damage.push_back(i.message);
+  }
+  if (!damage.empty()) {
+    std::string all;
+    for (const std::string& d : damage) all += (all.empty() ? "" : "; ") + d;
+    std::fprintf(stderr, "warning: %s is damaged (%s); the report covers the intact part\n", o.path.c_str(),
+                 all.c_str());
+  }
+
+  if (!o.html_path.empty()) {
+    if (chunks.empty() && commands.empty()) {
+      std::string types;
+      for (const auto& [type, n] : counts) types += (types.empty() ? "" : ", ") + (type.empty() ? "(no schema)" : type);
+      std::fprintf(stderr,
+                   "error: %s has no latency data to plot: no ActionChunk or JointCommand messages (it holds %s); "
+                   "record the action head's and the actuation node's topics (e.g. /policy/actions and "
+                   "/robot/command) with the run\n",
+                   o.path.c_str(), types.empty() ? "no messages" : types.c_str());
+      return 1;
+    }
+    HtmlReport h;
+    h.bag = o.path;
+    char summary[160];
+    std::snprintf(summary, sizeof summary, "%.1f s, %llu observation(s), %llu chunk(s), %llu command(s)",
+                  (last_ns - first_ns) * 1e-9, static_cast<unsigned long long>(counts["Observation"]),
+                  static_cast<unsigned long long>(counts["ActionChunk"]),
+                  static_cast<unsigned long long>(counts["JointCommand"]));
+    h.summary = summary;
+    for (const std::string& d : damage) h.notes.push_back("the bag is damaged: " + d + "; the plots show the intact part");
+    const std::string no_chunks = "no ActionChunk messages in the bag: record the action head's output (e.g. /policy/actions)";
+    const std::string no_commands =
+        "no JointCommand naming a recorded chunk: record the actuation node's commands (e.g. /robot/command)";
+    // Stage names as the bag has them: the camera's node, then every "<stage>_ms" field of the
+    // chunks (the graph's order first, then any other).
+    std::string camera_node = "camera";
+    std::vector<std::string> stages;
+    for (const auto& [key, c] : chunks) {
+      if (c.trace.size() >= 4) camera_node = c.trace[c.trace.size() - 4].node;
+      for (const auto& [stage, v] : c.all_ms) {
+        if (std::find(stages.begin(), stages.end(), stage) == stages.end()) stages.push_back(stage);
+      }
+    }
+    static const std::vector<std::string> kOrder = {"preprocess", "backbone", "action_head"};
+    auto rank = [](const std::string& n) { return std::find(kOrder.begin(), kOrder.end(), n) - kOrder.begin(); };
+    std::stable_sort(stages.begin(), stages.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+    h.histograms.push_back({camera_node + " (capture -> publish)", camera.values, no_chunks});
+    for (const std::string& stage : stages) {
+      HtmlHistogram hist{stage + " (compute)", {}, no_chunks};
+      for (const auto& [key, c] : chunks) {
+        if (auto it = c.all_ms.find(stage); it != c.all_ms.end()) hist.values_ms.push_back(it->second);
+      }
+      h.histograms.push_back(std::move(hist));
+    }
+    if (stages.empty()) {
+      h.notes.push_back("the chunks carry no stage times (preprocess_ms, backbone_ms, action_head_ms): per-stage "
+                        "histograms need the action_head node's chunks");
+    }
+    h.histograms.push_back({"camera -> actions published", to_actions.values, no_chunks});
+    h.histograms.push_back({"camera -> actuation (end to end)", to_actuation.values, no_commands});
+    h.histograms.push_back({"camera -> first command", to_command.values, no_commands});
+    h.histograms.push_back({"framework overhead", overhead.values,
+                            "needs chunks with all three stage times and their commands in the bag"});
+
+    // The timeline: the chunk whose camera -> actuation latency is the median of those whose
+    // whole path is in the bag (without commands: the median camera -> actions).
+    std::vector<std::pair<double, const Chunk*>> candidates;
+    for (const auto& [key, c] : chunks) {
+      if (c.trace.size() < 4 || c.source_ns <= 0) continue;
+      const auto e = executed.find(&c);
+      if (!executed.empty() && e == executed.end()) continue;
+      const std::int64_t end = e != executed.end() ? e->second.received_ns : c.trace.back().stamp_ns;
+      candidates.emplace_back((end - c.source_ns) * 1e-6, &c);
+    }
+    if (candidates.empty()) {
+      h.timeline_missing = chunks.empty() ? no_chunks
+                                          : "no chunk with the hops camera, preprocess, backbone and action head in "
+                                            "its trace and its commands in the bag";
+    } else {
+      std::sort(candidates.begin(), candidates.end());
+      const double e2e = candidates[candidates.size() / 2].first;
+      const Chunk* c = candidates[candidates.size() / 2].second;
+      const auto e = executed.find(c);
+      h.timeline = chunk_timeline(*c, observation_cb, prefix_cb, e == executed.end() ? nullptr : &e->second);
+      if (e == executed.end()) h.notes.push_back(no_commands + " (the timeline ends at the action head)");
+      char title[160];
+      std::snprintf(title, sizeof title, "the median chunk (%s %.1f ms, of %zu)",
+                    executed.empty() ? "camera -> actions" : "camera -> actuation", e2e, candidates.size());
+      h.timeline_title = title;
+    }
+    // Actions and state over time.
+    auto plot = [&](std::string title, std::string y_label, const std::vector<Sample>& samples, std::int64_t dims,
+                    std::string missing) {
+      HtmlLinePlot p{std::move(title), std::move(y_label), {}, "", std::move(missing)};
+      const std::size_t shown = samples.empty() ? 0 : samples.front().values.size();
+      for (std::size_t d = 0; d < shown; ++d) {
+        HtmlSeries ser{"[" + std::to_string(d) + "]", {}, {}};
+        for (const Sample& x : samples) {
+          if (d >= x.values.size()) continue;
+          ser.t_s.push_back((x.log_ns - first_ns) * 1e-9);
+          ser.values.push_back(x.values[d]);
+        }
+        p.series.push_back(std::move(ser));
+      }
+      if (dims > static_cast<std::int64_t>(shown) && shown > 0) {
+        p.note = "the first " + std::to_string(shown) + " of " + std::to_string(dims) + " dimensions";
+      }
+      h.lines.push_back(std::move(p));
+    };
+    plot("actions: JointCommand position", "commanded position", command_samples, command_dims, no_commands);
+    if (!robot_state.empty() || observed_state.empty()) {
+      plot("state: RobotState position", "position", robot_state, robot_dims,
+           "no RobotState or Observation state in the bag: record the robot's state topic (e.g. /robot/state)");
+    } else {
+      plot("state: Observation " + observed_name, observed_name == "state" ? "state (normalized)" : "state",
+           observed_state, observed_dims, "");
+    }
+    std::ofstream f(o.html_path);
+    f << render_report_html(h);
+    if (!f) {
+      std::fprintf(stderr, "error: cannot write %s\n", o.html_path.c_str());
+      return 1;
+    }
   }
 
   if (!o.json_path.empty()) {

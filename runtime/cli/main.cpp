@@ -147,6 +147,9 @@ int main(int argc, char** argv) {
   breport->add_option("bag", report.path)->required();
   breport->add_option("--json", report.json_path, "also write the numbers as JSON");
   breport->add_option("--checkpoint", report.checkpoint, "compare the graph's peak RSS with this checkpoint's weights");
+  breport->add_option("--html", report.html_path,
+                      "also write the plots (latency histograms, one chunk's timeline, actions and state) as one "
+                      "self-contained HTML page");
 
   auto* keys = app.add_subcommand("keys", "key pairs for encrypted tcp between processes");
   keys->require_subcommand(1);

@@ -1,4 +1,5 @@
 #include "runtime/model/safetensors.hpp"
+#include "runtime/util/progress.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -141,7 +142,8 @@ Expected<Tensor> SafetensorsFile::tensor(std::string_view name) const {
 }
 
 Status write_safetensors(const std::string& path, const std::vector<WriteEntry>& entries,
-                         const std::map<std::string, std::string>& metadata, const FillFn& fill) {
+                         const std::map<std::string, std::string>& metadata, const FillFn& fill,
+                         Progress* progress) {
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
@@ -194,6 +196,7 @@ Status write_safetensors(const std::string& path, const std::vector<WriteEntry>&
       if (std::fwrite(buf.data(), 1, buf.size(), out) != buf.size()) {
         return fail(unavailable("cannot write '" + tmp + "': " + std::strerror(errno)));
       }
+      if (progress != nullptr) progress->add(static_cast<std::int64_t>(buf.size()));
     }
   } else {
     std::fflush(out);
@@ -201,6 +204,7 @@ Status write_safetensors(const std::string& path, const std::vector<WriteEntry>&
     if (::ftruncate(::fileno(out), total) != 0) {
       return fail(unavailable("cannot size '" + tmp + "': " + std::strerror(errno)));
     }
+    if (progress != nullptr) progress->add(static_cast<std::int64_t>(offset));
   }
   if (std::fclose(out) != 0) {
     std::remove(tmp.c_str());

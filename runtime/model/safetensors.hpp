@@ -14,6 +14,10 @@
 
 #include "runtime/core/tensor.hpp"
 
+namespace edgevla {
+class Progress;
+}
+
 namespace edgevla::model {
 
 struct SafetensorsEntry {
@@ -67,7 +71,9 @@ using FillFn = std::function<Status(const WriteEntry& entry, std::span<std::byte
 // Writes entries (names must be unique; data ordered by falling element size, names kept in
 // the given order otherwise, so each tensor is aligned to its elements). With `fill` null the data section is
 // left as a hole (a sparse file of zeros): for tests of loaders at real model sizes.
+// `progress`, when given, advances by each tensor's bytes as it is written.
 Status write_safetensors(const std::string& path, const std::vector<WriteEntry>& entries,
-                         const std::map<std::string, std::string>& metadata, const FillFn& fill);
+                         const std::map<std::string, std::string>& metadata, const FillFn& fill,
+                         Progress* progress = nullptr);
 
 }  // namespace edgevla::model

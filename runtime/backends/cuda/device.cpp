@@ -226,17 +226,14 @@ Status Uploader::upload(const void* src, DType src_type, std::int64_t n, void* d
       EDGEVLA_RETURN_IF_ERROR(convert(stream_, scratch_.get(), src_type, out, dst_type, count));
     }
     done_ += count * static_cast<std::int64_t>(es);
-    if (total_ > 0 && done_ >= next_report_) {
-      spdlog::info("{}: weights to the GPU {:.0f}% ({} of {} MiB)", what_, 100.0 * static_cast<double>(done_) / static_cast<double>(total_),
-                   done_ >> 20, total_ >> 20);
-      next_report_ = done_ + total_ / 10;
-    }
+    progress_->set(done_);
   }
   return Status::ok();
 }
 
 Status Uploader::finish() {
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  progress_->finish();
   const double s = now_s() - t0_;
   spdlog::info("{}: {} MiB of weights on the GPU in {:.2f} s ({:.1f} GB/s)", what_, done_ >> 20, s,
                s > 0 ? static_cast<double>(done_) / s / 1e9 : 0.0);

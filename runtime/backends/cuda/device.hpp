@@ -17,6 +17,7 @@
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/kernels/common.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::backends::cuda {
 
@@ -138,8 +139,8 @@ class PinnedBuffer {
 };
 
 // Copies host tensors (any floating dtype) to device memory in the compute dtype through a
-// bounded pinned staging buffer and a device scratch of the same size; logs progress every
-// tenth of `total_bytes`.
+// bounded pinned staging buffer and a device scratch of the same size; shows its progress
+// against `total_bytes` (runtime/util/progress.hpp: a bar on a terminal, log lines otherwise).
 class Uploader {
  public:
   static Expected<Uploader> create(cudaStream_t stream, std::string what, std::int64_t total_bytes,
@@ -152,13 +153,18 @@ class Uploader {
 
  private:
   Uploader(cudaStream_t stream, std::string what, std::int64_t total, PinnedBuffer pinned, DeviceMemory scratch)
-      : stream_(stream), what_(std::move(what)), total_(total), pinned_(std::move(pinned)), scratch_(std::move(scratch)) {}
+      : stream_(stream),
+        what_(std::move(what)),
+        pinned_(std::move(pinned)),
+        scratch_(std::move(scratch)),
+        progress_(std::make_unique<Progress>(ProgressOptions{.what = what_ + ": weights to the GPU", .total = total})) {}
   cudaStream_t stream_;
   std::string what_;
-  std::int64_t total_ = 0, done_ = 0, next_report_ = 0;
+  std::int64_t done_ = 0;
   double t0_ = 0;
   PinnedBuffer pinned_;
   DeviceMemory scratch_;
+  std::unique_ptr<Progress> progress_;  // a pointer: the Uploader moves, a Progress does not
 };
 
 // Drops the pages of a read-only file mapping from this process (after the GPU holds what it

@@ -17,6 +17,7 @@
 #include "runtime/model/pi0/generator.hpp"  // tensor_seed
 #include "runtime/model/safetensors.hpp"
 #include "runtime/util/rng.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::model::groot {
 namespace {
@@ -662,6 +663,7 @@ Status generate_checkpoint(const GenerateOptions& o, const std::string& out_dir)
   const std::vector<Weight> weights = weights_in_order(p.config);
   for (const Weight& w : weights) by_name[w.name] = &w;
   std::map<std::string, std::string> weight_map;
+  if (o.progress != nullptr) o.progress->set_total(plan.total_bytes);
   for (const CheckpointPlan::Shard& s : plan.shards) {
     std::vector<WriteEntry> entries;
     for (const std::string& name : s.tensors) {
@@ -671,7 +673,7 @@ Status generate_checkpoint(const GenerateOptions& o, const std::string& out_dir)
     const FillFn fill = [&](const WriteEntry& e, std::span<std::byte> out) {
       return fill_tensor(*by_name.at(e.name), o.seed, o.dtype, out);
     };
-    EDGEVLA_RETURN_IF_ERROR(write_safetensors((root / s.file).string(), entries, {{"format", "pt"}}, fill));
+    EDGEVLA_RETURN_IF_ERROR(write_safetensors((root / s.file).string(), entries, {{"format", "pt"}}, fill, o.progress));
   }
   ojson index = {{"metadata", {{"total_size", plan.total_bytes}}}, {"weight_map", ojson::object()}};
   for (const auto& [name, file] : weight_map) index["weight_map"][name] = file;

@@ -18,6 +18,10 @@
 #include "runtime/core/dtype.hpp"
 #include "runtime/model/groot/config.hpp"
 
+namespace edgevla {
+class Progress;
+}
+
 namespace edgevla::model::groot {
 
 // A size preset: the model config and what only a generated checkpoint needs.
@@ -37,6 +41,8 @@ struct GenerateOptions {
   std::uint64_t seed = 0;
   DType dtype = DType::kBF16;     // f32, bf16 or f16 for every tensor
   std::int64_t max_shard_bytes = 0;  // 0: the preset's
+  // Told the weights' total and advanced as every shard is written (`edgevla model init`).
+  Progress* progress = nullptr;
 };
 
 // What a checkpoint holds, before it is written.

@@ -13,6 +13,7 @@
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/util/rng.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::model {
 namespace {
@@ -151,7 +152,13 @@ Status generate_checkpoint(const GenerateOptions& options, const std::string& ou
     };
   }
   const std::map<std::string, std::string> metadata = {{"format", "pt"}};
-  EDGEVLA_RETURN_IF_ERROR(write_safetensors((fs::path(out_dir) / "model.safetensors").string(), entries, metadata, fill));
+  if (options.progress != nullptr) {
+    std::int64_t total = 0;
+    for (const WriteEntry& e : entries) total += e.shape.numel() * static_cast<std::int64_t>(dtype_size(e.dtype));
+    options.progress->set_total(total);
+  }
+  EDGEVLA_RETURN_IF_ERROR(write_safetensors((fs::path(out_dir) / "model.safetensors").string(), entries, metadata, fill,
+                                            options.progress));
 
   const fs::path assets = fs::path(out_dir) / "assets" / config.asset_id;
   fs::create_directories(assets, ec);

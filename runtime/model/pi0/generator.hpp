@@ -9,6 +9,10 @@
 #include "runtime/core/dtype.hpp"
 #include "runtime/model/pi0/config.hpp"
 
+namespace edgevla {
+class Progress;
+}
+
 namespace edgevla::model {
 
 struct GenerateOptions {
@@ -20,6 +24,8 @@ struct GenerateOptions {
   // Dimensions of the generated norm stats (the robot's joints + gripper); 0: 8 (7 joints and a
   // gripper), or the model's action_dim when that is smaller. More than action_dim is refused.
   int robot_dim = 0;
+  // Told the weights' total and advanced as they are written (`edgevla model init`).
+  Progress* progress = nullptr;
 };
 
 // Writes the folder `out_dir` (created if needed). Same options, same bytes.
