@@ -1,6 +1,7 @@
 // edgevla: one binary, subcommands (launch, topic, node, param, keys, ...).
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "nodes/model_stage.hpp"
@@ -186,6 +187,9 @@ int main(int argc, char** argv) {
   // lifts its core-file limit.
   edgevla::install_crash_handler(grp->parsed() ? "group " + group : std::string("edgevla"));
   if (grp->parsed() || launch->parsed()) edgevla::enable_core_dumps();
+  // A file size limit (ulimit -f) then fails the write with EFBIG, which the bag writer
+  // handles like a full disk (closes the bag and says so), instead of killing the process.
+  ::signal(SIGXFSZ, SIG_IGN);
   if (launch->parsed() || grp->parsed()) {
     // Before any thread exists, so every thread inherits the mask and signals reach the
     // launcher's sigtimedwait (other subcommands keep ordinary Ctrl-C handling).
