@@ -43,6 +43,9 @@ int launch_command(const std::string& file, const std::vector<std::string>& sets
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file size limit (ulimit -f) then fails the write with EFBIG, which the bag writer
+  // handles like a full disk (closes the bag and says so), instead of killing the process.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"edgevla: run VLA policies as a graph of nodes"};
   app.require_subcommand(1);
   std::string domain;
@@ -187,9 +190,6 @@ int main(int argc, char** argv) {
   // lifts its core-file limit.
   edgevla::install_crash_handler(grp->parsed() ? "group " + group : std::string("edgevla"));
   if (grp->parsed() || launch->parsed()) edgevla::enable_core_dumps();
-  // A file size limit (ulimit -f) then fails the write with EFBIG, which the bag writer
-  // handles like a full disk (closes the bag and says so), instead of killing the process.
-  ::signal(SIGXFSZ, SIG_IGN);
   if (launch->parsed() || grp->parsed()) {
     // Before any thread exists, so every thread inherits the mask and signals reach the
     // launcher's sigtimedwait (other subcommands keep ordinary Ctrl-C handling).
