@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "runtime/node/params.hpp"
@@ -88,6 +89,30 @@ std::vector<std::string> node_plugin_folders() {
   }
   if (const std::string dir = runtime_library_dir(); !dir.empty()) folders.push_back(dir + "/edgevla/plugins");
   return folders;
+}
+
+Expected<std::vector<IndexedNodeType>> list_node_plugins(const std::vector<std::string>& folders) {
+  std::vector<IndexedNodeType> out;
+  std::set<std::string> seen;  // types an earlier folder provides
+  for (const auto& folder : folders) {
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec)) continue;
+    std::map<std::string, IndexEntry> here;
+    for (const auto& file : index_files(folder)) {
+      EDGEVLA_ASSIGN_OR_RETURN(IndexEntry e, read_index(file));
+      for (const auto& type : e.types) {
+        if (auto it = here.find(type); it != here.end()) {
+          return already_exists("node type '" + type + "' is named by two plugin indexes in " + folder + ": " +
+                                it->second.index + " and " + e.index + "; remove the one that should not provide it");
+        }
+        here.emplace(type, e);
+      }
+    }
+    for (const auto& [type, e] : here) {
+      if (seen.insert(type).second) out.push_back({type, {e.library, e.index}});
+    }
+  }
+  return out;
 }
 
 Expected<NodePluginLocation> find_node_plugin(std::string_view type, const std::vector<std::string>& folders) {

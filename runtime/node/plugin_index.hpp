@@ -34,4 +34,13 @@ std::vector<std::string> node_plugin_folders();
 // naming a library that is not there and two indexes of one folder naming `type` are errors.
 Expected<NodePluginLocation> find_node_plugin(std::string_view type, const std::vector<std::string>& folders);
 
+struct IndexedNodeType {
+  std::string type;
+  NodePluginLocation where;
+};
+
+// Every type the indexes of `folders` name, each with the folder that provides it (the first),
+// in folder order and by name within a folder; for `edgevla node types`. Errors as above.
+Expected<std::vector<IndexedNodeType>> list_node_plugins(const std::vector<std::string>& folders);
+
 }  // namespace edgevla

@@ -81,7 +81,11 @@ custom_node() {
     grep -qF -- "$part" "$work/unknown.log" || { cat "$work/unknown.log" >&2; fail "the unknown-type error does not name '$part'"; }
   done
 
-  # On EDGEVLA_PLUGIN_PATH: the graph runs, and my_gripper's commands are in the recording.
+  # On EDGEVLA_PLUGIN_PATH: `node types` lists it with its library, the graph runs, and my_gripper's commands are in the recording.
+  local types
+  types=$("${run[@]}" EDGEVLA_PLUGIN_PATH="$plugins" "$exe" node types) || fail "node types failed"
+  grep -qE "^my_gripper +plugin $plugins/libmy_gripper_plugin\.so " <<<"$types" ||
+    fail "node types does not list my_gripper from $plugins: $types"
   step launch "${run[@]}" EDGEVLA_PLUGIN_PATH="$work/nothere:$plugins" GRIPPER_BAG="$work/gripper.mcap" \
     "$exe" launch "$launch" --duration 3
   local info chunks commands

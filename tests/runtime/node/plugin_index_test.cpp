@@ -102,6 +102,22 @@ TEST_F(NodePluginIndex, FirstFolderOfTheSearchPathProvidesTheType) {
   EXPECT_EQ(skipped->library, lb);
 }
 
+TEST_F(NodePluginIndex, ListingGivesEachTypeItsFirstFolder) {
+  const std::string overlay_index = write("overlay/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
+  const std::string installed_index = write("installed/all.nodes", "library: liball.so\ntypes: [my_wrist, my_gripper]\n");
+  auto listed = list_node_plugins({folder("overlay"), (dir_ / "nothere").string(), folder("installed")});
+  ASSERT_TRUE(listed.has_value()) << listed.status().to_string();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].type, "my_gripper");
+  EXPECT_EQ((*listed)[0].where.index, overlay_index);
+  EXPECT_EQ((*listed)[0].where.library, (dir_ / "overlay/libgrip.so").string());
+  EXPECT_EQ((*listed)[1].type, "my_wrist");
+  EXPECT_EQ((*listed)[1].where.index, installed_index);
+  // Two indexes of one folder naming one type make the listing an error too.
+  const std::string second = write("installed/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
+  expect_all(list_node_plugins({folder("installed")}).status(), {"my_gripper", installed_index, second});
+}
+
 TEST_F(NodePluginIndex, UnknownTypeNamesEveryFolderSearchedAndTheFix) {
   write("a/libgrip.so", "");
   write("a/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
