@@ -32,8 +32,9 @@ install(TARGETS ${edgevla_installed_libraries} edgevla
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 if(EDGEVLA_CUDA)
-  # A run-time plugin (loaded by name beside libedgevla_backends.so); nothing links it.
-  set_target_properties(edgevla_backend_cuda PROPERTIES INSTALL_RPATH "$ORIGIN")
+  # A run-time plugin (loaded by name beside libedgevla_backends.so); nothing links it. It also
+  # keeps the toolkit's library folder (libcudart, libcublasLt) when that is not a system one.
+  set_target_properties(edgevla_backend_cuda PROPERTIES INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS edgevla_backend_cuda LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}")
 endif()
 
