@@ -97,6 +97,9 @@ custom_node() {
   ((commands >= 5 && commands <= chunks)) || fail "$commands gripper commands for $chunks chunks: $info"
   grep -qF "gripper (my_gripper)" <<<"$info" || fail "the recording does not list node gripper (my_gripper): $info"
 
+  # From the example's build tree, before any install of it.
+  step check_build_tree "${run[@]}" EDGEVLA_PLUGIN_PATH="$work/build/edgevla/plugins" "$exe" launch --check "$launch"
+
   # Installed into edgevla's own prefix, the type is found with no EDGEVLA_PLUGIN_PATH.
   step install_example_beside "$cmake" --install "$work/build" --prefix "$prefix"
   [[ -n $(find "$prefix" -path '*/edgevla/plugins/my_gripper_plugin.nodes') ]] ||
