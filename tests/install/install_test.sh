@@ -97,6 +97,26 @@ custom_node() {
   ((commands >= 5 && commands <= chunks)) || fail "$commands gripper commands for $chunks chunks: $info"
   grep -qF "gripper (my_gripper)" <<<"$info" || fail "the recording does not list node gripper (my_gripper): $info"
 
+  # A program of one's own linking edgevla::nodes has the built-in node types without naming any
+  # symbol of libedgevla_nodes.so (the linker would drop it otherwise).
+  mkdir -p "$work/host"
+  cat >"$work/host/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(host LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(edgevla REQUIRED)
+add_executable(host host.cpp)
+target_link_libraries(host PRIVATE edgevla::nodes)
+CMAKE
+  cat >"$work/host/host.cpp" <<'CPP'
+#include <runtime/node/node_registry.hpp>
+int main() { return edgevla::NodeRegistry::instance().contains("tensor_source") ? 0 : 3; }
+CPP
+  step host_configure "$cmake" -S "$work/host" -B "$work/host/build" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  step host_build "$cmake" --build "$work/host/build"
+  step host_run env -u LD_LIBRARY_PATH "$work/host/build/host"
+
   # From the example's build tree, before any install of it.
   step check_build_tree "${run[@]}" EDGEVLA_PLUGIN_PATH="$work/build/edgevla/plugins" "$exe" launch --check "$launch"
 
