@@ -98,13 +98,19 @@ custom_node() {
   grep -qF "gripper (my_gripper)" <<<"$info" || fail "the recording does not list node gripper (my_gripper): $info"
 
   # A program of one's own linking edgevla::nodes has the built-in node types without naming any
-  # symbol of libedgevla_nodes.so (the linker would drop it otherwise).
+  # symbol of libedgevla_nodes.so (the linker would drop it otherwise); and the version check.
   mkdir -p "$work/host"
   cat >"$work/host/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)
 project(host LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 20)
+# The version file: another major refused, the installed version itself accepted.
+find_package(edgevla 99.0 QUIET)
+if(edgevla_FOUND)
+  message(FATAL_ERROR "find_package(edgevla 99.0) accepted edgevla ${edgevla_VERSION}")
+endif()
 find_package(edgevla REQUIRED)
+find_package(edgevla ${edgevla_VERSION} EXACT REQUIRED)
 add_executable(host host.cpp)
 target_link_libraries(host PRIVATE edgevla::nodes)
 CMAKE
