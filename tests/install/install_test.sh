@@ -44,10 +44,12 @@ custom_node() {
   step install "$cmake" --install "$build" --prefix "$prefix"
   local exe="$prefix/bin/edgevla"
   [[ -x "$exe" ]] || fail "the install put no edgevla CLI at $exe"
-  # The CLI resolves edgevla's libraries from the prefix, not from the build tree.
-  local runtime
-  runtime=$(env -u LD_LIBRARY_PATH ldd "$exe" | sed -nE 's|.*libedgevla_runtime\.so => ([^ ]+) .*|\1|p')
-  [[ "$runtime" == "$prefix/"* ]] || fail "installed edgevla loads libedgevla_runtime.so from '$runtime', not from $prefix"
+  # The CLI resolves each of edgevla's libraries (runtime, model, backends, backend_cpu, nodes)
+  # from the prefix, not from the build tree.
+  local libs
+  libs=$(env -u LD_LIBRARY_PATH ldd "$exe" | grep -F libedgevla_) || fail "ldd lists no edgevla library for $exe"
+  [[ $(wc -l <<<"$libs") -ge 5 ]] || fail "installed edgevla links fewer edgevla libraries than expected: $libs"
+  if grep -vF "=> $prefix/" <<<"$libs"; then fail "installed edgevla loads the libraries above from outside $prefix"; fi
 
   # Every installed header compiles with the installed ones alone (and what the system provides).
   (cd "$prefix/include/edgevla" && find . -name '*.hpp' | sort | sed -E 's|^\./(.*)|#include "\1"|') >"$work/all_headers.cpp"
