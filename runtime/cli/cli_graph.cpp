@@ -123,10 +123,12 @@ int node_types() {
   }
   std::string searched;
   for (const auto& f : folders) searched += (searched.empty() ? "" : ":") + f;
-  std::printf("\nplugin folders (EDGEVLA_PLUGIN_PATH, then the installed one): %s\n", searched.c_str());
+  std::printf("\nplugin folders (EDGEVLA_PLUGIN_PATH, then the installed one): %s\n",
+              searched.c_str());
   for (const auto& t : *indexed) {
     if (NodeRegistry::instance().contains(t.type)) continue;  // built in: the built-in one runs
-    std::printf("%-20s plugin %s (index %s)\n", t.type.c_str(), t.where.library.c_str(), t.where.index.c_str());
+    std::printf("%-20s plugin %s (index %s)\n", t.type.c_str(), t.where.library.c_str(),
+                t.where.index.c_str());
   }
   return 0;
 }

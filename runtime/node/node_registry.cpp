@@ -28,7 +28,8 @@ Expected<std::unique_ptr<Node>> NodeRegistry::create(const NodeOptions& options)
     if (Status s = load_plugin_for_type(options.type); !s.is_ok()) {
       std::string known;
       for (const auto& [name, description] : types()) known += (known.empty() ? "" : ", ") + name;
-      return Status(s.code(), "node '" + options.name + "': " + s.message() + " (known types: " + known + ")");
+      return Status(s.code(), "node '" + options.name + "': " + s.message() +
+                                  " (known types: " + known + ")");
     }
   }
   NodeFactory factory;
@@ -60,12 +61,15 @@ std::vector<std::pair<std::string, std::string>> NodeRegistry::types() const {
 
 Status NodeRegistry::load_plugin_for_type(const std::string& type) {
   EDGEVLA_ASSIGN_OR_RETURN(NodePluginLocation where, find_node_plugin(type, node_plugin_folders()));
-  EDGEVLA_RETURN_IF_ERROR(load_plugin(where.library).with_context("node type '" + type + "' (plugin index " +
-                                                                    where.index + ")"));
+  EDGEVLA_RETURN_IF_ERROR(
+      load_plugin(where.library)
+          .with_context("node type '" + type + "' (plugin index " + where.index + ")"));
   if (!contains(type)) {
-    return not_found("node type '" + type + "': plugin index " + where.index + " names library " + where.library +
-                     ", which loaded but registers no such type; make the index's types match the library's "
-                     "EDGEVLA_REGISTER_NODE names (rebuild and reinstall the plugin)");
+    return not_found(
+        "node type '" + type + "': plugin index " + where.index + " names library " +
+        where.library +
+        ", which loaded but registers no such type; make the index's types match the library's "
+        "EDGEVLA_REGISTER_NODE names (rebuild and reinstall the plugin)");
   }
   return Status::ok();
 }

@@ -32,7 +32,8 @@ std::vector<std::string> node_plugin_folders();
 // The plugin library that provides `type`, looking through `folders` in order. Errors name the
 // type, every folder searched and the fix; a malformed index in a searched folder, an index
 // naming a library that is not there and two indexes of one folder naming `type` are errors.
-Expected<NodePluginLocation> find_node_plugin(std::string_view type, const std::vector<std::string>& folders);
+Expected<NodePluginLocation> find_node_plugin(std::string_view type,
+                                              const std::vector<std::string>& folders);
 
 struct IndexedNodeType {
   std::string type;

@@ -15,7 +15,8 @@ class GripperNode final : public edgevla::Node {
     EDGEVLA_RETURN_IF_ERROR(spec.declare(open_at_));
     EDGEVLA_ASSIGN_OR_RETURN(command_, spec.publisher<edgevla::msgs::JointCommand>("command"));
     return spec.subscribe<edgevla::msgs::ActionChunk>(
-        "chunks", edgevla::QoS::keep_last(2), [this](const edgevla::msgs::ActionChunk& chunk) { on_chunk(chunk); });
+        "chunks", edgevla::QoS::keep_last(2),
+        [this](const edgevla::msgs::ActionChunk& chunk) { on_chunk(chunk); });
   }
   edgevla::Status activate() override { return edgevla::Status::ok(); }
   edgevla::Status deactivate() override { return edgevla::Status::ok(); }
@@ -23,11 +24,12 @@ class GripperNode final : public edgevla::Node {
  private:
   void on_chunk(const edgevla::msgs::ActionChunk& chunk) {
     const edgevla::Tensor& actions = chunk.actions();
-    if (actions.dtype() != edgevla::DType::kF32 || actions.shape().rank() != 2 || actions.shape()[0] < 1 ||
-        actions.shape()[1] <= *column_) {
-      report_bad_input("chunks", edgevla::invalid_argument("expects f32 actions [H, D] with D > column (" +
-                                                           std::to_string(*column_) + "), got " +
-                                                           actions.describe() + "; set the column param"));
+    if (actions.dtype() != edgevla::DType::kF32 || actions.shape().rank() != 2 ||
+        actions.shape()[0] < 1 || actions.shape()[1] <= *column_) {
+      report_bad_input("chunks",
+                       edgevla::invalid_argument("expects f32 actions [H, D] with D > column (" +
+                                                 std::to_string(*column_) + "), got " +
+                                                 actions.describe() + "; set the column param"));
       return;
     }
     auto contiguous = actions.contiguous();
@@ -48,7 +50,8 @@ class GripperNode final : public edgevla::Node {
       return;
     }
     msg->derive_from(chunk.header());  // keeps the camera-to-command trace
-    if (edgevla::Status s = command_.publish(std::move(*msg)); !s.is_ok()) report_bad_input("command", s);
+    if (edgevla::Status s = command_.publish(std::move(*msg)); !s.is_ok())
+      report_bad_input("command", s);
   }
 
   edgevla::Param<int> column_{"column", 2, {"action entry that drives the gripper", 0, 4095}};
@@ -56,6 +59,7 @@ class GripperNode final : public edgevla::Node {
   edgevla::Publisher<edgevla::msgs::JointCommand> command_;
 };
 
-EDGEVLA_REGISTER_NODE(GripperNode, "my_gripper", "opens or closes a gripper from each action chunk (example plugin)");
+EDGEVLA_REGISTER_NODE(GripperNode, "my_gripper",
+                      "opens or closes a gripper from each action chunk (example plugin)");
 
 }  // namespace my_robot

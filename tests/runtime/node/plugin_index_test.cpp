@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 class NodePluginIndex : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("plugin_index_" + std::to_string(::getpid()) + "_" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(::testing::TempDir()) /
+           ("plugin_index_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     ::unsetenv("EDGEVLA_PLUGIN_PATH");
   }
@@ -43,17 +44,23 @@ class NodePluginIndex : public ::testing::Test {
   }
   static void expect_all(const Status& s, const std::vector<std::string>& parts) {
     ASSERT_FALSE(s.is_ok()) << "expected an error";
-    for (const auto& p : parts) EXPECT_NE(s.message().find(p), std::string::npos) << "'" << p << "' missing from: " << s.message();
+    for (const auto& p : parts)
+      EXPECT_NE(s.message().find(p), std::string::npos)
+          << "'" << p << "' missing from: " << s.message();
   }
-  static std::string test_plugin() { return fs::canonical(testing::bin_dir() + "/../lib/libedgevla_test_plugin.so").string(); }
+  static std::string test_plugin() {
+    return fs::canonical(testing::bin_dir() + "/../lib/libedgevla_test_plugin.so").string();
+  }
 
   fs::path dir_;
 };
 
 TEST_F(NodePluginIndex, IndexNamesTheLibraryBesideIt) {
   const std::string lib = write("a/libgrip.so", "");
-  const std::string index = write("a/grip.nodes", "library: libgrip.so\ntypes: [my_gripper, my_wrist]\n");
-  write("a/unrelated.nodes", "library: libother.so\ntypes: [other]\n");  // names another type: not read for it
+  const std::string index =
+      write("a/grip.nodes", "library: libgrip.so\ntypes: [my_gripper, my_wrist]\n");
+  write("a/unrelated.nodes",
+        "library: libother.so\ntypes: [other]\n");  // names another type: not read for it
   auto found = find_node_plugin("my_wrist", {folder("a")});
   ASSERT_TRUE(found.has_value()) << found.status().to_string();
   EXPECT_EQ(found->library, lib);
@@ -68,7 +75,8 @@ TEST_F(NodePluginIndex, IndexNamesTheLibraryBesideIt) {
 TEST_F(NodePluginIndex, MissingLibraryIsNamed) {
   const std::string index = write("a/grip.nodes", "library: libgone.so\ntypes: [my_gripper]\n");
   auto found = find_node_plugin("my_gripper", {folder("a")});
-  expect_all(found.status(), {"my_gripper", index, (dir_ / "a/libgone.so").string(), "does not exist", "reinstall"});
+  expect_all(found.status(), {"my_gripper", index, (dir_ / "a/libgone.so").string(),
+                              "does not exist", "reinstall"});
 }
 
 TEST_F(NodePluginIndex, TwoIndexesOfOneFolderNamingOneTypeIsAnError) {
@@ -103,9 +111,12 @@ TEST_F(NodePluginIndex, FirstFolderOfTheSearchPathProvidesTheType) {
 }
 
 TEST_F(NodePluginIndex, ListingGivesEachTypeItsFirstFolder) {
-  const std::string overlay_index = write("overlay/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
-  const std::string installed_index = write("installed/all.nodes", "library: liball.so\ntypes: [my_wrist, my_gripper]\n");
-  auto listed = list_node_plugins({folder("overlay"), (dir_ / "nothere").string(), folder("installed")});
+  const std::string overlay_index =
+      write("overlay/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
+  const std::string installed_index =
+      write("installed/all.nodes", "library: liball.so\ntypes: [my_wrist, my_gripper]\n");
+  auto listed =
+      list_node_plugins({folder("overlay"), (dir_ / "nothere").string(), folder("installed")});
   ASSERT_TRUE(listed.has_value()) << listed.status().to_string();
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[0].type, "my_gripper");
@@ -114,8 +125,10 @@ TEST_F(NodePluginIndex, ListingGivesEachTypeItsFirstFolder) {
   EXPECT_EQ((*listed)[1].type, "my_wrist");
   EXPECT_EQ((*listed)[1].where.index, installed_index);
   // Two indexes of one folder naming one type make the listing an error too.
-  const std::string second = write("installed/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
-  expect_all(list_node_plugins({folder("installed")}).status(), {"my_gripper", installed_index, second});
+  const std::string second =
+      write("installed/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
+  expect_all(list_node_plugins({folder("installed")}).status(),
+             {"my_gripper", installed_index, second});
 }
 
 TEST_F(NodePluginIndex, UnknownTypeNamesEveryFolderSearchedAndTheFix) {
@@ -123,15 +136,16 @@ TEST_F(NodePluginIndex, UnknownTypeNamesEveryFolderSearchedAndTheFix) {
   write("a/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\n");
   const std::string missing = (dir_ / "nothere").string();
   auto found = find_node_plugin("my_grippr", {folder("a"), missing});
-  expect_all(found.status(), {"'my_grippr'", folder("a") + ",", missing + " (no such folder)", "EDGEVLA_PLUGIN_PATH",
-                              "edgevla_add_node_plugin", "plugins:"});
+  expect_all(found.status(), {"'my_grippr'", folder("a") + ",", missing + " (no such folder)",
+                              "EDGEVLA_PLUGIN_PATH", "edgevla_add_node_plugin", "plugins:"});
   EXPECT_EQ(found.status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(NodePluginIndex, MalformedIndexesAreErrorsNamingTheFile) {
   const std::string not_list = write("a/grip.nodes", "library: libgrip.so\ntypes: my_gripper\n");
   expect_all(find_node_plugin("my_gripper", {folder("a")}).status(), {not_list, "'types'"});
-  const std::string bad_key = write("b/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\nversion: 2\n");
+  const std::string bad_key =
+      write("b/grip.nodes", "library: libgrip.so\ntypes: [my_gripper]\nversion: 2\n");
   expect_all(find_node_plugin("my_gripper", {folder("b")}).status(), {bad_key, "'version'"});
   const std::string no_lib = write("c/grip.nodes", "types: [my_gripper]\n");
   expect_all(find_node_plugin("my_gripper", {folder("c")}).status(), {no_lib, "'library'"});
@@ -145,7 +159,8 @@ TEST_F(NodePluginIndex, SearchPathIsTheEnvironmentsFoldersThenTheInstalledOne) {
   const auto plain = node_plugin_folders();
   ASSERT_EQ(plain.size(), 1u);
   // The installed package's folder: beside libedgevla_runtime.so (here the build tree's lib/).
-  EXPECT_EQ(fs::path(plain[0]), fs::canonical(testing::bin_dir() + "/../lib") / "edgevla" / "plugins");
+  EXPECT_EQ(fs::path(plain[0]),
+            fs::canonical(testing::bin_dir() + "/../lib") / "edgevla" / "plugins");
   ::setenv("EDGEVLA_PLUGIN_PATH", "/first::/second/:", 1);
   const auto folders = node_plugin_folders();
   ASSERT_EQ(folders.size(), 3u);
@@ -157,7 +172,8 @@ TEST_F(NodePluginIndex, SearchPathIsTheEnvironmentsFoldersThenTheInstalledOne) {
 TEST_F(NodePluginIndex, RegistryLoadsTheIndexedLibraryForAnUnknownType) {
   ASSERT_FALSE(NodeRegistry::instance().contains("test_relay"));
   write("plugins/relay.nodes", "library: " + test_plugin() + "\ntypes: [test_relay]\n");
-  ::setenv("EDGEVLA_PLUGIN_PATH", ((dir_ / "nothere").string() + ":" + folder("plugins")).c_str(), 1);
+  ::setenv("EDGEVLA_PLUGIN_PATH", ((dir_ / "nothere").string() + ":" + folder("plugins")).c_str(),
+           1);
   NodeOptions o;
   o.name = "relay";
   o.type = "test_relay";
@@ -168,14 +184,15 @@ TEST_F(NodePluginIndex, RegistryLoadsTheIndexedLibraryForAnUnknownType) {
 }
 
 TEST_F(NodePluginIndex, RegistryReportsAnIndexTheLibraryDoesNotMatch) {
-  const std::string index = write("plugins/relay.nodes", "library: " + test_plugin() + "\ntypes: [test_relay_typo]\n");
+  const std::string index =
+      write("plugins/relay.nodes", "library: " + test_plugin() + "\ntypes: [test_relay_typo]\n");
   ::setenv("EDGEVLA_PLUGIN_PATH", folder("plugins").c_str(), 1);
   NodeOptions o;
   o.name = "relay";
   o.type = "test_relay_typo";
   auto node = NodeRegistry::instance().create(o);
-  expect_all(node.status(), {"node 'relay'", "test_relay_typo", index, test_plugin(), "registers no such type",
-                             "EDGEVLA_REGISTER_NODE"});
+  expect_all(node.status(), {"node 'relay'", "test_relay_typo", index, test_plugin(),
+                             "registers no such type", "EDGEVLA_REGISTER_NODE"});
 }
 
 TEST_F(NodePluginIndex, RegistryErrorForAnUnindexedTypeNamesTheFoldersAndKnownTypes) {
@@ -184,8 +201,8 @@ TEST_F(NodePluginIndex, RegistryErrorForAnUnindexedTypeNamesTheFoldersAndKnownTy
   o.name = "grip";
   o.type = "my_gripper";
   auto node = NodeRegistry::instance().create(o);
-  expect_all(node.status(), {"node 'grip'", "'my_gripper'", folder("plugins"), node_plugin_folders().back(),
-                             "EDGEVLA_PLUGIN_PATH", "known types"});
+  expect_all(node.status(), {"node 'grip'", "'my_gripper'", folder("plugins"),
+                             node_plugin_folders().back(), "EDGEVLA_PLUGIN_PATH", "known types"});
 }
 
 }  // namespace
