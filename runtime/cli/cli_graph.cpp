@@ -9,6 +9,7 @@
 #include "runtime/bus/registry.hpp"
 #include "runtime/cli/cli.hpp"
 #include "runtime/node/node_registry.hpp"
+#include "runtime/node/plugin_index.hpp"
 
 namespace edgevla::cli {
 namespace {
@@ -112,6 +113,22 @@ int node_info(const std::string& node) {
 int node_types() {
   for (const auto& [name, description] : NodeRegistry::instance().types()) {
     std::printf("%-20s %s\n", name.c_str(), description.c_str());
+  }
+  // Types a launch file can name that load on first use (runtime/node/plugin_index.hpp).
+  const auto folders = node_plugin_folders();
+  auto indexed = list_node_plugins(folders);
+  if (!indexed) {
+    std::fprintf(stderr, "%s\n", indexed.status().message().c_str());
+    return 1;
+  }
+  std::string searched;
+  for (const auto& f : folders) searched += (searched.empty() ? "" : ":") + f;
+  std::printf("\nplugin folders (EDGEVLA_PLUGIN_PATH, then the installed one): %s\n",
+              searched.c_str());
+  for (const auto& t : *indexed) {
+    if (NodeRegistry::instance().contains(t.type)) continue;  // built in: the built-in one runs
+    std::printf("%-20s plugin %s (index %s)\n", t.type.c_str(), t.where.library.c_str(),
+                t.where.index.c_str());
   }
   return 0;
 }

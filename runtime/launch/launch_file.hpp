@@ -1,7 +1,8 @@
 // Launch files: which nodes run, with which params, in which processes.
 //
 //   include: [common.yaml]             # other launch files, merged in
-//   plugins: [../build/lib/libmy.so]   # shared libraries that register node types
+//   plugins: [../build/lib/libmy.so]   # shared libraries that register node types (a type
+//                                      # a plugin index names needs none: plugin_index.hpp)
 //   params_files: [../params/demo.yaml]  # ROS 2-style: keyed by node name
 //   groups:                            # one process per group; nodes in a group share it
 //     - name: main

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "runtime/node/plugin_index.hpp"
+
 namespace edgevla {
 
 NodeRegistry& NodeRegistry::instance() {
@@ -21,19 +23,19 @@ bool NodeRegistry::add(const std::string& type, NodeFactory factory, std::string
   return true;
 }
 
-Expected<std::unique_ptr<Node>> NodeRegistry::create(const NodeOptions& options) const {
+Expected<std::unique_ptr<Node>> NodeRegistry::create(const NodeOptions& options) {
+  if (!contains(options.type)) {
+    if (Status s = load_plugin_for_type(options.type); !s.is_ok()) {
+      std::string known;
+      for (const auto& [name, description] : types()) known += (known.empty() ? "" : ", ") + name;
+      return Status(s.code(), "node '" + options.name + "': " + s.message() +
+                                  " (known types: " + known + ")");
+    }
+  }
   NodeFactory factory;
   {
     std::lock_guard lock(mu_);
-    auto it = types_.find(options.type);
-    if (it == types_.end()) {
-      std::string known;
-      for (const auto& [name, e] : types_) known += (known.empty() ? "" : ", ") + name;
-      return not_found("node '" + options.name + "' has unknown type '" + options.type +
-                       "'; known types: " + known +
-                       " (a type from a plugin needs the plugin listed under 'plugins:')");
-    }
-    factory = it->second.factory;
+    factory = types_.at(options.type).factory;
   }
   try {
     auto node = factory(options);
@@ -55,6 +57,21 @@ std::vector<std::pair<std::string, std::string>> NodeRegistry::types() const {
   std::vector<std::pair<std::string, std::string>> v;
   for (const auto& [name, e] : types_) v.emplace_back(name, e.description);
   return v;
+}
+
+Status NodeRegistry::load_plugin_for_type(const std::string& type) {
+  EDGEVLA_ASSIGN_OR_RETURN(NodePluginLocation where, find_node_plugin(type, node_plugin_folders()));
+  EDGEVLA_RETURN_IF_ERROR(
+      load_plugin(where.library)
+          .with_context("node type '" + type + "' (plugin index " + where.index + ")"));
+  if (!contains(type)) {
+    return not_found(
+        "node type '" + type + "': plugin index " + where.index + " names library " +
+        where.library +
+        ", which loaded but registers no such type; make the index's types match the library's "
+        "EDGEVLA_REGISTER_NODE names (rebuild and reinstall the plugin)");
+  }
+  return Status::ok();
 }
 
 Status NodeRegistry::load_plugin(const std::string& path) {

@@ -1,5 +1,7 @@
 // Node types by name. Built-in nodes register with EDGEVLA_REGISTER_NODE at static-init
-// time; plugin shared libraries listed in a launch file do the same when loaded.
+// time; plugin shared libraries do the same when loaded: those a launch file lists under
+// `plugins:`, and the one a plugin index names for a type asked for by name
+// (runtime/node/plugin_index.hpp).
 #pragma once
 
 #include <functional>
@@ -22,12 +24,16 @@ class NodeRegistry {
   // Registers `type`. A second registration of one name is recorded as an error and ignored
   // (reported by load_plugin), so one bad plugin cannot replace a built-in node.
   bool add(const std::string& type, NodeFactory factory, std::string description);
-  Expected<std::unique_ptr<Node>> create(const NodeOptions& options) const;
+  // A type not registered yet is looked up in the plugin folders and its library loaded.
+  Expected<std::unique_ptr<Node>> create(const NodeOptions& options);
   bool contains(const std::string& type) const;
   std::vector<std::pair<std::string, std::string>> types() const;  // name, description
 
   // dlopen()s a plugin; its node types register themselves. Errors name the file.
   Status load_plugin(const std::string& path);
+  // Finds `type` in the plugin indexes (node_plugin_folders()) and loads its library. Errors
+  // name the type, the folders searched and the fix.
+  Status load_plugin_for_type(const std::string& type);
 
  private:
   struct Entry {
