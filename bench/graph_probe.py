@@ -44,10 +44,13 @@ def tree(root):
 
 
 def proc_sample(pid):
-    """RSS/PSS (kB), threads, fds and the /dev/shm files mapped by one process; None if gone."""
+    """RSS/private RSS/PSS (kB), threads, fds and the /dev/shm files mapped by one process; None if gone."""
     try:
         status = open(f"/proc/{pid}/status").read()
         rss = int(re.search(r"^VmRSS:\s+(\d+)", status, re.M).group(1))
+        # Private memory (heap, stacks): what a leak grows. VmRSS also counts the pages of
+        # shared-memory segments this process has touched (RssShmem) and of mapped files.
+        anon = int(re.search(r"^RssAnon:\s+(\d+)", status, re.M).group(1))
         threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
         pss = 0
         with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -62,7 +65,7 @@ def proc_sample(pid):
                 if len(parts) == 6 and parts[5].startswith("/dev/shm/"):
                     shm.add(parts[5].strip().replace(" (deleted)", ""))
         cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
-        return {"rss_kb": rss, "pss_kb": pss, "threads": threads, "fds": fds, "shm": shm, "cmd": cmd}
+        return {"rss_kb": rss, "anon_kb": anon, "pss_kb": pss, "threads": threads, "fds": fds, "shm": shm, "cmd": cmd}
     except (OSError, AttributeError, ValueError):
         return None
 
