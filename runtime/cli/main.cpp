@@ -124,6 +124,11 @@ int main(int argc, char** argv) {
                  "never lose a message within --max-queue-mb per topic (default: an observer, which never "
                  "slows the graph and loses first when a publisher's pool is short)");
   brec->add_option("--duration", rec.duration_s, "stop after S seconds");
+  brec->add_flag("--foxglove", rec.foxglove,
+                 "also write Foxglove-decodable channels (camera frames as images, numbers as plots) beside "
+                 "edgevla's own");
+  brec->add_option("--foxglove-images", rec.foxglove_images, "frames for Foxglove: jpeg, png or raw")
+      ->check(CLI::IsMember({"jpeg", "png", "raw"}));
   std::string bag_path, bag_out;
   auto* binfo = bag->add_subcommand("info", "topics, types, counts, rates, duration, sizes, compression");
   binfo->add_option("bag", bag_path)->required();
@@ -141,6 +146,15 @@ int main(int argc, char** argv) {
   auto* brecover = bag->add_subcommand("recover", "rewrite a damaged or cut-short bag with everything intact");
   brecover->add_option("in", bag_path)->required();
   brecover->add_option("out", bag_out)->required();
+  edgevla::cli::BagExportOptions bexport;
+  auto* bexp = bag->add_subcommand(
+      "export", "convert a bag for a viewer: --foxglove adds camera frames as images and numbers as plots");
+  bexp->add_flag("--foxglove", bexport.foxglove, "add Foxglove-decodable channels (the only export there is)");
+  bexp->add_option("in", bexport.in)->required();
+  bexp->add_option("out", bexport.out)->required();
+  bexp->add_option("--images", bexport.images, "frames as jpeg, png (foxglove.CompressedImage) or raw (foxglove.RawImage)")
+      ->check(CLI::IsMember({"jpeg", "png", "raw"}));
+  bexp->add_option("--jpeg-quality", bexport.jpeg_quality, "1..100")->check(CLI::Range(1, 100));
   edgevla::cli::BagReportOptions report;
   auto* breport = bag->add_subcommand(
       "report", "a pipeline run's numbers: per-stage and camera->actuation latency, overhead, drops, memory");
@@ -222,6 +236,7 @@ int main(int argc, char** argv) {
   if (binfo->parsed()) return edgevla::cli::bag_info(bag_path);
   if (bplay->parsed()) return edgevla::cli::bag_play(play);
   if (brecover->parsed()) return edgevla::cli::bag_recover(bag_path, bag_out);
+  if (bexp->parsed()) return edgevla::cli::bag_export(bexport);
   if (breport->parsed()) return edgevla::cli::bag_report(report);
   if (tlist->parsed()) return edgevla::cli::topic_list(verbose);
   if (tinfo->parsed()) return edgevla::cli::topic_info(topic_name);
