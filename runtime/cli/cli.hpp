@@ -53,6 +53,15 @@ struct BagExportOptions {
   int jpeg_quality = 90;
 };
 int bag_export(const BagExportOptions& options);
+struct BridgeFoxgloveOptions {
+  std::string host = "127.0.0.1";
+  int port = 8765;
+  std::vector<std::string> topics;
+  std::string images = "jpeg";
+  int jpeg_quality = 80;
+  double duration_s = 0;  // 0: until Ctrl-C
+};
+int bridge_foxglove(const BridgeFoxgloveOptions& options);
 struct BagReportOptions {
   std::string path;
   std::string json_path;   // also write the numbers as JSON

@@ -162,6 +162,19 @@ int main(int argc, char** argv) {
   breport->add_option("--json", report.json_path, "also write the numbers as JSON");
   breport->add_option("--checkpoint", report.checkpoint, "compare the graph's peak RSS with this checkpoint's weights");
 
+  auto* bridge = app.add_subcommand("bridge", "serve the live graph to a viewer");
+  bridge->require_subcommand(1);
+  edgevla::cli::BridgeFoxgloveOptions fox;
+  auto* bfox = bridge->add_subcommand(
+      "foxglove", "a Foxglove WebSocket server (read-only): camera frames as images, every topic's numbers as plots");
+  bfox->add_option("--host", fox.host, "address to listen on (0.0.0.0: every interface)");
+  bfox->add_option("--port", fox.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
+  bfox->add_option("--topics", fox.topics, "serve only these topics (comma-separated; default every topic)")
+      ->delimiter(',');
+  bfox->add_option("--images", fox.images, "frames as jpeg, png or raw")->check(CLI::IsMember({"jpeg", "png", "raw"}));
+  bfox->add_option("--jpeg-quality", fox.jpeg_quality, "1..100")->check(CLI::Range(1, 100));
+  bfox->add_option("--duration", fox.duration_s, "stop after S seconds");
+
   auto* keys = app.add_subcommand("keys", "key pairs for encrypted tcp between processes");
   keys->require_subcommand(1);
   std::string keys_out;
@@ -237,6 +250,7 @@ int main(int argc, char** argv) {
   if (bplay->parsed()) return edgevla::cli::bag_play(play);
   if (brecover->parsed()) return edgevla::cli::bag_recover(bag_path, bag_out);
   if (bexp->parsed()) return edgevla::cli::bag_export(bexport);
+  if (bfox->parsed()) return edgevla::cli::bridge_foxglove(fox);
   if (breport->parsed()) return edgevla::cli::bag_report(report);
   if (tlist->parsed()) return edgevla::cli::topic_list(verbose);
   if (tinfo->parsed()) return edgevla::cli::topic_info(topic_name);
