@@ -1,6 +1,7 @@
 // `edgevla bag record|info|play|recover|export`.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <ctime>
@@ -122,6 +123,15 @@ int bag_info(const std::string& path) {
   for (const auto& ci : s.chunk_indexes) uncompressed += ci.uncompressed_size;
   if (uncompressed) std::printf("  uncompressed %s", human_bytes(static_cast<double>(uncompressed)).c_str());
   std::printf("\ntopics:\n");
+  // Columns as wide as the longest topic and type (Foxglove channels have long ones).
+  int topic_w = 28, type_w = 14;
+  for (const auto& [id, ch] : s.channels) {
+    topic_w = std::max(topic_w, static_cast<int>(ch.topic.size()));
+    const auto it = s.schemas.find(ch.schema_id);
+    if (!ch.metadata.contains("edgevla.type") && it != s.schemas.end()) {
+      type_w = std::max(type_w, static_cast<int>(it->second.name.size()));
+    }
+  }
   for (const auto& [id, ch] : s.channels) {
     const auto count = st.channel_message_counts.contains(id) ? st.channel_message_counts.at(id) : 0;
     const auto* schema = s.schemas.contains(ch.schema_id) ? &s.schemas.at(ch.schema_id) : nullptr;
@@ -130,7 +140,7 @@ int bag_info(const std::string& path) {
                                            (ch.metadata.contains("edgevla.type_version") ? ch.metadata.at("edgevla.type_version") : "?")
                              : schema != nullptr ? schema->name
                                                  : "?";
-    std::printf("  %-28s %-14s %8llu msgs  %8.2f Hz  (%s)\n", ch.topic.c_str(), type.c_str(),
+    std::printf("  %-*s %-*s %8llu msgs  %8.2f Hz  (%s)\n", topic_w, ch.topic.c_str(), type_w, type.c_str(),
                 static_cast<unsigned long long>(count), duration > 0 ? static_cast<double>(count) / duration : 0.0,
                 ch.message_encoding.c_str());
   }
