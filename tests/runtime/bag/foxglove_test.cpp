@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/player.hpp"
 #include "runtime/bag/recorder.hpp"
+#include "runtime/node/host.hpp"
 #include "tests/support/test_util.hpp"
 
 namespace edgevla::bag {
@@ -310,6 +312,47 @@ TEST(Foxglove, RecorderWritesFoxgloveChannelsBesideItsOwnAndPlayIgnoresThem) {
   ASSERT_TRUE(stats.has_value()) << stats.status().to_string();
   EXPECT_EQ(stats->published, 20u);
   EXPECT_EQ(stats->undecodable, 0u);
+  fs::remove(path);
+}
+
+// The option as a launch file's `record:` section or `bag record --foxglove` sets it: params
+// of the bag_recorder node.
+TEST(Foxglove, RecorderNodeParamsChooseTheFoxgloveView) {
+  BusOptions bo;
+  bo.domain = testing::unique_domain("foxnode");
+  auto bus = std::move(*Bus::create(bo));
+  const std::string path = temp_path("node.mcap");
+  const auto recorder = [&](const std::string& images) {
+    NodeOptions n;
+    n.name = "recorder";
+    n.type = "bag_recorder";
+    n.origin = "test";
+    n.params["output"] = ParamOverride{YAML::Load("\"" + path + "\""), "test"};
+    n.params["topics"] = ParamOverride{YAML::Load("[/cam]"), "test"};
+    n.params["lossless"] = ParamOverride{YAML::Load("true"), "test"};
+    n.params["foxglove"] = ParamOverride{YAML::Load("true"), "test"};
+    n.params["foxglove_images"] = ParamOverride{YAML::Load(images), "test"};
+    return n;
+  };
+  {
+    NodeHost host(*bus);
+    auto bad = host.add(recorder("webp"));
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.status().message().find("foxglove_images"), std::string::npos) << bad.status().message();
+  }
+  {
+    NodeHost host(*bus);
+    ASSERT_TRUE(host.add(recorder("raw")).has_value());
+    ASSERT_TRUE(host.activate_all().is_ok());
+    auto cam = *bus->advertise("/cam", "Image", "camera");
+    ASSERT_TRUE(bus->publish(*cam, *msgs::Image::make(pattern(4, 4, 3), "rgb8", "base")).is_ok());
+    ASSERT_TRUE(host.deactivate_all().is_ok());
+    host.shutdown();
+  }
+  auto r = std::move(*mcap::McapReader::open(path));
+  std::set<std::string> topics;
+  for (const auto& [id, ch] : r->summary().channels) topics.insert(ch.topic);
+  EXPECT_EQ(topics, (std::set<std::string>{"/cam", "/cam/raw", "/cam/plot"}));
   fs::remove(path);
 }
 
