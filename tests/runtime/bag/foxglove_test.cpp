@@ -282,7 +282,7 @@ TEST(Foxglove, RecorderWritesFoxgloveChannelsBesideItsOwnAndPlayIgnoresThem) {
   const std::string path = temp_path("rec.mcap");
   RecorderOptions o;
   o.output = path;
-  o.topics = {"/cam", "/act"};
+  o.topics = {"/cam", "/act", "/obs"};
   o.lossless = true;
   o.foxglove = true;
   auto rec = Recorder::start(*bus, o);
@@ -293,11 +293,19 @@ TEST(Foxglove, RecorderWritesFoxgloveChannelsBesideItsOwnAndPlayIgnoresThem) {
     ASSERT_TRUE(bus->publish(*cam, *msgs::Image::make(gradient(16, 16), "rgb8", "base")).is_ok());
     ASSERT_TRUE(bus->publish(*act, *msgs::ActionChunk::make(*Tensor::empty(DType::kF32, Shape{4, 2}), 0.02)).is_ok());
   }
+  ASSERT_TRUE(testing::eventually([&] { return (*rec)->stats().written == 20; }));
+  EXPECT_EQ((*rec)->stats().foxglove_skipped, 0u);
+  // A normalized f32 camera tensor has no picture: skipped, counted, and noted in the bag.
+  Tensor state = *Tensor::empty(DType::kF32, Shape{2});
+  Message obs = *msgs::Observation::make(state);
+  obs.set_tensor("image.wrist", *Tensor::empty(DType::kF32, Shape{3, 4, 4}));
+  auto ob = *bus->advertise("/obs", "Observation", "preprocess");
+  ASSERT_TRUE(bus->publish(*ob, std::move(obs)).is_ok());
   ASSERT_TRUE((*rec)->stop().is_ok());
   const auto st = (*rec)->stats();
-  EXPECT_EQ(st.written, 20u);
-  EXPECT_EQ(st.foxglove_written, 30u);  // a frame and a plot per image, a plot per chunk
-  EXPECT_EQ(st.foxglove_skipped, 0u);
+  EXPECT_EQ(st.written, 21u);
+  EXPECT_EQ(st.foxglove_written, 31u);  // a frame and a plot per image, a plot per chunk and observation
+  EXPECT_EQ(st.foxglove_skipped, 1u);
   auto r = std::move(*mcap::McapReader::open(path));
   std::map<std::string, std::string> encodings;
   for (const auto& [id, ch] : r->summary().channels) encodings[ch.topic] = ch.message_encoding;
@@ -305,12 +313,23 @@ TEST(Foxglove, RecorderWritesFoxgloveChannelsBesideItsOwnAndPlayIgnoresThem) {
                                                             {"/act/plot", "json"},
                                                             {"/cam", "msgpack"},
                                                             {"/cam/compressed", "json"},
-                                                            {"/cam/plot", "json"}}));
+                                                            {"/cam/plot", "json"},
+                                                            {"/obs", "msgpack"},
+                                                            {"/obs/plot", "json"}}));
+  bool noted = false;
+  for (const auto& md : r->metadata()) {
+    if (md.name != "edgevla.foxglove_skipped") continue;
+    ASSERT_EQ(md.metadata.size(), 1u);
+    EXPECT_NE(md.metadata.begin()->first.find("/obs: tensor 'image.wrist'"), std::string::npos);
+    EXPECT_EQ(md.metadata.begin()->second, "1");
+    noted = true;
+  }
+  EXPECT_TRUE(noted);
   // Playing the bag publishes the edgevla messages only, and nothing is undecodable.
   auto play_bus = std::move(*Bus::create(bo));
   auto stats = play(*play_bus, path, PlayOptions{.rate = 1000.0});
   ASSERT_TRUE(stats.has_value()) << stats.status().to_string();
-  EXPECT_EQ(stats->published, 20u);
+  EXPECT_EQ(stats->published, 21u);
   EXPECT_EQ(stats->undecodable, 0u);
   fs::remove(path);
 }
