@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "runtime/bag/bag_codec.hpp"
+#include "runtime/bag/foxglove.hpp"
 #include "runtime/util/clock.hpp"
 #include "runtime/util/progress.hpp"
 
@@ -42,6 +43,8 @@ Expected<PlayStats> play(Bus& bus, const std::string& path, const PlayOptions& o
       if (stopped()) return end_here();
       const std::uint64_t t = v.record.log_time;
       if (t < from || !wanted(v.channel->topic)) return Status::ok();
+      // Foxglove views of recorded topics (runtime/bag/foxglove.hpp): their source is played.
+      if (v.channel->metadata.contains(kDerivedFromKey)) return Status::ok();
       if (t > until) return end_here();
       auto m = decode_record(v);
       if (!m) {

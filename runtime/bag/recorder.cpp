@@ -22,6 +22,7 @@ Expected<std::unique_ptr<Recorder>> Recorder::start(Bus& bus, RecorderOptions op
   if (!writer) return writer.status();
   std::unique_ptr<Recorder> r(new Recorder(bus, std::move(options)));
   r->writer_ = std::move(*writer);
+  if (r->options_.foxglove) r->foxglove_ = std::make_unique<FoxgloveWriter>(*r->writer_, r->options_.foxglove_options);
   mcap::StringMap info = {{"domain", bus.options().domain},
                           {"host", local_hostname()},
                           {"pid", std::to_string(::getpid())},
@@ -119,6 +120,22 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
       },
       payload));
   t->written.fetch_add(1, std::memory_order_relaxed);
+  if (foxglove_) {
+    // Device tensors were copied to the host for the record above; the conversion copies its own.
+    EDGEVLA_RETURN_IF_ERROR(foxglove_->write(m, topic, static_cast<std::uint32_t>(m.header().seq), log_time, pub_time));
+    std::uint64_t skipped = 0;
+    for (const auto& [why, n] : foxglove_->skips()) {
+      skipped += n;
+      // Once per reason: the count goes into the bag (edgevla.foxglove_skipped) and the final log
+      // line; the edgevla channel keeps what the Foxglove view skipped.
+      if (foxglove_warned_.insert(why).second) {
+        rate_log_.warn("foxglove:" + why, "recorder: Foxglove view skipped: " + why +
+                                              " (counted; the topic's edgevla channel keeps it)");
+      }
+    }
+    foxglove_skipped_.store(skipped, std::memory_order_relaxed);
+    foxglove_written_.store(foxglove_->written(), std::memory_order_relaxed);
+  }
   return Status::ok();
 }
 
@@ -205,6 +222,11 @@ Status Recorder::stop() {
                      std::to_string(t.queue->size());
     }
     (void)writer_->write_metadata("edgevla.recorder_drops", drops);
+    if (foxglove_ && !foxglove_->skips().empty()) {
+      std::map<std::string, std::string> skips;
+      for (const auto& [why, n] : foxglove_->skips()) skips[why] = std::to_string(n);
+      (void)writer_->write_metadata("edgevla.foxglove_skipped", skips);
+    }
   }
   final_ = writer_->close();
   bytes_written_.store(writer_->stats().bytes_written);
@@ -217,6 +239,8 @@ RecorderStats Recorder::stats() const {
   s.write_errors = write_errors_.load();
   s.device_copies = device_copies_.load();
   s.bytes_written = bytes_written_.load();
+  s.foxglove_written = foxglove_written_.load();
+  s.foxglove_skipped = foxglove_skipped_.load();
   std::lock_guard lock(mu_);
   for (const auto& [topic, t] : topics_) {
     s.dropped += t.queue->counters().dropped_overflow.get();

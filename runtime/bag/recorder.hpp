@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/bag/foxglove.hpp"
 #include "runtime/bag/mcap_writer.hpp"
 #include "runtime/bus/bus.hpp"
 
@@ -36,6 +37,9 @@ struct RecorderOptions {
   std::chrono::milliseconds flush_period{500};        // a crash loses at most this much
   std::chrono::milliseconds discovery_period{500};    // new topics and processes
   std::map<std::string, std::string> info;            // extra edgevla.recording metadata
+  // Also write Foxglove-decodable channels (runtime/bag/foxglove.hpp) beside each topic's own.
+  bool foxglove = false;
+  FoxgloveOptions foxglove_options;
 };
 
 // Every message published on a recorded topic after the recorder subscribed is one of:
@@ -51,6 +55,8 @@ struct RecorderStats {
   std::uint64_t write_errors = 0;
   std::uint64_t bytes_written = 0;
   std::uint64_t device_copies = 0;      // tensors copied off a device (on the recorder's thread)
+  std::uint64_t foxglove_written = 0;   // Foxglove messages derived (foxglove: true)
+  std::uint64_t foxglove_skipped = 0;   // frames or tensors Foxglove cannot show: counted, not written
   std::map<std::string, std::uint64_t> per_topic;
 };
 
@@ -84,6 +90,9 @@ class Recorder {
   Bus& bus_;
   RecorderOptions options_;
   std::unique_ptr<mcap::McapWriter> writer_;  // used by the writer thread only
+  std::unique_ptr<FoxgloveWriter> foxglove_;  // likewise; null unless options_.foxglove
+  std::atomic<std::uint64_t> foxglove_written_{0}, foxglove_skipped_{0};
+  std::set<std::string> foxglove_warned_;  // skip reasons already logged
   std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   mutable std::mutex mu_;
   std::map<std::string, Topic> topics_;

@@ -19,6 +19,9 @@ class BagRecorderNode final : public Node {
     EDGEVLA_RETURN_IF_ERROR(spec.declare(max_queue_mb_));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(flush_period_s_));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(lossless_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(foxglove_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(foxglove_images_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(jpeg_quality_));
     if (output_->empty()) {
       return invalid_argument("node '" + name() + "': param 'output' must name the .mcap file to write");
     }
@@ -39,11 +42,14 @@ class BagRecorderNode final : public Node {
     o.max_queue_bytes = static_cast<std::size_t>(*max_queue_mb_) << 20;
     o.lossless = *lossless_;
     o.flush_period = std::chrono::milliseconds(static_cast<std::int64_t>(*flush_period_s_ * 1000));
+    o.foxglove = *foxglove_;
+    o.foxglove_options.images = *parse_foxglove_images(*foxglove_images_);
+    o.foxglove_options.jpeg_quality = *jpeg_quality_;
     auto r = Recorder::start(*bus(), std::move(o));
     if (!r) return r.status().with_context("node '" + name() + "'");
     recorder_ = std::move(*r);
-    log().info("node '{}': recording {} to {}", name(), *all_ ? "all topics" : std::to_string(topics_->size()) + " topic(s)",
-               *output_);
+    log().info("node '{}': recording {} to {}{}", name(), *all_ ? "all topics" : std::to_string(topics_->size()) + " topic(s)",
+               *output_, *foxglove_ ? ", with Foxglove channels (" + *foxglove_images_ + " frames)" : std::string());
     return Status::ok();
   }
 
@@ -61,6 +67,10 @@ class BagRecorderNode final : public Node {
                         "socket), {} rejected, {} write error(s); per topic in `edgevla bag info`",
                         name(), st.written, st.bytes_written, *output_, st.dropped, st.dropped_transport, st.lost,
                         st.rejected, st.write_errors));
+    if (*foxglove_) {
+      log().info("node '{}': {} Foxglove message(s) written, {} frame(s)/tensor(s) Foxglove cannot show skipped "
+                 "(reasons in `edgevla bag info`)", name(), st.foxglove_written, st.foxglove_skipped);
+    }
     recorder_.reset();
     return s;
   }
@@ -77,6 +87,15 @@ class BagRecorderNode final : public Node {
                         {"false: an observer (never slows the graph, loses first when a publisher's pool is short); "
                          "true: never loses a message within max_queue_mb per topic",
                          {}, {}, {}, true}};
+  Param<bool> foxglove_{"foxglove", false,
+                        {"also write Foxglove-decodable channels: camera frames as images, every topic's numbers "
+                         "as plots (T/compressed or T/raw, T/plot); the edgevla channels stay as they are",
+                         {}, {}, {}, true}};
+  Param<std::string> foxglove_images_{
+      "foxglove_images", "jpeg",
+      {"camera frames for Foxglove: jpeg or png (foxglove.CompressedImage) or raw (foxglove.RawImage)", {}, {},
+       {"jpeg", "png", "raw"}, true}};
+  Param<int> jpeg_quality_{"jpeg_quality", 90, {"jpeg quality of Foxglove frames", 1, 100, {}, true}};
   std::unique_ptr<Recorder> recorder_;
 };
 

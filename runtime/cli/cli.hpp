@@ -28,6 +28,8 @@ struct BagRecordOptions {
   int max_queue_mb = 512;
   bool lossless = false;
   double duration_s = 0;
+  bool foxglove = false;
+  std::string foxglove_images = "jpeg";
 };
 struct BagPlayOptions {
   std::string path;
@@ -44,6 +46,22 @@ int bag_record(const BagRecordOptions& options);
 int bag_info(const std::string& path);
 int bag_play(const BagPlayOptions& options);
 int bag_recover(const std::string& in, const std::string& out);
+struct BagExportOptions {
+  std::string in, out;
+  bool foxglove = false;  // required: the one export format
+  std::string images = "jpeg";
+  int jpeg_quality = 90;
+};
+int bag_export(const BagExportOptions& options);
+struct BridgeFoxgloveOptions {
+  std::string host = "127.0.0.1";
+  int port = 8765;
+  std::vector<std::string> topics;
+  std::string images = "jpeg";
+  int jpeg_quality = 80;
+  double duration_s = 0;  // 0: until Ctrl-C
+};
+int bridge_foxglove(const BridgeFoxgloveOptions& options);
 struct BagReportOptions {
   std::string path;
   std::string json_path;   // also write the numbers as JSON

@@ -1,12 +1,14 @@
-// `edgevla bag record|info|play|recover`.
+// `edgevla bag record|info|play|recover|export`.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <ctime>
 #include <thread>
 
 #include "runtime/bag/bag_codec.hpp"
+#include "runtime/bag/foxglove.hpp"
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/mcap_writer.hpp"
 #include "runtime/bag/player.hpp"
@@ -81,6 +83,8 @@ int bag_record(const BagRecordOptions& o) {
   set("compression", o.compression);
   set("max_queue_mb", std::to_string(o.max_queue_mb));
   set("lossless", o.lossless ? "true" : "false");
+  set("foxglove", o.foxglove ? "true" : "false");
+  set("foxglove_images", o.foxglove_images);
   auto added = host.add(n);
   if (!added) return fail(added.status());
   if (Status s = host.activate_all(); !s.is_ok()) return fail(s);
@@ -119,11 +123,24 @@ int bag_info(const std::string& path) {
   for (const auto& ci : s.chunk_indexes) uncompressed += ci.uncompressed_size;
   if (uncompressed) std::printf("  uncompressed %s", human_bytes(static_cast<double>(uncompressed)).c_str());
   std::printf("\ntopics:\n");
+  // Columns as wide as the longest topic and type (Foxglove channels have long ones).
+  int topic_w = 28, type_w = 14;
+  for (const auto& [id, ch] : s.channels) {
+    topic_w = std::max(topic_w, static_cast<int>(ch.topic.size()));
+    const auto it = s.schemas.find(ch.schema_id);
+    if (!ch.metadata.contains("edgevla.type") && it != s.schemas.end()) {
+      type_w = std::max(type_w, static_cast<int>(it->second.name.size()));
+    }
+  }
   for (const auto& [id, ch] : s.channels) {
     const auto count = st.channel_message_counts.contains(id) ? st.channel_message_counts.at(id) : 0;
-    const auto type = ch.metadata.contains("edgevla.type") ? ch.metadata.at("edgevla.type") : "?";
-    const auto version = ch.metadata.contains("edgevla.type_version") ? ch.metadata.at("edgevla.type_version") : "?";
-    std::printf("  %-28s %-14s %8llu msgs  %8.2f Hz  (%s)\n", ch.topic.c_str(), (type + " v" + version).c_str(),
+    const auto* schema = s.schemas.contains(ch.schema_id) ? &s.schemas.at(ch.schema_id) : nullptr;
+    const bool edgevla = ch.metadata.contains("edgevla.type");
+    const std::string type = edgevla ? ch.metadata.at("edgevla.type") + " v" +
+                                           (ch.metadata.contains("edgevla.type_version") ? ch.metadata.at("edgevla.type_version") : "?")
+                             : schema != nullptr ? schema->name
+                                                 : "?";
+    std::printf("  %-*s %-*s %8llu msgs  %8.2f Hz  (%s)\n", topic_w, ch.topic.c_str(), type_w, type.c_str(),
                 static_cast<unsigned long long>(count), duration > 0 ? static_cast<double>(count) / duration : 0.0,
                 ch.message_encoding.c_str());
   }
@@ -137,6 +154,11 @@ int bag_info(const std::string& path) {
     if (m.name != "edgevla.recorder_drops") continue;
     std::printf("recorder:\n");
     for (const auto& [topic, line] : m.metadata) std::printf("  %-28s %s\n", topic.c_str(), line.c_str());
+  }
+  for (const auto& m : reader.metadata()) {
+    if (m.name != "edgevla.foxglove_skipped") continue;
+    std::printf("foxglove skipped:\n");
+    for (const auto& [why, n] : m.metadata) std::printf("  %s x%s\n", why.c_str(), n.c_str());
   }
   for (const auto& i : reader.issues()) std::printf("issue:     at byte %llu: %s\n", static_cast<unsigned long long>(i.offset), i.message.c_str());
   return 0;
@@ -209,6 +231,38 @@ int bag_recover(const std::string& in, const std::string& out) {
   if (Status cs = (*w)->close(); !cs.is_ok()) return fail(cs);
   for (const auto& i : issues) std::printf("issue: at byte %llu: %s\n", static_cast<unsigned long long>(i.offset), i.message.c_str());
   std::printf("recovered %llu message(s) into %s\n", static_cast<unsigned long long>(n), out.c_str());
+  return 0;
+}
+
+int bag_export(const BagExportOptions& o) {
+  if (!o.foxglove) {
+    return fail(invalid_argument("bag export: say which format: --foxglove (the one there is) adds channels Foxglove "
+                                 "decodes: camera frames as images, numbers as plots"));
+  }
+  bag::FoxgloveOptions fo;
+  auto images = bag::parse_foxglove_images(o.images);
+  if (!images) return fail(images.status());
+  fo.images = *images;
+  fo.jpeg_quality = o.jpeg_quality;
+  auto stats = bag::export_foxglove(o.in, o.out, fo);
+  if (!stats) return fail(stats.status());
+  for (const auto& i : stats->issues) std::fprintf(stderr, "issue: %s\n", i.c_str());
+  for (const auto& [why, n] : stats->skips) {
+    std::fprintf(stderr, "skipped x%llu: %s\n", static_cast<unsigned long long>(n), why.c_str());
+  }
+  std::printf("copied %llu record(s), added %llu Foxglove message(s) to %s\n",
+              static_cast<unsigned long long>(stats->copied), static_cast<unsigned long long>(stats->derived),
+              o.out.c_str());
+  if (stats->image_topics.empty()) {
+    std::printf("no camera frames in %s: no image channels (record the camera topics to see pictures)\n",
+                o.in.c_str());
+  } else {
+    for (const auto& t : stats->image_topics) std::printf("images: %s\n", t.c_str());
+  }
+  if (stats->undecodable > 0) {
+    std::fprintf(stderr, "warning: %llu edgevla record(s) did not decode: copied as they were, not converted\n",
+                 static_cast<unsigned long long>(stats->undecodable));
+  }
   return 0;
 }
 

@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
                  "never lose a message within --max-queue-mb per topic (default: an observer, which never "
                  "slows the graph and loses first when a publisher's pool is short)");
   brec->add_option("--duration", rec.duration_s, "stop after S seconds");
+  brec->add_flag("--foxglove", rec.foxglove,
+                 "also write Foxglove-decodable channels (camera frames as images, numbers as plots) beside "
+                 "edgevla's own");
+  brec->add_option("--foxglove-images", rec.foxglove_images, "frames for Foxglove: jpeg, png or raw")
+      ->check(CLI::IsMember({"jpeg", "png", "raw"}));
   std::string bag_path, bag_out;
   auto* binfo = bag->add_subcommand("info", "topics, types, counts, rates, duration, sizes, compression");
   binfo->add_option("bag", bag_path)->required();
@@ -145,6 +150,15 @@ int main(int argc, char** argv) {
   auto* brecover = bag->add_subcommand("recover", "rewrite a damaged or cut-short bag with everything intact");
   brecover->add_option("in", bag_path)->required();
   brecover->add_option("out", bag_out)->required();
+  edgevla::cli::BagExportOptions bexport;
+  auto* bexp = bag->add_subcommand(
+      "export", "convert a bag for a viewer: --foxglove adds camera frames as images and numbers as plots");
+  bexp->add_flag("--foxglove", bexport.foxglove, "add Foxglove-decodable channels (the only export there is)");
+  bexp->add_option("in", bexport.in)->required();
+  bexp->add_option("out", bexport.out)->required();
+  bexp->add_option("--images", bexport.images, "frames as jpeg, png (foxglove.CompressedImage) or raw (foxglove.RawImage)")
+      ->check(CLI::IsMember({"jpeg", "png", "raw"}));
+  bexp->add_option("--jpeg-quality", bexport.jpeg_quality, "1..100")->check(CLI::Range(1, 100));
   edgevla::cli::BagReportOptions report;
   auto* breport = bag->add_subcommand(
       "report", "a pipeline run's numbers: per-stage and camera->actuation latency, overhead, drops, memory");
@@ -154,6 +168,19 @@ int main(int argc, char** argv) {
   breport->add_option("--html", report.html_path,
                       "also write the plots (latency histograms, one chunk's timeline, actions and state) as one "
                       "self-contained HTML page");
+
+  auto* bridge = app.add_subcommand("bridge", "serve the live graph to a viewer");
+  bridge->require_subcommand(1);
+  edgevla::cli::BridgeFoxgloveOptions fox;
+  auto* bfox = bridge->add_subcommand(
+      "foxglove", "a Foxglove WebSocket server (read-only): camera frames as images, every topic's numbers as plots");
+  bfox->add_option("--host", fox.host, "address to listen on (0.0.0.0: every interface)");
+  bfox->add_option("--port", fox.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
+  bfox->add_option("--topics", fox.topics, "serve only these topics (comma-separated; default every topic)")
+      ->delimiter(',');
+  bfox->add_option("--images", fox.images, "frames as jpeg, png or raw")->check(CLI::IsMember({"jpeg", "png", "raw"}));
+  bfox->add_option("--jpeg-quality", fox.jpeg_quality, "1..100")->check(CLI::Range(1, 100));
+  bfox->add_option("--duration", fox.duration_s, "stop after S seconds");
 
   auto* keys = app.add_subcommand("keys", "key pairs for encrypted tcp between processes");
   keys->require_subcommand(1);
@@ -229,6 +256,8 @@ int main(int argc, char** argv) {
   if (binfo->parsed()) return edgevla::cli::bag_info(bag_path);
   if (bplay->parsed()) return edgevla::cli::bag_play(play);
   if (brecover->parsed()) return edgevla::cli::bag_recover(bag_path, bag_out);
+  if (bexp->parsed()) return edgevla::cli::bag_export(bexport);
+  if (bfox->parsed()) return edgevla::cli::bridge_foxglove(fox);
   if (breport->parsed()) return edgevla::cli::bag_report(report);
   if (tlist->parsed()) return edgevla::cli::topic_list(verbose);
   if (tinfo->parsed()) return edgevla::cli::topic_info(topic_name);
