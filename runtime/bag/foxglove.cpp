@@ -488,17 +488,9 @@ Expected<ExportStats> export_foxglove(const std::string& in, const std::string& 
   Status s = (*r)->for_each_message([&](const mcap::MessageView& v) -> Status {
     // Channels a previous export derived are written anew from their sources, not copied.
     if (v.channel->metadata.contains(kDerivedFromKey)) return Status::ok();
-    auto it = channel_map.find(v.channel->id);
-    if (it == channel_map.end()) {
-      std::uint16_t schema = 0;
-      if (v.schema) schema = (*w)->add_schema(v.schema->name, v.schema->encoding, v.schema->data);
-      it = channel_map
-               .emplace(v.channel->id,
-                        (*w)->add_channel(v.channel->topic, v.channel->message_encoding, schema, v.channel->metadata))
-               .first;
-    }
+    const std::uint16_t channel = mcap::copy_channel(**w, v, channel_map);
     EDGEVLA_RETURN_IF_ERROR(
-        (*w)->write_message(it->second, v.record.sequence, v.record.log_time, v.record.publish_time, v.record.data));
+        (*w)->write_message(channel, v.record.sequence, v.record.log_time, v.record.publish_time, v.record.data));
     ++stats.copied;
     if (v.channel->message_encoding != kMessageEncoding) return Status::ok();
     auto m = decode_record(v);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/bag/mcap_reader.hpp"
 #include "runtime/util/log.hpp"
 
 namespace edgevla::mcap {
@@ -429,6 +430,14 @@ Status McapWriter::close() {
   std::lock_guard lock(io_mu_);
   if (failed_.is_ok()) failed_ = s;
   return s;
+}
+
+std::uint16_t copy_channel(McapWriter& w, const MessageView& v, std::map<std::uint16_t, std::uint16_t>& ids) {
+  if (auto it = ids.find(v.channel->id); it != ids.end()) return it->second;
+  const std::uint16_t schema = v.schema ? w.add_schema(v.schema->name, v.schema->encoding, v.schema->data) : 0;
+  const std::uint16_t id = w.add_channel(v.channel->topic, v.channel->message_encoding, schema, v.channel->metadata);
+  ids.emplace(v.channel->id, id);
+  return id;
 }
 
 }  // namespace edgevla::mcap

@@ -159,4 +159,10 @@ class McapWriter {
   std::thread io_;
 };
 
+struct MessageView;
+
+// The channel (and schema) in `w` for a message read from another bag: added to `w` the first
+// time its source channel is seen, remembered in `ids` (source channel id -> id in `w`).
+std::uint16_t copy_channel(McapWriter& w, const MessageView& v, std::map<std::uint16_t, std::uint16_t>& ids);
+
 }  // namespace edgevla::mcap

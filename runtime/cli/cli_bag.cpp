@@ -205,17 +205,9 @@ int bag_recover(const std::string& in, const std::string& out) {
   std::map<std::uint16_t, std::uint16_t> channel_map;
   std::uint64_t n = 0;
   Status s = (*r)->for_each_message([&](const mcap::MessageView& v) -> Status {
-    auto it = channel_map.find(v.channel->id);
-    if (it == channel_map.end()) {
-      std::uint16_t schema = 0;
-      if (v.schema) schema = (*w)->add_schema(v.schema->name, v.schema->encoding, v.schema->data);
-      it = channel_map
-               .emplace(v.channel->id,
-                        (*w)->add_channel(v.channel->topic, v.channel->message_encoding, schema, v.channel->metadata))
-               .first;
-    }
+    const std::uint16_t channel = mcap::copy_channel(**w, v, channel_map);
     ++n;
-    return (*w)->write_message(it->second, v.record.sequence, v.record.log_time, v.record.publish_time, v.record.data);
+    return (*w)->write_message(channel, v.record.sequence, v.record.log_time, v.record.publish_time, v.record.data);
   });
   if (!s.is_ok()) return fail(s);
   const auto issues = (*r)->issues();

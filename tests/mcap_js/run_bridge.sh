@@ -20,17 +20,9 @@ fail() {
   echo "run_bridge.sh: $*" >&2
   exit 1
 }
-command -v node >/dev/null || fail "node not found on PATH; install Node.js >= 18 (scripts/setup does: apt-get install nodejs npm)"
-command -v npm >/dev/null || fail "npm not found on PATH; install npm (scripts/setup does: apt-get install npm)"
 [ -x "$edgevla" ] || fail "edgevla binary '$edgevla' not found or not executable"
-
-stamp="$here/node_modules/.edgevla-npm-ci-stamp"
-if [ ! -f "$stamp" ] || [ "$here/package-lock.json" -nt "$stamp" ]; then
-  echo "run_bridge.sh: npm ci in $here (node $(node --version), npm $(npm --version))"
-  npm ci --prefix "$here" --no-audit --no-fund --loglevel=error ||
-    fail "npm ci failed (is the npm registry reachable? see the npm output above)"
-  touch "$stamp"
-fi
+source "$here/npm_ready.sh"
+npm_ready run_bridge.sh
 
 mkdir -p "$build"
 work="$(mktemp -d "$build/mcap_js_bridge.XXXXXX")"

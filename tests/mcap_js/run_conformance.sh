@@ -24,23 +24,10 @@ fail() {
   exit 1
 }
 
-command -v node >/dev/null || fail "node not found on PATH; install Node.js >= 18 (scripts/setup does: apt-get install nodejs npm)"
-command -v npm >/dev/null || fail "npm not found on PATH; install npm (scripts/setup does: apt-get install npm)"
-node_major="$(node -p 'process.versions.node.split(".")[0]')"
-[ "$node_major" -ge 18 ] || fail "node $(node --version) is too old; @mcap/core needs Node.js >= 18"
 [ -x "$make_fixture" ] || fail "make_fixture binary '$make_fixture' not found or not executable"
-
+source "$here/npm_ready.sh"
 start=$(date +%s)
-# The stamp is written only after a successful `npm ci`, so a half-finished install is redone.
-stamp="$here/node_modules/.edgevla-npm-ci-stamp"
-if [ ! -f "$stamp" ] || [ "$here/package-lock.json" -nt "$stamp" ]; then
-  echo "run_conformance.sh: npm ci in $here (node $(node --version), npm $(npm --version))"
-  npm ci --prefix "$here" --no-audit --no-fund --loglevel=error ||
-    fail "npm ci failed (is the npm registry reachable? see the npm output above)"
-  touch "$stamp"
-else
-  echo "run_conformance.sh: node_modules is up to date with package-lock.json; not reinstalling"
-fi
+npm_ready run_conformance.sh
 
 mkdir -p "$build"
 work="$(mktemp -d "$build/mcap_js_conformance.XXXXXX")"

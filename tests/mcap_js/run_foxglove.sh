@@ -28,18 +28,10 @@ fail() {
   exit 1
 }
 
-command -v node >/dev/null || fail "node not found on PATH; install Node.js >= 18 (scripts/setup does: apt-get install nodejs npm)"
-command -v npm >/dev/null || fail "npm not found on PATH; install npm (scripts/setup does: apt-get install npm)"
 [ -x "$fixture" ] || fail "make_foxglove_fixture binary '$fixture' not found or not executable"
 [ -x "$edgevla" ] || fail "edgevla binary '$edgevla' not found or not executable"
-
-stamp="$here/node_modules/.edgevla-npm-ci-stamp"
-if [ ! -f "$stamp" ] || [ "$here/package-lock.json" -nt "$stamp" ]; then
-  echo "run_foxglove.sh: npm ci in $here (node $(node --version), npm $(npm --version))"
-  npm ci --prefix "$here" --no-audit --no-fund --loglevel=error ||
-    fail "npm ci failed (is the npm registry reachable? see the npm output above)"
-  touch "$stamp"
-fi
+source "$here/npm_ready.sh"
+npm_ready run_foxglove.sh
 
 mkdir -p "$build"
 work="$(mktemp -d "$build/mcap_js_foxglove.XXXXXX")"
