@@ -38,6 +38,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("created", p.created);
   kv("recycled", p.recycled);
   kv("transit_expired", p.transit_expired);
+  kv("trimmed", p.trimmed);
   kv("dead_holders_cleared", p.dead_holders_cleared);
   kv("exhausted", p.exhausted);
   out << YAML::Key << "slot_refusals" << YAML::Value << YAML::BeginMap;

@@ -41,15 +41,16 @@ bool Pool::looks_reusable(const Block& b, std::int64_t now_ns, bool over_observe
 }
 
 template <class Eligible>
-Pool::Block* Pool::recycle_lru(std::int64_t now_ns, bool over_observers, Eligible eligible) {
-  // Candidates by cheap checks, oldest first; only the one taken is recycled (its generation
+Pool::Block* Pool::recycle(std::int64_t now_ns, bool over_observers, bool newest, Eligible eligible) {
+  // Candidates by cheap checks, in order; only the one taken is recycled (its generation
   // bumped), and the next is tried only if a receiver slipped in meanwhile.
   std::vector<Block*> candidates;
   for (auto& b : blocks_) {
     if (eligible(*b) && looks_reusable(*b, now_ns, over_observers)) candidates.push_back(b.get());
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Block* a, const Block* b) { return a->last_used < b->last_used; });
+  std::sort(candidates.begin(), candidates.end(), [newest](const Block* a, const Block* b) {
+    return newest ? a->last_used > b->last_used : a->last_used < b->last_used;
+  });
   for (Block* b : candidates) {
     if (try_recycle(*b, now_ns, over_observers)) return b;
   }
@@ -90,21 +91,37 @@ bool Pool::evict_idle_for(std::size_t need, bool over_observers) {
   // Frees least recently used idle blocks (any size class) until `need` more bytes fit.
   const std::int64_t now = steady_now_ns();
   while (bytes_ + need > options_.max_bytes) {
-    Block* victim = recycle_lru(now, over_observers, [](const Block&) { return true; });
+    Block* victim = recycle(now, over_observers, /*newest=*/false, [](const Block&) { return true; });
     if (victim == nullptr) return false;
-    bytes_ -= victim->size_class;
-    collect_refusals(*victim);
-    by_segment_.erase(victim->segment->name());
-    victim->segment.reset();  // a device block's memory goes with it
-    victim->fd = -1;
-    victim->device = Device::cpu();
+    drop_segment(*victim);
   }
   return true;
+}
+
+void Pool::drop_segment(Block& b) {
+  bytes_ -= b.size_class;
+  collect_refusals(b);
+  by_segment_.erase(b.segment->name());
+  b.segment.reset();  // a device block's memory goes with it
+  b.fd = -1;
+  b.device = Device::cpu();
+}
+
+void Pool::trim_idle(std::int64_t now_ns) {
+  if (options_.idle_trim_ns <= 0) return;
+  for (auto& b : blocks_) {
+    if (!b->segment || b->last_used_ns == 0 || now_ns - b->last_used_ns < options_.idle_trim_ns) continue;
+    if (looks_reusable(*b, now_ns, /*over_observers=*/false) && try_recycle(*b, now_ns, /*over_observers=*/false)) {
+      drop_segment(*b);
+      ++stats_.trimmed;
+    }
+  }
 }
 
 BufferPtr Pool::hand_out(Block& b, std::size_t size) {
   b.local_in_use.store(true);
   b.last_used = ++tick_;
+  b.last_used_ns = steady_now_ns();
   ++stats_.allocations;
   Buffer::Options o;
   const bool on_device = !b.device.is_cpu();
@@ -159,13 +176,15 @@ Expected<BufferPtr> Pool::allocate_on(Device device, std::size_t size) {
           stats_.dead_holders_cleared += static_cast<std::uint64_t>(b->segment->clear_dead_holders());
         }
       }
+      trim_idle(now);
     }
     const auto same_class = [cls, device](const Block& b) { return b.size_class == cls && b.device == device; };
-    if (Block* reuse = recycle_lru(now, /*over_observers=*/false, same_class)) return hand_out(*reuse, size);
+    if (Block* reuse = recycle(now, /*over_observers=*/false, /*newest=*/true, same_class)) return hand_out(*reuse, size);
     const bool fits = bytes_ + cls <= options_.max_bytes || evict_idle_for(cls, /*over_observers=*/false);
     // Short: observers lose first. A block only observers have yet to pick up is taken back.
     if (!fits) {
-      if (Block* reuse = recycle_lru(now, /*over_observers=*/true, same_class)) return hand_out(*reuse, size);
+      // (the oldest: its observers had the longest time to pick it up)
+      if (Block* reuse = recycle(now, /*over_observers=*/true, /*newest=*/false, same_class)) return hand_out(*reuse, size);
     }
     if (!fits && !evict_idle_for(cls, /*over_observers=*/true)) {
       ++stats_.exhausted;

@@ -23,6 +23,9 @@ struct PoolOptions {
   std::string name_prefix;                        // e.g. "/edgevla.1000.4242.1" (unique per bus)
   std::size_t max_bytes = std::size_t{2} << 30;   // all segments together
   std::int64_t transit_timeout_ns = 2'000'000'000; // a sent block not acquired by then is reusable
+  // A free block not handed out for this long is unlinked (0: never): the segments a burst or
+  // a restarted subscriber made the pool create go again once the flow is steady.
+  std::int64_t idle_trim_ns = 30'000'000'000;
 };
 
 struct PoolStats {
@@ -33,6 +36,7 @@ struct PoolStats {
   std::uint64_t created = 0;         // segments ever created
   std::uint64_t recycled = 0;        // blocks reused after every holder let go
   std::uint64_t transit_expired = 0; // blocks reused after the transit timeout (receiver lost)
+  std::uint64_t trimmed = 0;         // segments unlinked after idle_trim_ns unused
   std::uint64_t dead_holders_cleared = 0;
   std::uint64_t exhausted = 0;       // allocations refused because the pool was full
   // Receivers that could not hold a block because all its holder slots were taken, by the
@@ -83,7 +87,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
     // dropping a message never waits for a publisher that is creating a segment.
     std::atomic<bool> local_in_use{false};
     std::int64_t sent_ns = 0;
-    std::uint64_t last_used = 0;  // allocation tick, for LRU reuse
+    std::uint64_t last_used = 0;  // allocation tick: reuse takes the newest, eviction the oldest
+    std::int64_t last_used_ns = 0;  // when it was last handed out (idle trimming)
     std::string topic;            // last sent on (slot refusals are reported by it)
     std::uint32_t refusals_seen = 0;  // of the segment's slot_refusals, already counted
     Device device = Device::cpu();
@@ -96,9 +101,14 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // block only observers have yet to pick up counts as reusable (the pool is short).
   bool looks_reusable(const Block& block, std::int64_t now_ns, bool over_observers) const;
   bool try_recycle(Block& block, std::int64_t now_ns, bool over_observers);
-  // Recycles the least recently used reusable block among those `eligible` accepts.
+  // Recycles a reusable block among those `eligible` accepts: the most recently used one
+  // (`newest`: warm pages, and the others age out to be trimmed) or the least recently used.
   template <class Eligible>
-  Block* recycle_lru(std::int64_t now_ns, bool over_observers, Eligible eligible);
+  Block* recycle(std::int64_t now_ns, bool over_observers, bool newest, Eligible eligible);
+  // Unlinks the segment of a recycled block; its slot stays for a later segment.
+  void drop_segment(Block& block);
+  // Unlinks the segments of free blocks idle for longer than idle_trim_ns.
+  void trim_idle(std::int64_t now_ns);
   void adjust_pending(const Buffer& buffer, std::int32_t pipeline, std::int32_t observers,
                       const std::string* topic = nullptr);
   // Moves new slot refusals of `block` into refusals_ (under mu_).

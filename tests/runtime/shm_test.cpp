@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -90,6 +91,49 @@ TEST(ShmPool, BlockIsReusedOnlyAfterEveryReceiverLetGo) {
   auto stale = m.acquire(loc);
   ASSERT_FALSE(stale.has_value());
   EXPECT_EQ(m.stats().recycled_before_read, 1u);
+}
+
+// Found by bench/soak: each restart of a stage left its publishers' pools a few segments
+// larger for good (blocks the dead reader held while the flow went on). Reuse takes the most
+// recently used free block, so the surplus stays unused and is unlinked after idle_trim_ns.
+TEST(ShmPool, ReuseTakesTheNewestFreeBlockAndIdleSegmentsAreTrimmed) {
+  auto pool = Pool::create({prefix("trim"), 64 << 20, 2'000'000'000, /*idle_trim_ns=*/150'000'000});
+  std::vector<std::string> names;
+  {
+    std::vector<BufferPtr> burst;
+    for (int i = 0; i < 4; ++i) {
+      burst.push_back(*pool->allocate(4096));
+      names.push_back(burst.back()->shm()->segment);
+    }
+  }
+  EXPECT_EQ(pool->stats().segments, 4u);
+  // Steady flow of one message at a time: always the same (newest) block.
+  std::string steady;
+  for (int i = 0; i < 20; ++i) {
+    auto b = *pool->allocate(4096);
+    if (i == 0) steady = b->shm()->segment;
+    EXPECT_EQ(b->shm()->segment, steady) << "allocation " << i;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(steady, names[3]) << "the most recently handed out block of the burst";
+  // 400 ms later the three others have been idle past the limit and are gone.
+  EXPECT_EQ(pool->stats().trimmed, 3u);
+  EXPECT_EQ(pool->stats().segments, 1u);
+  for (const std::string& n : names) {
+    struct stat st {};
+    EXPECT_EQ(::stat(("/dev/shm" + n).c_str(), &st) == 0, n == steady) << n;
+  }
+  // A block still pending for a receiver is never trimmed.
+  auto held = *pool->allocate(4096);
+  const std::string held_name = held->shm()->segment;
+  pool->mark_sent(*held, {1, 0});
+  held.reset();
+  for (int i = 0; i < 15; ++i) {
+    (void)*pool->allocate(4096);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  struct stat st {};
+  EXPECT_EQ(::stat(("/dev/shm" + held_name).c_str(), &st), 0) << "a pending block was trimmed";
 }
 
 TEST(ShmPool, TransitTimeoutFreesBlocksNobodyPickedUp) {
