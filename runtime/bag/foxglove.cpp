@@ -16,6 +16,7 @@
 
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/bag/mcap_reader.hpp"
+#include "runtime/util/progress.hpp"
 
 namespace edgevla::bag {
 namespace {
@@ -485,7 +486,15 @@ Expected<ExportStats> export_foxglove(const std::string& in, const std::string& 
   FoxgloveWriter fox(**w, options);
   ExportStats stats;
   std::map<std::uint16_t, std::uint16_t> channel_map;
+  ProgressOptions po;
+  po.what = "bag export " + out;
+  po.unit = ProgressUnit::kCount;
+  po.noun = "messages";
+  // The summary's count (a bag cut short has none: then the total is unknown).
+  if ((*r)->summary().has_summary) po.total = static_cast<std::int64_t>((*r)->summary().statistics.message_count);
+  Progress progress(std::move(po));
   Status s = (*r)->for_each_message([&](const mcap::MessageView& v) -> Status {
+    progress.add(1);
     // Channels a previous export derived are written anew from their sources, not copied.
     if (v.channel->metadata.contains(kDerivedFromKey)) return Status::ok();
     const std::uint16_t channel = mcap::copy_channel(**w, v, channel_map);
@@ -500,6 +509,7 @@ Expected<ExportStats> export_foxglove(const std::string& in, const std::string& 
     }
     return fox.write(*m, v.channel->topic, v.record.sequence, v.record.log_time, v.record.publish_time);
   });
+  progress.finish();
   if (!s.is_ok()) return s.with_context("bag export to '" + out + "'");
   for (const auto& i : (*r)->issues()) stats.issues.push_back("at byte " + std::to_string(i.offset) + ": " + i.message);
   for (const auto& m : (*r)->metadata()) EDGEVLA_RETURN_IF_ERROR((*w)->write_metadata(m.name, m.metadata));
