@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -15,6 +17,7 @@
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
+#include "msgs/types.hpp"
 #include "runtime/bus/registry.hpp"
 #include "runtime/util/clock.hpp"
 #include "runtime/util/log.hpp"
@@ -49,6 +52,12 @@ std::shared_ptr<const std::string> status_message(int level, const std::string& 
   return std::make_shared<const std::string>(json{{"op", "status"}, {"level", level}, {"message", message}}.dump());
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
 class Bridge;
 
 // One client connection. Lives on the io thread; the bridge holds it while it is open.
@@ -60,6 +69,11 @@ class Session final : public std::enable_shared_from_this<Session> {
   bool send(std::shared_ptr<const std::string> data, bool text);
   void close();
   std::map<std::uint32_t, std::uint32_t>& subscriptions() { return subs_; }  // subscription -> channel
+  struct ClientChannel {
+    std::string topic, type;
+    std::shared_ptr<TopicWriter> writer;
+  };
+  std::map<std::uint32_t, ClientChannel>& client_channels() { return client_channels_; }  // client id -> it
 
  private:
   void on_request(beast::error_code ec);
@@ -83,6 +97,7 @@ class Session final : public std::enable_shared_from_this<Session> {
   bool finished_ = false;
   bool closing_ = false;
   std::map<std::uint32_t, std::uint32_t> subs_;
+  std::map<std::uint32_t, ClientChannel> client_channels_;
 };
 
 class Bridge final : public FoxgloveBridge {
@@ -128,6 +143,8 @@ class Bridge final : public FoxgloveBridge {
     s.sent = sent_.load();
     s.dropped_slow = dropped_slow_.load();
     s.skipped = skipped_.load();
+    s.client_published = client_published_.load();
+    s.client_rejected = client_rejected_.load();
     return s;
   }
 
@@ -157,8 +174,8 @@ class Bridge final : public FoxgloveBridge {
     clients_.store(sessions_.size());
     json info{{"op", "serverInfo"},
               {"name", "edgevla (domain " + bus_.options().domain + ")"},
-              {"capabilities", json::array()},
-              {"supportedEncodings", json::array()},
+              {"capabilities", options_.publish_topics.empty() ? json::array() : json::array({"clientPublish"})},
+              {"supportedEncodings", options_.publish_topics.empty() ? json::array() : json::array({"json"})},
               {"metadata", {{"domain", bus_.options().domain}}},
               {"sessionId", std::to_string(::getpid()) + "-" + std::to_string(started_ns_)}};
     s->send(std::make_shared<const std::string>(info.dump()), true);
@@ -170,6 +187,8 @@ class Bridge final : public FoxgloveBridge {
   }
 
   void on_close(const std::shared_ptr<Session>& s) {
+    for (const auto& [id, c] : s->client_channels()) bus_.unadvertise(c.writer);
+    s->client_channels().clear();
     for (const auto& [sub, channel] : s->subscriptions()) unsubscribed(channel);
     s->subscriptions().clear();
     sessions_.erase(s);
@@ -213,11 +232,104 @@ class Bridge final : public FoxgloveBridge {
         unsubscribed(it->second);
         s.subscriptions().erase(it);
       }
+    } else if (op == "advertise" && !options_.publish_topics.empty() && j.contains("channels") &&
+               j["channels"].is_array()) {
+      for (const auto& ch : j["channels"]) client_advertise(s, ch);
+    } else if (op == "unadvertise" && !options_.publish_topics.empty() && j.contains("channelIds") &&
+               j["channelIds"].is_array()) {
+      for (const auto& v : j["channelIds"]) {
+        if (!v.is_number_unsigned()) continue;
+        auto it = s.client_channels().find(v.get<std::uint32_t>());
+        if (it == s.client_channels().end()) continue;
+        bus_.unadvertise(it->second.writer);
+        s.client_channels().erase(it);
+      }
     } else {
-      s.send(status_message(2, "edgevla's Foxglove bridge is read-only: it does not take '" + op +
-                                   "' (subscribe and unsubscribe are what it takes)"),
+      s.send(status_message(2, options_.publish_topics.empty()
+                                   ? "edgevla's Foxglove bridge is read-only: it does not take '" + op +
+                                         "' (subscribe and unsubscribe are what it takes; start it with "
+                                         "--allow-publish TOPIC to let clients publish)"
+                                   : "edgevla's Foxglove bridge does not take '" + op +
+                                         "' (subscribe, unsubscribe, advertise, unadvertise)"),
              true);
     }
+  }
+
+  // A client's channel: json on an allowed topic, as a Prompt or RobotState.
+  void client_advertise(Session& s, const json& ch) {
+    const auto refuse = [&](const std::string& why) {
+      client_rejected_.fetch_add(1);
+      s.send(status_message(2, "advertise: " + why), true);
+    };
+    if (!ch.is_object() || !ch.contains("id") || !ch["id"].is_number_unsigned() || !ch.contains("topic") ||
+        !ch["topic"].is_string() || !ch.contains("encoding") || !ch["encoding"].is_string()) {
+      return refuse("each channel needs an unsigned 'id', a 'topic' and an 'encoding'");
+    }
+    const std::string topic = ch["topic"];
+    const std::string schema = ch.value("schemaName", "");
+    if (std::find(options_.publish_topics.begin(), options_.publish_topics.end(), topic) ==
+        options_.publish_topics.end()) {
+      return refuse("clients may not publish to '" + topic + "' (allowed: " + join(options_.publish_topics) + ")");
+    }
+    if (ch["encoding"] != "json") return refuse("'" + topic + "': only the json encoding is taken");
+    if (schema != "Prompt" && schema != "RobotState") {
+      return refuse("'" + topic + "': schemaName must be Prompt ({\"text\": ...}) or RobotState "
+                    "({\"position\": [...]}), not '" + schema + "'");
+    }
+    auto writer = bus_.advertise(topic, schema, "foxglove_bridge");
+    if (!writer) return refuse("'" + topic + "': " + writer.status().message());
+    s.client_channels()[ch["id"].get<std::uint32_t>()] = {topic, schema, std::move(*writer)};
+  }
+
+  // A client's message frame: opcode 0x01, channel id (u32 LE), the JSON.
+  void on_binary(Session& s, const std::string& data) {
+    const auto refuse = [&](const std::string& why) {
+      client_rejected_.fetch_add(1);
+      s.send(status_message(2, why), true);
+    };
+    if (options_.publish_topics.empty()) {
+      return refuse("edgevla's Foxglove bridge is read-only: it takes no client messages (start it with "
+                    "--allow-publish TOPIC)");
+    }
+    if (data.size() < 5 || static_cast<std::uint8_t>(data[0]) != kOpMessageData) {
+      return refuse("a client message frame is opcode 0x01, a channel id (u32) and the message");
+    }
+    std::uint32_t id = 0;
+    for (int i = 0; i < 4; ++i) id |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[1 + i])) << (8 * i);
+    auto it = s.client_channels().find(id);
+    if (it == s.client_channels().end()) {
+      return refuse("client message on channel " + std::to_string(id) + ", which the client did not advertise");
+    }
+    const Session::ClientChannel& c = it->second;
+    const json j = json::parse(data.substr(5), nullptr, false);
+    Expected<Message> m = invalid_argument("");
+    if (c.type == "Prompt") {
+      if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string()) {
+        return refuse("'" + c.topic + "': a Prompt is {\"text\": \"...\"}");
+      }
+      m = msgs::Prompt::make(j["text"].get<std::string>());
+    } else {
+      if (j.is_discarded() || !j.is_object() || !j.contains("position") || !j["position"].is_array() ||
+          j["position"].empty() || j["position"].size() > 4096) {
+        return refuse("'" + c.topic + "': a RobotState is {\"position\": [numbers]} (1 to 4096 of them)");
+      }
+      std::vector<float> v;
+      for (const auto& x : j["position"]) {
+        if (!x.is_number() || !std::isfinite(x.get<double>())) {
+          return refuse("'" + c.topic + "': RobotState position holds a value that is not a finite number");
+        }
+        v.push_back(x.get<float>());
+      }
+      auto t = Tensor::from_values(std::span<const float>(v), Shape{static_cast<std::int64_t>(v.size())});
+      if (!t) return refuse(t.status().message());
+      m = msgs::RobotState::make(std::move(*t));
+    }
+    if (!m) return refuse("'" + c.topic + "': " + m.status().message());
+    m->header().source_stamp_ns = wall_now_ns();
+    if (Status st = bus_.publish(*it->second.writer, std::move(*m)); !st.is_ok()) {
+      return refuse("'" + c.topic + "': " + st.message());
+    }
+    client_published_.fetch_add(1);
   }
 
   void dropped_slow() { dropped_slow_.fetch_add(1); }
@@ -384,6 +496,7 @@ class Bridge final : public FoxgloveBridge {
   std::mutex wanted_mu_;
   std::set<std::string> wanted_;
   std::atomic<std::uint64_t> clients_{0}, channel_count_{0}, sent_{0}, dropped_slow_{0}, skipped_{0};
+  std::atomic<std::uint64_t> client_published_{0}, client_rejected_{0};
 };
 
 void Session::start() {
@@ -440,7 +553,7 @@ void Session::on_read(beast::error_code ec) {
   if (ws_.got_text()) {
     bridge_.on_text(*this, beast::buffers_to_string(buffer_.data()));
   } else {
-    send(status_message(2, "edgevla's Foxglove bridge is read-only: it takes no binary messages"), true);
+    bridge_.on_binary(*this, beast::buffers_to_string(buffer_.data()));
   }
   buffer_.consume(buffer_.size());
   read();

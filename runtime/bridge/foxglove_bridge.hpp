@@ -4,12 +4,18 @@
 // a Foxglove recording holds (runtime/bag/foxglove.hpp): T/compressed or T/raw for camera
 // frames, T/plot for the numbers, JSON with JSON schemas.
 //
-// Protocol: on connect, serverInfo (no capabilities: clients cannot publish, call services or
-// set params) and advertise of every channel known; channels of topics seen later are
+// Protocol: on connect, serverInfo and advertise of every channel known; channels of topics
+// seen later are
 // advertised as they appear. subscribe/unsubscribe take effect at once; a subscribed channel's
 // messages go out as binary frames: opcode 0x01, subscription id (u32 LE), publish time in ns
 // (u64 LE), the JSON message. Anything else a client sends gets a status message naming it.
 // A client that reads slower than the graph publishes loses frames (counted), not memory.
+// Read-only unless asked: with `publish_topics`, serverInfo offers the clientPublish
+// capability and a client may advertise a channel on one of those topics (encoding json,
+// schemaName Prompt or RobotState) and send its messages as binary frames (opcode 0x01,
+// channel id u32 LE, the JSON: {"text": "..."} or {"position": [...]}), which go onto the bus
+// as edgevla messages from publisher "foxglove_bridge". Nothing else can be published;
+// services and params are never offered.
 #pragma once
 
 #include <chrono>
@@ -32,6 +38,8 @@ struct FoxgloveBridgeOptions {
   bag::FoxgloveOptions foxglove;        // how frames are sent
   std::size_t max_client_queue_bytes = 64 << 20;  // per client; beyond it frames are dropped
   std::chrono::milliseconds discovery_period{500};
+  // Topics clients may publish to (Prompt or RobotState messages); empty: read-only.
+  std::vector<std::string> publish_topics;
 };
 
 struct FoxgloveBridgeStats {
@@ -40,6 +48,8 @@ struct FoxgloveBridgeStats {
   std::uint64_t sent = 0;             // message frames sent
   std::uint64_t dropped_slow = 0;     // frames a slow client did not get
   std::uint64_t skipped = 0;          // frames or tensors Foxglove cannot show
+  std::uint64_t client_published = 0;  // client messages put on the bus
+  std::uint64_t client_rejected = 0;   // client advertisements or messages refused
 };
 
 class FoxgloveBridge {

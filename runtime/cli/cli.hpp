@@ -60,6 +60,7 @@ struct BridgeFoxgloveOptions {
   std::string images = "jpeg";
   int jpeg_quality = 80;
   double duration_s = 0;  // 0: until Ctrl-C
+  std::vector<std::string> publish_topics;  // clients may publish Prompt / RobotState here
 };
 int bridge_foxglove(const BridgeFoxgloveOptions& options);
 struct BagReportOptions {

@@ -24,6 +24,7 @@ int bridge_foxglove(const BridgeFoxgloveOptions& o) {
   bo.host = o.host;
   bo.port = o.port;
   bo.topics = o.topics;
+  bo.publish_topics = o.publish_topics;
   auto images = bag::parse_foxglove_images(o.images);
   if (!images) {
     std::fprintf(stderr, "%s\n", images.status().message().c_str());

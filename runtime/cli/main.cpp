@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
   bridge->require_subcommand(1);
   edgevla::cli::BridgeFoxgloveOptions fox;
   auto* bfox = bridge->add_subcommand(
-      "foxglove", "a Foxglove WebSocket server (read-only): camera frames as images, every topic's numbers as plots");
+      "foxglove", "a Foxglove WebSocket server (read-only unless --allow-publish): camera frames as images, "
+                  "every topic's numbers as plots");
   bfox->add_option("--host", fox.host, "address to listen on (0.0.0.0: every interface)");
   bfox->add_option("--port", fox.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
   bfox->add_option("--topics", fox.topics, "serve only these topics (comma-separated; default every topic)")
@@ -181,6 +182,9 @@ int main(int argc, char** argv) {
   bfox->add_option("--images", fox.images, "frames as jpeg, png or raw")->check(CLI::IsMember({"jpeg", "png", "raw"}));
   bfox->add_option("--jpeg-quality", fox.jpeg_quality, "1..100")->check(CLI::Range(1, 100));
   bfox->add_option("--duration", fox.duration_s, "stop after S seconds");
+  bfox->add_option("--allow-publish", fox.publish_topics,
+                   "let clients publish Prompt or RobotState messages on these topics (comma-separated)")
+      ->delimiter(',');
 
   auto* keys = app.add_subcommand("keys", "key pairs for encrypted tcp between processes");
   keys->require_subcommand(1);

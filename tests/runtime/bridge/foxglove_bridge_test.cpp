@@ -167,6 +167,77 @@ TEST(FoxgloveBridge, ASlowClientLosesFramesNotMemory) {
   b->stop();
 }
 
+// Read-only unless asked: with publish_topics a client advertises a json channel on an
+// allowed topic and its messages reach the bus as edgevla messages; anything else is refused
+// with a status naming why, and a read-only bridge refuses client messages altogether.
+TEST(FoxgloveBridge, ClientsPublishOnlyWhereAllowed) {
+  auto bus = make_bus("bridgepub");
+  auto prompts = std::make_shared<SubscriptionQueue>("/prompt", "Prompt", QoS::keep_last(10), "t",
+                                                     std::make_shared<Waker>());
+  auto states = std::make_shared<SubscriptionQueue>("/state", "RobotState", QoS::keep_last(10), "t",
+                                                    std::make_shared<Waker>());
+  ASSERT_OK(bus->attach(prompts));
+  ASSERT_OK(bus->attach(states));
+  FoxgloveBridgeOptions o;
+  o.port = 0;
+  o.topics = {"/none"};
+  o.publish_topics = {"/prompt", "/state"};
+  auto b = FoxgloveBridge::start(*bus, o);
+  ASSERT_TRUE(b.has_value()) << b.status().to_string();
+  Client c((*b)->port());
+  const json info = c.next_text();
+  ASSERT_EQ(info["op"], "serverInfo");
+  EXPECT_EQ(info["capabilities"], json::array({"clientPublish"}));
+  EXPECT_EQ(info["supportedEncodings"], json::array({"json"}));
+  c.send({{"op", "advertise"},
+          {"channels", json::array({{{"id", 1}, {"topic", "/prompt"}, {"encoding", "json"}, {"schemaName", "Prompt"}},
+                                    {{"id", 2}, {"topic", "/state"}, {"encoding", "json"}, {"schemaName", "RobotState"}},
+                                    {{"id", 3}, {"topic", "/robot/command"}, {"encoding", "json"},
+                                     {"schemaName", "Prompt"}}})}});
+  const json refused = c.next_text();
+  EXPECT_EQ(refused["op"], "status");
+  EXPECT_NE(refused["message"].get<std::string>().find("may not publish to '/robot/command'"), std::string::npos)
+      << refused.dump();
+  const auto message = [&](std::uint32_t channel, const json& j) {
+    std::string f(1, '\x01');
+    for (int i = 0; i < 4; ++i) f.push_back(static_cast<char>((channel >> (8 * i)) & 0xff));
+    f += j.dump();
+    c.ws.binary(true);
+    c.ws.write(asio::buffer(f));
+  };
+  message(1, {{"text", "put the cup in the bin"}});
+  message(2, {{"position", {0.5, -1.25, 2.0}}});
+  ASSERT_TRUE(testing::eventually([&] { return prompts->size() > 0 && states->size() > 0; }));
+  EXPECT_EQ(msgs::Prompt(prompts->pop()).text(), "put the cup in the bin");
+  const MessagePtr st = states->pop();
+  const Tensor& p = *st->tensor("position");
+  ASSERT_EQ(p.numel(), 3);
+  EXPECT_EQ(p.data<float>()[1], -1.25f);
+  EXPECT_EQ(st->header().publisher.empty(), false);
+  // Bad messages: each one status, nothing on the bus.
+  message(2, {{"position", {1.0, "x"}}});
+  EXPECT_NE(c.next_text()["message"].get<std::string>().find("not a finite number"), std::string::npos);
+  message(9, {{"text", "a"}});
+  EXPECT_NE(c.next_text()["message"].get<std::string>().find("did not advertise"), std::string::npos);
+  EXPECT_EQ((*b)->stats().client_published, 2u);
+  EXPECT_EQ((*b)->stats().client_rejected, 3u);
+  EXPECT_EQ(prompts->size(), 0u);
+  EXPECT_EQ(states->size(), 0u);
+  (*b)->stop();
+
+  // The default bridge is read-only.
+  FoxgloveBridgeOptions ro;
+  ro.port = 0;
+  ro.topics = {"/none"};
+  auto r = FoxgloveBridge::start(*bus, ro);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  Client d((*r)->port());
+  EXPECT_TRUE(d.next_text()["capabilities"].empty());
+  d.send({{"op", "advertise"},
+          {"channels", json::array({{{"id", 1}, {"topic", "/prompt"}, {"encoding", "json"}, {"schemaName", "Prompt"}}})}});
+  EXPECT_NE(d.next_text()["message"].get<std::string>().find("read-only"), std::string::npos);
+}
+
 TEST(FoxgloveBridge, StartErrorsNameTheFix) {
   auto bus = make_bus("bridgeerr");
   FoxgloveBridgeOptions o;
