@@ -109,7 +109,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
     }
     shared = hold != nullptr;
     if (hold && !options.observer && hold->observer.exchange(false)) {
-      observer_holds_.fetch_sub(1);  // a pipeline subscriber uses it too: no longer bounded
+      observer_holds_->fetch_sub(1);  // a pipeline subscriber uses it too: no longer bounded
     }
     if (!hold) {
       const int slot = seg->claim_slot(pid_);
@@ -122,10 +122,10 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
       hold = std::make_shared<Hold>();
       hold->segment = seg;
       hold->slot = slot;
-      hold->observer_holds = &observer_holds_;
+      hold->observer_holds = observer_holds_;
       if (options.observer) {
         hold->observer.store(true);
-        observer_holds_.fetch_add(1);
+        observer_holds_->fetch_add(1);
       }
       holds_[key] = hold;
       // Forget expired entries now and then, so the map tracks only live holds.
@@ -160,7 +160,7 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
   const Device device = seg->device();
   std::byte* data = (device.is_cpu() ? seg->data() : device_memory->data()) + (loc.offset - kDataOffset);
   if (options.observer && !shared && hold->observer.load() &&
-      observer_holds_.load() > static_cast<std::int64_t>(max_observer_holds_)) {
+      observer_holds_->load() > static_cast<std::int64_t>(max_observer_holds_)) {
     // Past the observer's bound: read a copy; the hold (and the slot) goes with this scope.
     counters_.observer_copies.add();
     auto copy = Buffer::allocate_heap(loc.size);
@@ -206,7 +206,7 @@ MapperStats Mapper::stats() const {
   s.device_imports = counters_.device_imports.get();
   s.shared_holds = counters_.shared_holds.get();
   s.observer_copies = counters_.observer_copies.get();
-  s.observer_holds = static_cast<std::uint64_t>(std::max<std::int64_t>(0, observer_holds_.load()));
+  s.observer_holds = static_cast<std::uint64_t>(std::max<std::int64_t>(0, observer_holds_->load()));
   std::lock_guard lock(mu_);
   s.mapped = cache_.size();
   for (const auto& [key, h] : holds_) s.holders += h.expired() ? 0 : 1;

@@ -69,7 +69,9 @@ class Mapper {
   struct Hold {
     std::shared_ptr<Segment> segment;
     int slot = -1;
-    std::atomic<std::int64_t>* observer_holds = nullptr;  // the mapper's count
+    // The mapper's count, shared: a received message may outlive the mapper (a subscription
+    // queue destroyed after the bus's transport, found by ASan).
+    std::shared_ptr<std::atomic<std::int64_t>> observer_holds;
     std::atomic<bool> observer{false};  // counted there (no pipeline subscriber uses it)
     ~Hold() {
       segment->release_slot(slot);
@@ -79,7 +81,7 @@ class Mapper {
 
   std::size_t max_cached_;
   std::size_t max_observer_holds_;
-  std::atomic<std::int64_t> observer_holds_{0};
+  std::shared_ptr<std::atomic<std::int64_t>> observer_holds_ = std::make_shared<std::atomic<std::int64_t>>(0);
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::pair<std::shared_ptr<Segment>, std::list<std::string>::iterator>> cache_;
   std::list<std::string> lru_;  // front = most recently used
