@@ -15,12 +15,14 @@ The work folder is removed on success; Chromium's profile, cache and temporary f
 (TMPDIR, HOME and --user-data-dir point there), and nothing may be left in /tmp or /dev/shm.
 """
 import argparse
+import atexit
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 SKIP = 77
 
@@ -228,8 +230,12 @@ def check_chromium(args, work):
     report(args, bag, html)
 
     home = os.path.join(work, "chromium-home")
-    tmp = os.path.join(home, "tmp")
-    os.makedirs(tmp, exist_ok=True)
+    os.makedirs(home, exist_ok=True)
+    # Chromium puts a unix socket in TMPDIR, and socket paths end at 108 bytes: a folder under
+    # the build tree can be too deep. A short one in /tmp instead, made before the listing
+    # below and removed however the test ends.
+    tmp = tempfile.mkdtemp(prefix="evr-")
+    atexit.register(shutil.rmtree, tmp, True)
     env = dict(os.environ, TMPDIR=tmp, HOME=home, XDG_CONFIG_HOME=home, XDG_CACHE_HOME=home, XDG_RUNTIME_DIR=home)
     base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--user-data-dir=" + os.path.join(home, "profile"), "--force-device-scale-factor=1", "--hide-scrollbars",
