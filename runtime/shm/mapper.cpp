@@ -1,11 +1,14 @@
 #include "runtime/shm/mapper.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "runtime/shm/fd_channel.hpp"
+#include "runtime/util/clock.hpp"
 
 namespace edgevla::shm {
 
@@ -14,7 +17,26 @@ Mapper::Mapper(std::size_t max_cached_segments, std::size_t max_observer_holds)
       max_observer_holds_(max_observer_holds),
       pid_(static_cast<std::uint32_t>(::getpid())) {}
 
+void Mapper::prune_unlinked() {
+  // At most once a second: segments their publisher unlinked (trimmed from its pool, or swept
+  // after it died) leave the cache, so their pages go once no message uses them.
+  const std::int64_t now = steady_now_ns();
+  if (now - last_prune_ns_ < 1'000'000'000) return;
+  last_prune_ns_ = now;
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    struct stat st {};
+    if (::stat(("/dev/shm" + it->first).c_str(), &st) != 0 && errno == ENOENT) {
+      lru_.erase(it->second.second);
+      it = cache_.erase(it);
+      counters_.unlinked_dropped.add();
+    } else {
+      ++it;
+    }
+  }
+}
+
 Expected<std::shared_ptr<Segment>> Mapper::segment(const std::string& name) {
+  prune_unlinked();
   if (auto it = cache_.find(name); it != cache_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.second);
     return it->second.first;
@@ -204,6 +226,7 @@ MapperStats Mapper::stats() const {
   s.bad_descriptor = counters_.bad_descriptor.get();
   s.slots_full = counters_.slots_full.get();
   s.device_imports = counters_.device_imports.get();
+  s.unlinked_dropped = counters_.unlinked_dropped.get();
   s.shared_holds = counters_.shared_holds.get();
   s.observer_copies = counters_.observer_copies.get();
   s.observer_holds = static_cast<std::uint64_t>(std::max<std::int64_t>(0, observer_holds_->load()));

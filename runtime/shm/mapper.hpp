@@ -39,6 +39,7 @@ struct MapperStats {
   std::uint64_t holders = 0;               // blocks this process holds a slot of now
   std::uint64_t mapped = 0;                // segments mapped now
   std::uint64_t device_imports = 0;        // device blocks imported (once per block and process)
+  std::uint64_t unlinked_dropped = 0;      // cached segments dropped after their publisher unlinked them
 };
 
 struct AcquireOptions {
@@ -61,6 +62,7 @@ class Mapper {
 
  private:
   Expected<std::shared_ptr<Segment>> segment(const std::string& name);
+  void prune_unlinked();  // mu_ held
   // The owner's device memory behind device block `seg`, mapped here.
   Expected<BufferPtr> import_device_block(const Segment& seg, const std::string& name);
 
@@ -85,11 +87,12 @@ class Mapper {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::pair<std::shared_ptr<Segment>, std::list<std::string>::iterator>> cache_;
   std::list<std::string> lru_;  // front = most recently used
+  std::int64_t last_prune_ns_ = 0;
   // (segment name, generation) -> this process's hold, while any buffer uses it.
   std::map<std::pair<std::string, std::uint32_t>, std::weak_ptr<Hold>> holds_;
   struct Counters {
     Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full, shared_holds, observer_copies,
-        device_imports;
+        device_imports, unlinked_dropped;
   } counters_;
   std::uint32_t pid_;
 };

@@ -136,6 +136,35 @@ TEST(ShmPool, ReuseTakesTheNewestFreeBlockAndIdleSegmentsAreTrimmed) {
   EXPECT_EQ(::stat(("/dev/shm" + held_name).c_str(), &st), 0) << "a pending block was trimmed";
 }
 
+// The receiving side of trimming: a segment its publisher unlinked leaves the mapper's cache
+// (within a second, on the next acquire), so its pages are not kept mapped for nothing.
+TEST(ShmMapper, SegmentsThePublisherUnlinkedLeaveTheCache) {
+  auto pool = Pool::create({prefix("unlinked"), 64 << 20, 2'000'000'000, /*idle_trim_ns=*/100'000'000});
+  Mapper m;
+  ShmLocation a, b;
+  {
+    auto first = *pool->allocate(4096);
+    auto second = *pool->allocate(4096);
+    a = *first->shm();
+    b = *second->shm();
+  }
+  ASSERT_TRUE(m.acquire(a).has_value());
+  ASSERT_TRUE(m.acquire(b).has_value());
+  EXPECT_EQ(m.stats().mapped, 2u);
+  // The publisher keeps using one block; the other is trimmed after 100 ms idle.
+  ShmLocation kept;
+  for (int i = 0; i < 15; ++i) {
+    auto k = *pool->allocate(4096);
+    kept = *k->shm();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  ASSERT_EQ(pool->stats().trimmed, 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(m.acquire(kept).has_value());
+  EXPECT_EQ(m.stats().mapped, 1u);
+  EXPECT_EQ(m.stats().unlinked_dropped, 1u);
+}
+
 TEST(ShmPool, TransitTimeoutFreesBlocksNobodyPickedUp) {
   auto pool = make_pool("transit", 64 << 20, 30'000'000);
   std::string seg;
