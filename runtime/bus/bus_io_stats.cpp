@@ -51,6 +51,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("acquired", m.acquired);
   kv("recycled_before_read", m.recycled_before_read);
   kv("vanished", m.vanished);
+  kv("unlinked_dropped", m.unlinked_dropped);
   kv("bad_descriptor", m.bad_descriptor);
   kv("slots_full", m.slots_full);
   kv("observer_holds", m.observer_holds);
