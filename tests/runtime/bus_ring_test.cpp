@@ -1,0 +1,253 @@
+// Same-host delivery through the receiving process's shared-memory ring (issue 10): the ring
+// is used instead of ZeroMQ, malformed records, a full ring, records larger than a slot, and a
+// publisher process killed mid-write.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include <yaml-cpp/yaml.h>
+
+#include "msgs/wire.hpp"
+#include "runtime/bus/registry.hpp"
+#include "runtime/bus/ring_interest.hpp"
+#include "runtime/shm/ring.hpp"
+#include "runtime/shm/segment.hpp"
+#include "tests/runtime/bus_test_util.hpp"
+
+namespace edgevla {
+namespace {
+
+using testing::Collector;
+using testing::eventually;
+using testing::image_message;
+using testing::make_bus;
+using testing::publish_until_received;
+using testing::unique_domain;
+
+std::uint64_t transport_counter(const Bus& bus, const char* counter) {
+  return YAML::Load(bus.stats_yaml())["transport"][counter].as<std::uint64_t>(0);
+}
+
+// The ring the registry names for `bus`.
+std::string ring_of(const std::string& domain, const Bus& bus) {
+  auto reg = Registry::open(Registry::default_dir(domain));
+  EXPECT_TRUE(reg.has_value());
+  for (const auto& e : reg->list()) {
+    if (e.bus_id == bus.id()) return e.ring;
+  }
+  return {};
+}
+
+TEST(BusRing, SameHostDeliveryGoesThroughTheReceiversRing) {
+  const auto domain = unique_domain("ring");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  EXPECT_FALSE(ring_of(domain, *sub).empty()) << "a bus without allowed_groups announces a ring";
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  std::uint8_t fill = 0;
+  publish_until_received(*pub, **writer, c, 64, fill);
+  MessagePtr got = c.queue->pop();
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->tensor("pixels")->buffer()->kind(), BufferKind::kSharedMemory);
+  EXPECT_GE(transport_counter(*pub, "sent_ring"), 1u);
+  EXPECT_EQ(transport_counter(*pub, "sent_ipc"), 0u) << "a ring peer must not get ZeroMQ copies too";
+  EXPECT_GE(transport_counter(*sub, "received_ring"), 1u);
+  EXPECT_EQ(transport_counter(*sub, "duplicates"), 0u);
+}
+
+// Found by bench/soak: a node that waited seconds for its input (a restarted stage) published
+// a header recording every callback it ran meanwhile; its envelope outgrew one ring slot, the
+// record was refused, and the graph never recovered. A record larger than a slot now spans
+// slots: the message arrives whole through the ring.
+TEST(BusRing, AnEnvelopeLargerThanASlotStillArrivesThroughTheRing) {
+  const auto domain = unique_domain("bigenv");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  std::uint8_t fill = 0;
+  publish_until_received(*pub, **writer, c, 8, fill);
+  c.queue->pop();
+  Message big = image_message(*pub, 8, 8, 7);
+  for (int i = 0; i < 600; ++i) {
+    big.header().taken.push_back({"/robot/state/with/a/long/name", 1'000'000 + i, 2'000'000 + i});
+  }
+  ASSERT_OK(pub->publish(**writer, std::move(big)));
+  MessagePtr got;  // (images of the warm-up still in flight arrive first)
+  ASSERT_TRUE(eventually([&] {
+    for (MessagePtr m; (m = c.queue->pop()) != nullptr;) {
+      if (!m->header().taken.empty()) got = m;
+    }
+    return got != nullptr;
+  })) << pub->stats_yaml();
+  ASSERT_EQ(got->header().taken.size(), 600u);
+  EXPECT_EQ(got->header().taken.back().publish_stamp_ns, 1'000'599);
+  EXPECT_EQ(got->tensor("pixels")->data<std::uint8_t>()[0], 7);
+  EXPECT_EQ(transport_counter(*pub, "sent_ipc"), 0u) << "delivered through the ring, not ZeroMQ";
+}
+
+// Fault injection: a publisher process killed (SIGKILL) at an arbitrary moment of its loop
+// (mostly in the middle of filling a 1 MiB loaned block, or of a ring push) delivers nothing
+// half-written: every message that arrives is whole (each fills its pixels with one byte
+// value), and the subscriber carries on.
+TEST(BusRing, APublisherKilledMidWriteDeliversNothingHalfWritten) {
+  const auto domain = unique_domain("midwrite");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    BusOptions o;
+    o.domain = domain;
+    auto bus = Bus::create(o);
+    if (!bus) ::_exit(2);
+    auto writer = (*bus)->advertise("/k", "Image", "killed");
+    if (!writer) ::_exit(3);
+    for (std::uint8_t fill = 1;; fill = static_cast<std::uint8_t>(fill % 250 + 1)) {
+      (void)(*bus)->publish(**writer, image_message(**bus, 512, 683, fill));  // ~1 MiB
+    }
+  }
+  auto sub = make_bus(domain);
+  Collector c("/k", "Image", QoS::keep_last(8));  // the oldest go (and free their blocks) as it floods
+  ASSERT_OK(sub->attach(c.queue));
+  std::size_t received = 0, whole = 0;
+  const auto check = [&] {
+    for (MessagePtr m; (m = c.queue->pop()) != nullptr;) {
+      ++received;
+      const Tensor& px = *m->tensor("pixels");
+      const auto* b = px.data<std::uint8_t>();
+      const auto n = static_cast<std::size_t>(px.numel());
+      if (n == 512u * 683u * 3u && std::all_of(b, b + n, [&](std::uint8_t v) { return v == b[0]; })) ++whole;
+    }
+  };
+  EXPECT_TRUE(eventually([&] {
+    check();
+    return received >= 20;
+  }, std::chrono::seconds(30)));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the publisher must have been running until killed (status " << status << ")";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < until) {
+    check();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(received, 20u);
+  EXPECT_EQ(whole, received) << "a message arrived half-written";
+  // The killed process's pool and ring go with the next stale sweep (every bus runs one).
+  shm::remove_stale_segments();
+  const std::string mark = "." + std::to_string(child) + ".";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(e.path().filename().string().find(mark), std::string::npos) << e.path() << " outlived its process";
+  }
+}
+
+TEST(BusRing, AProcessWithAllowedGroupsIsServedOverZeroMqIpc) {
+  const auto domain = unique_domain("noring");
+  auto pub = make_bus(domain);
+  BusOptions o;
+  o.domain = domain;
+  o.allowed_gids = {static_cast<std::uint32_t>(::getegid())};
+  auto sub = Bus::create(o);
+  ASSERT_TRUE(sub.has_value()) << sub.status().to_string();
+  EXPECT_TRUE(ring_of(domain, **sub).empty()) << "other users' processes could not open an owner-only ring";
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK((*sub)->attach(c.queue));
+  std::uint8_t fill = 0;
+  publish_until_received(*pub, **writer, c, 16, fill);
+  EXPECT_GE(transport_counter(*pub, "sent_ipc"), 1u);
+  EXPECT_EQ(transport_counter(*pub, "sent_ring"), 0u);
+}
+
+TEST(BusRing, MalformedRingRecordsAreRejectedAndCountedAndGoodOnesStillFlow) {
+  const auto domain = unique_domain("ringbad");
+  auto pub = make_bus(domain);
+  auto sub = make_bus(domain);
+  auto writer = pub->advertise("/cam", "Image", "src");
+  Collector c("/cam", "Image");
+  ASSERT_OK(sub->attach(c.queue));
+  std::uint8_t fill = 0;
+  publish_until_received(*pub, **writer, c, 8, fill);
+  while (c.queue->pop()) {
+  }
+  auto ring = shm::Ring::open(ring_of(domain, *sub));
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  // Bytes that are no record at all: counted by the transport.
+  const std::uint64_t errors = transport_counter(*sub, "decode_errors");
+  const std::string junk("\x05\x00\x00\x00" "abc", 7);  // claims 5 bytes, holds 3
+  ASSERT_OK((*ring)->push(std::as_bytes(std::span(junk.data(), junk.size()))));
+  ASSERT_TRUE(eventually([&] { return transport_counter(*sub, "decode_errors") > errors; }));
+  // A well-formed record whose envelope is garbage: rejected on the topic's subscription.
+  const std::string frame = wire::topic_frame("/cam"), envelope = "\xc1\xc1garbage";
+  std::string rec;
+  const auto put = [&rec](const std::string& s) {
+    const auto n = static_cast<std::uint32_t>(s.size());
+    rec.append(reinterpret_cast<const char*>(&n), 4);
+    rec += s;
+  };
+  put(frame);
+  put(envelope);
+  rec.append(4, '\0');  // no inline tensors
+  const std::uint64_t rejected = c.queue->counters().rejected.get();
+  ASSERT_OK((*ring)->push(std::as_bytes(std::span(rec.data(), rec.size()))));
+  ASSERT_TRUE(eventually([&] { return c.queue->counters().rejected.get() > rejected; }));
+  // And the next good message flows.
+  publish_until_received(*pub, **writer, c, 8, fill);
+}
+
+}  // namespace
+}  // namespace edgevla
+
+namespace edgevla {
+namespace {
+
+// A process that stopped taking records from its ring (stopped, or hung): the publisher waits
+// for it once, then drops (counted) without waiting until the ring has room again.
+TEST(BusRing, AFullRingCostsOneWaitThenDropsUntilItDrains) {
+  const auto domain = unique_domain("ringfull");
+  auto pub = make_bus(domain);
+  auto writer = pub->advertise("/cam", "Image", "src");
+  // A stand-in for the stopped process: a registry entry and a 4-record ring nobody drains.
+  auto reg = Registry::open(Registry::default_dir(domain));
+  ASSERT_TRUE(reg.has_value());
+  RegistryEntry e;
+  e.bus_id = "stalled/" + std::to_string(::getpid()) + "/77";
+  e.pid = static_cast<std::uint32_t>(::getpid());
+  e.process = "stalled";
+  e.data_endpoint = "ipc://" + reg->path_for(e.bus_id, ".pub");
+  auto ring = shm::Ring::create(shm::ring_name(::getpid(), "stalled77"),
+                                {.slots = 4, .slot_bytes = 8192, .user_bytes = sizeof(RingInterestTable)});
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  auto* interest = reinterpret_cast<RingInterestTable*>((*ring)->user_area());
+  ASSERT_TRUE(set_ring_interest(*interest, "/cam", RingRole::kPipeline));
+  e.ring = (*ring)->name();
+  ASSERT_OK(reg->write(e));
+  std::uint8_t fill = 0;
+  std::string record;
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+    return transport_counter(*pub, "sent_ring") >= 1;
+  }));
+  while ((*ring)->pop(record, 0)) {
+  }
+  const std::uint64_t sent = transport_counter(*pub, "sent_ring");
+  for (int i = 0; i < 20; ++i) EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+  EXPECT_EQ(transport_counter(*pub, "sent_ring"), sent + 4) << "the ring holds four records";
+  EXPECT_EQ(transport_counter(*pub, "dropped_ring_full"), 16u);
+  // Drained, it takes records again.
+  while ((*ring)->pop(record, 0)) {
+  }
+  EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
+  EXPECT_EQ(transport_counter(*pub, "sent_ring"), sent + 5);
+  reg->remove(e);
+}
+
+}  // namespace
+}  // namespace edgevla
