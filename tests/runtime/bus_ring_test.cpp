@@ -202,12 +202,6 @@ TEST(BusRing, MalformedRingRecordsAreRejectedAndCountedAndGoodOnesStillFlow) {
   publish_until_received(*pub, **writer, c, 8, fill);
 }
 
-}  // namespace
-}  // namespace edgevla
-
-namespace edgevla {
-namespace {
-
 // A process that stopped taking records from its ring (stopped, or hung): the publisher waits
 // for it once, then drops (counted) without waiting until the ring has room again.
 TEST(BusRing, AFullRingCostsOneWaitThenDropsUntilItDrains) {
