@@ -17,14 +17,12 @@
 namespace edgevla::nodes {
 namespace {
 
-constexpr int kMaxSide = 16384;  // the largest image the camera node publishes (its params' limit)
-
 std::string size_text(int w, int h) { return std::to_string(w) + "x" + std::to_string(h); }
 
-Status check_side(int w, int h, const std::string& what) {
-  if (w <= 0 || h <= 0 || w > kMaxSide || h > kMaxSide) {
+Status check_side(int w, int h, int max_side, const std::string& what) {
+  if (w <= 0 || h <= 0 || w > max_side || h > max_side) {
     return invalid_argument(what + ": image is " + size_text(w, h) +
-                            "; supported sizes are 1x1 to " + size_text(kMaxSide, kMaxSide));
+                            "; supported sizes are 1x1 to " + size_text(max_side, max_side));
   }
   return Status::ok();
 }
@@ -61,6 +59,7 @@ struct JpegTarget {
   int want_h = 0;
   int got_w = 0;  // the JPEG's size
   int got_h = 0;
+  int max_side = kMaxImageSide;
 };
 
 enum class JpegResult { kOk, kLibraryError, kWrongSize, kTooLarge };
@@ -73,7 +72,7 @@ JpegResult run_jpeg(jpeg_decompress_struct* cinfo, JpegError* err, const std::ui
   jpeg_read_header(cinfo, TRUE);
   t->got_w = static_cast<int>(cinfo->image_width);
   t->got_h = static_cast<int>(cinfo->image_height);
-  if (!check_side(t->got_w, t->got_h, "").is_ok()) return JpegResult::kTooLarge;
+  if (!check_side(t->got_w, t->got_h, t->max_side, "").is_ok()) return JpegResult::kTooLarge;
   cinfo->out_color_space = JCS_RGB;  // YCbCr and grayscale both convert
   jpeg_start_decompress(cinfo);
   std::uint8_t* dst = t->fixed;
@@ -115,7 +114,7 @@ Status decode_jpeg(std::span<const std::uint8_t> bytes, JpegTarget& target, Jpeg
     case JpegResult::kLibraryError:
       return data_loss(what + ": cannot decode JPEG: " + err.message);
     case JpegResult::kTooLarge:
-      return check_side(target.got_w, target.got_h, what);
+      return check_side(target.got_w, target.got_h, target.max_side, what);
     case JpegResult::kWrongSize:
       return invalid_argument(what + ": JPEG is " + size_text(target.got_w, target.got_h) +
                               ", expected " + size_text(target.want_w, target.want_h));
@@ -135,6 +134,7 @@ struct PngReader {
   std::size_t pos = 0;
   char message[256] = {};
   RgbImage* image = nullptr;
+  int max_side = kMaxImageSide;
   std::vector<png_bytep> rows;  // lives in decode_png's frame, not run_png's
 };
 
@@ -160,7 +160,11 @@ bool run_png(png_structp png, png_infop info, PngReader* r) {
   png_read_info(png, info);
   const int w = static_cast<int>(png_get_image_width(png, info));
   const int h = static_cast<int>(png_get_image_height(png, info));
-  if (w > kMaxSide || h > kMaxSide) png_error(png, "image is larger than 16384x16384");
+  if (w > r->max_side || h > r->max_side) {
+    std::snprintf(r->message, sizeof(r->message), "image is %dx%d; supported sizes are 1x1 to %dx%d", w, h,
+                  r->max_side, r->max_side);
+    png_longjmp(png, 1);
+  }
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
@@ -183,9 +187,10 @@ bool run_png(png_structp png, png_infop info, PngReader* r) {
   return true;
 }
 
-Expected<RgbImage> decode_png(std::span<const std::uint8_t> bytes, const std::string& what) {
+Expected<RgbImage> decode_png(std::span<const std::uint8_t> bytes, const std::string& what, int max_side) {
   RgbImage image;
   PngReader reader;
+  reader.max_side = max_side;
   reader.data = bytes.data();
   reader.size = bytes.size();
   reader.image = &image;
@@ -210,13 +215,14 @@ bool has_prefix(std::span<const std::uint8_t> bytes, std::initializer_list<std::
 
 }  // namespace
 
-Expected<RgbImage> decode_image(std::span<const std::uint8_t> bytes, const std::string& what) {
+Expected<RgbImage> decode_image(std::span<const std::uint8_t> bytes, const std::string& what, int max_side) {
   if (has_prefix(bytes, {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}))
-    return decode_png(bytes, what);
+    return decode_png(bytes, what, max_side);
   if (has_prefix(bytes, {0xff, 0xd8, 0xff})) {
     RgbImage image;
     JpegTarget target;
     target.image = &image;
+    target.max_side = max_side;
     EDGEVLA_RETURN_IF_ERROR(decode_jpeg(bytes, target, JpegWarnings::kReject, what));
     return image;
   }

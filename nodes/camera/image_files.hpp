@@ -24,10 +24,16 @@ struct RgbImage {
 // harmless padding) are kept.
 enum class JpegWarnings { kReject, kTolerate };
 
+// The largest side the camera node publishes (its params' limit).
+inline constexpr int kMaxImageSide = 16384;
+
 // Decodes PNG or JPEG bytes (told apart by their signature, not the file name) to rgb8:
 // grayscale becomes R=G=B, alpha is dropped, 16-bit samples are scaled to 8 bits, palettes
-// are expanded. `what` names the source in errors ("frames/0003.png").
-Expected<RgbImage> decode_image(std::span<const std::uint8_t> bytes, const std::string& what);
+// are expanded. `what` names the source in errors ("frames/0003.png"). An image with a side
+// over `max_side` is refused from its header, before any pixel memory is taken (a few
+// hundred bytes may claim 16384 x 16384 x 3 = 805 MB).
+Expected<RgbImage> decode_image(std::span<const std::uint8_t> bytes, const std::string& what,
+                                int max_side = kMaxImageSide);
 
 // Reads and decodes one file.
 Expected<RgbImage> decode_image_file(const std::string& path);

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "nodes/camera/camera_node.hpp"
@@ -335,6 +337,27 @@ TEST(CameraFiles, DecodeCacheLimitIsEnforced) {
   const Status s = cam.activate();
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
   EXPECT_NE(s.message().find("max_cache_mb"), std::string::npos) << s.message();
+}
+
+TEST(CameraFiles, ImagesOverTheSideLimitAreRefusedFromTheHeader) {
+  TempDir dir;
+  const Bytes rgb = picture(64, 48, 3);
+  write_png(dir / "a.png", 64, 48, PNG_COLOR_TYPE_RGB, 8, rgb);
+  std::ifstream f(dir / "a.png", std::ios::binary);
+  const Bytes png{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  const Bytes jpeg = encode_jpeg(64, 48, 3, rgb);
+  for (const Bytes* b : {&png, &jpeg}) {
+    auto over = decode_image(*b, "frames/a", 32);
+    ASSERT_FALSE(over.has_value());
+    EXPECT_EQ(over.status().code(), *b == png ? StatusCode::kDataLoss : StatusCode::kInvalidArgument);
+    EXPECT_NE(over.status().message().find("frames/a"), std::string::npos) << over.status().message();
+    EXPECT_NE(over.status().message().find("64x48"), std::string::npos) << over.status().message();
+    EXPECT_NE(over.status().message().find("32x32"), std::string::npos) << over.status().message();
+    auto fits = decode_image(*b, "frames/a", 64);
+    ASSERT_TRUE(fits.has_value()) << fits.status().to_string();
+    EXPECT_EQ(fits->width, 64);
+    EXPECT_EQ(fits->height, 48);
+  }
 }
 
 TEST(CameraFiles, JpegIntoAFixedBuffer) {
