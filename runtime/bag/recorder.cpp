@@ -3,6 +3,9 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
+#include <filesystem>
+
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/bus/control_client.hpp"
 #include "runtime/bus/registry.hpp"
@@ -10,26 +13,37 @@
 
 namespace edgevla::bag {
 
+std::string part_path(const std::string& output, int part) {
+  const std::filesystem::path p(output);
+  char n[16];
+  std::snprintf(n, sizeof(n), "_%03d", part);
+  return (p.parent_path() / (p.stem().string() + n + p.extension().string())).string();
+}
+
+namespace {
+mcap::McapWriterOptions writer_options(const RecorderOptions& o) {
+  mcap::McapWriterOptions wo;
+  wo.compression = o.compression;
+  wo.chunk_size = o.chunk_bytes;
+  return wo;
+}
+}  // namespace
+
 Expected<std::unique_ptr<Recorder>> Recorder::start(Bus& bus, RecorderOptions options) {
   if (options.output.empty()) return invalid_argument("recorder needs an output file (-o run.mcap)");
   if (options.topics.empty() && !options.all) {
     return invalid_argument("recorder needs topics to record (--topics a,b) or --all");
   }
-  mcap::McapWriterOptions wo;
-  wo.compression = options.compression;
-  wo.chunk_size = options.chunk_bytes;
-  auto writer = mcap::McapWriter::open(options.output, wo);
+  const bool split = options.split_bytes > 0 || options.split_duration.count() > 0;
+  auto writer = mcap::McapWriter::open(split ? part_path(options.output, 0) : options.output, writer_options(options));
   if (!writer) return writer.status();
   std::unique_ptr<Recorder> r(new Recorder(bus, std::move(options)));
   r->writer_ = std::move(*writer);
+  r->split_ = split;
+  r->part_started_ns_ = steady_now_ns();
+  r->part_limit_bytes_ = r->options_.split_bytes;
   if (r->options_.foxglove) r->foxglove_ = std::make_unique<FoxgloveWriter>(*r->writer_, r->options_.foxglove_options);
-  mcap::StringMap info = {{"domain", bus.options().domain},
-                          {"host", local_hostname()},
-                          {"pid", std::to_string(::getpid())},
-                          {"started_ns", std::to_string(wall_now_ns())},
-                          {"recorder", "edgevla"}};
-  for (const auto& [k, v] : r->options_.info) info[k] = v;
-  EDGEVLA_RETURN_IF_ERROR(r->writer_->write_metadata("edgevla.recording", info));
+  EDGEVLA_RETURN_IF_ERROR(r->write_recording_metadata());
   for (const auto& t : r->options_.topics) r->subscribe(t);
   r->discover();
   r->running_.store(true);
@@ -38,6 +52,71 @@ Expected<std::unique_ptr<Recorder>> Recorder::start(Bus& bus, RecorderOptions op
 }
 
 Recorder::~Recorder() { (void)stop(); }
+
+Status Recorder::write_recording_metadata() {
+  mcap::StringMap info = {{"domain", bus_.options().domain},
+                          {"host", local_hostname()},
+                          {"pid", std::to_string(::getpid())},
+                          {"started_ns", std::to_string(wall_now_ns())},
+                          {"recorder", "edgevla"}};
+  if (split_) {
+    info["part"] = std::to_string(part_);
+    if (part_ > 0) info["previous_part"] = std::filesystem::path(part_path(options_.output, part_ - 1)).filename().string();
+  }
+  for (const auto& [k, v] : options_.info) info[k] = v;
+  return writer_->write_metadata("edgevla.recording", info);
+}
+
+std::string Recorder::current_path() const { return split_ ? part_path(options_.output, part_) : options_.output; }
+
+bool Recorder::part_is_full(std::int64_t now_ns) const {
+  if (!split_) return false;
+  if (options_.split_bytes > 0 && writer_->stats().bytes_written >= part_limit_bytes_) return true;
+  return options_.split_duration.count() > 0 &&
+         now_ns - part_started_ns_ >= std::chrono::nanoseconds(options_.split_duration).count();
+}
+
+void Recorder::next_part(std::int64_t now_ns) {
+  const std::string next = part_path(options_.output, part_ + 1);
+  auto opened = mcap::McapWriter::open(next, writer_options(options_));
+  if (!opened) {
+    // Keep recording into the part that is open; try again one split later.
+    rate_log_.error("split", "recorder cannot start the next part '" + next + "': " + opened.status().message() +
+                                 "; still writing '" + current_path() + "'");
+    part_started_ns_ = now_ns;
+    part_limit_bytes_ = writer_->stats().bytes_written + options_.split_bytes;
+    return;
+  }
+  (void)writer_->write_metadata("edgevla.next_part", {{"file", std::filesystem::path(next).filename().string()}});
+  std::unique_ptr<mcap::McapWriter> old = std::move(writer_);
+  writer_ = std::move(*opened);
+  if (foxglove_) {
+    foxglove_written_before_ += foxglove_->written();
+    for (const auto& [why, n] : foxglove_->skips()) {
+      foxglove_skips_before_[why] += n;
+      foxglove_skipped_before_ += n;
+    }
+    foxglove_ = std::make_unique<FoxgloveWriter>(*writer_, options_.foxglove_options);
+  }
+  // The old part's summary (written at close) and the new part's own schemas and channels.
+  if (Status s = old->close(); !s.is_ok()) {
+    write_errors_.fetch_add(1);
+    rate_log_.error("split", "recorder could not close part '" + current_path() + "': " + s.message());
+  }
+  bytes_before_part_ += old->stats().bytes_written;
+  old.reset();
+  ++part_;
+  parts_.store(part_ + 1);
+  part_started_ns_ = now_ns;
+  part_limit_bytes_ = options_.split_bytes;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [topic, t] : topics_) t.has_channel = false;
+    recorded_processes_.clear();  // every part carries the nodes' params for replay
+  }
+  (void)write_recording_metadata();
+  discover();
+}
 
 void Recorder::subscribe(const std::string& topic) {
   std::lock_guard lock(mu_);
@@ -123,7 +202,7 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
   if (foxglove_) {
     // Device tensors were copied to the host for the record above; the conversion copies its own.
     EDGEVLA_RETURN_IF_ERROR(foxglove_->write(m, topic, static_cast<std::uint32_t>(m.header().seq), log_time, pub_time));
-    std::uint64_t skipped = 0;
+    std::uint64_t skipped = foxglove_skipped_before_;
     for (const auto& [why, n] : foxglove_->skips()) {
       skipped += n;
       // Once per reason: the count goes into the bag (edgevla.foxglove_skipped) and the final log
@@ -134,7 +213,7 @@ Status Recorder::write(const std::string& topic, const SubscriptionQueue::Stampe
       }
     }
     foxglove_skipped_.store(skipped, std::memory_order_relaxed);
-    foxglove_written_.store(foxglove_->written(), std::memory_order_relaxed);
+    foxglove_written_.store(foxglove_written_before_ + foxglove_->written(), std::memory_order_relaxed);
   }
   return Status::ok();
 }
@@ -173,16 +252,21 @@ void Recorder::run() {
     if (head.message) {
       if (Status s = write(next, head); !s.is_ok()) {
         write_errors_.fetch_add(1);
-        rate_log_.error("write", "recorder cannot write to '" + options_.output + "': " + s.message());
+        rate_log_.error("write", "recorder cannot write to '" + current_path() + "': " + s.message());
       } else {
         written_.fetch_add(1);
         ++unflushed;
       }
-      bytes_written_.store(writer_->stats().bytes_written);
+      bytes_written_.store(bytes_before_part_ + writer_->stats().bytes_written);
     } else if (!running_.load()) {
       break;  // stopped and drained
     }
     const std::int64_t now = steady_now_ns();
+    if (part_is_full(now)) {
+      next_part(now);
+      unflushed = 0;
+      last_flush = now;
+    }
     if (unflushed && now - last_flush > options_.flush_period.count() * 1'000'000) {
       if (Status s = writer_->flush(); !s.is_ok()) rate_log_.error("write", s.message());
       last_flush = now;
@@ -222,14 +306,16 @@ Status Recorder::stop() {
                      std::to_string(t.queue->size());
     }
     (void)writer_->write_metadata("edgevla.recorder_drops", drops);
-    if (foxglove_ && !foxglove_->skips().empty()) {
+    if (foxglove_ && (!foxglove_->skips().empty() || !foxglove_skips_before_.empty())) {
+      std::map<std::string, std::uint64_t> all = foxglove_skips_before_;
+      for (const auto& [why, n] : foxglove_->skips()) all[why] += n;
       std::map<std::string, std::string> skips;
-      for (const auto& [why, n] : foxglove_->skips()) skips[why] = std::to_string(n);
+      for (const auto& [why, n] : all) skips[why] = std::to_string(n);
       (void)writer_->write_metadata("edgevla.foxglove_skipped", skips);
     }
   }
   final_ = writer_->close();
-  bytes_written_.store(writer_->stats().bytes_written);
+  bytes_written_.store(bytes_before_part_ + writer_->stats().bytes_written);
   return final_;
 }
 
@@ -241,6 +327,7 @@ RecorderStats Recorder::stats() const {
   s.bytes_written = bytes_written_.load();
   s.foxglove_written = foxglove_written_.load();
   s.foxglove_skipped = foxglove_skipped_.load();
+  s.parts = parts_.load();
   std::lock_guard lock(mu_);
   for (const auto& [topic, t] : topics_) {
     s.dropped += t.queue->counters().dropped_overflow.get();

@@ -40,7 +40,17 @@ struct RecorderOptions {
   // Also write Foxglove-decodable channels (runtime/bag/foxglove.hpp) beside each topic's own.
   bool foxglove = false;
   FoxgloveOptions foxglove_options;
+  // Splitting: a new file once the current one holds split_bytes or has recorded for
+  // split_duration (0: never). The parts are <stem>_000.mcap, <stem>_001.mcap, ... beside
+  // `output` (see part_path); each is a complete bag with its own schemas, channels, node
+  // metadata and summary, so every bag tool takes any one of them. The recorder's memory stays
+  // bounded however long it records (a bag's summary index grows with its chunks).
+  std::uint64_t split_bytes = 0;
+  std::chrono::seconds split_duration{0};
 };
+
+// The file of part `part` of a split recording: "runs/a.mcap", 2 -> "runs/a_002.mcap".
+std::string part_path(const std::string& output, int part);
 
 // Every message published on a recorded topic after the recorder subscribed is one of:
 // written, dropped (QoS), dropped in transport, lost, rejected, or a write error.
@@ -57,6 +67,7 @@ struct RecorderStats {
   std::uint64_t device_copies = 0;      // tensors copied off a device (on the recorder's thread)
   std::uint64_t foxglove_written = 0;   // Foxglove messages derived (foxglove: true)
   std::uint64_t foxglove_skipped = 0;   // frames or tensors Foxglove cannot show: counted, not written
+  int parts = 1;                        // files written (more than one when split)
   std::map<std::string, std::uint64_t> per_topic;
 };
 
@@ -78,6 +89,13 @@ class Recorder {
   void snapshot_nodes();
   void run();
   Status write(const std::string& topic, const SubscriptionQueue::Stamped& s);
+  Status write_recording_metadata();
+  // The file the writer writes now, and whether it is time for the next part.
+  std::string current_path() const;
+  bool part_is_full(std::int64_t now_ns) const;
+  // Opens the next part, then closes the current one (on the writer thread). When the next
+  // cannot be opened, says so and goes on writing the current one.
+  void next_part(std::int64_t now_ns);
 
   struct Topic {
     std::shared_ptr<SubscriptionQueue> queue;
@@ -92,6 +110,14 @@ class Recorder {
   std::unique_ptr<mcap::McapWriter> writer_;  // used by the writer thread only
   std::unique_ptr<FoxgloveWriter> foxglove_;  // likewise; null unless options_.foxglove
   std::atomic<std::uint64_t> foxglove_written_{0}, foxglove_skipped_{0};
+  std::uint64_t foxglove_written_before_ = 0, foxglove_skipped_before_ = 0;  // in closed parts
+  std::map<std::string, std::uint64_t> foxglove_skips_before_;
+  bool split_ = false;
+  int part_ = 0;
+  std::int64_t part_started_ns_ = 0;
+  std::uint64_t part_limit_bytes_ = 0;             // a failed switch retries one split_bytes later
+  std::uint64_t bytes_before_part_ = 0;            // in closed parts
+  std::atomic<int> parts_{1};
   std::set<std::string> foxglove_warned_;  // skip reasons already logged
   std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   mutable std::mutex mu_;

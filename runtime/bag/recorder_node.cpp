@@ -22,6 +22,8 @@ class BagRecorderNode final : public Node {
     EDGEVLA_RETURN_IF_ERROR(spec.declare(foxglove_));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(foxglove_images_));
     EDGEVLA_RETURN_IF_ERROR(spec.declare(jpeg_quality_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(split_mb_));
+    EDGEVLA_RETURN_IF_ERROR(spec.declare(split_s_));
     if (output_->empty()) {
       return invalid_argument("node '" + name() + "': param 'output' must name the .mcap file to write");
     }
@@ -45,11 +47,20 @@ class BagRecorderNode final : public Node {
     o.foxglove = *foxglove_;
     o.foxglove_options.images = *parse_foxglove_images(*foxglove_images_);
     o.foxglove_options.jpeg_quality = *jpeg_quality_;
+    o.split_bytes = static_cast<std::uint64_t>(*split_mb_ * (1 << 20));
+    o.split_duration = std::chrono::seconds(*split_s_);
     auto r = Recorder::start(*bus(), std::move(o));
     if (!r) return r.status().with_context("node '" + name() + "'");
     recorder_ = std::move(*r);
-    log().info("node '{}': recording {} to {}{}", name(), *all_ ? "all topics" : std::to_string(topics_->size()) + " topic(s)",
-               *output_, *foxglove_ ? ", with Foxglove channels (" + *foxglove_images_ + " frames)" : std::string());
+    const bool split = *split_mb_ > 0 || *split_s_ > 0;
+    log().info("node '{}': recording {} to {}{}{}", name(), *all_ ? "all topics" : std::to_string(topics_->size()) + " topic(s)",
+               split ? part_path(*output_, 0) : *output_,
+               split ? " and further parts (" + part_path(*output_, 1) + ", ...) every " +
+                           (*split_mb_ > 0 ? std::to_string(static_cast<long>(*split_mb_)) + " MB" : std::string()) +
+                           (*split_mb_ > 0 && *split_s_ > 0 ? " or " : "") +
+                           (*split_s_ > 0 ? std::to_string(*split_s_) + " s" : std::string())
+                     : std::string(),
+               *foxglove_ ? ", with Foxglove channels (" + *foxglove_images_ + " frames)" : std::string());
     return Status::ok();
   }
 
@@ -59,13 +70,16 @@ class BagRecorderNode final : public Node {
     const RecorderStats st = recorder_->stats();
     const bool clean =
         st.dropped == 0 && st.dropped_transport == 0 && st.lost == 0 && st.rejected == 0 && st.write_errors == 0;
+    const std::string where = st.parts > 1 ? std::to_string(st.parts) + " parts (" + part_path(*output_, 0) + " ... " +
+                                                 part_path(*output_, st.parts - 1) + ")"
+                                           : (*split_mb_ > 0 || *split_s_ > 0 ? part_path(*output_, 0) : *output_);
     (clean ? log().info("node '{}': wrote {} message(s), {} bytes to {}; nothing dropped; {} tensor(s) copied "
-                        "off a device", name(), st.written, st.bytes_written, *output_, st.device_copies)
+                        "off a device", name(), st.written, st.bytes_written, where, st.device_copies)
            : log().warn("node '{}': wrote {} message(s), {} bytes to {}; not recorded: {} dropped (disk behind), "
                         "{} dropped in transport (shared memory not held: holder slots, taken back for the "
                         "pipeline — set lossless: true to keep them), {} lost (never arrived: publisher pool, "
                         "socket), {} rejected, {} write error(s); per topic in `edgevla bag info`",
-                        name(), st.written, st.bytes_written, *output_, st.dropped, st.dropped_transport, st.lost,
+                        name(), st.written, st.bytes_written, where, st.dropped, st.dropped_transport, st.lost,
                         st.rejected, st.write_errors));
     if (*foxglove_) {
       log().info("node '{}': {} Foxglove message(s) written, {} frame(s)/tensor(s) Foxglove cannot show skipped "
@@ -96,6 +110,11 @@ class BagRecorderNode final : public Node {
       {"camera frames for Foxglove: jpeg or png (foxglove.CompressedImage) or raw (foxglove.RawImage)", {}, {},
        {"jpeg", "png", "raw"}, true}};
   Param<int> jpeg_quality_{"jpeg_quality", 90, {"jpeg quality of Foxglove frames", 1, 100, {}, true}};
+  Param<double> split_mb_{"split_mb", 0.0,
+                          {"start a new file (<stem>_001.mcap, ...) once one holds this many MB; 0: one file", 0.0,
+                           1048576.0, {}, true}};
+  Param<int> split_s_{"split_s", 0,
+                      {"start a new file once one has recorded this many seconds; 0: one file", 0, 604800, {}, true}};
   std::unique_ptr<Recorder> recorder_;
 };
 

@@ -30,6 +30,8 @@ struct BagRecordOptions {
   double duration_s = 0;
   bool foxglove = false;
   std::string foxglove_images = "jpeg";
+  double split_mb = 0;  // a new file every N MB / S seconds (0: one file)
+  int split_s = 0;
 };
 struct BagPlayOptions {
   std::string path;

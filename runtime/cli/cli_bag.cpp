@@ -12,6 +12,7 @@
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/mcap_writer.hpp"
 #include "runtime/bag/player.hpp"
+#include "runtime/bag/recorder.hpp"
 #include "runtime/bus/bus.hpp"
 #include "runtime/cli/cli.hpp"
 #include "runtime/node/host.hpp"
@@ -85,10 +86,14 @@ int bag_record(const BagRecordOptions& o) {
   set("lossless", o.lossless ? "true" : "false");
   set("foxglove", o.foxglove ? "true" : "false");
   set("foxglove_images", o.foxglove_images);
+  set("split_mb", std::to_string(o.split_mb));
+  set("split_s", std::to_string(o.split_s));
   auto added = host.add(n);
   if (!added) return fail(added.status());
   if (Status s = host.activate_all(); !s.is_ok()) return fail(s);
-  std::fprintf(stderr, "recording to %s (Ctrl-C stops)\n", o.output.c_str());
+  const bool split = o.split_mb > 0 || o.split_s > 0;
+  std::fprintf(stderr, "recording to %s%s (Ctrl-C stops)\n",
+               split ? bag::part_path(o.output, 0).c_str() : o.output.c_str(), split ? " and further parts" : "");
   const std::int64_t until = o.duration_s > 0 ? steady_now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9) : 0;
   while (!g_stop.load() && (until == 0 || steady_now_ns() < until)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -133,6 +133,11 @@ int main(int argc, char** argv) {
                  "edgevla's own");
   brec->add_option("--foxglove-images", rec.foxglove_images, "frames for Foxglove: jpeg, png or raw")
       ->check(CLI::IsMember({"jpeg", "png", "raw"}));
+  brec->add_option("--split-mb", rec.split_mb,
+                   "start a new file (<stem>_001.mcap, ...) once one holds this many MB; each part is a whole bag")
+      ->check(CLI::NonNegativeNumber);
+  brec->add_option("--split-s", rec.split_s, "start a new file once one has recorded this many seconds")
+      ->check(CLI::NonNegativeNumber);
   std::string bag_path, bag_out;
   auto* binfo = bag->add_subcommand("info", "topics, types, counts, rates, duration, sizes, compression");
   binfo->add_option("bag", bag_path)->required();
