@@ -109,15 +109,18 @@ def node_stats(edgevla, env):
 
 # --- the run --------------------------------------------------------------------------------
 
-def make_launch(work, topics_skip, respawns, respawn_groups=()):
+def make_launch(work, topics_skip, respawns, respawn_groups=(), split_s=0):
     """launch/pi05_multiprocess.yaml recording into WORK/soak.mcap, without `topics_skip`;
-    the groups that respawn (and those in `respawn_groups`) restart up to `respawns` times."""
+    the groups that respawn (and those in `respawn_groups`) restart up to `respawns` times.
+    split_s > 0: a new bag part (soak_000.mcap, soak_001.mcap, ...) every split_s seconds."""
     src = os.path.join(ROOT, "launch", "pi05_multiprocess.yaml")
     with open(src) as f:
         doc = yaml.safe_load(f)
     doc["params_files"] = [os.path.normpath(os.path.join(ROOT, "launch", p)) for p in doc["params_files"]]
     doc["record"]["output"] = os.path.join(work, "soak.mcap")
     doc["record"]["topics"] = [t for t in doc["record"]["topics"] if t not in topics_skip]
+    if split_s > 0:
+        doc["record"]["split_s"] = int(split_s)
     for g in doc["groups"]:
         if g["name"] in respawn_groups:
             g["respawn"] = True

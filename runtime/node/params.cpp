@@ -90,10 +90,11 @@ std::ptrdiff_t first_invalid_utf8(std::string_view s) {
       const auto b = static_cast<unsigned char>(s[i + k]);
       if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return static_cast<std::ptrdiff_t>(i);
     }
-    // U+FFFE and U+FFFF are outside YAML's character set: an emitter writes U+FFFD instead.
-    if (c == 0xEF && static_cast<unsigned char>(s[i + 1]) == 0xBF && static_cast<unsigned char>(s[i + 2]) >= 0xBE) {
-      return static_cast<std::ptrdiff_t>(i);
-    }
+    // Unicode's noncharacters (U+FDD0..U+FDEF and the last two code points of every plane,
+    // U+FFFE, U+1FFFF, ...) are outside what a YAML emitter writes back: it writes U+FFFD instead.
+    std::uint32_t cp = len == 1 ? c : c & (0x7Fu >> len);
+    for (std::size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+    if ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE) return static_cast<std::ptrdiff_t>(i);
     i += len;
   }
   return -1;
@@ -104,7 +105,8 @@ std::ptrdiff_t first_invalid_utf8(std::string_view s) {
 Expected<std::string> to_text(const YAML::Node& n) {
   const std::string& s = n.Scalar();
   if (const auto at = first_invalid_utf8(s); at >= 0) {
-    return invalid_argument("expects UTF-8 text, got a byte that is not UTF-8 at offset " + std::to_string(at));
+    return invalid_argument("expects UTF-8 text, got a byte that is not UTF-8 (or starts a Unicode noncharacter "
+                            "such as U+FFFE, which YAML cannot hold) at offset " + std::to_string(at));
   }
   return s;
 }
@@ -254,7 +256,7 @@ Expected<ParamValue> param_value_from_text(std::string_view text, const ParamDes
   }
   // A NUL among the first bytes would make the YAML reader take the text for UTF-16 or UTF-32.
   if (const auto at = first_invalid_utf8(text); at >= 0 || text.find('\0') != std::string_view::npos) {
-    return invalid_argument(where + ": the value is not UTF-8 text (byte " +
+    return invalid_argument(where + ": the value is not UTF-8 text YAML can hold (byte " +
                             std::to_string(at >= 0 ? static_cast<std::size_t>(at) : text.find('\0')) + ")");
   }
   YAML::Node parsed;

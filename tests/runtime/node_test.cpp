@@ -232,6 +232,14 @@ TEST(Params, StringThatIsNotUtf8IsRefused) {
   // U+FFFF, which no YAML emitter writes back.
   EXPECT_FALSE(param_value_from_text(std::string("\xf3\0\0\xf2\xff\xff\xff" "c~\",n\n.n+a", 17), d, "x"));
   EXPECT_FALSE(param_value_from_text("[\xef\xbf\xbf]", d, "x"));
+  // corpus/control/crash-noncharacter: U+FDED (a noncharacter) beside a control character, which
+  // makes the emitter quote the string; it then wrote U+FFFD for U+FDED.
+  d.type = ParamType::kString;
+  EXPECT_FALSE(param_value_from_text("j\xef\xb7\xad\x0eJ", d, "x"));
+  EXPECT_FALSE(param_value_from_text("\xef\xb7\x90", d, "x"));      // U+FDD0
+  EXPECT_FALSE(param_value_from_text("\xf0\x9f\xbf\xbe", d, "x"));  // U+1FFFE
+  EXPECT_FALSE(param_value_from_text("\xf4\x8f\xbf\xbf", d, "x"));  // U+10FFFF
+  EXPECT_TRUE(param_value_from_text("\xef\xb7\xb0", d, "x"));       // U+FDF0: a character
   // Well-formed text of any script passes unchanged.
   d.type = ParamType::kString;
   auto good = param_value_from_text("caf\xc3\xa9 \xe6\x9c\xba \xf0\x9f\xa4\x96", d, "x");
