@@ -20,14 +20,14 @@
 
 namespace {
 constexpr const char* kTarget = "image_fuzzer";
-constexpr int kMaxFuzzSide = 1024;
+constexpr int kMaxFuzzSide = 256;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace edgevla;
   using nodes::JpegWarnings;
   const std::span<const std::uint8_t> bytes(data, size);
-  // Sides up to 1024 (3 MB of pixels): the size check is the same code at any limit, and a
+  // Sides up to 256 (192 KB of pixels): the size check is the same code at any limit, and a
   // header claiming the camera's 16384 x 16384 would make each such input an 805 MB zero fill.
   auto img = nodes::decode_image(bytes, "fuzz/input", kMaxFuzzSide);
   const bool jpeg = size >= 2 && data[0] == 0xFF && data[1] == 0xD8;
