@@ -10,6 +10,7 @@
 #include "runtime/bus/control_client.hpp"
 #include "runtime/bus/registry.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/heap.hpp"
 
 namespace edgevla::bag {
 
@@ -105,6 +106,9 @@ void Recorder::next_part(std::int64_t now_ns) {
   }
   bytes_before_part_ += old->stats().bytes_written;
   old.reset();
+  // The closed part's buffers and summary index were allocated beside the new part's: give
+  // them back, or the recorder would stay at two writers' worth of memory.
+  release_free_heap();
   ++part_;
   parts_.store(part_ + 1);
   part_started_ns_ = now_ns;

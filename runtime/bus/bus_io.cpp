@@ -11,6 +11,7 @@
 #include "msgs/wire.hpp"
 #include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/heap.hpp"
 
 namespace edgevla {
 namespace {
@@ -19,6 +20,9 @@ constexpr auto kPollPeriod = std::chrono::milliseconds(100);
 // inotify catches registry changes at once; the periodic rescan only notices crashed peers.
 constexpr std::int64_t kRescanPeriodNs = 2'000'000'000;
 constexpr std::int64_t kStaleSweepPeriodNs = 30'000'000'000;
+// After a peer process went away (a stage killed and restarting), what piled up meanwhile has
+// been freed a few seconds later: the heap is given back then (runtime/util/heap.hpp).
+constexpr std::int64_t kHeapReleaseDelayNs = 5'000'000'000;
 // Largest tensor sent inline over ipc when the shared-memory pool is full.
 constexpr std::size_t kInlineFallbackMaxBytes = 1 << 20;
 
@@ -216,6 +220,7 @@ void BusIo::rescan_registry() {
       }
     }
     mapper_.forget_process(ep.second);
+    release_heap_at_ = steady_now_ns() + kHeapReleaseDelayNs;
     // Sequence tracking of that bus's publishers ("<bus id>#k") is no longer needed.
     std::lock_guard lock(recv_mu_);
     std::erase_if(last_seq_, [&](const auto& kv) { return kv.first.find("\n" + id + "#") != std::string::npos; });
@@ -649,6 +654,11 @@ void BusIo::run() {
     if (now - last_sweep > kStaleSweepPeriodNs) {
       last_sweep = now;
       shm::remove_stale_segments();
+    }
+    if (release_heap_at_ != 0 && now >= release_heap_at_) {
+      release_heap_at_ = 0;
+      release_free_heap();
+      ++heap_releases_;
     }
   }
 }

@@ -172,6 +172,8 @@ class BusIo {
   std::vector<std::function<void()>> commands_;
   std::atomic<bool> registry_dirty_{true};
   std::atomic<bool> stop_{false};
+  std::int64_t release_heap_at_ = 0;              // steady ns; 0: nothing to give back (I/O thread)
+  std::atomic<std::uint64_t> heap_releases_{0};  // times the freed heap was given back
   std::thread thread_;
 
   std::map<std::string, std::pair<std::string, std::uint32_t>> connected_;  // bus id -> endpoint, pid

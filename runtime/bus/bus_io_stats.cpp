@@ -24,6 +24,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("dropped_ring_full", counters_.dropped_ring_full.get());
   kv("ring_unavailable", counters_.ring_unavailable.get());
   kv("device_to_host", counters_.device_to_host.get());
+  kv("heap_releases", heap_releases_.load(std::memory_order_relaxed));
   emit_tcp_stats(out);
   if (ring_) {
     const shm::RingCounters rc = ring_->counters();

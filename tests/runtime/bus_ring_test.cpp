@@ -146,6 +146,10 @@ TEST(BusRing, APublisherKilledMidWriteDeliversNothingHalfWritten) {
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
     EXPECT_EQ(e.path().filename().string().find(mark), std::string::npos) << e.path() << " outlived its process";
   }
+  // Once the receiving bus has seen the publisher go (registry rescan) and what it had queued
+  // is freed, it gives its freed heap back to the system.
+  EXPECT_TRUE(eventually([&] { return transport_counter(*sub, "heap_releases") >= 1; }, std::chrono::seconds(20)))
+      << sub->stats_yaml();
 }
 
 TEST(BusRing, AProcessWithAllowedGroupsIsServedOverZeroMqIpc) {
