@@ -228,6 +228,7 @@ void Recorder::run() {
   std::int64_t last_discovery = last_flush - options_.discovery_period.count() * 1'000'000 + 50'000'000;
   std::uint64_t reported_drops = 0;
   std::uint64_t unflushed = 0;
+  std::int64_t last_heap_release = last_flush;
   for (;;) {
     const std::uint32_t seen = waker_->epoch();
     // Merge the topics by arrival time: refill each topic's head, write the earliest.
@@ -279,6 +280,12 @@ void Recorder::run() {
     if (now - last_discovery > options_.discovery_period.count() * 1'000'000) {
       discover();
       last_discovery = now;
+    }
+    // The chunk buffers the writer cycles through (megabytes each) leave freed memory in the C
+    // library's lists; giving it back once a minute keeps the recorder's RSS at what it uses.
+    if (now - last_heap_release > 60'000'000'000) {
+      release_free_heap();
+      last_heap_release = now;
     }
     if (!head.message && running_.load()) {
       waker_->wait(seen, now + options_.flush_period.count() * 1'000'000 / 2);
