@@ -73,6 +73,9 @@ JpegResult run_jpeg(jpeg_decompress_struct* cinfo, JpegError* err, const std::ui
   t->got_w = static_cast<int>(cinfo->image_width);
   t->got_h = static_cast<int>(cinfo->image_height);
   if (!check_side(t->got_w, t->got_h, t->max_side, "").is_ok()) return JpegResult::kTooLarge;
+  // A frame of another size is refused from its header: starting the decompressor first would
+  // size its buffers (a progressive JPEG's: the whole image's coefficients) from the claim.
+  if (t->image == nullptr && (t->got_w != t->want_w || t->got_h != t->want_h)) return JpegResult::kWrongSize;
   cinfo->out_color_space = JCS_RGB;  // YCbCr and grayscale both convert
   jpeg_start_decompress(cinfo);
   std::uint8_t* dst = t->fixed;
@@ -81,8 +84,6 @@ JpegResult run_jpeg(jpeg_decompress_struct* cinfo, JpegError* err, const std::ui
     t->image->height = t->got_h;
     t->image->pixels.resize(static_cast<std::size_t>(t->got_w) * t->got_h * 3);
     dst = t->image->pixels.data();
-  } else if (t->got_w != t->want_w || t->got_h != t->want_h) {
-    return JpegResult::kWrongSize;
   }
   const std::size_t stride = static_cast<std::size_t>(t->got_w) * 3;
   while (cinfo->output_scanline < cinfo->output_height) {
