@@ -52,10 +52,9 @@ class BagRecorderNode final : public Node {
     auto r = Recorder::start(*bus(), std::move(o));
     if (!r) return r.status().with_context("node '" + name() + "'");
     recorder_ = std::move(*r);
-    const bool split = *split_mb_ > 0 || *split_s_ > 0;
+    const bool split = splitting();
     log().info("node '{}': recording {} to {}{}{}", name(), *all_ ? "all topics" : std::to_string(topics_->size()) + " topic(s)",
-               split ? part_path(*output_, 0) : *output_,
-               split ? " and further parts (" + part_path(*output_, 1) + ", ...) every " +
+               first_file(), split ? " and further parts (" + part_path(*output_, 1) + ", ...) every " +
                            (*split_mb_ > 0 ? std::to_string(static_cast<long>(*split_mb_)) + " MB" : std::string()) +
                            (*split_mb_ > 0 && *split_s_ > 0 ? " or " : "") +
                            (*split_s_ > 0 ? std::to_string(*split_s_) + " s" : std::string())
@@ -72,7 +71,7 @@ class BagRecorderNode final : public Node {
         st.dropped == 0 && st.dropped_transport == 0 && st.lost == 0 && st.rejected == 0 && st.write_errors == 0;
     const std::string where = st.parts > 1 ? std::to_string(st.parts) + " parts (" + part_path(*output_, 0) + " ... " +
                                                  part_path(*output_, st.parts - 1) + ")"
-                                           : (*split_mb_ > 0 || *split_s_ > 0 ? part_path(*output_, 0) : *output_);
+                                           : first_file();
     (clean ? log().info("node '{}': wrote {} message(s), {} bytes to {}; nothing dropped; {} tensor(s) copied "
                         "off a device", name(), st.written, st.bytes_written, where, st.device_copies)
            : log().warn("node '{}': wrote {} message(s), {} bytes to {}; not recorded: {} dropped (disk behind), "
@@ -90,6 +89,10 @@ class BagRecorderNode final : public Node {
   }
 
  private:
+  bool splitting() const { return *split_mb_ > 0 || *split_s_ > 0; }
+  // The file the recording starts in: `output`, or its first part when splitting.
+  std::string first_file() const { return splitting() ? part_path(*output_, 0) : *output_; }
+
   Param<std::string> output_{"output", "", {"the .mcap file to write", {}, {}, {}, true}};
   Param<std::vector<std::string>> topics_{"topics", {}, {"topics to record", {}, {}, {}, true}};
   Param<bool> all_{"all", false, {"record every topic in the domain, including ones that appear later", {}, {}, {}, true}};

@@ -11,22 +11,6 @@
 
 namespace edgevla {
 
-std::int64_t process_rss_bytes() {
-  std::ifstream f("/proc/self/statm");
-  std::int64_t pages_total = 0, pages_rss = 0;
-  f >> pages_total >> pages_rss;
-  return pages_rss * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
-}
-
-std::int64_t process_peak_rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // in kB
-  }
-  return -1;
-}
-
 namespace {
 
 // Attaches a fresh runtime to `node` and runs its configure().

@@ -15,6 +15,7 @@
 #include "runtime/bus/bus.hpp"
 #include "runtime/node/node.hpp"
 #include "runtime/node/params.hpp"
+#include "runtime/util/heap.hpp"  // process_rss_bytes, process_peak_rss_bytes
 
 namespace edgevla {
 
@@ -142,10 +143,5 @@ struct DryRun {
   std::vector<std::string> default_topics;  // ... and without remaps (a remap key may name one)
 };
 Expected<DryRun> dry_run(const NodeOptions& options);
-
-// Resident set size of this process in bytes.
-std::int64_t process_rss_bytes();
-// Peak resident set size of this process (VmHWM) in bytes; -1 when unknown.
-std::int64_t process_peak_rss_bytes();
 
 }  // namespace edgevla

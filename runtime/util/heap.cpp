@@ -1,12 +1,29 @@
 #include "runtime/util/heap.hpp"
 
-#include <cstdio>
-#include <cstring>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace edgevla {
+namespace {
+
+// A "Name:   123 kB" field of /proc/self/status in bytes; -1 when absent.
+std::int64_t status_field_bytes(const std::string& name) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ':') {
+      return std::stoll(line.substr(name.size() + 1)) * 1024;  // in kB
+    }
+  }
+  return -1;
+}
+
+}  // namespace
 
 void release_free_heap() {
 #if defined(__GLIBC__)
@@ -14,16 +31,15 @@ void release_free_heap() {
 #endif
 }
 
-std::int64_t private_resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  long long kb = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "RssAnon:", 8) == 0 && std::sscanf(line + 8, "%lld", &kb) == 1) break;
-  }
-  std::fclose(f);
-  return kb < 0 ? 0 : static_cast<std::int64_t>(kb) * 1024;
+std::int64_t process_rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::int64_t pages_total = 0, pages_rss = 0;
+  f >> pages_total >> pages_rss;
+  return pages_rss * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
 }
+
+std::int64_t process_peak_rss_bytes() { return status_field_bytes("VmHWM"); }
+
+std::int64_t private_resident_bytes() { return status_field_bytes("RssAnon"); }
 
 }  // namespace edgevla
