@@ -119,8 +119,13 @@ Expected<ParamsFile> load_params_file(const std::string& path, const std::string
   if (root.IsNull()) return ParamsFile{path, YAML::Node(YAML::NodeType::Map)};
   if (!root.IsMap()) return error_at(path, root, "a params file must map node names to their params");
   for (const auto& kv : root) {
-    if (!kv.second.IsMap()) {
-      return error_at(path, kv.second, "params of node '" + kv.first.as<std::string>() + "' must be a map");
+    if (!kv.first.IsScalar()) return error_at(path, kv.first, "a node name must be a plain string (a key: of the file)");
+    const std::string node = kv.first.Scalar();
+    if (!kv.second.IsMap()) return error_at(path, kv.second, "params of node '" + node + "' must be a map");
+    for (const auto& p : kv.second) {
+      if (!p.first.IsScalar()) {
+        return error_at(path, p.first, "a param name of node '" + node + "' must be a plain string (key: value)");
+      }
     }
   }
   return ParamsFile{path, root};
@@ -473,7 +478,7 @@ struct Parser {
   Status apply_global_params() {
     for (const auto& pf : params_files) {
       for (const auto& kv : pf.root) {
-        const std::string node = kv.first.as<std::string>();
+        const std::string node = kv.first.Scalar();  // load_params_file checked it is a scalar
         NodeOptions* o = find_node(node);
         if (o == nullptr) {
           // One params file often serves several launch files; a section for a node this
@@ -483,7 +488,7 @@ struct Parser {
           continue;
         }
         for (const auto& p : kv.second) {
-          const std::string key = p.first.as<std::string>();
+          const std::string key = p.first.Scalar();
           if (o->params.contains(key)) continue;
           const std::string origin = where(pf.path, p.first);
           EDGEVLA_ASSIGN_OR_RETURN(YAML::Node value, expand_env(p.second, origin));
@@ -544,7 +549,12 @@ Expected<LaunchDescription> parse_launch(const std::string& path, const std::vec
       seen[n.name] = n.origin;
     }
   }
-  EDGEVLA_RETURN_IF_ERROR(p.apply_global_params());
+  try {
+    EDGEVLA_RETURN_IF_ERROR(p.apply_global_params());
+  } catch (const YAML::Exception& e) {
+    // load_params_file checked the files' shape; this is the net under that check.
+    return invalid_argument("a params file of " + path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
   EDGEVLA_RETURN_IF_ERROR(apply_sets(p.out, sets));
   return p.out;
 }

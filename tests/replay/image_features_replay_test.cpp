@@ -117,6 +117,15 @@ TEST_F(FeaturesReplay, ParamsFileAndPerTensorTolerances) {
   EXPECT_REPLAY_FAILS(o);
   ASSERT_TRUE(bag::parse_tolerance("actions:max_abs=1,rel_l2=1", o.tolerance, o.per_tensor).is_ok());
   EXPECT_REPLAY_PASSES(o);
+  // A params file of the wrong shape is an error naming the file, not an exception.
+  for (const char* text : {"features:\n  ? [noise_std]\n  : 0.06\n", "features: [noise_std, 0.06]\n", "- features\n"}) {
+    std::ofstream(params) << text;
+    o = options();
+    o.params_file = params;
+    auto r = bag::replay_node(o);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_NE(r.status().message().find(params), std::string::npos) << r.status().message();
+  }
   fs::remove(params);
 }
 

@@ -262,6 +262,23 @@ TEST_F(LaunchFile, AFolderWhereAFileBelongsIsNamed) {
   expect_error(write("d.yaml", "include: [/dev/null]\n"), {"/dev/null", "not a regular file"});
 }
 
+// Found by the launch fuzzer: a params file whose node or param name was a list or a map threw
+// out of load_launch (a YAML conversion error) instead of returning an error.
+TEST_F(LaunchFile, ParamsFileKeysThatAreNotStringsAreNamed) {
+  const auto f = write("l.yaml", kTwoNodes);
+  write("params/p.yaml", "source:\n  ? [rate_hz, width]\n  : 5\n");
+  expect_error(f, {"p.yaml:2", "param name of node 'source'", "plain string"});
+  write("params/p.yaml", "? {source: 1}\n: {rate_hz: 5}\n");
+  expect_error(f, {"p.yaml:1", "node name must be a plain string"});
+  write("params/p.yaml", "source: [rate_hz, 5]\n");
+  expect_error(f, {"p.yaml:1", "params of node 'source' must be a map"});
+  // The same file named by a node's own params_files.
+  const auto own = write("own.yaml", "nodes:\n  - name: source\n    type: tensor_source\n"
+                                     "    params_files: [params/q.yaml]\n");
+  write("params/q.yaml", "source:\n  ? [a]\n  : 1\n");
+  expect_error(own, {"q.yaml:2", "param name of node 'source'"});
+}
+
 TEST_F(LaunchFile, HeartbeatTimeoutIsReadAndChecked) {
   const auto ok = write("hb.yaml", "groups:\n  - name: g\n    heartbeat_timeout_s: 2.5\n"
                                    "    nodes: [{name: a, type: tensor_sink}]\n  - name: h\n"
