@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -31,12 +33,18 @@ sigset_t launch_signals() {
   return set;
 }
 
-// Waits up to `timeout_ns` for one of the launch signals; returns it, or 0 on timeout.
-int wait_signal(std::int64_t timeout_ns) {
-  const sigset_t set = launch_signals();
-  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-  const int sig = ::sigtimedwait(&set, nullptr, &ts);
-  return sig < 0 ? 0 : sig;
+int wait_signal(std::int64_t timeout_ns) { return wait_launch_signal(timeout_ns); }
+
+// The thread that waits for the launch signals (the one that called block_launch_signals).
+std::atomic<pid_t> g_signal_thread{0};
+
+// Runs on a thread that does not block the launch signals (one started before main): sends the
+// signal on to the waiting thread, where it is blocked and so stays pending for sigtimedwait.
+extern "C" void forward_launch_signal(int sig) {
+  const int saved = errno;
+  const pid_t tid = g_signal_thread.load(std::memory_order_relaxed);
+  if (tid > 0) ::syscall(SYS_tgkill, ::getpid(), tid, sig);
+  errno = saved;
 }
 
 void write_all(int fd, const std::string& s) {
@@ -85,6 +93,27 @@ class Heartbeat {
 void block_launch_signals() {
   const sigset_t set = launch_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  g_signal_thread.store(static_cast<pid_t>(::syscall(SYS_gettid)));
+  // Without a handler, a process-directed SIGTERM that the kernel gives a thread not blocking
+  // it (while the waiting thread is busy, e.g. starting nodes) ends the process at once.
+  struct sigaction sa {};
+  sa.sa_handler = forward_launch_signal;
+  sa.sa_flags = SA_RESTART;
+  sigfillset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGCHLD}) {
+    struct sigaction old {};
+    ::sigaction(sig, nullptr, &old);
+    // A SIGINT the shell set to be ignored (a background job) stays ignored.
+    if (old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+int wait_launch_signal(std::int64_t timeout_ns) {
+  const sigset_t set = launch_signals();
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+  const int sig = ::sigtimedwait(&set, nullptr, &ts);
+  return sig < 0 ? 0 : sig;
 }
 
 int run_group(const LaunchDescription& launch, const std::string& group_name, double duration_s,

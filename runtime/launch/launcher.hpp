@@ -19,8 +19,14 @@ struct LaunchRunOptions {
 };
 
 // Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (and the threads it starts later),
-// so the launcher can wait for them synchronously. Call first thing in main().
+// so the launcher can wait for them synchronously. Call first thing in main(). Threads that
+// libraries started before main (a BLAS thread pool, one per core) do not block them: a signal
+// the kernel gives one of those is handed on to the calling thread instead of ending the process.
 void block_launch_signals();
+
+// Waits up to `timeout_ns` for SIGINT, SIGTERM or SIGCHLD (blocked by block_launch_signals in
+// the calling thread); returns the signal, or 0 on timeout.
+int wait_launch_signal(std::int64_t timeout_ns);
 
 // Runs the whole launch; returns the process exit code (0 on a clean, signalled shutdown).
 // The order run_launch starts groups in: the recorder first (so it sees everything), then the

@@ -1,6 +1,10 @@
 // Multi-process tests: `edgevla launch` with process groups, signals, respawn and plugins.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <atomic>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <thread>
 
 #include "runtime/bus/registry.hpp"
+#include "runtime/launch/launcher.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_util.hpp"
 
@@ -137,6 +142,32 @@ TEST_F(Launcher, SigintStopsEveryGroupCleanly) {
   EXPECT_LT(summary("sink.yaml")["deactivated_ns"].as<std::int64_t>(),
             summary("source.yaml")["deactivated_ns"].as<std::int64_t>());
   EXPECT_GE(summary("source.yaml")["frames"].as<int>(), summary("sink.yaml")["frames"].as<int>());
+}
+
+// Libraries may start threads before main blocks the launch signals (OpenBLAS starts one per
+// core when it loads); the kernel gives a process-directed SIGTERM to such a thread when the
+// waiting thread is busy. Found on a 16-core machine: the launcher died of a SIGTERM sent
+// while it was starting its nodes, instead of stopping cleanly.
+TEST_F(Launcher, AStopSignalAThreadStartedBeforeMainTakesStillReachesTheLauncher) {
+  std::atomic<bool> done{false};
+  std::thread early([&] {
+    sigset_t none;
+    sigemptyset(&none);
+    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  block_launch_signals();
+  // Only `early` leaves SIGTERM unblocked, so the kernel hands it these; without the hand-on
+  // the default action would end this process here.
+  ::kill(::getpid(), SIGTERM);
+  ::kill(::getpid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(wait_launch_signal(2'000'000'000), SIGTERM);
+  ::kill(::getpid(), SIGCHLD);
+  EXPECT_EQ(wait_launch_signal(2'000'000'000), SIGCHLD);
+  EXPECT_EQ(wait_launch_signal(1'000'000), 0);  // nothing else pending
+  done = true;
+  early.join();
 }
 
 TEST_F(Launcher, SigtermStopsASingleProcessLaunchCleanly) {
