@@ -17,6 +17,7 @@
 #include "runtime/cli/cli.hpp"
 #include "runtime/node/host.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/heap.hpp"
 
 namespace edgevla::cli {
 namespace {
@@ -60,6 +61,7 @@ std::string iso_time(std::uint64_t ns) {
 
 int bag_record(const BagRecordOptions& o) {
   catch_stop_signals();
+  configure_process_heap();  // records for hours
   BusOptions bo;
   bo.process_name = "bag record";
   auto bus = Bus::create(bo);

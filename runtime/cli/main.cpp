@@ -12,6 +12,7 @@
 #include "runtime/launch/launcher.hpp"
 #include "runtime/node/node_registry.hpp"
 #include "runtime/util/crash.hpp"
+#include "runtime/util/heap.hpp"
 #include "runtime/util/log.hpp"
 
 namespace {
@@ -230,6 +231,9 @@ int main(int argc, char** argv) {
     // Before any thread exists, so every thread inherits the mask and signals reach the
     // launcher's sigtimedwait (other subcommands keep ordinary Ctrl-C handling).
     edgevla::block_launch_signals();
+    // Launch groups (the recorder's among them) run for hours: an allocator that gives big
+    // buffers back and keeps few arenas.
+    edgevla::configure_process_heap();
   }
   if (launch->parsed()) return launch_command(file, sets, duration, check);
   if (const int rc = model_commands.run(); rc >= 0) return rc;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #if defined(__GLIBC__)
@@ -24,6 +25,17 @@ std::int64_t status_field_bytes(const std::string& name) {
 }
 
 }  // namespace
+
+void configure_process_heap() {
+#if defined(__GLIBC__)
+  for (const char* user : {"MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+    if (std::getenv(user) != nullptr) return;
+  }
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);  // a fixed threshold: no raising after frees
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  ::mallopt(M_ARENA_MAX, 2);
+#endif
+}
 
 void release_free_heap() {
 #if defined(__GLIBC__)

@@ -13,6 +13,17 @@ namespace edgevla {
 // heaps of edgevla's processes.
 void release_free_heap();
 
+// Sets the C library's allocator up for a process that runs for hours (launch groups, the
+// recorder). Buffers of 256 KiB and more are mapped on their own and unmapped when freed
+// (glibc otherwise raises that threshold, up to 32 MiB, after the first such buffer is freed,
+// and from then on keeps them in its free lists: a recorder's chunk buffers, a burst queued
+// while a stage restarted), and the threads share at most two arenas (the default, eight per
+// core, keeps freed memory in each thread's own). edgevla's message data lives in shared
+// memory, so its threads allocate little on the heap. Does nothing where the user set the
+// allocator up (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES) or without glibc.
+// Call once, early in main.
+void configure_process_heap();
+
 // Resident set size of this process in bytes.
 std::int64_t process_rss_bytes();
 // Peak resident set size of this process (VmHWM) in bytes; -1 when unknown.
