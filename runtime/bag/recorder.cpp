@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -116,7 +117,7 @@ void Recorder::next_part(std::int64_t now_ns) {
   {
     std::lock_guard lock(mu_);
     for (auto& [topic, t] : topics_) t.has_channel = false;
-    recorded_processes_.clear();  // every part carries the nodes' params for replay
+    recorded_nodes_.clear();  // every part carries the nodes' params for replay
   }
   (void)write_recording_metadata();
   discover();
@@ -151,14 +152,15 @@ void Recorder::discover() {
   }
   // Nodes of processes not seen before: their type, params and topics, for replay.
   for (const auto& e : entries) {
-    if (e.nodes.empty() || recorded_processes_.contains(e.bus_id)) continue;
+    std::set<std::string>& written = recorded_nodes_[e.bus_id];
+    if (std::all_of(e.nodes.begin(), e.nodes.end(), [&](const std::string& n) { return written.contains(n); })) continue;
     auto nodes = control_request(e.control_endpoint, "nodes", "", std::chrono::seconds(1));
     if (!nodes) continue;  // try again next round
-    recorded_processes_.insert(e.bus_id);
     try {
       const YAML::Node root = YAML::Load(*nodes);
       for (const auto& n : root["nodes"]) {
         const std::string name = n["name"].as<std::string>();
+        if (!written.insert(name).second) continue;
         auto params = control_request(e.control_endpoint, "params", name, std::chrono::seconds(1));
         YAML::Emitter subs, pubs;
         subs << n["subscriptions"];

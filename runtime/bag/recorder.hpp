@@ -122,7 +122,9 @@ class Recorder {
   std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   mutable std::mutex mu_;
   std::map<std::string, Topic> topics_;
-  std::set<std::string> recorded_processes_;
+  // Per process (bus id): the nodes whose type, params and topics are in the bag. A process
+  // adds its nodes one by one: one it lists that is not here yet is asked for again.
+  std::map<std::string, std::set<std::string>> recorded_nodes_;
   std::atomic<bool> running_{false};
   std::thread thread_;
   Status final_;

@@ -4,13 +4,16 @@
 
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "msgs/types.hpp"
 #include "runtime/bag/bag_codec.hpp"
 #include "runtime/bag/mcap_writer.hpp"
 #include "runtime/bag/player.hpp"
+#include "runtime/bag/mcap_reader.hpp"
 #include "runtime/bag/recorder.hpp"
+#include "runtime/node/host.hpp"
 #include "runtime/util/clock.hpp"
 #include "tests/support/test_util.hpp"
 
@@ -269,6 +272,53 @@ TEST(Recorder, AllPicksUpTopicsThatAppearLater) {
   ASSERT_TRUE(eventually([&] { return rec->stats().written >= 1; }));
   ASSERT_TRUE(rec->stop().is_ok());
   EXPECT_EQ(read_bag(path).at(0).header().topic, "/late");
+  fs::remove(path);
+}
+
+// A node with one param: what the recorder writes about the nodes it saw.
+class GainNode final : public Node {
+ public:
+  explicit GainNode(const NodeOptions& o) : Node(o) {}
+  Status configure(NodeSpec& spec) override { return spec.declare(gain); }
+  Status activate() override { return Status::ok(); }
+  Status deactivate() override { return Status::ok(); }
+  Param<double> gain{"gain", 1.0, {"a value"}};
+};
+
+std::set<std::string> recorded_nodes(const std::string& path) {
+  auto r = std::move(*mcap::McapReader::open(path));
+  std::set<std::string> out;
+  for (auto& m : r->metadata()) {
+    if (m.name == "edgevla.node") out.insert(m.metadata.at("name"));
+  }
+  return out;
+}
+
+// A process adds its nodes one by one. Found by a ThreadSanitizer run (everything slower): the
+// recorder asked a process for its nodes once, when it had only some, and the bag never named
+// the others, so per-node replay of those failed.
+TEST(Recorder, NodesAProcessAddsAfterTheRecorderFirstAskedAreRecordedToo) {
+  auto bus = make_bus("recnodes");
+  NodeHost host(*bus);
+  const auto node = [](const std::string& name) {
+    NodeOptions n;
+    n.name = name;
+    n.type = "gain";
+    return std::make_unique<GainNode>(n);
+  };
+  ASSERT_TRUE(host.add(node("first")).has_value());
+  const std::string path = temp_path("nodes.mcap");
+  RecorderOptions o;
+  o.output = path;
+  o.all = true;
+  o.discovery_period = std::chrono::milliseconds(20);
+  auto rec = std::move(*Recorder::start(*bus, o));
+  const auto rounds = std::chrono::milliseconds(static_cast<int>(400 * testing::time_scale()));
+  std::this_thread::sleep_for(rounds);  // the recorder has asked this process by now
+  ASSERT_TRUE(host.add(node("second")).has_value());
+  std::this_thread::sleep_for(rounds);
+  ASSERT_TRUE(rec->stop().is_ok());
+  EXPECT_EQ(recorded_nodes(path), (std::set<std::string>{"first", "second"}));
   fs::remove(path);
 }
 
