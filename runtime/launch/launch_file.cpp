@@ -306,11 +306,17 @@ struct Parser {
     }
     if (n["shm_pool_mb"]) {
       EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["shm_pool_mb"], "shm_pool_mb"));
-      if (v < 1) return error_at(file, n["shm_pool_mb"], "'shm_pool_mb' must be at least 1");
+      // Up to 1 TiB: a bound that keeps the byte count (and the cast) in range.
+      if (!(v >= 1 && v <= (1 << 20) && std::floor(v) == v)) {
+        return error_at(file, n["shm_pool_mb"], "'shm_pool_mb' must be a whole number of MB from 1 to 1048576");
+      }
       g.shm_pool_mb = static_cast<std::int64_t>(v);
     }
     if (n["spin_us"]) {
       EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["spin_us"], "spin_us"));
+      if (!(v >= 0 && v <= 1'000'000)) {
+        return error_at(file, n["spin_us"], "'spin_us' must be between 0 (no spinning) and 1000000 microseconds");
+      }
       g.spin_us = static_cast<std::int64_t>(v);
     }
     if (n["tcp"]) EDGEVLA_RETURN_IF_ERROR(parse_tcp(file, n["tcp"], g));

@@ -292,6 +292,25 @@ TEST_F(LaunchFile, HeartbeatTimeoutIsReadAndChecked) {
                {"hb0.yaml:3", "heartbeat_timeout_s", "0 (off) or between 0.2 and 3600"});
 }
 
+// Found by the launch fuzzer: `shm_pool_mb: .inf` reached a cast to an integer (undefined).
+TEST_F(LaunchFile, GroupNumbersOutOfRangeAreNamed) {
+  const auto group = [&](const std::string& line) {
+    return write("g.yaml", "groups:\n  - name: g\n    " + line + "\n    nodes: [{name: a, type: tensor_sink}]\n");
+  };
+  for (const char* v : {".inf", "-1", "0.5", "1.5", "1e30", ".nan"}) {
+    expect_error(group(std::string("shm_pool_mb: ") + v), {"g.yaml:3", "'shm_pool_mb' must be a whole number"});
+  }
+  for (const char* v : {".inf", "-5", "2e6", ".nan"}) {
+    expect_error(group(std::string("spin_us: ") + v), {"g.yaml:3", "'spin_us' must be between 0"});
+  }
+  for (const char* v : {".inf", "-1", "2.5"}) {
+    expect_error(group(std::string("max_respawns: ") + v), {"g.yaml:3", "'max_respawns' must be a whole number"});
+  }
+  auto d = parse_launch(group("shm_pool_mb: 64"), {});
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->groups[0].shm_pool_mb, 64);
+}
+
 TEST_F(LaunchFile, DuplicateNodeNames) {
   expect_error(write("l.yaml", "nodes:\n  - {name: a, type: tensor_sink}\n  - {name: a, type: tensor_sink}\n"),
                {"'a'", "l.yaml:3", "l.yaml:2"});
