@@ -308,7 +308,9 @@ Status ActuationNode::deactivate() {
 }
 
 void ActuationNode::on_chunk(const msgs::ActionChunk& chunk) {
-  const std::int64_t received = now_ns();
+  // The callback's stamp, not a fresh clock read: replay restores exactly this value, so a
+  // decision on it (a chunk's age, the watchdog) comes out the same however late the callback ran.
+  const std::int64_t received = callback_stamp_ns();
   const Tensor& actions = chunk.actions();
   if (!actions.device().is_cpu()) {
     report_bad_input("chunks",
@@ -340,12 +342,14 @@ void ActuationNode::on_chunk(const msgs::ActionChunk& chunk) {
 
 void ActuationNode::on_tick() {
   executor_->set_tuning(tuning());
-  const std::int64_t now = now_ns();
+  const std::int64_t now = callback_stamp_ns();  // as in on_chunk
   if (clock_is_live()) {
+    // The two clocks read together (not the callback's stamp, taken earlier).
+    const std::int64_t wall = now_ns();
     const std::int64_t steady = steady_now_ns();
     if (last_tick_steady_ns_ != 0) {
       // Wall and steady time advance together; a difference past scheduling noise is a step.
-      const std::int64_t step = (now - last_tick_wall_ns_) - (steady - last_tick_steady_ns_);
+      const std::int64_t step = (wall - last_tick_wall_ns_) - (steady - last_tick_steady_ns_);
       if (step > kClockStepNs || step < -kClockStepNs) {
         executor_->clock_stepped(step);
         ++clock_steps_;
@@ -354,7 +358,7 @@ void ActuationNode::on_tick() {
                    name(), static_cast<double>(step) * 1e-9, clock_steps_);
       }
     }
-    last_tick_wall_ns_ = now;
+    last_tick_wall_ns_ = wall;
     last_tick_steady_ns_ = steady;
   }
   std::optional<Command> cmd = executor_->tick(now);
