@@ -258,6 +258,30 @@ TEST(ActuationNode, ClockStepsDoNotTripTheWatchdog) {
   EXPECT_EQ(*fault->int_field("watchdog_faults"), 1);
 }
 
+// A clock that moves 1 ms at every read, as if each callback ran late after its stamp was taken.
+class CreepingClock final : public Clock {
+ public:
+  std::int64_t now_ns() const override { return start_ + 1'000'000 * reads_.fetch_add(1); }
+
+ private:
+  std::int64_t start_ = wall_now_ns();
+  mutable std::atomic<std::int64_t> reads_{0};
+};
+
+// The time a tick decides on (and stamps the state with) is its callback's stamp, which replay
+// restores, not a later read of the clock. Found by a ThreadSanitizer run: ticks running late
+// were replayed with another time, and a hold decision came out differently.
+TEST(ActuationNode, TicksAreTimedByTheCallbackStampThatReplayRestores) {
+  CreepingClock clock;
+  Graph g = start("stamp", {{"publish_state", yaml("true")}}, &clock);
+  ASSERT_OK(g.harness->chunks.publish(chunk_of(100, kValues)));
+  ASSERT_TRUE(eventually([&] { return g.harness->states().size() >= 5; }));
+  for (const MessagePtr& m : g.harness->states()) {
+    EXPECT_GT(m->header().callback_stamp_ns, 0);
+    EXPECT_EQ(m->header().source_stamp_ns, m->header().callback_stamp_ns);
+  }
+}
+
 TEST(ActuationNode, CsvSinkWritesAHeaderAndARowPerCommand) {
   const std::string path = temp_path("act.csv");
   Graph g = start("csv", {{"sink", yaml("csv")}, {"sink_path", yaml(path)}});
