@@ -107,7 +107,8 @@ Status McapWriter::write_chunk_now(PendingChunk& c) {
   }
   ci.message_index_length = indexes.size();
   EDGEVLA_RETURN_IF_ERROR(write_raw(indexes));
-  chunk_indexes_.push_back(std::move(ci));
+  RecordWriter(chunk_index_records_).chunk_index(ci);
+  ++chunk_index_count_;
   for (const auto& [channel, idx] : c.indexes) {
     written_channel_counts_[channel] += idx.records.size();
     written_messages_ += idx.records.size();
@@ -132,10 +133,10 @@ void McapWriter::io_loop() {
     // cut off the file again, so it ends with its last whole record.
     const std::uint64_t offset = offset_;
     const std::uint32_t crc = data_crc_;
-    const std::size_t chunks = chunk_indexes_.size(), metadata = metadata_indexes_.size(),
-                      attachments = attachment_indexes_.size();
+    const std::size_t chunk_index_bytes = chunk_index_records_.size(), chunks = chunk_index_count_,
+                      metadata = metadata_indexes_.size(), attachments = attachment_indexes_.size();
     Status s = failed().is_ok() ? job() : Status::ok();
-    if (!s.is_ok() && disk_full_) rewind_to(offset, crc, chunks, metadata, attachments);
+    if (!s.is_ok() && disk_full_) rewind_to(offset, crc, chunk_index_bytes, chunks, metadata, attachments);
     {
       std::lock_guard lock(io_mu_);
       jobs_.pop_front();
@@ -146,15 +147,16 @@ void McapWriter::io_loop() {
   }
 }
 
-void McapWriter::rewind_to(std::uint64_t offset, std::uint32_t crc, std::size_t chunks, std::size_t metadata,
-                           std::size_t attachments) {
+void McapWriter::rewind_to(std::uint64_t offset, std::uint32_t crc, std::size_t chunk_index_bytes, std::size_t chunks,
+                           std::size_t metadata, std::size_t attachments) {
   if (::ftruncate(fd_, static_cast<off_t>(offset)) != 0 || ::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
     return;  // cannot cut it: the bag stays cut short mid-record (`bag recover` handles that)
   }
   offset_ = offset;
   data_crc_ = crc;
   bytes_written_.store(offset, std::memory_order_relaxed);
-  chunk_indexes_.resize(chunks);
+  chunk_index_records_.resize(chunk_index_bytes);
+  chunk_index_count_ = chunks;
   metadata_indexes_.resize(metadata);
   attachment_indexes_.resize(attachments);
 }
@@ -360,7 +362,7 @@ Status McapWriter::close() {
     statistics_.channel_message_counts = written_channel_counts_;
     statistics_.message_start_time = written_start_time_;
     statistics_.message_end_time = written_end_time_;
-    statistics_.chunk_count = static_cast<std::uint32_t>(chunk_indexes_.size());
+    statistics_.chunk_count = static_cast<std::uint32_t>(chunk_index_count_);
     statistics_.metadata_count = static_cast<std::uint32_t>(metadata_indexes_.size());
     statistics_.attachment_count = static_cast<std::uint32_t>(attachment_indexes_.size());
     disk_full_ = false;
@@ -394,7 +396,7 @@ Status McapWriter::close() {
     statistics_.channel_count = static_cast<std::uint32_t>(channels_.size());
     group(Op::kStatistics, [&] { w.statistics(statistics_); });
     group(Op::kChunkIndex, [&] {
-      for (const auto& x : chunk_indexes_) w.chunk_index(x);
+      summary += chunk_index_records_;
     });
     group(Op::kAttachmentIndex, [&] {
       for (const auto& x : attachment_indexes_) w.attachment_index(x);
@@ -420,8 +422,8 @@ Status McapWriter::close() {
     if (s.is_ok()) {
       s = resource_exhausted(what + " and the bag is closed: complete and readable up to that point");
     } else {
-      rewind_to(data_end_offset, data_end_crc, chunk_indexes_.size(), metadata_indexes_.size(),
-                attachment_indexes_.size());
+      rewind_to(data_end_offset, data_end_crc, chunk_index_records_.size(), chunk_index_count_,
+                metadata_indexes_.size(), attachment_indexes_.size());
       s = resource_exhausted(what + "; no room was left for its index, so it ends after its last whole chunk: "
                              "`edgevla bag recover` rewrites it with one");
     }

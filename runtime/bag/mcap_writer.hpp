@@ -101,8 +101,8 @@ class McapWriter {
   }
   Status write_chunk_now(PendingChunk& chunk);
   // Cuts the file back to `offset` after a failed job (I/O thread, or close() after it).
-  void rewind_to(std::uint64_t offset, std::uint32_t crc, std::size_t chunks, std::size_t metadata,
-                 std::size_t attachments);
+  void rewind_to(std::uint64_t offset, std::uint32_t crc, std::size_t chunk_index_bytes, std::size_t chunks,
+                 std::size_t metadata, std::size_t attachments);
   void io_loop();
   // Queues work for the I/O thread (waits while two jobs are pending).
   Status submit(std::function<Status()> job);
@@ -138,7 +138,10 @@ class McapWriter {
   std::uint64_t offset_ = 0;
   std::uint32_t data_crc_ = 0;
   std::atomic<std::uint64_t> bytes_written_{0};
-  std::vector<ChunkIndex> chunk_indexes_;
+  // The summary's chunk index records, encoded as each chunk is written: a few hundred bytes a
+  // chunk in one buffer (a long recording's index stays small and in one piece on the heap).
+  std::string chunk_index_records_;
+  std::size_t chunk_index_count_ = 0;
   std::vector<MetadataIndex> metadata_indexes_;
   std::vector<AttachmentIndex> attachment_indexes_;
 
