@@ -82,17 +82,15 @@ Expected<NodeOptions> options_from_bag(mcap::McapReader& reader, const std::stri
 
 Status apply_overrides(NodeOptions& o, const ReplayOptions& r) {
   if (!r.params_file.empty()) {
-    EDGEVLA_ASSIGN_OR_RETURN(const YAML::Node file, load_yaml_file(r.params_file, "--params"));
-    if (!file.IsMap() || !file[o.name]) {
+    EDGEVLA_ASSIGN_OR_RETURN(const ParamsFile file, load_params_file(r.params_file, "--params"));
+    const YAML::Node section = file.root[o.name];
+    if (!section) {
       return invalid_argument("params file '" + r.params_file + "' has no section for node '" + o.name +
                               "' (params files map node names to their params)");
     }
-    const YAML::Node section = file[o.name];
-    if (!section.IsMap()) return invalid_argument("params file '" + r.params_file + "': params of node '" + o.name + "' must be a map");
     for (const auto& kv : section) {
-      const std::string where = r.params_file + ":" + std::to_string(kv.first.Mark().line + 1);
-      if (!kv.first.IsScalar()) return invalid_argument(where + ": a param name must be a plain string (key: value)");
-      o.params[kv.first.Scalar()] = ParamOverride{kv.second, where};
+      o.params[kv.first.Scalar()] =
+          ParamOverride{kv.second, r.params_file + ":" + std::to_string(kv.first.Mark().line + 1)};
     }
   }
   for (const auto& s : r.sets) {

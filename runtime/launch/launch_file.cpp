@@ -108,11 +108,7 @@ std::string relative_to(const std::string& file, const std::string& path) {
   return (fs::path(file).parent_path() / path).lexically_normal().string();
 }
 
-// A params file: { node_name: { key: value, ... }, ... }.
-struct ParamsFile {
-  std::string path;
-  YAML::Node root;
-};
+}  // namespace
 
 Expected<ParamsFile> load_params_file(const std::string& path, const std::string& referenced_from) {
   EDGEVLA_ASSIGN_OR_RETURN(YAML::Node root, load_yaml_file(path, referenced_from));
@@ -130,6 +126,8 @@ Expected<ParamsFile> load_params_file(const std::string& path, const std::string
   }
   return ParamsFile{path, root};
 }
+
+namespace {
 
 // `${NAME}` and `${NAME:-default}` in a string value are replaced by the environment
 // variable (so one launch file serves several checkpoints or machines); `$$` is a literal `$`.

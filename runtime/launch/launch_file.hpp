@@ -64,6 +64,14 @@ struct LaunchDescription {
 // declared, typed and in range. Nothing is started.
 Expected<LaunchDescription> load_launch(const std::string& path, const std::vector<std::string>& sets);
 
+// A params file: { node_name: { key: value, ... }, ... }, read and checked for that shape (node
+// and param names plain strings, each node's section a map); an error names the file and line.
+struct ParamsFile {
+  std::string path;
+  YAML::Node root;
+};
+Expected<ParamsFile> load_params_file(const std::string& path, const std::string& referenced_from = "");
+
 // Parses only, without loading plugins or configuring nodes (used by load_launch and tests).
 Expected<LaunchDescription> parse_launch(const std::string& path, const std::vector<std::string>& sets);
 
