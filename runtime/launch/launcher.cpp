@@ -33,8 +33,6 @@ sigset_t launch_signals() {
   return set;
 }
 
-int wait_signal(std::int64_t timeout_ns) { return wait_launch_signal(timeout_ns); }
-
 // The thread that waits for the launch signals (the one that called block_launch_signals).
 std::atomic<pid_t> g_signal_thread{0};
 
@@ -161,7 +159,7 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
     for (;;) {
       const std::int64_t left = deadline ? deadline - steady_now_ns() : 1'000'000'000;
       if (left <= 0) break;
-      const int sig = wait_signal(std::min<std::int64_t>(left, 1'000'000'000));
+      const int sig = wait_launch_signal(std::min<std::int64_t>(left, 1'000'000'000));
       if (sig == SIGINT || sig == SIGTERM) break;
     }
     logger().info("group '{}': shutting down", group->name);
@@ -251,7 +249,7 @@ Expected<Spawned> spawn_group(const GroupDescription& g, const LaunchRunOptions&
   pollfd p{fds[0], POLLIN, 0};
   const std::int64_t deadline = steady_now_ns() + 600'000'000'000;  // heavy loads can be slow
   while (steady_now_ns() < deadline) {
-    const int sig = wait_signal(0);
+    const int sig = wait_launch_signal(0);
     if (sig == SIGINT || sig == SIGTERM) {  // asked to stop while starting
       ::kill(pid, SIGTERM);
       ::waitpid(pid, nullptr, 0);
@@ -339,7 +337,7 @@ int run_launch(const LaunchDescription& launch, const LaunchRunOptions& o) {
   int code = 0;
   while (!stop) {
     if (deadline && steady_now_ns() >= deadline) break;
-    const int sig = wait_signal(100'000'000);
+    const int sig = wait_launch_signal(100'000'000);
     if (sig == SIGINT || sig == SIGTERM) break;
     int status = 0;
     pid_t pid;
