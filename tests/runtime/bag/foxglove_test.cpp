@@ -39,6 +39,14 @@ Tensor pattern(int h, int w, int c) {
   return t;
 }
 
+// Tensor::empty leaves its bytes as the pool had them; a float left that way can read as NaN,
+// which the Foxglove view skips and counts. Tests that count skips publish zeros.
+Tensor zeros(DType dtype, const Shape& shape) {
+  Tensor t = *Tensor::empty(dtype, shape);
+  std::memset(t.data<std::uint8_t>(), 0, t.nbytes());
+  return t;
+}
+
 // A smooth picture: JPEG keeps it within a few levels.
 Tensor gradient(int h, int w) {
   Tensor t = *Tensor::empty(DType::kU8, Shape{h, w, 3});
@@ -291,14 +299,14 @@ TEST(Foxglove, RecorderWritesFoxgloveChannelsBesideItsOwnAndPlayIgnoresThem) {
   auto act = *bus->advertise("/act", "ActionChunk", "head");
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(bus->publish(*cam, *msgs::Image::make(gradient(16, 16), "rgb8", "base")).is_ok());
-    ASSERT_TRUE(bus->publish(*act, *msgs::ActionChunk::make(*Tensor::empty(DType::kF32, Shape{4, 2}), 0.02)).is_ok());
+    ASSERT_TRUE(bus->publish(*act, *msgs::ActionChunk::make(zeros(DType::kF32, Shape{4, 2}), 0.02)).is_ok());
   }
   ASSERT_TRUE(testing::eventually([&] { return (*rec)->stats().written == 20; }));
   EXPECT_EQ((*rec)->stats().foxglove_skipped, 0u);
   // A normalized f32 camera tensor has no picture: skipped, counted, and noted in the bag.
-  Tensor state = *Tensor::empty(DType::kF32, Shape{2});
+  Tensor state = zeros(DType::kF32, Shape{2});
   Message obs = *msgs::Observation::make(state);
-  obs.set_tensor("image.wrist", *Tensor::empty(DType::kF32, Shape{3, 4, 4}));
+  obs.set_tensor("image.wrist", zeros(DType::kF32, Shape{3, 4, 4}));
   auto ob = *bus->advertise("/obs", "Observation", "preprocess");
   ASSERT_TRUE(bus->publish(*ob, std::move(obs)).is_ok());
   ASSERT_TRUE((*rec)->stop().is_ok());
@@ -383,7 +391,7 @@ void write_source(const std::string& path, bool camera) {
     ASSERT_TRUE(w->write_message_with(ch, 1, 10, 10, [&](std::string& out) { return append_record(m, out); }).is_ok());
   };
   if (camera) put("/cam", *msgs::Image::make(pattern(4, 4, 3), "rgb8", "base"));
-  put("/act", *msgs::ActionChunk::make(*Tensor::empty(DType::kF32, Shape{2, 2}), 0.02));
+  put("/act", *msgs::ActionChunk::make(zeros(DType::kF32, Shape{2, 2}), 0.02));
   ASSERT_TRUE(w->write_metadata("edgevla.recording", {{"recorder", "edgevla"}}).is_ok());
   ASSERT_TRUE(w->close().is_ok());
 }
