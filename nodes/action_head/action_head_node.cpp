@@ -1,5 +1,7 @@
 #include "nodes/action_head/action_head_node.hpp"
 
+#include <algorithm>
+
 #include "runtime/node/node_registry.hpp"
 
 namespace edgevla::nodes {
@@ -31,9 +33,12 @@ Status ActionHeadNode::activate() {
   decoder_ = std::move(*decoder);
   // The engine's noise input, drawn by the node so that replay redraws it.
   noise_ = Tensor();
+  ahead_ = Tensor();
+  ahead_valid_ = false;
   for (const backends::TensorSpec& spec : stage_.engine->inputs()) {
     if (spec.name != "noise") continue;
     EDGEVLA_ASSIGN_OR_RETURN(noise_, Tensor::empty(DType::kF32, spec.max_shape));
+    EDGEVLA_ASSIGN_OR_RETURN(ahead_, Tensor::empty(DType::kF32, spec.max_shape));
   }
   report_engine(stage_.engine->describe());
   report_memory(stage_.engine->resident_bytes());
@@ -48,6 +53,30 @@ Status ActionHeadNode::deactivate() {
 
 void ActionHeadNode::on_backbone(const msgs::BackboneOutput& in) {
   if (Status s = infer(in); !s.is_ok()) report_bad_input("prefix", s);
+  draw_next_noise();
+}
+
+// Noise from the node's generator: its state is stamped on the chunk, so replay redraws it.
+void ActionHeadNode::draw_noise() {
+  const std::span<float> out{noise_.data<float>(), static_cast<std::size_t>(noise_.numel())};
+  Rng& g = rng();
+  if (ahead_valid_ && g.state() == ahead_from_) {
+    std::copy_n(ahead_.data<float>(), out.size(), out.data());
+    g.set_state(ahead_to_);
+  } else {
+    g.fill_normal(out);
+  }
+  ahead_valid_ = false;
+}
+
+// Draws what draw_noise() will draw next, from a copy of the generator (its state is unchanged).
+void ActionHeadNode::draw_next_noise() {
+  if (ahead_.numel() == 0 || (ahead_valid_ && rng().state() == ahead_from_)) return;
+  Rng g = rng();
+  ahead_from_ = g.state();
+  g.fill_normal({ahead_.data<float>(), static_cast<std::size_t>(ahead_.numel())});
+  ahead_to_ = g.state();
+  ahead_valid_ = true;
 }
 
 Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
@@ -59,8 +88,7 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   engine.clear_bindings();
   for (const backends::TensorSpec& spec : engine.inputs()) {
     if (spec.name == "noise") {
-      // Noise from the node's generator: its state is stamped on the chunk, so replay redraws it.
-      rng().fill_normal({noise_.data<float>(), static_cast<std::size_t>(noise_.numel())});
+      draw_noise();
       EDGEVLA_RETURN_IF_ERROR(engine.bind(spec.name, noise_));
       continue;
     }

@@ -20,6 +20,8 @@ class ActionHeadNode final : public Node {
  private:
   void on_backbone(const msgs::BackboneOutput& in);
   Status infer(const msgs::BackboneOutput& in);
+  void draw_noise();
+  void draw_next_noise();
 
   ModelStageParams params_;
   // clang-format off
@@ -43,6 +45,12 @@ class ActionHeadNode final : public Node {
   ModelStage stage_;
   std::unique_ptr<model::ActionDecoder> decoder_;
   Tensor noise_;
+  // The next chunk's noise, drawn after a chunk is published (off the path from prefix to
+  // actions): valid while the generator still stands at `ahead_from_`; replay, which sets the
+  // generator's state, or a first chunk draw afresh. Either way the same numbers.
+  Tensor ahead_;
+  bool ahead_valid_ = false;
+  RngState ahead_from_{}, ahead_to_{};
 };
 
 }  // namespace edgevla::nodes

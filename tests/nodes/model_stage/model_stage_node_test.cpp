@@ -198,6 +198,67 @@ TEST_P(ModelStages, ChunkEqualsTheForwardPassOnTheSameInputs) {
   ASSERT_OK(g.host->deactivate_all());
 }
 
+// The node draws the next chunk's noise after publishing a chunk; the k-th chunk must still
+// use exactly the generator's k-th draw, and its header the generator state before that draw.
+TEST_P(ModelStages, EachChunkUsesTheGeneratorsNextDrawAlsoWhenDrawnAhead) {
+  const std::string& ckpt = checkpoint(GetParam());
+  Graph g = start("ahead", ckpt);
+  ASSERT_OK(g.host->activate_all());
+  auto opened = model::Checkpoint::open(ckpt);
+  ASSERT_TRUE(opened.has_value()) << opened.status().to_string();
+  const model::ModelConfig c = opened->config();
+  auto in = model::random_inputs(c, 3, {}, 9);
+  ASSERT_TRUE(in.has_value());
+  ASSERT_OK(g.harness->observation.publish(observation_of(*in, c)));
+  ASSERT_TRUE(eventually([&] { return g.harness->chunk_count() == 1; }));
+  ASSERT_TRUE(eventually([&] { return g.harness->last_prefix() != nullptr; }));
+  const MessagePtr prefix = g.harness->last_prefix();
+  for (std::size_t k = 2; k <= 3; ++k) {
+    Message again = *prefix;
+    ASSERT_OK(g.harness->prefix_out.publish(std::move(again)));
+    ASSERT_TRUE(eventually([&] { return g.harness->chunk_count() == k; }));
+  }
+  std::vector<MessagePtr> chunks;
+  {
+    std::lock_guard lock(g.harness->mu);
+    chunks = g.harness->chunks;
+  }
+  ASSERT_EQ(chunks.size(), 3u);
+
+  auto backend = backends::make_backend("cpu");
+  ASSERT_TRUE(backend.has_value());
+  backends::EngineOptions eo;
+  eo.threads = 1;
+  const model::pi0::Pi0Model pm(std::move(*opened));
+  auto bb = (*backend)->create(pm, model::kBackbone, eo);
+  auto hd = (*backend)->create(pm, model::kActionHead, eo);
+  ASSERT_TRUE(bb.has_value() && hd.has_value());
+  auto stats = model::load_norm_stats(*model::find_norm_stats(ckpt, c.asset_id));
+  ASSERT_TRUE(stats.has_value());
+  const std::int64_t D = static_cast<std::int64_t>(stats->actions.size());
+  in->num_steps = c.num_steps;
+  Rng rng(5, 0);  // the node's seed
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    ASSERT_TRUE(chunks[k]->header().rng.has_value());
+    EXPECT_EQ(*chunks[k]->header().rng, rng.state()) << "chunk " << k;
+    rng.fill_normal({in->noise.data<float>(), static_cast<std::size_t>(in->noise.numel())});
+    auto out = model::run_forward(**bb, **hd, c, *in, false);
+    ASSERT_TRUE(out.has_value()) << out.status().to_string();
+    const std::vector<float> normalized = values(out->actions);
+    const std::vector<float> got = values(*chunks[k]->tensor("actions"));
+    std::vector<float> row(static_cast<std::size_t>(c.action_dim));
+    for (std::int64_t r = 0; r < c.action_horizon; ++r) {
+      ASSERT_OK(model::unnormalize(std::span<const float>(normalized.data() + r * c.action_dim,
+                                                          static_cast<std::size_t>(c.action_dim)),
+                                   stats->actions, model::norm_kind_for(c.type), row));
+      for (std::int64_t d = 0; d < D; ++d) {
+        ASSERT_EQ(got[static_cast<std::size_t>(r * D + d)], row[static_cast<std::size_t>(d)]) << k << ":" << r << "," << d;
+      }
+    }
+  }
+  ASSERT_OK(g.host->deactivate_all());
+}
+
 TEST_P(ModelStages, NumStepsReachesTheModelAlsoAtRunTime) {
   const std::string& ckpt = checkpoint(GetParam());
   Graph g = start("steps", ckpt, {{"num_steps", yaml("1")}});
