@@ -12,7 +12,11 @@ recording:
     model.safetensors.
 The baseline for the deliveries is the bus's own same-process hop (bench/results/bus_latency*).
 
-  bench/pipeline.py [--seconds 15] [--configs tiny,small] [--out bench/results/NAME]
+  bench/pipeline.py [--seconds 15] [--configs tiny,small] [--launches pi05_demo,pi05_multiprocess]
+                    [--upstream-spin-us N] [--out bench/results/NAME]
+
+--upstream-spin-us runs each launch file a second time with `upstream_spin_us: N` on every
+group (executors spin while a stage upstream in their process runs), labelled "+spin".
 """
 
 import argparse
@@ -34,11 +38,37 @@ def run(cmd, env):
     return r.stdout
 
 
+def with_upstream_spin(launch, spin_us, work):
+    """A copy of launch/<launch>.yaml whose every group spins `spin_us` for upstream work."""
+    import yaml  # python3-yaml; only this option needs it
+
+    src = os.path.join(ROOT, "launch", launch + ".yaml")
+    with open(src) as f:
+        doc = yaml.safe_load(f)
+    here = os.path.dirname(src)
+    for key in ("params_files", "include", "plugins"):
+        if key in doc:
+            doc[key] = [os.path.normpath(os.path.join(here, p)) for p in doc[key]]
+    if "nodes" in doc:
+        doc.setdefault("groups", []).append({"name": "main", "nodes": doc.pop("nodes")})
+    for g in doc.get("groups", []):
+        g["upstream_spin_us"] = spin_us
+        for n in g["nodes"]:
+            if "params_files" in n:
+                n["params_files"] = [os.path.normpath(os.path.join(here, p)) for p in n["params_files"]]
+    out = os.path.join(work, f"{launch}_spin.yaml")
+    with open(out, "w") as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--edgevla", default=os.path.join(ROOT, "build", "bin", "edgevla"))
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--configs", default="tiny,small")
+    ap.add_argument("--launches", default="pi05_demo,pi05_multiprocess")
+    ap.add_argument("--upstream-spin-us", type=int, default=0)
     ap.add_argument("--out")
     args = ap.parse_args()
 
@@ -48,17 +78,22 @@ def main():
             ckpt = os.path.join(work, f"{config}_pi05")
             run([args.edgevla, "model", "init", "--config", config, "--model", "pi05", "--seed", "7", "--out", ckpt],
                 os.environ)
-            for launch in ("pi05_demo", "pi05_multiprocess"):
+            runs = [(launch, f"launch/{launch}.yaml") for launch in args.launches.split(",")]
+            if args.upstream_spin_us > 0:
+                runs += [(launch + "+spin", with_upstream_spin(launch, args.upstream_spin_us, work))
+                         for launch in args.launches.split(",")]
+            for label, launch_file in runs:
+                launch = label.split("+")[0]
                 env = dict(os.environ, EDGEVLA_CHECKPOINT=ckpt, EDGEVLA_RUN_DIR=work,
-                           EDGEVLA_DOMAIN=f"bench-{os.getpid()}-{config}-{launch}")
+                           EDGEVLA_DOMAIN=f"bench-{os.getpid()}-{config}-{label.replace('+', '-')}")
                 sets = ["--set", "actuation.execute_steps=5"] if config == "tiny" else []
-                run([args.edgevla, "launch", f"launch/{launch}.yaml", "--duration", str(args.seconds)] + sets, env)
-                report = os.path.join(work, f"{config}_{launch}.json")
+                run([args.edgevla, "launch", launch_file, "--duration", str(args.seconds)] + sets, env)
+                report = os.path.join(work, f"{config}_{label}.json")
                 run([args.edgevla, "bag", "report", os.path.join(work, f"{launch}.mcap"), "--json", report,
                      "--checkpoint", ckpt], env)
                 with open(report) as f:
                     j = json.load(f)
-                row = {"config": config, "launch": launch, "chunks": j["messages"].get("ActionChunk", 0),
+                row = {"config": config, "launch": label, "chunks": j["messages"].get("ActionChunk", 0),
                        "stages_ms": j["stages_ms"], "latency_ms": j["latency_ms"], "overhead_ms": j["overhead_ms"],
                        "graph_peak_rss_bytes": j["graph_peak_rss_bytes"], "checkpoint_bytes": j["checkpoint_bytes"],
                        "peak_rss_over_checkpoint": round(j["peak_rss_over_checkpoint"], 3),
@@ -67,7 +102,7 @@ def main():
                                  for n, v in j["nodes"].items()}}
                 rows.append(row)
                 o = row["latency_ms"]
-                print(f"{config} {launch}: camera->actuation p50 {o['camera_to_actuation'].get('p50', 0):.2f} ms, "
+                print(f"{config} {label}: camera->actuation p50 {o['camera_to_actuation'].get('p50', 0):.2f} ms, "
                       f"overhead p50 {o['framework_overhead'].get('p50', 0):.3f} ms, peak RSS "
                       f"{row['graph_peak_rss_bytes'] / 1e6:.1f} MB = {row['peak_rss_over_checkpoint']}x checkpoint",
                       flush=True)

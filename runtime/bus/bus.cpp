@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <yaml-cpp/yaml.h>
 
 #include "msgs/schema.hpp"
@@ -148,6 +150,16 @@ Status Bus::send(TopicWriter& w, Message&& m, bool stamp) {
     }
   }
   return Status::ok();
+}
+
+void Bus::upstream_wakers(const std::string& topic, std::vector<std::shared_ptr<Waker>>& out) const {
+  auto queues = queues_for(topic);
+  if (!queues) return;
+  for (const auto& q : *queues) {
+    const auto& w = q->waker();
+    if (!w || !w->spins_for_upstream()) continue;
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+  }
 }
 
 TopicInterest Bus::interest_of(const QueueList& queues) {

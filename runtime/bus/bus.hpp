@@ -185,6 +185,10 @@ class Bus {
   // else a host loan as above, which the producer fills straight from the device.
   Expected<Tensor> loan_for(const std::string& topic, DType dtype, const Shape& shape, Device device);
 
+  // The wakers of this process's subscribers to `topic` whose executors spin while an upstream
+  // node is busy (Waker::spins_for_upstream), appended to `out` once each.
+  void upstream_wakers(const std::string& topic, std::vector<std::shared_ptr<Waker>>& out) const;
+
   void set_node_names(std::vector<std::string> names);
   void set_control_handler(ControlHandler handler);
   // YAML summary of topics, transports, pool and drops (control command "bus").

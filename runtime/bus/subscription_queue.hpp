@@ -45,6 +45,8 @@ class SubscriptionQueue {
   const std::string& type() const { return type_; }
   const QoS& qos() const { return qos_; }
   const std::string& owner() const { return owner_; }
+  // The subscribing executor's waker (null for queues drained by other means).
+  const std::shared_ptr<Waker>& waker() const { return waker_; }
 
   // Offers a message. Best effort never blocks; reliable blocks up to qos.max_block unless
   // `may_wait` is false (a publisher that must never wait), then drops at once like best effort.

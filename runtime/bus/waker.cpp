@@ -19,14 +19,41 @@ void Waker::notify() {
   }
 }
 
-void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns) {
+void Waker::upstream_begins() {
+  if (upstream_busy_.fetch_add(1, std::memory_order_acq_rel) == 0) notify();
+}
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns, std::int64_t upstream_spin_ns) {
+  if (upstream_spin_ns > 0 && upstream_busy_.load(std::memory_order_acquire) > 0) {
+    std::int64_t until = steady_now_ns() + upstream_spin_ns;
+    if (deadline_ns > 0 && deadline_ns < until) until = deadline_ns;  // a timer due first ends it
+    while (upstream_busy_.load(std::memory_order_acquire) > 0 && epoch_.load(std::memory_order_acquire) == seen &&
+           steady_now_ns() < until) {
+      for (int i = 0; i < 4; ++i) cpu_relax();
+    }
+    if (epoch_.load(std::memory_order_acquire) != seen) {
+      spins_taken_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    spins_missed_.fetch_add(1, std::memory_order_relaxed);
+  }
   if (spin_ns > 0) {
     const std::int64_t until = steady_now_ns() + spin_ns;
     while (steady_now_ns() < until) {
       if (epoch_.load(std::memory_order_acquire) != seen) return;
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
+      cpu_relax();
     }
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -13,12 +13,32 @@ class Waker {
   std::uint32_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   void notify();
   // Sleeps until notify() after `seen`, or until the steady-clock `deadline_ns` (<= 0: none).
-  // Spins up to `spin_ns` first, which trims wake-up latency at the cost of CPU.
-  void wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns = 0);
+  // Spins up to `spin_ns` first, which trims wake-up latency at the cost of CPU. While an
+  // upstream node is busy (upstream_begins() without its upstream_ends()), spins up to
+  // `upstream_spin_ns` before that, so the message the upstream callback is about to publish
+  // is taken without a wake-up.
+  void wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns = 0, std::int64_t upstream_spin_ns = 0);
+
+  // Upstream announcements (only for wakers whose executor spins for them): a node of this
+  // process that publishes to this executor's subscriptions began / ended a callback. The
+  // first begin wakes a sleeping executor so that it starts spinning.
+  void set_spins_for_upstream(bool on) { spins_for_upstream_.store(on, std::memory_order_relaxed); }
+  bool spins_for_upstream() const { return spins_for_upstream_.load(std::memory_order_relaxed); }
+  void upstream_begins();
+  void upstream_ends() { upstream_busy_.fetch_sub(1, std::memory_order_acq_rel); }
+  std::int32_t upstream_busy() const { return upstream_busy_.load(std::memory_order_acquire); }
+  // Waits that spun for upstream work and ended with work arriving (a hand-over taken without
+  // a wake-up), and those that stopped spinning without it (upstream ended, limit or timer).
+  std::uint64_t upstream_spins_taken() const { return spins_taken_.load(std::memory_order_relaxed); }
+  std::uint64_t upstream_spins_missed() const { return spins_missed_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<std::uint32_t> epoch_{0};
   std::atomic<std::uint32_t> sleepers_{0};
+  std::atomic<std::int32_t> upstream_busy_{0};
+  std::atomic<bool> spins_for_upstream_{false};
+  std::atomic<std::uint64_t> spins_taken_{0};
+  std::atomic<std::uint64_t> spins_missed_{0};
 };
 
 }  // namespace edgevla

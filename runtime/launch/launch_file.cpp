@@ -269,7 +269,7 @@ struct Parser {
     EDGEVLA_RETURN_IF_ERROR(
         check_keys(file, n,
                    {"name", "respawn", "respawn_delay_s", "max_respawns", "heartbeat_timeout_s", "required", "tcp",
-                    "allowed_groups", "shm_pool_mb", "spin_us", "nodes"},
+                    "allowed_groups", "shm_pool_mb", "spin_us", "upstream_spin_us", "nodes"},
                    "a group"));
     GroupDescription g;
     g.origin = where(file, n);
@@ -316,6 +316,15 @@ struct Parser {
         return error_at(file, n["spin_us"], "'spin_us' must be between 0 (no spinning) and 1000000 microseconds");
       }
       g.spin_us = static_cast<std::int64_t>(v);
+    }
+    if (n["upstream_spin_us"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["upstream_spin_us"], "upstream_spin_us"));
+      if (!(v >= 0 && v <= 10'000'000)) {
+        return error_at(file, n["upstream_spin_us"],
+                        "'upstream_spin_us' must be between 0 (off) and 10000000 microseconds (the longest an "
+                        "executor spins while a node upstream of it runs a callback)");
+      }
+      g.upstream_spin_us = static_cast<std::int64_t>(v);
     }
     if (n["tcp"]) EDGEVLA_RETURN_IF_ERROR(parse_tcp(file, n["tcp"], g));
     if (n["allowed_groups"]) {

@@ -48,6 +48,10 @@ struct GroupDescription {
   std::vector<std::uint32_t> allowed_gids;
   std::int64_t shm_pool_mb = 2048;
   std::int64_t spin_us = 0;      // executor spin before sleeping (latency vs CPU)
+  // Executors spin up to this long while a node of the group that publishes to them runs a
+  // callback (0: off): hand-overs inside the process without a thread wake-up, for machines
+  // with cores to spare (GPU hosts).
+  std::int64_t upstream_spin_us = 0;
   std::vector<NodeOptions> nodes;  // in start order
   std::string origin;            // "file:line"
   std::int64_t load_bytes = 0;   // largest load a node of the group declared (load_launch)

@@ -144,6 +144,7 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
     NodeHostOptions ho;
     ho.process_name = group->name;
     ho.spin_ns = group->spin_us * 1000;
+    ho.upstream_spin_ns = group->upstream_spin_us * 1000;
     NodeHost host(**bus, ho);
     for (const auto& n : group->nodes) {
       auto added = host.add(n);

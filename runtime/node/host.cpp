@@ -14,7 +14,7 @@ namespace edgevla {
 namespace {
 
 // Attaches a fresh runtime to `node` and runs its configure().
-Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std::int64_t spin_ns, bool manual_timers,
+Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, const NodeHostOptions& host,
                                                       std::shared_ptr<NodeRuntime>& slot_rt) {
   auto rt = std::make_shared<NodeRuntime>();
   rt->options = node.options();
@@ -23,8 +23,10 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, std:
   std::uint64_t seed = 0xcbf29ce484222325ull;
   for (unsigned char c : node.name()) seed = (seed ^ c) * 0x100000001b3ull;
   rt->rng.set_state({seed, 0});
-  rt->spin_ns = spin_ns;
-  rt->manual_timers = manual_timers;
+  rt->spin_ns = host.spin_ns;
+  rt->upstream_spin_ns = host.upstream_spin_ns;
+  rt->waker->set_spins_for_upstream(host.upstream_spin_ns > 0);
+  rt->manual_timers = host.manual_timers;
   slot_rt = rt;
   NodeSpec spec(*rt);
   Status s;
@@ -95,7 +97,7 @@ Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
   std::shared_ptr<NodeRuntime> rt;
   node->runtime_ = nullptr;
   if (options_.clock != nullptr) node->clock_ = options_.clock;
-  auto configured = configure_node(*node, &bus_, options_.spin_ns, options_.manual_timers, rt);
+  auto configured = configure_node(*node, &bus_, options_, rt);
   if (!configured) return configured.status();
   node->runtime_ = *configured;
   node->runtime_->clock = node->clock_;
@@ -288,6 +290,15 @@ std::uint64_t NodeHost::bad_inputs(std::string_view node) const {
   return 0;
 }
 
+NodeHost::UpstreamSpins NodeHost::upstream_spins(std::string_view node) const {
+  for (const auto& s : snapshot()) {
+    if (s->node->name() == node) {
+      return {s->rt->waker->upstream_spins_taken(), s->rt->waker->upstream_spins_missed(), s->rt->waker->upstream_busy()};
+    }
+  }
+  return {};
+}
+
 std::string NodeHost::nodes_yaml() const {
   const auto reports = callback_reports();
   YAML::Emitter out;
@@ -308,6 +319,11 @@ std::string NodeHost::nodes_yaml() const {
     {
       std::lock_guard lock(rt.engine_mu);
       if (!rt.engine.empty()) out << YAML::Key << "engine" << YAML::Value << rt.engine;
+    }
+    if (rt.upstream_spin_ns > 0) {
+      out << YAML::Key << "upstream_spin" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "taken"
+          << YAML::Value << rt.waker->upstream_spins_taken() << YAML::Key << "missed" << YAML::Value
+          << rt.waker->upstream_spins_missed() << YAML::EndMap;
     }
     out << YAML::Key << "publishers" << YAML::Value << YAML::BeginSeq;
     for (const auto& p : rt.publishers) {
@@ -507,7 +523,7 @@ Expected<DryRun> dry_run(const NodeOptions& options) {
   auto node = NodeRegistry::instance().create(options);
   if (!node) return node.status();
   std::shared_ptr<NodeRuntime> rt;
-  auto configured = configure_node(**node, nullptr, 0, false, rt);
+  auto configured = configure_node(**node, nullptr, NodeHostOptions{}, rt);
   if (!configured) return configured.status();
   DryRun out{(*configured)->params, (*configured)->load_bytes, {}, {}, {}};
   const NodeRuntime& r = **configured;

@@ -26,6 +26,10 @@ struct NodeHostOptions {
   std::string status_topic = "/edgevla/status";
   std::chrono::milliseconds status_period{1000};  // 0 turns NodeStatus off
   std::int64_t spin_ns = 0;  // executors spin this long before sleeping (latency vs CPU)
+  // Executors spin up to this long while a node of this host that publishes to them runs a
+  // callback, and callbacks announce themselves to them (0: off). Trades up to one core per
+  // waiting stage for taking each hand-over without a thread wake-up.
+  std::int64_t upstream_spin_ns = 0;
   const Clock* clock = nullptr;  // the nodes' clock (default: the system clock); replay drives one
   bool manual_timers = false;    // timers fire only through fire_timers() (replay drives them)
 };
@@ -81,6 +85,15 @@ class NodeHost {
   Node* find(std::string_view name) const;
   std::vector<CallbackReport> callback_reports() const;
   std::uint64_t bad_inputs(std::string_view node) const;
+  // Upstream spinning (NodeHostOptions::upstream_spin_ns) of a node's executor: waits that took
+  // their work while spinning, waits that stopped spinning without it, and upstream callbacks
+  // running now.
+  struct UpstreamSpins {
+    std::uint64_t taken = 0;
+    std::uint64_t missed = 0;
+    std::int32_t busy = 0;
+  };
+  UpstreamSpins upstream_spins(std::string_view node) const;
   std::string nodes_yaml() const;
   Expected<std::string> params_yaml(std::string_view node) const;
   // Changes a param of a running node. `value` is YAML text, checked like a params-file value;

@@ -298,6 +298,16 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
     }
     rt.taken.push_back({input->header().topic, input->header().publish_stamp_ns, rt.callback_stamp_ns});
   }
+  // Executors downstream that spin for upstream work start spinning now: what this callback
+  // publishes is then taken without waking a sleeping thread.
+  std::vector<std::shared_ptr<Waker>> announced;
+  if (rt.upstream_spin_ns > 0 && rt.bus != nullptr) {
+    for (const auto& p : rt.publishers) {
+      if (p->active.load(std::memory_order_acquire)) rt.bus->upstream_wakers(p->topic, announced);
+    }
+    std::erase(announced, rt.waker);
+    for (const auto& w : announced) w->upstream_begins();
+  }
   const std::int64_t t0 = steady_now_ns();
   try {
     f();
@@ -312,6 +322,7 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
   }
   stats.latency.record(steady_now_ns() - t0);
   stats.count.add();
+  for (const auto& w : announced) w->upstream_ends();
   t_callback_runtime = outer;
 }
 
@@ -360,7 +371,7 @@ void NodeRuntime::run_executor() {
       worked = true;
     }
     if (n) rr = (rr + 1) % n;
-    if (!worked) waker->wait(seen, next_deadline, spin_ns);
+    if (!worked) waker->wait(seen, next_deadline, spin_ns, upstream_spin_ns);
   }
 }
 

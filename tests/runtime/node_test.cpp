@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <thread>
 #include <mutex>
 #include <optional>
 
@@ -307,6 +309,112 @@ TEST(Node, LifecycleCallbacksTimersAndStats) {
   ASSERT_OK(host.activate_all());
   ASSERT_OK(n->out.publish(chunk(2)));
   ASSERT_TRUE(eventually([&] { return n->received.load() == 4; }));
+}
+
+// Upstream spinning: a stage of a chain, in: /in -> out: /mid. Its callback waits `hold` (or
+// until `until` says so), then publishes unless the chunk has 3 rows, and throws on 13 rows.
+class UpstreamStage final : public Node {
+ public:
+  explicit UpstreamStage(const NodeOptions& o) : Node(o) {}
+  Status configure(NodeSpec& spec) override {
+    EDGEVLA_ASSIGN_OR_RETURN(out, spec.publisher<msgs::ActionChunk>("out"));
+    return spec.subscribe<msgs::ActionChunk>("in", QoS::keep_last(10), [this](const msgs::ActionChunk& m) {
+      const std::int64_t rows = m.actions().shape()[0];
+      if (until) {
+        held_until_ok = eventually([&] { return until(); }, std::chrono::seconds(10));
+      } else {
+        std::this_thread::sleep_for(hold);
+      }
+      if (rows == 13) throw std::runtime_error("unlucky chunk");
+      if (rows != 3) (void)out.publish(chunk(static_cast<int>(rows)));
+    });
+  }
+  Status activate() override { return Status::ok(); }
+  Status deactivate() override { return Status::ok(); }
+  Publisher<msgs::ActionChunk> out;
+  std::chrono::milliseconds hold{50};
+  std::function<bool()> until;
+  std::atomic<bool> held_until_ok{false};
+};
+
+// The stage after it: counts what arrives on /mid, and ticks every 5 ms.
+class DownstreamStage final : public Node {
+ public:
+  explicit DownstreamStage(const NodeOptions& o) : Node(o) {}
+  Status configure(NodeSpec& spec) override {
+    EDGEVLA_RETURN_IF_ERROR(
+        spec.subscribe<msgs::ActionChunk>("in", QoS::keep_last(10), [this](const msgs::ActionChunk&) { ++received; }));
+    return spec.timer("tick", std::chrono::milliseconds(5), [this] { ++ticks; });
+  }
+  Status activate() override { return Status::ok(); }
+  Status deactivate() override { return Status::ok(); }
+  std::atomic<int> received{0};
+  std::atomic<int> ticks{0};
+};
+
+struct SpinChain {
+  std::unique_ptr<Bus> bus;
+  std::unique_ptr<NodeHost> host;
+  UpstreamStage* up = nullptr;
+  DownstreamStage* down = nullptr;
+  std::shared_ptr<TopicWriter> in;
+};
+
+SpinChain spin_chain(const std::string& tag, std::int64_t upstream_spin_ns) {
+  SpinChain c;
+  c.bus = bus_for(tag);
+  NodeHostOptions ho;
+  ho.status_period = std::chrono::milliseconds(0);
+  ho.upstream_spin_ns = upstream_spin_ns;
+  c.host = std::make_unique<NodeHost>(*c.bus, ho);
+  NodeOptions u{"up", "upstream_stage"};
+  u.remaps = {{"in", "/in"}, {"out", "/mid"}};
+  c.up = static_cast<UpstreamStage*>(*c.host->add(std::make_unique<UpstreamStage>(u)));
+  NodeOptions d{"down", "downstream_stage"};
+  d.remaps = {{"in", "/mid"}};
+  c.down = static_cast<DownstreamStage*>(*c.host->add(std::make_unique<DownstreamStage>(d)));
+  c.in = *c.bus->advertise("/in", "ActionChunk", "test");
+  return c;
+}
+
+// With upstream spinning on, the downstream executor spins while the upstream callback runs
+// and takes its message without sleeping; callbacks that publish nothing or throw end the
+// spin; nothing stays announced; off, nothing spins.
+TEST(Node, UpstreamSpinTakesHandOversWithoutSleepingAndEndsWithTheCallback) {
+  SpinChain c = spin_chain("upspin", 30'000'000'000);
+  ASSERT_OK(c.host->activate_all());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK(c.bus->publish(*c.in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return c.down->received.load() == i + 1; }));
+  }
+  auto spins = c.host->upstream_spins("down");
+  EXPECT_GE(spins.taken, 1u);  // each of the 5 unless the executor was still busy when it came
+  EXPECT_TRUE(eventually([&] { return c.host->upstream_spins("down").busy == 0; }));
+  // A callback that publishes nothing and one that throws: the spin stops with them (the
+  // limit is 30 s: a spin left running would stop the timer below).
+  const std::uint64_t missed = c.host->upstream_spins("down").missed;
+  ASSERT_OK(c.bus->publish(*c.in, chunk(3)));
+  ASSERT_OK(c.bus->publish(*c.in, chunk(13)));
+  ASSERT_TRUE(eventually([&] { return c.host->upstream_spins("down").missed >= missed + 1; }));
+  EXPECT_TRUE(eventually([&] { return c.host->upstream_spins("down").busy == 0; }));
+  EXPECT_EQ(c.down->received.load(), 5);
+  // The spinning executor still runs its timer when it is due: the upstream callback waits for
+  // three of its ticks.
+  c.up->until = [&, from = c.down->ticks.load()] { return c.down->ticks.load() >= from + 3; };
+  ASSERT_OK(c.bus->publish(*c.in, chunk(2)));
+  ASSERT_TRUE(eventually([&] { return c.down->received.load() == 6; }, std::chrono::seconds(15)));
+  EXPECT_TRUE(c.up->held_until_ok.load());
+  EXPECT_NE(c.host->nodes_yaml().find("upstream_spin: {taken: "), std::string::npos);
+  ASSERT_OK(c.host->deactivate_all());
+
+  SpinChain off = spin_chain("upspin_off", 0);
+  ASSERT_OK(off.host->activate_all());
+  for (int i = 0; i < 3; ++i) ASSERT_OK(off.bus->publish(*off.in, chunk(2)));
+  ASSERT_TRUE(eventually([&] { return off.down->received.load() == 3; }));
+  const auto none = off.host->upstream_spins("down");
+  EXPECT_EQ(none.taken + none.missed, 0u);
+  EXPECT_EQ(off.host->nodes_yaml().find("upstream_spin"), std::string::npos);
+  ASSERT_OK(off.host->deactivate_all());
 }
 
 TEST(Node, FailedActivationRollsBackInReverseOrder) {

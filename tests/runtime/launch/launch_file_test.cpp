@@ -98,7 +98,7 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   write("params/src.yaml", "source:\n  height: 24\n");
   write("common.yaml", "groups:\n  - name: sensors\n    respawn: true\n    nodes:\n      - name: source\n"
                        "        type: tensor_source\n        params_files: [params/src.yaml]\n");
-  const auto f = write("top.yaml", "include: [common.yaml]\ngroups:\n  - name: consumers\n    spin_us: 20\n"
+  const auto f = write("top.yaml", "include: [common.yaml]\ngroups:\n  - name: consumers\n    spin_us: 20\n    upstream_spin_us: 50000\n"
                                    "    nodes:\n      - {name: sink, type: tensor_sink}\n");
   auto d = load_launch(f, {});
   ASSERT_TRUE(d.has_value()) << d.status().to_string();
@@ -106,6 +106,8 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   EXPECT_EQ(d->groups[0].name, "sensors");
   EXPECT_TRUE(d->groups[0].respawn);
   EXPECT_EQ(d->groups[1].spin_us, 20);
+  EXPECT_EQ(d->groups[1].upstream_spin_us, 50000);
+  EXPECT_EQ(d->groups[0].upstream_spin_us, 0);  // off unless asked
   EXPECT_EQ(d->groups[0].nodes[0].params.at("height").value.as<int>(), 24);
 }
 
@@ -304,6 +306,9 @@ TEST_F(LaunchFile, GroupNumbersOutOfRangeAreNamed) {
     expect_error(group(std::string("spin_us: ") + v), {"g.yaml:3", "'spin_us' must be between 0"});
   }
   expect_error(group("spin_us: .nan"), {"g.yaml:3", "'spin_us' expects a number"});
+  for (const char* v : {".inf", "-1", "2e7"}) {
+    expect_error(group(std::string("upstream_spin_us: ") + v), {"g.yaml:3", "'upstream_spin_us' must be between 0"});
+  }
   for (const char* v : {".inf", "-1", "2.5"}) {
     expect_error(group(std::string("max_respawns: ") + v), {"g.yaml:3", "'max_respawns' must be a whole number"});
   }
