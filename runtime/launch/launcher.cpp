@@ -145,6 +145,11 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
     ho.process_name = group->name;
     ho.spin_ns = group->spin_us * 1000;
     ho.upstream_spin_ns = group->upstream_spin_us * 1000;
+    if (group->upstream_spin_us > 0 && std::thread::hardware_concurrency() < 4) {
+      logger().warn("group '{}': upstream_spin_us is on but this machine has {} core(s): spinning executors take "
+                    "them from the stages (slower, not faster); set it on machines with cores to spare",
+                    group->name, std::thread::hardware_concurrency());
+    }
     NodeHost host(**bus, ho);
     for (const auto& n : group->nodes) {
       auto added = host.add(n);
