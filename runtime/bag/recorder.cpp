@@ -72,7 +72,7 @@ Status Recorder::write_recording_metadata() {
 std::string Recorder::current_path() const { return split_ ? part_path(options_.output, part_) : options_.output; }
 
 bool Recorder::part_is_full(std::int64_t now_ns) const {
-  if (!split_) return false;
+  if (!split_ || part_messages_ == 0) return false;
   if (options_.split_bytes > 0 && writer_->stats().bytes_written >= part_limit_bytes_) return true;
   return options_.split_duration.count() > 0 &&
          now_ns - part_started_ns_ >= std::chrono::nanoseconds(options_.split_duration).count();
@@ -111,6 +111,7 @@ void Recorder::next_part(std::int64_t now_ns) {
   // them back, or the recorder would stay at two writers' worth of memory.
   release_free_heap();
   ++part_;
+  part_messages_ = 0;
   parts_.store(part_ + 1);
   part_started_ns_ = now_ns;
   part_limit_bytes_ = options_.split_bytes;
@@ -257,11 +258,19 @@ void Recorder::run() {
       reported_drops = drops;
     }
     if (head.message) {
+      // A full part is closed when the next message comes, so that no part is left empty
+      // (a recording that stops right after a part filled up ends with that part).
+      if (const std::int64_t at = steady_now_ns(); part_is_full(at)) {
+        next_part(at);
+        unflushed = 0;
+        last_flush = at;
+      }
       if (Status s = write(next, head); !s.is_ok()) {
         write_errors_.fetch_add(1);
         rate_log_.error("write", "recorder cannot write to '" + current_path() + "': " + s.message());
       } else {
         written_.fetch_add(1);
+        ++part_messages_;
         ++unflushed;
       }
       bytes_written_.store(bytes_before_part_ + writer_->stats().bytes_written);
@@ -269,11 +278,6 @@ void Recorder::run() {
       break;  // stopped and drained
     }
     const std::int64_t now = steady_now_ns();
-    if (part_is_full(now)) {
-      next_part(now);
-      unflushed = 0;
-      last_flush = now;
-    }
     if (unflushed && now - last_flush > options_.flush_period.count() * 1'000'000) {
       if (Status s = writer_->flush(); !s.is_ok()) rate_log_.error("write", s.message());
       last_flush = now;

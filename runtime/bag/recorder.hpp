@@ -40,8 +40,8 @@ struct RecorderOptions {
   // Also write Foxglove-decodable channels (runtime/bag/foxglove.hpp) beside each topic's own.
   bool foxglove = false;
   FoxgloveOptions foxglove_options;
-  // Splitting: a new file once the current one holds split_bytes or has recorded for
-  // split_duration (0: never). The parts are <stem>_000.mcap, <stem>_001.mcap, ... beside
+  // Splitting: a new file for the first message after the current one holds split_bytes or has
+  // recorded for split_duration (0: never); every part holds at least one message. The parts are <stem>_000.mcap, <stem>_001.mcap, ... beside
   // `output` (see part_path); each is a complete bag with its own schemas, channels, node
   // metadata and summary, so every bag tool takes any one of them. The recorder's memory stays
   // bounded however long it records (a bag's summary index grows with its chunks).
@@ -115,6 +115,7 @@ class Recorder {
   bool split_ = false;
   int part_ = 0;
   std::int64_t part_started_ns_ = 0;
+  std::uint64_t part_messages_ = 0;                // messages written into the open part
   std::uint64_t part_limit_bytes_ = 0;             // a failed switch retries one split_bytes later
   std::uint64_t bytes_before_part_ = 0;            // in closed parts
   std::atomic<int> parts_{1};

@@ -213,6 +213,35 @@ TEST(Recorder, SplitsIntoWholeBagsThatTogetherHoldEveryMessage) {
   EXPECT_FALSE(fs::exists(part_path(path, st.parts)));
 }
 
+// A part is switched when the next message comes, never left empty: with a limit every message
+// exceeds, each part holds exactly one message and a stop right after the last one adds no
+// empty part (the recorder once opened the next part as soon as one filled up).
+TEST(Recorder, EveryPartHoldsAMessageAndAStopAfterAFullPartAddsNoEmptyOne) {
+  auto bus = make_bus("recsplit1");
+  const std::string path = temp_path("split1.mcap");
+  RecorderOptions o;
+  o.output = path;
+  o.topics = {"/cam"};
+  o.compression = mcap::Compression::kNone;
+  o.split_bytes = 1;
+  auto rec = Recorder::start(*bus, o);
+  ASSERT_TRUE(rec.has_value()) << rec.status().to_string();
+  auto cam = *bus->advertise("/cam", "Image", "camera");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(bus->publish(*cam, image(static_cast<std::uint8_t>(i), 8, 8)).is_ok());
+  ASSERT_TRUE(testing::eventually([&] { return (*rec)->stats().written == 3; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the writer loop runs on, idle
+  ASSERT_TRUE((*rec)->stop().is_ok());
+  EXPECT_EQ((*rec)->stats().parts, 3);
+  for (int p = 0; p < 3; ++p) {
+    const std::string part = part_path(path, p);
+    const auto got = read_bag(part);
+    ASSERT_EQ(got.size(), 1u) << part;
+    EXPECT_EQ(got[0].header().seq, static_cast<std::uint64_t>(p + 1)) << part;
+    fs::remove(part);
+  }
+  EXPECT_FALSE(fs::exists(part_path(path, 3)));
+}
+
 TEST(Recorder, FallsBehindByDroppingCountedNotByGrowing) {
   auto bus = make_bus("recdrop");
   const std::string path = temp_path("drop.mcap");
