@@ -8,6 +8,7 @@
 
 #include "msgs/schema.hpp"
 #include "runtime/bus/bus_io.hpp"
+#include "runtime/bus/ring_interest.hpp"
 #include "runtime/util/clock.hpp"
 
 namespace edgevla {
@@ -152,13 +153,34 @@ Status Bus::send(TopicWriter& w, Message&& m, bool stamp) {
   return Status::ok();
 }
 
-void Bus::upstream_wakers(const std::string& topic, std::vector<std::shared_ptr<Waker>>& out) const {
-  auto queues = queues_for(topic);
-  if (!queues) return;
-  for (const auto& q : *queues) {
-    const auto& w = q->waker();
-    if (!w || !w->spins_for_upstream()) continue;
-    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+void UpstreamAnnouncement::end() {
+  for (const auto& w : local) w->upstream_ends();
+  local.clear();
+  for (const auto& t : remote) ring_withdraw_upstream(*t, static_cast<std::uint32_t>(::getpid()));
+  remote.clear();
+}
+
+void Bus::announce_upstream(const std::string& topic, const Waker* self, UpstreamAnnouncement& announcement) const {
+  if (auto queues = queues_for(topic)) {
+    for (const auto& q : *queues) {
+      const auto& w = q->waker();
+      if (!w || w.get() == self || !w->spins_for_upstream()) continue;
+      if (std::find(announcement.local.begin(), announcement.local.end(), w) != announcement.local.end()) continue;
+      announcement.local.push_back(w);
+      w->upstream_begins();
+    }
+  }
+  if (io_) io_->announce_upstream(topic, announcement.remote);
+}
+
+void Bus::upstream_wakers(std::vector<std::shared_ptr<Waker>>& out) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [topic, e] : topics_) {
+    for (const auto& q : *e.queues) {
+      const auto& w = q->waker();
+      if (!w || !w->spins_for_upstream() || q->qos().observer()) continue;
+      if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+    }
   }
 }
 

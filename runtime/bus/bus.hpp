@@ -74,6 +74,10 @@ struct BusOptions {
   // After traffic, the I/O thread keeps polling this long before it sleeps: trims a thread
   // wake-up from cross-process latency at the cost of CPU. 0 = never spin.
   std::int64_t spin_ns = 0;
+  // Upstream spinning across processes (the launch group's upstream_spin_us): while a node of
+  // another process on this host runs a callback that publishes to this process, its ring
+  // thread (and the spinning executors here) spin up to this long for the record. 0 = off.
+  std::int64_t upstream_spin_ns = 0;
   // Shared-memory blocks of other processes this process holds for observer subscriptions at
   // once; past that an observer reads a copy (see SubscriptionRole).
   std::size_t observer_max_holds = 16;
@@ -142,6 +146,16 @@ using ControlHandler = std::function<Expected<std::string>(const ControlRequest&
 
 class BusIo;
 
+struct RingInterestTable;
+
+// What one running callback announced (Bus::announce_upstream); end() withdraws it all.
+struct UpstreamAnnouncement {
+  std::vector<std::shared_ptr<Waker>> local;
+  std::vector<std::shared_ptr<RingInterestTable>> remote;  // other processes' ring tables (mapping kept)
+  void end();
+  ~UpstreamAnnouncement() { end(); }
+};
+
 class Bus {
  public:
   static Expected<std::unique_ptr<Bus>> create(BusOptions options);
@@ -185,9 +199,14 @@ class Bus {
   // else a host loan as above, which the producer fills straight from the device.
   Expected<Tensor> loan_for(const std::string& topic, DType dtype, const Shape& shape, Device device);
 
-  // The wakers of this process's subscribers to `topic` whose executors spin while an upstream
-  // node is busy (Waker::spins_for_upstream), appended to `out` once each.
-  void upstream_wakers(const std::string& topic, std::vector<std::shared_ptr<Waker>>& out) const;
+  // Upstream announcements: a node's callback that publishes to `topic` began. The executors
+  // of this process that take `topic` and spin for upstream work (Waker::spins_for_upstream,
+  // except `self`), and the same-host processes that take it as a pipeline and spin for it,
+  // are told (once each per announcement) until announcement.end().
+  void announce_upstream(const std::string& topic, const Waker* self, UpstreamAnnouncement& announcement) const;
+  // Every executor of this process that spins for upstream work and takes a topic (the ring
+  // thread tells them when another process announced), appended once each.
+  void upstream_wakers(std::vector<std::shared_ptr<Waker>>& out) const;
 
   void set_node_names(std::vector<std::string> names);
   void set_control_handler(ControlHandler handler);

@@ -48,6 +48,9 @@ struct TransportCounters {
   Counter received_ring;  // messages taken from this process's ring
   Counter dropped_ring_full;  // messages not delivered: the receiving process's ring was full
   Counter ring_unavailable;   // peers whose ring could not be opened (they get nothing from here)
+  Counter upstream_spins_taken;   // ring spins for another process's announced callback that got its record
+  Counter upstream_spins_missed;  // such spins that ended without a record (it published elsewhere, or late)
+  Counter upstream_dead_cleared;  // announcers that died while busy, cleared
   Counter device_to_host;     // device tensors copied to the host to reach other processes
   Counter tcp_keys_refused;       // tcp clients refused: their key is not in allowed_keys
   Counter tcp_handshakes_failed;  // tcp connections that never got through the handshake
@@ -64,6 +67,11 @@ class BusIo {
   bool remote_pipeline_receivers(const std::string& topic);
   // Sends to other processes that subscribed to the message's topic (none: returns at once).
   Status send(TopicWriter& writer, const Message& message);
+  // Upstream announcements across processes (bus_io_ring.cpp): every same-host process that
+  // takes `topic` as a pipeline and spins for upstream work is marked busy by this process
+  // (once per table in `out`) and its ring thread interrupted; UpstreamAnnouncement::end()
+  // withdraws it.
+  void announce_upstream(const std::string& topic, std::vector<std::shared_ptr<RingInterestTable>>& out);
   // This process's interest in `topic` changed (subscribe, observe, unsubscribe).
   void set_interest(const std::string& topic, TopicInterest before, TopicInterest after);
   void registry_changed();
@@ -120,6 +128,11 @@ class BusIo {
                         const std::vector<BufferPtr>& blocks, const std::vector<RingTarget>& rings);
   // The ring thread: takes records from this process's ring and hands them to handle_message.
   void run_ring();
+  // Takes one record from the ring to the bus.
+  void take_record(const std::string& record);
+  // The ring thread while other processes announced upstream work: spins for their records,
+  // with this process's spinning executors told, until none is busy or upstream_spin_ns.
+  void spin_for_upstream(std::string& record);
   // A ring record back into the frames a ZeroMQ message would have had; false when malformed.
   static bool split_record(const std::string& record, std::vector<zmq::message_t>& parts);
   void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
@@ -191,7 +204,7 @@ class BusIo {
     std::string bus_id;
     std::uint32_t pid = 0;
     std::unique_ptr<shm::Ring> ring;
-    const RingInterestTable* interest = nullptr;
+    RingInterestTable* interest = nullptr;  // in its ring: read, and written by announcements
     std::atomic<bool> congested{false};  // its ring stayed full through a publisher's wait
   };
   std::mutex peers_mu_;

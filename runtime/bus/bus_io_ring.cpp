@@ -34,6 +34,7 @@ void BusIo::create_ring(const std::string& n) {
   }
   ring_ = std::move(*ring);
   interest_ = reinterpret_cast<RingInterestTable*>(ring_->user_area());  // zeroed: an empty table
+  interest_->spins.store(options_.upstream_spin_ns > 0 ? 1u : 0u, std::memory_order_release);
   self_.ring = ring_->name();
 }
 
@@ -72,7 +73,7 @@ void BusIo::update_ring_peers(const std::vector<RegistryEntry>& entries) {
     auto peer = std::make_shared<RingPeer>();
     peer->bus_id = e.bus_id;
     peer->pid = e.pid;
-    peer->interest = reinterpret_cast<const RingInterestTable*>((*ring)->user_area());
+    peer->interest = reinterpret_cast<RingInterestTable*>((*ring)->user_area());
     peer->ring = std::move(*ring);
     rings.push_back(std::move(peer));
   }
@@ -147,19 +148,97 @@ bool BusIo::deliver_to_rings(TopicWriter& writer, const std::string& topic, cons
   return delivered;
 }
 
+void BusIo::announce_upstream(const std::string& topic, std::vector<std::shared_ptr<RingInterestTable>>& out) {
+  std::vector<std::shared_ptr<RingPeer>> peers;
+  {
+    std::lock_guard lock(peers_mu_);
+    for (const auto& p : ring_peers_) {
+      if (p->interest->spins.load(std::memory_order_acquire) == 0) continue;
+      if (ring_interest(*p->interest, topic) != RingRole::kPipeline) continue;
+      peers.push_back(p);
+    }
+  }
+  const auto pid = static_cast<std::uint32_t>(::getpid());
+  for (const auto& p : peers) {
+    if (std::any_of(out.begin(), out.end(), [&](const auto& t) { return t.get() == p->interest; })) continue;
+    if (!ring_announce_upstream(*p->interest, pid)) continue;  // no free slot: no spin, nothing lost
+    p->ring->interrupt();
+    out.emplace_back(p, p->interest);  // shares the peer: its mapping outlives the announcement
+  }
+}
+
+void BusIo::take_record(const std::string& record) {
+  std::vector<zmq::message_t> parts;
+  if (!split_record(record, parts)) {
+    counters_.decode_errors.add();
+    bus_.reject_remote("?", "malformed ring record of " + std::to_string(record.size()) + " bytes");
+    return;
+  }
+  counters_.received_ring.add();
+  std::lock_guard lock(recv_mu_);
+  handle_message(parts, /*shm_allowed=*/true);
+}
+
+void BusIo::spin_for_upstream(std::string& record) {
+  std::vector<std::shared_ptr<Waker>> local;
+  bus_.upstream_wakers(local);
+  for (const auto& w : local) w->upstream_begins();
+  const std::int64_t until = steady_now_ns() + options_.upstream_spin_ns;
+  bool took = false;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (ring_->pop(record, 0)) {
+      take_record(record);
+      took = true;
+      continue;  // the announced callback may publish more; spin on while it runs
+    }
+    if (ring_upstream_busy(*interest_) == 0) {
+      // What the callback published is in the ring before its announcement ends: one more look.
+      while (ring_->pop(record, 0)) {
+        take_record(record);
+        took = true;
+      }
+      break;
+    }
+    if (steady_now_ns() >= until) {
+      // Still busy at the limit: an announcer that died mid-callback leaves its count behind.
+      for (auto& a : interest_->announcers) {
+        const std::uint32_t pid = a.pid.load(std::memory_order_acquire);
+        if (pid == 0 || a.busy.load(std::memory_order_acquire) == 0 || shm::process_alive(static_cast<pid_t>(pid))) {
+          continue;
+        }
+        a.busy.store(0, std::memory_order_release);
+        a.pid.store(0, std::memory_order_release);
+        counters_.upstream_dead_cleared.add();
+      }
+      break;
+    }
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+  for (const auto& w : local) w->upstream_ends();
+  (took ? counters_.upstream_spins_taken : counters_.upstream_spins_missed).add();
+}
+
 void BusIo::run_ring() {
   std::string record;
+  std::uint32_t spun_epoch = interest_->epoch.load(std::memory_order_acquire);
   while (!stop_.load()) {
-    if (!ring_->pop(record, 200'000'000)) continue;
-    std::vector<zmq::message_t> parts;
-    if (!split_record(record, parts)) {
-      counters_.decode_errors.add();
-      bus_.reject_remote("?", "malformed ring record of " + std::to_string(record.size()) + " bytes");
-      continue;
+    const std::uint32_t interrupts = ring_->interrupts();
+    if (options_.upstream_spin_ns > 0) {
+      // Spin once per announcement (a count left by a dead announcer does not keep it spinning).
+      const std::uint32_t epoch = interest_->epoch.load(std::memory_order_acquire);
+      if (epoch != spun_epoch && ring_upstream_busy(*interest_) > 0) {
+        spun_epoch = epoch;
+        spin_for_upstream(record);
+        continue;
+      }
+      spun_epoch = epoch;
     }
-    counters_.received_ring.add();
-    std::lock_guard lock(recv_mu_);
-    handle_message(parts, /*shm_allowed=*/true);
+    if (!ring_->pop(record, 200'000'000, interrupts)) continue;
+    take_record(record);
   }
 }
 bool BusIo::split_record(const std::string& record, std::vector<zmq::message_t>& parts) {

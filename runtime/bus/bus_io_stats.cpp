@@ -24,6 +24,11 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("dropped_ring_full", counters_.dropped_ring_full.get());
   kv("ring_unavailable", counters_.ring_unavailable.get());
   kv("device_to_host", counters_.device_to_host.get());
+  if (options_.upstream_spin_ns > 0) {
+    kv("upstream_spins_taken", counters_.upstream_spins_taken.get());
+    kv("upstream_spins_missed", counters_.upstream_spins_missed.get());
+    kv("upstream_dead_cleared", counters_.upstream_dead_cleared.get());
+  }
   kv("heap_releases", heap_releases_.load(std::memory_order_relaxed));
   emit_tcp_stats(out);
   if (ring_) {

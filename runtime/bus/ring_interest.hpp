@@ -17,16 +17,62 @@ enum class RingRole : std::uint32_t { kNone = 0, kPipeline = 1, kObserver = 2 };
 
 struct RingInterestTable {
   static constexpr std::uint32_t kMaxTopics = 1024;
+  static constexpr std::uint32_t kMaxAnnouncers = 32;
   struct Entry {
     std::atomic<std::uint64_t> hash;
     std::atomic<std::uint32_t> role;
     std::uint32_t reserved;
   };
+  // Upstream announcements (the launch group's upstream_spin_us): a process whose node starts a
+  // callback that publishes to this process's pipeline topics adds one to `busy` in its own
+  // slot (claimed by writing its pid) and bumps `epoch`; the owner's ring thread then spins for
+  // the record to come. A slot whose process died while busy is cleared by the owner.
+  struct Announcer {
+    std::atomic<std::uint32_t> pid;
+    std::atomic<std::uint32_t> busy;
+  };
   std::atomic<std::uint32_t> version;  // odd while the writer changes entries
   std::atomic<std::uint32_t> count;
-  std::uint64_t reserved;
+  std::atomic<std::uint32_t> spins;    // the owner spins for upstream work (else nobody announces)
+  std::atomic<std::uint32_t> epoch;    // bumped by every announcement
+  Announcer announcers[kMaxAnnouncers];
   Entry entries[kMaxTopics];
 };
+
+// Announcer: one more callback of process `pid` is busy for the table's owner. False when no
+// slot was free (then nothing is to be withdrawn).
+inline bool ring_announce_upstream(RingInterestTable& t, std::uint32_t pid) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& a : t.announcers) {
+      std::uint32_t owner = a.pid.load(std::memory_order_acquire);
+      if (owner != pid) {
+        if (pass == 0 || owner != 0 || !a.pid.compare_exchange_strong(owner, pid, std::memory_order_acq_rel)) continue;
+      }
+      a.busy.fetch_add(1, std::memory_order_acq_rel);
+      t.epoch.fetch_add(1, std::memory_order_acq_rel);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Announcer: the callback announced by ring_announce_upstream(t, pid) ended.
+inline void ring_withdraw_upstream(RingInterestTable& t, std::uint32_t pid) {
+  for (auto& a : t.announcers) {
+    if (a.pid.load(std::memory_order_acquire) != pid) continue;
+    std::uint32_t n = a.busy.load(std::memory_order_acquire);
+    while (n > 0 && !a.busy.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+    }
+    return;
+  }
+}
+
+// Owner: callbacks of other processes busy for it now.
+inline std::uint32_t ring_upstream_busy(const RingInterestTable& t) {
+  std::uint32_t n = 0;
+  for (const auto& a : t.announcers) n += a.busy.load(std::memory_order_acquire);
+  return n;
+}
 
 inline std::uint64_t topic_hash(std::string_view topic) {
   std::uint64_t h = 0xcbf29ce484222325ull;

@@ -137,6 +137,7 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
   bo.allowed_gids = group->allowed_gids;
   bo.shm_pool_bytes = static_cast<std::size_t>(group->shm_pool_mb) << 20;
   bo.spin_ns = group->spin_us * 1000;
+  bo.upstream_spin_ns = group->upstream_spin_us * 1000;
   auto bus = Bus::create(bo);
   if (!bus) return fail(bus.status());
   int code = 0;

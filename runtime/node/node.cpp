@@ -298,15 +298,14 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
     }
     rt.taken.push_back({input->header().topic, input->header().publish_stamp_ns, rt.callback_stamp_ns});
   }
-  // Executors downstream that spin for upstream work start spinning now: what this callback
-  // publishes is then taken without waking a sleeping thread.
-  std::vector<std::shared_ptr<Waker>> announced;
+  // Executors downstream that spin for upstream work (here and in other processes on this
+  // host) start spinning now: what this callback publishes is then taken without waking a
+  // sleeping thread.
+  UpstreamAnnouncement announced;
   if (rt.upstream_spin_ns > 0 && rt.bus != nullptr) {
     for (const auto& p : rt.publishers) {
-      if (p->active.load(std::memory_order_acquire)) rt.bus->upstream_wakers(p->topic, announced);
+      if (p->active.load(std::memory_order_acquire)) rt.bus->announce_upstream(p->topic, rt.waker.get(), announced);
     }
-    std::erase(announced, rt.waker);
-    for (const auto& w : announced) w->upstream_begins();
   }
   const std::int64_t t0 = steady_now_ns();
   try {
@@ -322,7 +321,7 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
   }
   stats.latency.record(steady_now_ns() - t0);
   stats.count.add();
-  for (const auto& w : announced) w->upstream_ends();
+  announced.end();
   t_callback_runtime = outer;
 }
 

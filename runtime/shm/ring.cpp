@@ -61,6 +61,7 @@ struct Ring::Header {
   alignas(kLine) std::atomic<std::uint64_t> dequeue;  // the consumer's position (informational)
   alignas(kLine) std::atomic<std::uint32_t> futex;    // bumped by every wake
   std::atomic<std::uint32_t> waiting;                  // the consumer sleeps (or is about to)
+  std::atomic<std::uint32_t> interrupts;               // bumped by interrupt()
 };
 
 struct Ring::Slot {
@@ -357,8 +358,11 @@ bool Ring::ready() {
       stuck_pos_ = pos;
       stuck_since_ns_ = now;
     }
+    // The owner word is written just after the claim: until then it holds the slot's previous
+    // record's word, or zero before the first lap (which would read as position 0, pid 0 —
+    // a claim of the ring's very first record must not pass for a dead producer's).
     const std::uint64_t owner = s.owner.load(std::memory_order_acquire);
-    const bool known = (owner >> kPidBits) == (pos & (~std::uint64_t{0} >> kPidBits));
+    const bool known = (owner & kPidMask) != 0 && (owner >> kPidBits) == (pos & (~std::uint64_t{0} >> kPidBits));
     const bool dead = known && !process_alive(static_cast<pid_t>(owner & kPidMask));
     if (!dead && now - stuck_since_ns_ < stale_claim_ns_) return false;
     std::uint64_t expect = pos;
@@ -372,7 +376,7 @@ bool Ring::ready() {
   }
 }
 
-bool Ring::pop(std::string& out, std::int64_t timeout_ns) {
+bool Ring::pop(std::string& out, std::int64_t timeout_ns, std::optional<std::uint32_t> interrupts_seen) {
   Header& h = header();
   const std::int64_t deadline = now_ns() + std::max<std::int64_t>(timeout_ns, 0);
   for (;;) {
@@ -402,7 +406,8 @@ bool Ring::pop(std::string& out, std::int64_t timeout_ns) {
       h.waiting.store(0, std::memory_order_relaxed);
       continue;
     }
-    if (kicked_.exchange(false)) {
+    if (kicked_.exchange(false) ||
+        (interrupts_seen && h.interrupts.load(std::memory_order_acquire) != *interrupts_seen)) {
       h.waiting.store(0, std::memory_order_relaxed);
       return false;
     }
@@ -413,6 +418,16 @@ bool Ring::pop(std::string& out, std::int64_t timeout_ns) {
     h.waiting.store(0, std::memory_order_relaxed);
     if (kicked_.exchange(false)) return false;
   }
+}
+
+std::uint32_t Ring::interrupts() const { return header().interrupts.load(std::memory_order_acquire); }
+
+void Ring::interrupt() {
+  Header& h = header();
+  h.interrupts.fetch_add(1, std::memory_order_acq_rel);
+  h.futex.fetch_add(1, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h.waiting.load(std::memory_order_relaxed) != 0) futex_op(&h.futex, FUTEX_WAKE, 1, nullptr);
 }
 
 void Ring::wake() {

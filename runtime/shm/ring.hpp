@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -44,7 +45,7 @@
 namespace edgevla::shm {
 
 inline constexpr std::uint64_t kRingMagic = 0x31474e4941564c45ull;  // "ELVAING1" little endian
-inline constexpr std::uint32_t kRingVersion = 2;  // 2: records span slots
+inline constexpr std::uint32_t kRingVersion = 3;  // 2: records span slots; 3: interrupts
 
 struct RingOptions {
   std::uint32_t slots = 256;        // a power of two
@@ -98,10 +99,15 @@ class Ring {
   Status push(std::span<const std::byte> record) { return push(std::span(&record, 1)); }
 
   // Consumer: takes the next record into `out`. Waits up to `timeout_ns` (0: does not wait)
-  // for one; false when none came (or wake() was called).
-  bool pop(std::string& out, std::int64_t timeout_ns);
+  // for one; false when none came (or wake() was called, or, given `interrupts_seen`, when
+  // interrupts() no longer equals it).
+  bool pop(std::string& out, std::int64_t timeout_ns, std::optional<std::uint32_t> interrupts_seen = {});
   // Wakes a consumer sleeping in pop() (shutdown).
   void wake();
+  // Any process: makes a consumer's pop() that was given an older interrupts() return (the
+  // bus's ring thread then looks at its upstream announcements).
+  void interrupt();
+  std::uint32_t interrupts() const;
 
   const std::string& name() const { return name_; }
   std::uint32_t slot_bytes() const;

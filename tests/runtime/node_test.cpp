@@ -1,6 +1,8 @@
 #include "runtime/node/node.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <functional>
@@ -9,6 +11,9 @@
 #include <optional>
 
 #include "runtime/bus/bus.hpp"
+#include "runtime/bus/registry.hpp"
+#include "runtime/bus/ring_interest.hpp"
+#include "runtime/shm/ring.hpp"
 #include "runtime/node/host.hpp"
 #include "runtime/node/node_registry.hpp"
 #include "tests/support/test_util.hpp"
@@ -415,6 +420,89 @@ TEST(Node, UpstreamSpinTakesHandOversWithoutSleepingAndEndsWithTheCallback) {
   EXPECT_EQ(none.taken + none.missed, 0u);
   EXPECT_EQ(off.host->nodes_yaml().find("upstream_spin"), std::string::npos);
   ASSERT_OK(off.host->deactivate_all());
+}
+
+std::uint64_t transport_counter(const Bus& bus, const char* counter) {
+  return YAML::Load(bus.stats_yaml())["transport"][counter].as<std::uint64_t>(0);
+}
+
+// The same chain split over two buses (as two processes on one host: they deliver through each
+// other's rings): the upstream callback announces itself in the receiver's ring, whose thread
+// spins for the record and has the downstream executor spinning too. An announcer that died
+// busy is cleared by the receiver at the spin limit.
+TEST(Node, UpstreamSpinReachesAnotherProcessThroughItsRing) {
+  const std::string domain = testing::unique_domain("upspin_x");
+  const auto make = [&](const std::string& name, std::unique_ptr<Bus>& bus, std::unique_ptr<NodeHost>& host) {
+    BusOptions bo;
+    bo.domain = domain;
+    bo.process_name = name;
+    bo.upstream_spin_ns = 300'000'000;
+    bus = std::move(*Bus::create(bo));
+    NodeHostOptions ho;
+    ho.status_period = std::chrono::milliseconds(0);
+    ho.upstream_spin_ns = 300'000'000;
+    host = std::make_unique<NodeHost>(*bus, ho);
+  };
+  std::unique_ptr<Bus> bus_a, bus_b;
+  std::unique_ptr<NodeHost> host_a, host_b;
+  make("a", bus_a, host_a);
+  make("b", bus_b, host_b);
+  NodeOptions u{"up", "upstream_stage"};
+  u.remaps = {{"in", "/in"}, {"out", "/mid"}};
+  auto* up = static_cast<UpstreamStage*>(*host_a->add(std::make_unique<UpstreamStage>(u)));
+  up->hold = std::chrono::milliseconds(20);
+  NodeOptions d{"down", "downstream_stage"};
+  d.remaps = {{"in", "/mid"}};
+  auto* down = static_cast<DownstreamStage*>(*host_b->add(std::make_unique<DownstreamStage>(d)));
+  auto in = *bus_a->advertise("/in", "ActionChunk", "test");
+  ASSERT_OK(host_a->activate_all());
+  ASSERT_OK(host_b->activate_all());
+  // Until the buses found each other.
+  ASSERT_TRUE(eventually([&] {
+    if (down->received.load() > 0) return true;
+    (void)bus_a->publish(*in, chunk(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return down->received.load() > 0;
+  }));
+  ASSERT_TRUE(eventually([&] { return host_a->upstream_spins("up").busy == 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the warm-up's callbacks end
+  const int before = down->received.load();
+  const std::uint64_t ring_taken = transport_counter(*bus_b, "upstream_spins_taken");
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_OK(bus_a->publish(*in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return down->received.load() == before + i; }));
+  }
+  EXPECT_GE(transport_counter(*bus_b, "upstream_spins_taken"), ring_taken + 1) << bus_b->stats_yaml() << bus_a->stats_yaml();
+  EXPECT_GE(host_b->upstream_spins("down").taken, 1u);
+
+  // A process that announced and died before withdrawing (a reaped child's pid).
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  std::string ring_name;
+  {
+    auto reg = Registry::open(Registry::default_dir(domain));
+    ASSERT_TRUE(reg.has_value());
+    for (const auto& e : reg->list()) {
+      if (e.bus_id == bus_b->id()) ring_name = e.ring;
+    }
+  }
+  auto ring = shm::Ring::open(ring_name);
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  auto* table = reinterpret_cast<RingInterestTable*>((*ring)->user_area());
+  ASSERT_TRUE(ring_announce_upstream(*table, static_cast<std::uint32_t>(child)));
+  EXPECT_EQ(ring_upstream_busy(*table), 1u);
+  // The next announcement makes b spin to its limit (the dead count never ends), then clear it.
+  ASSERT_OK(bus_a->publish(*in, chunk(2)));
+  ASSERT_TRUE(eventually([&] { return down->received.load() == before + 6; }));
+  EXPECT_TRUE(eventually([&] { return transport_counter(*bus_b, "upstream_dead_cleared") == 1; }));
+  EXPECT_EQ(ring_upstream_busy(*table), 0u);
+  // And nothing keeps it spinning afterwards: more hand-overs go through as before.
+  ASSERT_OK(bus_a->publish(*in, chunk(2)));
+  ASSERT_TRUE(eventually([&] { return down->received.load() == before + 7; }));
+  ASSERT_OK(host_a->deactivate_all());
+  ASSERT_OK(host_b->deactivate_all());
 }
 
 TEST(Node, FailedActivationRollsBackInReverseOrder) {

@@ -294,6 +294,33 @@ TEST(ShmRing, ADeadProducersClaimIsSkipped) {
   EXPECT_EQ((*consumer)->counters().skipped, 1u);
 }
 
+// A consumer that polls without pause may look at the ring's very first record between its
+// claim and the owner word the producer writes next, when the slot's word is still zero: that
+// must read as "being written", not as a dead producer's claim (the record was once lost so).
+TEST(ShmRing, APollingConsumerNeverSkipsTheFirstRecordsFreshClaim) {
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::string name = ring_name(::getpid(), unique_tag("first"));
+    auto consumer = Ring::create(name, {.slots = 8, .slot_bytes = 64, .stale_claim_ns = 60'000'000'000});
+    ASSERT_TRUE(consumer.has_value()) << consumer.status().to_string();
+    auto producer = Ring::open(name);
+    ASSERT_TRUE(producer.has_value());
+    std::atomic<bool> go{false};
+    std::thread push([&] {
+      while (!go.load()) {
+      }
+      ASSERT_TRUE((*producer)->push(bytes(std::string("first"))).is_ok()) << "trial " << trial;
+    });
+    std::string got;
+    go.store(true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!(*consumer)->pop(got, 0) && std::chrono::steady_clock::now() < until) {
+    }
+    push.join();
+    ASSERT_EQ(got, "first") << "trial " << trial;
+    ASSERT_EQ((*consumer)->counters().skipped, 0u) << "trial " << trial;
+  }
+}
+
 // A live producer stalled between claim and publish past the limit: its slot is skipped and
 // its late publish fails by name; nothing after it is lost.
 TEST(ShmRing, AStalledClaimIsSkippedAfterTheLimitAndItsPublishFails) {
