@@ -140,6 +140,30 @@ std::vector<float> values(const Tensor& t) {
   return {c->data<float>(), c->data<float>() + c->numel()};
 }
 
+// A node's chunk against the library's normalized actions un-normalized as the node does it:
+// the shape [H, robot dims] and every element equal.
+::testing::AssertionResult unnormalized_equal(const Tensor& chunk, const Tensor& normalized_actions,
+                                              const model::ModelConfig& c, const model::NormStats& stats) {
+  const auto D = static_cast<std::int64_t>(stats.actions.size());
+  if (!(chunk.shape() == Shape{c.action_horizon, D})) {
+    return ::testing::AssertionFailure() << "chunk shape " << chunk.shape().to_string();
+  }
+  const std::vector<float> got = values(chunk);
+  const std::vector<float> normalized = values(normalized_actions);
+  std::vector<float> row(static_cast<std::size_t>(c.action_dim));
+  for (std::int64_t r = 0; r < c.action_horizon; ++r) {
+    const Status s = model::unnormalize(std::span<const float>(normalized.data() + r * c.action_dim,
+                                                               static_cast<std::size_t>(c.action_dim)),
+                                        stats.actions, model::norm_kind_for(c.type), row);
+    if (!s.is_ok()) return ::testing::AssertionFailure() << s.to_string();
+    for (std::int64_t d = 0; d < D; ++d) {
+      const float want = row[static_cast<std::size_t>(d)], have = got[static_cast<std::size_t>(r * D + d)];
+      if (have != want) return ::testing::AssertionFailure() << "element " << r << "," << d << ": " << have << " vs " << want;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 class ModelStages : public ::testing::TestWithParam<model::ModelType> {};
 
 TEST_P(ModelStages, ChunkEqualsTheForwardPassOnTheSameInputs) {
@@ -174,20 +198,7 @@ TEST_P(ModelStages, ChunkEqualsTheForwardPassOnTheSameInputs) {
   ASSERT_TRUE(out.has_value()) << out.status().to_string();
   auto stats = model::load_norm_stats(*model::find_norm_stats(ckpt, c.asset_id));
   ASSERT_TRUE(stats.has_value());
-  const std::int64_t D = static_cast<std::int64_t>(stats->actions.size());
-  const Tensor& actions = *chunk->tensor("actions");
-  ASSERT_EQ(actions.shape(), (Shape{c.action_horizon, D}));
-  const std::vector<float> got = values(actions);
-  const std::vector<float> normalized = values(out->actions);
-  std::vector<float> row(static_cast<std::size_t>(c.action_dim));
-  for (std::int64_t r = 0; r < c.action_horizon; ++r) {
-    ASSERT_OK(model::unnormalize(std::span<const float>(normalized.data() + r * c.action_dim,
-                                                        static_cast<std::size_t>(c.action_dim)),
-                                 stats->actions, model::norm_kind_for(c.type), row));
-    for (std::int64_t d = 0; d < D; ++d) {
-      EXPECT_EQ(got[static_cast<std::size_t>(r * D + d)], row[static_cast<std::size_t>(d)]) << r << "," << d;
-    }
-  }
+  EXPECT_TRUE(unnormalized_equal(*chunk->tensor("actions"), out->actions, c, *stats));
   EXPECT_EQ(*chunk->int_field("num_steps"), c.num_steps);
   EXPECT_GT(*chunk->number_field("backbone_ms"), 0.0);
   EXPECT_GT(*chunk->number_field("action_head_ms"), 0.0);
@@ -235,7 +246,6 @@ TEST_P(ModelStages, EachChunkUsesTheGeneratorsNextDrawAlsoWhenDrawnAhead) {
   ASSERT_TRUE(bb.has_value() && hd.has_value());
   auto stats = model::load_norm_stats(*model::find_norm_stats(ckpt, c.asset_id));
   ASSERT_TRUE(stats.has_value());
-  const std::int64_t D = static_cast<std::int64_t>(stats->actions.size());
   in->num_steps = c.num_steps;
   Rng rng(5, 0);  // the node's seed
   for (std::size_t k = 0; k < chunks.size(); ++k) {
@@ -244,17 +254,7 @@ TEST_P(ModelStages, EachChunkUsesTheGeneratorsNextDrawAlsoWhenDrawnAhead) {
     rng.fill_normal({in->noise.data<float>(), static_cast<std::size_t>(in->noise.numel())});
     auto out = model::run_forward(**bb, **hd, c, *in, false);
     ASSERT_TRUE(out.has_value()) << out.status().to_string();
-    const std::vector<float> normalized = values(out->actions);
-    const std::vector<float> got = values(*chunks[k]->tensor("actions"));
-    std::vector<float> row(static_cast<std::size_t>(c.action_dim));
-    for (std::int64_t r = 0; r < c.action_horizon; ++r) {
-      ASSERT_OK(model::unnormalize(std::span<const float>(normalized.data() + r * c.action_dim,
-                                                          static_cast<std::size_t>(c.action_dim)),
-                                   stats->actions, model::norm_kind_for(c.type), row));
-      for (std::int64_t d = 0; d < D; ++d) {
-        ASSERT_EQ(got[static_cast<std::size_t>(r * D + d)], row[static_cast<std::size_t>(d)]) << k << ":" << r << "," << d;
-      }
-    }
+    EXPECT_TRUE(unnormalized_equal(*chunks[k]->tensor("actions"), out->actions, c, *stats)) << "chunk " << k;
   }
   ASSERT_OK(g.host->deactivate_all());
 }

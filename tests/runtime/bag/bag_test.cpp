@@ -159,17 +159,23 @@ TEST(Recorder, RecordsEveryMessageWithItsHeader) {
   fs::remove(path);
 }
 
+// /cam recorded uncompressed into parts of `split_bytes`.
+RecorderOptions split_recording(const std::string& path, std::uint64_t split_bytes) {
+  RecorderOptions o;
+  o.output = path;
+  o.topics = {"/cam"};
+  o.compression = mcap::Compression::kNone;
+  o.split_bytes = split_bytes;
+  return o;
+}
+
 TEST(Recorder, SplitsIntoWholeBagsThatTogetherHoldEveryMessage) {
   EXPECT_EQ(part_path("runs/a.mcap", 2), "runs/a_002.mcap");
   EXPECT_EQ(part_path("b.mcap", 0), "b_000.mcap");
   auto bus = make_bus("recsplit");
   const std::string path = temp_path("split.mcap");
-  RecorderOptions o;
-  o.output = path;
-  o.topics = {"/cam"};
-  o.compression = mcap::Compression::kNone;
+  RecorderOptions o = split_recording(path, 64 << 10);  // a 32x32 frame is ~3 KB: a part every ~20 frames
   o.chunk_bytes = 16 << 10;
-  o.split_bytes = 64 << 10;  // a 32x32 frame is ~3 KB: a part every ~20 frames
   auto rec = Recorder::start(*bus, o);
   ASSERT_TRUE(rec.has_value()) << rec.status().to_string();
   auto cam = *bus->advertise("/cam", "Image", "camera");
@@ -219,11 +225,7 @@ TEST(Recorder, SplitsIntoWholeBagsThatTogetherHoldEveryMessage) {
 TEST(Recorder, EveryPartHoldsAMessageAndAStopAfterAFullPartAddsNoEmptyOne) {
   auto bus = make_bus("recsplit1");
   const std::string path = temp_path("split1.mcap");
-  RecorderOptions o;
-  o.output = path;
-  o.topics = {"/cam"};
-  o.compression = mcap::Compression::kNone;
-  o.split_bytes = 1;
+  const RecorderOptions o = split_recording(path, 1);
   auto rec = Recorder::start(*bus, o);
   ASSERT_TRUE(rec.has_value()) << rec.status().to_string();
   auto cam = *bus->advertise("/cam", "Image", "camera");
