@@ -11,6 +11,7 @@
 #include "runtime/bus/bus_io.hpp"
 #include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla {
 namespace {
@@ -212,11 +213,7 @@ void BusIo::spin_for_upstream(std::string& record) {
       }
       break;
     }
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
+    cpu_relax();
   }
   for (const auto& w : local) w->upstream_ends();
   (took ? counters_.upstream_spins_taken : counters_.upstream_spins_missed).add();

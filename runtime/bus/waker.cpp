@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "runtime/util/clock.hpp"
+#include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla {
 
@@ -22,18 +23,6 @@ void Waker::notify() {
 void Waker::upstream_begins() {
   if (upstream_busy_.fetch_add(1, std::memory_order_acq_rel) == 0) notify();
 }
-
-namespace {
-
-inline void cpu_relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-}  // namespace
 
 void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns, std::int64_t upstream_spin_ns) {
   if (upstream_spin_ns > 0 && upstream_busy_.load(std::memory_order_acquire) > 0) {

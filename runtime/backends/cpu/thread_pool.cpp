@@ -2,14 +2,7 @@
 
 #include <chrono>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define EDGEVLA_PAUSE() _mm_pause()
-#elif defined(__aarch64__)
-#define EDGEVLA_PAUSE() asm volatile("yield")
-#else
-#define EDGEVLA_PAUSE() ((void)0)
-#endif
+#include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla::backends::cpu {
 namespace {
@@ -65,12 +58,12 @@ void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
   }
   wake_.notify_all();
   drain();
-  while (done_tasks_.load(std::memory_order_acquire) < tasks) EDGEVLA_PAUSE();
+  while (done_tasks_.load(std::memory_order_acquire) < tasks) cpu_relax();
   // Close the job, then wait for the workers that joined it to leave: after this, no worker
   // can reach fn, whose closure lives on the caller's stack.
   std::uint64_t word = job_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
   while ((word & kJoinedMask) != 0) {
-    EDGEVLA_PAUSE();
+    cpu_relax();
     word = job_.load(std::memory_order_acquire);
   }
 }
@@ -91,7 +84,7 @@ void ThreadPool::worker() {
           word = job_.load(std::memory_order_acquire);
           break;
         }
-        EDGEVLA_PAUSE();
+        cpu_relax();
       }
     }
     if (stop_.load(std::memory_order_acquire)) return;
