@@ -267,23 +267,22 @@ Expected<FoxgloveImages> parse_foxglove_images(std::string_view name) {
 
 std::string base64_encode(std::span<const std::byte> bytes) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::string out((bytes.size() + 2) / 3 * 4, '=');
   std::size_t i = 0;
+  char* o = out.data();
   const auto b = [&](std::size_t k) { return static_cast<std::uint32_t>(bytes[k]); };
-  for (; i + 3 <= bytes.size(); i += 3) {
+  for (; i + 3 <= bytes.size(); i += 3, o += 4) {
     const std::uint32_t v = b(i) << 16 | b(i + 1) << 8 | b(i + 2);
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
+    o[0] = kAlphabet[v >> 18];
+    o[1] = kAlphabet[(v >> 12) & 63];
+    o[2] = kAlphabet[(v >> 6) & 63];
+    o[3] = kAlphabet[v & 63];
   }
-  if (const std::size_t left = bytes.size() - i; left > 0) {
+  if (const std::size_t left = bytes.size() - i; left > 0) {  // one or two bytes: padded with '='
     const std::uint32_t v = b(i) << 16 | (left == 2 ? b(i + 1) << 8 : 0);
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += left == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
+    o[0] = kAlphabet[v >> 18];
+    o[1] = kAlphabet[(v >> 12) & 63];
+    if (left == 2) o[2] = kAlphabet[(v >> 6) & 63];
   }
   return out;
 }

@@ -447,7 +447,11 @@ class Bridge final : public FoxgloveBridge {
       }
       bool any = false;
       for (auto& [topic, q] : queues_) {
-        for (auto s = q->pop_stamped(); s.message; s = q->pop_stamped()) {
+        // Checked per message: a publisher faster than the conversion never empties the queue,
+        // and stop() must not wait for that.
+        while (running_.load(std::memory_order_relaxed)) {
+          auto s = q->pop_stamped();
+          if (!s.message) break;
           any = true;
           bool wanted = false;
           {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -165,6 +166,46 @@ TEST(FoxgloveBridge, ASlowClientLosesFramesNotMemory) {
   // Reading again, frames still come.
   for (int got = 0; got < 3;) got += c.next().first ? 1 : 0;
   b->stop();
+}
+
+// A publisher faster than the conversion keeps the bridge's queue from ever emptying: stop()
+// still returns. It once waited for an empty queue: forever under AddressSanitizer, where a raw
+// frame's conversion takes longer than the next frame's publish (a fast build on two cores lets
+// the queue run empty now and then, and stop() got through).
+TEST(FoxgloveBridge, StopReturnsWhileAPublisherOutpacesTheConversion) {
+  auto bus = make_bus("bridgestop");
+  FoxgloveBridgeOptions o;
+  o.port = 0;
+  o.topics = {"/cam"};
+  o.foxglove.images = bag::FoxgloveImages::kRaw;
+  o.max_client_queue_bytes = 4 << 20;
+  auto b = std::move(*FoxgloveBridge::start(*bus, o));
+  // One frame published again and again without a pause: each publish costs microseconds, each
+  // conversion to a raw image message milliseconds.
+  std::atomic<bool> publishing{true};
+  std::thread pub([&] {
+    auto w = *bus->advertise("/cam", "Image", "camera");
+    const Message f = frame(480, 640, 7);
+    while (publishing.load()) (void)bus->publish(*w, Message(f));
+  });
+  ASSERT_TRUE(testing::eventually([&] { return b->stats().channels > 0; }));
+  Client c(b->port());
+  (void)c.next_text();  // serverInfo
+  std::uint32_t image = 0;
+  while (image == 0) {
+    const json adv = c.next_text();
+    for (const auto& ch : adv["channels"]) {
+      if (ch["topic"] == "/cam/raw") image = ch["id"];
+    }
+  }
+  c.send({{"op", "subscribe"}, {"subscriptions", {{{"id", 1}, {"channelId", image}}}}});
+  ASSERT_TRUE(testing::eventually([&] { return b->stats().sent + b->stats().dropped_slow > 3; }));
+  auto stopped = std::async(std::launch::async, [&] { b->stop(); });
+  const bool returned = stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  publishing.store(false);  // lets a stop() that waits for an empty queue end: a failure does not hang
+  pub.join();
+  stopped.wait();
+  EXPECT_TRUE(returned) << "stop() waited for the publisher";
 }
 
 // Read-only unless asked: with publish_topics a client advertises a json channel on an
