@@ -87,6 +87,30 @@ struct Publisher {
   }
 };
 
+// A bridge on a free port for /cam, frames sent as foxglove.RawImage (~1.2 MB of JSON for a
+// 480x640 frame), 4 MB queued per client at most.
+FoxgloveBridgeOptions raw_camera_bridge() {
+  FoxgloveBridgeOptions o;
+  o.port = 0;
+  o.topics = {"/cam"};
+  o.foxglove.images = bag::FoxgloveImages::kRaw;
+  o.max_client_queue_bytes = 4 << 20;
+  return o;
+}
+
+// Reads the server's messages until /cam/raw is advertised, and subscribes to it.
+void subscribe_to_raw_camera(Client& c) {
+  (void)c.next_text();  // serverInfo
+  std::uint32_t image = 0;
+  while (image == 0) {
+    const json adv = c.next_text();  // held: a range-for over a temporary's member would dangle
+    for (const auto& ch : adv["channels"]) {
+      if (ch["topic"] == "/cam/raw") image = ch["id"];
+    }
+  }
+  c.send({{"op", "subscribe"}, {"subscriptions", {{{"id", 1}, {"channelId", image}}}}});
+}
+
 TEST(FoxgloveBridge, ServesATopicToASubscriber) {
   auto bus = make_bus("bridge");
   FoxgloveBridgeOptions o;
@@ -142,24 +166,11 @@ TEST(FoxgloveBridge, ServesATopicToASubscriber) {
 // the connection stays usable.
 TEST(FoxgloveBridge, ASlowClientLosesFramesNotMemory) {
   auto bus = make_bus("bridgeslow");
-  FoxgloveBridgeOptions o;
-  o.port = 0;
-  o.topics = {"/cam"};
-  o.foxglove.images = bag::FoxgloveImages::kRaw;  // ~1.2 MB of JSON per frame
-  o.max_client_queue_bytes = 4 << 20;
-  auto b = std::move(*FoxgloveBridge::start(*bus, o));
+  auto b = std::move(*FoxgloveBridge::start(*bus, raw_camera_bridge()));
   Publisher pub(*bus, "/cam", 480, 640, 5);
   ASSERT_TRUE(testing::eventually([&] { return b->stats().channels > 0; })) << "skipped " << b->stats().skipped;
   Client c(b->port());
-  (void)c.next_text();  // serverInfo
-  std::uint32_t image = 0;
-  while (image == 0) {
-    const json adv = c.next_text();  // held: a range-for over a temporary's member would dangle
-    for (const auto& ch : adv["channels"]) {
-      if (ch["topic"] == "/cam/raw") image = ch["id"];
-    }
-  }
-  c.send({{"op", "subscribe"}, {"subscriptions", {{{"id", 1}, {"channelId", image}}}}});
+  subscribe_to_raw_camera(c);
   // Not reading: socket buffers fill, then the bridge's queue, then frames are dropped.
   ASSERT_TRUE(testing::eventually([&] { return b->stats().dropped_slow > 5; }, std::chrono::seconds(30)))
       << "sent " << b->stats().sent << ", dropped " << b->stats().dropped_slow;
@@ -174,12 +185,7 @@ TEST(FoxgloveBridge, ASlowClientLosesFramesNotMemory) {
 // the queue run empty now and then, and stop() got through).
 TEST(FoxgloveBridge, StopReturnsWhileAPublisherOutpacesTheConversion) {
   auto bus = make_bus("bridgestop");
-  FoxgloveBridgeOptions o;
-  o.port = 0;
-  o.topics = {"/cam"};
-  o.foxglove.images = bag::FoxgloveImages::kRaw;
-  o.max_client_queue_bytes = 4 << 20;
-  auto b = std::move(*FoxgloveBridge::start(*bus, o));
+  auto b = std::move(*FoxgloveBridge::start(*bus, raw_camera_bridge()));
   // One frame published again and again without a pause: each publish costs microseconds, each
   // conversion to a raw image message milliseconds.
   std::atomic<bool> publishing{true};
@@ -190,15 +196,7 @@ TEST(FoxgloveBridge, StopReturnsWhileAPublisherOutpacesTheConversion) {
   });
   ASSERT_TRUE(testing::eventually([&] { return b->stats().channels > 0; }));
   Client c(b->port());
-  (void)c.next_text();  // serverInfo
-  std::uint32_t image = 0;
-  while (image == 0) {
-    const json adv = c.next_text();
-    for (const auto& ch : adv["channels"]) {
-      if (ch["topic"] == "/cam/raw") image = ch["id"];
-    }
-  }
-  c.send({{"op", "subscribe"}, {"subscriptions", {{{"id", 1}, {"channelId", image}}}}});
+  subscribe_to_raw_camera(c);
   ASSERT_TRUE(testing::eventually([&] { return b->stats().sent + b->stats().dropped_slow > 3; }));
   auto stopped = std::async(std::launch::async, [&] { b->stop(); });
   const bool returned = stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
