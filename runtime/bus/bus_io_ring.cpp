@@ -202,15 +202,8 @@ void BusIo::spin_for_upstream(std::string& record) {
     }
     if (steady_now_ns() >= until) {
       // Still busy at the limit: an announcer that died mid-callback leaves its count behind.
-      for (auto& a : interest_->announcers) {
-        const std::uint32_t pid = a.pid.load(std::memory_order_acquire);
-        if (pid == 0 || a.busy.load(std::memory_order_acquire) == 0 || shm::process_alive(static_cast<pid_t>(pid))) {
-          continue;
-        }
-        a.busy.store(0, std::memory_order_release);
-        a.pid.store(0, std::memory_order_release);
-        counters_.upstream_dead_cleared.add();
-      }
+      counters_.upstream_dead_cleared.add(ring_clear_dead_announcers(
+          *interest_, [](std::uint32_t pid) { return shm::process_alive(static_cast<pid_t>(pid)); }));
       break;
     }
     cpu_relax();

@@ -67,6 +67,21 @@ inline void ring_withdraw_upstream(RingInterestTable& t, std::uint32_t pid) {
   }
 }
 
+// Owner: clears the slots of announcers that `alive(pid)` says are gone while still counted
+// busy (they died mid-callback); returns how many.
+template <class Alive>
+std::uint32_t ring_clear_dead_announcers(RingInterestTable& t, Alive&& alive) {
+  std::uint32_t cleared = 0;
+  for (auto& a : t.announcers) {
+    const std::uint32_t pid = a.pid.load(std::memory_order_acquire);
+    if (pid == 0 || a.busy.load(std::memory_order_acquire) == 0 || alive(pid)) continue;
+    a.busy.store(0, std::memory_order_release);
+    a.pid.store(0, std::memory_order_release);
+    ++cleared;
+  }
+  return cleared;
+}
+
 // Owner: callbacks of other processes busy for it now.
 inline std::uint32_t ring_upstream_busy(const RingInterestTable& t) {
   std::uint32_t n = 0;

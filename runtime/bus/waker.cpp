@@ -24,7 +24,8 @@ void Waker::upstream_begins() {
   if (upstream_busy_.fetch_add(1, std::memory_order_acq_rel) == 0) notify();
 }
 
-void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns, std::int64_t upstream_spin_ns) {
+void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns) {
+  const std::int64_t upstream_spin_ns = this->upstream_spin_ns();
   if (upstream_spin_ns > 0 && upstream_busy_.load(std::memory_order_acquire) > 0) {
     std::int64_t until = steady_now_ns() + upstream_spin_ns;
     if (deadline_ns > 0 && deadline_ns < until) until = deadline_ns;  // a timer due first ends it

@@ -24,8 +24,7 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, cons
   for (unsigned char c : node.name()) seed = (seed ^ c) * 0x100000001b3ull;
   rt->rng.set_state({seed, 0});
   rt->spin_ns = host.spin_ns;
-  rt->upstream_spin_ns = host.upstream_spin_ns;
-  rt->waker->set_spins_for_upstream(host.upstream_spin_ns > 0);
+  rt->waker->set_upstream_spin_ns(host.upstream_spin_ns);
   rt->manual_timers = host.manual_timers;
   slot_rt = rt;
   NodeSpec spec(*rt);
@@ -320,7 +319,7 @@ std::string NodeHost::nodes_yaml() const {
       std::lock_guard lock(rt.engine_mu);
       if (!rt.engine.empty()) out << YAML::Key << "engine" << YAML::Value << rt.engine;
     }
-    if (rt.upstream_spin_ns > 0) {
+    if (rt.waker->spins_for_upstream()) {
       out << YAML::Key << "upstream_spin" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "taken"
           << YAML::Value << rt.waker->upstream_spins_taken() << YAML::Key << "missed" << YAML::Value
           << rt.waker->upstream_spins_missed() << YAML::EndMap;

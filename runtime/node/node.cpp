@@ -302,7 +302,7 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
   // host) start spinning now: what this callback publishes is then taken without waking a
   // sleeping thread.
   UpstreamAnnouncement announced;
-  if (rt.upstream_spin_ns > 0 && rt.bus != nullptr) {
+  if (rt.waker->spins_for_upstream() && rt.bus != nullptr) {
     for (const auto& p : rt.publishers) {
       if (p->active.load(std::memory_order_acquire)) rt.bus->announce_upstream(p->topic, rt.waker.get(), announced);
     }
@@ -370,7 +370,7 @@ void NodeRuntime::run_executor() {
       worked = true;
     }
     if (n) rr = (rr + 1) % n;
-    if (!worked) waker->wait(seen, next_deadline, spin_ns, upstream_spin_ns);
+    if (!worked) waker->wait(seen, next_deadline, spin_ns);
   }
 }
 

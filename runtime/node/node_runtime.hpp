@@ -89,10 +89,6 @@ struct NodeRuntime {
   std::atomic<NodeState> state{NodeState::kUnconfigured};
   std::atomic<bool> running{false};
   std::int64_t spin_ns = 0;
-  // Upstream spinning (the group's upstream_spin_us): this executor spins up to this long
-  // while a node of its process that publishes to it runs a callback, and this node's
-  // callbacks announce themselves to such executors downstream.
-  std::int64_t upstream_spin_ns = 0;
   bool manual_timers = false;  // timers fire only through fire_timers() (replay)
   std::thread executor;
   RateLimitedLog rate_log;
