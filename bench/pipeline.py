@@ -13,7 +13,10 @@ recording:
 The baseline for the deliveries is the bus's own same-process hop (bench/results/bus_latency*).
 
   bench/pipeline.py [--seconds 15] [--configs tiny,small] [--launches pi05_demo,pi05_multiprocess]
-                    [--upstream-spin-us N] [--out bench/results/NAME]
+                    [--upstream-spin-us N] [--checkpoint DIR] [--out bench/results/NAME]
+
+--checkpoint DIR runs every launch file on that checkpoint instead (config "given"), e.g. the
+full-size bf16 one with --launches pi05_cuda,pi05_cuda_multiprocess on a GPU machine.
 
 --upstream-spin-us runs each launch file a second time with `upstream_spin_us: N` on every
 group (executors spin while a stage upstream in their process runs), labelled "+spin".
@@ -69,15 +72,18 @@ def main():
     ap.add_argument("--configs", default="tiny,small")
     ap.add_argument("--launches", default="pi05_demo,pi05_multiprocess")
     ap.add_argument("--upstream-spin-us", type=int, default=0)
+    ap.add_argument("--checkpoint", help="run on this pi0.5 checkpoint (labelled 'given') instead of generating "
+                    "one per --configs entry, e.g. a full-size bf16 one for the cuda launch files")
     ap.add_argument("--out")
     args = ap.parse_args()
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="edgevla_pipeline_bench_") as work:
-        for config in args.configs.split(","):
-            ckpt = os.path.join(work, f"{config}_pi05")
-            run([args.edgevla, "model", "init", "--config", config, "--model", "pi05", "--seed", "7", "--out", ckpt],
-                os.environ)
+        for config in ["given"] if args.checkpoint else args.configs.split(","):
+            ckpt = args.checkpoint or os.path.join(work, f"{config}_pi05")
+            if not args.checkpoint:
+                run([args.edgevla, "model", "init", "--config", config, "--model", "pi05", "--seed", "7", "--out",
+                     ckpt], os.environ)
             runs = [(launch, f"launch/{launch}.yaml") for launch in args.launches.split(",")]
             if args.upstream_spin_us > 0:
                 runs += [(launch + "+spin", with_upstream_spin(launch, args.upstream_spin_us, work))
