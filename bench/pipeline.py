@@ -18,11 +18,13 @@ The baseline for the deliveries is the bus's own same-process hop (bench/results
 --checkpoint DIR runs every launch file on that checkpoint instead (config "given"), e.g. the
 full-size bf16 one with --launches pi05_cuda,pi05_cuda_multiprocess on a GPU machine.
 
---upstream-spin-us runs each launch file a second time with `upstream_spin_us: N` on every
-group (executors spin while a stage upstream in their process runs), labelled "+spin".
+--upstream-spin-us runs each launch file with `upstream_spin_us: 0` and a second time with
+`upstream_spin_us: N` on every group (executors spin while a stage upstream in their process
+runs), labelled "+spin".
 """
 
 import argparse
+import resource
 import json
 import os
 import subprocess
@@ -59,9 +61,34 @@ def with_upstream_spin(launch, spin_us, work):
         for n in g["nodes"]:
             if "params_files" in n:
                 n["params_files"] = [os.path.normpath(os.path.join(here, p)) for p in n["params_files"]]
-    out = os.path.join(work, f"{launch}_spin.yaml")
+    out = os.path.join(work, f"{launch}_spin{spin_us}.yaml")
     with open(out, "w") as f:
         yaml.safe_dump(doc, f, sort_keys=False)
+    return out
+
+
+# The stages whose input subscription `edgevla node info` is read near the end of each run.
+INFO_NODES = ("preprocess", "backbone", "action_head", "actuation")
+
+
+def node_infos(edgevla, env):
+    """Per stage: its input subscriptions' delay split (from other processes: transport = publish ->
+    taken from the ring, hand-off = taken -> callback start) and its upstream-spin counts."""
+    import yaml  # python3-yaml
+
+    out = {}
+    for node in INFO_NODES:
+        r = subprocess.run([edgevla, "node", "info", node], capture_output=True, text=True, env=env, cwd=ROOT)
+        if r.returncode != 0:
+            continue
+        doc = yaml.safe_load(r.stdout.split("\n", 1)[1]) or {}
+        subs = {}
+        for cb in doc.get("callbacks", []):
+            if cb.get("kind") != "subscription" or not cb.get("count"):
+                continue
+            subs[cb["name"]] = {k: cb[k] for k in ("count", "delay_p50_us", "remote", "transport_p50_us",
+                                                   "handoff_p50_us") if k in cb}
+        out[node] = {"subscriptions": subs, "upstream_spin": doc.get("upstream_spin")}
     return out
 
 
@@ -86,6 +113,8 @@ def main():
                      ckpt], os.environ)
             runs = [(launch, f"launch/{launch}.yaml") for launch in args.launches.split(",")]
             if args.upstream_spin_us > 0:
+                # The plain rows without spinning, whatever the launch file sets.
+                runs = [(launch, with_upstream_spin(launch, 0, work)) for launch in args.launches.split(",")]
                 runs += [(launch + "+spin", with_upstream_spin(launch, args.upstream_spin_us, work))
                          for launch in args.launches.split(",")]
             for label, launch_file in runs:
@@ -93,7 +122,21 @@ def main():
                 env = dict(os.environ, EDGEVLA_CHECKPOINT=ckpt, EDGEVLA_RUN_DIR=work,
                            EDGEVLA_DOMAIN=f"bench-{os.getpid()}-{config}-{label.replace('+', '-')}")
                 sets = ["--set", "actuation.execute_steps=5"] if config == "tiny" else []
-                run([args.edgevla, "launch", launch_file, "--duration", str(args.seconds)] + sets, env)
+                # The graph runs for --seconds; each stage's `node info` is read 2 s before its end.
+                cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                proc = subprocess.Popen([args.edgevla, "launch", launch_file, "--duration", str(args.seconds)] + sets,
+                                        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                infos = {}
+                try:
+                    proc.wait(timeout=max(args.seconds - 2, 1))
+                except subprocess.TimeoutExpired:
+                    infos = node_infos(args.edgevla, env)
+                out, err = proc.communicate()
+                cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                # The launch's processes (reaped, so counted) over the run: cores kept busy.
+                cpu_s = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+                if proc.returncode != 0:
+                    sys.exit(f"launch {launch_file} failed ({proc.returncode}):\n{err[-3000:]}")
                 report = os.path.join(work, f"{config}_{label}.json")
                 run([args.edgevla, "bag", "report", os.path.join(work, f"{launch}.mcap"), "--json", report,
                      "--checkpoint", ckpt], env)
@@ -105,7 +148,9 @@ def main():
                        "peak_rss_over_checkpoint": round(j["peak_rss_over_checkpoint"], 3),
                        "nodes": {n: {k: v[k] for k in ("memory_bytes", "process_peak_rss_bytes", "dropped",
                                                          "bad_inputs")}
-                                 for n, v in j["nodes"].items()}}
+                                 for n, v in j["nodes"].items()},
+                       "node_info": infos, "cpu_seconds": round(cpu_s, 2),
+                       "cpu_cores_busy": round(cpu_s / args.seconds, 2)}
                 rows.append(row)
                 o = row["latency_ms"]
                 print(f"{config} {label}: camera->actuation p50 {o['camera_to_actuation'].get('p50', 0):.2f} ms, "
@@ -121,11 +166,12 @@ def main():
             m = result["machine"]
             f.write(f"# pi0.5 pipeline: framework overhead and memory\n\nMachine: {m['cpu']}, {m['cores']} cores, "
                     f"{m['memory_gb']} GB, Linux {m['kernel']}. `bench/pipeline.py --seconds {args.seconds}`; "
-                    "numbers from `edgevla bag report` of each recorded run (recording on, lz4).\n\n")
+                    "numbers from `edgevla bag report` of each recorded run (recording on, lz4); CPU cores busy = "
+                    "user + system time of the launch's processes over the run's length (start-up included).\n\n")
             f.write("| config | launch | chunks | camera->actuation p50 / p99 ms | stage compute p50 ms "
                     "(camera + pre + backbone + head) | overhead p50 / p99 ms | stage hand-offs p50 / p99 ms | "
-                    "peak RSS MB | checkpoint MB | ratio |\n"
-                    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+                    "peak RSS MB | checkpoint MB | ratio | CPU cores busy |\n"
+                    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
             for r in rows:
                 s, lat = r["stages_ms"], r["latency_ms"]
                 compute = sum(s[k].get("p50", 0) for k in ("camera", "preprocess", "backbone", "action_head"))
@@ -135,7 +181,8 @@ def main():
                         f"{lat['framework_overhead'].get('p99', 0):.3f} | "
                         f"{lat['stage_handoffs'].get('p50', 0):.3f} / {lat['stage_handoffs'].get('p99', 0):.3f} | "
                         f"{r['graph_peak_rss_bytes'] / 1e6:.1f} | "
-                        f"{r['checkpoint_bytes'] / 1e6:.1f} | {r['peak_rss_over_checkpoint']} |\n")
+                        f"{r['checkpoint_bytes'] / 1e6:.1f} | {r['peak_rss_over_checkpoint']} | "
+                        f"{r['cpu_cores_busy']} |\n")
             f.write("\nWhere the overhead goes (p50 ms; delivery = publish -> next stage's callback start, "
                     "in-node = callback time outside the stage's compute):\n\n| config | launch | "
                     + " | ".join(k.replace("_", " ") for k in rows[0]["overhead_ms"]) + " |\n|---|---|"
@@ -143,6 +190,21 @@ def main():
             for r in rows:
                 f.write(f"| {r['config']} | {r['launch']} | "
                         + " | ".join(f"{v.get('p50', 0):.3f}" for v in r["overhead_ms"].values()) + " |\n")
+            if any(r["node_info"] for r in rows):
+                f.write("\nDeliveries as the receiving stages count them (`edgevla node info` 2 s before each "
+                        "run's end, whole run so far; p50 µs of the stage's input subscription: delay = publish -> "
+                        "callback start; from another process split into transport = publish -> taken from the "
+                        "ring, and hand-off = taken -> callback start; spins = upstream spins taken / missed):\n\n"
+                        "| config | launch | stage | input | delay | transport | hand-off | spins |\n"
+                        "|---|---|---|---|---:|---:|---:|---|\n")
+                for r in rows:
+                    for node, info in r["node_info"].items():
+                        spin = info.get("upstream_spin") or {}
+                        spins = f"{spin['taken']} / {spin['missed']}" if spin else ""
+                        for name, sub in info["subscriptions"].items():
+                            f.write(f"| {r['config']} | {r['launch']} | {node} | {name} | "
+                                    f"{sub.get('delay_p50_us', 0):.1f} | {sub.get('transport_p50_us', '')} | "
+                                    f"{sub.get('handoff_p50_us', '')} | {spins} |\n")
         print(f"wrote {args.out}.json and {args.out}.md")
 
 

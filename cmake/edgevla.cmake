@@ -22,7 +22,8 @@ endfunction()
 # only an executable exiting 77 (every selected test skipped itself: a device is absent)
 # reports "not run"; a failed suite set-up is a failure.
 function(edgevla_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  # SERIAL: its tests run alone (ctest RUN_SERIAL), e.g. those that read device-wide free memory.
+  cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   edgevla_warnings(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS} edgevla_gtest_main GTest::gtest)
@@ -36,7 +37,7 @@ function(edgevla_add_test name)
   set(ctest_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_tests.cmake")
   add_custom_command(TARGET ${name} POST_BUILD
     COMMAND ${CMAKE_COMMAND} -D "EXE=$<TARGET_FILE:${name}>" -D "OUT=${ctest_file}"
-            -D "WORKDIR=${CMAKE_CURRENT_BINARY_DIR}" -D "TIMEOUT=${T_TIMEOUT}" -D "LABELS=${T_LABELS}"
+            -D "WORKDIR=${CMAKE_CURRENT_BINARY_DIR}" -D "TIMEOUT=${T_TIMEOUT}" -D "LABELS=${T_LABELS}" -D "SERIAL=${T_SERIAL}"
             -D DISCOVERY_TIMEOUT=30 -P "${PROJECT_SOURCE_DIR}/cmake/edgevla_discover_tests.cmake"
     BYPRODUCTS "${ctest_file}"
     VERBATIM)

@@ -2,7 +2,8 @@
 # and writes the ctest file that registers each one as its own test. edgevla's own discovery
 # (not gtest_discover_tests) so that no output pattern turns a test into "skipped": a test is
 # skipped only when its executable exits 77 (tests/support/gtest_main.cpp).
-# Inputs: EXE, OUT, WORKDIR, TIMEOUT, LABELS (;-list, may be empty), DISCOVERY_TIMEOUT.
+# Inputs: EXE, OUT, WORKDIR, TIMEOUT, LABELS (;-list, may be empty), SERIAL (TRUE: RUN_SERIAL),
+# DISCOVERY_TIMEOUT.
 execute_process(COMMAND "${EXE}" --gtest_list_tests
                 WORKING_DIRECTORY "${WORKDIR}"
                 TIMEOUT ${DISCOVERY_TIMEOUT}
@@ -32,6 +33,9 @@ foreach(line IN LISTS lines)
                          " TIMEOUT ${TIMEOUT} SKIP_RETURN_CODE 77")
     if(NOT LABELS STREQUAL "")
       string(APPEND script " LABELS [==[${LABELS}]==]")
+    endif()
+    if(SERIAL)
+      string(APPEND script " RUN_SERIAL TRUE")
     endif()
     string(APPEND script ")\n")
     math(EXPR count "${count} + 1")

@@ -60,6 +60,10 @@ struct Header {
   std::vector<InputMark> inputs;       // what the publishing node had consumed (node publishers)
   std::vector<TakenInput> taken;       // input callbacks run since the node's previous publish
   std::uint32_t taken_lost = 0;        // older entries of `taken` dropped (over kMaxTaken)
+  // Wall clock when this process took the message from another process's send (its ring or
+  // socket), before decoding it; 0 for a message published in this process. Local bookkeeping
+  // for the delivery statistics: never on the wire, never in a bag.
+  std::int64_t arrival_ns = 0;
 };
 
 using FieldValue = std::variant<bool, std::int64_t, double, std::string>;

@@ -128,6 +128,7 @@ Status Bus::send(TopicWriter& w, Message&& m, bool stamp) {
   }
   Header& h = m.header();
   h.topic = w.topic();
+  h.arrival_ns = 0;  // sent from here (a republished message arrived earlier, not now)
   if (stamp) {
     h.seq = w.next_seq();
     h.publish_stamp_ns = wall_now_ns();

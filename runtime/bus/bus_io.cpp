@@ -440,7 +440,7 @@ Status BusIo::send_tcp(TopicWriter& writer, const Message& m, const std::vector<
   return Status::ok();
 }
 
-void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed) {
+void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed, std::int64_t arrival_ns) {
   counters_.received.add();
   auto topic = parts.empty() ? Expected<std::string_view>(data_loss("empty message"))
                              : wire::parse_topic_frame(bytes_of(parts[0]));
@@ -516,6 +516,7 @@ void BusIo::handle_message(std::vector<zmq::message_t>& parts, bool shm_allowed)
     counters_.duplicates.add();
     return;
   }
+  m.header().arrival_ns = arrival_ns;
   bus_.deliver_remote(std::make_shared<const Message>(std::move(m)), *lost);
 }
 
@@ -537,8 +538,9 @@ void BusIo::receive(zmq::socket_t& socket, bool shm_allowed) {
       rate_log_.warn("recv", std::string("receive failed: ") + e.what());
       return;
     }
+    const std::int64_t arrival = wall_now_ns();
     std::lock_guard lock(recv_mu_);
-    handle_message(parts, shm_allowed);
+    handle_message(parts, shm_allowed, arrival);
   }
 }
 

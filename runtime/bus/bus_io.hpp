@@ -135,7 +135,8 @@ class BusIo {
   void spin_for_upstream(std::string& record);
   // A ring record back into the frames a ZeroMQ message would have had; false when malformed.
   static bool split_record(const std::string& record, std::vector<zmq::message_t>& parts);
-  void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed);
+  // `arrival_ns`: when the frames were taken from the ring or socket (wall clock).
+  void handle_message(std::vector<zmq::message_t>& frames, bool shm_allowed, std::int64_t arrival_ns);
   // Records `seq` as the publisher's latest on `topic`: the messages missing before it, or
   // nullopt when it is not newer (a duplicate).
   std::optional<std::uint64_t> advance_sequence(const std::string& topic, const std::string& publisher,

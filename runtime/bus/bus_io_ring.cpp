@@ -169,6 +169,7 @@ void BusIo::announce_upstream(const std::string& topic, std::vector<std::shared_
 }
 
 void BusIo::take_record(const std::string& record) {
+  const std::int64_t arrival = wall_now_ns();
   std::vector<zmq::message_t> parts;
   if (!split_record(record, parts)) {
     counters_.decode_errors.add();
@@ -177,7 +178,7 @@ void BusIo::take_record(const std::string& record) {
   }
   counters_.received_ring.add();
   std::lock_guard lock(recv_mu_);
-  handle_message(parts, /*shm_allowed=*/true);
+  handle_message(parts, /*shm_allowed=*/true, arrival);
 }
 
 void BusIo::spin_for_upstream(std::string& record) {

@@ -650,4 +650,8 @@ Expected<LaunchDescription> load_launch(const std::string& path, const std::vect
   return d;
 }
 
+std::int64_t effective_upstream_spin_us(const GroupDescription& group, unsigned cores) {
+  return cores >= kUpstreamSpinMinCores ? group.upstream_spin_us : 0;
+}
+
 }  // namespace edgevla

@@ -66,6 +66,12 @@ struct LaunchDescription {
 // Parses `path` (with includes and params files), applies `sets` ("node.key=value") and
 // checks the result: unique names, known node types (after loading plugins), every param
 // declared, typed and in range. Nothing is started.
+// What a group's upstream_spin_us comes to on a machine of `cores` cores: off below
+// kUpstreamSpinMinCores, where spinning executors take the cores the stages need (slower, not
+// faster), so a launch file written for a GPU host runs as well on a small machine.
+inline constexpr unsigned kUpstreamSpinMinCores = 4;
+std::int64_t effective_upstream_spin_us(const GroupDescription& group, unsigned cores);
+
 Expected<LaunchDescription> load_launch(const std::string& path, const std::vector<std::string>& sets);
 
 // A params file: { node_name: { key: value, ... }, ... }, read and checked for that shape (node

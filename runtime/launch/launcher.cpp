@@ -137,7 +137,14 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
   bo.allowed_gids = group->allowed_gids;
   bo.shm_pool_bytes = static_cast<std::size_t>(group->shm_pool_mb) << 20;
   bo.spin_ns = group->spin_us * 1000;
-  bo.upstream_spin_ns = group->upstream_spin_us * 1000;
+  const unsigned cores = std::thread::hardware_concurrency();
+  const std::int64_t upstream_spin_us = effective_upstream_spin_us(*group, cores);
+  if (upstream_spin_us != group->upstream_spin_us) {
+    logger().info("group '{}': upstream_spin_us {} is off on this machine of {} core(s) (it needs {} or more: "
+                  "spinning executors would take the cores the stages need)",
+                  group->name, group->upstream_spin_us, cores, kUpstreamSpinMinCores);
+  }
+  bo.upstream_spin_ns = upstream_spin_us * 1000;
   auto bus = Bus::create(bo);
   if (!bus) return fail(bus.status());
   int code = 0;
@@ -145,12 +152,7 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
     NodeHostOptions ho;
     ho.process_name = group->name;
     ho.spin_ns = group->spin_us * 1000;
-    ho.upstream_spin_ns = group->upstream_spin_us * 1000;
-    if (group->upstream_spin_us > 0 && std::thread::hardware_concurrency() < 4) {
-      logger().warn("group '{}': upstream_spin_us is on but this machine has {} core(s): spinning executors take "
-                    "them from the stages (slower, not faster); set it on machines with cores to spare",
-                    group->name, std::thread::hardware_concurrency());
-    }
+    ho.upstream_spin_ns = upstream_spin_us * 1000;
     NodeHost host(**bus, ho);
     for (const auto& n : group->nodes) {
       auto added = host.add(n);

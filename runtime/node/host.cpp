@@ -261,6 +261,9 @@ std::vector<CallbackReport> NodeHost::callback_reports() const {
     r.max_ns = s.latency.max_ns();
     r.delay_p50_ns = s.delay.quantile_ns(0.5);
     r.delay_p99_ns = s.delay.quantile_ns(0.99);
+    r.remote = s.transport.count();
+    r.transport_p50_ns = s.transport.quantile_ns(0.5);
+    r.handoff_p50_ns = s.handoff.quantile_ns(0.5);
     r.overruns = s.overruns.get();
   };
   for (const auto& slotp : snapshot()) {
@@ -364,7 +367,15 @@ std::string NodeHost::nodes_yaml() const {
           << YAML::Value << r.p50_ns / 1000.0 << YAML::Key << "p99_us" << YAML::Value
           << r.p99_ns / 1000.0 << YAML::Key << "max_us" << YAML::Value << r.max_ns / 1000.0
           << YAML::Key << "dropped" << YAML::Value << r.dropped << YAML::Key << "overruns"
-          << YAML::Value << r.overruns << YAML::EndMap;
+          << YAML::Value << r.overruns << YAML::Key << "delay_p50_us" << YAML::Value << r.delay_p50_ns / 1000.0
+          << YAML::Key << "delay_p99_us" << YAML::Value << r.delay_p99_ns / 1000.0;
+      if (r.remote > 0) {
+        // From other processes: the delay's parts before and after the message arrived here.
+        out << YAML::Key << "remote" << YAML::Value << r.remote << YAML::Key << "transport_p50_us" << YAML::Value
+            << r.transport_p50_ns / 1000.0 << YAML::Key << "handoff_p50_us" << YAML::Value
+            << r.handoff_p50_ns / 1000.0;
+      }
+      out << YAML::EndMap;
     }
     out << YAML::EndSeq << YAML::EndMap;
   }

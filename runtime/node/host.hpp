@@ -55,6 +55,10 @@ struct CallbackReport {
   std::int64_t max_ns = 0;
   std::int64_t delay_p50_ns = 0;
   std::int64_t delay_p99_ns = 0;
+  // Subscriptions: of the messages from other processes (count), the delay's two parts.
+  std::uint64_t remote = 0;
+  std::int64_t transport_p50_ns = 0;
+  std::int64_t handoff_p50_ns = 0;
   std::uint64_t dropped = 0;   // queue overflow + reliable timeouts + transport losses
   std::uint64_t rejected = 0;  // wrong type / malformed
   std::uint64_t overruns = 0;

@@ -361,7 +361,12 @@ void NodeRuntime::run_executor() {
       auto& s = *subscriptions[(rr + k) % n];
       MessagePtr m = s.queue->pop();
       if (!m) continue;
-      s.stats.delay.record(wall_now_ns() - m->header().publish_stamp_ns);
+      const std::int64_t start = wall_now_ns();
+      s.stats.delay.record(start - m->header().publish_stamp_ns);
+      if (const std::int64_t arrival = m->header().arrival_ns; arrival != 0) {
+        s.stats.transport.record(arrival - m->header().publish_stamp_ns);
+        s.stats.handoff.record(start - arrival);
+      }
       s.queue->counters().delivered.add();
       s.last_publish_ns.store(m->header().publish_stamp_ns, std::memory_order_relaxed);
       callback_subscription.store(&s, std::memory_order_relaxed);

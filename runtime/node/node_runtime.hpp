@@ -26,6 +26,9 @@ struct CallbackStats {
   Counter errors;            // callbacks that threw (caught, logged, counted)
   LatencyHistogram latency;  // time spent in the callback
   LatencyHistogram delay;    // subscription: publish -> callback start; timer: lateness
+  // Subscription messages from other processes, `delay` split at their arrival here:
+  LatencyHistogram transport;  // publish -> taken from the ring or socket (send, ring, wake-up)
+  LatencyHistogram handoff;    // taken -> callback start (decode, dispatch, executor wake-up)
   Counter overruns;          // timer periods skipped because the previous run was late
 };
 

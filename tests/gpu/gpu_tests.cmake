@@ -24,6 +24,8 @@ add_test(NAME cuda_launch COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_launch_te
          $<TARGET_FILE:edgevla> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cuda_launch PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)
 # Device memory shared with another process by descriptor (the cuda allocator + fd channel).
+# Serial: a test there reads the device's free memory, which other GPU tests running beside it
+# change.
 edgevla_add_test(cuda_shareable_test SOURCES gpu/cuda_shareable_test.cpp
-                 LIBS edgevla_runtime edgevla_backends CUDA::cudart LABELS gpu)
+                 LIBS edgevla_runtime edgevla_backends CUDA::cudart LABELS gpu SERIAL)
 add_dependencies(cuda_shareable_test edgevla_backend_cuda)

@@ -505,6 +505,69 @@ TEST(Node, UpstreamSpinReachesAnotherProcessThroughItsRing) {
   ASSERT_OK(host_b->deactivate_all());
 }
 
+// A subscription's delay (publish -> callback start) of messages from another process is split
+// where they arrived here: transport (the sender's send, the ring, the wake-up) and hand-off
+// (decode, dispatch, the executor). Messages published in the same process have no split.
+TEST(Node, DelaysOfMessagesFromAnotherProcessSplitWhereTheyArrived) {
+  const std::string domain = testing::unique_domain("arrival");
+  const auto make = [&](const std::string& name, std::unique_ptr<Bus>& bus, std::unique_ptr<NodeHost>& host) {
+    BusOptions bo;
+    bo.domain = domain;
+    bo.process_name = name;
+    bus = std::move(*Bus::create(bo));
+    NodeHostOptions ho;
+    ho.status_period = std::chrono::milliseconds(0);
+    host = std::make_unique<NodeHost>(*bus, ho);
+  };
+  std::unique_ptr<Bus> bus_a, bus_b;
+  std::unique_ptr<NodeHost> host_a, host_b;
+  make("a", bus_a, host_a);
+  make("b", bus_b, host_b);
+  NodeOptions u{"up", "upstream_stage"};
+  u.remaps = {{"in", "/in"}, {"out", "/mid"}};
+  auto* up = static_cast<UpstreamStage*>(*host_a->add(std::make_unique<UpstreamStage>(u)));
+  up->hold = std::chrono::milliseconds(1);
+  NodeOptions d{"down", "downstream_stage"};
+  d.remaps = {{"in", "/mid"}};
+  auto* down = static_cast<DownstreamStage*>(*host_b->add(std::make_unique<DownstreamStage>(d)));
+  auto in = *bus_a->advertise("/in", "ActionChunk", "test");
+  ASSERT_OK(host_a->activate_all());
+  ASSERT_OK(host_b->activate_all());
+  ASSERT_TRUE(eventually([&] {
+    if (down->received.load() > 0) return true;
+    (void)bus_a->publish(*in, chunk(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return down->received.load() > 0;
+  }));
+  for (int i = 0; i < 20; ++i) {
+    const int before = down->received.load();
+    ASSERT_OK(bus_a->publish(*in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return down->received.load() > before; }));
+  }
+  const auto report = [](NodeHost& host, const std::string& node) {
+    for (const CallbackReport& r : host.callback_reports()) {
+      if (r.node == node && r.kind == "subscription") return r;
+    }
+    ADD_FAILURE() << "no subscription report for " << node;
+    return CallbackReport{};
+  };
+  const CallbackReport remote = report(*host_b, "down");
+  EXPECT_EQ(remote.remote, remote.count);  // every message on /mid came from the other bus
+  EXPECT_GE(remote.remote, 21u);
+  // Each part is at most the whole for every message, so at every quantile too.
+  EXPECT_GT(remote.transport_p50_ns, 0);
+  EXPECT_GT(remote.handoff_p50_ns, 0);
+  EXPECT_LE(remote.transport_p50_ns, remote.delay_p50_ns);
+  EXPECT_LE(remote.handoff_p50_ns, remote.delay_p50_ns);
+  EXPECT_NE(host_b->nodes_yaml().find("transport_p50_us"), std::string::npos) << host_b->nodes_yaml();
+  const CallbackReport local = report(*host_a, "up");  // /in is published by its own bus
+  EXPECT_GE(local.count, 21u);
+  EXPECT_EQ(local.remote, 0u);
+  EXPECT_EQ(host_a->nodes_yaml().find("transport_p50_us"), std::string::npos) << host_a->nodes_yaml();
+  ASSERT_OK(host_a->deactivate_all());
+  ASSERT_OK(host_b->deactivate_all());
+}
+
 TEST(Node, FailedActivationRollsBackInReverseOrder) {
   auto bus = bus_for("rollback");
   NodeHost host(*bus);

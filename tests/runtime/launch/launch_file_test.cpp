@@ -108,6 +108,11 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   EXPECT_EQ(d->groups[1].spin_us, 20);
   EXPECT_EQ(d->groups[1].upstream_spin_us, 50000);
   EXPECT_EQ(d->groups[0].upstream_spin_us, 0);  // off unless asked
+  // What the launcher runs: as asked from 4 cores up, off below (the stages need the cores).
+  EXPECT_EQ(effective_upstream_spin_us(d->groups[1], 16), 50000);
+  EXPECT_EQ(effective_upstream_spin_us(d->groups[1], kUpstreamSpinMinCores), 50000);
+  EXPECT_EQ(effective_upstream_spin_us(d->groups[1], kUpstreamSpinMinCores - 1), 0);
+  EXPECT_EQ(effective_upstream_spin_us(d->groups[1], 2), 0);
   EXPECT_EQ(d->groups[0].nodes[0].params.at("height").value.as<int>(), 24);
 }
 
