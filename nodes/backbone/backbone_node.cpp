@@ -130,6 +130,7 @@ Expected<Tensor> BackboneNode::copy_into_loan(const Tensor& t) {
     return loan;
   }
   EDGEVLA_ASSIGN_OR_RETURN(Allocator * a, allocator_for(c.device()));
+  EDGEVLA_RETURN_IF_ERROR(c.buffer()->wait_ready());  // the engine's work that writes it
   EDGEVLA_RETURN_IF_ERROR(a->copy(loan.raw_data(), c.raw_data(), c.nbytes(), CopyKind::kOnDevice));
   return loan;
 }

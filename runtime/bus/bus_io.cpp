@@ -256,6 +256,7 @@ int BusIo::interest_in(const std::unordered_map<std::string, int>& interest, con
 Expected<Tensor> BusIo::host_copy(const Tensor& t) {
   // Straight into a shared-memory block when the pool has one (no second copy at send);
   // else through the heap.
+  EDGEVLA_RETURN_IF_ERROR(t.buffer()->wait_ready());
   if (t.is_contiguous()) {
     if (auto block = pool_->allocate(t.nbytes())) {
       EDGEVLA_ASSIGN_OR_RETURN(Allocator * alloc, allocator_for(t.device()));
@@ -307,6 +308,12 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
     // place on the device by the receivers); any other device tensor as a host copy (counted).
     const bool device = !nt.tensor.device().is_cpu() &&
                         !(nt.tensor.is_contiguous() && pool_->owns(*nt.tensor.buffer()));
+    if (!nt.tensor.device().is_cpu() && !device) {
+      // Read in place by another process, which cannot wait on this process's queued work:
+      // the block goes out once its producer's work is done.
+      EDGEVLA_RETURN_IF_ERROR(
+          nt.tensor.buffer()->wait_ready().with_context("tensor '" + nt.name + "' for other processes"));
+    }
     auto c = device ? host_copy(nt.tensor) : nt.tensor.contiguous();  // strided views: contiguous bytes
     if (device && c) counters_.device_to_host.add();
     if (!c) return c.status();

@@ -31,6 +31,15 @@ Buffer::~Buffer() {
   if (options_.release) options_.release();
 }
 
+Status Buffer::wait_ready() const {
+  if (!ready_) return Status::ok();
+  if (Status s = ready_->wait(); !s.is_ok()) {
+    return s.with_context("waiting for the " + ready_->device().to_string() + " work that writes a buffer of " +
+                          std::to_string(size_) + " bytes");
+  }
+  return Status::ok();
+}
+
 Expected<BufferPtr> Buffer::allocate_heap(std::size_t size) {
   constexpr std::size_t kAlign = 64;
   const std::size_t rounded = (size + kAlign - 1) / kAlign * kAlign;

@@ -34,6 +34,25 @@ struct ShmLocation {
   std::uint32_t generation = 0;  // block generation at publish time (recycling guard)
 };
 
+// Device work still queued on a buffer's bytes. A producer that publishes device memory before
+// its stream has finished writing it attaches one (Buffer::set_ready); whoever reads the bytes
+// waits on it first: a reader on the host with wait(), a stream of the same device with
+// wait_on() (queued behind the producer's work, the host does not wait). A backend makes it
+// (cuda: an event recorded on the producer's stream).
+class ReadyFence {
+ public:
+  virtual ~ReadyFence() = default;
+  // The device whose queue the work is on.
+  virtual Device device() const = 0;
+  // Returns once the work is done; an error names what failed (a stream error, a lost device).
+  virtual Status wait() = 0;
+  // Has `stream` (the backend's native stream handle, on device()) wait for the work before its
+  // next operations, without waiting on the host.
+  virtual Status wait_on(void* stream) = 0;
+  // True once the work is done (never blocks).
+  virtual bool done() = 0;
+};
+
 class Buffer final {
  public:
   using Release = std::function<void()>;
@@ -67,10 +86,19 @@ class Buffer final {
   bool writable() const { return options_.writable; }
   const std::optional<ShmLocation>& shm() const { return options_.shm; }
 
+  // The work that still writes the bytes (null: they are ready). Set by the producer before the
+  // buffer is published, and not changed after: readers on other threads see it through the
+  // hand-over (the bus queues order it).
+  void set_ready(std::shared_ptr<ReadyFence> fence) { ready_ = std::move(fence); }
+  const std::shared_ptr<ReadyFence>& ready() const { return ready_; }
+  // Waits on the host until the bytes are written (ok at once without a fence).
+  Status wait_ready() const;
+
  private:
   std::byte* data_;
   std::size_t size_;
   Options options_;
+  std::shared_ptr<ReadyFence> ready_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

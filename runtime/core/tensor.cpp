@@ -112,6 +112,7 @@ Expected<Tensor> Tensor::to(Device target) const {
     return failed_precondition("copy of the strided " + describe() + " off " + device().to_string() +
                          ": make it contiguous on the device first");
   }
+  if (!device().is_cpu()) EDGEVLA_RETURN_IF_ERROR(buffer_->wait_ready().with_context("copy of " + describe()));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor src, contiguous());  // host side: a strided view is packed here
   EDGEVLA_ASSIGN_OR_RETURN(Tensor out, empty(dtype_, shape_, target));
   const Device dev = target.is_cpu() ? device() : target;

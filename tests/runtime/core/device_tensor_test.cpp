@@ -6,7 +6,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 
 #include "msgs/types.hpp"
@@ -334,6 +337,116 @@ TEST_F(DeviceTensors, RecordingsHoldHostBytesAndCountTheCopies) {
   }));
   EXPECT_EQ(seen, 3);
   std::filesystem::remove(path);
+}
+
+// Stand-in for a backend's fence: the "device work" is a thread that writes the tensor's final
+// values after a delay; wait() returns once it has (or its error), wait_on() is counted.
+class StandInFence final : public ReadyFence {
+ public:
+  StandInFence(Tensor t, std::chrono::milliseconds delay, Status outcome = Status::ok())
+      : outcome_(std::move(outcome)), worker_([this, t, delay] {
+          std::this_thread::sleep_for(delay);
+          for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i) * 0.5f;
+          std::lock_guard lock(mu_);
+          finished_ = true;
+          cv_.notify_all();
+        }) {}
+  ~StandInFence() override { worker_.join(); }
+  Device device() const override { return Device::cuda(0); }
+  Status wait() override {
+    waits.fetch_add(1);
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return finished_; });
+    return outcome_;
+  }
+  Status wait_on(void*) override {
+    stream_waits.fetch_add(1);
+    return Status::ok();
+  }
+  bool done() override {
+    std::lock_guard lock(mu_);
+    return finished_;
+  }
+  std::atomic<int> waits{0}, stream_waits{0};
+
+ private:
+  Status outcome_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;
+  std::thread worker_;
+};
+
+// A device tensor published before its producer's queued work finished (a fence on its buffer):
+// a subscriber in this process gets the buffer with the fence (its engine waits on its own
+// stream); everything that reads the bytes on the host waits first: Tensor::to, the host copy
+// for another process, the recorder. A failed fence is an error naming the device work.
+TEST_F(DeviceTensors, HostReadersWaitForTheProducersQueuedWork) {
+  const auto domain = unique_domain("devfence");
+  auto pub = make_bus(domain);
+  auto other = make_bus(domain);
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / ("devfence_" + std::to_string(::getpid()) + ".mcap")).string();
+  bag::RecorderOptions ro;
+  ro.output = path;
+  ro.topics = {"/act"};
+  auto rec = bag::Recorder::start(*pub, ro);
+  ASSERT_TRUE(rec.has_value()) << rec.status().to_string();
+  auto writer = *pub->advertise("/act", "ActionChunk", "head");
+  Collector local("/act"), remote("/act");
+  ASSERT_OK(pub->attach(local.queue));
+  ASSERT_OK(other->attach(remote.queue));
+  // Until the other bus is connected, with finished tensors.
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(*writer, *msgs::ActionChunk::make(device_tensor(3), 0.02)));
+    return remote.queue->size() > 0;
+  }));
+  while (remote.queue->pop()) {
+  }
+  while (local.queue->pop()) {
+  }
+
+  // Zeros now; the values land 100 ms later, on the "device".
+  Tensor dev = *Tensor::empty(DType::kF32, Shape{6, 4}, Device::cuda(0));
+  std::memset(dev.raw_data(), 0, dev.nbytes());
+  auto fence = std::make_shared<StandInFence>(dev, std::chrono::milliseconds(100));
+  dev.buffer()->set_ready(fence);
+  ASSERT_OK(pub->publish(*writer, *msgs::ActionChunk::make(dev, 0.02)));
+  MessagePtr mine = local.queue->pop();
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine->tensor("actions")->buffer()->ready(), fence);  // handed over with its fence
+  auto host = mine->tensor("actions")->to(Device::cpu());
+  ASSERT_TRUE(host.has_value()) << host.status().to_string();
+  expect_values(*host, 6);
+  ASSERT_TRUE(eventually([&] { return remote.queue->size() > 0; }));
+  expect_values(*remote.queue->pop()->tensor("actions"), 6);
+  ASSERT_OK((*rec)->stop());
+  EXPECT_GE(fence->waits.load(), 2);  // Tensor::to, the copy for the other process (and the recorder's)
+  {
+    auto reader = std::move(*mcap::McapReader::open(path));
+    int last_rows = 0;
+    ASSERT_OK(reader->for_each_message([&](const mcap::MessageView& v) {
+      auto m = bag::decode_record(v);
+      EXPECT_TRUE(m.has_value()) << m.status().to_string();
+      if (m) {
+        last_rows = static_cast<int>(m->tensor("actions")->shape()[0]);
+        if (last_rows == 6) expect_values(*m->tensor("actions"), 6);
+      }
+      return Status::ok();
+    }));
+    EXPECT_EQ(last_rows, 6);
+  }
+  std::filesystem::remove(path);
+
+  // Work that failed: the host copy says so instead of handing out unwritten bytes.
+  Tensor bad = *Tensor::empty(DType::kF32, Shape{2, 4}, Device::cuda(0));
+  bad.buffer()->set_ready(std::make_shared<StandInFence>(bad, std::chrono::milliseconds(0),
+                                                         internal_error("an illegal memory access was encountered")));
+  auto refused = bad.to(Device::cpu());
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("waiting for the cuda:0 work"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("illegal memory access"), std::string::npos);
 }
 
 }  // namespace
