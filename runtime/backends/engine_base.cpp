@@ -91,6 +91,13 @@ void EngineBase::clear_bindings() {
   for (auto& t : out_bound_) t = Tensor();
 }
 
+std::vector<const Tensor*> EngineBase::bound_inputs() const {
+  std::vector<const Tensor*> out;
+  out.reserve(inputs_.size());
+  for (int i = 0; i < static_cast<int>(inputs_.size()); ++i) out.push_back(bound_input(i));
+  return out;
+}
+
 const Tensor* EngineBase::bound_input(int index) const {
   if (index < 0 || static_cast<std::size_t>(index) >= in_bound_.size()) return nullptr;
   const Tensor& t = in_bound_[static_cast<std::size_t>(index)];

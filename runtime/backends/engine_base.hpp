@@ -32,6 +32,8 @@ class EngineBase : public Engine {
   int output_index(std::string_view name) const;
   const Tensor* bound_input(int index) const;
   const Tensor* bound_output(int index) const;
+  // Every input slot's bound tensor (null where none is bound), in spec order.
+  std::vector<const Tensor*> bound_inputs() const;
   // Records what output `index` holds after this run (a view of the right shape).
   void set_produced(int index, Tensor view);
 

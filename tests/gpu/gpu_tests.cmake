@@ -29,3 +29,7 @@ set_tests_properties(cuda_launch PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEO
 edgevla_add_test(cuda_shareable_test SOURCES gpu/cuda_shareable_test.cpp
                  LIBS edgevla_runtime edgevla_backends CUDA::cudart LABELS gpu SERIAL)
 add_dependencies(cuda_shareable_test edgevla_backend_cuda)
+# Ready fences: a stream waits on the device for a fenced input, a host copy on the host.
+edgevla_add_test(cuda_fence_test SOURCES gpu/cuda_fence_test.cpp
+                 LIBS edgevla_runtime edgevla_backends edgevla_cuda_kernels CUDA::cudart LABELS gpu)
+add_dependencies(cuda_fence_test edgevla_backend_cuda)

@@ -14,8 +14,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/backends/backend.hpp"
+#include "runtime/backends/cuda/fence.hpp"
 #include "runtime/backends/cuda/kernels/common.hpp"
 #include "runtime/util/progress.hpp"
 

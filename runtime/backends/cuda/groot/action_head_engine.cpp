@@ -588,6 +588,8 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   out_bound_.resize(outputs_.size());
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  // Inputs still being written by queued device work: this stream waits for it, on the device.
+  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
   std::int64_t n = 0, embodiment = 0;
   EDGEVLA_RETURN_IF_ERROR(check_inputs(options, n, embodiment));
   const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim,

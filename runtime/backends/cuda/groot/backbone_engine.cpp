@@ -450,6 +450,8 @@ Status BackboneEngine::run(const RunOptions&) {
   const std::int64_t W = cfg_.text.hidden_size, R = max_rows_;
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  // Inputs still being written by queued device work: this stream waits for it, on the device.
+  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
   EDGEVLA_RETURN_IF_ERROR(collect_views());
   const Tensor* ids = nullptr;
   const Tensor* mask = nullptr;

@@ -440,6 +440,8 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   const std::int64_t K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  // Inputs still being written by queued device work: this stream waits for it, on the device.
+  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
     return out_of_range("action_head num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
                         std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");

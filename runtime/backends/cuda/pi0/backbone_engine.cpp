@@ -272,6 +272,8 @@ Status BackboneEngine::run(const RunOptions&) {
   const std::int64_t Pb = padded_rows(cfg_.prefix_len());
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
+  // Inputs still being written by queued device work: this stream waits for it, on the device.
+  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
 
   // Inputs: images of the valid cameras (slot order), then the valid prompt tokens.
   std::vector<int> slots;

@@ -1,0 +1,112 @@
+// Ready fences of the cuda backend (runtime/backends/cuda/fence.hpp): a buffer published while
+// its producer's stream still writes it carries a CudaFence; an engine's stream waits for it on
+// the device (wait_for_inputs, what every cuda engine calls before reading its inputs) and a
+// host copy (Tensor::to) waits on the host. The producer here is a stream kept busy for a few
+// milliseconds by device-to-device copies before it writes the tensor, so a reader that did not
+// wait would see the old bytes. Without a CUDA device every test skips itself.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/backends/backend.hpp"
+#include "runtime/backends/cuda/fence.hpp"
+#include "runtime/core/tensor.hpp"
+
+namespace edgevla::backends::cuda {
+namespace {
+
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+bool gpu_present() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+class CudaFenceTest : public ::testing::Test {
+ protected:
+  static constexpr std::int64_t kValues = std::int64_t{1} << 20;   // 4 MB of f32
+  static constexpr std::size_t kBusyBytes = std::size_t{256} << 20;  // each busy copy
+
+  void SetUp() override {
+    if (!gpu_present()) GTEST_SKIP() << "no CUDA device here (cudaGetDeviceCount found none)";
+    ASSERT_TRUE(backends::make_backend("cuda").has_value());  // registers the device allocator
+    ASSERT_CUDA(cudaSetDevice(0));
+    ASSERT_CUDA(cudaStreamCreateWithFlags(&producer_, cudaStreamNonBlocking));
+    ASSERT_CUDA(cudaStreamCreateWithFlags(&consumer_, cudaStreamNonBlocking));
+    ASSERT_CUDA(cudaMalloc(&busy_a_, kBusyBytes));
+    ASSERT_CUDA(cudaMalloc(&busy_b_, kBusyBytes));
+    ASSERT_CUDA(cudaMallocHost(&pattern_, kValues * sizeof(float)));
+    for (std::int64_t i = 0; i < kValues; ++i) pattern_[i] = static_cast<float>(i % 4096) * 0.5f;
+  }
+  void TearDown() override {
+    if (producer_ != nullptr) cudaStreamDestroy(producer_);
+    if (consumer_ != nullptr) cudaStreamDestroy(consumer_);
+    cudaFree(busy_a_);
+    cudaFree(busy_b_);
+    cudaFreeHost(pattern_);
+  }
+
+  // A zeroed device tensor that the producer stream fills with the pattern after ~2-5 ms of
+  // other work, with the fence of that write on its buffer.
+  Tensor written_later(std::shared_ptr<CudaFence>* fence_out = nullptr) {
+    Tensor t = *Tensor::empty(DType::kF32, Shape{kValues}, Device::cuda(0));
+    EXPECT_EQ(cudaMemset(t.raw_data(), 0, t.nbytes()), cudaSuccess);
+    for (int i = 0; i < 16; ++i) {
+      EXPECT_EQ(cudaMemcpyAsync(busy_b_, busy_a_, kBusyBytes, cudaMemcpyDeviceToDevice, producer_), cudaSuccess);
+    }
+    EXPECT_EQ(cudaMemcpyAsync(t.raw_data(), pattern_, t.nbytes(), cudaMemcpyHostToDevice, producer_), cudaSuccess);
+    auto fence = CudaFence::record(producer_, 0);
+    EXPECT_TRUE(fence.has_value()) << fence.status().to_string();
+    t.buffer()->set_ready(*fence);
+    if (fence_out != nullptr) *fence_out = *fence;
+    return t;
+  }
+
+  void expect_pattern(const std::vector<float>& got) {
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(kValues));
+    for (std::int64_t i = 0; i < kValues; i += 997) ASSERT_EQ(got[static_cast<std::size_t>(i)], pattern_[i]) << i;
+    ASSERT_EQ(got.back(), pattern_[kValues - 1]);
+  }
+
+  cudaStream_t producer_ = nullptr, consumer_ = nullptr;
+  void* busy_a_ = nullptr;
+  void* busy_b_ = nullptr;
+  float* pattern_ = nullptr;
+};
+
+// The consumer stream, idle, would copy at once; waiting on the fence it copies after the write.
+TEST_F(CudaFenceTest, AnEngineStreamWaitsOnTheDeviceForAFencedInput) {
+  std::shared_ptr<CudaFence> fence;
+  Tensor in = written_later(&fence);
+  EXPECT_FALSE(fence->done());  // the producer has milliseconds of copies queued before the write
+  Tensor out = *Tensor::empty(DType::kF32, Shape{kValues}, Device::cuda(0));
+  std::uint64_t waited = 0;
+  ASSERT_TRUE(wait_for_inputs({&in, nullptr}, consumer_, 0, &waited).is_ok());
+  EXPECT_EQ(waited, 1u);
+  ASSERT_CUDA(cudaMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(), cudaMemcpyDeviceToDevice, consumer_));
+  std::vector<float> got(static_cast<std::size_t>(kValues));
+  ASSERT_CUDA(cudaMemcpyAsync(got.data(), out.raw_data(), out.nbytes(), cudaMemcpyDeviceToHost, consumer_));
+  ASSERT_CUDA(cudaStreamSynchronize(consumer_));
+  expect_pattern(got);
+  EXPECT_TRUE(fence->done());
+  // An input without a fence is not waited for.
+  Tensor plain = *Tensor::empty(DType::kF32, Shape{4}, Device::cuda(0));
+  waited = 0;
+  ASSERT_TRUE(wait_for_inputs({&plain}, consumer_, 0, &waited).is_ok());
+  EXPECT_EQ(waited, 0u);
+}
+
+// A host copy of a fenced device tensor waits on the host for the write.
+TEST_F(CudaFenceTest, AHostCopyWaitsForTheWrite) {
+  std::shared_ptr<CudaFence> fence;
+  Tensor in = written_later(&fence);
+  EXPECT_FALSE(fence->done());
+  auto host = in.to(Device::cpu());
+  ASSERT_TRUE(host.has_value()) << host.status().to_string();
+  EXPECT_TRUE(fence->done());
+  expect_pattern(std::vector<float>(host->data<float>(), host->data<float>() + kValues));
+}
+
+}  // namespace
+}  // namespace edgevla::backends::cuda
