@@ -118,11 +118,14 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   EDGEVLA_ASSIGN_OR_RETURN(Message m, msgs::ActionChunk::make(std::move(out), *action_dt_s_));
   if (auto seq = in.message().int_field("observation_seq")) m.set_field("observation_seq", *seq);
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));
-  m.set_field("action_head_ms", engine.last_timings().total_ms);
+  // A prefix published while the backbone's device work still ran (a ready fence): the engine's
+  // wait for that work is the backbone's time, not this stage's (prefix_wait_ms says how much).
+  const backends::RunTimings& timings = engine.last_timings();
+  m.set_field("action_head_ms", timings.total_ms - timings.input_wait_ms);
   stage_.stamp_replay_params(m);
-  for (const char* stage : {"preprocess_ms", "backbone_ms"}) {
-    if (auto ms = in.message().number_field(stage)) m.set_field(stage, *ms);
-  }
+  if (auto ms = in.message().number_field("preprocess_ms")) m.set_field("preprocess_ms", *ms);
+  if (auto ms = in.message().number_field("backbone_ms")) m.set_field("backbone_ms", *ms + timings.input_wait_ms);
+  if (timings.input_wait_ms > 0) m.set_field("prefix_wait_ms", timings.input_wait_ms);
   m.derive_from(in.header());
   EDGEVLA_RETURN_IF_ERROR(actions_.publish(std::move(m)));
   if (stage_.memory_report_due()) report_memory(engine.resident_bytes());

@@ -48,6 +48,9 @@ struct RunOptions {
 
 struct RunTimings {
   double total_ms = 0;
+  // Of total_ms: how long the device stood waiting for inputs whose producers published before
+  // their device work was done (ready fences) — the producer's time, not this stage's.
+  double input_wait_ms = 0;
   // Sub-stage times (e.g. "vision", "prefix" / "steps"), for per-stage reports.
   std::vector<std::pair<std::string, double>> parts;
 };

@@ -59,6 +59,7 @@ struct Chunk {
   std::vector<TraceHop> trace;
   std::map<std::string, double> stage_ms;  // preprocess_ms, backbone_ms, action_head_ms
   std::map<std::string, double> all_ms;    // every "<stage>_ms" field the chunk carries (--html)
+  double prefix_wait_ms = 0;  // of action_head_ms's callback: waiting for the backbone's device work
 };
 
 // A vector over time (commands, state) for the HTML plots: the first kMaxDims values.
@@ -200,7 +201,9 @@ int bag_report(const BagReportOptions& o) {
       for (const char* f : {"preprocess_ms", "backbone_ms", "action_head_ms"}) {
         if (auto x = number(m, f)) c.stage_ms[f] = *x;
       }
+      if (auto x = number(m, "prefix_wait_ms")) c.prefix_wait_ms = *x;
       for (const auto& [key, value] : m.fields()) {
+        if (key == "prefix_wait_ms") continue;  // part of backbone_ms, not a stage
         if (key.ends_with("_ms") && key.size() > 3) {
           if (auto x = number(m, key)) c.all_ms[key.substr(0, key.size() - 3)] = *x;
         }
@@ -260,9 +263,11 @@ int bag_report(const BagReportOptions& o) {
     d_cam_pre.add((ob->second - cam) * 1e-6);
     n_pre.add((pre - ob->second) * 1e-6 - c.stage_ms.at("preprocess_ms"));
     d_pre_bb.add((pb->second - pre) * 1e-6);
-    n_bb.add((bb - pb->second) * 1e-6 - c.stage_ms.at("backbone_ms"));
+    // A prefix published before the backbone's device work finished: the head's wait for it is
+    // in backbone_ms but happened inside the head's callback (prefix_wait_ms).
+    n_bb.add((bb - pb->second) * 1e-6 - (c.stage_ms.at("backbone_ms") - c.prefix_wait_ms));
     d_bb_head.add((c.callback_ns - bb) * 1e-6);
-    n_head.add((hd - c.callback_ns) * 1e-6 - c.stage_ms.at("action_head_ms"));
+    n_head.add((hd - c.callback_ns) * 1e-6 - (c.stage_ms.at("action_head_ms") + c.prefix_wait_ms));
     deliveries_to_head[c.source_ns] = (ob->second - cam + pb->second - pre + c.callback_ns - bb) * 1e-6;
   }
 

@@ -81,20 +81,26 @@ TEST_F(CudaFenceTest, AnEngineStreamWaitsOnTheDeviceForAFencedInput) {
   Tensor in = written_later(&fence);
   EXPECT_FALSE(fence->done());  // the producer has milliseconds of copies queued before the write
   Tensor out = *Tensor::empty(DType::kF32, Shape{kValues}, Device::cuda(0));
-  std::uint64_t waited = 0;
-  ASSERT_TRUE(wait_for_inputs({&in, nullptr}, consumer_, 0, &waited).is_ok());
-  EXPECT_EQ(waited, 1u);
+  auto wait = wait_for_inputs({&in, nullptr}, consumer_, 0);
+  ASSERT_TRUE(wait.has_value()) << wait.status().to_string();
+  EXPECT_EQ(wait->waits(), 1u);
   ASSERT_CUDA(cudaMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(), cudaMemcpyDeviceToDevice, consumer_));
   std::vector<float> got(static_cast<std::size_t>(kValues));
   ASSERT_CUDA(cudaMemcpyAsync(got.data(), out.raw_data(), out.nbytes(), cudaMemcpyDeviceToHost, consumer_));
   ASSERT_CUDA(cudaStreamSynchronize(consumer_));
   expect_pattern(got);
   EXPECT_TRUE(fence->done());
-  // An input without a fence is not waited for.
+  // The consumer stood waiting for most of the producer's ~2-5 ms of copies.
+  auto waited = wait->waited_ms();
+  ASSERT_TRUE(waited.has_value()) << waited.status().to_string();
+  EXPECT_GT(*waited, 0.5) << "ms the consumer stream waited";
+  EXPECT_LT(*waited, 1000.0);
+  // An input without a fence is not waited for, and no wait is measured.
   Tensor plain = *Tensor::empty(DType::kF32, Shape{4}, Device::cuda(0));
-  waited = 0;
-  ASSERT_TRUE(wait_for_inputs({&plain}, consumer_, 0, &waited).is_ok());
-  EXPECT_EQ(waited, 0u);
+  auto none = wait_for_inputs({&plain}, consumer_, 0);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->waits(), 0u);
+  EXPECT_EQ(*none->waited_ms(), 0.0);
 }
 
 // A host copy of a fenced device tensor waits on the host for the write.

@@ -1,6 +1,9 @@
 #include "runtime/backends/cuda/fence.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "runtime/backends/cuda/kernels/common.hpp"
 
@@ -8,7 +11,7 @@ namespace edgevla::backends::cuda {
 
 Expected<std::shared_ptr<CudaFence>> CudaFence::record(cudaStream_t stream, int index) {
   cudaEvent_t event = nullptr;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event));  // timed: InputWait measures against it
   std::shared_ptr<CudaFence> fence(new CudaFence(event, index));  // owns the event from here
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   return fence;
@@ -31,23 +34,51 @@ Status CudaFence::wait_on(void* stream) {
 
 bool CudaFence::done() { return cudaEventQuery(event_) == cudaSuccess; }
 
-Status wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index,
-                       std::uint64_t* waited) {
+bool fences_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("EDGEVLA_CUDA_SYNC_OUTPUTS");
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  }();
+  return off;
+}
+
+InputWait::~InputWait() {
+  if (start_ != nullptr) cudaEventDestroy(start_);
+}
+
+Expected<double> InputWait::waited_ms() const {
+  double ms = 0;
+  for (const auto& f : fences_) {
+    float e = 0;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&e, start_, f->event()));
+    ms = std::max(ms, static_cast<double>(e));
+  }
+  return ms;
+}
+
+Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index) {
+  InputWait w;
   for (const Tensor* t : inputs) {
     if (t == nullptr || !t->defined()) continue;
     const std::shared_ptr<ReadyFence>& fence = t->buffer()->ready();
     if (!fence) continue;
-    if (fence->device().type == DeviceType::kCuda) {
-      if (Status s = fence->wait_on(stream); !s.is_ok()) {
-        return s.with_context("cuda:" + std::to_string(index) + " waiting for the " + fence->device().to_string() +
-                              " work that writes an input");
-      }
-      if (waited != nullptr) ++*waited;
-    } else {
+    auto* cuda = dynamic_cast<CudaFence*>(fence.get());
+    if (cuda == nullptr) {
       EDGEVLA_RETURN_IF_ERROR(t->buffer()->wait_ready());
+      continue;
     }
+    if (w.start_ == nullptr) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&w.start_));
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(w.start_, stream));
+    }
+    if (Status s = fence->wait_on(stream); !s.is_ok()) {
+      return s.with_context("cuda:" + std::to_string(index) + " waiting for the " + fence->device().to_string() +
+                            " work that writes an input");
+    }
+    ++w.waits_;
+    if (fence->device() == Device::cuda(index)) w.fences_.push_back(std::static_pointer_cast<CudaFence>(fence));
   }
-  return Status::ok();
+  return w;
 }
 
 }  // namespace edgevla::backends::cuda

@@ -28,6 +28,8 @@ class CudaFence final : public ReadyFence {
   Status wait() override;
   Status wait_on(void* stream) override;
   bool done() override;
+  // The event (timing enabled: another stream's event can be measured against it).
+  cudaEvent_t event() const { return event_; }
 
  private:
   CudaFence(cudaEvent_t event, int index) : event_(event), index_(index) {}
@@ -35,10 +37,38 @@ class CudaFence final : public ReadyFence {
   int index_;
 };
 
+// EDGEVLA_CUDA_SYNC_OUTPUTS set (to anything but 0): engines finish their stream before they
+// publish and attach no fences — to rule fences out when hunting a wrong result, or to compare.
+bool fences_off();
+
+// What an engine's stream waits for before it reads its inputs (wait_for_inputs): the fences of
+// cuda work, and an event marking where the stream stood before the waits.
+class InputWait {
+ public:
+  InputWait() = default;
+  ~InputWait();
+  InputWait(InputWait&& other) noexcept
+      : start_(other.start_), waits_(other.waits_), fences_(std::move(other.fences_)) {
+    other.start_ = nullptr;
+  }
+  InputWait& operator=(InputWait&&) = delete;
+  InputWait(const InputWait&) = delete;
+  // Inputs the stream waits for on the device.
+  std::size_t waits() const { return waits_; }
+  // Once the stream's work is done (the engine synchronised it): how long the stream stood
+  // waiting for its inputs' producers, in ms (0 without fences, or when they were done first).
+  Expected<double> waited_ms() const;
+
+ private:
+  friend Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>&, cudaStream_t, int);
+  cudaEvent_t start_ = nullptr;
+  std::size_t waits_ = 0;
+  std::vector<std::shared_ptr<CudaFence>> fences_;  // those on the stream's device (timed against start_)
+};
+
 // Before an engine on device `index` reads its bound inputs on `stream`: each input still being
 // written by queued device work (a fence on its buffer) is waited for — by `stream`, on the
-// device, when it is cuda work; on the host otherwise. Counts the device-side waits in `waited`.
-Status wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index,
-                       std::uint64_t* waited = nullptr);
+// device, when it is cuda work (another backend's fence: on the host).
+Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index);
 
 }  // namespace edgevla::backends::cuda

@@ -589,7 +589,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
   // Inputs still being written by queued device work: this stream waits for it, on the device.
-  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
+  EDGEVLA_ASSIGN_OR_RETURN(const InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index));
   std::int64_t n = 0, embodiment = 0;
   EDGEVLA_RETURN_IF_ERROR(check_inputs(options, n, embodiment));
   const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim,
@@ -685,6 +685,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   } else {
     set_produced(out_velocities_, Tensor());
   }
+  EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
   return Status::ok();

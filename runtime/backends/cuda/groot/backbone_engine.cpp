@@ -451,7 +451,7 @@ Status BackboneEngine::run(const RunOptions&) {
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
   // Inputs still being written by queued device work: this stream waits for it, on the device.
-  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
+  EDGEVLA_ASSIGN_OR_RETURN(const InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index));
   EDGEVLA_RETURN_IF_ERROR(collect_views());
   const Tensor* ids = nullptr;
   const Tensor* mask = nullptr;
@@ -575,6 +575,7 @@ Status BackboneEngine::run(const RunOptions&) {
   set_produced(out_mask_, std::move(mview));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor iview, image_mask_.slice(0, 0, L));
   set_produced(out_image_mask_, std::move(iview));
+  EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"backbone_gpu", timings_.total_ms}};
   return Status::ok();

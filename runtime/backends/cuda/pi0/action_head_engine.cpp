@@ -441,7 +441,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
   // Inputs still being written by queued device work: this stream waits for it, on the device.
-  EDGEVLA_RETURN_IF_ERROR(wait_for_inputs(bound_inputs(), s, info_.index));
+  EDGEVLA_ASSIGN_OR_RETURN(const InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index));
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
     return out_of_range("action_head num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
                         std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
@@ -576,6 +576,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(tr.data(), fused_trace_, tr.size() * sizeof(tr[0]), cudaMemcpyDeviceToHost));
     spdlog::info("action_head (cuda): {}", fused_expert_trace_report(fused_args_.shape, fused_args_.grid, tr.data()));
   }
+  EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
   return Status::ok();
