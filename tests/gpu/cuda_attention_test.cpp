@@ -522,6 +522,9 @@ TEST(CudaAttention, GraphReplayFollowsALen) {
       for (int len : {300, 968, 517, 1, 0}) {
         p.set_a_len(len);
         p.reset_output();
+        // Those pageable copies may return before their bytes land, and `stream` does not wait
+        // for the legacy stream they ran on.
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
         ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
         const Errors e = p.compare(len);

@@ -48,7 +48,7 @@ class InputWait {
   InputWait() = default;
   ~InputWait();
   InputWait(InputWait&& other) noexcept
-      : start_(other.start_), waits_(other.waits_), fences_(std::move(other.fences_)) {
+      : start_(other.start_), index_(other.index_), waits_(other.waits_), fences_(std::move(other.fences_)) {
     other.start_ = nullptr;
   }
   InputWait& operator=(InputWait&&) = delete;
@@ -62,6 +62,7 @@ class InputWait {
  private:
   friend Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>&, cudaStream_t, int);
   cudaEvent_t start_ = nullptr;
+  int index_ = 0;  // the device start_ belongs to
   std::size_t waits_ = 0;
   std::vector<std::shared_ptr<CudaFence>> fences_;  // those on the stream's device (timed against start_)
 };

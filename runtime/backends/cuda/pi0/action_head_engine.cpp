@@ -258,6 +258,9 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   std::vector<std::int32_t> limit(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
   if (!pi05_) limit[0] = 1;
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(b_limit_, limit.data(), limit.size() * 4, cudaMemcpyHostToDevice));
+  // A pageable cudaMemcpy may return before its bytes land, and this engine's stream does not
+  // wait for the legacy stream: the device finishes them before the first run.
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   // pi0: the halves of action_time_mlp_in [E, 2E]: columns [0, E) act on the action embedding,
   // [E, 2E) on the time embedding.
   if (!pi05_) {
