@@ -426,44 +426,59 @@ std::uint64_t transport_counter(const Bus& bus, const char* counter) {
   return YAML::Load(bus.stats_yaml())["transport"][counter].as<std::uint64_t>(0);
 }
 
+// The upstream / downstream chain split over two buses of one domain (as two processes on one
+// host: they deliver through each other's rings), activated, and run until they found each other.
+struct SplitChain {
+  std::string domain;
+  std::unique_ptr<Bus> bus_a, bus_b;
+  std::unique_ptr<NodeHost> host_a, host_b;
+  UpstreamStage* up = nullptr;
+  DownstreamStage* down = nullptr;
+  std::shared_ptr<TopicWriter> in;
+};
+
+void split_chain(SplitChain& c, const std::string& tag, std::int64_t upstream_spin_ns, std::chrono::milliseconds hold) {
+  c.domain = testing::unique_domain(tag);
+  const auto make = [&](const std::string& name, std::unique_ptr<Bus>& bus, std::unique_ptr<NodeHost>& host) {
+    BusOptions bo;
+    bo.domain = c.domain;
+    bo.process_name = name;
+    bo.upstream_spin_ns = upstream_spin_ns;
+    bus = std::move(*Bus::create(bo));
+    NodeHostOptions ho;
+    ho.status_period = std::chrono::milliseconds(0);
+    ho.upstream_spin_ns = upstream_spin_ns;
+    host = std::make_unique<NodeHost>(*bus, ho);
+  };
+  make("a", c.bus_a, c.host_a);
+  make("b", c.bus_b, c.host_b);
+  NodeOptions u{"up", "upstream_stage"};
+  u.remaps = {{"in", "/in"}, {"out", "/mid"}};
+  c.up = static_cast<UpstreamStage*>(*c.host_a->add(std::make_unique<UpstreamStage>(u)));
+  c.up->hold = hold;
+  NodeOptions d{"down", "downstream_stage"};
+  d.remaps = {{"in", "/mid"}};
+  c.down = static_cast<DownstreamStage*>(*c.host_b->add(std::make_unique<DownstreamStage>(d)));
+  c.in = *c.bus_a->advertise("/in", "ActionChunk", "test");
+  ASSERT_OK(c.host_a->activate_all());
+  ASSERT_OK(c.host_b->activate_all());
+  // Until the buses found each other.
+  ASSERT_TRUE(eventually([&] {
+    if (c.down->received.load() > 0) return true;
+    (void)c.bus_a->publish(*c.in, chunk(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return c.down->received.load() > 0;
+  }));
+}
+
 // The same chain split over two buses (as two processes on one host: they deliver through each
 // other's rings): the upstream callback announces itself in the receiver's ring, whose thread
 // spins for the record and has the downstream executor spinning too. An announcer that died
 // busy is cleared by the receiver at the spin limit.
 TEST(Node, UpstreamSpinReachesAnotherProcessThroughItsRing) {
-  const std::string domain = testing::unique_domain("upspin_x");
-  const auto make = [&](const std::string& name, std::unique_ptr<Bus>& bus, std::unique_ptr<NodeHost>& host) {
-    BusOptions bo;
-    bo.domain = domain;
-    bo.process_name = name;
-    bo.upstream_spin_ns = 300'000'000;
-    bus = std::move(*Bus::create(bo));
-    NodeHostOptions ho;
-    ho.status_period = std::chrono::milliseconds(0);
-    ho.upstream_spin_ns = 300'000'000;
-    host = std::make_unique<NodeHost>(*bus, ho);
-  };
-  std::unique_ptr<Bus> bus_a, bus_b;
-  std::unique_ptr<NodeHost> host_a, host_b;
-  make("a", bus_a, host_a);
-  make("b", bus_b, host_b);
-  NodeOptions u{"up", "upstream_stage"};
-  u.remaps = {{"in", "/in"}, {"out", "/mid"}};
-  auto* up = static_cast<UpstreamStage*>(*host_a->add(std::make_unique<UpstreamStage>(u)));
-  up->hold = std::chrono::milliseconds(20);
-  NodeOptions d{"down", "downstream_stage"};
-  d.remaps = {{"in", "/mid"}};
-  auto* down = static_cast<DownstreamStage*>(*host_b->add(std::make_unique<DownstreamStage>(d)));
-  auto in = *bus_a->advertise("/in", "ActionChunk", "test");
-  ASSERT_OK(host_a->activate_all());
-  ASSERT_OK(host_b->activate_all());
-  // Until the buses found each other.
-  ASSERT_TRUE(eventually([&] {
-    if (down->received.load() > 0) return true;
-    (void)bus_a->publish(*in, chunk(2));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    return down->received.load() > 0;
-  }));
+  SplitChain c;
+  ASSERT_NO_FATAL_FAILURE(split_chain(c, "upspin_x", 300'000'000, std::chrono::milliseconds(20)));
+  auto& [domain, bus_a, bus_b, host_a, host_b, up, down, in] = c;
   ASSERT_TRUE(eventually([&] { return host_a->upstream_spins("up").busy == 0; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the warm-up's callbacks end
   const int before = down->received.load();
@@ -509,36 +524,9 @@ TEST(Node, UpstreamSpinReachesAnotherProcessThroughItsRing) {
 // where they arrived here: transport (the sender's send, the ring, the wake-up) and hand-off
 // (decode, dispatch, the executor). Messages published in the same process have no split.
 TEST(Node, DelaysOfMessagesFromAnotherProcessSplitWhereTheyArrived) {
-  const std::string domain = testing::unique_domain("arrival");
-  const auto make = [&](const std::string& name, std::unique_ptr<Bus>& bus, std::unique_ptr<NodeHost>& host) {
-    BusOptions bo;
-    bo.domain = domain;
-    bo.process_name = name;
-    bus = std::move(*Bus::create(bo));
-    NodeHostOptions ho;
-    ho.status_period = std::chrono::milliseconds(0);
-    host = std::make_unique<NodeHost>(*bus, ho);
-  };
-  std::unique_ptr<Bus> bus_a, bus_b;
-  std::unique_ptr<NodeHost> host_a, host_b;
-  make("a", bus_a, host_a);
-  make("b", bus_b, host_b);
-  NodeOptions u{"up", "upstream_stage"};
-  u.remaps = {{"in", "/in"}, {"out", "/mid"}};
-  auto* up = static_cast<UpstreamStage*>(*host_a->add(std::make_unique<UpstreamStage>(u)));
-  up->hold = std::chrono::milliseconds(1);
-  NodeOptions d{"down", "downstream_stage"};
-  d.remaps = {{"in", "/mid"}};
-  auto* down = static_cast<DownstreamStage*>(*host_b->add(std::make_unique<DownstreamStage>(d)));
-  auto in = *bus_a->advertise("/in", "ActionChunk", "test");
-  ASSERT_OK(host_a->activate_all());
-  ASSERT_OK(host_b->activate_all());
-  ASSERT_TRUE(eventually([&] {
-    if (down->received.load() > 0) return true;
-    (void)bus_a->publish(*in, chunk(2));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    return down->received.load() > 0;
-  }));
+  SplitChain c;
+  ASSERT_NO_FATAL_FAILURE(split_chain(c, "arrival", 0, std::chrono::milliseconds(1)));
+  auto& [domain, bus_a, bus_b, host_a, host_b, up, down, in] = c;
   for (int i = 0; i < 20; ++i) {
     const int before = down->received.load();
     ASSERT_OK(bus_a->publish(*in, chunk(2)));
