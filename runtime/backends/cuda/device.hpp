@@ -14,7 +14,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/fence.hpp"
