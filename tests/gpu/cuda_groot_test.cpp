@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -466,6 +467,45 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
   const Tensor features = *b.output("backbone_features")->clone();
   const Tensor mask = *b.output("attention_mask")->clone();
   const Tensor image_mask = *b.output("image_mask")->clone();
+  // Features bound on the device, as the backbone node loans them: they go out with a ready
+  // fence while the stream still computes. The non-finite pixel check then runs before the
+  // pass, still naming the view; a host copy waits for the fence and holds the same features;
+  // the head's stream waits for it on the device and makes the same actions.
+  {
+    const TensorSpec* spec = nullptr;
+    for (const TensorSpec& s : b.outputs()) {
+      if (s.name == "backbone_features") spec = &s;
+    }
+    ASSERT_NE(spec, nullptr);
+    Tensor dev = *Tensor::empty(DType::kF32, spec->max_shape, Device::cuda(0));
+    ASSERT_TRUE(bind_backbone(b, nan_pixel).is_ok());
+    ASSERT_TRUE(b.bind("backbone_features", dev).is_ok());
+    expect_invalid(b.run({}), "image.1");
+    Tensor dev2 = *Tensor::empty(DType::kF32, spec->max_shape, Device::cuda(0));
+    ASSERT_TRUE(bind_backbone(b, in).is_ok());
+    ASSERT_TRUE(b.bind("backbone_features", dev2).is_ok());
+    ASSERT_TRUE(b.run({}).is_ok());
+    EXPECT_NE(dev2.buffer()->ready(), nullptr) << "the features went out without a fence";
+    const Tensor fenced = *b.output("backbone_features");
+    const Tensor host = *fenced.to(Device::cpu());
+    ASSERT_EQ(host.shape(), features.shape());
+    EXPECT_EQ(std::memcmp(host.raw_data(), features.raw_data(), features.nbytes()), 0);
+    Engine& h = *gpu->head;
+    ASSERT_TRUE(bind_head(h, in, features, mask, image_mask).is_ok());
+    ASSERT_TRUE(h.run(RunOptions{4}).is_ok());
+    const Tensor from_host = *h.output("actions")->clone();
+    Tensor dev3 = *Tensor::empty(DType::kF32, spec->max_shape, Device::cuda(0));
+    ASSERT_TRUE(bind_backbone(b, in).is_ok());
+    ASSERT_TRUE(b.bind("backbone_features", dev3).is_ok());
+    ASSERT_TRUE(b.run({}).is_ok());
+    ASSERT_TRUE(bind_head(h, in, *b.output("backbone_features"), mask, image_mask).is_ok());
+    ASSERT_TRUE(h.run(RunOptions{4}).is_ok());  // right away: its stream waits on the device
+    const Tensor from_fenced = *h.output("actions")->clone();
+    ASSERT_EQ(from_fenced.shape(), from_host.shape());
+    for (std::int64_t i = 0; i < from_host.numel(); ++i) {
+      ASSERT_NEAR(from_fenced.data<float>()[i], from_host.data<float>()[i], 1e-5f) << i;
+    }
+  }
 
   Engine& h = *gpu->head;
   // An embodiment the checkpoint lacks.

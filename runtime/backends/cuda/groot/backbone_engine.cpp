@@ -70,6 +70,8 @@ class BackboneEngine final : public GrootCudaEngine {
   Status load(const mg::Checkpoint& ck, const EngineOptions& o);
   Status collect_views();
   Status check_prompt(const Tensor*& ids, const Tensor*& mask, std::int64_t& image_tokens);
+  // The views' non-finite pixel counts, read back from the device: an error naming the first bad view.
+  Status check_pixels(const std::int32_t* bad) const;
   Status forward(std::int64_t rows);
   Status vision();
   Status llm(std::int64_t rows);
@@ -286,6 +288,16 @@ Status BackboneEngine::collect_views() {
   return Status::ok();
 }
 
+Status BackboneEngine::check_pixels(const std::int32_t* bad) const {
+  for (std::size_t k = 0; k < views_.size(); ++k) {
+    if (bad[k] > 0) {
+      return invalid_argument("groot backbone: " + view_name(k) + " holds " + std::to_string(bad[k]) +
+                              " non-finite pixel(s); check the camera frame and the pre-processing");
+    }
+  }
+  return Status::ok();
+}
+
 Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask,
                                     std::int64_t& image_tokens) {
   ids = bound_input(in_ids_);
@@ -477,6 +489,14 @@ Status BackboneEngine::run(const RunOptions&) {
                             std::to_string(W) + "]");
   }
 
+  // The features bound on this device, in this process, and no output read on the host: they go
+  // out with a fence while the stream still computes (the action head's stream waits for it on
+  // the device); the non-finite pixel check then reads its count before the pass instead of
+  // after it. Otherwise (or with EDGEVLA_CUDA_SYNC_OUTPUTS set) this stream finishes here.
+  const bool fenced = bf != nullptr && bf->device() == Device::cuda(info_.index) && !bf->buffer()->shm().has_value() &&
+                      be == nullptr && !fences_off();
+  std::int32_t* bad = static_cast<std::int32_t*>(pinned_ints_->get()) + 3 * R;
+
   // Inputs to the device: pixels as bound, then ids | image row | key limit.
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const Tensor* t = views_[k].pixels;
@@ -521,6 +541,12 @@ Status BackboneEngine::run(const RunOptions&) {
         reinterpret_cast<const float*>(images_ + static_cast<std::int64_t>(k) * image_slot_);
     EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, pixels, 3 * views_[k].h * views_[k].w, bad_ + k));
   }
+  if (fenced) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
+  }
 
   // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
   GraphKey key{};
@@ -551,17 +577,16 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
         be->raw_data(), img_, static_cast<std::size_t>(n_img * W) * 4, cudaMemcpyDeviceToHost, s));
   }
-  std::int32_t* bad = ints + 3 * R;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
   std::copy(valid, valid + L, mask_out_.data<bool>());
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-  for (std::size_t k = 0; k < views_.size(); ++k) {
-    if (bad[k] > 0) {
-      return invalid_argument(
-          "groot backbone: " + view_name(k) + " holds " + std::to_string(bad[k]) +
-          " non-finite pixel(s); check the camera frame and the pre-processing");
-    }
+  if (fenced) {
+    EDGEVLA_ASSIGN_OR_RETURN(auto fence, CudaFence::record(s, info_.index));
+    bf->buffer()->set_ready(std::move(fence));
+  } else {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
+    EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
   }
   EDGEVLA_ASSIGN_OR_RETURN(Tensor fview, feats.slice(0, 0, L));
   set_produced(out_features_, std::move(fview));
@@ -575,9 +600,10 @@ Status BackboneEngine::run(const RunOptions&) {
   set_produced(out_mask_, std::move(mview));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor iview, image_mask_.slice(0, 0, L));
   set_produced(out_image_mask_, std::move(iview));
-  EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
   timings_.total_ms = ms_since(t0);
-  timings_.parts = {{"backbone_gpu", timings_.total_ms}};
+  // Fenced: the host's part (the consumer's stream waits for the rest and counts it to this
+  // stage, RunTimings::input_wait_ms).
+  timings_.parts = {{fenced ? "backbone_enqueue" : "backbone_gpu", timings_.total_ms}};
   return Status::ok();
 }
 
