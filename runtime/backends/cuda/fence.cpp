@@ -80,6 +80,17 @@ bool fences_off() {
   return off;
 }
 
+bool may_fence(const Tensor& output, int index) {
+  return output.defined() && output.device() == Device::cuda(index) && !output.buffer()->shm().has_value() &&
+         !fences_off();
+}
+
+Status fence_output(const Tensor& output, cudaStream_t stream, int index) {
+  EDGEVLA_ASSIGN_OR_RETURN(auto fence, CudaFence::record(stream, index));
+  output.buffer()->set_ready(std::move(fence));
+  return Status::ok();
+}
+
 InputWait::~InputWait() {
   if (start_ != nullptr) EventPool::instance().give(index_, start_);
 }

@@ -41,6 +41,13 @@ class CudaFence final : public ReadyFence {
 // publish and attach no fences — to rule fences out when hunting a wrong result, or to compare.
 bool fences_off();
 
+// Whether an engine on device `index` may hand `output` out with a fence instead of finishing its
+// stream first: a buffer on that device which only this process reads (a block of the bus's shared
+// pool is read by other processes, which cannot wait on this process's stream), fences not off.
+bool may_fence(const Tensor& output, int index);
+// Records the work queued on `stream` into a fence on `output`'s buffer (see may_fence).
+Status fence_output(const Tensor& output, cudaStream_t stream, int index);
+
 // What an engine's stream waits for before it reads its inputs (wait_for_inputs): the fences of
 // cuda work, and an event marking where the stream stood before the waits.
 class InputWait {

@@ -489,12 +489,11 @@ Status BackboneEngine::run(const RunOptions&) {
                             std::to_string(W) + "]");
   }
 
-  // The features bound on this device, in this process, and no output read on the host: they go
-  // out with a fence while the stream still computes (the action head's stream waits for it on
-  // the device); the non-finite pixel check then reads its count before the pass instead of
-  // after it. Otherwise (or with EDGEVLA_CUDA_SYNC_OUTPUTS set) this stream finishes here.
-  const bool fenced = bf != nullptr && bf->device() == Device::cuda(info_.index) && !bf->buffer()->shm().has_value() &&
-                      be == nullptr && !fences_off();
+  // The features bound where they may carry a fence (may_fence), and no output read on the host:
+  // they go out with a fence while the stream still computes (the action head's stream waits for
+  // it on the device); the non-finite pixel check then reads its count before the pass instead of
+  // after it. Otherwise this stream finishes here.
+  const bool fenced = bf != nullptr && be == nullptr && may_fence(*bf, info_.index);
   std::int32_t* bad = static_cast<std::int32_t*>(pinned_ints_->get()) + 3 * R;
 
   // Inputs to the device: pixels as bound, then ids | image row | key limit.
@@ -579,8 +578,7 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   std::copy(valid, valid + L, mask_out_.data<bool>());
   if (fenced) {
-    EDGEVLA_ASSIGN_OR_RETURN(auto fence, CudaFence::record(s, info_.index));
-    bf->buffer()->set_ready(std::move(fence));
+    EDGEVLA_RETURN_IF_ERROR(fence_output(*bf, s, info_.index));
   } else {
     EDGEVLA_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));

@@ -382,15 +382,11 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   // The cache bound on this device is all the device work feeds (the mask is made on the host):
   // it goes out with a fence while the stream still computes, and the consumer's stream waits for
-  // it on the device. Not when other processes read it (a block of the bus's shared pool: they
-  // cannot wait on this process's stream), nor when an output is read on the host (vision
-  // embeddings), nor with EDGEVLA_CUDA_SYNC_OUTPUTS set (fences_off()): then this stream
-  // finishes here.
-  const bool fenced = kv_whole && !bkv->buffer()->shm().has_value() && bound_output(out_vision_) == nullptr &&
-                      !fences_off();
+  // it on the device (may_fence: not for other processes). When an output is read on the host
+  // (vision embeddings), or fences may not be used, this stream finishes here.
+  const bool fenced = kv_whole && bound_output(out_vision_) == nullptr && may_fence(*bkv, info_.index);
   if (fenced) {
-    EDGEVLA_ASSIGN_OR_RETURN(auto fence, CudaFence::record(s, info_.index));
-    bkv->buffer()->set_ready(std::move(fence));
+    EDGEVLA_RETURN_IF_ERROR(fence_output(*bkv, s, info_.index));
   } else {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
