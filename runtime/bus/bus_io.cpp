@@ -308,9 +308,11 @@ Status BusIo::send(TopicWriter& writer, const Message& m) {
     // place on the device by the receivers); any other device tensor as a host copy (counted).
     const bool device = !nt.tensor.device().is_cpu() &&
                         !(nt.tensor.is_contiguous() && pool_->owns(*nt.tensor.buffer()));
-    if (!nt.tensor.device().is_cpu() && !device) {
-      // Read in place by another process, which cannot wait on this process's queued work:
-      // the block goes out once its producer's work is done.
+    const RemoteReady* remote = nt.tensor.buffer()->remote_ready();
+    if (!nt.tensor.device().is_cpu() && !device && !(remote != nullptr && remote->armed())) {
+      // Read in place by another process, which cannot wait on this process's queued work: the
+      // block goes out once its producer's work is done — unless the producer armed it, and
+      // signals the readers itself when the work is done (runtime/shm/ready.hpp).
       EDGEVLA_RETURN_IF_ERROR(
           nt.tensor.buffer()->wait_ready().with_context("tensor '" + nt.name + "' for other processes"));
     }

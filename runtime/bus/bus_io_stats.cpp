@@ -62,6 +62,7 @@ void BusIo::emit_stats(YAML::Emitter& out) const {
   kv("slots_full", m.slots_full);
   kv("observer_holds", m.observer_holds);
   kv("observer_copies", m.observer_copies);
+  kv("awaited_producer", m.awaited);
   kv("mapped", m.mapped);
   out << YAML::EndMap;
   if (!tcp_endpoint_.empty()) out << YAML::Key << "tcp_endpoint" << YAML::Value << tcp_endpoint_;

@@ -53,6 +53,22 @@ class ReadyFence {
   virtual bool done() = 0;
 };
 
+// How readers in other processes learn that a shared block's bytes are written (blocks of the
+// bus's shared pool carry one; readers in the producer's own process use the ReadyFence). A block
+// counts as written when it is sent, unless its producer armed it first: then it is written when
+// the producer signals, and readers elsewhere wait for that (runtime/shm/ready.hpp).
+class RemoteReady {
+ public:
+  virtual ~RemoteReady() = default;
+  // Before the block is published with work still queued on it: readers in other processes wait
+  // for signal().
+  virtual void arm() = 0;
+  virtual bool armed() const = 0;
+  // The bytes are written (ok), or never will be (the work failed: readers get an error). Once per
+  // hand-out; from any thread, without locks or device calls.
+  virtual void signal(bool ok) = 0;
+};
+
 class Buffer final {
  public:
   using Release = std::function<void()>;
@@ -62,6 +78,7 @@ class Buffer final {
     Device device = Device::cpu();
     bool writable = false;
     std::optional<ShmLocation> shm;  // set for kSharedMemory
+    std::shared_ptr<RemoteReady> remote_ready;  // blocks of the bus's shared pool
     Release release;                 // runs once when the buffer is destroyed
   };
 
@@ -85,6 +102,8 @@ class Buffer final {
   Device device() const { return options_.device; }
   bool writable() const { return options_.writable; }
   const std::optional<ShmLocation>& shm() const { return options_.shm; }
+  // Readiness for other processes (null: not a block of this process's shared pool).
+  RemoteReady* remote_ready() const { return options_.remote_ready.get(); }
 
   // The work that still writes the bytes (null: they are ready). Set by the producer before the
   // buffer is published, and not changed after: readers on other threads see it through the

@@ -8,6 +8,7 @@
 
 #include "runtime/node/node_registry.hpp"
 #include "runtime/node/node_runtime.hpp"
+#include "runtime/shm/ready.hpp"
 
 namespace edgevla {
 
@@ -25,6 +26,8 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, cons
   rt->rng.set_state({seed, 0});
   rt->spin_ns = host.spin_ns;
   rt->waker->set_upstream_spin_ns(host.upstream_spin_ns);
+  // A node that spins for upstream work spins as long for a block another process is still writing.
+  shm::raise_ready_spin_ns(host.upstream_spin_ns);
   rt->manual_timers = host.manual_timers;
   slot_rt = rt;
   NodeSpec spec(*rt);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "runtime/shm/fd_channel.hpp"
+#include "runtime/shm/ready.hpp"
 #include "runtime/util/clock.hpp"
 
 namespace edgevla::shm {
@@ -179,12 +180,19 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
   }
   counters_.acquired.add();
   if (shared) counters_.shared_holds.add();
+  // Published before its producer's device work was done: readers wait for the producer's signal.
+  std::shared_ptr<BlockReadyFence> fence;
+  if (!is_ready(seg->header(), loc.generation)) {
+    fence = std::make_shared<BlockReadyFence>(seg, loc.generation);
+    counters_.awaited.add();
+  }
   const Device device = seg->device();
   std::byte* data = (device.is_cpu() ? seg->data() : device_memory->data()) + (loc.offset - kDataOffset);
   if (options.observer && !shared && hold->observer.load() &&
       observer_holds_->load() > static_cast<std::int64_t>(max_observer_holds_)) {
     // Past the observer's bound: read a copy; the hold (and the slot) goes with this scope.
     counters_.observer_copies.add();
+    if (fence) EDGEVLA_RETURN_IF_ERROR(fence->wait());
     auto copy = Buffer::allocate_heap(loc.size);
     if (!copy) return copy.status();
     if (device.is_cpu()) {
@@ -202,7 +210,9 @@ Expected<BufferPtr> Mapper::acquire(const ShmLocation& loc, AcquireOptions optio
   o.writable = false;
   o.shm = loc;
   o.release = [hold] {};  // the hold (and so the slot) lives as long as any buffer over it
-  return std::make_shared<Buffer>(data, loc.size, std::move(o));
+  auto buffer = std::make_shared<Buffer>(data, loc.size, std::move(o));
+  if (fence) buffer->set_ready(std::move(fence));
+  return buffer;
 }
 
 void Mapper::forget_process(std::uint32_t pid) {
@@ -229,6 +239,7 @@ MapperStats Mapper::stats() const {
   s.unlinked_dropped = counters_.unlinked_dropped.get();
   s.shared_holds = counters_.shared_holds.get();
   s.observer_copies = counters_.observer_copies.get();
+  s.awaited = counters_.awaited.get();
   s.observer_holds = static_cast<std::uint64_t>(std::max<std::int64_t>(0, observer_holds_->load()));
   std::lock_guard lock(mu_);
   s.mapped = cache_.size();

@@ -40,6 +40,7 @@ struct MapperStats {
   std::uint64_t mapped = 0;                // segments mapped now
   std::uint64_t device_imports = 0;        // device blocks imported (once per block and process)
   std::uint64_t unlinked_dropped = 0;      // cached segments dropped after their publisher unlinked them
+  std::uint64_t awaited = 0;               // blocks received before their producer's device work was done
 };
 
 struct AcquireOptions {
@@ -92,7 +93,7 @@ class Mapper {
   std::map<std::pair<std::string, std::uint32_t>, std::weak_ptr<Hold>> holds_;
   struct Counters {
     Counter acquired, recycled_before_read, vanished, bad_descriptor, slots_full, shared_holds, observer_copies,
-        device_imports, unlinked_dropped;
+        device_imports, unlinked_dropped, awaited;
   } counters_;
   std::uint32_t pid_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "runtime/shm/ready.hpp"
 #include "runtime/util/clock.hpp"
 
 namespace edgevla::shm {
@@ -30,6 +31,24 @@ bool pending_keeps(const State& s, bool expired, bool over_observers) {
   if (expired) return false;
   return s.pending > 0 || (s.observer_pending > 0 && !over_observers);
 }
+// A block's readiness for other processes (RemoteReady) during one hand-out: armed by a producer
+// that publishes with device work still queued, signalled by it once the work is done. The pool
+// outlives it (captured), and the block's segment cannot go while the buffer holding it is alive.
+class BlockReady final : public RemoteReady {
+ public:
+  BlockReady(std::shared_ptr<const void> pool, SegmentHeader* header, std::atomic<bool>* armed, std::uint32_t generation)
+      : pool_(std::move(pool)), header_(header), armed_(armed), generation_(generation) {}
+  void arm() override { armed_->store(true, std::memory_order_release); }
+  bool armed() const override { return armed_->load(std::memory_order_acquire); }
+  void signal(bool ok) override { mark_ready(*header_, generation_, ok); }
+
+ private:
+  std::shared_ptr<const void> pool_;
+  SegmentHeader* header_;
+  std::atomic<bool>* armed_;
+  std::uint32_t generation_;
+};
+
 }  // namespace
 
 bool Pool::looks_reusable(const Block& b, std::int64_t now_ns, bool over_observers) const {
@@ -132,6 +151,8 @@ BufferPtr Pool::hand_out(Block& b, std::size_t size) {
   o.shm = ShmLocation{b.segment->name(), kDataOffset, size, b.generation};
   // The pool outlives its buffers (captured), and a Block is never evicted while in use.
   o.release = [self = shared_from_this(), block = &b] { block->local_in_use.store(false); };
+  b.armed.store(false);
+  o.remote_ready = std::make_shared<BlockReady>(shared_from_this(), &b.segment->header(), &b.armed, b.generation);
   std::byte* data = on_device ? b.segment->device_memory()->data() : b.segment->data();
   return std::make_shared<Buffer>(data, size, std::move(o));
 }
@@ -244,6 +265,8 @@ Expected<BufferPtr> Pool::allocate_on(Device device, std::size_t size) {
 }
 
 void Pool::mark_sent(const Buffer& buffer, Receivers receivers, const std::string& topic) {
+  // Written before it is sent, unless its producer armed it (then it marks the block itself).
+  if (RemoteReady* r = buffer.remote_ready(); r != nullptr && !r->armed()) r->signal(true);
   adjust_pending(buffer, static_cast<std::int32_t>(receivers.pipeline), static_cast<std::int32_t>(receivers.observers),
                  topic.empty() ? nullptr : &topic);
 }

@@ -67,7 +67,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // when the device's allocator cannot export memory.
   Expected<BufferPtr> allocate_on(Device device, std::size_t size);
   // Records that the block behind `buffer` is being sent to `receivers` other processes
-  // (once per block and message, however many tensors of the message lie in it).
+  // (once per block and message, however many tensors of the message lie in it), and, unless
+  // its producer armed it (RemoteReady), that its bytes are written.
   void mark_sent(const Buffer& buffer, Receivers receivers, const std::string& topic = {});
   // Takes back a mark_sent() whose send failed.
   void cancel_sent(const Buffer& buffer, Receivers receivers);
@@ -93,6 +94,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
     std::uint32_t refusals_seen = 0;  // of the segment's slot_refusals, already counted
     Device device = Device::cpu();
     int fd = -1;  // device blocks: the exported descriptor (owned by the segment's memory)
+    // This hand-out's producer publishes before its device work is done (RemoteReady::arm).
+    std::atomic<bool> armed{false};
   };
 
   explicit Pool(PoolOptions options)

@@ -31,7 +31,7 @@
 namespace edgevla::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314d485341564c45ull;  // "ELVASHM1" little endian
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 inline constexpr int kMaxHolders = 32;
 inline constexpr std::size_t kDataOffset = 4096;
 inline constexpr std::uint32_t kFlagRecycling = 1;
@@ -74,6 +74,12 @@ struct SegmentHeader {
   std::int32_t device_index;
   std::uint64_t device_bytes;
   char fd_channel[104];
+  // Readiness (layout 5; runtime/shm/ready.hpp): the generation whose bytes are written. The pool
+  // stores it when it sends the block, unless the producer armed the block (device work still
+  // queued): then the producer stores it once that work is done. A futex word: readers in other
+  // processes wait on it. `failed_generation`: that work failed, the bytes will never be written.
+  alignas(64) std::atomic<std::uint32_t> ready_generation;
+  std::atomic<std::uint32_t> failed_generation;
 };
 static_assert(sizeof(SegmentHeader) <= kDataOffset);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

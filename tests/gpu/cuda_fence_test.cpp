@@ -3,18 +3,74 @@
 // the device (wait_for_inputs, what every cuda engine calls before reading its inputs) and a
 // host copy (Tensor::to) waits on the host. The producer here is a stream kept busy for a few
 // milliseconds by device-to-device copies before it writes the tensor, so a reader that did not
-// wait would see the old bytes. Without a CUDA device every test skips itself.
+// wait would see the old bytes. Across processes: a block of the bus's pool published with its
+// write still queued is armed, and a reader in another process waits for the producer's signal
+// (runtime/shm/ready.hpp). Without a CUDA device every test skips itself.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/fence.hpp"
 #include "runtime/core/tensor.hpp"
+#include "runtime/shm/mapper.hpp"
+#include "runtime/shm/pool.hpp"
+#include "runtime/shm/segment.hpp"
+
+extern char** environ;
 
 namespace edgevla::backends::cuda {
 namespace {
+
+constexpr std::size_t kArmedBytes = std::size_t{8} << 20;
+unsigned char armed_byte(std::size_t i) { return static_cast<unsigned char>((i * 29 + 5) & 0xff); }
+
+// The reader process of the cross-process test: acquires the armed device block named in its
+// environment, which must not be written yet, waits for the producer's signal, checks the bytes.
+const int kArmedReader = [] {
+  const char* segment = std::getenv("EDGEVLA_TEST_ARMED_SEGMENT");
+  const char* gen = std::getenv("EDGEVLA_TEST_ARMED_GENERATION");
+  if (segment == nullptr || gen == nullptr) return 0;
+  auto fail = [](int code, const std::string& why) {
+    std::fprintf(stderr, "reader: %s\n", why.c_str());
+    std::_Exit(code);
+  };
+  shm::Mapper m;
+  auto b = m.acquire(ShmLocation{segment, shm::kDataOffset, kArmedBytes, static_cast<std::uint32_t>(std::strtoul(gen, nullptr, 10))});
+  if (!b) fail(2, b.status().to_string());
+  if ((*b)->ready() == nullptr) fail(3, "the block came without a fence although its producer had not signalled");
+  if ((*b)->ready()->done()) fail(4, "the fence was done before the producer's write ran");
+  Tensor t = *Tensor::from_buffer(*b, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
+  auto host = t.to(Device::cpu());  // waits for the producer's signal
+  if (!host) fail(5, host.status().to_string());
+  const auto* p = host->data<std::uint8_t>();
+  for (std::size_t i = 0; i < kArmedBytes; ++i) {
+    if (p[i] != armed_byte(i)) fail(6, "byte " + std::to_string(i) + " is not the producer's");
+  }
+  std::_Exit(0);
+}();
+
+pid_t spawn_self(std::vector<std::string> env) {
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  char* argv[] = {exe.data(), nullptr};
+  pid_t child = 0;
+  if (posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return child;
+}
 
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
@@ -112,6 +168,50 @@ TEST_F(CudaFenceTest, AHostCopyWaitsForTheWrite) {
   ASSERT_TRUE(host.has_value()) << host.status().to_string();
   EXPECT_TRUE(fence->done());
   expect_pattern(std::vector<float>(host->data<float>(), host->data<float>() + kValues));
+}
+
+// A device block of the bus's pool, fenced and sent while the producer's stream still holds its
+// write back (a host function that waits until the reader holds the block): the reader in another
+// process gets a fence, waits, and reads the producer's bytes; the producer's host never waited.
+TEST_F(CudaFenceTest, AReaderInAnotherProcessWaitsForAnArmedDeviceBlock) {
+  auto pool = shm::Pool::create({shm::segment_prefix() + std::to_string(::getpid()) + ".armed", std::size_t{1} << 30});
+  auto b = pool->allocate_on(Device::cuda(0), kArmedBytes);
+  ASSERT_TRUE(b.has_value()) << b.status().to_string();
+  ASSERT_CUDA(cudaMemset((*b)->data(), 0, kArmedBytes));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  unsigned char* bytes = nullptr;
+  ASSERT_CUDA(cudaMallocHost(&bytes, kArmedBytes));
+  for (std::size_t i = 0; i < kArmedBytes; ++i) bytes[i] = armed_byte(i);
+  static std::atomic<bool> release{false};
+  release = false;
+  ASSERT_CUDA(cudaLaunchHostFunc(
+      producer_,
+      [](void*) {
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      nullptr));
+  ASSERT_CUDA(cudaMemcpyAsync((*b)->data(), bytes, kArmedBytes, cudaMemcpyHostToDevice, producer_));
+  Tensor t = *Tensor::from_buffer(*b, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
+  ASSERT_TRUE(may_fence(t, 0));
+  ASSERT_TRUE(fence_output(t, producer_, 0).is_ok());
+  EXPECT_TRUE((*b)->remote_ready()->armed());
+  pool->mark_sent(**b, {1, 0}, "kv");
+  const ShmLocation loc = *(*b)->shm();
+  const pid_t child = spawn_self({"EDGEVLA_TEST_ARMED_SEGMENT=" + loc.segment,
+                                  "EDGEVLA_TEST_ARMED_GENERATION=" + std::to_string(loc.generation)});
+  ASSERT_GT(child, 0);
+  // Hold the write back until the reader holds the block (then it is waiting, or about to).
+  auto header = shm::Segment::open(loc.segment);
+  ASSERT_TRUE(header.has_value()) << header.status().to_string();
+  for (int i = 0; i < 30000 && !(*header)->any_holder(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE((*header)->any_holder()) << "the reader never acquired the block";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  release = true;
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "reader status " << status;
+  ASSERT_CUDA(cudaStreamSynchronize(producer_));
+  cudaFreeHost(bytes);
 }
 
 }  // namespace

@@ -1,14 +1,19 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "runtime/shm/mapper.hpp"
 #include "runtime/shm/pool.hpp"
+#include "runtime/shm/ready.hpp"
+#include "runtime/util/clock.hpp"
 
 namespace edgevla::shm {
 namespace {
@@ -363,6 +368,135 @@ TEST(ShmJanitor, RemovesSegmentsOfDeadProcesses) {
   auto gone = Segment::open(name);
   ASSERT_FALSE(gone.has_value());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+}
+
+// Readiness across processes (runtime/shm/ready.hpp). A block sent as usual is written when sent:
+// its reader gets no fence. A block its producer armed (device work still queued) is read only
+// after the producer signals; a failed signal, a producer that exits first, and one that never
+// signals are each one clear error.
+TEST(ShmReady, ABlockSentUnarmedIsReadyAndAnArmedOneWaitsForItsSignal) {
+  auto pool = make_pool("ready");
+  auto plain = *pool->allocate(4096);
+  ASSERT_NE(plain->remote_ready(), nullptr);
+  pool->mark_sent(*plain, {1, 0});
+  Mapper m;
+  auto r = m.acquire(*plain->shm());
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ((*r)->ready(), nullptr);
+
+  auto armed = *pool->allocate(4096);
+  std::memset(armed->data(), 0x11, 4096);
+  armed->remote_ready()->arm();
+  EXPECT_TRUE(armed->remote_ready()->armed());
+  pool->mark_sent(*armed, {1, 0});  // sent before the bytes are written
+  auto got = m.acquire(*armed->shm());
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  ASSERT_NE((*got)->ready(), nullptr);
+  EXPECT_FALSE((*got)->ready()->done());
+  EXPECT_EQ(m.stats().awaited, 1u);
+  const std::int64_t t0 = steady_now_ns();
+  std::thread producer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    std::memset(armed->data(), 0x22, 4096);
+    armed->remote_ready()->signal(true);
+  });
+  ASSERT_TRUE((*got)->wait_ready().is_ok());
+  const std::int64_t waited = steady_now_ns() - t0;
+  producer.join();
+  EXPECT_GE(waited, 35'000'000) << "ns: the reader returned before the producer signalled";
+  EXPECT_TRUE((*got)->ready()->done());
+  EXPECT_EQ(static_cast<int>((*got)->data()[4095]), 0x22);
+
+  // The next hand-out of the same block starts unarmed; signals of the old one do not count.
+  const ShmLocation old = *armed->shm();
+  armed.reset();
+  got->reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto again = *pool->allocate(4096);
+  ASSERT_EQ(again->shm()->segment, old.segment);
+  EXPECT_NE(again->shm()->generation, old.generation);
+  EXPECT_FALSE(again->remote_ready()->armed());
+  pool->mark_sent(*again, {1, 0});
+  auto fresh = m.acquire(*again->shm());
+  ASSERT_TRUE(fresh.has_value()) << fresh.status().to_string();
+  EXPECT_EQ((*fresh)->ready(), nullptr);
+}
+
+TEST(ShmReady, FailedWorkAndASilentProducerAreClearErrors) {
+  auto pool = make_pool("readyfail");
+  Mapper m;
+  auto failed = *pool->allocate(4096);
+  failed->remote_ready()->arm();
+  pool->mark_sent(*failed, {1, 0});
+  auto r = m.acquire(*failed->shm());
+  ASSERT_TRUE(r.has_value());
+  failed->remote_ready()->signal(false);
+  Status s = (*r)->wait_ready();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("failed"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find(failed->shm()->segment), std::string::npos) << s.to_string();
+
+  const std::int64_t saved = ready_timeout_ns();
+  set_ready_timeout_ns(60'000'000);
+  auto silent = *pool->allocate(4096);
+  silent->remote_ready()->arm();
+  pool->mark_sent(*silent, {1, 0});
+  auto q = m.acquire(*silent->shm());
+  ASSERT_TRUE(q.has_value());
+  s = (*q)->wait_ready();
+  set_ready_timeout_ns(saved);
+  EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.to_string();
+  EXPECT_NE(s.message().find("has not finished"), std::string::npos) << s.to_string();
+}
+
+// The producer is another process that dies (SIGKILL) before it signals: the reader learns it
+// within its liveness check, not at the timeout.
+TEST(ShmReady, AProducerThatDiesBeforeItSignalsIsAClearError) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    auto pool = make_pool("readydead");
+    auto b = *pool->allocate(4096);
+    b->remote_ready()->arm();
+    pool->mark_sent(*b, {1, 0});
+    const ShmLocation loc = *b->shm();
+    const std::string line = loc.segment + " " + std::to_string(loc.generation) + "\n";
+    if (::write(fds[1], line.data(), line.size()) != static_cast<ssize_t>(line.size())) _exit(3);
+    ::pause();  // killed here, the block armed and never signalled
+    _exit(0);
+  }
+  ::close(fds[1]);
+  char text[256] = {};
+  ssize_t n = 0;
+  for (ssize_t got = 1; got > 0 && n < 255 && (n == 0 || text[n - 1] != '\n'); n += got) {
+    got = ::read(fds[0], text + n, 255 - static_cast<std::size_t>(n));
+    if (got <= 0) break;
+  }
+  ::close(fds[0]);
+  char name[200] = {};
+  unsigned gen = 0;
+  ASSERT_EQ(std::sscanf(text, "%199s %u", name, &gen), 2) << text;
+  Mapper m;
+  auto r = m.acquire(ShmLocation{name, kDataOffset, 4096, gen});
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_NE((*r)->ready(), nullptr);
+  std::thread killer([child] {  // and reaps it, as a launcher does
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+  });
+  const std::int64_t t0 = steady_now_ns();
+  Status s = (*r)->wait_ready();
+  const std::int64_t waited = steady_now_ns() - t0;
+  killer.join();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.to_string();
+  EXPECT_NE(s.message().find("exited before"), std::string::npos) << s.to_string();
+  EXPECT_LT(waited, 2'000'000'000) << "ns: noticed at the timeout, not by the liveness check";
+  r->reset();
+  ::shm_unlink(name);  // the killed producer's segment
 }
 
 }  // namespace

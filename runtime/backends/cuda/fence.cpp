@@ -1,13 +1,17 @@
 #include "runtime/backends/cuda/fence.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "runtime/backends/cuda/kernels/common.hpp"
+#include "runtime/util/clock.hpp"
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -46,6 +50,54 @@ class EventPool {
   std::map<int, std::vector<cudaEvent_t>> free_;
 };
 
+// Tells other processes that armed blocks are written (RemoteReady::signal) once the fences on
+// them are done: one thread per process waits on the fences in the order they were queued. It
+// keeps each buffer alive until signalled (so the block is not recycled meanwhile), exits after a
+// second without work and starts again with the next one.
+class RemoteSignaller {
+ public:
+  static RemoteSignaller& instance() {
+    static RemoteSignaller* s = new RemoteSignaller();  // never destroyed: its thread may outlive statics
+    return *s;
+  }
+  void add(std::shared_ptr<CudaFence> fence, BufferPtr buffer) {
+    std::lock_guard lock(mu_);
+    queue_.push_back({std::move(fence), std::move(buffer)});
+    if (!running_) {
+      running_ = true;
+      std::thread([this] { loop(); }).detach();
+    } else {
+      cv_.notify_one();
+    }
+  }
+
+ private:
+  struct Item {
+    std::shared_ptr<CudaFence> fence;
+    BufferPtr buffer;
+  };
+  void loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return !queue_.empty(); })) {
+        running_ = false;
+        return;
+      }
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      const bool ok = item.fence->wait().is_ok();  // a failed stream: readers get an error, not bytes
+      item.buffer->remote_ready()->signal(ok);
+      item = {};  // may release the block (it stays readable by its readers' holds)
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool running_ = false;
+};
+
 }  // namespace
 
 Expected<std::shared_ptr<CudaFence>> CudaFence::record(cudaStream_t stream, int index) {
@@ -81,13 +133,20 @@ bool fences_off() {
 }
 
 bool may_fence(const Tensor& output, int index) {
-  return output.defined() && output.device() == Device::cuda(index) && !output.buffer()->shm().has_value() &&
-         !fences_off();
+  if (!output.defined() || output.device() != Device::cuda(index) || fences_off()) return false;
+  const Buffer& b = *output.buffer();
+  return !b.shm().has_value() || b.remote_ready() != nullptr;
 }
 
 Status fence_output(const Tensor& output, cudaStream_t stream, int index) {
   EDGEVLA_ASSIGN_OR_RETURN(auto fence, CudaFence::record(stream, index));
-  output.buffer()->set_ready(std::move(fence));
+  const BufferPtr& buffer = output.buffer();
+  buffer->set_ready(fence);
+  if (RemoteReady* remote = buffer->remote_ready(); remote != nullptr) {
+    // A block of the bus's shared pool: readers in other processes wait for its signal.
+    remote->arm();
+    RemoteSignaller::instance().add(std::move(fence), buffer);
+  }
   return Status::ok();
 }
 
@@ -96,7 +155,7 @@ InputWait::~InputWait() {
 }
 
 Expected<double> InputWait::waited_ms() const {
-  double ms = 0;
+  double ms = host_waited_ms_;
   for (const auto& f : fences_) {
     float e = 0;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&e, start_, f->event()));
@@ -113,7 +172,12 @@ Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cu
     if (!fence) continue;
     auto* cuda = dynamic_cast<CudaFence*>(fence.get());
     if (cuda == nullptr) {
+      // Another backend's work, or a block from another process whose producer signals when it is
+      // written: waited for on the host (counted as the stream's wait).
+      const std::int64_t t0 = steady_now_ns();
       EDGEVLA_RETURN_IF_ERROR(t->buffer()->wait_ready());
+      w.host_waited_ms_ = std::max(w.host_waited_ms_, (steady_now_ns() - t0) / 1e6);
+      ++w.waits_;
       continue;
     }
     if (w.start_ == nullptr) {

@@ -42,10 +42,12 @@ class CudaFence final : public ReadyFence {
 bool fences_off();
 
 // Whether an engine on device `index` may hand `output` out with a fence instead of finishing its
-// stream first: a buffer on that device which only this process reads (a block of the bus's shared
-// pool is read by other processes, which cannot wait on this process's stream), fences not off.
+// stream first: a buffer on that device that is either read only in this process or a block of the
+// bus's shared pool (whose readers elsewhere wait for its RemoteReady signal), fences not off.
 bool may_fence(const Tensor& output, int index);
-// Records the work queued on `stream` into a fence on `output`'s buffer (see may_fence).
+// Records the work queued on `stream` into a fence on `output`'s buffer (see may_fence). A shared
+// block is armed, and a thread of this process signals it written once the fence is done (the
+// producer's stream does not wait, and neither does the node that publishes it).
 Status fence_output(const Tensor& output, cudaStream_t stream, int index);
 
 // What an engine's stream waits for before it reads its inputs (wait_for_inputs): the fences of
@@ -55,7 +57,11 @@ class InputWait {
   InputWait() = default;
   ~InputWait();
   InputWait(InputWait&& other) noexcept
-      : start_(other.start_), index_(other.index_), waits_(other.waits_), fences_(std::move(other.fences_)) {
+      : start_(other.start_),
+        index_(other.index_),
+        waits_(other.waits_),
+        host_waited_ms_(other.host_waited_ms_),
+        fences_(std::move(other.fences_)) {
     other.start_ = nullptr;
   }
   InputWait& operator=(InputWait&&) = delete;
@@ -71,6 +77,7 @@ class InputWait {
   cudaEvent_t start_ = nullptr;
   int index_ = 0;  // the device start_ belongs to
   std::size_t waits_ = 0;
+  double host_waited_ms_ = 0;  // inputs waited for on the host (another process's block)
   std::vector<std::shared_ptr<CudaFence>> fences_;  // those on the stream's device (timed against start_)
 };
 

@@ -382,7 +382,8 @@ Status BackboneEngine::run(const RunOptions&) {
   }
   // The cache bound on this device is all the device work feeds (the mask is made on the host):
   // it goes out with a fence while the stream still computes, and the consumer's stream waits for
-  // it on the device (may_fence: not for other processes). When an output is read on the host
+  // it on the device, or in another process for its producer's signal (may_fence, fence_output).
+  // When an output is read on the host
   // (vision embeddings), or fences may not be used, this stream finishes here.
   const bool fenced = kv_whole && bound_output(out_vision_) == nullptr && may_fence(*bkv, info_.index);
   if (fenced) {
