@@ -120,12 +120,23 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));
   // A prefix published while the backbone's device work still ran (a ready fence): the engine's
   // wait for that work is the backbone's time, not this stage's (prefix_wait_ms says how much).
+  // From another process, the prefix arrives while the backbone's device work still runs: the
+  // delivery and this node's work before the wait are hidden under it (prefix_overlap_ms, the
+  // backbone's time too: from its publish to the start of the wait).
   const backends::RunTimings& timings = engine.last_timings();
+  double overlap_ms = 0;
+  if (timings.inputs_ready_ns > 0 && !in.header().trace.empty()) {
+    const double since_publish_ms = static_cast<double>(timings.inputs_ready_ns - in.header().trace.back().stamp_ns) / 1e6;
+    overlap_ms = std::max(0.0, since_publish_ms - timings.input_wait_ms);
+  }
   m.set_field("action_head_ms", timings.total_ms - timings.input_wait_ms);
   stage_.stamp_replay_params(m);
   if (auto ms = in.message().number_field("preprocess_ms")) m.set_field("preprocess_ms", *ms);
-  if (auto ms = in.message().number_field("backbone_ms")) m.set_field("backbone_ms", *ms + timings.input_wait_ms);
+  if (auto ms = in.message().number_field("backbone_ms")) {
+    m.set_field("backbone_ms", *ms + timings.input_wait_ms + overlap_ms);
+  }
   if (timings.input_wait_ms > 0) m.set_field("prefix_wait_ms", timings.input_wait_ms);
+  if (overlap_ms > 0) m.set_field("prefix_overlap_ms", overlap_ms);
   m.derive_from(in.header());
   EDGEVLA_RETURN_IF_ERROR(actions_.publish(std::move(m)));
   if (stage_.memory_report_due()) report_memory(engine.resident_bytes());

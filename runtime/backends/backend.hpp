@@ -51,6 +51,10 @@ struct RunTimings {
   // Of total_ms: how long the device stood waiting for inputs whose producers published before
   // their device work was done (ready fences) — the producer's time, not this stage's.
   double input_wait_ms = 0;
+  // When an input from another process was waited for on the host (its producer signals when the
+  // block is written, runtime/shm/ready.hpp): when it was ready, in wall-clock ns (the clock of
+  // message stamps); 0 when no such wait happened. The producer's device work ran until then.
+  std::int64_t inputs_ready_ns = 0;
   // Sub-stage times (e.g. "vision", "prefix" / "steps"), for per-stage reports.
   std::vector<std::pair<std::string, double>> parts;
 };

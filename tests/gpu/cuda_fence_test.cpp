@@ -214,5 +214,55 @@ TEST_F(CudaFenceTest, AReaderInAnotherProcessWaitsForAnArmedDeviceBlock) {
   cudaFreeHost(bytes);
 }
 
+// An engine's host wait for a block of another process can be deferred to just before it reads
+// the block (wait_for_inputs(..., defer_host_waits), finish_host_waits()): the first call returns
+// while the producer still holds the write back; the second waits for its signal and says when.
+TEST_F(CudaFenceTest, AnEngineDefersItsHostWaitForAnotherProcesssBlock) {
+  auto pool = shm::Pool::create({shm::segment_prefix() + std::to_string(::getpid()) + ".defer", std::size_t{1} << 30});
+  auto b = pool->allocate_on(Device::cuda(0), kArmedBytes);
+  ASSERT_TRUE(b.has_value()) << b.status().to_string();
+  ASSERT_CUDA(cudaMemset((*b)->data(), 0, kArmedBytes));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  static std::atomic<bool> release{false};
+  release = false;
+  ASSERT_CUDA(cudaLaunchHostFunc(
+      producer_,
+      [](void*) {
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      nullptr));
+  ASSERT_CUDA(cudaMemsetAsync((*b)->data(), 0x5c, kArmedBytes, producer_));
+  Tensor t = *Tensor::from_buffer(*b, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
+  ASSERT_TRUE(fence_output(t, producer_, 0).is_ok());
+  pool->mark_sent(**b, {1, 0}, "kv");
+  // The reader's view of the block, as another process maps it (its own import and fence).
+  shm::Mapper m;
+  auto got = m.acquire(*(*b)->shm());
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  ASSERT_NE((*got)->ready(), nullptr);
+  Tensor in = *Tensor::from_buffer(*got, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
+  auto w = wait_for_inputs({&in}, consumer_, 0, /*defer_host_waits=*/true);
+  ASSERT_TRUE(w.has_value()) << w.status().to_string();
+  EXPECT_EQ(w->waits(), 1u);
+  EXPECT_EQ(w->host_ready_ns(), 0);
+  EXPECT_FALSE((*got)->ready()->done());
+  std::thread releaser([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    release = true;
+  });
+  ASSERT_TRUE(w->finish_host_waits().is_ok());
+  releaser.join();
+  EXPECT_GT(w->host_ready_ns(), 0);
+  auto waited = w->waited_ms();
+  ASSERT_TRUE(waited.has_value());
+  EXPECT_GT(*waited, 20.0) << "ms waited for the producer's signal";
+  std::vector<unsigned char> host(kArmedBytes);
+  ASSERT_CUDA(cudaMemcpyAsync(host.data(), in.raw_data(), kArmedBytes, cudaMemcpyDeviceToHost, consumer_));
+  ASSERT_CUDA(cudaStreamSynchronize(consumer_));
+  EXPECT_EQ(host.front(), 0x5c);
+  EXPECT_EQ(host.back(), 0x5c);
+  ASSERT_CUDA(cudaStreamSynchronize(producer_));
+}
+
 }  // namespace
 }  // namespace edgevla::backends::cuda

@@ -164,7 +164,25 @@ Expected<double> InputWait::waited_ms() const {
   return ms;
 }
 
-Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index) {
+Status InputWait::host_wait(const Tensor& t) {
+  const bool pending = !t.buffer()->ready()->done();
+  const std::int64_t t0 = steady_now_ns();
+  EDGEVLA_RETURN_IF_ERROR(t.buffer()->wait_ready());
+  if (pending) {
+    host_waited_ms_ = std::max(host_waited_ms_, (steady_now_ns() - t0) / 1e6);
+    host_ready_ns_ = std::max(host_ready_ns_, wall_now_ns());  // the clock of message stamps
+  }
+  return Status::ok();
+}
+
+Status InputWait::finish_host_waits() {
+  for (const Tensor* t : deferred_) EDGEVLA_RETURN_IF_ERROR(host_wait(*t));
+  deferred_.clear();
+  return Status::ok();
+}
+
+Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index,
+                                    bool defer_host_waits) {
   InputWait w;
   for (const Tensor* t : inputs) {
     if (t == nullptr || !t->defined()) continue;
@@ -174,10 +192,12 @@ Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cu
     if (cuda == nullptr) {
       // Another backend's work, or a block from another process whose producer signals when it is
       // written: waited for on the host (counted as the stream's wait).
-      const std::int64_t t0 = steady_now_ns();
-      EDGEVLA_RETURN_IF_ERROR(t->buffer()->wait_ready());
-      w.host_waited_ms_ = std::max(w.host_waited_ms_, (steady_now_ns() - t0) / 1e6);
       ++w.waits_;
+      if (defer_host_waits && !t->device().is_cpu()) {
+        w.deferred_.push_back(t);
+      } else {
+        EDGEVLA_RETURN_IF_ERROR(w.host_wait(*t));
+      }
       continue;
     }
     if (w.start_ == nullptr) {

@@ -61,6 +61,8 @@ class InputWait {
         index_(other.index_),
         waits_(other.waits_),
         host_waited_ms_(other.host_waited_ms_),
+        host_ready_ns_(other.host_ready_ns_),
+        deferred_(std::move(other.deferred_)),
         fences_(std::move(other.fences_)) {
     other.start_ = nullptr;
   }
@@ -71,19 +73,31 @@ class InputWait {
   // Once the stream's work is done (the engine synchronised it): how long the stream stood
   // waiting for its inputs' producers, in ms (0 without fences, or when they were done first).
   Expected<double> waited_ms() const;
+  // Inputs waited for on the host (blocks of another process): when the last one was ready (wall
+  // clock ns, as message stamps; 0 when none was waited for). RunTimings::inputs_ready_ns.
+  std::int64_t host_ready_ns() const { return host_ready_ns_; }
+  // Waits for the host waits wait_for_inputs deferred (defer_host_waits): call before the first
+  // device work or host read of the inputs.
+  Status finish_host_waits();
 
  private:
-  friend Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>&, cudaStream_t, int);
+  friend Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>&, cudaStream_t, int, bool);
   cudaEvent_t start_ = nullptr;
   int index_ = 0;  // the device start_ belongs to
   std::size_t waits_ = 0;
   double host_waited_ms_ = 0;  // inputs waited for on the host (another process's block)
+  std::int64_t host_ready_ns_ = 0;
+  std::vector<const Tensor*> deferred_;  // device inputs whose host wait is deferred
+  Status host_wait(const Tensor& t);
   std::vector<std::shared_ptr<CudaFence>> fences_;  // those on the stream's device (timed against start_)
 };
 
 // Before an engine on device `index` reads its bound inputs on `stream`: each input still being
 // written by queued device work (a fence on its buffer) is waited for — by `stream`, on the
-// device, when it is cuda work (another backend's fence: on the host).
-Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index);
+// device, when it is cuda work (another backend's fence: on the host). A device input from another
+// process is waited for on the host (its producer's signal): with `defer_host_waits`, not here but in
+// InputWait::finish_host_waits(), so the engine's host work before it overlaps the producer's.
+Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>& inputs, cudaStream_t stream, int index,
+                                    bool defer_host_waits = false);
 
 }  // namespace edgevla::backends::cuda

@@ -686,6 +686,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     set_produced(out_velocities_, Tensor());
   }
   EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
+  timings_.inputs_ready_ns = input_wait.host_ready_ns();
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
   return Status::ok();

@@ -443,8 +443,10 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   const std::int64_t K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
-  // Inputs still being written by queued device work: this stream waits for it, on the device.
-  EDGEVLA_ASSIGN_OR_RETURN(const InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index));
+  // Inputs still being written by queued device work: this stream waits for it, on the device. A
+  // cache from another process is waited for on the host just before the steps read it, so the
+  // host work up to there overlaps the backbone's.
+  EDGEVLA_ASSIGN_OR_RETURN(InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index, /*defer_host_waits=*/true));
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
     return out_of_range("action_head num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
                         std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
@@ -537,6 +539,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     EDGEVLA_RETURN_IF_ERROR(prepare_steps(options.num_steps));
     graphs_.clear();
   }
+  EDGEVLA_RETURN_IF_ERROR(input_wait.finish_host_waits());
   // The loop always writes every step's velocity to the device buffer (one graph for both).
   auto key = std::make_pair(options.num_steps, cache);
   auto it = graphs_.find(key);
@@ -580,6 +583,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     spdlog::info("action_head (cuda): {}", fused_expert_trace_report(fused_args_.shape, fused_args_.grid, tr.data()));
   }
   EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
+  timings_.inputs_ready_ns = input_wait.host_ready_ns();
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
   return Status::ok();
