@@ -109,6 +109,10 @@ Expected<BufferPtr> Allocator::import_shareable(int, std::size_t, int) {
   return failed_precondition(device().to_string() + " memory cannot be mapped from another process's descriptor");
 }
 
+Expected<Allocator::HostMapping> Allocator::map_host_for_device(void*, std::size_t, int) {
+  return failed_precondition(device().to_string() + " cannot write host memory from its queues");
+}
+
 Status Allocator::copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
   return Status::ok();

@@ -67,6 +67,10 @@ class RemoteReady {
   // The bytes are written (ok), or never will be (the work failed: readers get an error). Once per
   // hand-out; from any thread, without locks or device calls.
   virtual void signal(bool ok) = 0;
+  // Where the block's device can mark it written itself, behind the producer's work on its queue:
+  // set the 32-bit word at this device address to ready_value() (null: it cannot, only signal()).
+  virtual void* device_ready_word() const { return nullptr; }
+  virtual std::uint32_t ready_value() const { return 0; }
 };
 
 class Buffer final {
@@ -153,6 +157,14 @@ class Allocator {
   // Maps `size` bytes from a descriptor another process's allocate_shareable made, on device
   // `index`; the caller keeps (and may close) `fd`. Default: unimplemented.
   virtual Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index);
+  // Makes `bytes` of page-aligned host memory (a shared-memory page other processes map) writable by
+  // device `index`'s queues, e.g. a block's readiness word (runtime/shm/ready.hpp): the device's
+  // address of `host`, registered until the returned handle goes. Default: unimplemented.
+  struct HostMapping {
+    void* device_address = nullptr;
+    std::shared_ptr<void> registration;  // unregisters when the last copy goes
+  };
+  virtual Expected<HostMapping> map_host_for_device(void* host, std::size_t bytes, int index);
 };
 
 // Registers the allocator for a device type, replacing any earlier one.

@@ -36,15 +36,24 @@ bool pending_keeps(const State& s, bool expired, bool over_observers) {
 // outlives it (captured), and the block's segment cannot go while the buffer holding it is alive.
 class BlockReady final : public RemoteReady {
  public:
-  BlockReady(std::shared_ptr<const void> pool, SegmentHeader* header, std::atomic<bool>* armed, std::uint32_t generation)
-      : pool_(std::move(pool)), header_(header), armed_(armed), generation_(generation) {}
+  BlockReady(std::shared_ptr<const void> pool, const Segment& segment, std::atomic<bool>* armed, std::uint32_t generation)
+      : pool_(std::move(pool)), header_(&segment.header()), device_header_(segment.device_header()), armed_(armed),
+        generation_(generation) {}
   void arm() override { armed_->store(true, std::memory_order_release); }
   bool armed() const override { return armed_->load(std::memory_order_acquire); }
   void signal(bool ok) override { mark_ready(*header_, generation_, ok); }
+  void* device_ready_word() const override {
+    if (device_header_ == nullptr) return nullptr;
+    const auto offset = reinterpret_cast<const std::byte*>(&header_->ready_generation) -
+                        reinterpret_cast<const std::byte*>(header_);
+    return static_cast<std::byte*>(device_header_) + offset;
+  }
+  std::uint32_t ready_value() const override { return generation_; }
 
  private:
   std::shared_ptr<const void> pool_;
   SegmentHeader* header_;
+  void* device_header_;  // the header as the block's device addresses it (null: not mapped)
   std::atomic<bool>* armed_;
   std::uint32_t generation_;
 };
@@ -152,7 +161,7 @@ BufferPtr Pool::hand_out(Block& b, std::size_t size) {
   // The pool outlives its buffers (captured), and a Block is never evicted while in use.
   o.release = [self = shared_from_this(), block = &b] { block->local_in_use.store(false); };
   b.armed.store(false);
-  o.remote_ready = std::make_shared<BlockReady>(shared_from_this(), &b.segment->header(), &b.armed, b.generation);
+  o.remote_ready = std::make_shared<BlockReady>(shared_from_this(), *b.segment, &b.armed, b.generation);
   std::byte* data = on_device ? b.segment->device_memory()->data() : b.segment->data();
   return std::make_shared<Buffer>(data, size, std::move(o));
 }
@@ -232,7 +241,14 @@ Expected<BufferPtr> Pool::allocate_on(Device device, std::size_t size) {
     if (m) {
       mem = std::move(*m);
       seg = Segment::create_device(name, device, mem.size, fd_server_->name());
-      if (seg) (*seg)->set_device_memory(mem.buffer);
+      if (seg) {
+        (*seg)->set_device_memory(mem.buffer);
+        // The device marks the block written itself when it can (fence_output); else the producer's
+        // process does, a little later.
+        if (auto m = dev_alloc->map_host_for_device(&(*seg)->header(), kDataOffset, device.index)) {
+          (*seg)->set_header_mapping(std::move(*m));
+        }
+      }
     } else {
       seg = m.status();
     }

@@ -143,6 +143,7 @@ Expected<std::unique_ptr<Segment>> Segment::open(const std::string& name) {
 }
 
 Segment::~Segment() {
+  header_mapping_ = {};  // a device's registration of the header goes before the pages do
   ::munmap(base_, map_size_);
   if (owner_) ::shm_unlink(name_.c_str());
 }

@@ -111,6 +111,10 @@ class Segment {
   // the mapping imported from the owner's descriptor (kept as long as the segment is mapped).
   const BufferPtr& device_memory() const { return device_memory_; }
   void set_device_memory(BufferPtr memory) { device_memory_ = std::move(memory); }
+  // The header as the block's device addresses it (Allocator::map_host_for_device), so the device
+  // can mark the block written itself; null when it cannot. Kept until the segment is unmapped.
+  void set_header_mapping(Allocator::HostMapping mapping) { header_mapping_ = std::move(mapping); }
+  void* device_header() const { return header_mapping_.device_address; }
 
   // Claims a holder slot for `pid`; -1 when all slots are taken.
   int claim_slot(std::uint32_t pid) const;
@@ -128,6 +132,7 @@ class Segment {
   std::size_t map_size_;
   bool owner_;  // the creator unlinks the name on destruction
   BufferPtr device_memory_;
+  Allocator::HostMapping header_mapping_;
 };
 
 bool process_alive(pid_t pid);

@@ -264,5 +264,29 @@ TEST_F(CudaFenceTest, AnEngineDefersItsHostWaitForAnotherProcesssBlock) {
   ASSERT_CUDA(cudaStreamSynchronize(producer_));
 }
 
+// The device marks an armed block written itself, in its stream right behind the write: once the
+// producer's stream is done, the word is set, with no wait for the producer's signalling thread.
+TEST_F(CudaFenceTest, TheDeviceMarksAnArmedBlockWrittenBehindItsWork) {
+  auto pool = shm::Pool::create({shm::segment_prefix() + std::to_string(::getpid()) + ".devmark", std::size_t{1} << 30});
+  for (int round = 0; round < 20; ++round) {
+    auto b = pool->allocate_on(Device::cuda(0), kArmedBytes);
+    ASSERT_TRUE(b.has_value()) << b.status().to_string();
+    ASSERT_NE((*b)->remote_ready()->device_ready_word(), nullptr) << "the pool did not map the block's header";
+    Tensor t = *Tensor::from_buffer(*b, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
+    for (int i = 0; i < 16; ++i) {  // milliseconds of work before the write
+      ASSERT_CUDA(cudaMemcpyAsync(busy_b_, busy_a_, kBusyBytes, cudaMemcpyDeviceToDevice, producer_));
+    }
+    ASSERT_CUDA(cudaMemsetAsync(t.raw_data(), round, kArmedBytes, producer_));
+    ASSERT_TRUE(fence_output(t, producer_, 0).is_ok());
+    pool->mark_sent(**b, {1, 0}, "kv");
+    auto header = shm::Segment::open((*b)->shm()->segment);
+    ASSERT_TRUE(header.has_value()) << header.status().to_string();
+    const std::uint32_t gen = (*b)->shm()->generation;
+    EXPECT_NE((*header)->header().ready_generation.load(), gen) << "marked before the work ran";
+    ASSERT_CUDA(cudaStreamSynchronize(producer_));
+    EXPECT_EQ((*header)->header().ready_generation.load(), gen) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace edgevla::backends::cuda

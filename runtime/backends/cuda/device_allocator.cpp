@@ -100,6 +100,21 @@ class CudaAllocator final : public Allocator {
     return allocate_shareable_block(index, size);
   }
 
+  Expected<HostMapping> map_host_for_device(void* host, std::size_t bytes, int index) override {
+    if (index < 0 || index >= kMaxDevices) return invalid_argument("cuda:" + std::to_string(index) + " is not a device");
+    DeviceScope scope(index);
+    if (!scope.ok()) return unavailable("cuda:" + std::to_string(index) + " cannot be selected");
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaHostRegister(host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    void* dev = nullptr;
+    if (const cudaError_t e = cudaHostGetDevicePointer(&dev, host, 0); e != cudaSuccess) {
+      cudaHostUnregister(host);
+      return unavailable(std::string("cuda:") + std::to_string(index) + ": no device address for registered host memory (" +
+                         cudaGetErrorString(e) + ")");
+    }
+    // Unregistered before the host memory is unmapped: the holder (a segment) drops it first.
+    return HostMapping{dev, std::shared_ptr<void>(host, [](void* h) { cudaHostUnregister(h); })};
+  }
+
   Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index) override {
     if (index < 0 || index >= kMaxDevices) return invalid_argument("cuda:" + std::to_string(index) + " is not a device");
     DeviceScope scope(index);

@@ -1,5 +1,7 @@
 #include "runtime/backends/cuda/fence.hpp"
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -9,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "runtime/backends/cuda/kernels/common.hpp"
 #include "runtime/util/clock.hpp"
@@ -98,6 +102,40 @@ class RemoteSignaller {
   bool running_ = false;
 };
 
+// The device's own write of a word once the work queued before it is done (a stream memory
+// operation, with the memory fence that makes that work's writes visible first), looked up at run
+// time as the other driver functions are. Null, or off after its first failure: the producer's
+// process signals alone.
+using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+std::atomic<bool> g_device_writes_off{false};
+WriteValue32 write_value32() {
+  static const WriteValue32 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      return WriteValue32{nullptr};
+    }
+    return reinterpret_cast<WriteValue32>(p);
+  }();
+  return g_device_writes_off.load(std::memory_order_relaxed) ? nullptr : fn;
+}
+
+// Has the device set `remote`'s ready word itself, right behind the work queued on `stream`, so a
+// reader spinning on it sees the block written within microseconds of that work's end.
+void device_marks_ready(const RemoteReady& remote, cudaStream_t stream) {
+  void* word = remote.device_ready_word();
+  WriteValue32 fn = write_value32();
+  if (word == nullptr || fn == nullptr) return;
+  const CUresult r = fn(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(word), remote.ready_value(),
+                        CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r != CUDA_SUCCESS && !g_device_writes_off.exchange(true)) {
+    spdlog::warn("cuda: the device cannot mark shared blocks written itself (cuStreamWriteValue32: CUresult {}); "
+                 "the producer's process signals readers in other processes instead",
+                 static_cast<int>(r));
+  }
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<CudaFence>> CudaFence::record(cudaStream_t stream, int index) {
@@ -143,8 +181,11 @@ Status fence_output(const Tensor& output, cudaStream_t stream, int index) {
   const BufferPtr& buffer = output.buffer();
   buffer->set_ready(fence);
   if (RemoteReady* remote = buffer->remote_ready(); remote != nullptr) {
-    // A block of the bus's shared pool: readers in other processes wait for its signal.
+    // A block of the bus's shared pool: readers in other processes wait for its signal — set by the
+    // device itself when it can, and by this process's signalling thread in any case (it wakes
+    // sleeping readers, and reports a failed stream).
     remote->arm();
+    device_marks_ready(*remote, stream);
     RemoteSignaller::instance().add(std::move(fence), buffer);
   }
   return Status::ok();
