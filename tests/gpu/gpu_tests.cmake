@@ -29,7 +29,9 @@ set_tests_properties(cuda_launch PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEO
 edgevla_add_test(cuda_shareable_test SOURCES gpu/cuda_shareable_test.cpp
                  LIBS edgevla_runtime edgevla_backends CUDA::cudart LABELS gpu SERIAL)
 add_dependencies(cuda_shareable_test edgevla_backend_cuda)
-# Ready fences: a stream waits on the device for a fenced input, a host copy on the host.
+# Ready fences: a stream waits on the device for a fenced input, a host copy on the host, a reader
+# in another process for the producer's signal. Serial: they time how long a stream stood waiting,
+# which GPU work of other test processes (time-sliced contexts) changes.
 edgevla_add_test(cuda_fence_test SOURCES gpu/cuda_fence_test.cpp
-                 LIBS edgevla_runtime edgevla_backends edgevla_cuda_kernels CUDA::cudart LABELS gpu)
+                 LIBS edgevla_runtime edgevla_backends edgevla_cuda_kernels CUDA::cudart LABELS gpu SERIAL)
 add_dependencies(cuda_fence_test edgevla_backend_cuda)
