@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/node/node_registry.hpp"
+#include "runtime/util/clock.hpp"
 
 namespace edgevla::nodes {
 
@@ -105,6 +106,7 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   }
   backends::RunOptions ro;
   ro.num_steps = *num_steps_ > 0 ? *num_steps_ : stage_.model->default_num_steps();
+  const std::int64_t run_start_ns = wall_now_ns();
   EDGEVLA_RETURN_IF_ERROR(engine.run(ro));
   EDGEVLA_ASSIGN_OR_RETURN(Tensor normalized, engine.output("actions"));
 
@@ -120,14 +122,14 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));
   // A prefix published while the backbone's device work still ran (a ready fence): the engine's
   // wait for that work is the backbone's time, not this stage's (prefix_wait_ms says how much).
-  // From another process, the prefix arrives while the backbone's device work still runs: the
-  // delivery and this node's work before the wait are hidden under it (prefix_overlap_ms, the
-  // backbone's time too: from its publish to the start of the wait).
+  // From another process, the prefix arrives while the backbone's device work still runs: its
+  // delivery and this node's work before the engine ran are hidden under that work
+  // (prefix_overlap_ms: the backbone's time too, from its publish to the engine's start; the
+  // engine's own work before its wait stays in action_head_ms).
   const backends::RunTimings& timings = engine.last_timings();
   double overlap_ms = 0;
   if (timings.inputs_ready_ns > 0 && !in.header().trace.empty()) {
-    const double since_publish_ms = static_cast<double>(timings.inputs_ready_ns - in.header().trace.back().stamp_ns) / 1e6;
-    overlap_ms = std::max(0.0, since_publish_ms - timings.input_wait_ms);
+    overlap_ms = std::max(0.0, static_cast<double>(run_start_ns - in.header().trace.back().stamp_ns) / 1e6);
   }
   m.set_field("action_head_ms", timings.total_ms - timings.input_wait_ms);
   stage_.stamp_replay_params(m);

@@ -30,10 +30,11 @@ class EventPool {
     static EventPool* pool = new EventPool();  // never destroyed: events outlive static teardown
     return *pool;
   }
-  Expected<cudaEvent_t> take(int index) {
+  // `sleeping`: an event whose waiters sleep instead of spinning (no timing).
+  Expected<cudaEvent_t> take(int index, bool sleeping = false) {
     {
       std::lock_guard lock(mu_);
-      auto& free = free_[index];
+      auto& free = free_[{index, sleeping}];
       if (!free.empty()) {
         cudaEvent_t e = free.back();
         free.pop_back();
@@ -41,17 +42,21 @@ class EventPool {
       }
     }
     cudaEvent_t e = nullptr;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));  // timed: InputWait measures against it
+    if (sleeping) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventBlockingSync | cudaEventDisableTiming));
+    } else {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));  // timed: InputWait measures against it
+    }
     return e;
   }
-  void give(int index, cudaEvent_t e) {
+  void give(int index, cudaEvent_t e, bool sleeping = false) {
     std::lock_guard lock(mu_);
-    free_[index].push_back(e);
+    free_[{index, sleeping}].push_back(e);
   }
 
  private:
   std::mutex mu_;
-  std::map<int, std::vector<cudaEvent_t>> free_;
+  std::map<std::pair<int, bool>, std::vector<cudaEvent_t>> free_;
 };
 
 // Tells other processes that armed blocks are written (RemoteReady::signal) once the fences on
@@ -64,9 +69,11 @@ class RemoteSignaller {
     static RemoteSignaller* s = new RemoteSignaller();  // never destroyed: its thread may outlive statics
     return *s;
   }
-  void add(std::shared_ptr<CudaFence> fence, BufferPtr buffer) {
+  // `sleeper` (optional): an event of device `index` recorded after the fence, waited for without
+  // spinning, when the device marks the block written itself and this thread only wakes sleepers.
+  void add(std::shared_ptr<CudaFence> fence, BufferPtr buffer, cudaEvent_t sleeper = nullptr, int index = 0) {
     std::lock_guard lock(mu_);
-    queue_.push_back({std::move(fence), std::move(buffer)});
+    queue_.push_back({std::move(fence), std::move(buffer), sleeper, index});
     if (!running_) {
       running_ = true;
       std::thread([this] { loop(); }).detach();
@@ -79,6 +86,8 @@ class RemoteSignaller {
   struct Item {
     std::shared_ptr<CudaFence> fence;
     BufferPtr buffer;
+    cudaEvent_t sleeper = nullptr;
+    int index = 0;
   };
   void loop() {
     std::unique_lock lock(mu_);
@@ -90,6 +99,10 @@ class RemoteSignaller {
       Item item = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
+      if (item.sleeper != nullptr) {
+        cudaEventSynchronize(item.sleeper);  // its errors are the fence's, seen next
+        EventPool::instance().give(item.index, item.sleeper, /*sleeping=*/true);
+      }
       const bool ok = item.fence->wait().is_ok();  // a failed stream: readers get an error, not bytes
       item.buffer->remote_ready()->signal(ok);
       item = {};  // may release the block (it stays readable by its readers' holds)
@@ -122,11 +135,12 @@ WriteValue32 write_value32() {
 }
 
 // Has the device set `remote`'s ready word itself, right behind the work queued on `stream`, so a
-// reader spinning on it sees the block written within microseconds of that work's end.
-void device_marks_ready(const RemoteReady& remote, cudaStream_t stream) {
+// reader spinning on it sees the block written within microseconds of that work's end. False when
+// it cannot (the producer's process then signals alone).
+bool device_marks_ready(const RemoteReady& remote, cudaStream_t stream) {
   void* word = remote.device_ready_word();
   WriteValue32 fn = write_value32();
-  if (word == nullptr || fn == nullptr) return;
+  if (word == nullptr || fn == nullptr) return false;
   const CUresult r = fn(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(word), remote.ready_value(),
                         CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r != CUDA_SUCCESS && !g_device_writes_off.exchange(true)) {
@@ -134,6 +148,7 @@ void device_marks_ready(const RemoteReady& remote, cudaStream_t stream) {
                  "the producer's process signals readers in other processes instead",
                  static_cast<int>(r));
   }
+  return r == CUDA_SUCCESS;
 }
 
 }  // namespace
@@ -185,8 +200,18 @@ Status fence_output(const Tensor& output, cudaStream_t stream, int index) {
     // device itself when it can, and by this process's signalling thread in any case (it wakes
     // sleeping readers, and reports a failed stream).
     remote->arm();
-    device_marks_ready(*remote, stream);
-    RemoteSignaller::instance().add(std::move(fence), buffer);
+    cudaEvent_t sleeper = nullptr;
+    if (device_marks_ready(*remote, stream)) {
+      // Readers that spin have their signal; the thread need not spin for the sleepers' wake-up.
+      if (auto e = EventPool::instance().take(index, /*sleeping=*/true)) {
+        if (cudaEventRecord(*e, stream) == cudaSuccess) {
+          sleeper = *e;
+        } else {
+          EventPool::instance().give(index, *e, /*sleeping=*/true);
+        }
+      }
+    }
+    RemoteSignaller::instance().add(std::move(fence), buffer, sleeper, index);
   }
   return Status::ok();
 }

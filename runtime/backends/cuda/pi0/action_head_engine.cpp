@@ -444,7 +444,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
   // Inputs still being written by queued device work: this stream waits for it, on the device. A
-  // cache from another process is waited for on the host just before the steps read it, so the
+  // cache from another process is waited for on the host before the first device work, so the
   // host work up to there overlaps the backbone's.
   EDGEVLA_ASSIGN_OR_RETURN(InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index, /*defer_host_waits=*/true));
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
@@ -521,6 +521,9 @@ Status ActionHeadEngine::run(const RunOptions& options) {
                             std::string(dtype_name(kv->dtype())) + " with invalid rows cannot be read in place; "
                             "hand it over compact or in host memory");
   }
+  // Nothing goes to the device before the producer in another process is done: queued work of
+  // this process would make the GPU switch to it mid-way through the producer's (time slices).
+  EDGEVLA_RETURN_IF_ERROR(input_wait.finish_host_waits());
   *pinned_n_ = static_cast<std::int32_t>(n);
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(n_dev_, pinned_n_, 4, cudaMemcpyHostToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x_, noise->raw_data(), static_cast<std::size_t>(Hz * A) * 4,
@@ -539,7 +542,6 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     EDGEVLA_RETURN_IF_ERROR(prepare_steps(options.num_steps));
     graphs_.clear();
   }
-  EDGEVLA_RETURN_IF_ERROR(input_wait.finish_host_waits());
   // The loop always writes every step's velocity to the device buffer (one graph for both).
   auto key = std::make_pair(options.num_steps, cache);
   auto it = graphs_.find(key);
