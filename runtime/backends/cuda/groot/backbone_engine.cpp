@@ -131,6 +131,9 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   in_mask_ = input_index("attention_mask");
   out_features_ = output_index("backbone_features");
   out_mask_ = output_index("attention_mask");
+  // Bound on this device, the features stay there (no host round trip): an action head on the same
+  // device reads them in place, one in another process maps the block.
+  if (out_features_ >= 0) outputs_[static_cast<std::size_t>(out_features_)].device = Device::cuda(info_.index);
   out_image_mask_ = output_index("image_mask");
   out_embeds_ = output_index("image_embeds");
   if (in_images_.empty() || in_images_.size() > static_cast<std::size_t>(mg::kMaxViews) ||
