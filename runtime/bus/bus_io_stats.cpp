@@ -1,4 +1,4 @@
-// The bus transport's statistics (control command "bus", `edgevla node stats`): its counters,
+// The bus transport's statistics (control command "bus", `edgevla node stats --bus`): its counters,
 // the shared-memory pool it publishes from and the mapper it receives through.
 #include <yaml-cpp/yaml.h>
 

@@ -86,6 +86,8 @@ int node_list(bool verbose);
 int node_info(const std::string& node);
 // One row per callback of every running node: count, latency, drops, errors, process RSS.
 int node_stats();
+// Every process's bus statistics (control command "bus"), one YAML document each.
+int bus_stats();
 int node_types();
 int param_dump(const std::string& node);
 int param_set(const std::string& node, const std::string& key, const std::string& value);

@@ -90,6 +90,21 @@ int node_stats() {
   return 0;
 }
 
+int bus_stats() {
+  int processes = 0;
+  for (const auto& e : entries()) {
+    auto reply = control_request(e.control_endpoint, "bus", "");
+    if (!reply) {
+      std::fprintf(stderr, "process %s (pid %u): %s\n", e.process.c_str(), e.pid, reply.status().message().c_str());
+      continue;
+    }
+    std::cout << "--- # process " << e.process << " (pid " << e.pid << ")\n" << *reply;
+    ++processes;
+  }
+  if (processes == 0) std::fprintf(stderr, "no processes in domain '%s'\n", Registry::default_domain().c_str());
+  return 0;
+}
+
 int node_info(const std::string& node) {
   const auto all = entries();
   const RegistryEntry* e = host_of(all, node);

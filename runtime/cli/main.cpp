@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
   ninfo->add_option("node", node_name)->required();
   auto* ntypes = node->add_subcommand("types", "node types this binary can run");
   auto* nstats = node->add_subcommand("stats", "per-callback count, latency and drops of every running node");
+  bool stats_bus = false;
+  nstats->add_flag("--bus", stats_bus,
+                   "instead, each process's bus statistics (transport counters, shared-memory pool and mapper, "
+                   "device copies) as YAML");
 
   auto* param = app.add_subcommand("param", "inspect params");
   param->require_subcommand(1);
@@ -280,7 +284,7 @@ int main(int argc, char** argv) {
   if (nlist->parsed()) return edgevla::cli::node_list(verbose);
   if (ninfo->parsed()) return edgevla::cli::node_info(node_name);
   if (ntypes->parsed()) return edgevla::cli::node_types();
-  if (nstats->parsed()) return edgevla::cli::node_stats();
+  if (nstats->parsed()) return stats_bus ? edgevla::cli::bus_stats() : edgevla::cli::node_stats();
   if (pdump->parsed()) return edgevla::cli::param_dump(node_name);
   if (pset->parsed()) return edgevla::cli::param_set(node_name, param_key, param_value);
   if (kgen->parsed()) return edgevla::cli::keys_generate(keys_out, keys_force);

@@ -154,6 +154,19 @@ TEST_F(Cli, NodeStatsTableCoversEveryProcess) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("sensors +source +tick +timer +[1-9]"))) << r.out;
 }
 
+TEST_F(Cli, NodeStatsBusPrintsEveryProcesssBusCounters) {
+  auto r = cli({"node", "stats", "--bus"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  int docs = 0;
+  for (const YAML::Node& d : YAML::LoadAll(r.out)) {
+    ++docs;
+    EXPECT_TRUE(d["shm_mapper"].IsMap()) << r.out;
+    EXPECT_TRUE(d["shm_mapper"]["awaited_producer"].IsScalar()) << r.out;
+  }
+  EXPECT_GE(docs, 2) << r.out;  // the sensors and consumers processes at least
+  EXPECT_NE(r.out.find("# process consumers"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, ParamSetChangesARunningNode) {
   auto r = cli({"param", "set", "source", "width", "320"});
   ASSERT_EQ(r.code, 0) << r.err;
