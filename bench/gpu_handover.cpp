@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cuda_check.hpp"
 #include "msgs/types.hpp"
 #include "runtime/backends/backend.hpp"
 #include "runtime/bus/bus.hpp"
@@ -42,15 +43,6 @@ Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 9 / 10)]};
 }
-
-#define CHECK_CUDA(x)                                               \
-  do {                                                              \
-    const cudaError_t e_ = (x);                                     \
-    if (e_ != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                 \
-    }                                                               \
-  } while (0)
 
 void line(const char* path, std::size_t bytes, Stats s, const char* baseline, Stats b) {
   std::printf(

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "bench/cuda_check.hpp"
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/fence.hpp"
 #include "runtime/core/tensor.hpp"
@@ -33,15 +34,6 @@ cudaError_t edgevla_bench_launch_wait_for_flag(const int* flag, cudaStream_t str
 using namespace edgevla;
 
 namespace {
-
-#define CHECK_CUDA(x)                                               \
-  do {                                                              \
-    const cudaError_t e_ = (x);                                     \
-    if (e_ != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                 \
-    }                                                               \
-  } while (0)
 
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -8,7 +8,6 @@
 // (runtime/shm/ready.hpp). Without a CUDA device every test skips itself.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,8 +25,7 @@
 #include "runtime/shm/mapper.hpp"
 #include "runtime/shm/pool.hpp"
 #include "runtime/shm/segment.hpp"
-
-extern char** environ;
+#include "tests/support/process.hpp"
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -60,17 +58,6 @@ const int kArmedReader = [] {
   std::_Exit(0);
 }();
 
-pid_t spawn_self(std::vector<std::string> env) {
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  char* argv[] = {exe.data(), nullptr};
-  pid_t child = 0;
-  if (posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
-  return child;
-}
 
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
@@ -96,7 +83,11 @@ class CudaFenceTest : public ::testing::Test {
     for (std::int64_t i = 0; i < kValues; ++i) pattern_[i] = static_cast<float>(i % 4096) * 0.5f;
   }
   void TearDown() override {
-    if (producer_ != nullptr) cudaStreamDestroy(producer_);
+    release_ = true;
+    if (producer_ != nullptr) {
+      cudaStreamSynchronize(producer_);
+      cudaStreamDestroy(producer_);
+    }
     if (consumer_ != nullptr) cudaStreamDestroy(consumer_);
     cudaFree(busy_a_);
     cudaFree(busy_b_);
@@ -119,6 +110,17 @@ class CudaFenceTest : public ::testing::Test {
     return t;
   }
 
+  // Holds the producer stream's later work back until release_ is set (a host function on it that
+  // waits; TearDown sets it too, so a failed assertion does not leave the stream held).
+  cudaError_t hold_producer() {
+    return cudaLaunchHostFunc(
+        producer_,
+        [](void* flag) {
+          while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        },
+        &release_);
+  }
+
   void expect_pattern(const std::vector<float>& got) {
     ASSERT_EQ(got.size(), static_cast<std::size_t>(kValues));
     for (std::int64_t i = 0; i < kValues; i += 997) ASSERT_EQ(got[static_cast<std::size_t>(i)], pattern_[i]) << i;
@@ -126,6 +128,7 @@ class CudaFenceTest : public ::testing::Test {
   }
 
   cudaStream_t producer_ = nullptr, consumer_ = nullptr;
+  std::atomic<bool> release_{false};
   void* busy_a_ = nullptr;
   void* busy_b_ = nullptr;
   float* pattern_ = nullptr;
@@ -182,14 +185,7 @@ TEST_F(CudaFenceTest, AReaderInAnotherProcessWaitsForAnArmedDeviceBlock) {
   unsigned char* bytes = nullptr;
   ASSERT_CUDA(cudaMallocHost(&bytes, kArmedBytes));
   for (std::size_t i = 0; i < kArmedBytes; ++i) bytes[i] = armed_byte(i);
-  static std::atomic<bool> release{false};
-  release = false;
-  ASSERT_CUDA(cudaLaunchHostFunc(
-      producer_,
-      [](void*) {
-        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      },
-      nullptr));
+  ASSERT_CUDA(hold_producer());
   ASSERT_CUDA(cudaMemcpyAsync((*b)->data(), bytes, kArmedBytes, cudaMemcpyHostToDevice, producer_));
   Tensor t = *Tensor::from_buffer(*b, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
   ASSERT_TRUE(may_fence(t, 0));
@@ -197,7 +193,7 @@ TEST_F(CudaFenceTest, AReaderInAnotherProcessWaitsForAnArmedDeviceBlock) {
   EXPECT_TRUE((*b)->remote_ready()->armed());
   pool->mark_sent(**b, {1, 0}, "kv");
   const ShmLocation loc = *(*b)->shm();
-  const pid_t child = spawn_self({"EDGEVLA_TEST_ARMED_SEGMENT=" + loc.segment,
+  const pid_t child = testing::spawn_self({"EDGEVLA_TEST_ARMED_SEGMENT=" + loc.segment,
                                   "EDGEVLA_TEST_ARMED_GENERATION=" + std::to_string(loc.generation)});
   ASSERT_GT(child, 0);
   // Hold the write back until the reader holds the block (then it is waiting, or about to).
@@ -206,7 +202,7 @@ TEST_F(CudaFenceTest, AReaderInAnotherProcessWaitsForAnArmedDeviceBlock) {
   for (int i = 0; i < 30000 && !(*header)->any_holder(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_TRUE((*header)->any_holder()) << "the reader never acquired the block";
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  release = true;
+  release_ = true;
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "reader status " << status;
@@ -223,14 +219,7 @@ TEST_F(CudaFenceTest, AnEngineDefersItsHostWaitForAnotherProcesssBlock) {
   ASSERT_TRUE(b.has_value()) << b.status().to_string();
   ASSERT_CUDA(cudaMemset((*b)->data(), 0, kArmedBytes));
   ASSERT_CUDA(cudaDeviceSynchronize());
-  static std::atomic<bool> release{false};
-  release = false;
-  ASSERT_CUDA(cudaLaunchHostFunc(
-      producer_,
-      [](void*) {
-        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      },
-      nullptr));
+  ASSERT_CUDA(hold_producer());
   ASSERT_CUDA(cudaMemsetAsync((*b)->data(), 0x5c, kArmedBytes, producer_));
   Tensor t = *Tensor::from_buffer(*b, DType::kU8, Shape{static_cast<std::int64_t>(kArmedBytes)});
   ASSERT_TRUE(fence_output(t, producer_, 0).is_ok());
@@ -246,9 +235,9 @@ TEST_F(CudaFenceTest, AnEngineDefersItsHostWaitForAnotherProcesssBlock) {
   EXPECT_EQ(w->waits(), 1u);
   EXPECT_EQ(w->host_ready_ns(), 0);
   EXPECT_FALSE((*got)->ready()->done());
-  std::thread releaser([] {
+  std::thread releaser([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    release = true;
+    release_ = true;
   });
   ASSERT_TRUE(w->finish_host_waits().is_ok());
   releaser.join();

@@ -7,7 +7,6 @@
 // Without a CUDA device every test skips itself (the test main then reports "not run").
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,8 +22,7 @@
 #include "runtime/shm/fd_channel.hpp"
 #include "runtime/shm/mapper.hpp"
 #include "runtime/shm/pool.hpp"
-
-extern char** environ;
+#include "tests/support/process.hpp"
 
 namespace edgevla {
 namespace {
@@ -86,18 +84,6 @@ const int kReaderResult = [] {
   return 1;
 }();
 
-// Starts this test binary again with `env` added to its environment (the child modes above).
-pid_t spawn_self(std::vector<std::string> env) {
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  char* argv[] = {exe.data(), nullptr};
-  pid_t child = 0;
-  if (posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
-  return child;
-}
 
 bool gpu_present() {
   int n = 0;
@@ -148,7 +134,7 @@ TEST_F(CudaShareable, AnotherProcessReadsAndWritesTheBlock) {
   });
   ASSERT_TRUE(server.has_value()) << server.status().to_string();
   const pid_t child =
-      spawn_self({"EDGEVLA_TEST_SHAREABLE_CHANNEL=" + channel, "EDGEVLA_TEST_SHAREABLE_SIZE=" + std::to_string(n)});
+      testing::spawn_self({"EDGEVLA_TEST_SHAREABLE_CHANNEL=" + channel, "EDGEVLA_TEST_SHAREABLE_SIZE=" + std::to_string(n)});
   ASSERT_GT(child, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
@@ -178,7 +164,7 @@ TEST_F(CudaShareable, AReaderKilledHoldingAPoolDeviceBlockLeavesNothingPinned) {
     }
     if (round == 0) first_segment = seg;
     EXPECT_EQ(seg, first_segment) << "round " << round << ": the killed reader's block was not recycled";
-    const pid_t child = spawn_self({"EDGEVLA_TEST_POOL_SEGMENT=" + seg,
+    const pid_t child = testing::spawn_self({"EDGEVLA_TEST_POOL_SEGMENT=" + seg,
                                     "EDGEVLA_TEST_POOL_GENERATION=" + std::to_string(gen),
                                     "EDGEVLA_TEST_POOL_SIZE=" + std::to_string(size)});
     ASSERT_GT(child, 0);

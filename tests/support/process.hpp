@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,21 @@
 #include <vector>
 
 namespace edgevla::testing {
+
+// Starts this test binary again (/proc/self/exe, no arguments) with `env` ("K=V") added to its
+// environment: a test's child mode, which the binary picks from its environment before gtest runs.
+// The child's pid, or -1.
+inline pid_t spawn_self(std::vector<std::string> env) {
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  char* argv[] = {exe.data(), nullptr};
+  pid_t child = 0;
+  if (::posix_spawn(&child, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return child;
+}
 
 class Process {
  public:
