@@ -378,6 +378,49 @@ class StandInFence final : public ReadyFence {
   std::thread worker_;
 };
 
+// Across processes: a device block of the pool published while its producer's work still writes it
+// (a fence on its buffer, the block armed) goes out at once; the reader in the other process gets a
+// fence of its own and reads the bytes once the producer's process signals the block written (what
+// the cuda backend's fence_output and signalling thread do).
+TEST_F(DeviceTensors, AnArmedBlockGoesToAnotherProcessAtOnceAndIsReadAfterTheSignal) {
+  auto shareable = std::make_shared<testing::MemfdDeviceAllocator>();
+  register_allocator(DeviceType::kCuda, shareable);
+  const auto domain = unique_domain("devarmed");
+  auto pub = make_bus(domain);
+  auto other = make_bus(domain);
+  auto writer = *pub->advertise("/act", "ActionChunk", "head");
+  Collector remote("/act");
+  ASSERT_OK(other->attach(remote.queue));
+  // Until the publisher sees the other process's subscription, its loans are not pool blocks.
+  ASSERT_TRUE(eventually([&] {
+    auto t = pub->loan_for("/act", DType::kF32, Shape{6, 4}, Device::cuda(0));
+    return t && t->buffer()->shm().has_value();
+  }));
+  Tensor t = *pub->loan_for("/act", DType::kF32, Shape{6, 4}, Device::cuda(0));
+  ASSERT_NE(t.buffer()->remote_ready(), nullptr);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = -1.0f;  // the block's old bytes
+  auto fence = std::make_shared<StandInFence>(t, std::chrono::milliseconds(60));
+  t.buffer()->set_ready(fence);
+  t.buffer()->remote_ready()->arm();
+  const BufferPtr block = t.buffer();
+  ASSERT_OK(pub->publish(*writer, *msgs::ActionChunk::make(std::move(t), 0.02)));
+  EXPECT_EQ(fence->waits.load(), 0) << "the publisher waited for the work instead of sending at once";
+  // The producer's process signals once its work is done.
+  std::thread signaller([block, fence] { block->remote_ready()->signal(fence->wait().is_ok()); });
+  ASSERT_TRUE(eventually([&] { return remote.queue->size() > 0; }));
+  MessagePtr got = remote.queue->pop();
+  ASSERT_NE(got, nullptr);
+  const Tensor& a = *got->tensor("actions");
+  ASSERT_NE(a.buffer()->ready(), nullptr) << "the reader got no fence for a block not yet written";
+  auto host = a.to(Device::cpu());  // waits for the signal
+  ASSERT_TRUE(host.has_value()) << host.status().to_string();
+  expect_values(*host, 6);
+  EXPECT_TRUE(a.buffer()->ready()->done());
+  signaller.join();
+  EXPECT_EQ(fence->waits.load(), 1);  // the signaller's wait only
+  EXPECT_GE(YAML::Load(other->stats_yaml())["shm_mapper"]["awaited_producer"].as<std::uint64_t>(0), 1u);
+}
+
 // A device tensor published before its producer's queued work finished (a fence on its buffer):
 // a subscriber in this process gets the buffer with the fence (its engine waits on its own
 // stream); everything that reads the bytes on the host waits first: Tensor::to, the host copy
