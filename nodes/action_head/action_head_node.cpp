@@ -121,11 +121,10 @@ Status ActionHeadNode::infer(const msgs::BackboneOutput& in) {
   if (auto seq = in.message().int_field("observation_seq")) m.set_field("observation_seq", *seq);
   m.set_field("num_steps", static_cast<std::int64_t>(ro.num_steps));
   // A prefix published while the backbone's device work still ran (a ready fence): the engine's
-  // wait for that work is the backbone's time, not this stage's (prefix_wait_ms says how much).
-  // From another process, the prefix arrives while the backbone's device work still runs: its
-  // delivery and this node's work before the engine ran are hidden under that work
-  // (prefix_overlap_ms: the backbone's time too, from its publish to the engine's start; the
-  // engine's own work before its wait stays in action_head_ms).
+  // wait for that work is the backbone's time, not this stage's (prefix_wait_ms). From another
+  // process, the prefix's delivery and this node's work before the engine ran are hidden under
+  // that work too (prefix_overlap_ms: from the backbone's publish to the engine's start); the
+  // engine's own work before its wait stays in action_head_ms.
   const backends::RunTimings& timings = engine.last_timings();
   double overlap_ms = 0;
   if (timings.inputs_ready_ns > 0 && !in.header().trace.empty()) {

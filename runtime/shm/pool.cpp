@@ -41,7 +41,14 @@ class BlockReady final : public RemoteReady {
         generation_(generation) {}
   void arm() override { armed_->store(true, std::memory_order_release); }
   bool armed() const override { return armed_->load(std::memory_order_acquire); }
-  void signal(bool ok) override { mark_ready(*header_, generation_, ok); }
+  void signal(bool ok) override {
+    if (armed()) {
+      mark_ready(*header_, generation_, ok);  // readers may be asleep on the word: woken
+    } else {
+      // Marked as it is sent (Pool::mark_sent): no reader has its descriptor yet, none to wake.
+      header_->ready_generation.store(generation_, std::memory_order_release);
+    }
+  }
   void* device_ready_word() const override {
     if (device_header_ == nullptr) return nullptr;
     const auto offset = reinterpret_cast<const std::byte*>(&header_->ready_generation) -
@@ -245,8 +252,8 @@ Expected<BufferPtr> Pool::allocate_on(Device device, std::size_t size) {
         (*seg)->set_device_memory(mem.buffer);
         // The device marks the block written itself when it can (fence_output); else the producer's
         // process does, a little later.
-        if (auto m = dev_alloc->map_host_for_device(&(*seg)->header(), kDataOffset, device.index)) {
-          (*seg)->set_header_mapping(std::move(*m));
+        if (auto mapping = dev_alloc->map_host_for_device(&(*seg)->header(), kDataOffset, device.index)) {
+          (*seg)->set_header_mapping(std::move(*mapping));
         }
       }
     } else {
