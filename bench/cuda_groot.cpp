@@ -8,7 +8,10 @@
 // One JSON line per view count:
 //   edgevla_bench_cuda_groot --checkpoint DIR [--views 1,2] [--image-size 256x256]
 //       [--embodiment gr1] [--steps 4] [--repeat 50] [--warmup 10] [--precision bf16|f32]
-//       [--log-level info]
+//       [--log-level info] [--profile-last 1]
+// --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
+// --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <spdlog/spdlog.h>
 
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
                           precision = "bf16",
                           instruction = "pick the pear from the counter and place it in the plate";
   int steps = 0, repeat = 50, warmup = 10;
+  bool profile_last = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--checkpoint")
@@ -116,6 +120,8 @@ int main(int argc, char** argv) {
       warmup = std::max(0, std::stoi(v));
     else if (a == "--precision")
       precision = v;
+    else if (a == "--profile-last")
+      profile_last = v != "0";
     else if (a == "--log-level")
       spdlog::set_level(spdlog::level::from_str(v));
     else {
@@ -203,7 +209,14 @@ int main(int argc, char** argv) {
     if (!features) return fail(features.status());
 
     std::vector<double> t_bb, t_head, t_e2e;
-    for (int r = 0; r < warmup + repeat; ++r) {
+    // Phase 0 times end to end as a graph runs it (the backbone returns once its work is queued:
+    // its features are a device output). Phase 1 waits for the backbone's device work before
+    // the head starts, for the per-stage split.
+    for (int r = 0; r < 2 * (warmup + repeat); ++r) {
+      const bool split = r >= warmup + repeat;
+      const int rr = split ? r - (warmup + repeat) : r;
+      const bool profiled = profile_last && r == warmup + repeat - 1;
+      if (profiled) cudaProfilerStart();
       const auto t0 = std::chrono::steady_clock::now();
       for (int k = 0; k < views; ++k) {
         if (Status s =
@@ -216,6 +229,7 @@ int main(int argc, char** argv) {
       if (Status s = (*bb)->bind("attention_mask", mask_t); !s.is_ok()) return fail(s);
       if (Status s = (*bb)->bind("backbone_features", *features); !s.is_ok()) return fail(s);
       if (Status s = (*bb)->run({}); !s.is_ok()) return fail(s);
+      if (split) cudaDeviceSynchronize();
       const double bb_ms = ms_since(t0);
       const auto t1 = std::chrono::steady_clock::now();
       for (const char* name : {"backbone_features", "attention_mask", "image_mask"}) {
@@ -229,7 +243,9 @@ int main(int argc, char** argv) {
       if (Status s = (*head)->run(backends::RunOptions{n_steps}); !s.is_ok()) return fail(s);
       const double head_ms = ms_since(t1);
       const double e2e_ms = ms_since(t0);
-      if (r >= warmup) t_bb.push_back(bb_ms), t_head.push_back(head_ms), t_e2e.push_back(e2e_ms);
+      if (profiled) cudaProfilerStop();
+      if (rr >= warmup && split) t_bb.push_back(bb_ms), t_head.push_back(head_ms);
+      if (rr >= warmup && !split) t_e2e.push_back(e2e_ms);
     }
     const Stats e = stats(t_e2e), b = stats(t_bb), hd = stats(t_head);
     std::printf(

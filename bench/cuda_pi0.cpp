@@ -5,6 +5,10 @@
 //
 //   edgevla_bench_cuda_pi0 --checkpoint DIR [--views 1,3] [--tokens 200] [--steps 10]
 //                          [--repeat 50] [--warmup 10] [--precision bf16|f32] [--log-level debug]
+//                          [--profile-last 1]
+// --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
+// --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,6 +56,7 @@ int fail(const Status& s) {
 int main(int argc, char** argv) {
   std::string dir, precision = "bf16", views_arg = "1,3";
   int tokens = 200, steps = 10, repeat = 50, warmup = 10;
+  bool profile_last = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--checkpoint") dir = v;
@@ -61,6 +66,7 @@ int main(int argc, char** argv) {
     else if (k == "--repeat") repeat = std::max(1, std::atoi(v.c_str()));
     else if (k == "--warmup") warmup = std::atoi(v.c_str());
     else if (k == "--precision") precision = v;
+    else if (k == "--profile-last") profile_last = v != "0";
     else if (k == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
     else return fail(invalid_argument("unknown option " + k));
   }
@@ -121,9 +127,12 @@ int main(int argc, char** argv) {
     }
     std::vector<double> e2e, tb, th;
     for (int i = 0; i < warmup + repeat; ++i) {
+      const bool profiled = profile_last && i == warmup + repeat - 1;
+      if (profiled) cudaProfilerStart();
       const auto t0 = std::chrono::steady_clock::now();
       auto out = model::run_forward(**bb, **head, c, *in, false);
       const double ms = ms_since(t0);
+      if (profiled) cudaProfilerStop();
       if (!out) return fail(out.status());
       if (i >= warmup) {
         e2e.push_back(ms);

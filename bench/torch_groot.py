@@ -69,6 +69,9 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, help="CPU threads (set before torch loads)")
     ap.add_argument("--floor", action="store_true", help="measure the device floor (CUDA)")
     ap.add_argument("--json", help="append the JSON line(s) to this file")
+    ap.add_argument("--profile-ranges", action="store_true",
+                    help="after timing, replay each graph variant's stages once inside NVTX ranges "
+                         "'torch.<variant>.backbone' and 'torch.<variant>.head_steps' (for ncu --nvtx-include)")
     ap.add_argument("--out", help="write the eager variant's stage outputs of the first setting here")
     ap.add_argument("--check-against-numpy", action="store_true",
                     help="compare with tests/reference/groot/groot_numpy.py instead of timing")
@@ -572,6 +575,16 @@ def run_variant(model, name, di, args):
         res["backbone_ms"] = time_fn(model, g_bb.replay, args.repeat, args.warmup)
         res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
         res["head_steps_ms"] = time_fn(model, g_steps.replay, args.repeat, args.warmup)
+        if getattr(args, "profile_ranges", False):
+            variant = getattr(args, "profile_variant", name)
+            sync(model)
+            for stage, g in (("backbone", g_bb), ("head", g_head), ("head_steps", g_steps)):
+                torch.cuda.profiler.start()
+                torch.cuda.nvtx.range_push(f"torch.{variant}.{stage}")
+                g.replay()
+                sync(model)
+                torch.cuda.nvtx.range_pop()
+                torch.cuda.profiler.stop()
         g_e2e.replay()
         sync(model)
         actions = out[0].clone()
@@ -597,7 +610,11 @@ def run_compile(model, di, args):
                 model.e2e(di["pixels"], di["ids"], di["state"], di["noise"])
                 sync(model)
                 compile_s = time.perf_counter() - t0
-                res, acts = run_variant(model, "graph", di, args)
+                args.profile_variant = "compile"
+                try:
+                    res, acts = run_variant(model, "graph", di, args)
+                finally:
+                    args.profile_variant = "graph"
             except Exception as e:  # report, try the next mode
                 tried[mode] = dict(error=f"{type(e).__name__}: {e}"[:1000])
                 print(f"compile {mode}: failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)

@@ -84,6 +84,9 @@ def parse_args(argv=None):
     ap.add_argument("--device", default="cuda", help="cuda (the benchmark), or cpu for eager checks only")
     ap.add_argument("--floor", action="store_true", help="measure the device floor (GEMM rate, copy bandwidth)")
     ap.add_argument("--json", help="also append the JSON line(s) to this file")
+    ap.add_argument("--profile-ranges", action="store_true",
+                    help="after timing, replay each graph variant's stages once inside NVTX ranges "
+                         "'torch.<variant>.backbone' and 'torch.<variant>.head' (for ncu --nvtx-include)")
     ap.add_argument("--out", help="write inputs + eager outputs (checkpoint.md §5) here")
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.warmup < 0:
@@ -519,6 +522,18 @@ def cosine(a, b):
     return float((a @ b) / max(float(a.norm() * b.norm()), 1e-300))
 
 
+def profile_replays(model, variant, graphs):
+    """One replay of each (stage, graph) inside an NVTX range torch.<variant>.<stage>."""
+    sync(model)
+    for stage, g in graphs:
+        torch.cuda.profiler.start()
+        torch.cuda.nvtx.range_push(f"torch.{variant}.{stage}")
+        g.replay()
+        sync(model)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.profiler.stop()
+
+
 def run_variant(model, name, di, args, bb_fn, head_fn):
     """Times E2E and both stages of one variant. -> (timings dict, actions)."""
     images, ids, noise, state = di["images"], di["token_ids"], di["noise"], di["state"]
@@ -541,6 +556,8 @@ def run_variant(model, name, di, args, bb_fn, head_fn):
         res["e2e_ms"] = time_fn(model, g_e2e.replay, args.repeat, args.warmup)
         res["backbone_ms"] = time_fn(model, g_bb.replay, args.repeat, args.warmup)
         res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
+        if args.profile_ranges:
+            profile_replays(model, name, [("backbone", g_bb), ("head", g_head)])
         g_e2e.replay()
         sync(model)
         actions = e2e_out[0].clone()

@@ -1,6 +1,13 @@
 // The cuda backend's cuBLASLt GEMMs against a double-precision host reference in every dtype
 // combination, a CUDA graph capture and replay of kernels and GEMMs, and a short timing printout.
 // Without a CUDA device every test skips itself (the test main then reports "not run").
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include "tests/gpu/cuda_test_util.hpp"
 
 namespace edgevla::backends::cuda {
@@ -67,6 +74,7 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
     bool bias;
     Epilogue ep;
     const char* label;
+    bool bias_copy = false;  // also hand the bias in D's dtype (GemmArgs::bias_d; bf16 D only)
   };
   const Variant variants[] = {
       {1.0f, 0.0f, false, Epilogue::kNone, "plain"},
@@ -75,13 +83,16 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
       {0.5f, 1.0f, true, Epilogue::kNone, "alpha=0.5 beta=1 bias"},
       {1.0f, 0.0f, false, Epilogue::kGeluTanh, "gelu"},
       {1.0f, 0.0f, true, Epilogue::kGeluTanh, "bias gelu"},
+      {1.0f, 0.0f, true, Epilogue::kNone, "bias (bf16 copy)", true},
+      {1.0f, 0.0f, true, Epilogue::kGeluTanh, "bias gelu (bf16 copy)", true},
   };
   for (const GemmCase& c : cases) {
     const auto a_src = random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 30);
     const auto b_src = random_values(static_cast<std::size_t>(c.n * c.ldb), -1.0f, 1.0f, 31);
-    const auto bias = random_values(static_cast<std::size_t>(c.n), -1.0f, 1.0f, 32);
+    // bf16-exact bias values: the bf16 copy holds the same numbers.
+    const auto bias = rounded(random_values(static_cast<std::size_t>(c.n), -1.0f, 1.0f, 32), DType::kBF16);
     const auto d0_src = random_values(static_cast<std::size_t>(c.m * c.ldd), -1.0f, 1.0f, 33);
-    DeviceBuffer dbias(bias, DType::kF32);
+    DeviceBuffer dbias(bias, DType::kF32), dbias16(bias, DType::kBF16);
     for (const DType ab : {DType::kBF16, DType::kF32}) {
       const auto a = rounded(a_src, ab);
       const auto bw = rounded(b_src, ab);
@@ -102,6 +113,7 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
           g.d = dd.get(), g.d_type = dt, g.ldd = c.ldd;
           g.alpha = v.alpha, g.beta = v.beta;
           g.bias = v.bias ? dbias.as<float>() : nullptr;
+          g.bias_d = v.bias_copy && dt == DType::kBF16 ? dbias16.get() : nullptr;
           g.epilogue = v.ep;
           ASSERT_OK(b.gemm(stream_, g));
           sync();
@@ -237,6 +249,41 @@ TEST_F(CudaKernels, BlasPlanReportNamesWhatRuns) {
   EXPECT_NE(report.find("gemm m=50 n=8192 k=1024 bf16->f32: "), std::string::npos) << report;
   EXPECT_TRUE(report.find("edgevla skinny") != std::string::npos || report.find("cuBLASLt") != std::string::npos)
       << report;
+}
+
+// EDGEVLA_GEMM_PLAN_FILE: the first Blas times a shape and appends its pick; a second one reads
+// the pick from the file (no timing) and computes the same result.
+TEST_F(CudaKernels, PlanFileCarriesPicksToTheNextProcess) {
+  const std::string file = ::testing::TempDir() + "edgevla_plans_" + std::to_string(::getpid()) + ".txt";
+  std::remove(file.c_str());
+  ::setenv("EDGEVLA_GEMM_PLAN_FILE", file.c_str(), 1);
+  const GemmCase c{50, 4096, 1024, 1024, 1024, 4096};
+  const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 72), DType::kBF16);
+  const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -1.0f, 1.0f, 73), DType::kBF16);
+  const auto acc = matmul_ref(c, a, w);
+  DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), dd(static_cast<std::size_t>(c.m * c.ldd) * 4);
+  GemmArgs g;
+  g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = dw.get(), g.ldb = c.ldb;
+  g.d = dd.get(), g.d_type = DType::kF32, g.ldd = c.ldd;
+  std::string reports[2];
+  for (std::string& report : reports) {
+    auto blas_or = Blas::create();
+    ASSERT_TRUE(blas_or.has_value()) << blas_or.status().to_string();
+    ASSERT_CUDA(cudaMemset(dd.get(), 0, static_cast<std::size_t>(c.m * c.ldd) * 4));
+    ASSERT_OK((*blas_or)->gemm(stream_, g));
+    sync();
+    expect_close(dd.download(DType::kF32, acc.size()), acc, Tolerance{1e-5, 1e-3, 1e-5}, "plan file gemm");
+    report = (*blas_or)->plan_report();
+  }
+  ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
+  std::ifstream in(file);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) ++lines;
+  std::remove(file.c_str());
+  EXPECT_EQ(lines, 1) << "one pick appended by the first Blas, none by the second";
+  EXPECT_EQ(reports[0].find("from the plan file"), std::string::npos) << reports[0];
+  EXPECT_NE(reports[1].find("from the plan file"), std::string::npos) << reports[1];
 }
 
 // ---- graph capture --------------------------------------------------------------------------

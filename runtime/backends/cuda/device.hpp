@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <atomic>
 #include <cstddef>
@@ -71,6 +72,20 @@ class Arena {
  private:
   std::size_t planned_ = 0;
   DeviceMemory memory_;
+};
+
+// Marks one engine run on the host timeline as an NVTX range named "edgevla.<family>.<stage>"
+// (seen by Nsight Systems, and by Nsight Compute's --nvtx-include "edgevla.pi0.backbone/", which
+// profiles only that stage's kernels). Costs nothing measurable when no tool is attached.
+class NvtxRange {
+ public:
+  NvtxRange(std::string_view family, std::string_view stage) {
+    const std::string name = "edgevla." + std::string(family) + "." + std::string(stage);
+    nvtxRangePushA(name.c_str());
+  }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
 // A stream owned by an engine.

@@ -582,6 +582,7 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
 }
 
 Status ActionHeadEngine::run(const RunOptions& options) {
+  const NvtxRange nvtx(family(), stage());
   const auto t0 = std::chrono::steady_clock::now();
   timings_ = {};
   in_bound_.resize(inputs_.size());

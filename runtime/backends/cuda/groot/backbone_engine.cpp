@@ -458,6 +458,7 @@ Status BackboneEngine::forward(std::int64_t rows) {
 }
 
 Status BackboneEngine::run(const RunOptions&) {
+  const NvtxRange nvtx(family(), stage());
   const auto t0 = std::chrono::steady_clock::now();
   timings_ = {};
   in_bound_.resize(inputs_.size());

@@ -454,10 +454,12 @@ __device__ __forceinline__ void store4(bf16* dst, float4 v) {
 
 // One thread per (stacked row, 4 output dims): it weighs every share by its max and sum and
 // merges them. All of a thread's loads are independent, so the shares arrive together instead
-// of one round trip after another.
+// of one round trip after another. kShares bounds the shares a thread holds: the host picks
+// the smallest instance that covers the call's split count (holding 32 float4 shares for a
+// call of 2 took ~200 registers a thread and made the combine 4-5x slower than its bytes).
 constexpr int kCombineThreads = 256;
 
-template <typename T>
+template <typename T, int kShares>
 __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) {
   const int per_row = p.h / 4;
   const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * per_row;
@@ -472,27 +474,27 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
   // count would wait for each in turn), then every share's partial output likewise.
   const long long ml_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * 2;
   const float* ml_src = p.part_ml + part_row(p, 0, bg, m) * 2;
-  float2 ml[kMaxSplits];
+  float2 ml[kShares];
 #pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) {
+  for (int s = 0; s < kShares; ++s) {
     ml[s] = s < p.splits ? *reinterpret_cast<const float2*>(ml_src + s * ml_stride) : make_float2(-INFINITY, 0.0f);
   }
   float mx = -INFINITY;
 #pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) mx = fmaxf(mx, ml[s].x);
+  for (int s = 0; s < kShares; ++s) mx = fmaxf(mx, ml[s].x);
   const float base = mx == -INFINITY ? 0.0f : mx;
   const float* src = p.part_o + part_row(p, 0, bg, m) * p.h + c;
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
   float sum = 0.0f;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   // Predicated loads, not a branch around them, so the compiler issues them all up front.
-  float4 v[kMaxSplits];
+  float4 v[kShares];
 #pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) {
+  for (int s = 0; s < kShares; ++s) {
     v[s] = s < p.splits ? *reinterpret_cast<const float4*>(src + s * split_stride) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 #pragma unroll
-  for (int s = 0; s < kMaxSplits; ++s) {
+  for (int s = 0; s < kShares; ++s) {
     const float w = s < p.splits ? exp2f(ml[s].x - base) : 0.0f;  // an empty share (max -inf) weighs 0
     sum = fmaf(w, ml[s].y, sum);
     acc.x = fmaf(w, v[s].x, acc.x);
@@ -507,6 +509,22 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
 }
 
 // Host side -------------------------------------------------------------------------------------
+
+template <typename T>
+void launch_combine(int splits, unsigned blocks, cudaStream_t stream, const Params& p) {
+  static_assert(kMaxSplits == 32, "attn_combine instances cover up to 32 shares");
+  if (splits <= 2) {
+    attn_combine<T, 2><<<blocks, kCombineThreads, 0, stream>>>(p);
+  } else if (splits <= 4) {
+    attn_combine<T, 4><<<blocks, kCombineThreads, 0, stream>>>(p);
+  } else if (splits <= 8) {
+    attn_combine<T, 8><<<blocks, kCombineThreads, 0, stream>>>(p);
+  } else if (splits <= 16) {
+    attn_combine<T, 16><<<blocks, kCombineThreads, 0, stream>>>(p);
+  } else {
+    attn_combine<T, 32><<<blocks, kCombineThreads, 0, stream>>>(p);
+  }
+}
 
 Status cuda_error(cudaError_t err, const char* what) {
   return internal_error(std::string("attention: ") + what + ": " + cudaGetErrorName(err) + " (" +
@@ -683,9 +701,9 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
     const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
     if (args.act == DType::kBF16) {
-      attn_combine<bf16><<<blocks, kCombineThreads, 0, stream>>>(p);
+      launch_combine<bf16>(pl.splits, blocks, stream, p);
     } else {
-      attn_combine<float><<<blocks, kCombineThreads, 0, stream>>>(p);
+      launch_combine<float>(pl.splits, blocks, stream, p);
     }
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_combine");

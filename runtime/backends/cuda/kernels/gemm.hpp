@@ -43,6 +43,9 @@ struct GemmArgs {
   float alpha = 1.0f;
   float beta = 0.0f;
   const float* bias = nullptr;  // f32 [n] on the device, or nullptr
+  // Optional: the same bias in D's dtype (a bf16 D: cuBLASLt's epilogue refuses an f32 bias
+  // there, so with this copy it adds the bias itself instead of a bias_act pass after).
+  const void* bias_d = nullptr;
   Epilogue epilogue = Epilogue::kNone;
 };
 
@@ -66,6 +69,9 @@ class Blas {
   // runs bias_act (kernels.hpp) after the GEMM instead, with the same results.
   bool fused_gelu_epilogue() const;
   bool fused_f32_bias_with_bf16_output() const;
+  // For a bf16 D: cuBLASLt's GELU epilogue agrees with the tanh approximation to within bf16's
+  // resolution, so bf16 GEMMs with GELU use it (an f32 D still needs fused_gelu_epilogue()).
+  bool fused_gelu_epilogue_bf16() const;
   // Those two findings in words (why a feature is not fused), for logs.
   const std::string& epilogue_report() const;
   // Whether plans made from now on may pick edgevla's few-rows kernel (skinny_gemm.hpp) where

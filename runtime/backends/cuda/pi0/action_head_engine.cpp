@@ -11,6 +11,7 @@
 #include <map>
 #include <numbers>
 #include <string_view>
+#include <tuple>
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/expert_fused.hpp"
@@ -53,6 +54,11 @@ class ActionHeadEngine final : public CudaEngine {
   // The whole Euler loop, reading the cache at `cache` with row stride `cache_rows`.
   Status loop(int steps, const void* cache, std::int64_t cache_rows, float* velocities);
   Status step(int i, float dt, const void* cache, std::int64_t cache_rows, float* velocity_out);
+  // The prefix rows the attention covers: this chunk's valid count rounded up to kAttendBucket
+  // (at most the cache's rows). The keys past the valid count are masked on the device; the
+  // bucket only bounds the key shares the attention launches and merges (a graph per bucket).
+  static constexpr std::int64_t kAttendBucket = 64;
+  std::int64_t attend_rows_ = 0;
   // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
   // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
   Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
@@ -83,7 +89,7 @@ class ActionHeadEngine final : public CudaEngine {
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   int prepared_steps_ = 0;
-  std::map<std::pair<int, const void*>, Graph> graphs_;
+  std::map<std::tuple<int, const void*, std::int64_t>, Graph> graphs_;
   Tensor actions_own_;
   std::int32_t* pinned_n_ = nullptr;
   std::unique_ptr<PinnedBuffer> pinned_;
@@ -382,7 +388,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.ldo = H * h;
     a.a = KvBlock{kc, vc, K * h, 0};
     a.a_len = n_dev_;
-    a.a_max = cache_rows;
+    a.a_max = attend_rows_ > 0 ? std::min(cache_rows, attend_rows_) : cache_rows;
     a.b = KvBlock{q + H * h * es, q + (H + K) * h * es, Q, 0};
     a.b_len = S;
     a.b_limit = pi05_ ? nullptr : b_limit_;
@@ -437,6 +443,7 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
 }
 
 Status ActionHeadEngine::run(const RunOptions& options) {
+  const NvtxRange nvtx(family(), stage());
   const auto t0 = std::chrono::steady_clock::now();
   timings_ = {};
   const std::int64_t P = cfg_.prefix_len(), L = cfg_.expert.depth, A = cfg_.action_dim, Hz = cfg_.action_horizon;
@@ -543,7 +550,8 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     graphs_.clear();
   }
   // The loop always writes every step's velocity to the device buffer (one graph for both).
-  auto key = std::make_pair(options.num_steps, cache);
+  attend_rows_ = std::min(cache_rows, (n + kAttendBucket - 1) / kAttendBucket * kAttendBucket);
+  auto key = std::make_tuple(options.num_steps, cache, attend_rows_);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.
@@ -552,9 +560,9 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     // Capturing records without running: x keeps this run's result.
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return loop(options.num_steps, cache, cache_rows, vel_all_); }));
     log_plans();
-    // One graph per cache block a producer hands over (a pool's few blocks); should blocks keep
-    // changing, old graphs are dropped rather than kept without bound.
-    if (graphs_.size() >= 8) graphs_.clear();
+    // One graph per cache block a producer hands over (a pool's few blocks) and prefix bucket;
+    // should they keep changing, old graphs are dropped rather than kept without bound.
+    if (graphs_.size() >= 32) graphs_.clear();
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));

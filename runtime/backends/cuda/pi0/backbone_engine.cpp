@@ -265,6 +265,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
 }
 
 Status BackboneEngine::run(const RunOptions&) {
+  const NvtxRange nvtx(family(), stage());
   const auto t0 = std::chrono::steady_clock::now();
   timings_ = {};
   const std::int64_t N = cfg_.vision.tokens(), S = cfg_.vision.image_size, D = cfg_.vlm.width, L = cfg_.vlm.depth;

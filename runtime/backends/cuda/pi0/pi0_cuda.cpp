@@ -29,6 +29,9 @@ void WeightPlan::linear(DevLinear& dst, std::vector<const cpu::Linear*> parts) {
     }
     items_.push_back(Item{reinterpret_cast<void**>(&dst.bias), {{b->data(), static_cast<std::int64_t>(b->size())}},
                           DType::kF32, DType::kF32});
+    if (act_ != DType::kF32) {
+      items_.push_back(Item{&dst.bias_act, {{b->data(), static_cast<std::int64_t>(b->size())}}, DType::kF32, act_});
+    }
     kept_.push_back(std::move(b));
   }
 }
@@ -85,6 +88,7 @@ Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const D
   g.ldd = ldd;
   g.beta = beta;
   g.bias = bias_override != nullptr ? bias_override : (use_bias ? w.bias : nullptr);
+  g.bias_d = bias_override == nullptr && use_bias && d_type == act ? w.bias_act : nullptr;
   g.epilogue = ep;
   return blas->gemm(stream, g);
 }

@@ -19,6 +19,8 @@ namespace edgevla::backends::cuda::pi0 {
 struct DevLinear {
   void* w = nullptr;
   float* bias = nullptr;
+  void* bias_act = nullptr;  // the bias again in the activation dtype (bf16 engines), for GEMMs
+                             // with a bf16 output, whose cuBLASLt epilogue takes no f32 bias
   std::int64_t out = 0, in = 0, ld = 0;
 };
 
