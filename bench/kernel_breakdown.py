@@ -8,11 +8,12 @@ NVTX range "edgevla.<family>.<stage>" and the PyTorch benches with --profile-ran
 the stage's graph replay (measured beside it) minus that sum is what the launches and the gaps
 between kernels cost.
 
-  kernel_breakdown.py NAME=FILE.csv [NAME=FILE.csv ...] [--replay-ms NAME=MS ...] [--top 12]
+  kernel_breakdown.py NAME=FILE.csv[.gz] [NAME=FILE.csv ...] [--replay-ms NAME=MS ...] [--top 12]
                       [--json OUT]
 """
 import argparse
 import csv
+import gzip
 import json
 import re
 import sys
@@ -47,7 +48,8 @@ def short(name, width=90):
 
 def read_ncu_csv(path):
     """-> list of (kernel name, duration in µs), in launch order."""
-    with open(path, newline="") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", newline="") as f:
         lines = [ln for ln in f if ln.startswith('"')]
     rows = list(csv.reader(lines))
     if not rows:
