@@ -4,6 +4,10 @@
 // runs it beside the NumPy reference (tests/reference/groot/image_ref.py) on the same frames.
 // One JSON line per frame size, median / p90 / min ms over --repeat runs (one thread):
 //   edgevla_bench_groot_preprocess [--sizes 320x240,640x480,1280x720] [--repeat 50] [--letterbox 0|1]
+//                                  [--checkpoint DIR [--embodiment gr1]]
+// With --checkpoint, also the whole Preprocessor::run per frame size (every view of the
+// embodiment fed that frame) split into its parts: the frame pipeline and normalisation of
+// each view, the instruction's cleaning, the chat prompt and the Qwen tokenizer, the state.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,18 +16,105 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/groot/config.hpp"
 #include "runtime/model/groot/image_pipeline.hpp"
+#include "runtime/model/groot/preprocessor.hpp"
+#include "runtime/model/groot/tokenizer.hpp"
 
 namespace mg = edgevla::model::groot;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Preprocessor::run on `frame` for every view, and its parts timed one after the other.
+int whole_preprocess(const std::string& dir, const std::string& tag, const mg::Frame& frame, bool letterbox,
+                     int repeat) {
+  auto pre = mg::Preprocessor::load(dir, tag, letterbox ? mg::Letterbox::kOn : mg::Letterbox::kOff);
+  auto cfg = mg::load_config(dir);
+  if (!pre || !cfg) {
+    std::fprintf(stderr, "%s\n", (!pre ? pre.status() : cfg.status()).to_string().c_str());
+    return 1;
+  }
+  auto tok = mg::Tokenizer::load(cfg->eagle_dir);
+  if (!tok) {
+    std::fprintf(stderr, "%s\n", tok.status().to_string().c_str());
+    return 1;
+  }
+  const mg::Embodiment& emb = pre->embodiment();
+  const std::vector<mg::Frame> frames(emb.views().size(), frame);
+  mg::RawState state;
+  for (const auto& g : emb.state_groups()) state[g.key] = std::vector<float>(static_cast<std::size_t>(std::max<std::int64_t>(g.dim, 1)), 0.1f);
+  const std::string instruction = "pick the pear from the counter and place it in the plate";
+  std::vector<double> whole, frames_ms, text_ms, tok_ms, state_ms;
+  std::size_t tokens = 0;
+  for (int r = 0; r < repeat + 3; ++r) {
+    const auto t0 = Clock::now();
+    auto in = pre->run(frames, instruction, state, std::nullopt);
+    const auto t1 = Clock::now();
+    if (!in) {
+      std::fprintf(stderr, "%s\n", in.status().to_string().c_str());
+      return 1;
+    }
+    tokens = in->input_ids.size();
+    // The parts again, one by one.
+    mg::FrameOptions fo;
+    fo.letterbox = letterbox;
+    std::vector<int> per_view;
+    const auto p0 = Clock::now();
+    for (const mg::Frame& f : frames) {
+      auto out = mg::preprocess_frame(f, fo);
+      std::vector<float> px(static_cast<std::size_t>(out->height) * static_cast<std::size_t>(out->width) * 3);
+      mg::normalize_pixels(*out, px.data());
+      per_view.push_back(mg::vision_tokens(*out));
+    }
+    const auto p1 = Clock::now();
+    auto clean = mg::formalize_language(instruction);
+    const std::string prompt = mg::render_prompt(*clean, per_view);
+    const auto p2 = Clock::now();
+    auto ids = tok->encode(prompt);
+    const auto p3 = Clock::now();
+    std::vector<float> st(static_cast<std::size_t>(emb.max_state_dim()), 0.0f);
+    (void)emb.normalize_state(state, st);
+    const auto p4 = Clock::now();
+    if (r < 3 || !ids) continue;
+    whole.push_back(ms_between(t0, t1));
+    frames_ms.push_back(ms_between(p0, p1));
+    text_ms.push_back(ms_between(p1, p2));
+    tok_ms.push_back(ms_between(p2, p3));
+    state_ms.push_back(ms_between(p3, p4));
+  }
+  std::printf("{\"impl\": \"edgevla\", \"part\": \"Preprocessor::run\", \"embodiment\": \"%s\", \"views\": %zu, "
+              "\"width\": %d, \"height\": %d, \"tokens\": %zu, \"ms\": {\"whole\": %.4f, \"frames\": %.4f, "
+              "\"instruction_and_prompt\": %.4f, \"tokenizer\": %.4f, \"state\": %.4f}, \"repeat\": %d}\n",
+              tag.c_str(), frames.size(), frame.width, frame.height, tokens, median_of(whole), median_of(frames_ms),
+              median_of(text_ms), median_of(tok_ms), median_of(state_ms), repeat);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string sizes = "320x240,640x480,1280x720";
   int repeat = 50;
   bool letterbox = false;
+  std::string checkpoint, embodiment = "gr1";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sizes") == 0) sizes = argv[i + 1];
     else if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     else if (std::strcmp(argv[i], "--letterbox") == 0) letterbox = std::atoi(argv[i + 1]) != 0;
+    else if (std::strcmp(argv[i], "--checkpoint") == 0) checkpoint = argv[i + 1];
+    else if (std::strcmp(argv[i], "--embodiment") == 0) embodiment = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s (--sizes WxH,..., --repeat N, --letterbox 0|1)\n", argv[i]);
       return 2;
@@ -67,6 +158,7 @@ int main(int argc, char** argv) {
                 "\"ms\": {\"median\": %.4f, \"p90\": %.4f, \"min\": %.4f}, \"repeat\": %d}\n",
                 w, h, letterbox ? 1 : 0, out_h, out_w, ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.front(), repeat);
     std::fflush(stdout);
+    if (!checkpoint.empty() && whole_preprocess(checkpoint, embodiment, frame, letterbox, repeat) != 0) return 1;
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "runtime/model/groot/image_pipeline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <string>
@@ -372,12 +373,22 @@ Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options) {
 }
 
 void normalize_pixels(const Frame& frame, float* out) {
+  // (x - 127.5) / 127.5 in float32 for each of the 256 byte values, then a lookup per pixel and
+  // channel plane (the same floats as computing it per pixel).
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[static_cast<std::size_t>(v)] = (static_cast<float>(v) - 127.5f) / 127.5f;
+    return t;
+  }();
   const std::size_t plane = static_cast<std::size_t>(frame.height) * static_cast<std::size_t>(frame.width);
+  const std::uint8_t* rgb = frame.rgb.data();
+  float* r = out;
+  float* g = out + plane;
+  float* b = out + 2 * plane;
   for (std::size_t i = 0; i < plane; ++i) {
-    for (int c = 0; c < 3; ++c) {
-      const float x = static_cast<float>(frame.rgb[i * 3 + static_cast<std::size_t>(c)]);
-      out[static_cast<std::size_t>(c) * plane + i] = (x - 127.5f) / 127.5f;
-    }
+    r[i] = table[rgb[3 * i]];
+    g[i] = table[rgb[3 * i + 1]];
+    b[i] = table[rgb[3 * i + 2]];
   }
 }
 
