@@ -110,6 +110,7 @@ sys.path.append(os.path.join(GROOT_REF, ".."))
 import groot_numpy as gn  # noqa: E402
 import image_ref  # noqa: E402
 import safetensors_io  # noqa: E402
+from torch_profile import profile_replays  # noqa: E402
 
 torch = F = None  # bound by _import_torch()
 
@@ -576,15 +577,8 @@ def run_variant(model, name, di, args):
         res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
         res["head_steps_ms"] = time_fn(model, g_steps.replay, args.repeat, args.warmup)
         if getattr(args, "profile_ranges", False):
-            variant = getattr(args, "profile_variant", name)
-            sync(model)
-            for stage, g in (("backbone", g_bb), ("head", g_head), ("head_steps", g_steps)):
-                torch.cuda.profiler.start()
-                torch.cuda.nvtx.range_push(f"torch.{variant}.{stage}")
-                g.replay()
-                sync(model)
-                torch.cuda.nvtx.range_pop()
-                torch.cuda.profiler.stop()
+            profile_replays(torch, lambda: sync(model), getattr(args, "profile_variant", name),
+                            [("backbone", g_bb), ("head", g_head), ("head_steps", g_steps)])
         g_e2e.replay()
         sync(model)
         actions = out[0].clone()

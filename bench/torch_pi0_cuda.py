@@ -42,6 +42,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from torch_profile import profile_replays  # noqa: E402
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import safetensors_io  # noqa: E402
 
@@ -522,18 +524,6 @@ def cosine(a, b):
     return float((a @ b) / max(float(a.norm() * b.norm()), 1e-300))
 
 
-def profile_replays(model, variant, graphs):
-    """One replay of each (stage, graph) inside an NVTX range torch.<variant>.<stage>."""
-    sync(model)
-    for stage, g in graphs:
-        torch.cuda.profiler.start()
-        torch.cuda.nvtx.range_push(f"torch.{variant}.{stage}")
-        g.replay()
-        sync(model)
-        torch.cuda.nvtx.range_pop()
-        torch.cuda.profiler.stop()
-
-
 def run_variant(model, name, di, args, bb_fn, head_fn):
     """Times E2E and both stages of one variant. -> (timings dict, actions)."""
     images, ids, noise, state = di["images"], di["token_ids"], di["noise"], di["state"]
@@ -557,7 +547,7 @@ def run_variant(model, name, di, args, bb_fn, head_fn):
         res["backbone_ms"] = time_fn(model, g_bb.replay, args.repeat, args.warmup)
         res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
         if args.profile_ranges:
-            profile_replays(model, name, [("backbone", g_bb), ("head", g_head)])
+            profile_replays(torch, lambda: sync(model), name, [("backbone", g_bb), ("head", g_head)])
         g_e2e.replay()
         sync(model)
         actions = e2e_out[0].clone()
