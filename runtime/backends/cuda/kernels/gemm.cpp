@@ -373,10 +373,21 @@ struct Blas::Impl {
     return o.str();
   }
 
+  // Picks hold for one device and cuBLASLt version: each line starts with both, so a file
+  // carried to another GPU or library is timed afresh there (and grows its own lines).
+  std::string plan_prefix;
+
   void load_plan_file() {
     const char* f = std::getenv("EDGEVLA_GEMM_PLAN_FILE");
     if (f == nullptr || *f == '\0') return;
     plan_file = f;
+    int dev = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+      plan_prefix = std::string(prop.name) + " sm" + std::to_string(prop.major * 10 + prop.minor);
+    }
+    for (char& c : plan_prefix) c = c == ' ' ? '_' : c;
+    plan_prefix += " cublasLt" + std::to_string(cublasLtGetVersion()) + " ";
     std::ifstream in(plan_file);
     std::string line;
     while (std::getline(in, line)) {
@@ -426,7 +437,7 @@ struct Blas::Impl {
       }
       if (all.size() < 2) return plan;
       std::pair<std::size_t, float> pick{0, 0.0f};
-      const std::string stored_key = key_text(key, choice);
+      const std::string stored_key = plan_prefix + key_text(key, choice);
       bool from_file = false;
       if (auto st = stored_picks.find(stored_key); st != stored_picks.end()) {
         for (std::size_t i = 0; i < all.size(); ++i) {
