@@ -31,8 +31,8 @@ void configure_process_heap() {
   for (const char* user : {"MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
     if (std::getenv(user) != nullptr) return;
   }
-  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);  // a fixed threshold: no raising after frees
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  ::mallopt(M_MMAP_THRESHOLD, kHeapMapThresholdBytes);  // fixed: no raising after frees
+  ::mallopt(M_TRIM_THRESHOLD, kHeapTrimThresholdBytes);
   ::mallopt(M_ARENA_MAX, 2);
 #endif
 }

@@ -14,14 +14,22 @@ namespace edgevla {
 void release_free_heap();
 
 // Sets the C library's allocator up for a process that runs for hours (launch groups, the
-// recorder). Buffers of 256 KiB and more are mapped on their own and unmapped when freed
-// (glibc otherwise raises that threshold, up to 32 MiB, after the first such buffer is freed,
-// and from then on keeps them in its free lists: a recorder's chunk buffers, a burst queued
-// while a stage restarted), and the threads share at most two arenas (the default, eight per
-// core, keeps freed memory in each thread's own). edgevla's message data lives in shared
-// memory, so its threads allocate little on the heap. Does nothing where the user set the
-// allocator up (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES) or without glibc.
-// Call once, early in main.
+// recorder):
+// - buffers of kHeapMapThresholdBytes and more are mapped on their own and unmapped when freed
+//   (glibc otherwise raises that threshold, up to 32 MiB, after the first such buffer is freed,
+//   and from then on keeps them in its free lists);
+// - smaller buffers come from the heap and are reused, and the heap's top keeps up to
+//   kHeapTrimThresholdBytes free: a stage that makes a few MB of short-lived buffers per
+//   message (a frame pipeline's intermediate images) takes no page faults for them. With
+//   256 KiB / 1 MiB, GR00T's 320x240 frame pipeline took ~1270 page faults a frame, 3-6x its
+//   time (2-core VM); bursts (a queue while a stage restarts, a bag part's buffers) go back
+//   through release_free_heap;
+// - the threads share at most two arenas (the default, eight per core, keeps freed memory in
+//   each thread's own).
+// Does nothing where the user set the allocator up (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_,
+// GLIBC_TUNABLES) or without glibc. Call once, early in main.
+inline constexpr long kHeapMapThresholdBytes = 4L << 20;
+inline constexpr long kHeapTrimThresholdBytes = 8L << 20;
 void configure_process_heap();
 
 // Resident set size of this process in bytes.
