@@ -9,7 +9,10 @@ the stage's graph replay (measured beside it) minus that sum is what the launche
 between kernels cost.
 
   kernel_breakdown.py NAME=FILE.csv[.gz] [NAME=FILE.csv ...] [--replay-ms NAME=MS ...] [--top 12]
-                      [--json OUT]
+                      [--split-ranges] [--json OUT]
+
+With --split-ranges, one file profiled over several stages (ncu --nvtx without a filter) is
+split by each kernel's innermost NVTX range, as NAME/<range>.
 """
 import argparse
 import csv
@@ -46,8 +49,15 @@ def short(name, width=90):
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def read_ncu_csv(path):
-    """-> list of (kernel name, duration in µs), in launch order."""
+def innermost_range(cell):
+    """The innermost push/pop NVTX range in ncu's "thread Domain:Push/Pop_Range..." column
+    (e.g. '9944  "<default domain>:edgevla.groot.backbone:none:..."'), or ''."""
+    names = re.findall(r'<default domain>:([^:"]+)', cell or "") or re.findall(r'"[^":]*:([^:"]+)', cell or "")
+    return names[-1] if names else ""
+
+
+def read_ncu_csv(path, with_ranges=False):
+    """-> list of (kernel name, duration in µs), in launch order; with_ranges: (name, µs, range)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", newline="") as f:
         lines = [ln for ln in f if ln.startswith('"')]
@@ -55,13 +65,14 @@ def read_ncu_csv(path):
     if not rows:
         return []
     head = rows[0]
+    ri = next((i for i, c in enumerate(head) if "Push/Pop_Range" in c), None)
     out = []
     if "Metric Name" in head:
         ki, mi, ui, vi = (head.index(c) for c in ("Kernel Name", "Metric Name", "Metric Unit", "Metric Value"))
         for r in rows[1:]:
             if len(r) <= vi or r[mi] != "gpu__time_duration.sum":
                 continue
-            out.append((r[ki], to_us(r[vi], r[ui])))
+            out.append((r[ki], to_us(r[vi], r[ui]), innermost_range(r[ri]) if ri is not None else ""))
     else:
         ki = head.index("Kernel Name")
         vi = head.index("gpu__time_duration.sum")
@@ -69,8 +80,8 @@ def read_ncu_csv(path):
         for r in rows[1:]:
             if len(r) <= vi or not re.match(r"^[\d.,]+$", r[vi]):
                 continue
-            out.append((r[ki], to_us(r[vi], unit)))
-    return out
+            out.append((r[ki], to_us(r[vi], unit), innermost_range(r[ri]) if ri is not None else ""))
+    return out if with_ranges else [(n, us) for n, us, _ in out]
 
 
 def to_us(value, unit):
@@ -105,16 +116,26 @@ def main(argv=None):
     ap.add_argument("inputs", nargs="+", help="NAME=ncu.csv")
     ap.add_argument("--replay-ms", nargs="*", default=[], help="NAME=MS: the stage's graph replay, measured")
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--split-ranges", action="store_true",
+                    help="split each file by its kernels' NVTX range: NAME/<range> (one ncu run over several stages)")
     ap.add_argument("--json", help="write the summaries here")
     a = ap.parse_args(argv)
     replay = {}
     for item in a.replay_ms:
         k, v = item.split("=", 1)
         replay[k] = float(v)
-    result = {}
+    groups = []
     for item in a.inputs:
         name, path = item.split("=", 1)
-        kernels = read_ncu_csv(path)
+        if not a.split_ranges:
+            groups.append((name, read_ncu_csv(path)))
+            continue
+        by_range = {}
+        for kname, us, rng in read_ncu_csv(path, with_ranges=True):
+            by_range.setdefault(f"{name}/{rng or '(no range)'}", []).append((kname, us))
+        groups.extend(by_range.items())
+    result = {}
+    for name, kernels in groups:
         s = summarise(kernels, a.top)
         if name in replay:
             s["replay_us"] = round(1e3 * replay[name], 1)
