@@ -1,17 +1,15 @@
-// GR00T N1.6 action head on the GPU (notes/groot-n16.md §3, §8), the same contract as the CPU
-// engine (runtime/backends/cpu/groot/action_head_engine.cpp): vlln over the attended backbone
-// tokens (text and image ones packed apart), the cross blocks' keys|values of them, the
-// per-embodiment state encoder, then num_steps Euler steps from t = 0 to 1, each: the action
-// encoder at the step's timestep bucket plus the position table, the DiT over [state; actions]
-// (AdaLN-modulated LayerNorm, self-attention in odd blocks, cross-attention to the text or the
-// image tokens in even ones, GELU-tanh feed-forward), the output AdaLN and proj_out_2, the
-// action decoder, a += velocity / num_steps.
-// What depends only on the step count (the timestep embedding, every block's scale|shift, the
-// action encoder's sinusoid) is computed once per num_steps, outside the loop. The
-// category-specific linears keep every embodiment's slot on the device as stored ([in, out]);
-// the run's embodiment is transposed into one [out, in] slot when it changes. The per-chunk work
-// and the whole Euler loop are one CUDA graph per (num_steps, text and image token buckets,
-// feature dtype); token counts are read on the device.
+// GR00T N1.6 action head on the GPU (notes/groot-n16.md §3, §8), the same contract as the CPU engine
+// (runtime/backends/cpu/groot/action_head_engine.cpp): vlln over the attended backbone tokens (text and
+// image ones packed apart), the cross blocks' keys|values of them, the per-embodiment state encoder, then
+// num_steps Euler steps from t = 0 to 1, each: the action encoder at the step's timestep bucket plus the
+// position table, the DiT over [state; actions] (AdaLN-modulated LayerNorm, self-attention in odd blocks,
+// cross-attention to the text or the image tokens in even ones, GELU-tanh feed-forward), the output AdaLN
+// and proj_out_2, the action decoder, a += velocity / num_steps.
+// What depends only on the step count (the timestep embedding, every block's scale|shift, the action
+// encoder's sinusoid) is computed once per num_steps, outside the loop. The category-specific linears keep
+// every embodiment's slot on the device as stored ([in, out]); the run's embodiment is transposed into one
+// [out, in] slot when it changes. The per-chunk work and the whole Euler loop are one CUDA graph per
+// (num_steps, text and image token buckets, feature dtype); token counts are read on the device.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
