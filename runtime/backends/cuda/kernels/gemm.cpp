@@ -19,8 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -143,7 +143,9 @@ struct Blas::Impl {
   // EDGEVLA_GEMM_PLAN_FILE: the picks of an earlier process (key -> cuBLASLt candidate index or
   // skinny k share), reused instead of timing, and this process's new picks appended. Makes a
   // profiler's run (where timing is distorted) run the same kernels as the plain run.
-  std::string plan_file;
+  // Picks hold for one device and cuBLASLt version: each line starts with both (plan_prefix),
+  // so a file carried to another GPU or library is timed afresh there and grows its own lines.
+  std::string plan_file, plan_prefix;
   std::map<std::string, std::pair<int, int>> stored_picks;
   std::string last_refusal = "no algorithm returned";  // why the last heuristic query found none
   std::string epilogue_report;
@@ -372,10 +374,6 @@ struct Blas::Impl {
       << ' ' << k.align_b << ' ' << k.align_d << ' ' << k.align_bias << ' ' << c.lt_bias << c.lt_gelu << c.bias_in_d;
     return o.str();
   }
-
-  // Picks hold for one device and cuBLASLt version: each line starts with both, so a file
-  // carried to another GPU or library is timed afresh there (and grows its own lines).
-  std::string plan_prefix;
 
   void load_plan_file() {
     const char* f = std::getenv("EDGEVLA_GEMM_PLAN_FILE");
