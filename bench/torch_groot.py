@@ -555,7 +555,7 @@ def cosine(a, b):
     return float((a @ b) / max(float(a.norm() * b.norm()), 1e-300))
 
 
-def run_variant(model, name, di, args):
+def run_variant(model, name, di, args, profile_as=None):
     """E2E and per-stage timings of one variant -> (timings, actions)."""
     px, ids, state, noise = di["pixels"], di["ids"], di["state"], di["noise"]
     feats = model.backbone(px, ids)
@@ -577,7 +577,7 @@ def run_variant(model, name, di, args):
         res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
         res["head_steps_ms"] = time_fn(model, g_steps.replay, args.repeat, args.warmup)
         if getattr(args, "profile_ranges", False):
-            profile_replays(torch, lambda: sync(model), getattr(args, "profile_variant", name),
+            profile_replays(torch, lambda: sync(model), profile_as or name,
                             [("backbone", g_bb), ("head", g_head), ("head_steps", g_steps)])
         g_e2e.replay()
         sync(model)
@@ -604,11 +604,7 @@ def run_compile(model, di, args):
                 model.e2e(di["pixels"], di["ids"], di["state"], di["noise"])
                 sync(model)
                 compile_s = time.perf_counter() - t0
-                args.profile_variant = "compile"
-                try:
-                    res, acts = run_variant(model, "graph", di, args)
-                finally:
-                    args.profile_variant = "graph"
+                res, acts = run_variant(model, "graph", di, args, profile_as="compile")
             except Exception as e:  # report, try the next mode
                 tried[mode] = dict(error=f"{type(e).__name__}: {e}"[:1000])
                 print(f"compile {mode}: failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)

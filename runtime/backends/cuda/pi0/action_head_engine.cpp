@@ -51,14 +51,15 @@ class ActionHeadEngine final : public CudaEngine {
   Status load(const model::pi0::Pi0Model& m, const EngineOptions& o);
   // Time-only quantities for `steps` Euler steps (once per num_steps).
   Status prepare_steps(int steps);
-  // The whole Euler loop, reading the cache at `cache` with row stride `cache_rows`.
-  Status loop(int steps, const void* cache, std::int64_t cache_rows, float* velocities);
-  Status step(int i, float dt, const void* cache, std::int64_t cache_rows, float* velocity_out);
-  // The prefix rows the attention covers: this chunk's valid count rounded up to kAttendBucket
-  // (at most the cache's rows). The keys past the valid count are masked on the device; the
-  // bucket only bounds the key shares the attention launches and merges (a graph per bucket).
+  // The whole Euler loop, reading the cache at `cache` with row stride `cache_rows`; the
+  // attention covers its first `attend_rows` rows: this chunk's valid count rounded up to
+  // kAttendBucket (at most cache_rows). The keys past the valid count are masked on the device;
+  // the bucket only bounds the key shares the attention launches and merges (a graph per bucket).
   static constexpr std::int64_t kAttendBucket = 64;
-  std::int64_t attend_rows_ = 0;
+  Status loop(int steps, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+              float* velocities);
+  Status step(int i, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+              float* velocity_out);
   // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
   // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
   Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
@@ -327,7 +328,8 @@ Status ActionHeadEngine::prepare_steps(int steps) {
 }
 
 // One evaluation of the velocity field for step i, then the Euler update of x.
-Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t cache_rows, float* velocity_out) {
+Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+                              float* velocity_out) {
   const std::int64_t L = cfg_.expert.depth, A = cfg_.action_dim, Hz = cfg_.action_horizon;
   const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
   const std::int64_t H = cfg_.expert.num_heads, K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
@@ -388,7 +390,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.ldo = H * h;
     a.a = KvBlock{kc, vc, K * h, 0};
     a.a_len = n_dev_;
-    a.a_max = attend_rows_ > 0 ? std::min(cache_rows, attend_rows_) : cache_rows;
+    a.a_max = attend_rows;
     a.b = KvBlock{q + H * h * es, q + (H + K) * h * es, Q, 0};
     a.b_len = S;
     a.b_limit = pi05_ ? nullptr : b_limit_;
@@ -429,7 +431,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   return euler_step(s, x_, vel_, dt, Hz * A, velocity_out);
 }
 
-Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_rows, float* velocities) {
+Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+                              float* velocities) {
   const std::int64_t A = cfg_.action_dim, Hz = cfg_.action_horizon, E = cfg_.expert.width;
   if (!pi05_) {
     EDGEVLA_RETURN_IF_ERROR(convert(stream_.get(), state_, DType::kF32, sa_, act_, A));
@@ -437,7 +440,8 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
   }
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {
-    EDGEVLA_RETURN_IF_ERROR(step(i, dt, cache, cache_rows, velocities != nullptr ? velocities + i * Hz * A : nullptr));
+    float* v = velocities != nullptr ? velocities + i * Hz * A : nullptr;
+    EDGEVLA_RETURN_IF_ERROR(step(i, dt, cache, cache_rows, attend_rows, v));
   }
   return Status::ok();
 }
@@ -550,15 +554,18 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     graphs_.clear();
   }
   // The loop always writes every step's velocity to the device buffer (one graph for both).
-  attend_rows_ = std::min(cache_rows, (n + kAttendBucket - 1) / kAttendBucket * kAttendBucket);
-  auto key = std::make_tuple(options.num_steps, cache, attend_rows_);
+  const std::int64_t attend_rows =
+      std::min(cache_rows, (n + kAttendBucket - 1) / kAttendBucket * kAttendBucket);
+  auto key = std::make_tuple(options.num_steps, cache, attend_rows);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.
-    EDGEVLA_RETURN_IF_ERROR(loop(options.num_steps, cache, cache_rows, vel_all_));
+    EDGEVLA_RETURN_IF_ERROR(loop(options.num_steps, cache, cache_rows, attend_rows, vel_all_));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     // Capturing records without running: x keeps this run's result.
-    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return loop(options.num_steps, cache, cache_rows, vel_all_); }));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] {
+                               return loop(options.num_steps, cache, cache_rows, attend_rows, vel_all_);
+                             }));
     log_plans();
     // One graph per cache block a producer hands over (a pool's few blocks) and prefix bucket;
     // should they keep changing, old graphs are dropped rather than kept without bound.
