@@ -2,8 +2,9 @@
 // against a double-precision host reference written here: the shapes edgevla runs (SigLIP's
 // vision tower, Gemma's prefix, the action expert's suffix with and without pi0's per-row
 // limit), odd shapes, split keys with and without scratch, and a captured CUDA graph replayed
-// after the device-side block-a length changed. Also prints the time per call of the real
-// shapes in bf16. Without a CUDA device every test skips itself.
+// after the device-side block-a length changed; RoPE inside the call against kernels.hpp's rope
+// applied first. Also prints the time per call of the real shapes in bf16. Without a CUDA device
+// every test skips itself.
 #include "runtime/backends/cuda/kernels/attention.hpp"
 
 #include <cuda_runtime.h>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/core/dtype.hpp"
 
 namespace edgevla::backends::cuda {
@@ -571,6 +573,234 @@ TEST(CudaAttention, RejectsBadArguments) {
   a = p.args();
   a.a.k = nullptr;
   expect_rejected(a, "block a without k");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// RoPE inside the call (AttentionArgs::rope_*) against kernels.hpp's rope run first on a copy of
+// q and k, then the plain attention. The layout is the action expert's: q|k|v side by side in
+// each row, block b the rows' own keys, block a a cache (rotated already, so never rotated) whose
+// length is on the device and is also query row 0's position.
+struct RopeCase {
+  int rows = 1, heads = 1, kv_heads = 1, h = 64;
+  int a_len = 0;        // valid cache keys (device); the cache holds a_len + 19
+  bool scratch = true;  // split keys as far as attention_scratch_bytes says
+  int b_shift = 0;      // *rope_b_pos - *rope_q_pos
+  bool limits = false;  // pi0's per-row limits on block b
+};
+
+std::string rope_case_name(const RopeCase& c, DType act) {
+  return std::string(act == DType::kBF16 ? "bf16" : "f32") + " rows " + std::to_string(c.rows) +
+         " heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " h " +
+         std::to_string(c.h) + " a_len " + std::to_string(c.a_len) +
+         (c.scratch ? " scratch" : " no scratch") + " b_shift " + std::to_string(c.b_shift) +
+         (c.limits ? " limits" : "");
+}
+
+std::vector<unsigned char> to_bytes(const std::vector<float>& v, DType act) {
+  std::vector<unsigned char> b(v.size() * (act == DType::kBF16 ? 2 : 4));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (act == DType::kBF16) {
+      const std::uint16_t bits = float_to_bfloat16(v[i]);
+      std::memcpy(b.data() + 2 * i, &bits, 2);
+    } else {
+      std::memcpy(b.data() + 4 * i, &v[i], 4);
+    }
+  }
+  return b;
+}
+
+std::vector<float> from_bytes(const std::vector<unsigned char>& b, DType act) {
+  const std::size_t es = act == DType::kBF16 ? 2 : 4;
+  std::vector<float> v(b.size() / es);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (act == DType::kBF16) {
+      std::uint16_t bits;
+      std::memcpy(&bits, b.data() + 2 * i, 2);
+      v[i] = bfloat16_to_float(bits);
+    } else {
+      std::memcpy(&v[i], b.data() + 4 * i, 4);
+    }
+  }
+  return v;
+}
+
+void check_rope_case(const RopeCase& c, DType act) {
+  const std::string what = rope_case_name(c, act);
+  SCOPED_TRACE(what);
+  const std::size_t es = act == DType::kBF16 ? 2 : 4;
+  const std::int64_t S = c.rows, H = c.heads, K = c.kv_heads, h = c.h;
+  const std::int64_t ld = (H + 2 * K) * h;  // one q|k|v row
+  const int a_max = c.a_len + 19;
+  std::mt19937 rng(static_cast<unsigned>(77 + c.rows * 31 + c.h * 7 + c.a_len + c.heads));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  auto fill = [&](std::size_t n, float range) {
+    std::vector<float> v(n);
+    for (float& x : v) x = range * unit(rng);
+    return to_bytes(v, act);
+  };
+  std::vector<unsigned char> qkv = fill(static_cast<std::size_t>(S * ld), 1.0f);
+  {
+    // q in [-4, 4]: peaked scores, so a skipped rotation shows clearly in the output.
+    std::vector<float> v = from_bytes(qkv, act);
+    for (std::int64_t r = 0; r < S; ++r) {
+      for (std::int64_t e = 0; e < H * h; ++e) v[static_cast<std::size_t>(r * ld + e)] *= 4.0f;
+    }
+    qkv = to_bytes(v, act);
+  }
+  const std::vector<unsigned char> ck = fill(static_cast<std::size_t>(a_max * K * h), 1.0f);
+  const std::vector<unsigned char> cv = fill(static_cast<std::size_t>(a_max * K * h), 1.0f);
+  std::vector<float> inv(static_cast<std::size_t>(h / 2));
+  for (std::size_t k = 0; k < inv.size(); ++k) {
+    const double e = -2.0 * static_cast<double>(k) / static_cast<double>(h);
+    inv[k] = static_cast<float>(std::pow(10000.0, e));
+  }
+  const std::int32_t pos[2] = {c.a_len, c.a_len + c.b_shift};
+  std::vector<std::int32_t> lim(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
+  lim[0] = 1;
+
+  const std::size_t out_bytes = static_cast<std::size_t>(S * H * h) * es;
+  DeviceBuffer qkv_dev(qkv.size()), qkv_ref(qkv.size()), ck_dev(ck.size()), cv_dev(cv.size());
+  DeviceBuffer inv_dev(inv.size() * 4), pos_dev(sizeof(pos)), lim_dev(lim.size() * 4);
+  DeviceBuffer out_rot(out_bytes), out_ref(out_bytes), out_plain(out_bytes);
+  for (const DeviceBuffer* d : {&qkv_dev, &qkv_ref, &ck_dev, &cv_dev, &inv_dev, &pos_dev, &lim_dev,
+                                &out_rot, &out_ref, &out_plain}) {
+    ASSERT_NE(d->get(), nullptr) << "cudaMalloc";
+  }
+  ASSERT_EQ(cudaMemcpy(qkv_dev.get(), qkv.data(), qkv.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(qkv_ref.get(), qkv.data(), qkv.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ck_dev.get(), ck.data(), ck.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(cv_dev.get(), cv.data(), cv.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(inv_dev.get(), inv.data(), inv.size() * 4, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(pos_dev.get(), pos, sizeof(pos), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(lim_dev.get(), lim.data(), lim.size() * 4, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  const auto* pos0 = static_cast<const std::int32_t*>(pos_dev.get());
+  const auto* inv_f = static_cast<const float*>(inv_dev.get());
+
+  DeviceBuffer scratch;
+  auto args_for = [&](const DeviceBuffer& x, const DeviceBuffer& out) {
+    const auto* q = static_cast<const unsigned char*>(x.get());
+    AttentionArgs a{act, 1, S, H, K, h, 1.0f / std::sqrt(static_cast<float>(h))};
+    a.q = q;
+    a.ldq = ld;
+    a.out = out.get();
+    a.ldo = H * h;
+    a.a = KvBlock{ck_dev.get(), cv_dev.get(), K * h, 0};
+    a.a_len = pos0;
+    a.a_max = a_max;
+    a.b = KvBlock{q + H * h * es, q + (H + K) * h * es, ld, 0};
+    a.b_len = S;
+    a.b_limit = c.limits ? static_cast<const std::int32_t*>(lim_dev.get()) : nullptr;
+    a.scratch = scratch.get();
+    a.scratch_bytes = scratch.get() != nullptr ? attention_scratch_bytes(a) : 0;
+    return a;
+  };
+  if (c.scratch) {
+    const std::size_t bytes = attention_scratch_bytes(args_for(qkv_dev, out_rot));
+    if (c.a_len >= 300) {
+      EXPECT_GT(bytes, 0u) << "many keys, few rows: the call should split";
+    }
+    if (bytes > 0) {
+      scratch = DeviceBuffer(bytes);
+      ASSERT_NE(scratch.get(), nullptr) << "cudaMalloc scratch";
+    }
+  }
+
+  // Reference: rope on the copy's q (position *pos0 + r) and k (*pos0 + b_shift + r), then the
+  // plain attention; the same shapes and scratch, so the same key splits.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto* ref_q = static_cast<unsigned char*>(qkv_ref.get());
+  ASSERT_TRUE(rope(nullptr, ref_q, act, S, H, h, ld, pos0, inv_f).is_ok());
+  ASSERT_TRUE(rope(nullptr, ref_q + H * h * es, act, S, K, h, ld, pos0 + 1, inv_f).is_ok());
+  Status st = attention(nullptr, args_for(qkv_ref, out_ref));
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  AttentionArgs rot = args_for(qkv_dev, out_rot);
+  rot.rope_inv_freq = inv_f;
+  rot.rope_q_pos = pos0;
+  rot.rope_b_pos = pos0 + 1;
+  st = attention(nullptr, rot);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  st = attention(nullptr, args_for(qkv_dev, out_plain));
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  auto download = [&](const DeviceBuffer& d, std::size_t bytes) {
+    std::vector<unsigned char> b(bytes);
+    EXPECT_EQ(cudaMemcpy(b.data(), d.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    return b;
+  };
+  EXPECT_TRUE(download(qkv_dev, qkv.size()) == qkv) << "the call wrote q, k or v";
+  const std::vector<float> got = from_bytes(download(out_rot, out_bytes), act);
+  const std::vector<float> ref = from_bytes(download(out_ref, out_bytes), act);
+  const std::vector<float> plain = from_bytes(download(out_plain, out_bytes), act);
+  double max_ref = 0.0, err = 0.0, moved = 0.0;
+  std::size_t exact = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[i])));
+    err = std::max(err, std::fabs(static_cast<double>(got[i]) - ref[i]));
+    moved = std::max(moved, std::fabs(static_cast<double>(plain[i]) - ref[i]));
+    exact += got[i] == ref[i] ? 1 : 0;
+  }
+  // Same rotated inputs give the same output bit for bit. Allowed: a rotated element off by one
+  // rounding step of its final rounding (FMA contraction), which moves the output by far less
+  // than its own rounding step; at most that output rounding flips. bf16: 2 ulps at the largest
+  // output magnitude (ulp(x) = 2^(floor(log2 |x|) - 7)); f32: 1e-5 of it.
+  const double tol =
+      act == DType::kBF16 ? 2.0 * std::ldexp(1.0, std::ilogb(max_ref) - 7) : 1e-5 * max_ref;
+  std::printf("  rope %-62s max|ref| %.3f err %.2e (tol %.1e, %zu/%zu exact) unrotated %.2e\n",
+              what.c_str(), max_ref, err, tol, exact, ref.size(), moved);
+  EXPECT_GT(max_ref, 0.0);
+  EXPECT_LE(err, tol);
+  EXPECT_GT(moved, 10.0 * tol) << "the unrotated attention matches: the rotation was skipped";
+}
+
+TEST(CudaAttention, RopeMatchesRopeThenAttention) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  for (DType act : {DType::kBF16, DType::kF32}) {
+    for (int h : {64, 72, 256}) {
+      for (const auto& [heads, kv_heads] : {std::pair{2, 2}, std::pair{8, 1}}) {
+        RopeCase c{.heads = heads, .kv_heads = kv_heads, .h = h};
+        // Two block-b tiles, a short cache; q and k at different positions; pi0's limits.
+        c.rows = 70, c.a_len = 37, c.b_shift = 5, c.limits = true;
+        check_rope_case(c, act);
+        // Many keys, few rows: split keys with scratch, one block per row tile without.
+        c.rows = 10, c.a_len = 300, c.b_shift = 0, c.limits = false;
+        for (bool scratch : {true, false}) {
+          c.scratch = scratch;
+          check_rope_case(c, act);
+        }
+      }
+    }
+    // Group 3: a 64-row (bf16) or 16-row (f32) tile of stacked rows ends inside a query row.
+    check_rope_case({.rows = 25, .heads = 6, .kv_heads = 2, .h = 64, .a_len = 37}, act);
+  }
+}
+
+TEST(CudaAttention, RopeRejectsMissingPositions) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  Case c{.name = "rope args", .rows = 4, .heads = 4, .kv_heads = 2, .h = 64};
+  c.a_max = 16, c.a_len = 16, c.b_len = 4;
+  Problem p(c, DType::kBF16);
+  ASSERT_TRUE(p.ready());
+  DeviceBuffer inv(32 * sizeof(float));
+  ASSERT_NE(inv.get(), nullptr);
+  ASSERT_EQ(cudaMemset(inv.get(), 0, 32 * sizeof(float)), cudaSuccess);
+  AttentionArgs a = p.args();
+  a.rope_inv_freq = static_cast<const float*>(inv.get());
+  a.rope_q_pos = nullptr;
+  a.rope_b_pos = a.a_len;
+  Status st = attention(nullptr, a);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("rope_q_pos"), std::string::npos) << st.to_string();
+  a.rope_q_pos = a.a_len;
+  a.rope_b_pos = nullptr;
+  st = attention(nullptr, a);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("rope_b_pos"), std::string::npos) << st.to_string();
+  a.rope_b_pos = a.a_len;
+  st = attention(nullptr, a);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 

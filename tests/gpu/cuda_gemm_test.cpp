@@ -147,6 +147,87 @@ TEST_F(CudaKernels, GemmMatchesReferenceInEveryDtypeCombination) {
   EXPECT_EQ(b.cached_plans(), plans);
 }
 
+// ---- k split into parts ---------------------------------------------------------------------
+
+// k_split_args' batched products, summed on the host, give the product (each part an f32 GEMM
+// over its k slice); k_parts answers a count it can run, the same one again, and within the
+// caller's maximum; a batched GEMM refuses a bias (it would be added to every part).
+TEST_F(CudaKernels, KSplitPartsSumToTheProduct) {
+  auto blas = Blas::create();
+  ASSERT_TRUE(blas.has_value()) << blas.status().to_string();
+  Blas& b = **blas;
+  const GemmCase cases[] = {
+      {50, 1024, 2048, 2048, 2048, 1024},  // pi0.5's expert o projection
+      {50, 1536, 6144, 6144, 6144, 1536},  // GR00T's DiT ff2
+      {9, 72, 512, 520, 512, 80},          // small, strided views
+  };
+  for (const GemmCase& c : cases) {
+    const auto a_src = random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 40);
+    const auto b_src = random_values(static_cast<std::size_t>(c.n * c.ldb), -1.0f, 1.0f, 41);
+    for (const DType ab : {DType::kBF16, DType::kF32}) {
+      const auto a = rounded(a_src, ab);
+      const auto bw = rounded(b_src, ab);
+      const auto acc = matmul_ref(c, a, bw);
+      double sq = 0.0;
+      for (const double v : acc) sq += v * v;
+      const double rms = std::sqrt(sq / static_cast<double>(acc.size()));
+      DeviceBuffer da(a, ab), db(bw, ab);
+      DeviceBuffer dd(static_cast<std::size_t>(8 * c.m * c.ldd) * 4);
+      GemmArgs g;
+      g.m = c.m, g.n = c.n, g.k = c.k;
+      g.a = da.get(), g.a_type = ab, g.lda = c.lda;
+      g.b = db.get(), g.b_type = ab, g.ldb = c.ldb;
+      g.d = dd.get(), g.d_type = DType::kF32, g.ldd = c.ldd;
+      for (const int parts : {1, 2, 4, 8}) {
+        const std::string what = "parts=" + std::to_string(parts) + " m=" + std::to_string(c.m) +
+                                 " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " ab=" + name(ab);
+        ASSERT_CUDA(cudaMemset(dd.get(), 0xff, static_cast<std::size_t>(8 * c.m * c.ldd) * 4));  // NaN
+        ASSERT_OK(b.gemm(stream_, k_split_args(g, parts)));
+        sync();
+        const auto all = dd.download(DType::kF32, static_cast<std::size_t>(parts * c.m * c.ldd));
+        std::vector<double> sum(acc.size(), 0.0);
+        for (int p = 0; p < parts; ++p) {
+          for (std::int64_t i = 0; i < c.m; ++i) {
+            for (std::int64_t j = 0; j < c.n; ++j) {
+              sum[static_cast<std::size_t>(i * c.n + j)] += all[static_cast<std::size_t>((p * c.m + i) * c.ldd + j)];
+            }
+          }
+        }
+        expect_close(std::vector<float>(sum.begin(), sum.end()), acc, Tolerance{1e-5, 2e-5 * rms, 1e-5}, what);
+        if (HasFailure()) return;
+      }
+      auto picked = b.k_parts(stream_, g, 8);
+      ASSERT_TRUE(picked.has_value()) << picked.status().to_string();
+      const int p = *picked;
+      std::printf("[ info ] k_parts m=%lld n=%lld k=%lld %s: %d\n", static_cast<long long>(c.m),
+                  static_cast<long long>(c.n), static_cast<long long>(c.k), name(ab), p);
+      EXPECT_TRUE(p == 1 || p == 2 || p == 4 || p == 8) << p;
+      EXPECT_TRUE(p == 1 || (c.k % p == 0 && (c.k / p) % 64 == 0)) << p;
+      auto again = b.k_parts(stream_, g, 8);
+      ASSERT_TRUE(again.has_value());
+      EXPECT_EQ(*again, p);
+      auto one = b.k_parts(stream_, g, 1);
+      ASSERT_TRUE(one.has_value());
+      EXPECT_EQ(*one, 1);
+    }
+  }
+  const GemmCase& c = cases[2];
+  DeviceBuffer da(static_cast<std::size_t>(c.m * c.lda) * 2), db(static_cast<std::size_t>(c.n * c.ldb) * 2),
+      dd(static_cast<std::size_t>(2 * c.m * c.ldd) * 4), dbias(static_cast<std::size_t>(c.n) * 4);
+  GemmArgs g;
+  g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = db.get(), g.ldb = c.ldb, g.d = dd.get(),
+  g.d_type = DType::kF32, g.ldd = c.ldd;
+  GemmArgs split = k_split_args(g, 2);
+  split.bias = dbias.as<float>();
+  const Status st = b.gemm(stream_, split);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("batched GEMM takes no bias"), std::string::npos) << st.message();
+  g.bias = dbias.as<float>();
+  auto refused = b.k_parts(stream_, g, 8);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("consumer of the parts adds the bias"), std::string::npos);
+}
+
 // ---- the few-rows kernel --------------------------------------------------------------------
 
 // skinny_gemm called directly (Blas picks it only where it times faster), against the same

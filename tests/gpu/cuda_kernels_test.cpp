@@ -138,6 +138,93 @@ TEST_F(CudaKernels, GatedAddAdaRmsNormMatchesReference) {
             StatusCode::kInvalidArgument);
 }
 
+// The residual as the parts of a k-split GEMM (ResidualParts): every norm that adds a residual
+// sums `count` f32 parts (and the bias) in front, with the same results as one summed tensor.
+TEST_F(CudaKernels, NormsAddResidualPartsAndBias) {
+  enum class Kind { kRms, kGatedAda, kLayer };
+  for (const Kind kind : {Kind::kRms, Kind::kGatedAda, Kind::kLayer}) {
+    for (const DType act : kActs) {
+      for (const std::int64_t rows : {1, 50}) {
+        for (const std::int64_t width : {1024, 1536, 75}) {
+          for (const int count : {1, 3, 8}) {
+            for (const bool with_bias : {false, true}) {
+              const std::string what = std::string(kind == Kind::kRms        ? "rms_norm"
+                                                   : kind == Kind::kGatedAda ? "gated_add_ada_rms_norm"
+                                                                             : "add_layer_norm") +
+                                       " act=" + name(act) + " rows=" + std::to_string(rows) +
+                                       " width=" + std::to_string(width) + " parts=" + std::to_string(count) +
+                                       (with_bias ? " bias" : "");
+              const std::size_t n = static_cast<std::size_t>(rows * width);
+              const std::int64_t stride = rows * width + (width % 8 == 0 ? 8 : 0);  // parts not back to back
+              const auto x = random_values(n, -3.0f, 3.0f, 50);
+              const auto parts = random_values(static_cast<std::size_t>(count * stride), -1.0f, 1.0f, 51);
+              const auto bias = random_values(static_cast<std::size_t>(width), -0.5f, 0.5f, 52);
+              const auto gate = random_values(static_cast<std::size_t>(width), -1.0f, 1.0f, 53);
+              const auto p0 = random_values(static_cast<std::size_t>(width), 0.5f, 1.5f, 54);
+              const auto p1 = random_values(static_cast<std::size_t>(width), -0.3f, 0.3f, 55);
+              DeviceBuffer dx(x, DType::kF32), dparts(parts, DType::kF32), dbias(bias, DType::kF32),
+                  dgate(gate, DType::kF32), dp0(p0, DType::kF32), dp1(p1, DType::kF32);
+              DeviceBuffer dy(n * dtype_size(act));
+              const ResidualParts rp{count, stride, with_bias ? dbias.as<float>() : nullptr};
+              if (kind == Kind::kRms) {
+                ASSERT_OK(rms_norm(stream_, dx.as<float>(), dparts.get(), DType::kF32, rows, width, dp0.as<float>(),
+                                   kEps, dy.get(), act, rp));
+              } else if (kind == Kind::kGatedAda) {
+                ASSERT_OK(gated_add_ada_rms_norm(stream_, dx.as<float>(), dparts.get(), DType::kF32, rows, width,
+                                                 dgate.as<float>(), dp0.as<float>(), dp1.as<float>(), kEps, dy.get(),
+                                                 act, rp));
+              } else {
+                ASSERT_OK(add_layer_norm(stream_, dx.as<float>(), dparts.as<float>(), rows, width, dp0.as<float>(),
+                                         dp1.as<float>(), kEps, dy.get(), act, rp));
+              }
+              sync();
+              std::vector<double> xs(n), ref(n);
+              for (std::int64_t r = 0; r < rows; ++r) {
+                double mean = 0.0;
+                for (std::int64_t i = 0; i < width; ++i) {
+                  const std::size_t k = static_cast<std::size_t>(r * width + i);
+                  double res = with_bias ? bias[static_cast<std::size_t>(i)] : 0.0;
+                  for (int p = 0; p < count; ++p) res += parts[static_cast<std::size_t>(p * stride) + k];
+                  if (kind == Kind::kGatedAda) res *= gate[static_cast<std::size_t>(i)];
+                  xs[k] = x[k] + res;
+                  mean += xs[k];
+                }
+                mean = kind == Kind::kLayer ? mean / static_cast<double>(width) : 0.0;
+                double ss = 0.0;
+                for (std::int64_t i = 0; i < width; ++i) {
+                  const double d = xs[static_cast<std::size_t>(r * width + i)] - mean;
+                  ss += d * d;
+                }
+                const double inv = 1.0 / std::sqrt(ss / static_cast<double>(width) + kEps);
+                for (std::int64_t i = 0; i < width; ++i) {
+                  const std::size_t k = static_cast<std::size_t>(r * width + i);
+                  const double a = p0[static_cast<std::size_t>(i)], b = p1[static_cast<std::size_t>(i)];
+                  const double v = (xs[k] - mean) * inv;
+                  ref[k] = kind == Kind::kRms ? v * (1.0 + a) : kind == Kind::kGatedAda ? v * (1.0 + a) + b : v * a + b;
+                }
+              }
+              expect_close(dx.download(DType::kF32, n), xs, tolerance_for(DType::kF32), what + " (x += residual)");
+              expect_close(dy.download(act, n), ref, tolerance_for(act), what);
+              if (HasFailure()) return;
+            }
+          }
+        }
+      }
+    }
+  }
+  // A part count or stride the kernel cannot read is an error naming the parts; so is
+  // add_layer_norm without its residual.
+  DeviceBuffer d(64 * 16 * 4);
+  float* f = d.as<float>();
+  const Status many = rms_norm(stream_, f, f, DType::kF32, 2, 16, f, kEps, f, DType::kF32, ResidualParts{9, 32});
+  EXPECT_EQ(many.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(many.message().find("residual parts"), std::string::npos) << many.message();
+  EXPECT_EQ(add_layer_norm(stream_, f, f, 2, 16, f, f, kEps, f, DType::kF32, ResidualParts{2, 16}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(add_layer_norm(stream_, f, nullptr, 2, 16, f, f, kEps, f, DType::kF32).code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(CudaKernels, LayerNormMatchesReference) {
   for (const DType act : kActs) {
     for (const std::int64_t rows : {1, 7, 968}) {

@@ -128,6 +128,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   std::byte* feat_stage_ = nullptr;  // the bound features as they came
   float* vl_f32_ = nullptr;
   void *vl_text_ = nullptr, *vl_image_ = nullptr;
+  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the out and ff2 projections' k parts
   float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr,
         *state_feat_ = nullptr;
   float *tau_bias_ = nullptr, *mods_ = nullptr, *sinus_f32_ = nullptr, *tau_f32_ = nullptr;
@@ -303,6 +304,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   buf(vl_text_, bytes_of(act_, L * W));
   buf(vl_image_, bytes_of(act_, L * W));
   buf(x_, bytes_of(DType::kF32, S * E));
+  buf(parts_, bytes_of(DType::kF32, pi0::kMaxKParts * S * E));
   buf(a_, bytes_of(DType::kF32, Hz * A));
   buf(vel_all_, bytes_of(DType::kF32, T * Hz * A));
   buf(state_, bytes_of(DType::kF32, Sd));
@@ -500,10 +502,18 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const std::int32_t* n_text = ints_;
   const std::int32_t* n_image = ints_ + 1;
+  // The out and ff2 projections leave their k parts (and bias) for the LayerNorm after them to
+  // add to the residual stream (Gemm::parts); the last ff2 adds its own, as no norm over all
+  // rows follows it.
+  ResidualParts ff2_parts{0, 0, nullptr};
   for (std::int64_t i = 0; i < B; ++i) {
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
-    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
+    if (ff2_parts.count > 0) {
+      EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, mod, mod + E, kBlockEps, h_, act_, ff2_parts));
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
+    }
     AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
     a.q = qkv_;
     a.out = o_;
@@ -526,10 +536,16 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a_max = S;
     }
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_RETURN_IF_ERROR(mm(o_, S, E, b.out, x_, DType::kF32, E, 1.0f));
-    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, ones_, zeros_, kBlockEps, h_, act_));
+    EDGEVLA_ASSIGN_OR_RETURN(const int out_parts, mm.parts(o_, S, E, b.out, parts_, pi0::kMaxKParts));
+    EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
+                                           ResidualParts{out_parts, S * E, b.out.bias}));
     EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.ff1, ff_, act_, F, 0.0f, Epilogue::kGeluTanh));
-    EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));
+    if (i + 1 < B) {
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(ff_, S, F, b.ff2, parts_, pi0::kMaxKParts));
+      ff2_parts = ResidualParts{count, S * E, b.ff2.bias};
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));
+    }
   }
   // Output AdaLN over the action rows: proj_out_1 gives [shift, 1 + scale].
   const float* om = mods + B * 2 * E;

@@ -61,10 +61,11 @@ struct PlanKey {
   bool bias, alpha_zero, beta_zero;
   std::uint32_t align_a, align_b, align_d, align_bias;
   bool bias_d = false;  // a copy of the bias in D's dtype is given
+  std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;
 
   auto tie() const {
     return std::tie(m, n, k, lda, ldb, ldd, a, b, d, epilogue, bias, alpha_zero, beta_zero, align_a, align_b, align_d,
-                    align_bias, bias_d);
+                    align_bias, bias_d, batch, stride_a, stride_b, stride_d);
   }
   bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
 };
@@ -84,6 +85,7 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
   int skinny_k_chunk = 0;  // > 0: edgevla's few-rows kernel with this k per block runs instead
   std::string chosen;      // what runs, and its timed median (plan_report)
+  float ms = -1.0f;        // the timed time per call (-1: not timed)
   bool lt_bias = false;
   bool lt_bias_in_d = false;  // cuBLASLt's bias is GemmArgs::bias_d
   bool post_bias = false;  // bias_act adds the bias after the GEMM
@@ -129,6 +131,66 @@ struct Event {
     }                                                                                                   \
   } while (0)
 
+Status validate(const GemmArgs& args) {
+  const auto what = [&] { return describe(args); };
+  if (args.m < 0 || args.n < 0 || args.k < 0) return invalid_argument(what() + ": sizes must not be negative");
+  const bool ab_bf16 = args.a_type == DType::kBF16 && args.b_type == DType::kBF16;
+  const bool ab_f32 = args.a_type == DType::kF32 && args.b_type == DType::kF32;
+  if (!(ab_bf16 && (args.d_type == DType::kBF16 || args.d_type == DType::kF32)) &&
+      !(ab_f32 && args.d_type == DType::kF32)) {
+    return invalid_argument(what() +
+                            ": unsupported dtypes; use a and b bf16 with d bf16 or f32, or a, b and d all f32");
+  }
+  if (args.m == 0 || args.n == 0) return Status::ok();
+  if (args.k == 0) return invalid_argument(what() + ": k must be positive");
+  if (args.lda < args.k || args.ldb < args.k || args.ldd < args.n) {
+    return invalid_argument(what() + ": strides lda=" + std::to_string(args.lda) + " ldb=" + std::to_string(args.ldb) +
+                            " ldd=" + std::to_string(args.ldd) + " must be at least k, k and n");
+  }
+  if (args.a == nullptr || args.b == nullptr || args.d == nullptr) {
+    return invalid_argument(what() + ": a, b and d must not be null");
+  }
+  if (args.epilogue == Epilogue::kGeluTanh && args.beta != 0.0f) {
+    return invalid_argument(what() + ": the GELU epilogue needs beta = 0 (it cannot accumulate into D)");
+  }
+  if (args.batch < 1 || args.stride_a < 0 || args.stride_b < 0 || args.stride_d < 0) {
+    return invalid_argument(what() + ": batch must be at least 1 and its strides not negative");
+  }
+  if (args.batch > 1 && (args.bias != nullptr || args.epilogue != Epilogue::kNone)) {
+    return invalid_argument(what() + ": a batched GEMM takes no bias or epilogue (each product would get it); " +
+                            "apply it once where the products are summed");
+  }
+  return Status::ok();
+}
+
+PlanKey key_of(const GemmArgs& args) {
+  PlanKey key{args.m,
+              args.n,
+              args.k,
+              args.lda,
+              args.ldb,
+              args.ldd,
+              args.a_type,
+              args.b_type,
+              args.d_type,
+              args.epilogue,
+              args.bias != nullptr,
+              args.alpha == 0.0f,
+              args.beta == 0.0f,
+              alignment_of(args.a),
+              alignment_of(args.b),
+              alignment_of(args.d),
+              args.bias != nullptr ? alignment_of(args.bias) : 256u,
+              args.bias != nullptr && args.bias_d != nullptr};
+  if (args.batch > 1) {
+    key.batch = args.batch;
+    key.stride_a = args.stride_a;
+    key.stride_b = args.stride_b;
+    key.stride_d = args.stride_d;
+  }
+  return key;
+}
+
 }  // namespace
 
 struct Blas::Impl {
@@ -146,7 +208,13 @@ struct Blas::Impl {
   // Picks hold for one device and cuBLASLt version: each line starts with both (plan_prefix),
   // so a file carried to another GPU or library is timed afresh there and grows its own lines.
   std::string plan_file, plan_prefix;
-  std::map<std::string, std::pair<int, int>> stored_picks;
+  struct StoredPick {
+    int lt = -1, skinny_k_chunk = 0;
+    float ms = -1.0f;
+  };
+  std::map<std::string, StoredPick> stored_picks;
+  // k_parts' answers per unsplit shape.
+  std::map<PlanKey, int> k_parts_cache;
   std::string last_refusal = "no algorithm returned";  // why the last heuristic query found none
   std::string epilogue_report;
 
@@ -197,6 +265,18 @@ struct Blas::Impl {
         cublasLtMatrixLayoutCreate(&plan.d, cuda_type(key.d), static_cast<std::uint64_t>(key.n),
                                    static_cast<std::uint64_t>(key.m), key.ldd),
         what);
+    if (key.batch > 1) {
+      const std::int32_t count = static_cast<std::int32_t>(key.batch);
+      const std::pair<cublasLtMatrixLayout_t, std::int64_t> layouts[3] = {
+          {plan.a, key.stride_b}, {plan.b, key.stride_a}, {plan.d, key.stride_d}};
+      for (const auto& [layout, stride] : layouts) {
+        EDGEVLA_LT_RETURN_IF_ERROR(
+            cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), what);
+        EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(
+                                       layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+                                   what);
+      }
+    }
 
     cublasLtMatmulPreference_t pref = nullptr;
     EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref), what);
@@ -274,7 +354,7 @@ struct Blas::Impl {
   // Whether the skinny kernel can run `a` with this k per block, inside the workspace.
   bool skinny_fits(const GemmArgs& a, int k_chunk) const {
     if (!own_kernels || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
-        a.epilogue != Epilogue::kNone) {
+        a.epilogue != Epilogue::kNone || a.batch != 1) {
       return false;
     }
     const SkinnyGemmArgs s = skinny_args(a, k_chunk, a.d);
@@ -298,15 +378,19 @@ struct Blas::Impl {
                                                   const std::vector<Candidate>& candidates, cudaStream_t stream,
                                                   const GemmArgs& args, const std::string& what) {
     DeviceBuffer scratch, copies;
-    const std::size_t bytes =
-        static_cast<std::size_t>((args.m - 1) * args.ldd + args.n) * dtype_size(args.d_type);
+    const std::size_t bytes = static_cast<std::size_t>((args.batch - 1) * args.stride_d + (args.m - 1) * args.ldd +
+                                                       args.n) *
+                              dtype_size(args.d_type);
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch.p, bytes));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(scratch.p, 0, bytes, stream));
     int dev = 0, l2 = 0;
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     const std::size_t w_bytes =
-        (static_cast<std::size_t>((args.n - 1) * args.ldb + args.k) * dtype_size(args.b_type) + 255) / 256 * 256;
+        (static_cast<std::size_t>((args.batch - 1) * args.stride_b + (args.n - 1) * args.ldb + args.k) *
+             dtype_size(args.b_type) +
+         255) /
+        256 * 256;
     const std::size_t n_copies = std::clamp<std::size_t>((2 * static_cast<std::size_t>(l2)) / w_bytes + 1, 2, 64);
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&copies.p, n_copies * w_bytes));
     Event start, stop;
@@ -372,6 +456,7 @@ struct Blas::Impl {
       << static_cast<int>(k.a) << ' ' << static_cast<int>(k.b) << ' ' << static_cast<int>(k.d) << ' '
       << static_cast<int>(k.epilogue) << ' ' << k.bias << k.alpha_zero << k.beta_zero << k.bias_d << ' ' << k.align_a
       << ' ' << k.align_b << ' ' << k.align_d << ' ' << k.align_bias << ' ' << c.lt_bias << c.lt_gelu << c.bias_in_d;
+    if (k.batch > 1) o << " batch " << k.batch << ' ' << k.stride_a << ' ' << k.stride_b << ' ' << k.stride_d;
     return o.str();
   }
 
@@ -393,14 +478,20 @@ struct Blas::Impl {
       if (bar == std::string::npos) continue;
       std::istringstream v(line.substr(bar + 3));
       int lt = -1, chunk = 0;
-      if (v >> lt >> chunk) stored_picks[line.substr(0, bar)] = {lt, chunk};
+      float ms = -1.0f;
+      if (v >> lt >> chunk) {
+        if (!(v >> ms)) ms = -1.0f;  // lines of older files carry no time
+        stored_picks[line.substr(0, bar)] = StoredPick{lt, chunk, ms};
+      }
     }
   }
 
   // Builds the plan for `key`: cuBLASLt's own epilogue where `allowed` permits and it offers
-  // an algorithm, else the post-GEMM bias_act. `time` picks the fastest candidate on the device.
+  // an algorithm, else the post-GEMM bias_act. `time` picks the fastest candidate on the device
+  // (a lone candidate is timed too when `need_ms`: k_parts compares plans by their times).
   Expected<std::unique_ptr<Plan>> make_plan(const PlanKey& key, EpilogueChoice allowed, cudaStream_t stream,
-                                            const GemmArgs& args, bool time, const std::string& what) {
+                                            const GemmArgs& args, bool time, const std::string& what,
+                                            bool need_ms = false) {
     const bool gelu = key.epilogue == Epilogue::kGeluTanh;
     EpilogueChoice choice;
     choice.lt_bias = key.bias && allowed.lt_bias;
@@ -433,26 +524,30 @@ struct Blas::Impl {
       for (const int kc : kSkinnyChunks) {
         if (skinny_chunk_distinct(args.k, kc) && skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
       }
-      if (all.size() < 2) return plan;
-      std::pair<std::size_t, float> pick{0, 0.0f};
+      if (all.size() < 2 && !need_ms) return plan;
+      std::pair<std::size_t, float> pick{0, -1.0f};
       const std::string stored_key = plan_prefix + key_text(key, choice);
       bool from_file = false;
       if (auto st = stored_picks.find(stored_key); st != stored_picks.end()) {
         for (std::size_t i = 0; i < all.size(); ++i) {
-          if (all[i].lt == st->second.first && all[i].skinny_k_chunk == st->second.second) {
-            pick.first = i;
+          if (all[i].lt == st->second.lt && all[i].skinny_k_chunk == st->second.skinny_k_chunk) {
+            pick = {i, st->second.ms};
             from_file = true;
           }
         }
+        // A pick stored without its time cannot be compared (k_parts): timed afresh.
+        if (need_ms && pick.second < 0.0f) from_file = false;
       }
       if (!from_file) {
         EDGEVLA_ASSIGN_OR_RETURN(pick, fastest(*plan, candidates, all, stream, args, what));
         if (!plan_file.empty()) {
           std::ofstream out(plan_file, std::ios::app);
-          out << stored_key << " | " << all[pick.first].lt << " " << all[pick.first].skinny_k_chunk << "\n";
+          out << stored_key << " | " << all[pick.first].lt << " " << all[pick.first].skinny_k_chunk << " "
+              << pick.second << "\n";
         }
       }
       const Candidate& c = all[pick.first];
+      plan->ms = pick.second;
       const std::string us = from_file ? std::string("from the plan file")
                                        : std::to_string(static_cast<int>(pick.second * 1000.0f + 0.5f)) + " us";
       if (c.skinny_k_chunk > 0) {
@@ -467,6 +562,38 @@ struct Blas::Impl {
       return plan;
     }
     return invalid_argument(what + ": cuBLASLt offers no algorithm for this shape, strides and dtypes");
+  }
+
+  // The plan for `args` (validated, m, n > 0), made on first use outside capture.
+  Expected<const Plan*> find_plan(cudaStream_t stream, const GemmArgs& args, bool need_ms) {
+    const auto what = [&] { return describe(args); };
+    const PlanKey key = key_of(args);
+    auto it = plans.find(key);
+    if (it != plans.end() && need_ms && it->second->ms < 0.0f) {
+      plans.erase(it);  // planned untimed by gemm(); k_parts needs its time
+      it = plans.end();
+    }
+    if (it == plans.end()) {
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+      if (capture != cudaStreamCaptureStatusNone) {
+        return failed_precondition(what() +
+                                   ": this shape has no plan yet and the stream is being captured; run the GEMM once "
+                                   "before capturing (the warm-up pass plans every shape)");
+      }
+      // cuBLASLt reads an f32 bias of at least 16-byte alignment; less aligned ones go after.
+      const bool bias_aligned = args.bias == nullptr || alignment_of(args.bias) >= 16;
+      // A bf16 D: cuBLASLt takes the bias in bf16 (bias_d) where it refuses an f32 one.
+      const bool low_d = args.d_type != DType::kF32;
+      const bool use_bias_d = low_d && !lt_f32_bias_bf16_ok && args.bias_d != nullptr &&
+                              alignment_of(args.bias_d) >= 16;
+      const EpilogueChoice allowed{
+          (bias_aligned && (!low_d || lt_f32_bias_bf16_ok)) || use_bias_d,
+          lt_gelu_ok || (low_d && lt_gelu_bf16_ok && (args.bias == nullptr || use_bias_d)), use_bias_d};
+      EDGEVLA_ASSIGN_OR_RETURN(auto plan, make_plan(key, allowed, stream, args, /*time=*/true, what(), need_ms));
+      it = plans.emplace(key, std::move(plan)).first;
+    }
+    return static_cast<const Plan*>(it->second.get());
   }
 
   // Runs one small GEMM with A = B = 0, so D is the epilogue applied to the bias alone, and
@@ -608,83 +735,80 @@ void Blas::set_own_kernels(bool on) { impl_->own_kernels = on; }
 std::string Blas::plan_report() const {
   std::string out;
   for (const auto& [key, plan] : impl_->plans) {
-    out += "gemm m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) + " " +
+    out += "gemm m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) +
+           (key.batch > 1 ? " x" + std::to_string(key.batch) + " k parts" : std::string()) + " " +
            std::string(dtype_name(key.a)) + "->" + std::string(dtype_name(key.d)) + ": " + plan->chosen + "\n";
+  }
+  for (const auto& [key, parts] : impl_->k_parts_cache) {
+    out += "gemm m=" + std::to_string(key.m) + " n=" + std::to_string(key.n) + " k=" + std::to_string(key.k) + " " +
+           std::string(dtype_name(key.a)) + "->f32: split into " + std::to_string(parts) + " k parts\n";
   }
   return out;
 }
 
+GemmArgs k_split_args(const GemmArgs& args, int parts) {
+  GemmArgs a = args;
+  if (parts <= 1) return a;
+  a.k = args.k / parts;
+  a.batch = parts;
+  a.stride_a = a.k;
+  a.stride_b = a.k;
+  a.stride_d = args.m * args.ldd;
+  a.beta = 0.0f;
+  a.bias = nullptr;
+  a.bias_d = nullptr;
+  return a;
+}
+
 Status Blas::gemm(cudaStream_t stream, const GemmArgs& args) {
-  const auto what = [&] { return describe(args); };
-  if (args.m < 0 || args.n < 0 || args.k < 0) return invalid_argument(what() + ": sizes must not be negative");
-  const bool ab_bf16 = args.a_type == DType::kBF16 && args.b_type == DType::kBF16;
-  const bool ab_f32 = args.a_type == DType::kF32 && args.b_type == DType::kF32;
-  if (!(ab_bf16 && (args.d_type == DType::kBF16 || args.d_type == DType::kF32)) &&
-      !(ab_f32 && args.d_type == DType::kF32)) {
-    return invalid_argument(what() +
-                            ": unsupported dtypes; use a and b bf16 with d bf16 or f32, or a, b and d all f32");
-  }
+  EDGEVLA_RETURN_IF_ERROR(validate(args));
   if (args.m == 0 || args.n == 0) return Status::ok();
-  if (args.k == 0) return invalid_argument(what() + ": k must be positive");
-  if (args.lda < args.k || args.ldb < args.k || args.ldd < args.n) {
-    return invalid_argument(what() + ": strides lda=" + std::to_string(args.lda) + " ldb=" + std::to_string(args.ldb) +
-                            " ldd=" + std::to_string(args.ldd) + " must be at least k, k and n");
-  }
-  if (args.a == nullptr || args.b == nullptr || args.d == nullptr) {
-    return invalid_argument(what() + ": a, b and d must not be null");
-  }
-  if (args.epilogue == Epilogue::kGeluTanh && args.beta != 0.0f) {
-    return invalid_argument(what() + ": the GELU epilogue needs beta = 0 (it cannot accumulate into D)");
-  }
-  const PlanKey key{args.m,
-                    args.n,
-                    args.k,
-                    args.lda,
-                    args.ldb,
-                    args.ldd,
-                    args.a_type,
-                    args.b_type,
-                    args.d_type,
-                    args.epilogue,
-                    args.bias != nullptr,
-                    args.alpha == 0.0f,
-                    args.beta == 0.0f,
-                    alignment_of(args.a),
-                    alignment_of(args.b),
-                    alignment_of(args.d),
-                    args.bias != nullptr ? alignment_of(args.bias) : 256u,
-                    args.bias != nullptr && args.bias_d != nullptr};
   Impl& im = *impl_;
-  auto it = im.plans.find(key);
-  if (it == im.plans.end()) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone) {
-      return failed_precondition(what() +
-                                 ": this shape has no plan yet and the stream is being captured; run the GEMM once "
-                                 "before capturing (the warm-up pass plans every shape)");
-    }
-    // cuBLASLt reads an f32 bias of at least 16-byte alignment; less aligned ones go after.
-    const bool bias_aligned = args.bias == nullptr || alignment_of(args.bias) >= 16;
-    // A bf16 D: cuBLASLt takes the bias in bf16 (bias_d) where it refuses an f32 one.
-    const bool low_d = args.d_type != DType::kF32;
-    const bool use_bias_d = low_d && !im.lt_f32_bias_bf16_ok && args.bias_d != nullptr &&
-                            alignment_of(args.bias_d) >= 16;
-    const EpilogueChoice allowed{
-        (bias_aligned && (!low_d || im.lt_f32_bias_bf16_ok)) || use_bias_d,
-        im.lt_gelu_ok || (low_d && im.lt_gelu_bf16_ok && (args.bias == nullptr || use_bias_d)), use_bias_d};
-    EDGEVLA_ASSIGN_OR_RETURN(auto plan, im.make_plan(key, allowed, stream, args, /*time=*/true, what()));
-    it = im.plans.emplace(key, std::move(plan)).first;
-  }
-  const Plan& plan = *it->second;
+  EDGEVLA_ASSIGN_OR_RETURN(const Plan* found, im.find_plan(stream, args, /*need_ms=*/false));
+  const Plan& plan = *found;
   if (plan.skinny_k_chunk > 0) return skinny_gemm(stream, im.skinny_args(args, plan.skinny_k_chunk, args.d));
   const cublasStatus_t st = im.matmul(plan, plan.algo, stream, args, args.d);
-  if (st != CUBLAS_STATUS_SUCCESS) return internal_error(what() + ": cublasLtMatmul failed: " + lt_error(st));
+  if (st != CUBLAS_STATUS_SUCCESS) return internal_error(describe(args) + ": cublasLtMatmul failed: " + lt_error(st));
   if (plan.post_bias || plan.post_gelu) {
     EDGEVLA_RETURN_IF_ERROR(bias_act(stream, args.d, args.d_type, args.m, args.n, args.ldd,
                                      plan.post_bias ? args.bias : nullptr, plan.post_gelu));
   }
   return Status::ok();
+}
+
+Expected<int> Blas::k_parts(cudaStream_t stream, const GemmArgs& args, int max_parts) {
+  EDGEVLA_RETURN_IF_ERROR(validate(args));
+  if (args.batch != 1 || args.d_type != DType::kF32 || args.epilogue != Epilogue::kNone || args.bias != nullptr ||
+      args.beta != 0.0f) {
+    return invalid_argument(describe(args) +
+                            ": k_parts takes one unbatched GEMM with an f32 D, beta 0, no bias and no epilogue (the "
+                            "consumer of the parts adds the bias and the residual)");
+  }
+  if (args.m == 0 || args.n == 0) return 1;
+  Impl& im = *impl_;
+  const PlanKey key = key_of(args);
+  if (auto it = im.k_parts_cache.find(key); it != im.k_parts_cache.end() && it->second <= max_parts) {
+    return it->second;
+  }
+  // EDGEVLA_GEMM_MAX_K_PARTS caps the split (1: every k-split GEMM runs whole; to compare).
+  if (const char* cap = std::getenv("EDGEVLA_GEMM_MAX_K_PARTS"); cap != nullptr && *cap != '\0') {
+    max_parts = std::min(max_parts, std::max(1, std::atoi(cap)));
+  }
+  int best = 1;
+  float best_ms = -1.0f;
+  for (int parts = 1; parts <= std::min(max_parts, 8); parts *= 2) {
+    if (args.k % parts != 0 || (parts > 1 && (args.k / parts) % 64 != 0)) continue;
+    const GemmArgs a = k_split_args(args, parts);
+    EDGEVLA_ASSIGN_OR_RETURN(const Plan* plan, im.find_plan(stream, a, /*need_ms=*/true));
+    const float ms = plan->ms;
+    // A split must win by 3 %: its consumer reads the parts, which the timing leaves out.
+    if (best_ms < 0.0f || (ms >= 0.0f && ms < best_ms * (parts == 1 ? 1.0f : 0.97f))) {
+      best = parts;
+      best_ms = ms;
+    }
+  }
+  im.k_parts_cache[key] = best;
+  return best;
 }
 
 }  // namespace edgevla::backends::cuda

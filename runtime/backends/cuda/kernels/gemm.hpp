@@ -47,7 +47,17 @@ struct GemmArgs {
   // there, so with this copy it adds the bias itself instead of a bias_act pass after).
   const void* bias_d = nullptr;
   Epilogue epilogue = Epilogue::kNone;
+  // Strided batch: `batch` independent products, the i-th reading A + i·stride_a, B + i·stride_b
+  // and writing D + i·stride_d (elements). Used to split k into parts (see Blas::k_parts).
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
 };
+
+// A GEMM whose k is split into `parts` slices, each written as its own f32 product:
+//   D_p[m, n] = A[m, p·k/P .. (p+1)·k/P) · B[n, same]ᵀ,  D_p at d + p·m·ldd
+// The consumer (a norm that adds the residual anyway) sums the parts, so no reduction kernel
+// runs between the GEMM and it. parts == 1 is a plain GEMM into D.
+GemmArgs k_split_args(const GemmArgs& args, int parts);
 
 // One Blas serves one stream at a time: its workspace is shared by every GEMM it enqueues, and
 // its plan cache is not locked (one engine thread drives it).
@@ -79,6 +89,12 @@ class Blas {
   void set_own_kernels(bool on);
   // Each planned shape and what runs it, with its timed median (one line per plan).
   std::string plan_report() const;
+  // How many k parts (1, 2, 4 or 8, at most max_parts; see k_split_args) run `args` fastest on
+  // this device; `args` has an f32 D (scratch of max_parts · m · ldd elements), beta 0 and no
+  // bias or epilogue: the consumer of the parts adds those. The first call for a
+  // shape plans and times every split (outside capture, as gemm's first call); later calls
+  // answer from the cache. Splits whose k slice is not a multiple of 64 are not offered.
+  Expected<int> k_parts(cudaStream_t stream, const GemmArgs& args, int max_parts);
 
  private:
   Blas() = default;

@@ -13,12 +13,21 @@
 
 namespace edgevla::backends::cuda {
 
+// How a norm's residual input is laid out: `count` parts `stride` elements apart (the f32
+// products of a GEMM whose k was split, gemm.hpp's k_split_args), added in order, then an
+// optional f32 bias [width]. The default is one plain residual tensor.
+struct ResidualParts {
+  std::int64_t count = 1;
+  std::int64_t stride = 0;
+  const float* bias = nullptr;
+};
+
 // Gemma RMSNorm over rows: y = x · rsqrt(mean(x²) + eps) · (1 + w).
 //   x f32 [rows, width] (row stride width); when `residual` is given, first x += residual
 //   (residual of dtype residual_type, [rows, width]) and the sum is written back to x.
 //   y act [rows, width].
 Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType residual_type, std::int64_t rows,
-                std::int64_t width, const float* w, float eps, void* y, DType act);
+                std::int64_t width, const float* w, float eps, void* y, DType act, ResidualParts parts = {});
 
 // Adaptive RMSNorm (pi0.5): y = x · rsqrt(mean(x²) + eps) · (1 + scale) + shift.
 //   x f32 [rows, width]; scale, shift f32 [width] shared by all rows; y act [rows, width].
@@ -28,14 +37,20 @@ Status ada_rms_norm(cudaStream_t stream, const float* x, std::int64_t rows, std:
 // pi0.5's gated residual and the adaptive RMSNorm after it, in one pass over the row:
 //   x += y · gate (written back; y of dtype y_type [rows, width], gate f32 [width]), then
 //   out = x · rsqrt(mean(x²) + eps) · (1 + scale) + shift (out act [rows, width]).
-// The same as gated_add followed by ada_rms_norm, one launch and one read of x fewer.
+// The same as gated_add followed by ada_rms_norm, one launch and one read of x fewer. With
+// `parts`, y is the sum of its parts (plus their bias) before the gate.
 Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DType y_type, std::int64_t rows,
                               std::int64_t width, const float* gate, const float* scale, const float* shift, float eps,
-                              void* out, DType act);
+                              void* out, DType act, ResidualParts parts = {});
 
 // LayerNorm: y = (x - mean) / sqrt(var + eps) · w + b.  x f32 [rows, width], y act.
 Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
                   const float* b, float eps, void* y, DType act);
+
+// x += residual (f32 [rows, width], laid out as `parts` says), written back, then layer_norm:
+// a residual add (e.g. of a k-split GEMM's parts) and the LayerNorm after it in one pass.
+Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std::int64_t rows, std::int64_t width,
+                      const float* w, const float* b, float eps, void* y, DType act, ResidualParts parts = {});
 
 // Rotary embedding, rotate-half pairs (i, i + h/2), in place on x act [rows, heads, h] with row
 // stride ldx (elements), at position (*first_pos + row) for row; first_pos lives on the device

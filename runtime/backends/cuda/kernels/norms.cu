@@ -55,11 +55,43 @@ enum class NormKind { kRms, kAda, kLayer };
 //   kRms:   p0 = w;      y = x·inv·(1 + w)           (res: x += res first, written back to x)
 //   kAda:   p0 = scale;  p1 = shift; y = x·inv·(1 + scale) + shift
 //           (res: x += res · gate first, written back to x: pi0.5's gated residual fused in)
-//   kLayer: p0 = w;      p1 = b;     y = (x - mean)·inv·w + b
+//   kLayer: p0 = w;      p1 = b;     y = (x - mean)·inv·w + b  (res: x += res first, written back)
+// res is the sum of `parts` tensors `part_stride` elements apart, added in order, plus res_bias
+// when given (a k-split GEMM's products and its bias; ResidualParts in kernels.hpp).
+constexpr int kMaxParts = 8;
+
+template <class TR, int V>
+__device__ __forceinline__ void load_residual(const TR* res, std::int64_t at, int parts, std::int64_t part_stride,
+                                              const float* __restrict__ res_bias, std::int64_t col, float (&r)[V]) {
+  load<V>(res + at, r);
+  if (parts > 1) {
+    float q[kMaxParts - 1][V];
+#pragma unroll
+    for (int p = 1; p < kMaxParts; ++p) {
+      if (p < parts) load<V>(res + at + p * part_stride, q[p - 1]);
+    }
+#pragma unroll
+    for (int p = 1; p < kMaxParts; ++p) {
+      if (p < parts) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) r[j] += q[p - 1][j];
+      }
+    }
+  }
+  if (res_bias != nullptr) {
+    float b[V];
+    load<V>(res_bias + col, b);
+#pragma unroll
+    for (int j = 0; j < V; ++j) r[j] += b[j];
+  }
+}
+
 template <NormKind K, class TY, class TR, int V, int ITEMS>
 __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* res, const float* __restrict__ gate,
                                                              std::int64_t width, const float* __restrict__ p0,
-                                                             const float* __restrict__ p1, float eps, TY* y) {
+                                                             const float* __restrict__ p1, float eps, TY* y,
+                                                             int parts, std::int64_t part_stride,
+                                                             const float* __restrict__ res_bias) {
   __shared__ float partials[32];
   const std::int64_t row = blockIdx.x;
   float* xr = x + row * width;
@@ -73,10 +105,10 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
     for (int j = 0; j < V; ++j) v[it][j] = 0.0f;
     if (c < chunks) {
       load<V>(xr + c * V, v[it]);
-      if constexpr (K == NormKind::kRms) {
+      if constexpr (K == NormKind::kRms || K == NormKind::kLayer) {
         if (res != nullptr) {
           float r[V];
-          load<V>(res + row * width + c * V, r);
+          load_residual<TR, V>(res, row * width + c * V, parts, part_stride, res_bias, c * V, r);
 #pragma unroll
           for (int j = 0; j < V; ++j) v[it][j] += r[j];
           store<V>(xr + c * V, v[it]);
@@ -84,7 +116,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
       } else if constexpr (K == NormKind::kAda) {
         if (res != nullptr) {
           float r[V], g[V];
-          load<V>(res + row * width + c * V, r);
+          load_residual<TR, V>(res, row * width + c * V, parts, part_stride, res_bias, c * V, r);
           load<V>(gate + c * V, g);
 #pragma unroll
           for (int j = 0; j < V; ++j) v[it][j] = fmaf(r[j], g[j], v[it][j]);
@@ -162,11 +194,17 @@ Status check_shape(const char* kernel, std::int64_t rows, std::int64_t width, co
 template <NormKind K, class TY, class TR>
 Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* res, std::int64_t rows,
                    std::int64_t width, const float* p0, const float* p1, float eps, TY* y,
-                   const float* gate = nullptr) {
+                   const float* gate = nullptr, ResidualParts parts = {}) {
   if (rows == 0 || width == 0) return Status::ok();
+  if (parts.count < 1 || parts.count > kMaxParts || (parts.count > 1 && parts.stride < rows * width)) {
+    return invalid_argument(std::string(kernel) + ": " + std::to_string(parts.count) + " residual parts " +
+                            std::to_string(parts.stride) + " elements apart; give 1 to " +
+                            std::to_string(kMaxParts) + " parts, each at least rows · width apart");
+  }
   const bool vec = width % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(p0) &&
                    (p1 == nullptr || aligned16(p1)) && (res == nullptr || aligned16(res)) &&
-                   (gate == nullptr || aligned16(gate));
+                   (gate == nullptr || aligned16(gate)) && (parts.stride % 8 == 0) &&
+                   (parts.bias == nullptr || aligned16(parts.bias));
   const std::int64_t v = vec ? 8 : 1;
   const std::int64_t chunks = width / v;
   std::int64_t items = 1;
@@ -182,7 +220,9 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
-  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, gate, width, p0, p1, eps, y)
+  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, gate, width, p0, p1, eps, y, \
+                                                                static_cast<int>(parts.count), parts.stride,   \
+                                                                parts.bias)
   if (vec) {
     if (items == 1) {
       EDGEVLA_NORM_LAUNCH(8, 1);
@@ -207,7 +247,7 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
 }  // namespace
 
 Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType residual_type, std::int64_t rows,
-                std::int64_t width, const float* w, float eps, void* y, DType act) {
+                std::int64_t width, const float* w, float eps, void* y, DType act, ResidualParts parts) {
   constexpr const char* kName = "rms_norm";
   EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, nullptr, false));
   return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
@@ -219,7 +259,7 @@ Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType resid
     return with_act(residual_type, kName, "residual", [&](auto tr) -> Status {
       using TR = typename decltype(tr)::type;
       return launch_norm<NormKind::kRms, TY, TR>(kName, stream, x, static_cast<const TR*>(residual), rows,
-                                                 width, w, nullptr, eps, static_cast<TY*>(y));
+                                                 width, w, nullptr, eps, static_cast<TY*>(y), nullptr, parts);
     });
   });
 }
@@ -238,7 +278,7 @@ Status ada_rms_norm(cudaStream_t stream, const float* x, std::int64_t rows, std:
 
 Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DType y_type, std::int64_t rows,
                               std::int64_t width, const float* gate, const float* scale, const float* shift, float eps,
-                              void* out, DType act) {
+                              void* out, DType act, ResidualParts parts) {
   constexpr const char* kName = "gated_add_ada_rms_norm";
   EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, out, scale, shift, true));
   if (rows > 0 && width > 0 && (y == nullptr || gate == nullptr)) {
@@ -249,7 +289,7 @@ Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DTyp
     return with_act(y_type, kName, "y", [&](auto tr) -> Status {
       using TR = typename decltype(tr)::type;
       return launch_norm<NormKind::kAda, TO, TR>(kName, stream, x, static_cast<const TR*>(y), rows, width, scale,
-                                                 shift, eps, static_cast<TO*>(out), gate);
+                                                 shift, eps, static_cast<TO*>(out), gate, parts);
     });
   });
 }
@@ -262,6 +302,20 @@ Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::i
     using TY = typename decltype(ty)::type;
     return launch_norm<NormKind::kLayer, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
                                                     w, b, eps, static_cast<TY*>(y));
+  });
+}
+
+Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std::int64_t rows, std::int64_t width,
+                      const float* w, const float* b, float eps, void* y, DType act, ResidualParts parts) {
+  constexpr const char* kName = "add_layer_norm";
+  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
+  if (rows > 0 && width > 0 && residual == nullptr) {
+    return invalid_argument(std::string(kName) + ": the residual must be given (layer_norm takes none)");
+  }
+  return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
+    using TY = typename decltype(ty)::type;
+    return launch_norm<NormKind::kLayer, TY, float>(kName, stream, x, residual, rows, width, w, b, eps,
+                                                    static_cast<TY*>(y), nullptr, parts);
   });
 }
 

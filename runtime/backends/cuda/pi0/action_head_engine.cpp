@@ -79,7 +79,8 @@ class ActionHeadEngine final : public CudaEngine {
   // Buffers.
   void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
   void* staging_ = nullptr;          // a host cache as it came, before conversion
-  float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *tmp_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
+  float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
+  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the o and down projections' k parts (pi0.5)
   float* state_emb_ = nullptr;       // pi0: the state token's embedding, row 0 of every step
   void *xa_ = nullptr, *ys_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *at_ = nullptr,
        *hid_ = nullptr, *sa_ = nullptr;
@@ -213,7 +214,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(vel_, bytes_of(DType::kF32, Hz * A));
   buf(vel_all_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * Hz * A));
   buf(xs_, bytes_of(DType::kF32, S * E));
-  buf(tmp_, bytes_of(DType::kF32, S * E));
+  buf(parts_, bytes_of(DType::kF32, kMaxKParts * S * E));
   buf(state_, bytes_of(DType::kF32, A));
   buf(state_emb_, bytes_of(DType::kF32, E));
   buf(xa_, bytes_of(act_, std::max(Hz, S) * A));
@@ -363,15 +364,17 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
   // pi0.5: the MLP's gated residual (x += down · gate) is applied by the next norm, in the same
-  // pass (`pending` is that gate; the down projection waits in tmp).
+  // pass (`pending` is that gate; the down projection waits in parts_). The o and down
+  // projections leave their k parts for the norm after them to add (Gemm::parts).
   const float* pending = nullptr;
+  ResidualParts down_parts;
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
     const float* mod_post = mods + (2 * l + 1) * 3 * E;
     if (pi05_ && pending != nullptr) {
-      EDGEVLA_RETURN_IF_ERROR(
-          gated_add_ada_rms_norm(s, xs_, tmp_, DType::kF32, S, E, pending, mod_in, mod_in + E, kNormEps, ys_, act_));
+      EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod_in, mod_in + E,
+                                                     kNormEps, ys_, act_, down_parts));
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, xs_, S, E, mod_in, mod_in + E, kNormEps, ys_, act_));
     } else {
@@ -379,8 +382,6 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     }
     EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
-    // q and k side by side in the row: one launch rotates both.
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
     const auto* vc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l + 1) * cache_rows * K * h) * es;
     AttentionArgs a{act_, 1, S, H, K, h, scale};
@@ -396,11 +397,17 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.b_limit = pi05_ ? nullptr : b_limit_;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
+    // The attention rotates q and the suffix keys (block b) itself; the suffix rows sit at
+    // positions n, n + 1, ... after the valid prefix (the cache's keys are rotated already).
+    a.rope_inv_freq = inv_freq_;
+    a.rope_q_pos = n_dev_;
+    a.rope_b_pos = n_dev_;
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     if (pi05_) {
-      EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, tmp_, DType::kF32, E));
-      EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, tmp_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
-                                                     mod_post + E, kNormEps, ys_, act_));
+      EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, mm.parts(o_, S, H * h, w.o, parts_, kMaxKParts));
+      EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
+                                                     mod_post + E, kNormEps, ys_, act_,
+                                                     ResidualParts{o_parts, S * E, w.o.bias}));
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, xs_, DType::kF32, E, 1.0f));
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_));
@@ -408,7 +415,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.gate_up, gu_, act_, 2 * F));
     EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
     if (pi05_) {
-      EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, tmp_, DType::kF32, E));
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(g_, S, F, w.down, parts_, kMaxKParts));
+      down_parts = ResidualParts{count, S * E, w.down.bias};
       pending = mod_post + 2 * E;
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, xs_, DType::kF32, E, 1.0f));
@@ -420,8 +428,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
     // norm in one pass.
     const float* mod = mods + 2 * L * 3 * E;
-    EDGEVLA_RETURN_IF_ERROR(
-        gated_add_ada_rms_norm(s, xs_, tmp_, DType::kF32, S, E, pending, mod, mod + E, kNormEps, ys_, act_));
+    EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod, mod + E, kNormEps,
+                                                   ys_, act_, down_parts));
   } else {
     // rms_norm updates its input in place only with a residual; with none it reads it.
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, const_cast<float*>(rows), nullptr, DType::kF32, Hz, E, final_norm_, kNormEps,

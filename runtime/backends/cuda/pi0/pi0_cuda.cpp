@@ -93,6 +93,26 @@ Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const D
   return blas->gemm(stream, g);
 }
 
+Expected<int> Gemm::parts(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* d,
+                          int max_parts) const {
+  GemmArgs g;
+  g.m = m;
+  g.n = w.out;
+  g.k = w.in;
+  g.a = a;
+  g.a_type = act;
+  g.lda = lda;
+  g.b = w.w;
+  g.b_type = act;
+  g.ldb = w.ld;
+  g.d = d;
+  g.d_type = DType::kF32;
+  g.ldd = w.out;
+  EDGEVLA_ASSIGN_OR_RETURN(const int count, blas->k_parts(stream, g, max_parts));
+  EDGEVLA_RETURN_IF_ERROR(blas->gemm(stream, k_split_args(g, count)));
+  return count;
+}
+
 std::string CudaEngine::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
 }
@@ -102,6 +122,8 @@ void CudaEngine::log_plans() const {
   std::size_t shapes = 0, own = 0;
   for (std::size_t at = 0; (at = report.find('\n', at)) != std::string::npos; ++at) ++shapes;
   for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at) ++own;
+  // The k-split answers (Blas::k_parts) are lines of their own, not plans.
+  for (std::size_t at = 0; (at = report.find(": split into ", at)) != std::string::npos; ++at) --shapes;
   spdlog::info("{} (cuda): {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt", stage_, shapes,
                own, shapes - own);
   spdlog::debug("{} (cuda) GEMM plans:\n{}", stage_, report);

@@ -66,7 +66,15 @@ struct Gemm {
   Status operator()(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d, DType d_type,
                     std::int64_t ldd, float beta = 0.0f, Epilogue ep = Epilogue::kNone, const float* bias_override = nullptr,
                     bool use_bias = true) const;
+  // A·Wᵀ with k split into the parts Blas::k_parts picks for the shape (at most max_parts):
+  // f32 [parts, m, n] at d, no bias. Returns the count; the consumer sums the parts and adds
+  // w.bias (ResidualParts in kernels.hpp), so no reduction runs in between.
+  Expected<int> parts(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* d,
+                      int max_parts) const;
 };
+
+// Parts a k-split GEMM writes at most (the buffers its consumers read are sized for this).
+inline constexpr int kMaxKParts = 8;
 
 // The part of an engine every pi0 cuda engine has.
 class CudaEngine : public EngineBase {
