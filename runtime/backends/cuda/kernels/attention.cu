@@ -12,14 +12,13 @@
 // buffered in shared memory with cp.async; the head dim is padded to a compile-time HD (zeros).
 // f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
 // lane accumulates its own output dims.
-// RoPE: both kernels rotate their q tile (once, before the first product) and each block-b key
-// tile in shared memory, between the barrier that completes the tile and the QK product.
 #include "runtime/backends/cuda/kernels/attention.hpp"
 
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace edgevla::backends::cuda {
@@ -54,9 +53,6 @@ struct Params {
   float scale_log2;
   float* part_o;   // [splits][batch · kv_heads][m_rows][h]
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
-  const float* rope_inv_freq;  // nullptr: no rotation
-  const std::int32_t* rope_q_pos;
-  const std::int32_t* rope_b_pos;
 };
 
 // Device helpers ----------------------------------------------------------------------------
@@ -126,33 +122,6 @@ __device__ __forceinline__ long long o_offset(const Params& p, int b, int g, int
   const int head = g * p.group + m % p.group;
   return b * p.o_batch + row * p.ldo + static_cast<long long>(head) * p.h;
 }
-// RoPE in shared memory, in the expression forms of kernels.hpp's rope (so the values match
-// it): f32 angle pos · inv_freq[k], rotation in f32, one rounding to the activation dtype.
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void set_f32(float& d, float v) { d = v; }
-__device__ __forceinline__ void set_f32(bf16& d, float v) { d = __float2bfloat16_rn(v); }
-
-// Rotates rows [m0, m_end) of x (row m at x + (m - m0) · ld) in place, row m at position
-// *pos + m / group: the group's rows (a query row's heads) share one angle per dim.
-template <class T>
-__device__ void rope_rows(T* x, int ld, int m0, int m_end, int group, int half,
-                          const std::int32_t* pos, const float* inv_freq) {
-  const int r0 = m0 / group, nr = m_end > m0 ? (m_end - 1) / group - r0 + 1 : 0;
-  const int pos0 = *pos;
-  for (int i = static_cast<int>(threadIdx.x); i < nr * half; i += kThreads) {
-    const int r = r0 + i / half, k = i % half;
-    float s, co;
-    sincosf(static_cast<float>(pos0 + r) * inv_freq[k], &s, &co);
-    for (int m = max(r * group, m0); m < min(r * group + group, m_end); ++m) {
-      T* a = x + (m - m0) * ld + k;
-      const float va = to_f32(a[0]), vb = to_f32(a[half]);
-      set_f32(a[0], va * co - vb * s);
-      set_f32(a[half], __fmaf_rn(vb, co, __fmul_rn(va, s)));  // rope's contraction of vb·co + va·s
-    }
-  }
-}
-
 __device__ __forceinline__ long long part_row(const Params& p, int split, int bg, int m) {
   return (static_cast<long long>(split) * p.batch * p.kv_heads + bg) * p.m_rows + m;
 }
@@ -235,21 +204,6 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
       __syncthreads();  // tile t is in; every warp is done with the other stage
       if (t + 1 < t_end) load_kv(t + 1, stage ^ 1);
       cp_async_commit();
-      const bool in_a = t < na;
-      const int key0 = in_a ? t * BK : (t - na) * BK;
-      if (p.rope_inv_freq != nullptr && (t == t_begin || !in_a)) {
-        // RoPE: q before its first use; this stage's block-b keys (the prefetch fills the other).
-        const int half = p.h / 2;
-        if (t == t_begin) {
-          rope_rows(s_q, kLds, m0, min(m0 + kBf16Rows, p.m_rows), p.group, half, p.rope_q_pos,
-                    p.rope_inv_freq);
-        }
-        if (!in_a) {
-          rope_rows(s_k + stage * BK * kLds, kLds, key0, min(key0 + BK, p.b_len), 1, half,
-                    p.rope_b_pos, p.rope_inv_freq);
-        }
-        __syncthreads();
-      }
 
       // s = q · kᵀ for this warp's 16 rows × BK keys.
       const bf16* k_s = s_k + stage * BK * kLds;
@@ -270,6 +224,8 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
       }
 
       // Mask, scale, online softmax (rows lane/4 and lane/4+8; a quad of lanes shares a row).
+      const bool in_a = t < na;
+      const int key0 = in_a ? t * BK : (t - na) * BK;
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int lim = in_a ? a_len : lim_b[i];
@@ -391,11 +347,6 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
     const int m = m0 + r;
     s_q[i] = m < p.m_rows ? q[q_offset(p, b, g, m) + d] : 0.0f;
   }
-  if (p.rope_inv_freq != nullptr && t_begin < t_end) {
-    __syncthreads();  // s_q is written
-    rope_rows(s_q, h, m0, min(m0 + kF32Rows, p.m_rows), p.group, h / 2, p.rope_q_pos,
-              p.rope_inv_freq);
-  }
 
   int lim_b[kF32RowsPerWarp];
   float o[kF32RowsPerWarp][kF32MaxDims];
@@ -427,11 +378,6 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
       s_v[i] = ok ? vb[off] : 0.0f;
     }
     __syncthreads();
-    if (p.rope_inv_freq != nullptr && !in_a) {
-      rope_rows(s_k, ldk, key0, min(key0 + kF32Keys, p.b_len), 1, h / 2, p.rope_b_pos,
-                p.rope_inv_freq);
-      __syncthreads();
-    }
 
     float s[kF32RowsPerWarp];
 #pragma unroll
@@ -557,7 +503,11 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   const std::int64_t target = 2 * static_cast<std::int64_t>(sms);
   std::int64_t want = 1;
   if (blocks < target) {
-    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+    std::int64_t min_tiles = kMinTilesPerSplit;
+    if (const char* e = std::getenv("EDGEVLA_ATTENTION_MIN_TILES"); e != nullptr && *e != '\0') {
+      min_tiles = std::max(1, std::atoi(e));
+    }
+    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, min_tiles), kMaxSplits});
   }
   want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
@@ -598,11 +548,6 @@ Status validate(const AttentionArgs& a) {
   if (!stride_ok(a.ldq) || !stride_ok(a.q_batch) || !stride_ok(a.ldo) || !stride_ok(a.o_batch) ||
       !stride_ok(a.a.ld) || !stride_ok(a.a.batch) || !stride_ok(a.b.ld) || !stride_ok(a.b.batch)) {
     return invalid_argument("attention: strides must be non-negative multiples of 8 elements");
-  }
-  if (a.rope_inv_freq != nullptr && (a.rope_q_pos == nullptr || a.rope_b_pos == nullptr)) {
-    return invalid_argument(std::string("attention: rope_inv_freq needs ") +  // (h is even)
-                            (a.rope_q_pos == nullptr ? "rope_q_pos" : "rope_b_pos") +
-                            ": set it to the device position, or leave rope_inv_freq null");
   }
   return Status::ok();
 }
@@ -657,9 +602,6 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.batch = static_cast<int>(args.batch);
   p.splits = pl.splits;
   p.scale_log2 = args.scale * kLog2e;
-  p.rope_inv_freq = args.rope_inv_freq;
-  p.rope_q_pos = args.rope_q_pos;
-  p.rope_b_pos = args.rope_b_pos;
   if (pl.splits > 1) {
     p.part_o = static_cast<float*>(args.scratch);
     p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;

@@ -27,13 +27,6 @@
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
 // so any size is correct, just slower. The split count depends only on the host-side shapes,
 // a_max and the device, never on *a_len, so a captured graph stays valid for every length.
-//
-// RoPE (optional, rope_inv_freq set): the call rotates q and block b's keys while they sit in
-// shared memory, as kernels.hpp's rope would have in place: rotate-half pairs (d, d + h/2) for
-// d < h/2, angle the f32 product position · inv_freq[d], rotated in f32 and rounded to act once.
-// Query row r is at position *rope_q_pos + r, block b's key j at *rope_b_pos + j (int32 on the
-// device, so a captured graph follows them). Block a's keys are never rotated (a cache holds
-// rotated keys already). q and block b's buffers are only read.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -72,9 +65,6 @@ struct AttentionArgs {
   const std::int32_t* b_limit = nullptr;  // [rows] on the device, or nullptr
   void* scratch = nullptr;                // split-key partials (device, 16-byte aligned), or nullptr
   std::size_t scratch_bytes = 0;          // size of scratch
-  const float* rope_inv_freq = nullptr;   // RoPE frequencies f32 [h/2] (device); nullptr: none
-  const std::int32_t* rope_q_pos = nullptr;  // position of query row 0 (device); RoPE needs it
-  const std::int32_t* rope_b_pos = nullptr;  // position of block b's key 0 (device); RoPE needs it
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its

@@ -24,7 +24,7 @@ using ew::with_act;
 
 namespace {
 
-constexpr int kMaxThreads = 1024;
+constexpr int kMaxThreads = 512;  // 128 registers a thread: room for every residual part in flight
 constexpr int kMaxItems = 4;
 
 __device__ __forceinline__ float warp_sum(float v) {

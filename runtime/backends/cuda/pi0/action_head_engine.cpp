@@ -382,6 +382,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     }
     EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
+    // q and k side by side in the row: one launch rotates both.
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
     const auto* vc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l + 1) * cache_rows * K * h) * es;
     AttentionArgs a{act_, 1, S, H, K, h, scale};
@@ -397,11 +399,6 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.b_limit = pi05_ ? nullptr : b_limit_;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    // The attention rotates q and the suffix keys (block b) itself; the suffix rows sit at
-    // positions n, n + 1, ... after the valid prefix (the cache's keys are rotated already).
-    a.rope_inv_freq = inv_freq_;
-    a.rope_q_pos = n_dev_;
-    a.rope_b_pos = n_dev_;
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     if (pi05_) {
       EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, mm.parts(o_, S, H * h, w.o, parts_, kMaxKParts));
