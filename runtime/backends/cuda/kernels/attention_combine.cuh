@@ -88,8 +88,7 @@ void launch_combine(int splits, unsigned blocks, cudaStream_t stream, const Para
 // The cluster's merge of its shares (one per block, rank = blockIdx.z), called by every thread
 // of every block after its key loop, with the thread's accumulators (rows lane/4 and lane/4 + 8
 // of its warp's 16; row sums already added over the quad). Shared memory is reused: red_ml
-// [64][2] (max, sum) and red_o [64][HD] f32. Every remote read of a step is issued before any
-// is used (predicated over kMaxClusterSplits), so a step costs one round trip, not one a share.
+// [64][2] (max, sum) and red_o [64][HD] f32.
 template <int HD, int BK>
 __device__ void cluster_merge(const Params& p, unsigned char* smem, float (&o)[HD / 8][4],
                               const float (&row_max)[2], const float (&row_sum)[2], int m0, int b,
@@ -107,33 +106,19 @@ __device__ void cluster_merge(const Params& p, unsigned char* smem, float (&o)[H
   if (lane % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      *reinterpret_cast<float2*>(red_ml + r_local[i] * 2) = make_float2(row_max[i], row_sum[i]);
+      red_ml[r_local[i] * 2] = row_max[i];
+      red_ml[r_local[i] * 2 + 1] = row_sum[i];
     }
   }
   cluster.sync();  // every share's max and sum are out
-  // Each row's max and total sum over the shares; this share's output is put out already
-  // weighted and normalised, so the last step only adds.
+  // Each row's maximum over the shares; this share's output rescaled to it.
   const int n = p.splits;
-  float2 ml[kMaxClusterSplits][2];
-#pragma unroll
-  for (int r = 0; r < kMaxClusterSplits; ++r) {
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      ml[r][i] = r < n ? *reinterpret_cast<const float2*>(cluster.map_shared_rank(red_ml, r) + r_local[i] * 2)
-                       : make_float2(-INFINITY, 0.0f);
-    }
-  }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float mx = -INFINITY;
-#pragma unroll
-    for (int r = 0; r < kMaxClusterSplits; ++r) mx = fmaxf(mx, ml[r][i].x);
+    for (int r = 0; r < n; ++r) mx = fmaxf(mx, cluster.map_shared_rank(red_ml, r)[r_local[i] * 2]);
     const float base = mx == -INFINITY ? 0.0f : mx;
-    float sum = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kMaxClusterSplits; ++r) sum = fmaf(r < n ? exp2f(ml[r][i].x - base) : 0.0f, ml[r][i].y, sum);
-    // An empty share (max -inf) weighs 0; a row with no key at all comes out as zeros.
-    const float w = sum > 0.0f ? exp2f(row_max[i] - base) / sum : 0.0f;
+    const float w = exp2f(row_max[i] - base);  // an empty share (max -inf) weighs 0
     float* dst = red_o + r_local[i] * HD;
 #pragma unroll
     for (int d = 0; d < HD / 8; ++d) {
@@ -141,42 +126,33 @@ __device__ void cluster_merge(const Params& p, unsigned char* smem, float (&o)[H
       *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i] * w, o[d][2 * i + 1] * w);
     }
   }
-  cluster.sync();  // every share's weighted output is out
-  // This block's slice of the rows: the shares' outputs added in rank order, two float4 columns
-  // a thread at a time.
+  cluster.sync();  // every share's rescaled output is out
+  // This block's slice of the rows: the shares' outputs and weighted sums added in rank order.
   const int rank = static_cast<int>(cluster.block_rank());
   const int per = (kBf16Rows + n - 1) / n;
   const int r_begin = rank * per, r_end = min(kBf16Rows, r_begin + per);
   const int q4 = p.h / 4;  // float4 columns of a row that hold output
-  const int total = (r_end - r_begin) * q4;
-  for (int e0 = tid; e0 < total; e0 += 2 * kThreads) {
-    float4 v[2][kMaxClusterSplits];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int e = e0 + j * kThreads;
-      const int rl = r_begin + (e < total ? e / q4 : 0), c = (e % q4) * 4;
-#pragma unroll
-      for (int r = 0; r < kMaxClusterSplits; ++r) {
-        v[j][r] = r < n && e < total ? *reinterpret_cast<const float4*>(cluster.map_shared_rank(red_o, r) + rl * HD + c)
-                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
+  for (int e = tid; e < (r_end - r_begin) * q4; e += kThreads) {
+    const int rl = r_begin + e / q4, c = (e % q4) * 4;
+    const int m = m0 + rl;
+    if (m >= p.m_rows) continue;
+    float mx = -INFINITY;
+    for (int r = 0; r < n; ++r) mx = fmaxf(mx, cluster.map_shared_rank(red_ml, r)[rl * 2]);
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int r = 0; r < n; ++r) {
+      const float* ml = cluster.map_shared_rank(red_ml, r) + rl * 2;
+      sum = fmaf(exp2f(ml[0] - base), ml[1], sum);
+      const float4 v =
+          *reinterpret_cast<const float4*>(cluster.map_shared_rank(red_o, r) + rl * HD + c);
+      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
     }
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int e = e0 + j * kThreads;
-      if (e >= total) continue;
-      const int rl = r_begin + e / q4, c = (e % q4) * 4;
-      const int m = m0 + rl;
-      if (m >= p.m_rows) continue;
-      float4 acc = v[j][0];
-#pragma unroll
-      for (int r = 1; r < kMaxClusterSplits; ++r) {
-        acc.x += v[j][r].x, acc.y += v[j][r].y, acc.z += v[j][r].z, acc.w += v[j][r].w;
-      }
-      bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m) + c;
-      const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(acc.x, acc.y), __floats2bfloat162_rn(acc.z, acc.w)};
-      *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
-    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m) + c;
+    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(acc.x * inv, acc.y * inv),
+                                    __floats2bfloat162_rn(acc.z * inv, acc.w * inv)};
+    *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
   }
   cluster.sync();  // no block leaves while another still reads its shared memory
 }
