@@ -453,13 +453,10 @@ void expect_close(const Errors& e, DType act, const std::string& what) {
   }
 }
 
-void check_case(const Case& c, DType act, bool use_scratch = true, std::size_t scratch_override = 0,
-                bool cluster_merge = true) {
+void check_case(const Case& c, DType act, bool use_scratch = true, std::size_t scratch_override = 0) {
   Problem p(c, act, use_scratch, scratch_override);
   ASSERT_TRUE(p.ready()) << c.name;
-  AttentionArgs args = p.args();
-  args.cluster_merge = cluster_merge;
-  const Status st = attention(nullptr, args);
+  const Status st = attention(nullptr, p.args());
   ASSERT_TRUE(st.is_ok()) << c.name << ": " << st.to_string();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << c.name;
   const Errors e = p.compare(c.a_len);
@@ -486,14 +483,6 @@ TEST(CudaAttention, OddShapesF32) {
 TEST(CudaAttention, OddShapesBf16) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   for (const Case& c : odd_cases()) check_case(c, DType::kBF16);
-}
-
-// bf16 split shares merged through the scratch and a combine kernel, as on GPUs without
-// clusters (on Hopper and newer the other tests take the cluster merge).
-TEST(CudaAttention, SplitSharesMergedThroughTheScratch) {
-  EDGEVLA_SKIP_WITHOUT_DEVICE();
-  for (const Case& c : real_cases()) check_case(c, DType::kBF16, true, 0, false);
-  for (const Case& c : odd_cases()) check_case(c, DType::kBF16, true, 0, false);
 }
 
 // The action expert with no scratch (one block per row tile) and with scratch for two splits.

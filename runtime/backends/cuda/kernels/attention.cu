@@ -10,15 +10,11 @@
 //
 // bf16: 4 warps × 16 stacked rows, tensor cores (mma.sync m16n8k16, ldmatrix), K/V tiles double
 // buffered in shared memory with cp.async; the head dim is padded to a compile-time HD (zeros).
-// On Hopper and newer the bf16 shares of a row tile form a cluster and merge in shared memory
-// (attention_combine.cuh), with no partials in global memory and no combine kernel.
 // f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
 // lane accumulates its own output dims.
 #include "runtime/backends/cuda/kernels/attention.hpp"
 
 #include <cuda_bf16.h>
-
-#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +24,6 @@
 namespace edgevla::backends::cuda {
 namespace {
 
-namespace cg = cooperative_groups;
 using bf16 = __nv_bfloat16;
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -37,7 +32,6 @@ constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 
 constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
 constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
 constexpr int kMaxSplits = 32;        // shares of the keys at most
-constexpr int kMaxClusterSplits = 8;  // shares merged in a cluster (portable cluster size)
 constexpr int kMinTilesPerSplit = 2;   // a share of fewer key tiles does not repay its Q load
 
 // What the kernels read; strides in elements.
@@ -56,7 +50,6 @@ struct Params {
   int a_max, b_len;
   int rows, kv_heads, group, h, m_rows;  // m_rows: stacked rows per kv head (rows · group)
   int batch, splits;
-  int cluster;  // 1: the shares merge in their cluster's shared memory (bf16, splits <= 8)
   float scale_log2;
   float* part_o;   // [splits][batch · kv_heads][m_rows][h]
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
@@ -140,8 +133,6 @@ struct Bf16Tile {
   static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
   static constexpr int kSmem = (kBf16Rows + 4 * BK) * kLds * static_cast<int>(sizeof(bf16));
 };
-
-#include "runtime/backends/cuda/kernels/attention_combine.cuh"
 
 template <int HD, int BK>
 __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
@@ -293,12 +284,6 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
     row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
     row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
   }
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  if (p.cluster) {
-    cluster_merge<HD, BK>(p, smem, o, row_max, row_sum, m0, b, g);
-    return;
-  }
-#endif
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int m = my_m[i];
@@ -460,6 +445,7 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
   }
 }
 
+#include "runtime/backends/cuda/kernels/attention_combine.cuh"
 
 // Host side -------------------------------------------------------------------------------------
 
@@ -528,22 +514,6 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   return pl;
 }
 
-// Whether a cluster of `splits` blocks of this bf16 variant can be resident at once.
-bool cluster_fits(const Bf16Variant& v, unsigned tiles, unsigned groups, int splits) {
-  if (cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  cudaLaunchAttribute attr[1];
-  const cudaLaunchConfig_t cfg = cluster_config(dim3(tiles, groups, static_cast<unsigned>(splits)), v.smem, nullptr, attr);
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, v.fn, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return clusters > 0;
-}
-
 Status multiprocessors(int& sms) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
@@ -600,23 +570,12 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   if (args.batch == 0 || args.rows == 0) return Status::ok();
   int sms = 0;
   EDGEVLA_RETURN_IF_ERROR(multiprocessors(sms));
-  const Plan plan0 = make_plan(args, sms, args.scratch == nullptr ? 0 : args.scratch_bytes);
-  if (plan0.row_tiles > 0x7fffffff || args.batch * args.kv_heads > 65535) {
+  const Plan pl = make_plan(args, sms, args.scratch == nullptr ? 0 : args.scratch_bytes);
+  if (pl.row_tiles > 0x7fffffff || args.batch * args.kv_heads > 65535) {
     return invalid_argument("attention: too many rows or sequences × kv heads for one launch");
   }
 
   Params p{};
-  Plan pl = plan0;
-  // bf16 shares merge in a cluster where the device has clusters and one of that many blocks
-  // fits (at most 8 shares then); else through the scratch and the combine kernel.
-  if (pl.splits > 1 && args.act == DType::kBF16 && args.cluster_merge && cluster_capable()) {
-    const int splits = std::min(pl.splits, kMaxClusterSplits);
-    if (cluster_fits(pick_bf16(args.h), static_cast<unsigned>(pl.row_tiles),
-                     static_cast<unsigned>(args.batch * args.kv_heads), splits)) {
-      pl.splits = splits;
-      p.cluster = 1;
-    }
-  }
   p.q = args.q;
   p.out = args.out;
   p.ldq = args.ldq;
@@ -655,13 +614,6 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     const Bf16Variant v = pick_bf16(args.h);
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    if (p.cluster) {
-      cudaLaunchAttribute attr[1];
-      const cudaLaunchConfig_t cfg = cluster_config(grid, v.smem, stream, attr);
-      err = cudaLaunchKernelExC(&cfg, v.fn, kargs);
-      if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16 (cluster)");
-      return Status::ok();  // the shares merged in their cluster
-    }
     err = cudaLaunchKernel(v.fn, grid, dim3(kThreads), kargs, static_cast<std::size_t>(v.smem), stream);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {

@@ -27,9 +27,6 @@
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
 // so any size is correct, just slower. The split count depends only on the host-side shapes,
 // a_max and the device, never on *a_len, so a captured graph stays valid for every length.
-// On Hopper and newer, bf16 shares instead form a thread-block cluster (at most 8 shares) and
-// merge in shared memory, with no combine kernel (cluster_merge below); the scratch must still
-// be given for the call to split.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -68,10 +65,6 @@ struct AttentionArgs {
   const std::int32_t* b_limit = nullptr;  // [rows] on the device, or nullptr
   void* scratch = nullptr;                // split-key partials (device, 16-byte aligned), or nullptr
   std::size_t scratch_bytes = 0;          // size of scratch
-  // bf16 on compute capability 9.0+: split shares merge in their thread-block cluster's shared
-  // memory (at most 8 shares; the scratch is then not written). false: always through the
-  // scratch and a combine kernel (to compare the two).
-  bool cluster_merge = true;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its
