@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 namespace edgevla::backends::cuda {
@@ -503,11 +502,7 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   const std::int64_t target = 2 * static_cast<std::int64_t>(sms);
   std::int64_t want = 1;
   if (blocks < target) {
-    std::int64_t min_tiles = kMinTilesPerSplit;
-    if (const char* e = std::getenv("EDGEVLA_ATTENTION_MIN_TILES"); e != nullptr && *e != '\0') {
-      min_tiles = std::max(1, std::atoi(e));
-    }
-    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, min_tiles), kMaxSplits});
+    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
   }
   want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
