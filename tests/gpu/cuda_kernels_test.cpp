@@ -291,64 +291,6 @@ TEST_F(CudaKernels, RopeMatchesReference) {
   }
 }
 
-// rope_parts: the k parts of a q|k|v GEMM summed (+ bias), the first rot_heads heads rotated,
-// the rest (v) copied; the same as summing into one tensor, then rope over its first heads.
-TEST_F(CudaKernels, RopePartsMatchesSumThenRope) {
-  struct Case {
-    std::int64_t rows, heads, rot, h;
-    int count;
-    bool bias;
-    std::int32_t first_pos;
-  };
-  const Case cases[] = {
-      {50, 10, 9, 256, 4, false, 816},  // pi0.5's expert: 8 q heads, 1 k, 1 v; four parts
-      {50, 10, 9, 256, 8, true, 0},
-      {7, 6, 4, 72, 1, true, 5},        // h/2 = 36: the scalar path
-      {3, 3, 3, 16, 3, false, 1000},    // every head rotated
-  };
-  for (const DType act : kActs) {
-    for (const Case& c : cases) {
-      const std::string what = std::string("rope_parts act=") + name(act) + " rows=" + std::to_string(c.rows) +
-                               " heads=" + std::to_string(c.heads) + " rot=" + std::to_string(c.rot) +
-                               " h=" + std::to_string(c.h) + " parts=" + std::to_string(c.count) +
-                               (c.bias ? " bias" : "");
-      const std::int64_t ld = c.heads * c.h;
-      const std::int64_t stride = c.rows * ld + 8;
-      const std::size_t n = static_cast<std::size_t>(c.rows * ld);
-      const auto parts = random_values(static_cast<std::size_t>(c.count * stride), -1.0f, 1.0f, 60);
-      const auto bias = random_values(static_cast<std::size_t>(ld), -0.5f, 0.5f, 61);
-      const auto f = inv_freqs(c.h);
-      DeviceBuffer dparts(parts, DType::kF32), dbias(bias, DType::kF32), df(f, DType::kF32),
-          dpos(sizeof(std::int32_t)), dout(n * dtype_size(act));
-      ASSERT_CUDA(cudaMemcpy(dpos.get(), &c.first_pos, sizeof(c.first_pos), cudaMemcpyHostToDevice));
-      settle();
-      ASSERT_OK(rope_parts(stream_, dparts.as<float>(),
-                           ResidualParts{c.count, stride, c.bias ? dbias.as<float>() : nullptr}, c.rows, c.heads,
-                           c.rot, c.h, ld, dout.get(), act, dpos.as<std::int32_t>(), df.as<float>()));
-      sync();
-      std::vector<float> sum(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        double v = c.bias ? bias[i % static_cast<std::size_t>(ld)] : 0.0;
-        for (int p = 0; p < c.count; ++p) v += parts[static_cast<std::size_t>(p * stride) + i];
-        sum[i] = static_cast<float>(v);
-      }
-      // rope_ref over the rotated heads (row stride ld leaves the v heads as they are).
-      expect_close(dout.download(act, n), rope_ref(sum, c.rows, c.rot, c.h, ld, c.first_pos, f), tolerance_for(act),
-                   what);
-      if (HasFailure()) return;
-    }
-  }
-  DeviceBuffer d(1024 * 4);
-  EXPECT_EQ(rope_parts(stream_, d.as<float>(), ResidualParts{2, 4}, 2, 1, 1, 16, 16, d.get(), DType::kF32,
-                       d.as<std::int32_t>(), d.as<float>())
-                .code(),
-            StatusCode::kInvalidArgument);  // parts overlap
-  EXPECT_EQ(rope_parts(stream_, d.as<float>(), ResidualParts{}, 2, 1, 2, 16, 16, d.get(), DType::kF32,
-                       d.as<std::int32_t>(), d.as<float>())
-                .code(),
-            StatusCode::kInvalidArgument);  // more rotated heads than heads
-}
-
 // ---- element-wise ---------------------------------------------------------------------------
 
 TEST_F(CudaKernels, GegluMatchesReference) {

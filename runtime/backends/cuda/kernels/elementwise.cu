@@ -43,70 +43,6 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
   });
 }
 
-// Sum of the parts of columns [col, col + V) of row r (+ bias), into v.
-template <int V>
-__device__ __forceinline__ void sum_parts(const float* in, std::int64_t at, int count, std::int64_t stride,
-                                          const float* __restrict__ bias, std::int64_t col, float (&v)[V]) {
-  // Every part's load issued before the first add (predicated, not a loop of round trips).
-  constexpr int kMaxParts = 8;
-  float q[kMaxParts - 1][V];
-  load<V>(in + at, v);
-#pragma unroll
-  for (int p = 1; p < kMaxParts; ++p) {
-    if (p < count) load<V>(in + at + p * stride, q[p - 1]);
-  }
-#pragma unroll
-  for (int p = 1; p < kMaxParts; ++p) {
-    if (p < count) {
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] += q[p - 1][i];
-    }
-  }
-  if (bias != nullptr) {
-    float b[V];
-    load<V>(bias + col, b);
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] += b[i];
-  }
-}
-
-// rope_parts: one thread per V dims of the first half of a head and the same V of its second.
-template <class T, int V>
-__global__ void rope_parts_kernel(const float* in, int count, std::int64_t stride, const float* __restrict__ bias,
-                                  std::int64_t rows, std::int64_t heads, std::int64_t rot_heads, std::int64_t h,
-                                  std::int64_t ld, T* out, const std::int32_t* first_pos,
-                                  const float* __restrict__ inv_freq) {
-  const std::int64_t half = h / 2;
-  const std::int64_t per_head = half / V;
-  const std::int64_t p0 = *first_pos;
-  for_rows(rows, heads * per_head, [&](std::int64_t r, std::int64_t c) {
-    const std::int64_t head = c / per_head;
-    const std::int64_t k = (c - head * per_head) * V;
-    const std::int64_t col = head * h + k;
-    float va[V], vb[V];
-    sum_parts<V>(in, r * ld + col, count, stride, bias, col, va);
-    sum_parts<V>(in, r * ld + col + half, count, stride, bias, col + half, vb);
-    T* a = out + r * ld + col;
-    if (head < rot_heads) {
-      // The same angle and expressions as rope_kernel.
-      const float pos = static_cast<float>(p0 + r);
-      float oa[V], ob[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float s, co;
-        sincosf(pos * inv_freq[k + i], &s, &co);
-        oa[i] = va[i] * co - vb[i] * s;
-        ob[i] = vb[i] * co + va[i] * s;
-      }
-      store<V>(a, oa);
-      store<V>(a + half, ob);
-    } else {
-      store<V>(a, va);
-      store<V>(a + half, vb);
-    }
-  });
-}
-
 template <class T, int V>
 __global__ void geglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
   for_rows(rows, f / V, [&](std::int64_t r, std::int64_t c) {
@@ -261,48 +197,6 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     } else {
       rope_kernel<T, 1><<<grid_rows(rows, heads * half), kThreads, 0, stream>>>(p, rows, heads, h, ldx, first_pos,
                                                                                inv_freq);
-    }
-    return last_launch_status(kName);
-  });
-}
-
-Status rope_parts(cudaStream_t stream, const float* parts_in, ResidualParts parts, std::int64_t rows,
-                  std::int64_t heads, std::int64_t rot_heads, std::int64_t h, std::int64_t ld, void* out, DType act,
-                  const std::int32_t* first_pos, const float* inv_freq) {
-  constexpr const char* kName = "rope_parts";
-  EDGEVLA_CHECK_NONNEG(kName, rows);
-  EDGEVLA_CHECK_NONNEG(kName, heads);
-  EDGEVLA_CHECK_NONNEG(kName, h);
-  if (h % 2 != 0) return invalid_argument("rope_parts: head size " + std::to_string(h) + " must be even");
-  if (rot_heads < 0 || rot_heads > heads) {
-    return invalid_argument("rope_parts: rot_heads " + std::to_string(rot_heads) + " must be within [0, heads = " +
-                            std::to_string(heads) + "]");
-  }
-  if (ld < heads * h) {
-    return invalid_argument("rope_parts: row stride " + std::to_string(ld) + " is smaller than heads·h = " +
-                            std::to_string(heads * h));
-  }
-  if (parts.count < 1 || parts.count > 8 || (parts.count > 1 && parts.stride < rows * ld)) {
-    return invalid_argument("rope_parts: " + std::to_string(parts.count) + " parts " + std::to_string(parts.stride) +
-                            " elements apart; give 1 to 8 parts, each at least rows · ld apart");
-  }
-  if (rows == 0 || heads == 0 || h == 0) return with_act(act, kName, "activation", [](auto) { return Status::ok(); });
-  EDGEVLA_CHECK_PTR(kName, parts_in);
-  EDGEVLA_CHECK_PTR(kName, out);
-  EDGEVLA_CHECK_PTR(kName, first_pos);
-  EDGEVLA_CHECK_PTR(kName, inv_freq);
-  return with_act(act, kName, "activation", [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    T* o = static_cast<T*>(out);
-    const std::int64_t half = h / 2;
-    const int count = static_cast<int>(parts.count);
-    if (half % 8 == 0 && ld % 8 == 0 && parts.stride % 8 == 0 && all_aligned16(parts_in, o, inv_freq) &&
-        (parts.bias == nullptr || all_aligned16(parts.bias))) {
-      rope_parts_kernel<T, 8><<<grid_rows(rows, heads * half / 8), kThreads, 0, stream>>>(
-          parts_in, count, parts.stride, parts.bias, rows, heads, rot_heads, h, ld, o, first_pos, inv_freq);
-    } else {
-      rope_parts_kernel<T, 1><<<grid_rows(rows, heads * half), kThreads, 0, stream>>>(
-          parts_in, count, parts.stride, parts.bias, rows, heads, rot_heads, h, ld, o, first_pos, inv_freq);
     }
     return last_launch_status(kName);
   });

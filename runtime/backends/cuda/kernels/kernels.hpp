@@ -58,13 +58,6 @@ Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std:
 Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
             std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq);
 
-// The k parts of a q|k|v GEMM (f32 [rows, ld] each, laid out as `parts` says, plus its bias)
-// summed, rotary embedding applied to the first rot_heads heads (as rope above), and written to
-// out act [rows, ld]: one pass instead of a reduction and a rope, so that GEMM can split k.
-Status rope_parts(cudaStream_t stream, const float* parts_in, ResidualParts parts, std::int64_t rows,
-                  std::int64_t heads, std::int64_t rot_heads, std::int64_t h, std::int64_t ld, void* out, DType act,
-                  const std::int32_t* first_pos, const float* inv_freq);
-
 // GeGLU on a fused gate|up GEMM output: out[r, i] = gelu_tanh(gu[r, i]) · gu[r, F + i].
 //   gu act [rows, 2F], out act [rows, F].
 Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act);

@@ -80,7 +80,7 @@ class ActionHeadEngine final : public CudaEngine {
   void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
   void* staging_ = nullptr;          // a host cache as it came, before conversion
   float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
-  float* parts_ = nullptr;  // [kMaxKParts, S, max(E, Q)]: a k-split GEMM's parts (Gemm::parts)
+  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the o and down projections' k parts (pi0.5)
   float* state_emb_ = nullptr;       // pi0: the state token's embedding, row 0 of every step
   void *xa_ = nullptr, *ys_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *at_ = nullptr,
        *hid_ = nullptr, *sa_ = nullptr;
@@ -214,7 +214,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(vel_, bytes_of(DType::kF32, Hz * A));
   buf(vel_all_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * Hz * A));
   buf(xs_, bytes_of(DType::kF32, S * E));
-  buf(parts_, bytes_of(DType::kF32, kMaxKParts * S * std::max(E, Q)));
+  buf(parts_, bytes_of(DType::kF32, kMaxKParts * S * E));
   buf(state_, bytes_of(DType::kF32, A));
   buf(state_emb_, bytes_of(DType::kF32, E));
   buf(xa_, bytes_of(act_, std::max(Hz, S) * A));
@@ -380,12 +380,10 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    // q|k|v in k parts, summed by the launch that rotates q and k (q and k side by side in the
-    // row); the parts buffer is free again: the norm above has added the down projection's.
-    EDGEVLA_ASSIGN_OR_RETURN(const int qkv_parts, mm.parts(ys_, S, E, w.qkv, parts_, kMaxKParts));
-    EDGEVLA_RETURN_IF_ERROR(rope_parts(s, parts_, ResidualParts{qkv_parts, S * Q, w.qkv.bias}, S, H + 2 * K, H + K, h,
-                                       Q, qkv_, act_, n_dev_, inv_freq_));
+    EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
+    // q and k side by side in the row: one launch rotates both.
+    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
     const auto* vc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l + 1) * cache_rows * K * h) * es;
     AttentionArgs a{act_, 1, S, H, K, h, scale};
