@@ -30,7 +30,10 @@ constexpr int kThreads = 128;          // 4 warps, both kernels
 constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 per warp)
 constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
 constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
-constexpr int kMaxSplits = 32;        // shares of the keys at most
+// Shares of the keys at most: more cost more in partials written and merged than their shorter
+// key walks save (pi0.5's action expert on an H200, 5-32 shares tried: 9-12 were fastest at
+// 1 and 3 views).
+constexpr int kMaxSplits = 12;
 constexpr int kMinTilesPerSplit = 2;   // a share of fewer key tiles does not repay its Q load
 
 // What the kernels read; strides in elements.

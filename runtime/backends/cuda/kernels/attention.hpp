@@ -22,7 +22,7 @@
 //
 // Split keys: when the grid would not fill the multiprocessors with two blocks each (few query
 // rows, many keys: the action expert; Gemma's prefix on a large GPU), the keys are divided among
-// several blocks (at most 32) whose partial results a second kernel combines. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
+// several blocks (at most 12) whose partial results a second kernel combines. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
 // args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
 // so any size is correct, just slower. The split count depends only on the host-side shapes,

@@ -68,16 +68,14 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
 
 template <typename T>
 void launch_combine(int splits, unsigned blocks, cudaStream_t stream, const Params& p) {
-  static_assert(kMaxSplits == 32, "attn_combine instances cover up to 32 shares");
+  static_assert(kMaxSplits <= 16, "attn_combine instances cover up to 16 shares");
   if (splits <= 2) {
     attn_combine<T, 2><<<blocks, kCombineThreads, 0, stream>>>(p);
   } else if (splits <= 4) {
     attn_combine<T, 4><<<blocks, kCombineThreads, 0, stream>>>(p);
   } else if (splits <= 8) {
     attn_combine<T, 8><<<blocks, kCombineThreads, 0, stream>>>(p);
-  } else if (splits <= 16) {
-    attn_combine<T, 16><<<blocks, kCombineThreads, 0, stream>>>(p);
   } else {
-    attn_combine<T, 32><<<blocks, kCombineThreads, 0, stream>>>(p);
+    attn_combine<T, 16><<<blocks, kCombineThreads, 0, stream>>>(p);
   }
 }
