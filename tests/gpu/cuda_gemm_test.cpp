@@ -182,6 +182,7 @@ TEST_F(CudaKernels, KSplitPartsSumToTheProduct) {
         const std::string what = "parts=" + std::to_string(parts) + " m=" + std::to_string(c.m) +
                                  " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " ab=" + name(ab);
         ASSERT_CUDA(cudaMemset(dd.get(), 0xff, static_cast<std::size_t>(8 * c.m * c.ldd) * 4));  // NaN
+        settle();  // the legacy-stream memset finishes before the test stream's GEMM
         ASSERT_OK(b.gemm(stream_, k_split_args(g, parts)));
         sync();
         const auto all = dd.download(DType::kF32, static_cast<std::size_t>(parts * c.m * c.ldd));
@@ -351,6 +352,7 @@ TEST_F(CudaKernels, PlanFileCarriesPicksToTheNextProcess) {
     auto blas_or = Blas::create();
     ASSERT_TRUE(blas_or.has_value()) << blas_or.status().to_string();
     ASSERT_CUDA(cudaMemset(dd.get(), 0, static_cast<std::size_t>(c.m * c.ldd) * 4));
+    settle();  // else the legacy-stream memset may land after the test stream's GEMM
     ASSERT_OK((*blas_or)->gemm(stream_, g));
     sync();
     expect_close(dd.download(DType::kF32, acc.size()), acc, Tolerance{1e-5, 1e-3, 1e-5}, "plan file gemm");
