@@ -98,6 +98,16 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
   const std::int64_t chunks = width / V;
   float v[ITEMS][V];
   float s = 0.0f;
+  // One chunk a thread (rows up to 4096 wide): the row's parameters are loaded before the
+  // reduction, so their round trip overlaps it instead of following it.
+  constexpr bool kEarlyParams = ITEMS == 1;
+  float pa[V], pb[V];
+  if constexpr (kEarlyParams) {
+    if (static_cast<std::int64_t>(threadIdx.x) < width / V) {
+      load<V>(p0 + threadIdx.x * V, pa);
+      if constexpr (K != NormKind::kRms) load<V>(p1 + threadIdx.x * V, pb);
+    }
+  }
 #pragma unroll
   for (int it = 0; it < ITEMS; ++it) {
     const std::int64_t c = threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x;
@@ -153,20 +163,22 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
   for (int it = 0; it < ITEMS; ++it) {
     const std::int64_t c = threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x;
     if (c < chunks) {
-      float a[V];
+      float a[V], b[V];
       float o[V];
-      load<V>(p0 + c * V, a);
+      if constexpr (kEarlyParams) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) a[j] = pa[j], b[j] = pb[j];
+      } else {
+        load<V>(p0 + c * V, a);
+        if constexpr (K != NormKind::kRms) load<V>(p1 + c * V, b);
+      }
       if constexpr (K == NormKind::kRms) {
 #pragma unroll
         for (int j = 0; j < V; ++j) o[j] = v[it][j] * inv * (1.0f + a[j]);
       } else if constexpr (K == NormKind::kAda) {
-        float b[V];
-        load<V>(p1 + c * V, b);
 #pragma unroll
         for (int j = 0; j < V; ++j) o[j] = v[it][j] * inv * (1.0f + a[j]) + b[j];
       } else {
-        float b[V];
-        load<V>(p1 + c * V, b);
 #pragma unroll
         for (int j = 0; j < V; ++j) o[j] = (v[it][j] - mean) * inv * a[j] + b[j];
       }
