@@ -363,11 +363,11 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     return euler_step(s, x_, vel_, dt, Hz * A, velocity_out);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
-  // pi0.5: the MLP's gated residual (x += down · gate) is applied by the next norm, in the same
-  // pass (`pending` is that gate; the down projection waits in parts_). The o and down
-  // projections leave their k parts for the norm after them to add (Gemm::parts).
+  // The o and down projections leave their k parts for the norm after them to add to the
+  // residual stream (Gemm::parts). pi0.5: that norm also applies the residual's gate (`pending`
+  // is the down projection's gate; its parts wait in parts_).
   const float* pending = nullptr;
-  ResidualParts down_parts;
+  ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
@@ -377,6 +377,9 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
                                                      kNormEps, ys_, act_, down_parts));
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(ada_rms_norm(s, xs_, S, E, mod_in, mod_in + E, kNormEps, ys_, act_));
+    } else if (down_parts.count > 0) {
+      EDGEVLA_RETURN_IF_ERROR(
+          rms_norm(s, xs_, parts_, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_, down_parts));
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
@@ -400,27 +403,22 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, mm.parts(o_, S, H * h, w.o, parts_, kMaxKParts));
+    const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     if (pi05_) {
-      EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, mm.parts(o_, S, H * h, w.o, parts_, kMaxKParts));
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
-                                                     mod_post + E, kNormEps, ys_, act_,
-                                                     ResidualParts{o_parts, S * E, w.o.bias}));
+                                                     mod_post + E, kNormEps, ys_, act_, o_layout));
     } else {
-      EDGEVLA_RETURN_IF_ERROR(mm(o_, S, H * h, w.o, xs_, DType::kF32, E, 1.0f));
-      EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_));
+      EDGEVLA_RETURN_IF_ERROR(
+          rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
     EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.gate_up, gu_, act_, 2 * F));
     EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
-    if (pi05_) {
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(g_, S, F, w.down, parts_, kMaxKParts));
-      down_parts = ResidualParts{count, S * E, w.down.bias};
-      pending = mod_post + 2 * E;
-    } else {
-      EDGEVLA_RETURN_IF_ERROR(mm(g_, S, F, w.down, xs_, DType::kF32, E, 1.0f));
-    }
+    EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(g_, S, F, w.down, parts_, kMaxKParts));
+    down_parts = ResidualParts{count, S * E, w.down.bias};
+    if (pi05_) pending = mod_post + 2 * E;
   }
   // Final norm over the action rows only, then the output head and the Euler update.
-  const float* rows = xs_ + (S - Hz) * E;
   if (pi05_) {
     // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
     // norm in one pass.
@@ -428,9 +426,11 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod, mod + E, kNormEps,
                                                    ys_, act_, down_parts));
   } else {
-    // rms_norm updates its input in place only with a residual; with none it reads it.
-    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, const_cast<float*>(rows), nullptr, DType::kF32, Hz, E, final_norm_, kNormEps,
-                                     ys_, act_));
+    // The last down projection's parts are added over the action rows only (the state row is
+    // not read again), the sum written back to those rows as the norm reads them.
+    const std::int64_t skip = (S - Hz) * E;
+    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_ + skip, parts_ + skip, DType::kF32, Hz, E, final_norm_, kNormEps, ys_,
+                                     act_, down_parts));
   }
   EDGEVLA_RETURN_IF_ERROR(mm(ys_, Hz, E, action_out_, vel_, DType::kF32, A));
   return euler_step(s, x_, vel_, dt, Hz * A, velocity_out);
