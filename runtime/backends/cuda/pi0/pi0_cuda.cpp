@@ -71,8 +71,11 @@ Status WeightPlan::upload(Arena& arena, Uploader& up) {
   return Status::ok();
 }
 
-Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d, DType d_type,
-                        std::int64_t ldd, float beta, Epilogue ep, const float* bias_override, bool use_bias) const {
+namespace {
+
+// D[m, w.out] = A[m, w.in]·Wᵀ on act operands, no bias or epilogue yet.
+GemmArgs linear_args(DType act, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
+                     DType d_type, std::int64_t ldd) {
   GemmArgs g;
   g.m = m;
   g.n = w.out;
@@ -86,6 +89,14 @@ Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const D
   g.d = d;
   g.d_type = d_type;
   g.ldd = ldd;
+  return g;
+}
+
+}  // namespace
+
+Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d, DType d_type,
+                        std::int64_t ldd, float beta, Epilogue ep, const float* bias_override, bool use_bias) const {
+  GemmArgs g = linear_args(act, a, m, lda, w, d, d_type, ldd);
   g.beta = beta;
   g.bias = bias_override != nullptr ? bias_override : (use_bias ? w.bias : nullptr);
   g.bias_d = bias_override == nullptr && use_bias && d_type == act ? w.bias_act : nullptr;
@@ -95,19 +106,7 @@ Status Gemm::operator()(const void* a, std::int64_t m, std::int64_t lda, const D
 
 Expected<int> Gemm::parts(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* d,
                           int max_parts) const {
-  GemmArgs g;
-  g.m = m;
-  g.n = w.out;
-  g.k = w.in;
-  g.a = a;
-  g.a_type = act;
-  g.lda = lda;
-  g.b = w.w;
-  g.b_type = act;
-  g.ldb = w.ld;
-  g.d = d;
-  g.d_type = DType::kF32;
-  g.ldd = w.out;
+  const GemmArgs g = linear_args(act, a, m, lda, w, d, DType::kF32, w.out);
   EDGEVLA_ASSIGN_OR_RETURN(const int count, blas->k_parts(stream, g, max_parts));
   EDGEVLA_RETURN_IF_ERROR(blas->gemm(stream, k_split_args(g, count)));
   return count;
