@@ -80,7 +80,7 @@ class ActionHeadEngine final : public CudaEngine {
   void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
   void* staging_ = nullptr;          // a host cache as it came, before conversion
   float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
-  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the o and down projections' k parts (pi0.5)
+  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the o and down projections' k parts
   float* state_emb_ = nullptr;       // pi0: the state token's embedding, row 0 of every step
   void *xa_ = nullptr, *ys_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *at_ = nullptr,
        *hid_ = nullptr, *sa_ = nullptr;
