@@ -10,666 +10,95 @@
 // the CPU backend uses, and that it accepts an f32 bias with a bf16 D. Where either is missing
 // (or cuBLASLt offers no algorithm for a combination), the GEMM runs without it and bias_act
 // applies the bias and/or GELU right after, on the same stream, so it stays capturable.
+//
+// The planning machinery (plan keys, candidate timing, the plan file) is gemm_plan.hpp.
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 
 #include <cublasLt.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "runtime/backends/cuda/kernels/gemm_plan.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
-#include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 
 namespace edgevla::backends::cuda {
 
-namespace {
-
-constexpr int kCandidates = 16;  // heuristic results timed when a shape is planned
-
-std::string lt_error(cublasStatus_t s) {
-  return std::string(cublasLtGetStatusName(s)) + " (" + cublasLtGetStatusString(s) + ")";
-}
-
-std::string describe(const GemmArgs& a) {
-  return "gemm m=" + std::to_string(a.m) + " n=" + std::to_string(a.n) + " k=" + std::to_string(a.k) + " (a " +
-         std::string(dtype_name(a.a_type)) + ", b " + std::string(dtype_name(a.b_type)) + ", d " +
-         std::string(dtype_name(a.d_type)) + ")";
-}
-
-cudaDataType_t cuda_type(DType t) { return t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F; }
-
-// Largest power of two (up to 256) dividing the address: what cuBLASLt may assume of a buffer.
-std::uint32_t alignment_of(const void* p) {
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  std::uint32_t al = 256;
-  while (al > 1 && a % al != 0) al >>= 1;
-  return al;
-}
-
-struct PlanKey {
-  std::int64_t m, n, k, lda, ldb, ldd;
-  DType a, b, d;
-  Epilogue epilogue;
-  bool bias, alpha_zero, beta_zero;
-  std::uint32_t align_a, align_b, align_d, align_bias;
-  bool bias_d = false;  // a copy of the bias in D's dtype is given
-  std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;
-
-  auto tie() const {
-    return std::tie(m, n, k, lda, ldb, ldd, a, b, d, epilogue, bias, alpha_zero, beta_zero, align_a, align_b, align_d,
-                    align_bias, bias_d, batch, stride_a, stride_b, stride_d);
+// Runs one small GEMM with A = B = 0, so D is the epilogue applied to the bias alone, and
+// compares it with `expect`. False when cuBLASLt refuses the combination or differs.
+Expected<bool> Blas::Impl::probe(DType d_type, Epilogue epilogue, const std::vector<float>& bias_host,
+                                 const std::vector<float>& expect, float tolerance, std::string& note,
+                                 bool bias_in_d) {
+  const std::int64_t m = 8, n = static_cast<std::int64_t>(bias_host.size()), k = 16;
+  DeviceBuffer a, b, d, bias;
+  const std::size_t d_bytes = static_cast<std::size_t>(m * n) * dtype_size(d_type);
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.p, static_cast<std::size_t>(m * k) * 2));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.p, static_cast<std::size_t>(n * k) * 2));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&d.p, d_bytes));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&bias.p, bias_host.size() * sizeof(float)));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(a.p, 0, static_cast<std::size_t>(m * k) * 2));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(b.p, 0, static_cast<std::size_t>(n * k) * 2));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(d.p, 0, d_bytes));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(bias.p, bias_host.data(), bias_host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  DeviceBuffer bias_d;
+  if (bias_in_d) {  // the bias rounded to D's dtype (bf16)
+    std::vector<std::uint16_t> bits(bias_host.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = float_to_bfloat16(bias_host[i]);
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&bias_d.p, bits.size() * 2));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(bias_d.p, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
   }
-  bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
-};
-
-// What a plan lets cuBLASLt do itself.
-struct EpilogueChoice {
-  bool lt_bias = false;
-  bool lt_gelu = false;
-  bool bias_in_d = false;  // cuBLASLt reads the bias in D's dtype (GemmArgs::bias_d)
-};
-
-struct Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr;  // cuBLASLt's A: edgevla's weights B
-  cublasLtMatrixLayout_t b = nullptr;  // cuBLASLt's B: edgevla's activations A
-  cublasLtMatrixLayout_t d = nullptr;  // C and D
-  cublasLtMatmulAlgo_t algo{};
-  int skinny_k_chunk = 0;  // > 0: edgevla's few-rows kernel with this k per block runs instead
-  std::string chosen;      // what runs, and its timed median (plan_report)
-  float ms = -1.0f;        // the timed time per call (-1: not timed)
-  bool lt_bias = false;
-  bool lt_bias_in_d = false;  // cuBLASLt's bias is GemmArgs::bias_d
-  bool post_bias = false;  // bias_act adds the bias after the GEMM
-  bool post_gelu = false;  // bias_act applies GELU after the GEMM
-
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {
-    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
-    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
-    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
-    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  GemmArgs args;
+  args.m = m, args.n = n, args.k = k;
+  args.a = a.p, args.a_type = DType::kBF16, args.lda = k;
+  args.b = b.p, args.b_type = DType::kBF16, args.ldb = k;
+  args.d = d.p, args.d_type = d_type, args.ldd = n;
+  args.bias = static_cast<const float*>(bias.p);
+  args.bias_d = bias_d.p;
+  args.epilogue = epilogue;
+  const PlanKey key{m, n, k, k, k, n, DType::kBF16, DType::kBF16, d_type, epilogue, true, false, true,
+                    256, 256, 256, 256, bias_in_d};
+  const std::string what = "cuBLASLt epilogue probe";
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+  Plan plan;
+  EDGEVLA_RETURN_IF_ERROR(describe_plan(key, EpilogueChoice{true, epilogue == Epilogue::kGeluTanh, bias_in_d},
+                                        bias_in_d ? bias_d.p : bias.p, what, plan, candidates));
+  if (candidates.empty()) {
+    note = "refused (" + last_refusal + ")";
+    return false;
   }
-};
-
-// A device buffer that frees itself (plan time and probes only).
-struct DeviceBuffer {
-  void* p = nullptr;
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (p != nullptr) cudaFree(p);
-  }
-};
-
-struct Event {
-  cudaEvent_t e = nullptr;
-  Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (e != nullptr) cudaEventDestroy(e);
-  }
-};
-
-#define EDGEVLA_LT_RETURN_IF_ERROR(call, context)                                                       \
-  do {                                                                                                  \
-    const cublasStatus_t edgevla_lt_status_ = (call);                                                   \
-    if (edgevla_lt_status_ != CUBLAS_STATUS_SUCCESS) {                                                  \
-      return internal_error(std::string(context) + ": " #call " failed: " + lt_error(edgevla_lt_status_)); \
-    }                                                                                                   \
-  } while (0)
-
-Status validate(const GemmArgs& args) {
-  const auto what = [&] { return describe(args); };
-  if (args.m < 0 || args.n < 0 || args.k < 0) return invalid_argument(what() + ": sizes must not be negative");
-  const bool ab_bf16 = args.a_type == DType::kBF16 && args.b_type == DType::kBF16;
-  const bool ab_f32 = args.a_type == DType::kF32 && args.b_type == DType::kF32;
-  if (!(ab_bf16 && (args.d_type == DType::kBF16 || args.d_type == DType::kF32)) &&
-      !(ab_f32 && args.d_type == DType::kF32)) {
-    return invalid_argument(what() +
-                            ": unsupported dtypes; use a and b bf16 with d bf16 or f32, or a, b and d all f32");
-  }
-  if (args.m == 0 || args.n == 0) return Status::ok();
-  if (args.k == 0) return invalid_argument(what() + ": k must be positive");
-  if (args.lda < args.k || args.ldb < args.k || args.ldd < args.n) {
-    return invalid_argument(what() + ": strides lda=" + std::to_string(args.lda) + " ldb=" + std::to_string(args.ldb) +
-                            " ldd=" + std::to_string(args.ldd) + " must be at least k, k and n");
-  }
-  if (args.a == nullptr || args.b == nullptr || args.d == nullptr) {
-    return invalid_argument(what() + ": a, b and d must not be null");
-  }
-  if (args.epilogue == Epilogue::kGeluTanh && args.beta != 0.0f) {
-    return invalid_argument(what() + ": the GELU epilogue needs beta = 0 (it cannot accumulate into D)");
-  }
-  if (args.batch < 1 || args.stride_a < 0 || args.stride_b < 0 || args.stride_d < 0) {
-    return invalid_argument(what() + ": batch must be at least 1 and its strides not negative");
-  }
-  if (args.batch > 1 && (args.bias != nullptr || args.epilogue != Epilogue::kNone)) {
-    return invalid_argument(what() + ": a batched GEMM takes no bias or epilogue (each product would get it); " +
-                            "apply it once where the products are summed");
-  }
-  return Status::ok();
-}
-
-PlanKey key_of(const GemmArgs& args) {
-  PlanKey key{args.m,
-              args.n,
-              args.k,
-              args.lda,
-              args.ldb,
-              args.ldd,
-              args.a_type,
-              args.b_type,
-              args.d_type,
-              args.epilogue,
-              args.bias != nullptr,
-              args.alpha == 0.0f,
-              args.beta == 0.0f,
-              alignment_of(args.a),
-              alignment_of(args.b),
-              alignment_of(args.d),
-              args.bias != nullptr ? alignment_of(args.bias) : 256u,
-              args.bias != nullptr && args.bias_d != nullptr};
-  if (args.batch > 1) {
-    key.batch = args.batch;
-    key.stride_a = args.stride_a;
-    key.stride_b = args.stride_b;
-    key.stride_d = args.stride_d;
-  }
-  return key;
-}
-
-}  // namespace
-
-struct Blas::Impl {
-  cublasLtHandle_t lt = nullptr;
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
-  bool own_kernels = true;           // offer the skinny kernel as a candidate
-  bool lt_gelu_ok = false;         // cuBLASLt's GELU epilogue is the tanh approximation
-  bool lt_f32_bias_bf16_ok = false;  // cuBLASLt takes an f32 bias with a bf16 D
-  bool lt_gelu_bf16_ok = false;      // its GELU is tanh's to within bf16 resolution (bf16 D)
-  std::map<PlanKey, std::unique_ptr<Plan>> plans;
-  // EDGEVLA_GEMM_PLAN_FILE: the picks of an earlier process (key -> cuBLASLt candidate index or
-  // skinny k share), reused instead of timing, and this process's new picks appended. Makes a
-  // profiler's run (where timing is distorted) run the same kernels as the plain run.
-  // Picks hold for one device and cuBLASLt version: each line starts with both (plan_prefix),
-  // so a file carried to another GPU or library is timed afresh there and grows its own lines.
-  std::string plan_file, plan_prefix;
-  struct StoredPick {
-    int lt = -1, skinny_k_chunk = 0;
-    float ms = -1.0f;
-  };
-  std::map<std::string, StoredPick> stored_picks;
-  // k_parts' answers per unsplit shape.
-  std::map<PlanKey, int> k_parts_cache;
-  std::string last_refusal = "no algorithm returned";  // why the last heuristic query found none
-  std::string epilogue_report;
-
-  ~Impl() {
-    plans.clear();
-    if (workspace != nullptr) cudaFree(workspace);
-    if (lt != nullptr) cublasLtDestroy(lt);
-  }
-
-  // Descriptors and the heuristic's candidates for `key` with the given epilogue choice; an
-  // empty candidate list when cuBLASLt has no algorithm for it.
-  Status describe_plan(const PlanKey& key, const EpilogueChoice& choice, const void* bias, const std::string& what,
-                       Plan& plan, std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
-    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
-    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)), what);
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans)), what);
-    cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_DEFAULT;
-    if (choice.lt_bias && choice.lt_gelu) {
-      ep = CUBLASLT_EPILOGUE_GELU_BIAS;
-    } else if (choice.lt_bias) {
-      ep = CUBLASLT_EPILOGUE_BIAS;
-    } else if (choice.lt_gelu) {
-      ep = CUBLASLT_EPILOGUE_GELU;
-    }
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)), what);
-    if (choice.lt_bias) {
-      const std::int32_t bias_type = choice.bias_in_d ? cuda_type(key.d) : CUDA_R_32F;
-      EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                                &bias_type, sizeof(bias_type)),
-                                 what);
-      // The heuristic may check the bias pointer too; each call sets its own again.
-      EDGEVLA_LT_RETURN_IF_ERROR(
-          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), what);
-    }
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatrixLayoutCreate(&plan.a, cuda_type(key.b), static_cast<std::uint64_t>(key.k),
-                                   static_cast<std::uint64_t>(key.n), key.ldb),
-        what);
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatrixLayoutCreate(&plan.b, cuda_type(key.a), static_cast<std::uint64_t>(key.k),
-                                   static_cast<std::uint64_t>(key.m), key.lda),
-        what);
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatrixLayoutCreate(&plan.d, cuda_type(key.d), static_cast<std::uint64_t>(key.n),
-                                   static_cast<std::uint64_t>(key.m), key.ldd),
-        what);
-    if (key.batch > 1) {
-      const std::int32_t count = static_cast<std::int32_t>(key.batch);
-      const std::pair<cublasLtMatrixLayout_t, std::int64_t> layouts[3] = {
-          {plan.a, key.stride_b}, {plan.b, key.stride_a}, {plan.d, key.stride_d}};
-      for (const auto& [layout, stride] : layouts) {
-        EDGEVLA_LT_RETURN_IF_ERROR(
-            cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), what);
-        EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(
-                                       layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
-                                   what);
-      }
-    }
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref), what);
-    struct PrefGuard {
-      cublasLtMatmulPreference_t p;
-      ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); }
-    } guard{pref};
-    const std::uint64_t ws = workspace_bytes;
-    EDGEVLA_LT_RETURN_IF_ERROR(
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), what);
-    // cuBLASLt assumes 256-byte aligned buffers unless told otherwise; views into larger
-    // buffers (fused QKV outputs, row offsets) may be less aligned.
-    const std::uint32_t align[3] = {key.align_b, key.align_a, key.align_d};
-    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                                    &align[0], sizeof(align[0])),
-                               what);
-    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                                    &align[1], sizeof(align[1])),
-                               what);
-    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                                    &align[2], sizeof(align[2])),
-                               what);
-    EDGEVLA_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                                    &align[2], sizeof(align[2])),
-                               what);
-    candidates.assign(kCandidates, cublasLtMatmulHeuristicResult_t{});
-    int returned = 0;
-    last_refusal = "no algorithm returned";
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.d, plan.d, pref,
-                                                             kCandidates, candidates.data(), &returned);
-    // A refused combination (NOT_SUPPORTED, or INVALID_VALUE for an epilogue/type mix) is no
-    // candidates: the caller falls back or reports the shape.
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      returned = 0;
-      last_refusal = lt_error(st);
-    }
-    candidates.resize(static_cast<std::size_t>(std::max(returned, 0)));
-    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const cublasLtMatmulHeuristicResult_t& r) {
-                                      return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > workspace_bytes;
-                                    }),
-                     candidates.end());
-    return Status::ok();
-  }
-
-  cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, const GemmArgs& a,
-                        void* d) {
-    if (plan.lt_bias) {
-      const void* bias = plan.lt_bias_in_d ? a.bias_d : static_cast<const void*>(a.bias);
-      const cublasStatus_t st =
-          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
-      if (st != CUBLAS_STATUS_SUCCESS) return st;
-    }
-    return cublasLtMatmul(lt, plan.desc, &a.alpha, a.b, plan.a, a.a, plan.b, &a.beta, d, plan.d, d, plan.d, &algo,
-                          workspace, workspace_bytes, stream);
-  }
-
-  // One way to run a planned GEMM: one of cuBLASLt's algorithms or edgevla's skinny kernel.
-  struct Candidate {
-    int lt = -1;             // index into cuBLASLt's candidates
-    int skinny_k_chunk = 0;  // > 0: the skinny kernel
-  };
-
-  SkinnyGemmArgs skinny_args(const GemmArgs& a, int k_chunk, void* d) const {
-    SkinnyGemmArgs s;
-    s.m = a.m, s.n = a.n, s.k = a.k;
-    s.a = a.a, s.lda = a.lda;
-    s.w = a.b, s.ldw = a.ldb;
-    s.d = d, s.d_type = a.d_type, s.ldd = a.ldd;
-    s.alpha = a.alpha, s.beta = a.beta, s.bias = a.bias;
-    s.k_chunk = k_chunk;
-    return s;
-  }
-
-  // Whether the skinny kernel can run `a` with this k per block, inside the workspace.
-  bool skinny_fits(const GemmArgs& a, int k_chunk) const {
-    if (!own_kernels || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
-        a.epilogue != Epilogue::kNone || a.batch != 1) {
-      return false;
-    }
-    const SkinnyGemmArgs s = skinny_args(a, k_chunk, a.d);
-    return skinny_gemm_unsupported(s) == nullptr;
-  }
-
-  bool run_candidate(const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
-                     const Candidate& c, cudaStream_t stream, const GemmArgs& args, void* d) {
-    if (c.skinny_k_chunk > 0) return skinny_gemm(stream, skinny_args(args, c.skinny_k_chunk, d)).is_ok();
-    return matmul(plan, lt_candidates[static_cast<std::size_t>(c.lt)].algo, stream, args, d) == CUBLAS_STATUS_SUCCESS;
-  }
-
-  // Times the candidates on a scratch D (the real D may be accumulated into) and returns the
-  // index of the fastest and its time per call. In a forward pass the weights come from device
-  // memory, not from the L2 cache (a model's weights are many times its size), and GEMMs follow
-  // one another without a pause: each candidate runs back to back over enough copies of the
-  // weight matrix to fill twice the L2 cache (their contents do not matter to the time), best
-  // of a few rounds. Synchronises: plan time only.
-  Expected<std::pair<std::size_t, float>> fastest(const Plan& plan,
-                                                  const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
-                                                  const std::vector<Candidate>& candidates, cudaStream_t stream,
-                                                  const GemmArgs& args, const std::string& what) {
-    DeviceBuffer scratch, copies;
-    const std::size_t bytes = static_cast<std::size_t>((args.batch - 1) * args.stride_d + (args.m - 1) * args.ldd +
-                                                       args.n) *
-                              dtype_size(args.d_type);
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch.p, bytes));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(scratch.p, 0, bytes, stream));
-    int dev = 0, l2 = 0;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    const std::size_t w_bytes =
-        (static_cast<std::size_t>((args.batch - 1) * args.stride_b + (args.n - 1) * args.ldb + args.k) *
-             dtype_size(args.b_type) +
-         255) /
-        256 * 256;
-    const std::size_t n_copies = std::clamp<std::size_t>((2 * static_cast<std::size_t>(l2)) / w_bytes + 1, 2, 64);
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&copies.p, n_copies * w_bytes));
-    Event start, stop;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start.e));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop.e));
-    std::size_t best = 0;
-    float best_ms = 0.0f;
-    bool any = false;
-    // The calls are captured into a graph on a private stream and the graph is timed: a GEMM
-    // takes a few µs on the device, less than enqueueing it takes on the host.
-    struct TimingStream {
-      cudaStream_t s = nullptr;
-      ~TimingStream() {
-        if (s != nullptr) cudaStreamDestroy(s);
-      }
-    } ts;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&ts.s, cudaStreamNonBlocking));
-    // The caller's earlier GEMMs share the workspace: they finish first.
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      GemmArgs a = args;
-      // Once eagerly: a candidate that cannot run is left out before any capture.
-      if (!run_candidate(plan, lt_candidates, candidates[i], ts.s, a, scratch.p)) continue;
-      bool ok = true;
-      cudaGraph_t graph = nullptr;
-      if (cudaStreamBeginCapture(ts.s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) continue;
-      for (std::size_t c = 0; c < n_copies && ok; ++c) {
-        a.b = static_cast<const std::byte*>(copies.p) + c * w_bytes;
-        ok = run_candidate(plan, lt_candidates, candidates[i], ts.s, a, scratch.p);
-      }
-      const cudaError_t end = cudaStreamEndCapture(ts.s, &graph);
-      cudaGraphExec_t exec = nullptr;
-      ok = ok && end == cudaSuccess && graph != nullptr && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-      float cand_ms = 0.0f;
-      for (int round = 0; round < 4 && ok; ++round) {
-        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.e, ts.s));
-        ok = cudaGraphLaunch(exec, ts.s) == cudaSuccess;
-        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.e, ts.s));
-        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.e));
-        float ms = 0.0f;
-        EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.e, stop.e));
-        ms /= static_cast<float>(n_copies);
-        if (round > 0 && (round == 1 || ms < cand_ms)) cand_ms = ms;  // round 0 warms up
-      }
-      if (exec != nullptr) cudaGraphExecDestroy(exec);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      if (!ok) continue;
-      if (!any || cand_ms < best_ms) {
-        best = i;
-        best_ms = cand_ms;
-        any = true;
-      }
-    }
-    // A failed candidate may leave an error behind; none of them is kept.
+  plan.lt_bias = true;
+  plan.lt_bias_in_d = bias_in_d;
+  const cublasStatus_t st = matmul(plan, candidates[0].algo, nullptr, args, d.p);
+  if (st != CUBLAS_STATUS_SUCCESS) {
     (void)cudaGetLastError();
-    if (!any) return internal_error(what + ": no GEMM candidate ran");
-    return std::make_pair(best, best_ms);
+    note = "failed to run (" + lt_error(st) + ")";
+    return false;
   }
-
-  static std::string key_text(const PlanKey& k, const EpilogueChoice& c) {
-    std::ostringstream o;
-    o << k.m << ' ' << k.n << ' ' << k.k << ' ' << k.lda << ' ' << k.ldb << ' ' << k.ldd << ' '
-      << static_cast<int>(k.a) << ' ' << static_cast<int>(k.b) << ' ' << static_cast<int>(k.d) << ' '
-      << static_cast<int>(k.epilogue) << ' ' << k.bias << k.alpha_zero << k.beta_zero << k.bias_d << ' ' << k.align_a
-      << ' ' << k.align_b << ' ' << k.align_d << ' ' << k.align_bias << ' ' << c.lt_bias << c.lt_gelu << c.bias_in_d;
-    if (k.batch > 1) o << " batch " << k.batch << ' ' << k.stride_a << ' ' << k.stride_b << ' ' << k.stride_d;
-    return o.str();
-  }
-
-  void load_plan_file() {
-    const char* f = std::getenv("EDGEVLA_GEMM_PLAN_FILE");
-    if (f == nullptr || *f == '\0') return;
-    plan_file = f;
-    int dev = 0;
-    cudaDeviceProp prop{};
-    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
-      plan_prefix = std::string(prop.name) + " sm" + std::to_string(prop.major * 10 + prop.minor);
-    }
-    for (char& c : plan_prefix) c = c == ' ' ? '_' : c;
-    plan_prefix += " cublasLt" + std::to_string(cublasLtGetVersion()) + " ";
-    std::ifstream in(plan_file);
-    std::string line;
-    while (std::getline(in, line)) {
-      const std::size_t bar = line.find(" | ");
-      if (bar == std::string::npos) continue;
-      std::istringstream v(line.substr(bar + 3));
-      int lt = -1, chunk = 0;
-      float ms = -1.0f;
-      if (v >> lt >> chunk) {
-        if (!(v >> ms)) ms = -1.0f;  // lines of older files carry no time
-        stored_picks[line.substr(0, bar)] = StoredPick{lt, chunk, ms};
-      }
-    }
-  }
-
-  // Builds the plan for `key`: cuBLASLt's own epilogue where `allowed` permits and it offers
-  // an algorithm, else the post-GEMM bias_act. `time` picks the fastest candidate on the device
-  // (a lone candidate is timed too when `need_ms`: k_parts compares plans by their times).
-  Expected<std::unique_ptr<Plan>> make_plan(const PlanKey& key, EpilogueChoice allowed, cudaStream_t stream,
-                                            const GemmArgs& args, bool time, const std::string& what,
-                                            bool need_ms = false) {
-    const bool gelu = key.epilogue == Epilogue::kGeluTanh;
-    EpilogueChoice choice;
-    choice.lt_bias = key.bias && allowed.lt_bias;
-    choice.bias_in_d = choice.lt_bias && allowed.bias_in_d;
-    // GELU follows the bias: cuBLASLt can only apply it when it applies the bias too.
-    choice.lt_gelu = gelu && allowed.lt_gelu && (choice.lt_bias || !key.bias);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      auto plan = std::make_unique<Plan>();
-      std::vector<cublasLtMatmulHeuristicResult_t> candidates;
-      EDGEVLA_RETURN_IF_ERROR(describe_plan(
-          key, choice, choice.bias_in_d ? args.bias_d : static_cast<const void*>(args.bias), what, *plan,
-          candidates));
-      if (candidates.empty()) {
-        if (choice.lt_bias || choice.lt_gelu) {
-          choice = EpilogueChoice{};  // retry with the epilogue after the GEMM
-          continue;
-        }
-        return invalid_argument(what + ": cuBLASLt offers no algorithm for this shape, strides and dtypes (" +
-                                last_refusal + ")");
-      }
-      plan->lt_bias = choice.lt_bias;
-      plan->lt_bias_in_d = choice.bias_in_d;
-      plan->post_bias = key.bias && !choice.lt_bias;
-      plan->post_gelu = gelu && !choice.lt_gelu;
-      plan->algo = candidates[0].algo;
-      plan->chosen = "cuBLASLt (heuristic's first)";
-      if (!time) return plan;
-      std::vector<Candidate> all;
-      for (std::size_t i = 0; i < candidates.size(); ++i) all.push_back(Candidate{static_cast<int>(i), 0});
-      for (const int kc : kSkinnyChunks) {
-        if (skinny_chunk_distinct(args.k, kc) && skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
-      }
-      if (all.size() < 2 && !need_ms) return plan;
-      std::pair<std::size_t, float> pick{0, -1.0f};
-      const std::string stored_key = plan_prefix + key_text(key, choice);
-      bool from_file = false;
-      if (auto st = stored_picks.find(stored_key); st != stored_picks.end()) {
-        for (std::size_t i = 0; i < all.size(); ++i) {
-          if (all[i].lt == st->second.lt && all[i].skinny_k_chunk == st->second.skinny_k_chunk) {
-            pick = {i, st->second.ms};
-            from_file = true;
-          }
-        }
-        // A pick stored without its time cannot be compared (k_parts): timed afresh.
-        if (need_ms && pick.second < 0.0f) from_file = false;
-      }
-      if (!from_file) {
-        EDGEVLA_ASSIGN_OR_RETURN(pick, fastest(*plan, candidates, all, stream, args, what));
-        if (!plan_file.empty()) {
-          std::ofstream out(plan_file, std::ios::app);
-          out << stored_key << " | " << all[pick.first].lt << " " << all[pick.first].skinny_k_chunk << " "
-              << pick.second << "\n";
-        }
-      }
-      const Candidate& c = all[pick.first];
-      plan->ms = pick.second;
-      const std::string us = from_file ? std::string("from the plan file")
-                                       : std::to_string(static_cast<int>(pick.second * 1000.0f + 0.5f)) + " us";
-      if (c.skinny_k_chunk > 0) {
-        plan->skinny_k_chunk = c.skinny_k_chunk;
-        plan->post_bias = false;  // the skinny kernel adds the bias itself
-        plan->chosen = "edgevla skinny k_chunk=" + std::to_string(c.skinny_k_chunk) + ", " + us;
+  std::vector<unsigned char> out(d_bytes);
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(out.data(), d.p, d_bytes, cudaMemcpyDeviceToHost));
+  for (std::int64_t r = 0; r < m; ++r) {
+    for (std::int64_t c = 0; c < n; ++c) {
+      float got;
+      if (d_type == DType::kBF16) {
+        std::uint16_t bits;
+        std::memcpy(&bits, out.data() + (r * n + c) * 2, 2);
+        got = bfloat16_to_float(bits);
       } else {
-        plan->algo = candidates[static_cast<std::size_t>(c.lt)].algo;
-        plan->chosen = "cuBLASLt candidate " + std::to_string(c.lt) + " of " + std::to_string(candidates.size()) +
-                       ", " + us;
+        std::memcpy(&got, out.data() + (r * n + c) * 4, 4);
       }
-      return plan;
-    }
-    return invalid_argument(what + ": cuBLASLt offers no algorithm for this shape, strides and dtypes");
-  }
-
-  // The plan for `args` (validated, m, n > 0), made on first use outside capture.
-  Expected<const Plan*> find_plan(cudaStream_t stream, const GemmArgs& args, bool need_ms) {
-    const auto what = [&] { return describe(args); };
-    const PlanKey key = key_of(args);
-    auto it = plans.find(key);
-    if (it != plans.end() && need_ms && it->second->ms < 0.0f) {
-      plans.erase(it);  // planned untimed by gemm(); k_parts needs its time
-      it = plans.end();
-    }
-    if (it == plans.end()) {
-      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
-      if (capture != cudaStreamCaptureStatusNone) {
-        return failed_precondition(what() +
-                                   ": this shape has no plan yet and the stream is being captured; run the GEMM once "
-                                   "before capturing (the warm-up pass plans every shape)");
-      }
-      // cuBLASLt reads an f32 bias of at least 16-byte alignment; less aligned ones go after.
-      const bool bias_aligned = args.bias == nullptr || alignment_of(args.bias) >= 16;
-      // A bf16 D: cuBLASLt takes the bias in bf16 (bias_d) where it refuses an f32 one.
-      const bool low_d = args.d_type != DType::kF32;
-      const bool use_bias_d = low_d && !lt_f32_bias_bf16_ok && args.bias_d != nullptr &&
-                              alignment_of(args.bias_d) >= 16;
-      const EpilogueChoice allowed{
-          (bias_aligned && (!low_d || lt_f32_bias_bf16_ok)) || use_bias_d,
-          lt_gelu_ok || (low_d && lt_gelu_bf16_ok && (args.bias == nullptr || use_bias_d)), use_bias_d};
-      EDGEVLA_ASSIGN_OR_RETURN(auto plan, make_plan(key, allowed, stream, args, /*time=*/true, what(), need_ms));
-      it = plans.emplace(key, std::move(plan)).first;
-    }
-    return static_cast<const Plan*>(it->second.get());
-  }
-
-  // Runs one small GEMM with A = B = 0, so D is the epilogue applied to the bias alone, and
-  // compares it with `expect`. False when cuBLASLt refuses the combination or differs.
-  Expected<bool> probe(DType d_type, Epilogue epilogue, const std::vector<float>& bias_host,
-                       const std::vector<float>& expect, float tolerance, std::string& note,
-                       bool bias_in_d = false) {
-    const std::int64_t m = 8, n = static_cast<std::int64_t>(bias_host.size()), k = 16;
-    DeviceBuffer a, b, d, bias;
-    const std::size_t d_bytes = static_cast<std::size_t>(m * n) * dtype_size(d_type);
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.p, static_cast<std::size_t>(m * k) * 2));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.p, static_cast<std::size_t>(n * k) * 2));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&d.p, d_bytes));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&bias.p, bias_host.size() * sizeof(float)));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(a.p, 0, static_cast<std::size_t>(m * k) * 2));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(b.p, 0, static_cast<std::size_t>(n * k) * 2));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(d.p, 0, d_bytes));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(bias.p, bias_host.data(), bias_host.size() * sizeof(float), cudaMemcpyHostToDevice));
-    DeviceBuffer bias_d;
-    if (bias_in_d) {  // the bias rounded to D's dtype (bf16)
-      std::vector<std::uint16_t> bits(bias_host.size());
-      for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = float_to_bfloat16(bias_host[i]);
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&bias_d.p, bits.size() * 2));
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(bias_d.p, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
-    }
-    GemmArgs args;
-    args.m = m, args.n = n, args.k = k;
-    args.a = a.p, args.a_type = DType::kBF16, args.lda = k;
-    args.b = b.p, args.b_type = DType::kBF16, args.ldb = k;
-    args.d = d.p, args.d_type = d_type, args.ldd = n;
-    args.bias = static_cast<const float*>(bias.p);
-    args.bias_d = bias_d.p;
-    args.epilogue = epilogue;
-    const PlanKey key{m, n, k, k, k, n, DType::kBF16, DType::kBF16, d_type, epilogue, true, false, true,
-                      256, 256, 256, 256, bias_in_d};
-    const std::string what = "cuBLASLt epilogue probe";
-    std::vector<cublasLtMatmulHeuristicResult_t> candidates;
-    Plan plan;
-    EDGEVLA_RETURN_IF_ERROR(describe_plan(key, EpilogueChoice{true, epilogue == Epilogue::kGeluTanh, bias_in_d},
-                                          bias_in_d ? bias_d.p : bias.p, what, plan, candidates));
-    if (candidates.empty()) {
-      note = "refused (" + last_refusal + ")";
-      return false;
-    }
-    plan.lt_bias = true;
-    plan.lt_bias_in_d = bias_in_d;
-    const cublasStatus_t st = matmul(plan, candidates[0].algo, nullptr, args, d.p);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      (void)cudaGetLastError();
-      note = "failed to run (" + lt_error(st) + ")";
-      return false;
-    }
-    std::vector<unsigned char> out(d_bytes);
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy(out.data(), d.p, d_bytes, cudaMemcpyDeviceToHost));
-    for (std::int64_t r = 0; r < m; ++r) {
-      for (std::int64_t c = 0; c < n; ++c) {
-        float got;
-        if (d_type == DType::kBF16) {
-          std::uint16_t bits;
-          std::memcpy(&bits, out.data() + (r * n + c) * 2, 2);
-          got = bfloat16_to_float(bits);
-        } else {
-          std::memcpy(&got, out.data() + (r * n + c) * 4, 4);
-        }
-        const float e = expect[static_cast<std::size_t>(c)];
-        if (!(std::fabs(got - e) <= tolerance * (1.0f + std::fabs(e)))) {
-          note = "differs (" + std::to_string(got) + " for " + std::to_string(e) + ")";
-          return false;
-        }
+      const float e = expect[static_cast<std::size_t>(c)];
+      if (!(std::fabs(got - e) <= tolerance * (1.0f + std::fabs(e)))) {
+        note = "differs (" + std::to_string(got) + " for " + std::to_string(e) + ")";
+        return false;
       }
     }
-    note = "fused";
-    return true;
   }
-};
+  note = "fused";
+  return true;
+}
 
 Expected<std::unique_ptr<Blas>> Blas::create(std::size_t workspace_bytes) {
   std::unique_ptr<Blas> blas(new Blas());
