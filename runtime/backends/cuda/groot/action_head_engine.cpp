@@ -10,143 +10,10 @@
 // every embodiment's slot on the device as stored ([in, out]); the run's embodiment is transposed into one
 // [out, in] slot when it changes. The per-chunk work and the whole Euler loop are one CUDA graph per
 // (num_steps, text and image token buckets, feature dtype); token counts are read on the device.
-#include <spdlog/spdlog.h>
-
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <filesystem>
-#include <map>
-#include <set>
-#include <tuple>
-
-#include "runtime/backends/cpu/weight_views.hpp"
-#include "runtime/backends/cuda/groot/groot_cuda.hpp"
-#include "runtime/backends/cuda/kernels/attention.hpp"
-#include "runtime/backends/cuda/kernels/groot_kernels.hpp"
-#include "runtime/backends/cuda/kernels/kernels.hpp"
-#include "runtime/model/groot/processor.hpp"
+#include "runtime/backends/cuda/groot/action_head_engine.hpp"
 
 namespace edgevla::backends::cuda::groot {
-namespace {
-
-namespace mg = model::groot;
-
-constexpr std::int64_t kTimestepChannels =
-    256;  // diffusers Timesteps(256, flip_sin_to_cos=True, shift=1)
-constexpr float kBlockEps = 1e-5f;
-constexpr float kOutputEps = 1e-6f;
-constexpr float kVllnEps = 1e-5f;
-
-bool all_finite(const Tensor& t) {
-  if (t.dtype() != DType::kF32) return true;
-  const float* p = t.data<float>();
-  for (std::int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(p[i])) return false;
-  }
-  return true;
-}
-
-// A category-specific linear: W [slots, in, out] and b [slots, out] for every slot on the
-// device, and the selected slot transposed to [out, in] (a DevLinear the GEMMs take).
-struct CategoryDev {
-  std::int64_t slots = 0, in = 0, out = 0;
-  void* all_w = nullptr;      // act [slots, in, out]
-  float* all_b = nullptr;     // f32 [slots, out]
-  std::vector<float> host_b;  // kept until the upload
-  DevLinear sel;              // act [out, in] + f32 bias [out]
-};
-
-struct BlockDev {
-  bool cross = false, text = false;
-  DevLinear qkv;  // self blocks: q|k|v; cross blocks: q only
-  DevLinear out, ff1, ff2;
-  std::int64_t kv_column = 0;  // cross blocks: where their k|v start in the text or image k|v rows
-};
-
-// The k|v projections of every cross block that reads the same tokens (text or image), as one
-// GEMM: row t holds [k_0 | v_0 | k_1 | v_1 ...] for those blocks in order.
-struct CrossKv {
-  DevLinear w;
-  void* kv = nullptr;  // act [max_tokens, w.out]
-};
-
-class ActionHeadEngine final : public GrootCudaEngine {
- public:
-  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
-    EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
-    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kActionHead));
-    EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "groot action_head (cuda)"));
-    auto e = std::unique_ptr<ActionHeadEngine>(
-        new ActionHeadEngine(gm->config(), *spec, info, compute_dtype(o), o));
-    EDGEVLA_RETURN_IF_ERROR(e->init_device());
-    EDGEVLA_RETURN_IF_ERROR(e->load(gm->checkpoint(), o));
-    return std::unique_ptr<Engine>(std::move(e));
-  }
-  Status run(const RunOptions& options) override;
-
- private:
-  ActionHeadEngine(const mg::GrootConfig& c, const model::StageSpec& spec, DeviceInfo info,
-                   DType act, const EngineOptions& o)
-      : GrootCudaEngine(spec, std::move(info), act),
-        cfg_(c),
-        max_steps_(std::max(1, o.max_steps)) {}
-  Status load(const mg::Checkpoint& ck, const EngineOptions& o);
-  Status load_category(const mg::Checkpoint& ck, const std::string& name, CategoryDev& c,
-                       WeightPlan& wp);
-  Status check_inputs(const RunOptions& options, std::int64_t& n, std::int64_t& embodiment);
-  Status prepare_steps(int steps);
-  Status select_embodiment(std::int64_t e);
-  // Per chunk (vlln, cross keys|values, state token, the sinusoid's projection), then the loop.
-  Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
-  Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
-  std::array<CategoryDev*, 7> categories() {
-    return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
-  }
-
-  mg::GrootConfig cfg_;
-  int max_steps_;
-  std::int64_t max_tokens_ = 0, E_ = 0, S_ = 0, B_ = 0;
-  std::set<std::int64_t> known_ids_;
-  std::int64_t selected_ = -1;
-  int prepared_steps_ = 0;
-  int in_features_ = -1, in_mask_ = -1, in_image_ = -1, in_state_ = -1, in_embodiment_ = -1,
-      in_noise_ = -1;
-  int out_actions_ = -1, out_velocities_ = -1;
-
-  // Weights.
-  DevLinear t1_, t2_, mods_lin_, proj_out_2_;
-  std::vector<BlockDev> blocks_;
-  CrossKv text_kv_, image_kv_;
-  CategoryDev state1_, state2_, act1_, act2_, act3_, dec1_, dec2_;
-  DevLinear act2_a_, act2_t_;  // W2's halves: on the action embedding, on the sinusoid τ
-  std::vector<float> vlln_w_host_, vlln_b_host_, pos_host_, ones_host_, zeros_host_;
-  float *vlln_w_ = nullptr, *vlln_b_ = nullptr, *pos_ = nullptr, *ones_ = nullptr,
-        *zeros_ = nullptr;
-
-  // Buffers.
-  std::byte* feat_stage_ = nullptr;  // the bound features as they came
-  float* vl_f32_ = nullptr;
-  void *vl_text_ = nullptr, *vl_image_ = nullptr;
-  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the out and ff2 projections' k parts
-  float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr,
-        *state_feat_ = nullptr;
-  float *tau_bias_ = nullptr, *mods_ = nullptr, *sinus_f32_ = nullptr, *tau_f32_ = nullptr;
-  void *h_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *ff_ = nullptr, *a_act_ = nullptr,
-       *a_emb_ = nullptr, *enc_ = nullptr, *dit_out_ = nullptr, *dec_hid_ = nullptr,
-       *state_act_ = nullptr, *st_hid_ = nullptr, *sinus_ = nullptr, *temb1_ = nullptr,
-       *temb_ = nullptr, *tau_ = nullptr;
-  std::int32_t* ints_ =
-      nullptr;                   // n_text, n_image, text rows [max_tokens], image rows [max_tokens]
-  std::int32_t* bad_ = nullptr;  // non-finite values in the attended backbone features
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
-
-  // Host side.
-  std::unique_ptr<PinnedBuffer> pinned_ints_;
-  Tensor actions_own_;
-  std::map<std::tuple<int, std::int64_t, std::int64_t, DType>, Graph> graphs_;
-};
+namespace action_head {
 
 Status ActionHeadEngine::load_category(const mg::Checkpoint& ck, const std::string& name,
                                        CategoryDev& c, WeightPlan& wp) {
@@ -397,86 +264,6 @@ Status ActionHeadEngine::select_embodiment(std::int64_t e) {
   return Status::ok();
 }
 
-Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n,
-                                      std::int64_t& embodiment) {
-  const std::string stage = "groot action_head";
-  if (options.num_steps < 1 || options.num_steps > max_steps_) {
-    return out_of_range(stage + ": num_steps " + std::to_string(options.num_steps) +
-                        " is outside 1.." + std::to_string(max_steps_) +
-                        " (raise the engine's max_steps to allow more)");
-  }
-  const Tensor* f = bound_input(in_features_);
-  const Tensor* am = bound_input(in_mask_);
-  const Tensor* im = bound_input(in_image_);
-  const Tensor* st = bound_input(in_state_);
-  const Tensor* id = bound_input(in_embodiment_);
-  const Tensor* nz = bound_input(in_noise_);
-  for (const auto& [t, name] : {std::pair{f, "backbone_features"}, std::pair{am, "attention_mask"},
-                                std::pair{im, "image_mask"}, std::pair{st, "state"},
-                                std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
-    if (t == nullptr) return invalid_argument(stage + " needs input '" + name + "' bound");
-  }
-  for (const auto& [t, name] :
-       {std::pair{am, "attention_mask"}, std::pair{im, "image_mask"}, std::pair{st, "state"},
-        std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
-    if (!t->device().is_cpu())
-      return invalid_argument(stage + " (cuda): '" + name + "' must be a host tensor");
-  }
-  const std::int64_t W = cfg_.backbone_embedding_dim, Hz = cfg_.action_horizon,
-                     A = cfg_.max_action_dim;
-  n = f->shape()[0];
-  if (f->shape()[1] != W || n < 1) {
-    return invalid_argument(
-        stage + ": 'backbone_features' is " + f->shape().to_string() + ", expected [L," +
-        std::to_string(W) +
-        "] with L >= 1 (backbone and action head must load the same checkpoint)");
-  }
-  if (!f->device().is_cpu() && f->device() != Device::cuda(info_.index)) {
-    return invalid_argument(stage + ": 'backbone_features' is on " + f->device().to_string() +
-                            ", not on cuda:" + std::to_string(info_.index) + " or the host");
-  }
-  if (am->shape()[0] != n || im->shape()[0] != n) {
-    return invalid_argument(stage + ": 'attention_mask' " + am->shape().to_string() +
-                            " and 'image_mask' " + im->shape().to_string() +
-                            " must both have the backbone features' " + std::to_string(n) +
-                            " rows");
-  }
-  if (st->shape()[0] != cfg_.max_state_dim) {
-    return invalid_argument(stage + ": 'state' is " + st->shape().to_string() + ", expected [" +
-                            std::to_string(cfg_.max_state_dim) +
-                            "] (the normalised state zero-padded to max_state_dim)");
-  }
-  if (!(nz->shape() == Shape{Hz, A})) {
-    return invalid_argument(stage + ": 'noise' is " + nz->shape().to_string() + ", expected [" +
-                            std::to_string(Hz) + "," + std::to_string(A) + "]");
-  }
-  if (id->numel() != 1) return invalid_argument(stage + ": 'embodiment_id' must hold one value");
-  embodiment = *id->data<std::int32_t>();
-  if (embodiment < 0 || embodiment >= state1_.slots || !known_ids_.contains(embodiment)) {
-    std::string known;
-    for (std::int64_t k : known_ids_) {
-      if (k < state1_.slots) known += (known.empty() ? "" : ", ") + std::to_string(k);
-    }
-    return invalid_argument(
-        stage + ": embodiment id " + std::to_string(embodiment) +
-        " is not one of the checkpoint's (" + known +
-        "; embodiment_id.json and the built-in tags, below max_num_embodiments " +
-        std::to_string(state1_.slots) + ")");
-  }
-  const bool* amv = am->data<bool>();
-  const bool* imv = im->data<bool>();
-  std::int64_t images = 0;
-  for (std::int64_t i = 0; i < n; ++i) images += amv[i] && imv[i] ? 1 : 0;
-  if (images == 0) {
-    return invalid_argument(
-        stage +
-        ": the prompt has no attended image token (image_mask & attention_mask is empty); the "
-        "image blocks would attend to nothing: give at least one view");
-  }
-  if (!all_finite(*st)) return invalid_argument(stage + ": 'state' holds a non-finite value");
-  if (!all_finite(*nz)) return invalid_argument(stage + ": 'noise' holds a non-finite value");
-  return Status::ok();
-}
 
 Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows) {
   const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, hs = cfg_.hidden_size,
@@ -707,9 +494,10 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   return Status::ok();
 }
 
-}  // namespace
+}  // namespace action_head
 
-const bool kGrootActionHeadRegistered = register_engine(
-    "cuda", std::string(mg::kFamily), std::string(model::kActionHead), ActionHeadEngine::create);
+const bool kGrootActionHeadRegistered =
+    register_engine("cuda", std::string(action_head::mg::kFamily), std::string(model::kActionHead),
+                    action_head::ActionHeadEngine::create);
 
 }  // namespace edgevla::backends::cuda::groot
