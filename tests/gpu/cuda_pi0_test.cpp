@@ -244,6 +244,51 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
   }
 }
 
+Expected<Pair> open_chained(const std::string& dir, bool chained) {
+  ::setenv("EDGEVLA_CUDA_CHAIN_GEMM", chained ? "1" : "0", 1);
+  auto p = open(dir, "cuda", Precision::kBF16);
+  ::unsetenv("EDGEVLA_CUDA_CHAIN_GEMM");
+  return p;
+}
+
+// The expert layers as one chain of launches with chain_gemm against the same layers on Blas:
+// the full-size layer shape takes the chained path on Hopper (its results then differ from
+// Blas' in rounding only), and both agree with the CPU.
+TEST(CudaPi0Chain, TheChainedExpertAgreesWithBlasGemms) {
+  REQUIRE_GPU();
+  for (const std::string& dir : {checkpoint("small", ModelType::kPi05), full_layer_checkpoint()}) {
+    auto cpu = open(dir, "cpu", Precision::kF32);
+    auto chained = open_chained(dir, true);
+    auto blas = open_chained(dir, false);
+    ASSERT_TRUE(cpu && chained && blas) << chained.status().to_string() << blas.status().to_string();
+    const model::ModelConfig& c = cpu->model->config();
+    int run = 0;
+    for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}, std::pair{40, 10}}) {
+      auto in = model::random_inputs(c, 700 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
+      ASSERT_TRUE(in);
+      in->num_steps = steps;
+      auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, false);
+      auto x = model::run_forward(*chained->backbone, *chained->head, c, *in, false);
+      auto y = model::run_forward(*blas->backbone, *blas->head, c, *in, false);
+      ASSERT_TRUE(ref && x && y) << x.status().to_string() << y.status().to_string();
+      const std::int64_t na = ref->actions.numel();
+      ASSERT_TRUE(all_finite(x->actions));
+      const double xy_rel = rel_l2(x->actions.data<float>(), y->actions.data<float>(), na);
+      const double x_cos = cosine(x->actions.data<float>(), ref->actions.data<float>(), na);
+      const double y_cos = cosine(y->actions.data<float>(), ref->actions.data<float>(), na);
+      std::printf("[%s run %d: %d tokens, %d steps] chained vs blas rel-L2 %.2e; cosine vs cpu f32: chained %.6f, "
+                  "blas %.6f\n",
+                  dir.c_str(), run, tokens, steps, xy_rel, x_cos, y_cos);
+      EXPECT_LE(xy_rel, 2e-2) << "run " << run;
+      EXPECT_GE(x_cos, 0.999) << "run " << run;
+      if (dir == full_layer_checkpoint()) {
+        EXPECT_GT(xy_rel, 0.0) << "the chained path did not run";
+      }
+      ++run;
+    }
+  }
+}
+
 TEST(CudaPi0Errors, AMemoryBudgetRefusesTheStageByName) {
   REQUIRE_GPU();
   auto p = open(checkpoint("tiny", ModelType::kPi05), "cuda", Precision::kBF16, 1 << 10);

@@ -16,6 +16,9 @@ edgevla_add_test(cuda_groot_kernels_test SOURCES gpu/cuda_groot_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
+# The chained few-rows GEMM: numerics, plan, refusals, and chained / captured runs bit-exact.
+edgevla_add_test(cuda_chain_gemm_test SOURCES gpu/cuda_chain_gemm_test.cpp
+                 LIBS edgevla_cuda_kernels LABELS gpu)
 # Per-node replay of a CPU-recorded bag against the cuda action head.
 add_test(NAME cuda_replay COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_replay_test.sh
          $<TARGET_FILE:edgevla> ${PROJECT_SOURCE_DIR})

@@ -13,6 +13,7 @@
 // f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
 // lane accumulates its own output dims.
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/launch.cuh"
 
 #include <cuda_bf16.h>
 
@@ -55,6 +56,7 @@ struct Params {
   float scale_log2;
   float* part_o;   // [splits][batch · kv_heads][m_rows][h]
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
+  bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
 };
 
 // Device helpers ----------------------------------------------------------------------------
@@ -152,6 +154,8 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
   const int m0 = static_cast<int>(blockIdx.x) * kBf16Rows;
 
+  chain_release();
+  if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
   const int a_len = clamped_a_len(p);
   const int na = (a_len + BK - 1) / BK;
   const int nb = (p.b_len + BK - 1) / BK;
@@ -189,6 +193,10 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
   };
 
   if (t_begin < t_end) {
+    // Block a's first tile may be read before the wait when nothing in the chain writes it.
+    const bool early = p.a_constant && t_begin < na;
+    if (early) load_kv(t_begin, 0);
+    chain_wait();
     for (int i = tid; i < kBf16Rows * kChunks; i += kThreads) {
       const int r = i / kChunks, c = i % kChunks;
       const int m = m0 + r;
@@ -196,7 +204,7 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
       cp_async16(s_q + r * kLds + c * 8, q + off, ok);
     }
-    load_kv(t_begin, 0);
+    if (!early) load_kv(t_begin, 0);
     cp_async_commit();
 
     const bf16* q_warp = s_q + warp * 16 * kLds;
@@ -281,6 +289,7 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
     }
   }
 
+  chain_wait();  // a block with an empty share has not waited yet, and it writes below
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
@@ -329,6 +338,7 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
   float* s_q = reinterpret_cast<float*>(smem);  // [16][h]
   float* s_k = s_q + kF32Rows * h;              // [32][h + 1]
   float* s_v = s_k + kF32Keys * ldk;            // [32][h]
+  chain_enter();
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -600,6 +610,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.batch = static_cast<int>(args.batch);
   p.splits = pl.splits;
   p.scale_log2 = args.scale * kLog2e;
+  p.a_constant = args.a_constant;
   if (pl.splits > 1) {
     p.part_o = static_cast<float*>(args.scratch);
     p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;
@@ -612,14 +623,14 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     const Bf16Variant v = pick_bf16(args.h);
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    err = cudaLaunchKernel(v.fn, grid, dim3(kThreads), kargs, static_cast<std::size_t>(v.smem), stream);
+    err = launch_untyped(v.fn, grid, dim3(kThreads), static_cast<std::size_t>(v.smem), stream, kargs);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));
     cudaError_t err = cudaFuncSetAttribute(reinterpret_cast<const void*>(&attn_f32),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_f32)");
-    attn_f32<<<grid, kThreads, static_cast<std::size_t>(smem), stream>>>(p);
+    launch(&attn_f32, grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, p);
     err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }

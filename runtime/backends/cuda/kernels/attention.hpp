@@ -65,6 +65,9 @@ struct AttentionArgs {
   const std::int32_t* b_limit = nullptr;  // [rows] on the device, or nullptr
   void* scratch = nullptr;                // split-key partials (device, 16-byte aligned), or nullptr
   std::size_t scratch_bytes = 0;          // size of scratch
+  // Chained launches (launch.cuh): true when no kernel of the chain writes block a or *a_len
+  // (a cached prefix), so the kernel reads them before it waits for the kernel ahead of it.
+  bool a_constant = false;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its

@@ -19,6 +19,7 @@ constexpr int kCombineThreads = 256;
 
 template <typename T, int kShares>
 __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) {
+  chain_enter();
   const int per_row = p.h / 4;
   const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * per_row;
   const long long i = static_cast<long long>(blockIdx.x) * kCombineThreads + threadIdx.x;
@@ -70,12 +71,12 @@ template <typename T>
 void launch_combine(int splits, unsigned blocks, cudaStream_t stream, const Params& p) {
   static_assert(kMaxSplits <= 16, "attn_combine instances cover up to 16 shares");
   if (splits <= 2) {
-    attn_combine<T, 2><<<blocks, kCombineThreads, 0, stream>>>(p);
+    launch(&attn_combine<T, 2>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
   } else if (splits <= 4) {
-    attn_combine<T, 4><<<blocks, kCombineThreads, 0, stream>>>(p);
+    launch(&attn_combine<T, 4>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
   } else if (splits <= 8) {
-    attn_combine<T, 8><<<blocks, kCombineThreads, 0, stream>>>(p);
+    launch(&attn_combine<T, 8>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
   } else {
-    attn_combine<T, 16><<<blocks, kCombineThreads, 0, stream>>>(p);
+    launch(&attn_combine<T, 16>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
   }
 }

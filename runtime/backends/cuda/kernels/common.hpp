@@ -27,6 +27,25 @@ Status cuda_status(cudaError_t err, const char* what, const char* file, int line
 // The error of the last kernel launch on this thread (launch configuration errors), as a Status.
 Status last_launch_status(const char* kernel);
 
+// Chained launches (launch.cuh): while a scope is alive on this thread, the backend's own
+// kernels that take part (norms, RoPE, GeGLU, attention, chain_gemm) launch as programmatic
+// dependents of the kernel before them, on devices that have it (compute capability 9.0+).
+// Scopes nest; `on` false leaves the current state as it is.
+class DependentLaunchScope {
+ public:
+  explicit DependentLaunchScope(bool on);
+  ~DependentLaunchScope();
+  DependentLaunchScope(const DependentLaunchScope&) = delete;
+  DependentLaunchScope& operator=(const DependentLaunchScope&) = delete;
+
+ private:
+  bool on_;
+};
+// Whether launches on this thread are chained now (a scope is alive and the device has it).
+bool dependent_launch_active();
+// Whether the current device takes programmatic dependent launches (cached per device).
+bool dependent_launch_supported();
+
 // True for the activation dtypes kernels take (f32, bf16).
 inline bool is_activation_dtype(DType t) { return t == DType::kF32 || t == DType::kBF16; }
 

@@ -6,6 +6,7 @@
 // accesses: one for bf16/f16, two for f32) when every pointer is 16-byte aligned and widths and
 // row strides are multiples of 8; otherwise V = 1.
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
+#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -18,6 +19,7 @@ namespace {
 template <class T, int V>
 __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::int64_t h, std::int64_t ldx,
                             const std::int32_t* first_pos, const float* __restrict__ inv_freq) {
+  chain_enter();
   const std::int64_t half = h / 2;
   const std::int64_t per_head = half / V;
   const std::int64_t p0 = *first_pos;
@@ -45,6 +47,7 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
 
 template <class T, int V>
 __global__ void geglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
+  chain_enter();
   for_rows(rows, f / V, [&](std::int64_t r, std::int64_t c) {
     const T* g = gu + r * 2 * f + c * V;
     float vg[V], vu[V], o[V];
@@ -192,11 +195,11 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     T* p = static_cast<T*>(x);
     const std::int64_t half = h / 2;
     if (half % 8 == 0 && ldx % 8 == 0 && all_aligned16(p, inv_freq)) {
-      rope_kernel<T, 8><<<grid_rows(rows, heads * half / 8), kThreads, 0, stream>>>(p, rows, heads, h, ldx,
-                                                                                    first_pos, inv_freq);
+      launch(&rope_kernel<T, 8>, dim3(grid_rows(rows, heads * half / 8)), dim3(kThreads), 0, stream, p, rows, heads,
+             h, ldx, first_pos, inv_freq);
     } else {
-      rope_kernel<T, 1><<<grid_rows(rows, heads * half), kThreads, 0, stream>>>(p, rows, heads, h, ldx, first_pos,
-                                                                               inv_freq);
+      launch(&rope_kernel<T, 1>, dim3(grid_rows(rows, heads * half)), dim3(kThreads), 0, stream, p, rows, heads, h,
+             ldx, first_pos, inv_freq);
     }
     return last_launch_status(kName);
   });
@@ -214,9 +217,9 @@ Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_
     const T* g = static_cast<const T*>(gu);
     T* o = static_cast<T*>(out);
     if (f % 8 == 0 && all_aligned16(g, o)) {
-      geglu_kernel<T, 8><<<grid_rows(rows, f / 8), kThreads, 0, stream>>>(g, rows, f, o);
+      launch(&geglu_kernel<T, 8>, dim3(grid_rows(rows, f / 8)), dim3(kThreads), 0, stream, g, rows, f, o);
     } else {
-      geglu_kernel<T, 1><<<grid_rows(rows, f), kThreads, 0, stream>>>(g, rows, f, o);
+      launch(&geglu_kernel<T, 1>, dim3(grid_rows(rows, f)), dim3(kThreads), 0, stream, g, rows, f, o);
     }
     return last_launch_status(kName);
   });

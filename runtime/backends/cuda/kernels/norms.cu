@@ -14,6 +14,7 @@
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
                                                              int parts, std::int64_t part_stride,
                                                              const float* __restrict__ res_bias) {
   __shared__ float partials[32];
+  chain_enter();
   const std::int64_t row = blockIdx.x;
   float* xr = x + row * width;
   const std::int64_t chunks = width / V;
@@ -232,9 +234,8 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
-  norm_kernel<K, TY, TR, VV, II><<<grid, threads, 0, stream>>>(x, res, gate, width, p0, p1, eps, y, \
-                                                                static_cast<int>(parts.count), parts.stride,   \
-                                                                parts.bias)
+  launch(&norm_kernel<K, TY, TR, VV, II>, grid, dim3(threads), 0, stream, x, res, gate, width, p0, p1, eps, y, \
+         static_cast<int>(parts.count), parts.stride, parts.bias)
   if (vec) {
     if (items == 1) {
       EDGEVLA_NORM_LAUNCH(8, 1);

@@ -63,6 +63,13 @@ class ActionHeadEngine final : public CudaEngine {
   // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
   // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
   Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
+  // bf16 on compute capability 9.0+: the expert layers run as one chain of launches
+  // (launch.cuh) with their four GEMMs on chain_gemm, unless EDGEVLA_CUDA_CHAIN_GEMM=0 or a
+  // shape does not fit it.
+  void plan_chain();
+  // One expert GEMM: chained or through Blas. max_parts 1: bf16 D [m, ldd]; else f32 k parts.
+  Expected<int> layer_gemm(const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w, void* d,
+                           std::int64_t ldd, int max_parts) const;
 
   model::ModelConfig cfg_;
   int max_steps_;
@@ -96,6 +103,7 @@ class ActionHeadEngine final : public CudaEngine {
   std::int32_t* pinned_n_ = nullptr;
   std::unique_ptr<PinnedBuffer> pinned_;
   bool fused_ = false;
+  bool chain_ = false;
   FusedExpertArgs fused_args_;
   FusedExpertLayer* fused_layers_ = nullptr;  // device [L]
   std::int64_t fused_max_rows_ = 0;
@@ -241,6 +249,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), bufs));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   for (auto& [p, off] : bufs) *p = arena_.at(off);
+  plan_chain();
   if (fused_) {
     std::vector<FusedExpertLayer> table(layers_.size());
     for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -328,6 +337,36 @@ Status ActionHeadEngine::prepare_steps(int steps) {
   return Status::ok();
 }
 
+void ActionHeadEngine::plan_chain() {
+  const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
+  if (env != nullptr && std::string_view(env) == "0") {
+    spdlog::info("action_head (cuda): expert GEMMs on Blas (EDGEVLA_CUDA_CHAIN_GEMM=0)");
+    return;
+  }
+  if (act_ != DType::kBF16 || info_.major < 9) return;
+  const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
+  const std::int64_t H = cfg_.expert.num_heads, h = cfg_.expert.head_dim;
+  const Gemm mm = gemm();
+  for (const ExpertLayerDev& w : layers_) {
+    if (!mm.chain_fits(S, E, w.qkv, 1) || !mm.chain_fits(S, E, w.gate_up, 1) ||
+        !mm.chain_fits(S, H * h, w.o, kMaxKParts) || !mm.chain_fits(S, F, w.down, kMaxKParts)) {
+      spdlog::info("action_head (cuda): expert GEMMs on Blas (a layer's shape does not fit the chained GEMM)");
+      return;
+    }
+  }
+  chain_ = true;
+  spdlog::info("action_head (cuda): expert layers as one chain of launches, GEMMs on the chained few-rows kernel");
+}
+
+Expected<int> ActionHeadEngine::layer_gemm(const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
+                                           void* d, std::int64_t ldd, int max_parts) const {
+  const std::int64_t S = cfg_.suffix_len();
+  if (chain_) return mm.chained(a, S, lda, w, d, ldd, max_parts);
+  if (max_parts > 1) return mm.parts(a, S, lda, w, static_cast<float*>(d), max_parts);
+  EDGEVLA_RETURN_IF_ERROR(mm(a, S, lda, w, d, act_, ldd));
+  return 1;
+}
+
 // One evaluation of the velocity field for step i, then the Euler update of x.
 Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
                               float* velocity_out) {
@@ -368,6 +407,8 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   // is the down projection's gate; its parts wait in parts_).
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
+  // From the first norm to the final one, each kernel is chained to the one before it.
+  const DependentLaunchScope chained(chain_);
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
@@ -383,7 +424,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.qkv, qkv_, act_, Q));
+    EDGEVLA_RETURN_IF_ERROR(layer_gemm(mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both.
     EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
@@ -402,8 +443,9 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.b_limit = pi05_ ? nullptr : b_limit_;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
+    a.a_constant = true;  // the prefix cache is written before the loop
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, mm.parts(o_, S, H * h, w.o, parts_, kMaxKParts));
+    EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, layer_gemm(mm, o_, H * h, w.o, parts_, E, kMaxKParts));
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -412,9 +454,9 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    EDGEVLA_RETURN_IF_ERROR(mm(ys_, S, E, w.gate_up, gu_, act_, 2 * F));
+    EDGEVLA_RETURN_IF_ERROR(layer_gemm(mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
     EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
-    EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(g_, S, F, w.down, parts_, kMaxKParts));
+    EDGEVLA_ASSIGN_OR_RETURN(const int count, layer_gemm(mm, g_, F, w.down, parts_, E, kMaxKParts));
     down_parts = ResidualParts{count, S * E, w.down.bias};
     if (pi05_) pending = mod_post + 2 * E;
   }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
+
 namespace edgevla::backends::cuda::pi0 {
 
 DType compute_dtype(const EngineOptions& o) { return o.precision == Precision::kF32 ? DType::kF32 : DType::kBF16; }
@@ -110,6 +112,48 @@ Expected<int> Gemm::parts(const void* a, std::int64_t m, std::int64_t lda, const
   EDGEVLA_ASSIGN_OR_RETURN(const int count, blas->k_parts(stream, g, max_parts));
   EDGEVLA_RETURN_IF_ERROR(blas->gemm(stream, k_split_args(g, count)));
   return count;
+}
+
+namespace {
+ChainGemmArgs chain_args(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
+                         std::int64_t ldd, ChainGemmShape shape) {
+  ChainGemmArgs c;
+  c.m = m;
+  c.n = w.out;
+  c.k = w.in;
+  c.a = a;
+  c.lda = lda;
+  c.w = w.w;
+  c.ldw = w.ld;
+  c.d = d;
+  c.ldd = ldd;
+  c.bias = shape.parts == 1 ? w.bias : nullptr;
+  c.parts = shape.parts;
+  c.block_n = shape.block_n;
+  return c;
+}
+}  // namespace
+
+bool Gemm::chain_fits(std::int64_t m, std::int64_t lda, const DevLinear& w, int max_parts) const {
+  if (act != DType::kBF16) return false;
+  const ChainGemmShape shape = chain_gemm_plan(m, w.out, w.in, sms, max_parts);
+  if (shape.parts == 0) return false;
+  // Stand-in pointers, aligned as the arena's: only the shape and strides are checked.
+  auto* p = reinterpret_cast<void*>(std::uintptr_t{256});
+  DevLinear probe = w;
+  probe.w = p;
+  return chain_gemm_unsupported(chain_args(p, m, lda, probe, p, shape.parts == 1 ? w.out : w.out, shape)) == nullptr;
+}
+
+Expected<int> Gemm::chained(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
+                            std::int64_t ldd, int max_parts) const {
+  const ChainGemmShape shape = chain_gemm_plan(m, w.out, w.in, sms, max_parts);
+  if (shape.parts == 0) {
+    return invalid_argument("chained GEMM: no launch shape for m " + std::to_string(m) + ", n " +
+                            std::to_string(w.out) + ", k " + std::to_string(w.in));
+  }
+  EDGEVLA_RETURN_IF_ERROR(chain_gemm(stream, chain_args(a, m, lda, w, d, shape.parts == 1 ? ldd : w.out, shape)));
+  return shape.parts;
 }
 
 std::string CudaEngine::describe() const {

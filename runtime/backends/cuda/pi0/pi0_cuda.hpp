@@ -9,6 +9,7 @@
 
 #include "runtime/backends/cpu/pi0/pi0_weights.hpp"
 #include "runtime/backends/cuda/device.hpp"
+#include "runtime/backends/cuda/kernels/chain_gemm.hpp"
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 #include "runtime/backends/engine_base.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
@@ -71,6 +72,14 @@ struct Gemm {
   // w.bias (ResidualParts in kernels.hpp), so no reduction runs in between.
   Expected<int> parts(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* d,
                       int max_parts) const;
+  // The same two results from the chained few-rows GEMM (chain_gemm.hpp), for a run of kernels
+  // inside a DependentLaunchScope: max_parts 1 writes bf16 D [m, ldd] plus w.bias; more writes
+  // f32 k parts at d with row stride w.out, as parts() does, and returns their count.
+  Expected<int> chained(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
+                        std::int64_t ldd, int max_parts) const;
+  // Whether chained() takes this GEMM (bf16, m ≤ 64, a shape chain_gemm_plan finds).
+  bool chain_fits(std::int64_t m, std::int64_t lda, const DevLinear& w, int max_parts) const;
+  int sms = 0;  // the device's multiprocessors (chained() plans its launch on them)
 };
 
 // Parts a k-split GEMM writes at most (the buffers its consumers read are sized for this).
@@ -91,7 +100,7 @@ class CudaEngine : public EngineBase {
   // Checks the plan against the budget and the free memory, allocates, uploads the weights
   // and releases the mapped pages of the checkpoint.
   Status allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o);
-  Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_}; }
+  Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_, info_.multiprocessors}; }
   // After the first capture: which kernel runs each GEMM shape (a summary at info, every plan
   // at debug).
   void log_plans() const;
