@@ -1,8 +1,12 @@
 // The chained few-rows GEMM of the cuda backend (contract in chain_gemm.hpp).
 //
 // Block (x, y) computes rows [0, m) × columns [x·BN, (x+1)·BN) over k slice y. Shared memory:
-// a ring of kStages 128-wide chunks of A (64 rows; rows past m are zeros), then the block's
-// whole weight tile [BN][ks], copied in before the block releases the next kernel and waits.
+// a ring of STAGES 128-wide chunks of A (m rows each), then the block's whole weight tile
+// [BN][ks], copied in before the block releases the next kernel and waits. After the wait every
+// chunk of A the ring holds is requested at once (with STAGES > chunks: all of them), so the
+// activations cost about one round trip to L2. The multiply reads 64 rows of a stage; rows past
+// m read whatever follows in shared memory, and their results are never written (a row of the
+// product depends on its own row of A only).
 // Warp w covers 32 columns (group w % NG, NG = BN / 32) for all 64 rows, and the chunk's k steps
 // kk ≡ w / NG (mod KG, KG = 8 / NG); after the last chunk the KG sums of each output are added
 // in shared memory, in warp order.
@@ -11,6 +15,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "runtime/backends/cuda/kernels/launch.cuh"
 
@@ -21,9 +26,8 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256;  // 8 warps
 constexpr int kWarps = kThreads / 32;
-constexpr int kRows = 64;      // A rows held (m ≤ 64)
+constexpr int kRows = 64;      // A rows the multiply reads (m ≤ 64)
 constexpr int kChunk = 128;    // k per ring stage
-constexpr int kStages = 3;
 constexpr int kLdA = kChunk + 8;  // odd count of 16-byte pieces per row: no ldmatrix bank conflicts
 constexpr int kMaxSmem = 227 * 1024;
 
@@ -60,13 +64,14 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int BN>
-__global__ void __launch_bounds__(kThreads) chain_gemm_kernel(const Params p) {
+template <int BN, int STAGES>
+__global__ void __launch_bounds__(kThreads, 1) chain_gemm_kernel(const Params p) {
   constexpr int NG = BN / 32;      // column groups of 32
   constexpr int KG = kWarps / NG;  // k-step groups
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* s_a = reinterpret_cast<bf16*>(smem);  // [kStages][64][kLdA]
-  bf16* s_w = s_a + kStages * kRows * kLdA;   // [BN][ldw_s]
+  const int stage_elems = p.m * kLdA;
+  bf16* s_a = reinterpret_cast<bf16*>(smem);  // [STAGES][m][kLdA]
+  bf16* s_w = s_a + STAGES * stage_elems;     // [BN][ldw_s]
   const int ldw_s = p.ks + 8;
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -89,16 +94,15 @@ __global__ void __launch_bounds__(kThreads) chain_gemm_kernel(const Params p) {
   chain_wait();
 
   auto load_a = [&](int chunk) {
-    bf16* dst = s_a + (chunk % kStages) * kRows * kLdA;
+    bf16* dst = s_a + (chunk % STAGES) * stage_elems;
     const bf16* src = p.a + k0 + chunk * kChunk;
-    for (int i = tid; i < kRows * (kChunk / 8); i += kThreads) {
+    for (int i = tid; i < p.m * (kChunk / 8); i += kThreads) {
       const int r = i / (kChunk / 8), c = i % (kChunk / 8);
-      const bool ok = r < p.m;
-      cp_async16(dst + r * kLdA + c * 8, ok ? src + r * p.lda + c * 8 : p.a, ok);
+      cp_async16(dst + r * kLdA + c * 8, src + r * p.lda + c * 8, true);
     }
   };
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < STAGES - 1; ++s) {
     if (s < chunks) load_a(s);
     cp_async_commit();
   }
@@ -111,11 +115,11 @@ __global__ void __launch_bounds__(kThreads) chain_gemm_kernel(const Params p) {
     for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
   for (int c = 0; c < chunks; ++c) {
-    cp_async_wait<kStages - 2>();  // the weights and chunk c are in (this thread's copies)
-    __syncthreads();               // everyone's copies; everyone is done with chunk c - 1
-    if (c + kStages - 1 < chunks) load_a(c + kStages - 1);
+    cp_async_wait<STAGES - 2>();  // the weights and chunk c are in (this thread's copies)
+    __syncthreads();              // everyone's copies; everyone is done with chunk c - 1
+    if (c + STAGES - 1 < chunks) load_a(c + STAGES - 1);
     cp_async_commit();
-    const bf16* a_s = s_a + (c % kStages) * kRows * kLdA;
+    const bf16* a_s = s_a + (c % STAGES) * stage_elems;
     const bf16* w_s = s_w + (ng * 32) * ldw_s + c * kChunk;
 #pragma unroll
     for (int j = 0; j < kChunk / 16 / KG; ++j) {
@@ -181,10 +185,33 @@ __global__ void __launch_bounds__(kThreads) chain_gemm_kernel(const Params p) {
   }
 }
 
+// Ring depths instantiated (a slice of 1024 has 8 chunks: 9 stages hold them all).
+constexpr int kStageChoices[] = {3, 4, 5, 6, 7, 9};
+
+std::size_t smem_with(std::int64_t ks, int block_n, std::int64_t m, int stages) {
+  const std::int64_t ring = stages * m * kLdA;
+  // The multiply of the last stage reads 64 rows: what lies past its m rows must exist.
+  const std::int64_t operands = ring + std::max<std::int64_t>(block_n * (ks + 8), (kRows - m) * kLdA);
+  const std::int64_t sums = (kWarps / (block_n / 32)) * m * (block_n + 4);
+  return std::max(static_cast<std::size_t>(operands) * sizeof(bf16), static_cast<std::size_t>(sums) * sizeof(float));
+}
+
+// The shallowest ring that holds every chunk of the slice at once, else the deepest that fits.
+int stages_for(std::int64_t ks, int block_n, std::int64_t m) {
+  const std::int64_t want = ks / kChunk + 1;
+  auto fits = [&](int st) { return smem_with(ks, block_n, m, st) <= static_cast<std::size_t>(kMaxSmem); };
+  for (const int st : kStageChoices) {
+    if (st >= want && fits(st)) return st;
+  }
+  for (int i = static_cast<int>(std::size(kStageChoices)) - 1; i >= 0; --i) {
+    if (fits(kStageChoices[i])) return kStageChoices[i];
+  }
+  return 0;
+}
+
 std::size_t smem_for(std::int64_t ks, int block_n, std::int64_t m) {
-  const std::size_t operands = static_cast<std::size_t>(kStages * kRows * kLdA + block_n * (ks + 8)) * sizeof(bf16);
-  const std::size_t sums = static_cast<std::size_t>((kWarps / (block_n / 32)) * m * (block_n + 4)) * sizeof(float);
-  return std::max(operands, sums);
+  const int st = stages_for(ks, block_n, m);
+  return st == 0 ? static_cast<std::size_t>(kMaxSmem) + 1 : smem_with(ks, block_n, m, st);
 }
 
 bool valid_block_n(int b) { return b == 32 || b == 64 || b == 128; }
@@ -258,7 +285,8 @@ Status chain_gemm(cudaStream_t stream, const ChainGemmArgs& args) {
   p.k = static_cast<int>(args.k);
   p.ks = static_cast<int>(args.k / args.parts);
   p.parts = args.parts;
-  const std::size_t smem = smem_for(p.ks, args.block_n, args.m);
+  const int stages = stages_for(p.ks, args.block_n, args.m);
+  const std::size_t smem = smem_with(p.ks, args.block_n, args.m, stages);
   const dim3 grid(static_cast<unsigned>(args.n / args.block_n), static_cast<unsigned>(args.parts));
   auto run = [&](auto kernel) -> Status {
     const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -266,10 +294,21 @@ Status chain_gemm(cudaStream_t stream, const ChainGemmArgs& args) {
     launch(kernel, grid, dim3(kThreads), smem, stream, p);
     return last_launch_status("chain_gemm");
   };
+  auto with_bn = [&](auto bn) -> Status {
+    constexpr int BN = decltype(bn)::value;
+    switch (stages) {
+      case 9: return run(&chain_gemm_kernel<BN, 9>);
+      case 7: return run(&chain_gemm_kernel<BN, 7>);
+      case 6: return run(&chain_gemm_kernel<BN, 6>);
+      case 5: return run(&chain_gemm_kernel<BN, 5>);
+      case 4: return run(&chain_gemm_kernel<BN, 4>);
+      default: return run(&chain_gemm_kernel<BN, 3>);
+    }
+  };
   switch (args.block_n) {
-    case 32: return run(&chain_gemm_kernel<32>);
-    case 64: return run(&chain_gemm_kernel<64>);
-    default: return run(&chain_gemm_kernel<128>);
+    case 32: return with_bn(std::integral_constant<int, 32>{});
+    case 64: return with_bn(std::integral_constant<int, 64>{});
+    default: return with_bn(std::integral_constant<int, 128>{});
   }
 }
 

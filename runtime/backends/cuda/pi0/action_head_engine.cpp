@@ -104,6 +104,7 @@ class ActionHeadEngine final : public CudaEngine {
   std::unique_ptr<PinnedBuffer> pinned_;
   bool fused_ = false;
   bool chain_ = false;
+  bool chain_launch_ = true;  // EDGEVLA_CUDA_CHAIN_LAUNCH=0: the same kernels, launched plainly (to compare)
   FusedExpertArgs fused_args_;
   FusedExpertLayer* fused_layers_ = nullptr;  // device [L]
   std::int64_t fused_max_rows_ = 0;
@@ -355,6 +356,8 @@ void ActionHeadEngine::plan_chain() {
     }
   }
   chain_ = true;
+  const char* launch_env = std::getenv("EDGEVLA_CUDA_CHAIN_LAUNCH");
+  chain_launch_ = launch_env == nullptr || std::string_view(launch_env) != "0";
   spdlog::info("action_head (cuda): expert layers as one chain of launches, GEMMs on the chained few-rows kernel");
 }
 
@@ -408,7 +411,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   // From the first norm to the final one, each kernel is chained to the one before it.
-  const DependentLaunchScope chained(chain_);
+  const DependentLaunchScope chained(chain_ && chain_launch_);
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
