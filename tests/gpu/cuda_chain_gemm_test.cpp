@@ -89,16 +89,16 @@ TEST_F(CudaChainGemm, MatchesTheHostProduct) {
   };
   const Case cases[] = {
       {50, 2560, 1024, 1, 32, 1024, 1024, 2560, false},  // the action expert's q|k|v
-      {50, 8192, 1024, 1, 64, 1024, 1024, 8192, false},  // its gate|up
+      {50, 8192, 1024, 2, 128, 1024, 1024, 8192, false}, // its gate|up, 2 parts
       {50, 1024, 2048, 4, 32, 2048, 2048, 1024, false},  // its o projection, 4 parts
       {50, 1024, 4096, 4, 32, 4096, 4096, 1024, false},  // its down projection
       {50, 1024, 2048, 8, 64, 2048, 2048, 1024, false},  // 8 parts, 64-row blocks
       {1, 256, 512, 1, 128, 512, 512, 256, false},       // one row, 128-row blocks
       {64, 128, 256, 2, 32, 256, 256, 128, false},       // a full 64 rows, one chunk per part
       {17, 512, 384, 1, 32, 384, 384, 512, false},       // three 128-wide chunks
-      {50, 1536, 1536, 1, 32, 1536, 1536, 1536, false},  // GR00T's DiT width
+      {50, 1536, 1536, 2, 32, 1536, 1536, 1536, false},  // GR00T's DiT width
       {50, 1024, 2048, 4, 32, 2112, 2176, 1056, false},  // strided views, parts
-      {33, 512, 1024, 1, 64, 1088, 1152, 544, true},     // strided views and a bias
+      {33, 512, 1024, 1, 32, 1088, 1152, 544, true},     // strided views and a bias
       {50, 2560, 1024, 1, 32, 1024, 1024, 2560, true},   // q|k|v with a bias
   };
   std::uint32_t seed = 100;

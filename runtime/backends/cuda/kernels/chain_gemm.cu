@@ -1,21 +1,19 @@
 // The chained few-rows GEMM of the cuda backend (contract in chain_gemm.hpp).
 //
-// Block (x, y) computes rows [0, m) × columns [x·BN, (x+1)·BN) over k slice y. Shared memory:
-// a ring of STAGES 128-wide chunks of A (m rows each), then the block's whole weight tile
-// [BN][ks], copied in before the block releases the next kernel and waits. After the wait every
-// chunk of A the ring holds is requested at once (with STAGES > chunks: all of them), so the
-// activations cost about one round trip to L2. The multiply reads 64 rows of a stage; rows past
-// m read whatever follows in shared memory, and their results are never written (a row of the
-// product depends on its own row of A only).
-// Warp w covers 32 columns (group w % NG, NG = BN / 32) for all 64 rows, and the chunk's k steps
-// kk ≡ w / NG (mod KG, KG = 8 / NG); after the last chunk the KG sums of each output are added
-// in shared memory, in warp order.
+// Block (x, y) computes rows [0, m) × columns [x·BN, (x+1)·BN) over k slice y. Shared memory
+// holds the block's whole weight tile [BN][ks] and its whole slice of A [64][ks] (rows past m
+// are never copied: a row of the product depends on its own row of A only, and rows past m are
+// never written). Both arrive by bulk copies, one per row, issued by warp 0 and counted on two
+// mbarriers: the weights before the block releases the next kernel and waits, A right after
+// the wait, so the activations cost one round trip to L2 and the copies a few instructions.
+// Warp w covers 32 columns (group w % NG, NG = BN / 32) for all 64 rows and the k steps
+// kk ≡ w / NG (mod KG, KG = 8 / NG); the KG sums of each output are then added in shared
+// memory, in warp order (deterministic).
 #include "runtime/backends/cuda/kernels/chain_gemm.hpp"
 
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "runtime/backends/cuda/kernels/launch.cuh"
 
@@ -27,9 +25,9 @@ using bf16 = __nv_bfloat16;
 constexpr int kThreads = 256;  // 8 warps
 constexpr int kWarps = kThreads / 32;
 constexpr int kRows = 64;      // A rows the multiply reads (m ≤ 64)
-constexpr int kChunk = 128;    // k per ring stage
-constexpr int kLdA = kChunk + 8;  // odd count of 16-byte pieces per row: no ldmatrix bank conflicts
+constexpr int kStep = 128;     // k granularity of a slice
 constexpr int kMaxSmem = 227 * 1024;
+constexpr int kBarBytes = 16;  // two mbarriers at the start of shared memory
 
 struct Params {
   const bf16* a;
@@ -40,16 +38,9 @@ struct Params {
   int m, n, k, ks, parts;
 };
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool ok) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(ok ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -64,48 +55,66 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int BN, int STAGES>
+__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar))
+        : "memory");
+  } while (done == 0);
+}
+// `rows` rows of `bytes` each, from src (row stride ld elements) to dst (row stride lds), by
+// the 32 lanes of the calling warp; counted on bar, which expects all of them.
+__device__ __forceinline__ void copy_rows(bf16* dst, int lds, const bf16* src, long long ld, int rows, unsigned bytes,
+                                          unsigned long long* bar, int lane) {
+  if (lane == 0) mbar_expect_tx(bar, bytes * static_cast<unsigned>(rows));
+  __syncwarp();
+  for (int r = lane; r < rows; r += 32) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+            smem_addr(dst + r * lds)),
+        "l"(src + r * ld), "r"(bytes), "r"(smem_addr(bar))
+        : "memory");
+  }
+}
+#endif
+
+template <int BN>
 __global__ void __launch_bounds__(kThreads, 1) chain_gemm_kernel(const Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int NG = BN / 32;      // column groups of 32
   constexpr int KG = kWarps / NG;  // k-step groups
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int stage_elems = p.m * kLdA;
-  bf16* s_a = reinterpret_cast<bf16*>(smem);  // [STAGES][m][kLdA]
-  bf16* s_w = s_a + STAGES * stage_elems;     // [BN][ldw_s]
-  const int ldw_s = p.ks + 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto* bars = reinterpret_cast<unsigned long long*>(smem);  // [0]: weights, [1]: A
+  const int lds = p.ks + 8;  // an odd count of 16-byte pieces per row: no ldmatrix bank conflicts
+  bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes);  // [BN][lds]
+  bf16* s_a = s_w + BN * lds;                             // [64][lds]
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
   const int n0 = static_cast<int>(blockIdx.x) * BN;
   const int k0 = static_cast<int>(blockIdx.y) * p.ks;
-  const int chunks = p.ks / kChunk;
+  const unsigned row_bytes = static_cast<unsigned>(p.ks) * 2u;
 
-  // The weights first: nothing in the chain writes them.
-  {
-    const int per_row = p.ks / 8;
-    const bf16* w = p.w + static_cast<long long>(n0) * p.ldw + k0;
-    for (int i = tid; i < BN * per_row; i += kThreads) {
-      const int r = i / per_row, c = i % per_row;
-      cp_async16(s_w + r * ldw_s + c * 8, w + r * p.ldw + c * 8, true);
-    }
-    cp_async_commit();
+  if (tid == 0) {
+    mbar_init(&bars[0]);
+    mbar_init(&bars[1]);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+  __syncthreads();
+  // The weights first: nothing in the chain writes them.
+  if (warp == 0) copy_rows(s_w, lds, p.w + static_cast<long long>(n0) * p.ldw + k0, p.ldw, BN, row_bytes, &bars[0], lane);
   chain_release();
   chain_wait();
-
-  auto load_a = [&](int chunk) {
-    bf16* dst = s_a + (chunk % STAGES) * stage_elems;
-    const bf16* src = p.a + k0 + chunk * kChunk;
-    for (int i = tid; i < p.m * (kChunk / 8); i += kThreads) {
-      const int r = i / (kChunk / 8), c = i % (kChunk / 8);
-      cp_async16(dst + r * kLdA + c * 8, src + r * p.lda + c * 8, true);
-    }
-  };
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < chunks) load_a(s);
-    cp_async_commit();
-  }
+  if (warp == 0) copy_rows(s_a, lds, p.a + k0, p.lda, p.m, row_bytes, &bars[1], lane);
 
   const int ng = warp % NG, kg = warp / NG;
   float acc[4][4][4];
@@ -114,37 +123,31 @@ __global__ void __launch_bounds__(kThreads, 1) chain_gemm_kernel(const Params p)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
-  for (int c = 0; c < chunks; ++c) {
-    cp_async_wait<STAGES - 2>();  // the weights and chunk c are in (this thread's copies)
-    __syncthreads();              // everyone's copies; everyone is done with chunk c - 1
-    if (c + STAGES - 1 < chunks) load_a(c + STAGES - 1);
-    cp_async_commit();
-    const bf16* a_s = s_a + (c % STAGES) * stage_elems;
-    const bf16* w_s = s_w + (ng * 32) * ldw_s + c * kChunk;
+  mbar_wait(&bars[0]);
+  mbar_wait(&bars[1]);
+  const bf16* w_s = s_w + (ng * 32) * lds;
+  const int steps = p.ks / 16;
+#pragma unroll 2
+  for (int kk = kg; kk < steps; kk += KG) {
+    unsigned af[4][4];
 #pragma unroll
-    for (int j = 0; j < kChunk / 16 / KG; ++j) {
-      const int kk = kg + j * KG;
-      unsigned af[4][4];
+    for (int mt = 0; mt < 4; ++mt) ldmatrix_x4(af[mt], s_a + (mt * 16 + lane % 16) * lds + kk * 16 + (lane / 16) * 8);
 #pragma unroll
-      for (int mt = 0; mt < 4; ++mt) ldmatrix_x4(af[mt], a_s + (mt * 16 + lane % 16) * kLdA + kk * 16 + (lane / 16) * 8);
+    for (int nn = 0; nn < 2; ++nn) {
+      unsigned bw[4];
+      ldmatrix_x4(bw, w_s + (nn * 16 + (lane / 16) * 8 + lane % 8) * lds + kk * 16 + ((lane / 8) % 2) * 8);
 #pragma unroll
-      for (int nn = 0; nn < 2; ++nn) {
-        unsigned bw[4];
-        ldmatrix_x4(bw, w_s + (nn * 16 + (lane / 16) * 8 + lane % 8) * ldw_s + kk * 16 + ((lane / 8) % 2) * 8);
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt) {
-          mma_bf16(acc[mt][2 * nn], af[mt], bw[0], bw[1]);
-          mma_bf16(acc[mt][2 * nn + 1], af[mt], bw[2], bw[3]);
-        }
+      for (int mt = 0; mt < 4; ++mt) {
+        mma_bf16(acc[mt][2 * nn], af[mt], bw[0], bw[1]);
+        mma_bf16(acc[mt][2 * nn + 1], af[mt], bw[2], bw[3]);
       }
     }
   }
-  cp_async_wait<0>();
   __syncthreads();  // every warp is done with the operands: shared memory becomes the sum buffer
 
   // red[kg][row][BN + 4] f32, rows < m only.
   constexpr int kLdR = BN + 4;
-  float* red = reinterpret_cast<float*>(smem);
+  float* red = reinterpret_cast<float*>(smem + kBarBytes);
 #pragma unroll
   for (int mt = 0; mt < 4; ++mt) {
 #pragma unroll
@@ -183,35 +186,15 @@ __global__ void __launch_bounds__(kThreads, 1) chain_gemm_kernel(const Params p)
       *reinterpret_cast<float2*>(dst) = s;
     }
   }
-}
-
-// Ring depths instantiated (a slice of 1024 has 8 chunks: 9 stages hold them all).
-constexpr int kStageChoices[] = {3, 4, 5, 6, 7, 9};
-
-std::size_t smem_with(std::int64_t ks, int block_n, std::int64_t m, int stages) {
-  const std::int64_t ring = stages * m * kLdA;
-  // The multiply of the last stage reads 64 rows: what lies past its m rows must exist.
-  const std::int64_t operands = ring + std::max<std::int64_t>(block_n * (ks + 8), (kRows - m) * kLdA);
-  const std::int64_t sums = (kWarps / (block_n / 32)) * m * (block_n + 4);
-  return std::max(static_cast<std::size_t>(operands) * sizeof(bf16), static_cast<std::size_t>(sums) * sizeof(float));
-}
-
-// The shallowest ring that holds every chunk of the slice at once, else the deepest that fits.
-int stages_for(std::int64_t ks, int block_n, std::int64_t m) {
-  const std::int64_t want = ks / kChunk + 1;
-  auto fits = [&](int st) { return smem_with(ks, block_n, m, st) <= static_cast<std::size_t>(kMaxSmem); };
-  for (const int st : kStageChoices) {
-    if (st >= want && fits(st)) return st;
-  }
-  for (int i = static_cast<int>(std::size(kStageChoices)) - 1; i >= 0; --i) {
-    if (fits(kStageChoices[i])) return kStageChoices[i];
-  }
-  return 0;
+#else
+  __trap();  // the host launches it on compute capability 9.0+ only
+#endif
 }
 
 std::size_t smem_for(std::int64_t ks, int block_n, std::int64_t m) {
-  const int st = stages_for(ks, block_n, m);
-  return st == 0 ? static_cast<std::size_t>(kMaxSmem) + 1 : smem_with(ks, block_n, m, st);
+  const std::size_t operands = static_cast<std::size_t>((block_n + kRows) * (ks + 8)) * sizeof(bf16);
+  const std::size_t sums = static_cast<std::size_t>((kWarps / (block_n / 32)) * m * (block_n + 4)) * sizeof(float);
+  return kBarBytes + std::max(operands, sums);
 }
 
 bool valid_block_n(int b) { return b == 32 || b == 64 || b == 128; }
@@ -229,7 +212,7 @@ ChainGemmShape chain_gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, i
   std::int64_t best_blocks = 0;
   if (m <= 0 || m > kChainGemmMaxRows || n <= 0 || k <= 0 || sms <= 0) return best;
   for (const int parts : {1, 2, 4, 8}) {
-    if (parts > max_parts || k % (static_cast<std::int64_t>(parts) * kChunk) != 0) continue;
+    if (parts > max_parts || k % (static_cast<std::int64_t>(parts) * kStep) != 0) continue;
     for (const int bn : {32, 64, 128}) {
       if (n % bn != 0 || smem_for(k / parts, bn, m) > static_cast<std::size_t>(kMaxSmem)) continue;
       const std::int64_t blocks = n / bn * parts;
@@ -251,7 +234,7 @@ const char* chain_gemm_unsupported(const ChainGemmArgs& a) {
   if (!valid_parts(a.parts)) return "parts must be 1, 2, 4 or 8";
   if (!valid_block_n(a.block_n)) return "block_n must be 32, 64 or 128";
   if (a.n <= 0 || a.n % a.block_n != 0) return "n must be a positive multiple of block_n";
-  if (a.k <= 0 || a.k % (static_cast<std::int64_t>(a.parts) * kChunk) != 0) return "k must be a multiple of 128 · parts";
+  if (a.k <= 0 || a.k % (static_cast<std::int64_t>(a.parts) * kStep) != 0) return "k must be a multiple of 128 · parts";
   if (a.k > (1 << 24) || a.n > (1 << 24)) return "n and k must be below 2^24";
   if (a.parts > 1 && a.bias != nullptr) return "a bias needs parts == 1 (the parts' consumer adds it)";
   if (a.a == nullptr || a.w == nullptr || a.d == nullptr) return "a, w and d are required";
@@ -267,6 +250,9 @@ const char* chain_gemm_unsupported(const ChainGemmArgs& a) {
 }
 
 Status chain_gemm(cudaStream_t stream, const ChainGemmArgs& args) {
+  if (!dependent_launch_supported()) {
+    return unavailable("chain_gemm needs compute capability 9.0 or newer (Hopper, Thor); run the GEMM through Blas");
+  }
   if (const char* why = chain_gemm_unsupported(args)) {
     return invalid_argument(std::string("chain_gemm (m ") + std::to_string(args.m) + ", n " + std::to_string(args.n) +
                             ", k " + std::to_string(args.k) + ", parts " + std::to_string(args.parts) + ", block_n " +
@@ -285,8 +271,7 @@ Status chain_gemm(cudaStream_t stream, const ChainGemmArgs& args) {
   p.k = static_cast<int>(args.k);
   p.ks = static_cast<int>(args.k / args.parts);
   p.parts = args.parts;
-  const int stages = stages_for(p.ks, args.block_n, args.m);
-  const std::size_t smem = smem_with(p.ks, args.block_n, args.m, stages);
+  const std::size_t smem = smem_for(p.ks, args.block_n, args.m);
   const dim3 grid(static_cast<unsigned>(args.n / args.block_n), static_cast<unsigned>(args.parts));
   auto run = [&](auto kernel) -> Status {
     const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -294,21 +279,10 @@ Status chain_gemm(cudaStream_t stream, const ChainGemmArgs& args) {
     launch(kernel, grid, dim3(kThreads), smem, stream, p);
     return last_launch_status("chain_gemm");
   };
-  auto with_bn = [&](auto bn) -> Status {
-    constexpr int BN = decltype(bn)::value;
-    switch (stages) {
-      case 9: return run(&chain_gemm_kernel<BN, 9>);
-      case 7: return run(&chain_gemm_kernel<BN, 7>);
-      case 6: return run(&chain_gemm_kernel<BN, 6>);
-      case 5: return run(&chain_gemm_kernel<BN, 5>);
-      case 4: return run(&chain_gemm_kernel<BN, 4>);
-      default: return run(&chain_gemm_kernel<BN, 3>);
-    }
-  };
   switch (args.block_n) {
-    case 32: return with_bn(std::integral_constant<int, 32>{});
-    case 64: return with_bn(std::integral_constant<int, 64>{});
-    default: return with_bn(std::integral_constant<int, 128>{});
+    case 32: return run(&chain_gemm_kernel<32>);
+    case 64: return run(&chain_gemm_kernel<64>);
+    default: return run(&chain_gemm_kernel<128>);
   }
 }
 

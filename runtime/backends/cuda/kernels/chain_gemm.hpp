@@ -10,11 +10,13 @@
 // its activations. What is left after the wait is the activations' read from L2 and the
 // multiply. Outside a chain it runs as a plain GEMM (same results).
 //
-// Each block takes block_n weight rows and one of `parts` equal slices of k; its eight warps
-// split the slice's 128-wide chunks, and add their sums in shared memory in a fixed order
+// Each block takes block_n weight rows and one of `parts` equal slices of k and holds both
+// operands of its product whole in shared memory (bulk copies, one per row); its eight warps
+// split the slice's k steps and add their sums in shared memory in a fixed order
 // (deterministic). parts == 1 writes bf16 D [m, ldd] (+ bias); parts > 1 writes each slice's
 // sum as f32 at d + p·m·ldd (the layout of k_split_args in gemm.hpp: a norm adds the parts to
-// the residual, ResidualParts in kernels.hpp). Needs compute capability 8.0 or newer.
+// the residual, ResidualParts in kernels.hpp; or geglu_parts). Needs compute capability 9.0 or
+// newer (bulk copies, programmatic dependent launch): elsewhere chain_gemm() refuses.
 #pragma once
 
 #include <cuda_runtime.h>

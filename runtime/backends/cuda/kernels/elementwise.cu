@@ -59,6 +59,33 @@ __global__ void geglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* 
   });
 }
 
+// GeGLU over f32 k parts of the gate|up product (chain_gemm with parts > 1): the parts are summed
+// first, in order. V = 8 (aligned) or 1.
+template <class T, int V>
+__global__ void geglu_parts_kernel(const float* gu, int count, std::int64_t stride, std::int64_t rows, std::int64_t f,
+                                   T* out) {
+  chain_enter();
+  for_rows(rows, f / V, [&](std::int64_t r, std::int64_t c) {
+    const float* g = gu + r * 2 * f + c * V;
+    float vg[V], vu[V], o[V];
+    load<V>(g, vg);
+    load<V>(g + f, vu);
+    for (int p = 1; p < count; ++p) {
+      float tg[V], tu[V];
+      load<V>(g + p * stride, tg);
+      load<V>(g + p * stride + f, tu);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        vg[i] += tg[i];
+        vu[i] += tu[i];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) o[i] = gelu_tanh(vg[i]) * vu[i];
+    store<V>(out + r * f + c * V, o);
+  });
+}
+
 template <class T, int V>
 __global__ void bias_act_kernel(T* x, std::int64_t rows, std::int64_t n, std::int64_t ldx,
                                 const float* __restrict__ bias, bool gelu) {
@@ -220,6 +247,31 @@ Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_
       launch(&geglu_kernel<T, 8>, dim3(grid_rows(rows, f / 8)), dim3(kThreads), 0, stream, g, rows, f, o);
     } else {
       launch(&geglu_kernel<T, 1>, dim3(grid_rows(rows, f)), dim3(kThreads), 0, stream, g, rows, f, o);
+    }
+    return last_launch_status(kName);
+  });
+}
+
+Status geglu_parts(cudaStream_t stream, const float* gu, int count, std::int64_t stride, std::int64_t rows,
+                   std::int64_t f, void* out, DType act) {
+  constexpr const char* kName = "geglu_parts";
+  EDGEVLA_CHECK_NONNEG(kName, rows);
+  EDGEVLA_CHECK_NONNEG(kName, f);
+  if (count < 1 || stride < rows * 2 * f) {
+    return invalid_argument("geglu_parts: count must be ≥ 1 and the part stride at least rows · 2f");
+  }
+  return with_act(act, kName, "activation", [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if (rows == 0 || f == 0) return Status::ok();
+    EDGEVLA_CHECK_PTR(kName, gu);
+    EDGEVLA_CHECK_PTR(kName, out);
+    T* o = static_cast<T*>(out);
+    if (f % 8 == 0 && stride % 8 == 0 && all_aligned16(gu, o)) {
+      launch(&geglu_parts_kernel<T, 8>, dim3(grid_rows(rows, f / 8)), dim3(kThreads), 0, stream, gu, count, stride,
+             rows, f, o);
+    } else {
+      launch(&geglu_parts_kernel<T, 1>, dim3(grid_rows(rows, f)), dim3(kThreads), 0, stream, gu, count, stride, rows,
+             f, o);
     }
     return last_launch_status(kName);
   });

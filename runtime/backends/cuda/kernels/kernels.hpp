@@ -61,6 +61,10 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
 // GeGLU on a fused gate|up GEMM output: out[r, i] = gelu_tanh(gu[r, i]) · gu[r, F + i].
 //   gu act [rows, 2F], out act [rows, F].
 Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act);
+// The same over `count` f32 parts of the gate|up product, part p at gu + p·stride (elements),
+// each [rows, 2f]: summed in order, then GeGLU, written in act.
+Status geglu_parts(cudaStream_t stream, const float* gu, int count, std::int64_t stride, std::int64_t rows,
+                   std::int64_t f, void* out, DType act);
 
 // In place: x = gelu_tanh(x + bias), x act [rows, n], bias f32 [n] (nullptr: none).
 Status bias_gelu(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t n, const float* bias);

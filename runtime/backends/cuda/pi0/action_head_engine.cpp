@@ -67,6 +67,8 @@ class ActionHeadEngine final : public CudaEngine {
   // (launch.cuh) with their four GEMMs on chain_gemm, unless EDGEVLA_CUDA_CHAIN_GEMM=0 or a
   // shape does not fit it.
   void plan_chain();
+  // The k parts the chained gate|up GEMM may split into (its bias needs one bf16 result).
+  static int gate_up_parts(const ExpertLayerDev& w) { return w.gate_up.bias == nullptr ? kGateUpParts : 1; }
   // One expert GEMM: chained or through Blas. max_parts 1: bf16 D [m, ldd]; else f32 k parts.
   Expected<int> layer_gemm(const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w, void* d,
                            std::int64_t ldd, int max_parts) const;
@@ -104,6 +106,8 @@ class ActionHeadEngine final : public CudaEngine {
   std::unique_ptr<PinnedBuffer> pinned_;
   bool fused_ = false;
   bool chain_ = false;
+  float* gu_parts_ = nullptr;
+  static constexpr int kGateUpParts = 2;
   bool chain_launch_ = true;  // EDGEVLA_CUDA_CHAIN_LAUNCH=0: the same kernels, launched plainly (to compare)
   FusedExpertArgs fused_args_;
   FusedExpertLayer* fused_layers_ = nullptr;  // device [L]
@@ -232,6 +236,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(qkv_, bytes_of(act_, S * Q));
   buf(o_, bytes_of(act_, S * H * h));
   buf(gu_, bytes_of(act_, S * 2 * F));
+  // The chained gate|up GEMM may leave two f32 k parts (plan_chain); bf16 engines only.
+  if (act_ == DType::kBF16) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
@@ -349,7 +355,7 @@ void ActionHeadEngine::plan_chain() {
   const std::int64_t H = cfg_.expert.num_heads, h = cfg_.expert.head_dim;
   const Gemm mm = gemm();
   for (const ExpertLayerDev& w : layers_) {
-    if (!mm.chain_fits(S, E, w.qkv, 1) || !mm.chain_fits(S, E, w.gate_up, 1) ||
+    if (!mm.chain_fits(S, E, w.qkv, 1) || !mm.chain_fits(S, E, w.gate_up, gate_up_parts(w)) ||
         !mm.chain_fits(S, H * h, w.o, kMaxKParts) || !mm.chain_fits(S, F, w.down, kMaxKParts)) {
       spdlog::info("action_head (cuda): expert GEMMs on Blas (a layer's shape does not fit the chained GEMM)");
       return;
@@ -457,8 +463,18 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    EDGEVLA_RETURN_IF_ERROR(layer_gemm(mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
-    EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
+    if (chain_) {
+      // The chained gate|up GEMM: bf16, or k parts that the GeGLU sums.
+      EDGEVLA_ASSIGN_OR_RETURN(const int gp, mm.chained(ys_, S, E, w.gate_up, gu_parts_, 2 * F, gate_up_parts(w)));
+      if (gp == 1) {
+        EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_parts_, S, F, g_, act_));
+      } else {
+        EDGEVLA_RETURN_IF_ERROR(geglu_parts(s, gu_parts_, gp, S * 2 * F, S, F, g_, act_));
+      }
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(layer_gemm(mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
+      EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
+    }
     EDGEVLA_ASSIGN_OR_RETURN(const int count, layer_gemm(mm, g_, F, w.down, parts_, E, kMaxKParts));
     down_parts = ResidualParts{count, S * E, w.down.bias};
     if (pi05_) pending = mod_post + 2 * E;
