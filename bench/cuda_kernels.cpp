@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/chain_gemm.hpp"
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 #include "runtime/core/dtype.hpp"
@@ -256,11 +257,42 @@ int main(int argc, char** argv) {
       gc.b = wc + c * w_bytes;
       CHECK_OK((*mixed)->gemm(s, gc));
     });
-    std::printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"d\": \"%s\", "
+    // The chained few-rows GEMM (chain_gemm.hpp) for the same shape, plain launches and chained
+    // ones (each call a programmatic dependent of the one before: its weight copy overlaps the
+    // previous call, as in the expert's chain of kernels).
+    std::string chain_json = "null";
+    {
+      const int max_parts = sh.d == DType::kBF16 ? (std::strcmp(sh.name, "gate_up") == 0 ? 2 : 1) : 8;
+      const ChainGemmShape cs = chain_gemm_plan(sh.m, sh.n, sh.k, prop.multiProcessorCount, max_parts);
+      if (cs.parts > 0 && prop.major >= 9) {
+        void* cd = nullptr;
+        CHECK_CUDA(cudaMalloc(&cd, static_cast<std::size_t>(cs.parts * sh.m * sh.n) * 4));
+        ChainGemmArgs cg;
+        cg.m = sh.m, cg.n = sh.n, cg.k = sh.k, cg.a = a, cg.lda = sh.k, cg.w = w, cg.ldw = sh.k, cg.d = cd;
+        cg.ldd = sh.n, cg.parts = cs.parts, cg.block_n = cs.block_n;
+        auto run_chain = [&](int c) {
+          ChainGemmArgs cc = cg;
+          cc.w = wc + c * w_bytes;
+          CHECK_OK(chain_gemm(s, cc));
+        };
+        const double plain_us = timer.per_call_us(copies, 3, run_chain);
+        double chained_us = 0;
+        {
+          DependentLaunchScope scope(true);
+          chained_us = timer.per_call_us(copies, 3, run_chain);
+        }
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "{\"block_n\": %d, \"parts\": %d, \"plain_us\": %.2f, \"chained_us\": %.2f}",
+                      cs.block_n, cs.parts, plain_us, chained_us);
+        chain_json = buf;
+        CHECK_CUDA(cudaFree(cd));
+      }
+    }
+    std::printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"chain\": %s, \"m\": %lld, \"n\": %lld, \"k\": %lld, \"d\": \"%s\", "
                 "\"weight_floor_us\": %.2f, \"cublaslt_us\": %.2f, \"cublaslt_gbps\": %.0f, \"skinny\": [%s], "
                 "\"blas_pick_us\": %.2f, \"best_over_cublaslt\": %.2f}\n",
-                sh.name, static_cast<long long>(sh.m), static_cast<long long>(sh.n), static_cast<long long>(sh.k),
-                dtype_name(sh.d).data(), floor_us, lt_us, wbytes / (lt_us * 1e3), skinny_json.c_str(), mixed_us,
+                sh.name, chain_json.c_str(), static_cast<long long>(sh.m), static_cast<long long>(sh.n),
+                static_cast<long long>(sh.k), dtype_name(sh.d).data(), floor_us, lt_us, wbytes / (lt_us * 1e3), skinny_json.c_str(), mixed_us,
                 lt_us / best);
     if (sh.m == 50) {
       layer_lt += lt_us;

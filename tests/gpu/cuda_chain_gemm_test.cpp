@@ -206,7 +206,7 @@ TEST_F(CudaChainGemm, PlanPicksOneWave) {
 }
 
 TEST_F(CudaChainGemm, RefusesBadShapes) {
-  const ChainGemmArgs base = fake_args(50, 1024, 2048, ChainGemmShape{32, 1});
+  const ChainGemmArgs base = fake_args(50, 1024, 1024, ChainGemmShape{32, 1});
   ASSERT_EQ(chain_gemm_unsupported(base), nullptr) << chain_gemm_unsupported(base);
   const auto refused = [](const ChainGemmArgs& g, const char* what) {
     EXPECT_NE(chain_gemm_unsupported(g), nullptr) << what << " was accepted";
@@ -216,7 +216,7 @@ TEST_F(CudaChainGemm, RefusesBadShapes) {
   refused(g, "m = 65");
   g = base, g.m = 0;
   refused(g, "m = 0");
-  g = base, g.k = 2048 + 64, g.lda = g.ldw = g.k;
+  g = base, g.k = 1024 + 64, g.lda = g.ldw = g.k;
   refused(g, "k not a multiple of 128");
   g = base, g.k = 1536, g.lda = g.ldw = g.k, g.parts = 8;
   refused(g, "k not a multiple of 128 · parts");
@@ -230,7 +230,7 @@ TEST_F(CudaChainGemm, RefusesBadShapes) {
   refused(g, "a bias with parts > 1");
   g = base, g.a = static_cast<const unsigned char*>(base.a) + 2;
   refused(g, "a misaligned by 2 bytes");
-  g = base, g.lda = 2052;
+  g = base, g.lda = 1028;
   refused(g, "lda not a multiple of 8");
 
   // chain_gemm itself answers an error and launches nothing (real buffers, in case it did).
@@ -247,7 +247,8 @@ TEST_F(CudaChainGemm, RefusesBadShapes) {
 
 // ---- chained launches -----------------------------------------------------------------------
 
-// X [50, 1024] → Y bf16 [50, 2048] → P f32 parts [4][50, 1024] and Z bf16 [50, 1024]: each GEMM
+// X [50, 1024] → Y bf16 [50, 2048] → P f32 parts [4][50, 1024], and Z bf16 [50, 1024] from the
+// first 1024 columns of Y (a strided view): each GEMM
 // reads its weights before it waits for the one in front. A missing or early wait reads Y while
 // it is written (or the other input's Y) and changes the results.
 TEST_F(CudaChainGemm, ChainedRunsMatchPlainRuns) {
@@ -265,17 +266,17 @@ TEST_F(CudaChainGemm, ChainedRunsMatchPlainRuns) {
   const DeviceBuffer* inputs[2] = {&dx0, &dx1};
 
   const auto gemm = [&](const DeviceBuffer& a, std::int64_t k, const DeviceBuffer& w, std::int64_t n,
-                        const DeviceBuffer& d, int p) {
+                        const DeviceBuffer& d, int p, std::int64_t lda = 0) {
     ChainGemmArgs g;
     g.m = m, g.n = n, g.k = k;
-    g.a = a.get(), g.lda = k, g.w = w.get(), g.ldw = k, g.d = d.get(), g.ldd = n;
+    g.a = a.get(), g.lda = lda > 0 ? lda : k, g.w = w.get(), g.ldw = k, g.d = d.get(), g.ldd = n;
     g.parts = p, g.block_n = 32;
     return chain_gemm(stream_, g);
   };
   const auto chain = [&]() -> Status {
     EDGEVLA_RETURN_IF_ERROR(gemm(dx, width, dw1, wide, dy, 1));
     EDGEVLA_RETURN_IF_ERROR(gemm(dy, wide, dw2, width, dp, parts));
-    return gemm(dy, wide, dw3, width, dz, 1);
+    return gemm(dy, width, dw3, width, dz, 1, wide);
   };
   // The input for the next run, copied on the stream (outside any captured graph).
   const auto load = [&](int which) {
@@ -307,7 +308,7 @@ TEST_F(CudaChainGemm, ChainedRunsMatchPlainRuns) {
     const auto pf = unpack(refs[0].p, DType::kF32);
     const auto y_ref = product(x0, width, w1, width, m, wide, 0, width);
     expect_close(y, y_ref, bf16_tolerance(y_ref), "plain run: Y");
-    const auto z_ref = product(y, wide, w3, wide, m, width, 0, wide);  // from the Y the device wrote
+    const auto z_ref = product(y, wide, w3, width, m, width, 0, width);  // from the Y the device wrote
     expect_close(unpack(refs[0].z, DType::kBF16), z_ref, bf16_tolerance(z_ref), "plain run: Z");
     const auto p_ref = product(y, wide, w2, wide, m, width, 0, wide);
     std::vector<float> summed(p_ref.size());
