@@ -245,7 +245,7 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 }
 
 Expected<Pair> open_chained(const std::string& dir, bool chained) {
-  ::setenv("EDGEVLA_CUDA_CHAIN_GEMM", chained ? "1" : "0", 1);
+  ::setenv("EDGEVLA_CUDA_CHAIN_GEMM", chained ? "all" : "0", 1);
   auto p = open(dir, "cuda", Precision::kBF16);
   ::unsetenv("EDGEVLA_CUDA_CHAIN_GEMM");
   return p;

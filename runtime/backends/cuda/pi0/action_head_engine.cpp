@@ -64,14 +64,16 @@ class ActionHeadEngine final : public CudaEngine {
   // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
   Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
   // bf16 on compute capability 9.0+: the expert layers run as one chain of launches
-  // (launch.cuh) with their four GEMMs on chain_gemm, unless EDGEVLA_CUDA_CHAIN_GEMM=0 or a
-  // shape does not fit it.
+  // (launch.cuh), and the GEMMs named in EDGEVLA_CUDA_CHAIN_GEMM (a comma list of qkv, o,
+  // gate_up, down; "all"; "0" for none and no chain; default o,down: the two whose weights can
+  // be read while the kernels ahead run, bench/results/issue9_h200 run 26) on chain_gemm.
   void plan_chain();
+  enum ChainRole : unsigned { kChainQkv = 1, kChainO = 2, kChainGateUp = 4, kChainDown = 8 };
   // The k parts the chained gate|up GEMM may split into (its bias needs one bf16 result).
   static int gate_up_parts(const ExpertLayerDev& w) { return w.gate_up.bias == nullptr ? kGateUpParts : 1; }
   // One expert GEMM: chained or through Blas. max_parts 1: bf16 D [m, ldd]; else f32 k parts.
-  Expected<int> layer_gemm(const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w, void* d,
-                           std::int64_t ldd, int max_parts) const;
+  Expected<int> layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
+                           void* d, std::int64_t ldd, int max_parts) const;
 
   model::ModelConfig cfg_;
   int max_steps_;
@@ -105,7 +107,8 @@ class ActionHeadEngine final : public CudaEngine {
   std::int32_t* pinned_n_ = nullptr;
   std::unique_ptr<PinnedBuffer> pinned_;
   bool fused_ = false;
-  bool chain_ = false;
+  bool chain_ = false;          // the layer loop runs as one chain of launches
+  unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
   bool chain_launch_ = true;  // EDGEVLA_CUDA_CHAIN_LAUNCH=0: the same kernels, launched plainly (to compare)
@@ -346,31 +349,44 @@ Status ActionHeadEngine::prepare_steps(int steps) {
 
 void ActionHeadEngine::plan_chain() {
   const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
-  if (env != nullptr && std::string_view(env) == "0") {
-    spdlog::info("action_head (cuda): expert GEMMs on Blas (EDGEVLA_CUDA_CHAIN_GEMM=0)");
+  const std::string_view list = env != nullptr ? std::string_view(env) : std::string_view("o,down");
+  if (list == "0") {
+    spdlog::info("action_head (cuda): expert kernels launched plainly, GEMMs on Blas (EDGEVLA_CUDA_CHAIN_GEMM=0)");
     return;
   }
   if (act_ != DType::kBF16 || info_.major < 9) return;
+  unsigned want = 0;
+  for (const auto& [name, bit] : {std::pair{"qkv", kChainQkv}, std::pair{"o", kChainO},
+                                  std::pair{"gate_up", kChainGateUp}, std::pair{"down", kChainDown}}) {
+    std::string_view rest = list;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      if (rest.substr(0, comma) == name || rest.substr(0, comma) == "all") want |= bit;
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
   const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
   const std::int64_t H = cfg_.expert.num_heads, h = cfg_.expert.head_dim;
   const Gemm mm = gemm();
   for (const ExpertLayerDev& w : layers_) {
-    if (!mm.chain_fits(S, E, w.qkv, 1) || !mm.chain_fits(S, E, w.gate_up, gate_up_parts(w)) ||
-        !mm.chain_fits(S, H * h, w.o, kMaxKParts) || !mm.chain_fits(S, F, w.down, kMaxKParts)) {
-      spdlog::info("action_head (cuda): expert GEMMs on Blas (a layer's shape does not fit the chained GEMM)");
-      return;
-    }
+    if (!mm.chain_fits(S, E, w.qkv, 1)) want &= ~unsigned{kChainQkv};
+    if (!mm.chain_fits(S, E, w.gate_up, gate_up_parts(w))) want &= ~unsigned{kChainGateUp};
+    if (!mm.chain_fits(S, H * h, w.o, kMaxKParts)) want &= ~unsigned{kChainO};
+    if (!mm.chain_fits(S, F, w.down, kMaxKParts)) want &= ~unsigned{kChainDown};
   }
   chain_ = true;
+  chain_gemms_ = want;
   const char* launch_env = std::getenv("EDGEVLA_CUDA_CHAIN_LAUNCH");
   chain_launch_ = launch_env == nullptr || std::string_view(launch_env) != "0";
-  spdlog::info("action_head (cuda): expert layers as one chain of launches, GEMMs on the chained few-rows kernel");
+  spdlog::info("action_head (cuda): expert layers as one chain of launches; chained GEMMs:{}{}{}{}{}",
+               (want & kChainQkv) ? " qkv" : "", (want & kChainO) ? " o" : "", (want & kChainGateUp) ? " gate_up" : "",
+               (want & kChainDown) ? " down" : "", want == 0 ? " none" : "");
 }
 
-Expected<int> ActionHeadEngine::layer_gemm(const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
-                                           void* d, std::int64_t ldd, int max_parts) const {
+Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
+                                           const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
   const std::int64_t S = cfg_.suffix_len();
-  if (chain_) return mm.chained(a, S, lda, w, d, ldd, max_parts);
+  if ((chain_gemms_ & role) != 0) return mm.chained(a, S, lda, w, d, ldd, max_parts);
   if (max_parts > 1) return mm.parts(a, S, lda, w, static_cast<float*>(d), max_parts);
   EDGEVLA_RETURN_IF_ERROR(mm(a, S, lda, w, d, act_, ldd));
   return 1;
@@ -433,7 +449,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    EDGEVLA_RETURN_IF_ERROR(layer_gemm(mm, ys_, E, w.qkv, qkv_, Q, 1).status());
+    EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both.
     EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
@@ -454,7 +470,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.scratch_bytes = scratch_bytes_;
     a.a_constant = true;  // the prefix cache is written before the loop
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, layer_gemm(mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+    EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -463,7 +479,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    if (chain_) {
+    if ((chain_gemms_ & kChainGateUp) != 0) {
       // The chained gate|up GEMM: bf16, or k parts that the GeGLU sums.
       EDGEVLA_ASSIGN_OR_RETURN(const int gp, mm.chained(ys_, S, E, w.gate_up, gu_parts_, 2 * F, gate_up_parts(w)));
       if (gp == 1) {
@@ -472,10 +488,10 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
         EDGEVLA_RETURN_IF_ERROR(geglu_parts(s, gu_parts_, gp, S * 2 * F, S, F, g_, act_));
       }
     } else {
-      EDGEVLA_RETURN_IF_ERROR(layer_gemm(mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
+      EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
       EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
     }
-    EDGEVLA_ASSIGN_OR_RETURN(const int count, layer_gemm(mm, g_, F, w.down, parts_, E, kMaxKParts));
+    EDGEVLA_ASSIGN_OR_RETURN(const int count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
     down_parts = ResidualParts{count, S * E, w.down.bias};
     if (pi05_) pending = mod_post + 2 * E;
   }
