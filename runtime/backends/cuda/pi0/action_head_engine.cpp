@@ -111,7 +111,14 @@ class ActionHeadEngine final : public CudaEngine {
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
-  bool chain_launch_ = true;  // EDGEVLA_CUDA_CHAIN_LAUNCH=0: the same kernels, launched plainly (to compare)
+  // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
+  // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
+  // none, the same kernels launched plainly ("0", to compare).
+  enum class ChainLaunch { kNone, kGemms, kAll };
+  ChainLaunch chain_launch_ = ChainLaunch::kGemms;
+  bool narrow_chain(ChainRole role) const {
+    return chain_launch_ == ChainLaunch::kGemms && (chain_gemms_ & role) != 0;
+  }
   FusedExpertArgs fused_args_;
   FusedExpertLayer* fused_layers_ = nullptr;  // device [L]
   std::int64_t fused_max_rows_ = 0;
@@ -377,7 +384,8 @@ void ActionHeadEngine::plan_chain() {
   chain_ = true;
   chain_gemms_ = want;
   const char* launch_env = std::getenv("EDGEVLA_CUDA_CHAIN_LAUNCH");
-  chain_launch_ = launch_env == nullptr || std::string_view(launch_env) != "0";
+  const std::string_view launch_mode = launch_env != nullptr ? std::string_view(launch_env) : std::string_view("gemms");
+  chain_launch_ = launch_mode == "0" ? ChainLaunch::kNone : launch_mode == "all" ? ChainLaunch::kAll : ChainLaunch::kGemms;
   spdlog::info("action_head (cuda): expert layers as one chain of launches; chained GEMMs:{}{}{}{}{}",
                (want & kChainQkv) ? " qkv" : "", (want & kChainO) ? " o" : "", (want & kChainGateUp) ? " gate_up" : "",
                (want & kChainDown) ? " down" : "", want == 0 ? " none" : "");
@@ -433,7 +441,7 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   // From the first norm to the final one, each kernel is chained to the one before it.
-  const DependentLaunchScope chained(chain_ && chain_launch_);
+  const DependentLaunchScope chained(chain_ && chain_launch_ == ChainLaunch::kAll);
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
@@ -469,8 +477,14 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     a.a_constant = true;  // the prefix cache is written before the loop
-    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_ASSIGN_OR_RETURN(const int o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+    int o_parts = 0;
+    {
+      // The attention's blocks release the o projection as they start: its weights are read
+      // while the attention runs (the chain's point, launch.cuh).
+      const DependentLaunchScope narrow(narrow_chain(kChainO));
+      EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+    }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -479,19 +493,24 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
+    // The chained gate|up GEMM writes bf16 or k parts that the GeGLU sums.
+    int gp = 1;
     if ((chain_gemms_ & kChainGateUp) != 0) {
-      // The chained gate|up GEMM: bf16, or k parts that the GeGLU sums.
-      EDGEVLA_ASSIGN_OR_RETURN(const int gp, mm.chained(ys_, S, E, w.gate_up, gu_parts_, 2 * F, gate_up_parts(w)));
+      EDGEVLA_ASSIGN_OR_RETURN(gp, mm.chained(ys_, S, E, w.gate_up, gu_parts_, 2 * F, gate_up_parts(w)));
+    } else {
+      EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
+    }
+    int count = 0;
+    {
+      const DependentLaunchScope narrow(narrow_chain(kChainDown));
+      const void* gu = (chain_gemms_ & kChainGateUp) != 0 ? static_cast<const void*>(gu_parts_) : gu_;
       if (gp == 1) {
-        EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_parts_, S, F, g_, act_));
+        EDGEVLA_RETURN_IF_ERROR(geglu(s, gu, S, F, g_, act_));
       } else {
         EDGEVLA_RETURN_IF_ERROR(geglu_parts(s, gu_parts_, gp, S * 2 * F, S, F, g_, act_));
       }
-    } else {
-      EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
-      EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, S, F, g_, act_));
+      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
     }
-    EDGEVLA_ASSIGN_OR_RETURN(const int count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
     down_parts = ResidualParts{count, S * E, w.down.bias};
     if (pi05_) pending = mod_post + 2 * E;
   }
