@@ -63,11 +63,15 @@ class ActionHeadEngine final : public CudaEngine {
   // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
   // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
   Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
-  // bf16 on compute capability 9.0+: the expert layers run as one chain of launches
-  // (launch.cuh), and the GEMMs named in EDGEVLA_CUDA_CHAIN_GEMM (a comma list of qkv, o,
-  // gate_up, down; "all"; "0" for none and no chain; default o,down: the two whose weights can
-  // be read while the kernels ahead run, bench/results/issue9_h200 run 26) on chain_gemm.
+  // Opt-in (off by default: on the H200 it is slower end to end, bench/results/issue9_h200
+  // run 26): bf16 on compute capability 9.0+, the GEMMs named in EDGEVLA_CUDA_CHAIN_GEMM (a
+  // comma list of qkv, o, gate_up, down, or "all") run on chain_gemm, launched as programmatic
+  // dependents so that each reads its weights while the kernels ahead of it run.
   void plan_chain();
+  static bool chain_asked() {
+    const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
+    return env != nullptr && env[0] != '\0' && std::string_view(env) != "0";
+  }
   enum ChainRole : unsigned { kChainQkv = 1, kChainO = 2, kChainGateUp = 4, kChainDown = 8 };
   // The k parts the chained gate|up GEMM may split into (its bias needs one bf16 result).
   static int gate_up_parts(const ExpertLayerDev& w) { return w.gate_up.bias == nullptr ? kGateUpParts : 1; }
@@ -246,8 +250,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(qkv_, bytes_of(act_, S * Q));
   buf(o_, bytes_of(act_, S * H * h));
   buf(gu_, bytes_of(act_, S * 2 * F));
-  // The chained gate|up GEMM may leave two f32 k parts (plan_chain); bf16 engines only.
-  if (act_ == DType::kBF16) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
+  // The chained gate|up GEMM may leave two f32 k parts (plan_chain): bf16, asked for only.
+  if (act_ == DType::kBF16 && chain_asked()) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
@@ -356,11 +360,8 @@ Status ActionHeadEngine::prepare_steps(int steps) {
 
 void ActionHeadEngine::plan_chain() {
   const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
-  const std::string_view list = env != nullptr ? std::string_view(env) : std::string_view("o,down");
-  if (list == "0") {
-    spdlog::info("action_head (cuda): expert kernels launched plainly, GEMMs on Blas (EDGEVLA_CUDA_CHAIN_GEMM=0)");
-    return;
-  }
+  if (!chain_asked() || gu_parts_ == nullptr) return;  // the default: plain launches, GEMMs on Blas
+  const std::string_view list(env);
   if (act_ != DType::kBF16 || info_.major < 9) return;
   unsigned want = 0;
   for (const auto& [name, bit] : {std::pair{"qkv", kChainQkv}, std::pair{"o", kChainO},
