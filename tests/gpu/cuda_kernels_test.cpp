@@ -315,6 +315,41 @@ TEST_F(CudaKernels, GegluMatchesReference) {
   }
 }
 
+// GeGLU over f32 k parts of the gate|up product (the chained GEMM's output): the parts summed in
+// order, then GeGLU; a part stride with padding between parts; bad counts and strides refused.
+TEST_F(CudaKernels, GegluPartsSumsThePartsFirst) {
+  for (const DType act : kActs) {
+    for (const int count : {1, 2, 3}) {
+      for (const std::int64_t f : {4096, 75}) {
+        const std::int64_t rows = 50, stride = rows * 2 * f + 8;
+        const std::string what = std::string("geglu_parts act=") + name(act) + " parts=" + std::to_string(count) +
+                                 " f=" + std::to_string(f);
+        const auto parts = random_values(static_cast<std::size_t>(count * stride), -2.0f, 2.0f, 12);
+        DeviceBuffer dparts(parts, DType::kF32), dout(static_cast<std::size_t>(rows * f) * dtype_size(act));
+        ASSERT_OK(geglu_parts(stream_, static_cast<const float*>(dparts.get()), count, stride, rows, f, dout.get(), act));
+        sync();
+        std::vector<double> ref(static_cast<std::size_t>(rows * f));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t i = 0; i < f; ++i) {
+            double g = 0.0, u = 0.0;
+            for (int p = 0; p < count; ++p) {
+              g += parts[p * stride + r * 2 * f + i];
+              u += parts[p * stride + r * 2 * f + f + i];
+            }
+            ref[r * f + i] = gelu_ref(static_cast<float>(g)) * u;
+          }
+        }
+        expect_close(dout.download(act, ref.size()), ref, tolerance_for(act), what);
+        if (HasFailure()) return;
+      }
+    }
+  }
+  DeviceBuffer d(1 << 20);
+  const auto* f = static_cast<const float*>(d.get());
+  EXPECT_EQ(geglu_parts(stream_, f, 0, 800, 4, 100, d.get(), DType::kF32).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(geglu_parts(stream_, f, 2, 799, 4, 100, d.get(), DType::kF32).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(CudaKernels, BiasGeluMatchesReference) {
   for (const DType act : kActs) {
     for (const std::int64_t rows : {7, 968}) {
