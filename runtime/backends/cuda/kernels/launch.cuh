@@ -11,7 +11,9 @@
 // kernel waited the same way, every earlier kernel has finished too. Inputs no kernel of the
 // chain writes (weights, per-step constants) may be read before the wait: that is the point.
 // Outside a scope, or on older devices (Orin), launch() is a plain launch and both device calls
-// do nothing. Inside a captured CUDA graph the same edges are kept.
+// do nothing. Inside a captured CUDA graph the same edges are kept. A build with
+// -DEDGEVLA_CHAIN_OFF compiles the device calls out (to measure what they cost; chained
+// launches are then unsafe and must stay off).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,14 +27,14 @@ namespace edgevla::backends::cuda {
 
 // Lets the next kernel of the chain be scheduled now (it still waits for this one's results).
 __device__ __forceinline__ void chain_release() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(EDGEVLA_CHAIN_OFF)
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 
 // Blocks until the previous kernel of the chain has finished and its writes are visible.
 __device__ __forceinline__ void chain_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(EDGEVLA_CHAIN_OFF)
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
