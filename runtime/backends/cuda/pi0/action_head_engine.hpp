@@ -1,0 +1,136 @@
+// pi0 / pi0.5 action head on the GPU, the engine's class (its run in action_head_engine.cpp,
+// its optional execution plans, the fused expert and the chained GEMMs, in
+// action_head_plans.cpp): the expert over the suffix, attending the prefix cache (read in place
+// when the backbone left it on this device) plus its own keys, and num_steps Euler steps.
+// Everything that depends only on the timestep (pi0.5's time MLP and every adaRMS modulation;
+// pi0's time half of action_time_mlp_in) is computed once per num_steps, outside the loop; the
+// whole loop is one CUDA graph, re-captured when num_steps or the cache it reads changes. The
+// prefix length is read on the device, so one graph serves every prompt.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <numbers>
+#include <string_view>
+#include <tuple>
+
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/expert_fused.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+
+namespace edgevla::backends::cuda::pi0 {
+
+inline constexpr float kNormEps = 1e-6f;
+
+struct ExpertLayerDev {
+  float *in_norm = nullptr, *post_norm = nullptr;
+  DevLinear in_mod, post_mod, qkv, o, gate_up, down;
+};
+
+class ActionHeadEngine final : public CudaEngine {
+ public:
+  static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
+    EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
+    EDGEVLA_ASSIGN_OR_RETURN(const model::StageSpec* spec, m.stage(model::kActionHead));
+    EDGEVLA_ASSIGN_OR_RETURN(DeviceInfo info, select_device(o, "action_head (cuda)"));
+    auto e = std::unique_ptr<ActionHeadEngine>(new ActionHeadEngine(pm->config(), *spec, info, compute_dtype(o), o));
+    EDGEVLA_RETURN_IF_ERROR(e->init_device());
+    EDGEVLA_RETURN_IF_ERROR(e->load(*pm, o));
+    return std::unique_ptr<Engine>(std::move(e));
+  }
+  Status run(const RunOptions& options) override;
+  ~ActionHeadEngine() override {
+    if (fused_trace_ != nullptr) cudaFree(fused_trace_);
+  }
+
+ private:
+  ActionHeadEngine(const model::ModelConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act,
+                   const EngineOptions& o)
+      : CudaEngine(spec, std::move(info), act), cfg_(c), max_steps_(std::max(1, o.max_steps)) {}
+  Status load(const model::pi0::Pi0Model& m, const EngineOptions& o);
+  // Time-only quantities for `steps` Euler steps (once per num_steps).
+  Status prepare_steps(int steps);
+  // The whole Euler loop, reading the cache at `cache` with row stride `cache_rows`; the
+  // attention covers its first `attend_rows` rows: this chunk's valid count rounded up to
+  // kAttendBucket (at most cache_rows). The keys past the valid count are masked on the device;
+  // the bucket only bounds the key shares the attention launches and merges (a graph per bucket).
+  static constexpr std::int64_t kAttendBucket = 64;
+  Status loop(int steps, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+              float* velocities);
+  Status step(int i, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+              float* velocity_out);
+  // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
+  // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
+  Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
+  // Opt-in (off by default: on the H200 it is slower end to end, bench/results/issue9_h200
+  // run 26): bf16 on compute capability 9.0+, the GEMMs named in EDGEVLA_CUDA_CHAIN_GEMM (a
+  // comma list of qkv, o, gate_up, down, or "all") run on chain_gemm, launched as programmatic
+  // dependents so that each reads its weights while the kernels ahead of it run.
+  void plan_chain();
+  static bool chain_asked() {
+    const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
+    return env != nullptr && env[0] != '\0' && std::string_view(env) != "0";
+  }
+  enum ChainRole : unsigned { kChainQkv = 1, kChainO = 2, kChainGateUp = 4, kChainDown = 8 };
+  // The k parts the chained gate|up GEMM may split into (its bias needs one bf16 result).
+  static int gate_up_parts(const ExpertLayerDev& w) { return w.gate_up.bias == nullptr ? kGateUpParts : 1; }
+  // One expert GEMM: chained or through Blas. max_parts 1: bf16 D [m, ldd]; else f32 k parts.
+  Expected<int> layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
+                           void* d, std::int64_t ldd, int max_parts) const;
+
+  model::ModelConfig cfg_;
+  int max_steps_;
+  bool pi05_ = false;
+  int in_kv_ = -1, in_mask_ = -1, in_state_ = -1, in_noise_ = -1, out_actions_ = -1, out_velocities_ = -1;
+
+  std::vector<ExpertLayerDev> layers_;
+  float* final_norm_ = nullptr;
+  DevLinear final_mod_, action_in_, action_out_, state_proj_, action_time_in_, action_time_out_, time_in_, time_out_;
+  DevLinear action_time_a_, action_time_t_;  // pi0: the action and time halves of action_time_mlp_in
+  std::vector<float> inv_freq_host_;
+  float* inv_freq_ = nullptr;
+
+  // Buffers.
+  void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
+  void* staging_ = nullptr;          // a host cache as it came, before conversion
+  float *x_ = nullptr, *vel_ = nullptr, *xs_ = nullptr, *state_ = nullptr, *vel_all_ = nullptr;
+  float* parts_ = nullptr;  // [kMaxKParts, S, E]: the o and down projections' k parts
+  float* state_emb_ = nullptr;       // pi0: the state token's embedding, row 0 of every step
+  void *xa_ = nullptr, *ys_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *at_ = nullptr,
+       *hid_ = nullptr, *sa_ = nullptr;
+  float* mods_ = nullptr;            // pi0.5: [max_steps, 2L+1, 3E]; pi0: time bias [max_steps, E]
+  void *temb_ = nullptr, *cond_ = nullptr;
+  float *cond_f32_ = nullptr, *temb_f32_ = nullptr;
+  std::int32_t *n_dev_ = nullptr, *b_limit_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  int prepared_steps_ = 0;
+  std::map<std::tuple<int, const void*, std::int64_t>, Graph> graphs_;
+  Tensor actions_own_;
+  std::int32_t* pinned_n_ = nullptr;
+  std::unique_ptr<PinnedBuffer> pinned_;
+  bool fused_ = false;
+  bool chain_ = false;          // the layer loop runs as one chain of launches
+  unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
+  float* gu_parts_ = nullptr;
+  static constexpr int kGateUpParts = 2;
+  // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
+  // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
+  // none, the same kernels launched plainly ("0", to compare).
+  enum class ChainLaunch { kNone, kGemms, kAll };
+  ChainLaunch chain_launch_ = ChainLaunch::kGemms;
+  bool narrow_chain(ChainRole role) const {
+    return chain_launch_ == ChainLaunch::kGemms && (chain_gemms_ & role) != 0;
+  }
+  FusedExpertArgs fused_args_;
+  FusedExpertLayer* fused_layers_ = nullptr;  // device [L]
+  std::int64_t fused_max_rows_ = 0;
+  unsigned long long* fused_trace_ = nullptr;  // EDGEVLA_CUDA_FUSED_TRACE=1: the last step's timings
+  int runs_ = 0;
+};
+
+}  // namespace edgevla::backends::cuda::pi0

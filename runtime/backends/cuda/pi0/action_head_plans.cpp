@@ -1,0 +1,101 @@
+// pi0 / pi0.5 action head on the GPU: its optional ways to run the expert layers, both off by
+// default (slower on the devices measured, bench/results/issue9_h200): every layer of a step
+// as one persistent kernel (EDGEVLA_CUDA_FUSED_EXPERT=1), and GEMMs on chain_gemm launched as
+// programmatic dependents (EDGEVLA_CUDA_CHAIN_GEMM).
+#include "runtime/backends/cuda/pi0/action_head_engine.hpp"
+
+namespace edgevla::backends::cuda::pi0 {
+
+Status ActionHeadEngine::plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs) {
+  // Off by default until it is faster end to end on the devices measured (bench/results/issue9_h200).
+  const char* env = std::getenv("EDGEVLA_CUDA_FUSED_EXPERT");
+  if (env == nullptr || std::string_view(env) != "1") {
+    spdlog::info("action_head (cuda): expert layers as separate kernels (EDGEVLA_CUDA_FUSED_EXPERT=1 fuses them)");
+    return Status::ok();
+  }
+  if (!pi05_ || act_ != DType::kBF16) return Status::ok();
+  FusedExpertShape sh;
+  sh.rows = static_cast<int>(cfg_.suffix_len());
+  sh.width = static_cast<int>(cfg_.expert.width);
+  sh.heads = static_cast<int>(cfg_.expert.num_heads);
+  sh.kv_heads = static_cast<int>(cfg_.expert.num_kv_heads);
+  sh.head_dim = static_cast<int>(cfg_.expert.head_dim);
+  sh.mlp = static_cast<int>(cfg_.expert.mlp_dim);
+  sh.layers = static_cast<int>(cfg_.expert.depth);
+  sh.max_prefix = max_cache_rows;
+  if (const std::string why = fused_expert_unsupported(sh); !why.empty()) {
+    spdlog::info("action_head (cuda): expert layers as separate kernels ({})", why);
+    return Status::ok();
+  }
+  std::size_t partial_bytes = 0, attn_bytes = 0;
+  auto planned = fused_expert_plan(sh, info_.index, &partial_bytes, &attn_bytes);
+  if (!planned.has_value()) {
+    spdlog::info("action_head (cuda): expert layers as separate kernels ({})", planned.status().message());
+    return Status::ok();
+  }
+  fused_args_ = *planned;
+  fused_max_rows_ = max_cache_rows;
+  fused_ = true;
+  if (const char* tr = std::getenv("EDGEVLA_CUDA_FUSED_TRACE"); tr != nullptr && std::string_view(tr) == "1") {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&fused_trace_, sizeof(unsigned long long) *
+                                                               static_cast<std::size_t>(fused_expert_trace_slots(sh)) *
+                                                               static_cast<std::size_t>(fused_args_.grid + 1)));
+    fused_args_.trace = fused_trace_;
+  }
+  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
+  buf(fused_args_.partials, partial_bytes);
+  buf(fused_args_.attn, attn_bytes);
+  buf(fused_args_.barrier, 64);
+  buf(fused_layers_, sizeof(FusedExpertLayer) * layers_.size());
+  const auto& a = fused_args_;
+  spdlog::info("action_head (cuda): expert layers fused, one kernel per step ({} blocks; GEMM splits q|k|v {}x{}, o "
+               "{}x{}, gate|up {}x{}, down {}x{} column groups x k shares)",
+               a.grid, a.split_qkv.nb * 8, a.split_qkv.ks, a.split_o.nb * 8, a.split_o.ks, a.split_gate_up.nb * 8,
+               a.split_gate_up.ks, a.split_down.nb * 8, a.split_down.ks);
+  return Status::ok();
+}
+
+void ActionHeadEngine::plan_chain() {
+  const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
+  if (!chain_asked() || gu_parts_ == nullptr) return;  // the default: plain launches, GEMMs on Blas
+  const std::string_view list(env);
+  if (act_ != DType::kBF16 || info_.major < 9) return;
+  unsigned want = 0;
+  for (const auto& [name, bit] : {std::pair{"qkv", kChainQkv}, std::pair{"o", kChainO},
+                                  std::pair{"gate_up", kChainGateUp}, std::pair{"down", kChainDown}}) {
+    std::string_view rest = list;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      if (rest.substr(0, comma) == name || rest.substr(0, comma) == "all") want |= bit;
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
+  const std::int64_t H = cfg_.expert.num_heads, h = cfg_.expert.head_dim;
+  const Gemm mm = gemm();
+  for (const ExpertLayerDev& w : layers_) {
+    if (!mm.chain_fits(S, E, w.qkv, 1)) want &= ~unsigned{kChainQkv};
+    if (!mm.chain_fits(S, E, w.gate_up, gate_up_parts(w))) want &= ~unsigned{kChainGateUp};
+    if (!mm.chain_fits(S, H * h, w.o, kMaxKParts)) want &= ~unsigned{kChainO};
+    if (!mm.chain_fits(S, F, w.down, kMaxKParts)) want &= ~unsigned{kChainDown};
+  }
+  chain_ = true;
+  chain_gemms_ = want;
+  const char* launch_env = std::getenv("EDGEVLA_CUDA_CHAIN_LAUNCH");
+  const std::string_view launch_mode = launch_env != nullptr ? std::string_view(launch_env) : std::string_view("gemms");
+  chain_launch_ = launch_mode == "0" ? ChainLaunch::kNone : launch_mode == "all" ? ChainLaunch::kAll : ChainLaunch::kGemms;
+  spdlog::info("action_head (cuda): expert layers as one chain of launches; chained GEMMs:{}{}{}{}{}",
+               (want & kChainQkv) ? " qkv" : "", (want & kChainO) ? " o" : "", (want & kChainGateUp) ? " gate_up" : "",
+               (want & kChainDown) ? " down" : "", want == 0 ? " none" : "");
+}
+
+Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
+                                           const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
+  const std::int64_t S = cfg_.suffix_len();
+  if ((chain_gemms_ & role) != 0) return mm.chained(a, S, lda, w, d, ldd, max_parts);
+  if (max_parts > 1) return mm.parts(a, S, lda, w, static_cast<float*>(d), max_parts);
+  EDGEVLA_RETURN_IF_ERROR(mm(a, S, lda, w, d, act_, ldd));
+  return 1;
+}
+
+}  // namespace edgevla::backends::cuda::pi0
