@@ -2,7 +2,6 @@
 #include "runtime/backends/cuda/kernels/common.hpp"
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
 namespace edgevla::backends::cuda {
@@ -68,14 +67,6 @@ bool dependent_launch_supported() {
     known[dev].store(k, std::memory_order_relaxed);
   }
   return k == 2;
-}
-
-bool prefer_max_shared_memory() {
-  static const bool on = [] {
-    const char* v = std::getenv("EDGEVLA_CUDA_CARVEOUT");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
 }
 
 bool dependent_launch_active() { return g_chain_depth > 0 && dependent_launch_supported(); }

@@ -48,17 +48,6 @@ __device__ __forceinline__ void chain_enter() {
 // Records a failed launch for last_launch_status() (common.hpp).
 void note_launch_error(cudaError_t err);
 
-// Every kernel launched through launch() asks for the largest shared-memory carveout, the one
-// cuBLASLt's kernels and the attention need, so that a multiprocessor does not switch its
-// L1/shared split (and drain) between a GEMM and the short kernel after it.
-// EDGEVLA_CUDA_CARVEOUT=0 leaves the choice to the driver (to compare).
-bool prefer_max_shared_memory();
-inline void set_carveout(const void* kernel) {
-  if (prefer_max_shared_memory()) {
-    (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  }
-}
-
 // The launch configuration: programmatic serialization inside a scope on a device that has it.
 inline cudaLaunchConfig_t chain_config(dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                                        cudaLaunchAttribute* attribute) {
@@ -81,7 +70,6 @@ inline cudaLaunchConfig_t chain_config(dim3 grid, dim3 block, std::size_t smem, 
 template <typename... KernelArgs, typename... Args>
 void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
             Args&&... args) {
-  set_carveout(reinterpret_cast<const void*>(kernel));
   cudaLaunchAttribute attribute{};
   const cudaLaunchConfig_t config = chain_config(grid, block, smem, stream, &attribute);
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
@@ -91,7 +79,6 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t sm
 // The same for a kernel known by address only (variants picked at run time).
 inline cudaError_t launch_untyped(const void* kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                                   void** args) {
-  set_carveout(kernel);
   cudaLaunchAttribute attribute{};
   const cudaLaunchConfig_t config = chain_config(grid, block, smem, stream, &attribute);
   return cudaLaunchKernelExC(&config, kernel, args);
