@@ -16,11 +16,13 @@
 #include <algorithm>
 
 #include "runtime/backends/cuda/kernels/launch.cuh"
+#include "runtime/backends/cuda/kernels/ptx.cuh"
 
 namespace edgevla::backends::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using namespace ptx;
 
 constexpr int kThreads = 256;  // 8 warps
 constexpr int kWarps = kThreads / 32;
@@ -39,38 +41,6 @@ struct Params {
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar))
-        : "memory");
-  } while (done == 0);
-}
 // `rows` rows of `bytes` each, from src (row stride ld elements) to dst (row stride lds), by
 // the 32 lanes of the calling warp; counted on bar, which expects all of them.
 __device__ __forceinline__ void copy_rows(bf16* dst, int lds, const bf16* src, long long ld, int rows, unsigned bytes,
@@ -105,8 +75,8 @@ __global__ void __launch_bounds__(kThreads, 1) chain_gemm_kernel(const Params p)
   const unsigned row_bytes = static_cast<unsigned>(p.ks) * 2u;
 
   if (tid == 0) {
-    mbar_init(&bars[0]);
-    mbar_init(&bars[1]);
+    mbar_init(&bars[0], 1);
+    mbar_init(&bars[1], 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -123,8 +93,8 @@ __global__ void __launch_bounds__(kThreads, 1) chain_gemm_kernel(const Params p)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
-  mbar_wait(&bars[0]);
-  mbar_wait(&bars[1]);
+  mbar_wait(&bars[0], 0);
+  mbar_wait(&bars[1], 0);
   const bf16* w_s = s_w + (ng * 32) * lds;
   const int steps = p.ks / 16;
 #pragma unroll 2
