@@ -432,6 +432,13 @@ Status cuda_error(cudaError_t err, const char* what) {
                         cudaGetErrorString(err) + ")");
 }
 
+// Keys per tile at head dim 256 (Gemma): 32 by default; a build may set 64 to compare
+// (-DEDGEVLA_ATTN_HD256_KEYS=64: fewer, larger tiles; 169 KB of shared memory a block).
+#ifndef EDGEVLA_ATTN_HD256_KEYS
+#define EDGEVLA_ATTN_HD256_KEYS 32
+#endif
+constexpr int kHd256Keys = EDGEVLA_ATTN_HD256_KEYS;
+
 // The bf16 kernel instantiation for a head dim: padded width and key tile.
 struct Bf16Variant {
   int hd;
@@ -452,7 +459,7 @@ Bf16Variant pick_bf16(std::int64_t h) {
   if (h <= 128) return bf16_variant<128, 64>();
   if (h <= 160) return bf16_variant<160, 32>();
   if (h <= 192) return bf16_variant<192, 32>();
-  return bf16_variant<256, 32>();
+  return bf16_variant<256, kHd256Keys>();
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
