@@ -61,14 +61,22 @@ void ActionHeadEngine::plan_chain() {
   const std::string_view list(env);
   if (act_ != DType::kBF16 || info_.major < 9) return;
   unsigned want = 0;
-  for (const auto& [name, bit] : {std::pair{"qkv", kChainQkv}, std::pair{"o", kChainO},
-                                  std::pair{"gate_up", kChainGateUp}, std::pair{"down", kChainDown}}) {
-    std::string_view rest = list;
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      if (rest.substr(0, comma) == name || rest.substr(0, comma) == "all") want |= bit;
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  for (std::string_view rest = list; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const unsigned bit = item == "qkv"       ? kChainQkv
+                         : item == "o"       ? kChainO
+                         : item == "gate_up" ? kChainGateUp
+                         : item == "down"    ? kChainDown
+                         : item == "all"     ? (kChainQkv | kChainO | kChainGateUp | kChainDown)
+                                             : 0u;
+    if (bit == 0) {
+      spdlog::warn("action_head (cuda): EDGEVLA_CUDA_CHAIN_GEMM names '{}', which is not an expert GEMM; "
+                   "use a comma list of qkv, o, gate_up, down, or all",
+                   item);
     }
+    want |= bit;
   }
   const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
   const std::int64_t H = cfg_.expert.num_heads, h = cfg_.expert.head_dim;
