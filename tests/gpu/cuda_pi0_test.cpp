@@ -204,11 +204,15 @@ const std::string& full_layer_checkpoint() {
 
 // Engines opened with the fused expert switched on or off (EDGEVLA_CUDA_FUSED_EXPERT, read when
 // an engine is made).
-Expected<Pair> open_fused(const std::string& dir, bool fused) {
-  ::setenv("EDGEVLA_CUDA_FUSED_EXPERT", fused ? "1" : "0", 1);
+// A bf16 cuda pair opened with the environment variable `var` set to `value` (then unset).
+Expected<Pair> open_with(const std::string& dir, const char* var, const char* value) {
+  ::setenv(var, value, 1);
   auto p = open(dir, "cuda", Precision::kBF16);
-  ::unsetenv("EDGEVLA_CUDA_FUSED_EXPERT");
+  ::unsetenv(var);
   return p;
+}
+Expected<Pair> open_fused(const std::string& dir, bool fused) {
+  return open_with(dir, "EDGEVLA_CUDA_FUSED_EXPERT", fused ? "1" : "0");
 }
 
 TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
@@ -245,10 +249,7 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 }
 
 Expected<Pair> open_chained(const std::string& dir, bool chained) {
-  ::setenv("EDGEVLA_CUDA_CHAIN_GEMM", chained ? "all" : "0", 1);
-  auto p = open(dir, "cuda", Precision::kBF16);
-  ::unsetenv("EDGEVLA_CUDA_CHAIN_GEMM");
-  return p;
+  return open_with(dir, "EDGEVLA_CUDA_CHAIN_GEMM", chained ? "all" : "0");
 }
 
 // The expert layers as one chain of launches with chain_gemm against the same layers on Blas:

@@ -276,17 +276,14 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    // The chained gate|up GEMM writes bf16 or k parts that the GeGLU sums.
-    int gp = 1;
-    if ((chain_gemms_ & kChainGateUp) != 0) {
-      EDGEVLA_ASSIGN_OR_RETURN(gp, mm.chained(ys_, S, E, w.gate_up, gu_parts_, 2 * F, gate_up_parts(w)));
-    } else {
-      EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu_, 2 * F, 1).status());
-    }
+    // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
+    const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
+    void* gu = gu_chained ? static_cast<void*>(gu_parts_) : gu_;
+    EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F,
+                                                      gu_chained ? gate_up_parts(w) : 1));
     int count = 0;
     {
       const DependentLaunchScope narrow(narrow_chain(kChainDown));
-      const void* gu = (chain_gemms_ & kChainGateUp) != 0 ? static_cast<const void*>(gu_parts_) : gu_;
       if (gp == 1) {
         EDGEVLA_RETURN_IF_ERROR(geglu(s, gu, S, F, g_, act_));
       } else {

@@ -56,9 +56,8 @@ Status ActionHeadEngine::plan_fused(std::int64_t max_cache_rows, std::vector<std
 }
 
 void ActionHeadEngine::plan_chain() {
-  const char* env = std::getenv("EDGEVLA_CUDA_CHAIN_GEMM");
   if (!chain_asked() || gu_parts_ == nullptr) return;  // the default: plain launches, GEMMs on Blas
-  const std::string_view list(env);
+  const std::string_view list(std::getenv("EDGEVLA_CUDA_CHAIN_GEMM"));
   if (act_ != DType::kBF16 || info_.major < 9) return;
   unsigned want = 0;
   for (std::string_view rest = list; !rest.empty();) {

@@ -142,7 +142,7 @@ bool Gemm::chain_fits(std::int64_t m, std::int64_t lda, const DevLinear& w, int 
   auto* p = reinterpret_cast<void*>(std::uintptr_t{256});
   DevLinear probe = w;
   probe.w = p;
-  return chain_gemm_unsupported(chain_args(p, m, lda, probe, p, shape.parts == 1 ? w.out : w.out, shape)) == nullptr;
+  return chain_gemm_unsupported(chain_args(p, m, lda, probe, p, w.out, shape)) == nullptr;
 }
 
 Expected<int> Gemm::chained(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
