@@ -1,7 +1,8 @@
 // The cuda backend's kernels at the action expert's shapes (pi0.5 full size: 50 action rows,
 // width 1024, MLP 4096, 8 query heads over one kv head of 256), against baselines in the same
-// run: device-to-device copy bandwidth (what a weight stream could reach), cuBLASLt alone, and
-// edgevla's skinny kernel at each k per block. Attention is timed for each split of the keys.
+// run: device-to-device copy bandwidth (what a weight stream could reach), a kernel that only reads
+// the same weight bytes (the per-kernel floor: launch, fill and tail included), cuBLASLt alone,
+// and edgevla's skinny kernel at each k per block. Attention is timed for each split of the keys.
 // GEMMs run back to back over copies of their weights that together exceed the L2 cache (cold
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
@@ -27,6 +28,10 @@
 
 using namespace edgevla;
 using namespace edgevla::backends::cuda;
+
+// bench/read_floor_kernel.cu
+cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int blocks, unsigned* sink,
+                                      cudaStream_t stream);
 
 namespace {
 
@@ -192,7 +197,9 @@ int main(int argc, char** argv) {
   CHECK_OK(lt_only.status());
   CHECK_OK(mixed.status());
   (*lt_only)->set_own_kernels(false);
-  double layer_lt = 0, layer_best = 0, layer_floor = 0;
+  double layer_lt = 0, layer_best = 0, layer_floor = 0, layer_read = 0;
+  unsigned* sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   for (const Shape& sh : shapes) {
     if (only == "attention") break;
     if (!only_shape.empty() && only_shape != sh.name) continue;
@@ -217,6 +224,14 @@ int main(int argc, char** argv) {
       gc.b = wc + c * w_bytes;
       CHECK_OK((*lt_only)->gemm(s, gc));
     });
+    // The same bytes only read, back to back over the same copies: best of 1, 2 and 4 blocks a
+    // multiprocessor.
+    double read_us = 1e30;
+    for (const int per_sm : {1, 2, 4}) {
+      read_us = std::min(read_us, timer.per_call_us(copies, 3, [&](int c) {
+        CHECK_CUDA(edgevla_bench_launch_read(wc + c * w_bytes, w_bytes, per_sm * prop.multiProcessorCount, sink, s));
+      }));
+    }
     // The reference result: cuBLASLt with beta 0 into a copy.
     GemmArgs g0 = g;
     void* ref_d = nullptr;
@@ -289,15 +304,17 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"chain\": %s, \"m\": %lld, \"n\": %lld, \"k\": %lld, \"d\": \"%s\", "
-                "\"weight_floor_us\": %.2f, \"cublaslt_us\": %.2f, \"cublaslt_gbps\": %.0f, \"skinny\": [%s], "
-                "\"blas_pick_us\": %.2f, \"best_over_cublaslt\": %.2f}\n",
+                "\"weight_floor_us\": %.2f, \"read_only_us\": %.2f, \"cublaslt_us\": %.2f, \"cublaslt_over_read\": %.2f, "
+                "\"cublaslt_gbps\": %.0f, \"skinny\": [%s], \"blas_pick_us\": %.2f, \"best_over_cublaslt\": %.2f}\n",
                 sh.name, chain_json.c_str(), static_cast<long long>(sh.m), static_cast<long long>(sh.n),
-                static_cast<long long>(sh.k), dtype_name(sh.d).data(), floor_us, lt_us, wbytes / (lt_us * 1e3), skinny_json.c_str(), mixed_us,
+                static_cast<long long>(sh.k), dtype_name(sh.d).data(), floor_us, read_us, lt_us, lt_us / read_us,
+                wbytes / (lt_us * 1e3), skinny_json.c_str(), mixed_us,
                 lt_us / best);
     if (sh.m == 50) {
       layer_lt += lt_us;
       layer_best += mixed_us;
       layer_floor += floor_us;
+      layer_read += read_us;
     }
     CHECK_CUDA(cudaFree(a));
     CHECK_CUDA(cudaFree(w));
@@ -305,8 +322,10 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaFree(d));
     CHECK_CUDA(cudaFree(ref_d));
   }
-  std::printf("{\"bench\": \"gemm_layer\", \"weight_floor_us\": %.2f, \"cublaslt_us\": %.2f, \"blas_pick_us\": %.2f}\n",
-              layer_floor, layer_lt, layer_best);
+  CHECK_CUDA(cudaFree(sink));
+  std::printf("{\"bench\": \"gemm_layer\", \"weight_floor_us\": %.2f, \"read_only_us\": %.2f, \"cublaslt_us\": %.2f, "
+              "\"blas_pick_us\": %.2f}\n",
+              layer_floor, layer_read, layer_lt, layer_best);
   std::printf("{\"bench\": \"blas_plans\", \"report\": \"");
   for (const char c : (*mixed)->plan_report()) {
     if (c == '\n') std::printf("; ");

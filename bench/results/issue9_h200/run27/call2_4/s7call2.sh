@@ -1,0 +1,2 @@
+exec > $OUT/run.log 2>&1
+.repro/mlp_probe
