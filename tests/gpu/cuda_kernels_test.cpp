@@ -267,6 +267,7 @@ TEST_F(CudaKernels, RopeMatchesReference) {
       {1, 8, 256, 8 * 256, 37},          // one decode row, Gemma's head_dim
       {51, 8, 256, 10 * 256, 816},       // q of a fused q|k|v row (stride past the heads)
       {968, 1, 256, 10 * 256, 0},        // k of the fused row, the whole prefix
+      {464, 9, 256, 10 * 256, 0},        // q and k of a prefix: enough pairs for 8 a thread
       {7, 16, 72, 16 * 72, 5},           // head_dim 72 (scalar path: h/2 = 36)
       {5, 3, 74, 3 * 74 + 1, 1000},      // odd half and odd stride
   };

@@ -221,8 +221,15 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(x);
     const std::int64_t half = h / 2;
-    if (half % 8 == 0 && ldx % 8 == 0 && all_aligned16(p, inv_freq)) {
+    // Eight pairs a thread (16-byte accesses) when that still fills the device; fewer rows (the
+    // action expert's 50) take two a thread, so that each thread's chain of sincosf stays short.
+    constexpr std::int64_t kWideThreads = 32768;
+    const bool wide = rows * heads * half / 8 >= kWideThreads;
+    if (wide && half % 8 == 0 && ldx % 8 == 0 && all_aligned16(p, inv_freq)) {
       launch(&rope_kernel<T, 8>, dim3(grid_rows(rows, heads * half / 8)), dim3(kThreads), 0, stream, p, rows, heads,
+             h, ldx, first_pos, inv_freq);
+    } else if (half % 2 == 0) {
+      launch(&rope_kernel<T, 2>, dim3(grid_rows(rows, heads * half / 2)), dim3(kThreads), 0, stream, p, rows, heads,
              h, ldx, first_pos, inv_freq);
     } else {
       launch(&rope_kernel<T, 1>, dim3(grid_rows(rows, heads * half)), dim3(kThreads), 0, stream, p, rows, heads, h,
@@ -243,8 +250,12 @@ Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_
     EDGEVLA_CHECK_PTR(kName, out);
     const T* g = static_cast<const T*>(gu);
     T* o = static_cast<T*>(out);
-    if (f % 8 == 0 && all_aligned16(g, o)) {
+    // As rope: eight elements a thread when that fills the device, else two (shorter tanh chains).
+    constexpr std::int64_t kWideThreads = 32768;
+    if (rows * f / 8 >= kWideThreads && f % 8 == 0 && all_aligned16(g, o)) {
       launch(&geglu_kernel<T, 8>, dim3(grid_rows(rows, f / 8)), dim3(kThreads), 0, stream, g, rows, f, o);
+    } else if (f % 2 == 0) {
+      launch(&geglu_kernel<T, 2>, dim3(grid_rows(rows, f / 2)), dim3(kThreads), 0, stream, g, rows, f, o);
     } else {
       launch(&geglu_kernel<T, 1>, dim3(grid_rows(rows, f)), dim3(kThreads), 0, stream, g, rows, f, o);
     }
