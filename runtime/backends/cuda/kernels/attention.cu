@@ -36,8 +36,16 @@ constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
 // Shares of the keys at most: more cost more in partials written and merged than their shorter
 // key walks save (pi0.5's action expert on an H200, 5-32 shares tried: 9-12 were fastest at
 // 1 and 3 views).
-constexpr int kMaxSplits = 12;
-constexpr int kMinTilesPerSplit = 2;   // a share of fewer key tiles does not repay its Q load
+// Both are build constants so that a build can compare other values
+// (-DEDGEVLA_ATTN_MAX_SPLITS=..., -DEDGEVLA_ATTN_MIN_TILES=...).
+#ifndef EDGEVLA_ATTN_MAX_SPLITS
+#define EDGEVLA_ATTN_MAX_SPLITS 12
+#endif
+#ifndef EDGEVLA_ATTN_MIN_TILES
+#define EDGEVLA_ATTN_MIN_TILES 2
+#endif
+constexpr int kMaxSplits = EDGEVLA_ATTN_MAX_SPLITS;
+constexpr int kMinTilesPerSplit = EDGEVLA_ATTN_MIN_TILES;  // a share of fewer key tiles does not repay its Q load
 
 // What the kernels read; strides in elements.
 struct Params {

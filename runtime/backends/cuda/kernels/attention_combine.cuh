@@ -69,7 +69,13 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
 
 template <typename T>
 void launch_combine(int splits, unsigned blocks, cudaStream_t stream, const Params& p) {
-  static_assert(kMaxSplits <= 16, "attn_combine instances cover up to 16 shares");
+  static_assert(kMaxSplits <= 32, "attn_combine instances cover up to 32 shares");
+  if constexpr (kMaxSplits > 16) {
+    if (splits > 16) {
+      launch(&attn_combine<T, 32>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
+      return;
+    }
+  }
   if (splits <= 2) {
     launch(&attn_combine<T, 2>, dim3(blocks), dim3(kCombineThreads), 0, stream, p);
   } else if (splits <= 4) {
