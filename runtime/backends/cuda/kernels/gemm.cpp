@@ -223,9 +223,13 @@ Expected<int> Blas::k_parts(cudaStream_t stream, const GemmArgs& args, int max_p
   if (const char* cap = std::getenv("EDGEVLA_GEMM_MAX_K_PARTS"); cap != nullptr && *cap != '\0') {
     max_parts = std::min(max_parts, std::max(1, std::atoi(cap)));
   }
+  // Four at most: eight parts can time faster alone, but the norm that reads them all costs more
+  // than that (pi0.5's head 0.6 % slower with eight than with four; bench/results/issue9_h200
+  // run 27, call 14).
+  constexpr int kMostParts = 4;
   int best = 1;
   float best_ms = -1.0f;
-  for (int parts = 1; parts <= std::min(max_parts, 8); parts *= 2) {
+  for (int parts = 1; parts <= std::min(max_parts, kMostParts); parts *= 2) {
     if (args.k % parts != 0 || (parts > 1 && (args.k / parts) % 64 != 0)) continue;
     const GemmArgs a = k_split_args(args, parts);
     EDGEVLA_ASSIGN_OR_RETURN(const Plan* plan, im.find_plan(stream, a, /*need_ms=*/true));

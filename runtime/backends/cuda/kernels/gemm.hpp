@@ -89,7 +89,7 @@ class Blas {
   void set_own_kernels(bool on);
   // Each planned shape and what runs it, with its timed median (one line per plan).
   std::string plan_report() const;
-  // How many k parts (1, 2, 4 or 8, at most max_parts; see k_split_args) run `args` fastest on
+  // How many k parts (1, 2 or 4, at most max_parts; see k_split_args) run `args` fastest on
   // this device; `args` has an f32 D (scratch of max_parts · m · ldd elements), beta 0 and no
   // bias or epilogue: the consumer of the parts adds those. The first call for a
   // shape plans and times every split (outside capture, as gemm's first call); later calls
