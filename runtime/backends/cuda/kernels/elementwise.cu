@@ -4,7 +4,9 @@
 // grid-stride, so any row count and width fits one launch. Flat kernels run a 1-D grid-stride
 // loop over chunks, the last chunk taking the n % V tail element by element. V = 8 (16-byte
 // accesses: one for bf16/f16, two for f32) when every pointer is 16-byte aligned and widths and
-// row strides are multiples of 8; otherwise V = 1.
+// row strides are multiples of 8; otherwise V = 1. RoPE and GeGLU, whose elements each cost a
+// sincosf or a tanh, take V = 2 when eight a thread would leave the device short of threads
+// (the action expert's 50 rows), so that each thread's chain stays short.
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/launch.cuh"
 
@@ -13,6 +15,9 @@ namespace edgevla::backends::cuda {
 using namespace ew;
 
 namespace {
+
+// Threads below which RoPE and GeGLU take two elements a thread instead of eight.
+constexpr std::int64_t kWideThreads = 32768;
 
 // ---- kernels --------------------------------------------------------------------------------
 
@@ -221,9 +226,6 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(x);
     const std::int64_t half = h / 2;
-    // Eight pairs a thread (16-byte accesses) when that still fills the device; fewer rows (the
-    // action expert's 50) take two a thread, so that each thread's chain of sincosf stays short.
-    constexpr std::int64_t kWideThreads = 32768;
     const bool wide = rows * heads * half / 8 >= kWideThreads;
     if (wide && half % 8 == 0 && ldx % 8 == 0 && all_aligned16(p, inv_freq)) {
       launch(&rope_kernel<T, 8>, dim3(grid_rows(rows, heads * half / 8)), dim3(kThreads), 0, stream, p, rows, heads,
@@ -250,8 +252,6 @@ Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_
     EDGEVLA_CHECK_PTR(kName, out);
     const T* g = static_cast<const T*>(gu);
     T* o = static_cast<T*>(out);
-    // As rope: eight elements a thread when that fills the device, else two (shorter tanh chains).
-    constexpr std::int64_t kWideThreads = 32768;
     if (rows * f / 8 >= kWideThreads && f % 8 == 0 && all_aligned16(g, o)) {
       launch(&geglu_kernel<T, 8>, dim3(grid_rows(rows, f / 8)), dim3(kThreads), 0, stream, g, rows, f, o);
     } else if (f % 2 == 0) {
