@@ -1,19 +1,21 @@
 # Helpers shared by every edgevla target.
 
-# Warnings as errors on our own targets only (never on global flags).
+# Warnings as errors on our own targets only (never on global flags). The host compiler's flags go
+# to C++ sources; a target with CUDA sources gets nvcc's own.
 function(edgevla_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-missing-field-initializers)
+  set(cxx -Wall -Wextra -Werror -Wno-missing-field-initializers)
   if(EDGEVLA_SANITIZE)
     # Sanitizer instrumentation makes GCC's flow warnings (-Warray-bounds inside fmt, ...)
     # report code that is fine; they stay warnings there, and errors in normal builds.
-    target_compile_options(${target} PRIVATE -Wno-error)
+    list(APPEND cxx -Wno-error)
   endif()
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    # GCC 12 reports false -Wrestrict positives inside std::string operator+ (GCC bug 105651).
-    target_compile_options(${target} PRIVATE -Wno-restrict)
-    # ... and false -Wmaybe-uninitialized ones on std::variant moves after inlining (GCC bug 80635).
-    target_compile_options(${target} PRIVATE -Wno-maybe-uninitialized)
+    # GCC 12 reports false -Wrestrict positives inside std::string operator+ (GCC bug 105651),
+    # and false -Wmaybe-uninitialized ones on std::variant moves after inlining (GCC bug 80635).
+    list(APPEND cxx -Wno-restrict -Wno-maybe-uninitialized)
   endif()
+  target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${cxx}>"
+                                           "$<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings>")
 endfunction()
 
 # edgevla_add_test(<name> SOURCES a.cpp ... [LIBS lib ...] [LABELS l ...] [TIMEOUT s])
