@@ -1,0 +1,13 @@
+#!/bin/bash
+# Session 2026-11-26d call 16: the whole suite on the GPU host's 16 cores at the final commit.
+exec > $OUT/run.log 2>&1
+REPO=$PWD
+R=/tmp/r16; mkdir -p $R
+finish() { cp $REPO/.repro/s7call16.sh $R/; gzip -f $R/cpu16_ctest.log 2>/dev/null; tar czf $OUT/results_s7c16.tgz -C $R . ; }
+trap finish EXIT
+date; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { tail -60 $R/build.log; exit 1; }
+. /tmp/edgevla-env.sh
+(cd /tmp/b && ctest -L gpu -j4 --output-on-failure > $R/gpu_ctest.log 2>&1; echo "gpu ctest rc=$?"; tail -3 $R/gpu_ctest.log)
+(cd /tmp/b && timeout 330 ctest -LE gpu -j16 -E '^(python_client|mcap_js_.*|Install.*)$' --output-on-failure > $R/cpu16_ctest.log 2>&1; echo "cpu16 ctest rc=$?"; tail -4 $R/cpu16_ctest.log)
+grep -E "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout" $R/cpu16_ctest.log | head
+date
