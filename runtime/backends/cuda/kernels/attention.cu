@@ -10,6 +10,11 @@
 //
 // bf16: 4 warps × 16 stacked rows, tensor cores (mma.sync m16n8k16, ldmatrix), K/V tiles double
 // buffered in shared memory with cp.async; the head dim is padded to a compile-time HD (zeros).
+// When the grid would leave multiprocessors idle (the action expert: 400 stacked rows, a few key
+// tiles a share), a block has two such groups of 4 warps over the same 64 rows: group 0 walks
+// the share's even tiles, group 1 its odd ones, each with its own buffers and barrier, and the
+// two merge their softmax states through shared memory at the end. A share's walk is then half
+// as long and each scheduler has two warps to issue from, with no more partials to combine.
 // f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
 // lane accumulates its own output dims.
 #include "runtime/backends/cuda/kernels/attention.hpp"
@@ -29,7 +34,7 @@ using bf16 = __nv_bfloat16;
 using namespace ptx;
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr int kThreads = 128;          // 4 warps, both kernels
+constexpr int kThreads = 128;          // 4 warps: the f32 block, one bf16 key group
 constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 per warp)
 constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
 constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
@@ -46,6 +51,13 @@ constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
 #endif
 constexpr int kMaxSplits = EDGEVLA_ATTN_MAX_SPLITS;
 constexpr int kMinTilesPerSplit = EDGEVLA_ATTN_MIN_TILES;  // a share of fewer key tiles does not repay its Q load
+// Key groups a bf16 block may have (1 or 2); a build may set 1 to compare
+// (-DEDGEVLA_ATTN_KEY_GROUPS=1: every block one group of 4 warps).
+#ifndef EDGEVLA_ATTN_KEY_GROUPS
+#define EDGEVLA_ATTN_KEY_GROUPS 2
+#endif
+constexpr int kMostKeyGroups = EDGEVLA_ATTN_KEY_GROUPS;
+static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROUPS is 1 or 2");
 
 // What the kernels read; strides in elements.
 struct Params {
@@ -105,23 +117,31 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
 
 // bf16 kernel ---------------------------------------------------------------------------------
 
-template <int HD, int BK>
+template <int HD, int BK, int KG>
 struct Bf16Tile {
   static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
-  static constexpr int kSmem = (kBf16Rows + 4 * BK) * kLds * static_cast<int>(sizeof(bf16));
+  static constexpr int kKvElems = 4 * BK * KG * kLds;  // K and V, two stages a key group
+  static constexpr int kSmem = (kBf16Rows * kLds + kKvElems) * static_cast<int>(sizeof(bf16));
+  // The key groups' merge: half of each thread's output plus its two rows' max and sum.
+  static constexpr int kMergeFloats = (HD / 4 + 4) * kThreads * KG;
+  static_assert(KG == 1 || kMergeFloats * sizeof(float) <= kKvElems * sizeof(bf16), "merge fits the K/V buffers");
 };
 
-template <int HD, int BK>
-__global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
+#include "runtime/backends/cuda/kernels/attention_steps.cuh"
+
+template <int HD, int BK, int KG>
+__global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
   static_assert(HD % 16 == 0 && BK % 16 == 0, "tile shapes");
-  constexpr int kLds = Bf16Tile<HD, BK>::kLds;
+  static_assert(KG == 1 || KG == 2, "one or two key groups");
+  constexpr int kLds = Bf16Tile<HD, BK, KG>::kLds;
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* s_q = reinterpret_cast<bf16*>(smem);  // [64][kLds]
-  bf16* s_k = s_q + kBf16Rows * kLds;         // [2][BK][kLds]
-  bf16* s_v = s_k + 2 * BK * kLds;            // [2][BK][kLds]
+  bf16* s_k = s_q + kBf16Rows * kLds;         // [KG][2][BK][kLds]
+  bf16* s_v = s_k + 2 * KG * BK * kLds;       // [KG][2][BK][kLds]
 
-  const int tid = static_cast<int>(threadIdx.x);
+  const int kg = KG == 1 ? 0 : static_cast<int>(threadIdx.x) / kThreads;  // this thread's key group
+  const int tid = static_cast<int>(threadIdx.x) - kg * kThreads;          // its index in the group
   const int warp = tid / 32, lane = tid % 32;
   const int bg = static_cast<int>(blockIdx.y);
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
@@ -154,8 +174,8 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
     const long long ld = in_a ? p.a_ld : p.b_ld;
     const int key0 = in_a ? t * BK : (t - na) * BK;
     const int len = in_a ? a_len : p.b_len;
-    bf16* dk = s_k + stage * BK * kLds;
-    bf16* dv = s_v + stage * BK * kLds;
+    bf16* dk = s_k + (kg * 2 + stage) * BK * kLds;
+    bf16* dv = s_v + (kg * 2 + stage) * BK * kLds;
     for (int i = tid; i < BK * kChunks; i += kThreads) {
       const int r = i / kChunks, c = i % kChunks;
       const bool ok = key0 + r < len && c * 8 < p.h;
@@ -165,31 +185,37 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
     }
   };
 
-  if (t_begin < t_end) {
+  if (t_begin < t_end) {  // the same for the whole block
+    // This group walks tiles first, first + KG, ... of the share.
+    const int first = t_begin + kg;
     // Block a's first tile may be read before the wait when nothing in the chain writes it.
-    const bool early = p.a_constant && t_begin < na;
-    if (early) load_kv(t_begin, 0);
+    const bool early = p.a_constant && first < t_end && first < na;
+    if (early) load_kv(first, 0);
     chain_wait();
-    for (int i = tid; i < kBf16Rows * kChunks; i += kThreads) {
+    for (int i = static_cast<int>(threadIdx.x); i < kBf16Rows * kChunks; i += kThreads * KG) {
       const int r = i / kChunks, c = i % kChunks;
       const int m = m0 + r;
       const bool ok = m < p.m_rows && c * 8 < p.h;
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
       cp_async16(s_q + r * kLds + c * 8, q + off, ok);
     }
-    if (!early) load_kv(t_begin, 0);
+    if (!early && first < t_end) load_kv(first, 0);
     cp_async_commit();
+    cp_async_wait_all();
+    __syncthreads();  // Q (loaded by both groups) and each group's first tile are in
 
     const bf16* q_warp = s_q + warp * 16 * kLds;
-    for (int t = t_begin; t < t_end; ++t) {
-      const int stage = (t - t_begin) & 1;
-      cp_async_wait_all();
-      __syncthreads();  // tile t is in; every warp is done with the other stage
-      if (t + 1 < t_end) load_kv(t + 1, stage ^ 1);
+    int stage = 0;
+    for (int t = first; t < t_end; t += KG, stage ^= 1) {
+      if (t != first) {
+        cp_async_wait_all();
+        group_sync<KG>(kg);  // tile t is in; every warp of the group is done with the other stage
+      }
+      if (t + KG < t_end) load_kv(t + KG, stage ^ 1);
       cp_async_commit();
 
       // s = q · kᵀ for this warp's 16 rows × BK keys.
-      const bf16* k_s = s_k + stage * BK * kLds;
+      const bf16* k_s = s_k + (kg * 2 + stage) * BK * kLds;
       float s[BK / 8][4];
 #pragma unroll
       for (int n = 0; n < BK / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
@@ -206,51 +232,14 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
         }
       }
 
-      // Mask, scale, online softmax (rows lane/4 and lane/4+8; a quad of lanes shares a row).
-      const bool in_a = t < na;
-      const int key0 = in_a ? t * BK : (t - na) * BK;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int lim = in_a ? a_len : lim_b[i];
-        float mx = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < BK / 8; ++n) {
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int key = key0 + n * 8 + 2 * (lane % 4) + j;
-            float& v = s[n][2 * i + j];
-            v = key < lim ? v * p.scale_log2 : -INFINITY;
-            mx = fmaxf(mx, v);
-          }
-        }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float new_max = fmaxf(row_max[i], mx);
-        const float base = new_max == -INFINITY ? 0.0f : new_max;
-        const float alpha = exp2f(row_max[i] - base);
-        row_max[i] = new_max;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < BK / 8; ++n) {
-          s[n][2 * i] = exp2f(s[n][2 * i] - base);
-          s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - base);
-          sum += s[n][2 * i] + s[n][2 * i + 1];
-        }
-        row_sum[i] = row_sum[i] * alpha + sum;
-#pragma unroll
-        for (int d = 0; d < HD / 8; ++d) {
-          o[d][2 * i] *= alpha;
-          o[d][2 * i + 1] *= alpha;
-        }
-      }
+      softmax_step<HD, BK>(p, s, o, row_max, row_sum, t < na, t < na ? t * BK : (t - na) * BK, a_len, lim_b, lane);
 
       // o += p · v; p's accumulator layout is the A fragment layout of the next product.
-      const bf16* v_s = s_v + stage * BK * kLds;
+      const bf16* v_s = s_v + (kg * 2 + stage) * BK * kLds;
 #pragma unroll
       for (int kk = 0; kk < BK / 16; ++kk) {
-        const unsigned a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                               pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                               pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        unsigned a[4];
+        p_fragment<BK>(s, kk, a);
 #pragma unroll
         for (int dd = 0; dd < HD / 16; ++dd) {
           unsigned vf[4];
@@ -262,37 +251,7 @@ __global__ void __launch_bounds__(kThreads) attn_bf16(const Params p) {
     }
   }
 
-  chain_wait();  // a block with an empty share has not waited yet, and it writes below
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
-    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int m = my_m[i];
-    if (m >= p.m_rows) continue;
-    if (p.splits == 1) {
-      const float inv = row_sum[i] > 0.0f ? 1.0f / row_sum[i] : 0.0f;
-      bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m);
-#pragma unroll
-      for (int d = 0; d < HD / 8; ++d) {
-        const int col = d * 8 + 2 * (lane % 4);
-        if (col < p.h) {
-          *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
-        }
-      }
-    } else {
-      const long long pr = part_row(p, static_cast<int>(blockIdx.z), bg, m);
-      float* dst = p.part_o + pr * p.h;
-#pragma unroll
-      for (int d = 0; d < HD / 8; ++d) {
-        const int col = d * 8 + 2 * (lane % 4);
-        if (col < p.h) *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
-      }
-      if (lane % 4 == 0) *reinterpret_cast<float2*>(p.part_ml + pr * 2) = make_float2(row_max[i], row_sum[i]);
-    }
-  }
+  finish_rows<HD, KG>(p, o, row_max, row_sum, reinterpret_cast<float*>(s_k), kg, b, g, bg, my_m, lane);
 }
 
 // f32 kernel ----------------------------------------------------------------------------------
@@ -447,7 +406,7 @@ Status cuda_error(cudaError_t err, const char* what) {
 #endif
 constexpr int kHd256Keys = EDGEVLA_ATTN_HD256_KEYS;
 
-// The bf16 kernel instantiation for a head dim: padded width and key tile.
+// The bf16 kernel instantiation for a head dim: padded width, key tile, key groups.
 struct Bf16Variant {
   int hd;
   int bk;
@@ -456,18 +415,22 @@ struct Bf16Variant {
 };
 
 template <int HD, int BK>
-Bf16Variant bf16_variant() {
-  return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK>), Bf16Tile<HD, BK>::kSmem};
+Bf16Variant bf16_variant(int key_groups) {
+  if (kMostKeyGroups > 1 && key_groups == 2) {
+    return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups>),
+            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem};
+  }
+  return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1>), Bf16Tile<HD, BK, 1>::kSmem};
 }
 
-Bf16Variant pick_bf16(std::int64_t h) {
-  if (h <= 64) return bf16_variant<64, 64>();
-  if (h <= 80) return bf16_variant<80, 64>();
-  if (h <= 96) return bf16_variant<96, 64>();
-  if (h <= 128) return bf16_variant<128, 64>();
-  if (h <= 160) return bf16_variant<160, 32>();
-  if (h <= 192) return bf16_variant<192, 32>();
-  return bf16_variant<256, kHd256Keys>();
+Bf16Variant pick_bf16(std::int64_t h, int key_groups) {
+  if (h <= 64) return bf16_variant<64, 64>(key_groups);
+  if (h <= 80) return bf16_variant<80, 64>(key_groups);
+  if (h <= 96) return bf16_variant<96, 64>(key_groups);
+  if (h <= 128) return bf16_variant<128, 64>(key_groups);
+  if (h <= 160) return bf16_variant<160, 32>(key_groups);
+  if (h <= 192) return bf16_variant<192, 32>(key_groups);
+  return bf16_variant<256, kHd256Keys>(key_groups);
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -478,6 +441,7 @@ struct Plan {
   std::int64_t row_tiles = 0;  // blocks along x
   int key_tile = 0;
   int splits = 1;
+  int key_groups = 1;           // bf16: groups of 4 warps a block
   std::size_t split_bytes = 0;  // scratch per split
 };
 
@@ -486,7 +450,7 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   pl.m_rows = a.rows * (a.heads / a.kv_heads);
   const bool bf = a.act == DType::kBF16;
   pl.row_tiles = ceil_div(pl.m_rows, bf ? kBf16Rows : kF32Rows);
-  pl.key_tile = bf ? pick_bf16(a.h).bk : kF32Keys;
+  pl.key_tile = bf ? pick_bf16(a.h, 1).bk : kF32Keys;
   pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
   const std::int64_t blocks = pl.row_tiles * a.batch * a.kv_heads;
   const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
@@ -499,6 +463,12 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   }
   want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
+  // Two key groups a block when even so the blocks fit one wave (a multiprocessor holds one such
+  // block) and a share has a tile for each. The shares stay as they are: making them an even
+  // number of tiles (fewer, longer shares) was slower (pi0.5's expert at 3 views, run 28).
+  if (bf && kMostKeyGroups == 2 && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) {
+    pl.key_groups = 2;
+  }
   return pl;
 }
 
@@ -600,10 +570,10 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
   if (args.act == DType::kBF16) {
-    const Bf16Variant v = pick_bf16(args.h);
+    const Bf16Variant v = pick_bf16(args.h, pl.key_groups);
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    err = launch_untyped(v.fn, grid, dim3(kThreads), static_cast<std::size_t>(v.smem), stream, kargs);
+    err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));

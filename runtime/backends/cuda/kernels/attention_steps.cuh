@@ -1,0 +1,155 @@
+// The bf16 attention kernel's steps (attention.cu's part): included by attention.cu only,
+// inside its anonymous namespace, where Params, kThreads, o_offset and part_row are defined.
+#pragma once
+
+// Waits for the 4 warps of key group kg (named barrier 1 + kg; barrier 0 is __syncthreads).
+template <int KG>
+__device__ __forceinline__ void group_sync(int kg) {
+  if constexpr (KG == 1) {
+    __syncthreads();
+  } else {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kg), "r"(kThreads) : "memory");
+  }
+}
+
+// The bf16 kernels' shared steps -------------------------------------------------------------
+// Both keep a warp's 16 stacked rows in the mma accumulator layout: lane holds rows lane / 4
+// and lane / 4 + 8, columns 8n + 2 (lane % 4) + {0, 1} of each 8-column block n.
+
+// One key tile's mask, scale and online-softmax update: s (scores, BK keys) becomes the
+// unnormalised probabilities and o is rescaled to the new running max.
+template <int HD, int BK>
+__device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8][4], float (&o)[HD / 8][4],
+                                             float (&row_max)[2], float (&row_sum)[2], bool in_a, int key0,
+                                             int a_len, const int (&lim_b)[2], int lane) {
+  // A quad of lanes shares a row.
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int lim = in_a ? a_len : lim_b[i];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < BK / 8; ++n) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int key = key0 + n * 8 + 2 * (lane % 4) + j;
+        float& v = s[n][2 * i + j];
+        v = key < lim ? v * p.scale_log2 : -INFINITY;
+        mx = fmaxf(mx, v);
+      }
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float new_max = fmaxf(row_max[i], mx);
+    const float base = new_max == -INFINITY ? 0.0f : new_max;
+    const float alpha = exp2f(row_max[i] - base);
+    row_max[i] = new_max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < BK / 8; ++n) {
+      s[n][2 * i] = exp2f(s[n][2 * i] - base);
+      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - base);
+      sum += s[n][2 * i] + s[n][2 * i + 1];
+    }
+    row_sum[i] = row_sum[i] * alpha + sum;
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      o[d][2 * i] *= alpha;
+      o[d][2 * i + 1] *= alpha;
+    }
+  }
+}
+
+// Tile kk of p (16 keys) as the A fragment of p · v: the accumulator layout of q · kᵀ is the A
+// fragment layout of the next product.
+template <int BK>
+__device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, unsigned (&a)[4]) {
+  a[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+// After the walk: merges the key groups' states (KG 2; xbuf: shared memory no longer read, at
+// least Bf16Tile::kMergeFloats floats) and writes the rows, normalised (one share) or as a
+// partial with its max and sum.
+template <int HD, int KG>
+__device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][4], float (&row_max)[2],
+                                            float (&row_sum)[2], float* xbuf, int kg, int b, int g, int bg,
+                                            const int (&my_m)[2], int lane) {
+  chain_wait();  // a block with an empty share has not waited yet, and it writes below
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
+  }
+
+  // Which output dims this thread writes: all of them with one group; with two, group 0 the
+  // low half and group 1 the high half, each after merging in the other group's state.
+  auto mine = [&](int d) { return KG == 1 || (d < HD / 16) == (kg == 0); };
+  if constexpr (KG == 2) {
+    constexpr int kHalf = HD / 16;  // o fragments a thread hands over
+    constexpr int kStride = kThreads * KG;
+    const int me = static_cast<int>(threadIdx.x);
+    const int partner = me ^ kThreads;  // the same rows and columns in the other group
+    __syncthreads();  // both groups are done with their K/V buffers
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      if (mine(d)) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) xbuf[((d % kHalf) * 4 + c) * kStride + me] = o[d][c];
+    }
+    xbuf[(HD / 4 + 0) * kStride + me] = row_max[0];
+    xbuf[(HD / 4 + 1) * kStride + me] = row_max[1];
+    xbuf[(HD / 4 + 2) * kStride + me] = row_sum[0];
+    xbuf[(HD / 4 + 3) * kStride + me] = row_sum[1];
+    __syncthreads();
+    float w_mine[2], w_other[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float other_max = xbuf[(HD / 4 + i) * kStride + partner];
+      const float other_sum = xbuf[(HD / 4 + 2 + i) * kStride + partner];
+      const float new_max = fmaxf(row_max[i], other_max);
+      const float base = new_max == -INFINITY ? 0.0f : new_max;
+      w_mine[i] = exp2f(row_max[i] - base);
+      w_other[i] = exp2f(other_max - base);
+      row_max[i] = new_max;
+      row_sum[i] = row_sum[i] * w_mine[i] + other_sum * w_other[i];
+    }
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      if (!mine(d)) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        o[d][c] = o[d][c] * w_mine[c / 2] + xbuf[((d % kHalf) * 4 + c) * kStride + partner] * w_other[c / 2];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int m = my_m[i];
+    if (m >= p.m_rows) continue;
+    if (p.splits == 1) {
+      const float inv = row_sum[i] > 0.0f ? 1.0f / row_sum[i] : 0.0f;
+      bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m);
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d) {
+        const int col = d * 8 + 2 * (lane % 4);
+        if (mine(d) && col < p.h) {
+          *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
+        }
+      }
+    } else {
+      const long long pr = part_row(p, static_cast<int>(blockIdx.z), bg, m);
+      float* dst = p.part_o + pr * p.h;
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d) {
+        const int col = d * 8 + 2 * (lane % 4);
+        if (mine(d) && col < p.h) *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
+      }
+      if (kg == 0 && lane % 4 == 0) {
+        *reinterpret_cast<float2*>(p.part_ml + pr * 2) = make_float2(row_max[i], row_sum[i]);
+      }
+    }
+  }
+}
