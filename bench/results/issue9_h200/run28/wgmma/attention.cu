@@ -1,0 +1,785 @@
+// Flash-style attention of the cuda backend (contract in attention.hpp).
+//
+// Query rows are stacked per kv head: for kv head g the kernel sees M = rows · group query rows,
+// stacked row m being query row m / group of head g · group + m % group, so one K/V tile load
+// serves every query head of the group (Gemma's 8 heads share one kv head). A block takes a tile
+// of stacked rows of one (sequence, kv head) and walks the key tiles of block a, then block b,
+// with an online softmax in f32 (base-2 exponent, the scale folded in). With split keys, block z
+// of the grid walks only its share of the key tiles and writes unnormalised partial output plus
+// its running max and sum to the scratch; attn_combine merges the shares.
+//
+// bf16: 4 warps × 16 stacked rows, tensor cores (mma.sync m16n8k16, ldmatrix), K/V tiles double
+// buffered in shared memory with cp.async; the head dim is padded to a compile-time HD (zeros).
+// When the grid would leave multiprocessors idle (the action expert: 400 stacked rows, a few key
+// tiles a share), a block has two such groups of 4 warps over the same 64 rows: group 0 walks
+// the share's even tiles, group 1 its odd ones, each with its own buffers and barrier, and the
+// two merge their softmax states through shared memory at the end. A share's walk is then half
+// as long and each scheduler has two warps to issue from, with no more partials to combine.
+// On a Hopper device (compute capability 9.0) with an sm_90a build, head dim 256 runs the same
+// walk on warpgroup multiplies instead (attention_wgmma.cuh).
+// f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
+// lane accumulates its own output dims.
+#include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/launch.cuh"
+#include "runtime/backends/cuda/kernels/ptx.cuh"
+#include "runtime/backends/cuda/kernels/wgmma.cuh"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace edgevla::backends::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace ptx;
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kThreads = 128;          // 4 warps: the f32 block, one bf16 key group
+constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 per warp)
+constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
+constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
+// Shares of the keys at most: more cost more in partials written and merged than their shorter
+// key walks save (pi0.5's action expert on an H200, 5-32 shares tried: 9-12 were fastest at
+// 1 and 3 views).
+// Both are build constants so that a build can compare other values
+// (-DEDGEVLA_ATTN_MAX_SPLITS=..., -DEDGEVLA_ATTN_MIN_TILES=...).
+#ifndef EDGEVLA_ATTN_MAX_SPLITS
+#define EDGEVLA_ATTN_MAX_SPLITS 12
+#endif
+#ifndef EDGEVLA_ATTN_MIN_TILES
+#define EDGEVLA_ATTN_MIN_TILES 2
+#endif
+constexpr int kMaxSplits = EDGEVLA_ATTN_MAX_SPLITS;
+constexpr int kMinTilesPerSplit = EDGEVLA_ATTN_MIN_TILES;  // a share of fewer key tiles does not repay its Q load
+// Key groups a bf16 block may have (1 or 2); a build may set 1 to compare
+// (-DEDGEVLA_ATTN_KEY_GROUPS=1: every block one group of 4 warps).
+#ifndef EDGEVLA_ATTN_KEY_GROUPS
+#define EDGEVLA_ATTN_KEY_GROUPS 2
+#endif
+constexpr int kMostKeyGroups = EDGEVLA_ATTN_KEY_GROUPS;
+// Whether head dim 256 may run on warpgroup multiplies (-DEDGEVLA_ATTN_WGMMA=0: never, to
+// compare); it also needs an sm_90a build (EDGEVLA_CUDA_SM90A, set by CMake) and a 9.0 device.
+#ifndef EDGEVLA_ATTN_WGMMA
+#define EDGEVLA_ATTN_WGMMA 1
+#endif
+#if defined(EDGEVLA_CUDA_SM90A) && EDGEVLA_ATTN_WGMMA
+constexpr bool kWgmmaBuilt = true;
+#else
+constexpr bool kWgmmaBuilt = false;
+#endif
+static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROUPS is 1 or 2");
+
+// What the kernels read; strides in elements.
+struct Params {
+  const void* q;
+  void* out;
+  long long ldq, q_batch, ldo, o_batch;
+  const void* ak;
+  const void* av;
+  long long a_ld, a_batch;
+  const void* bk;
+  const void* bv;
+  long long b_ld, b_batch;
+  const std::int32_t* a_len;
+  const std::int32_t* b_limit;
+  int a_max, b_len;
+  int rows, kv_heads, group, h, m_rows;  // m_rows: stacked rows per kv head (rows · group)
+  int batch, splits;
+  float scale_log2;
+  float* part_o;   // [splits][batch · kv_heads][m_rows][h]
+  float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
+  bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
+};
+
+// Device helpers ----------------------------------------------------------------------------
+
+__device__ __forceinline__ int clamped_a_len(const Params& p) {
+  if (p.a_len == nullptr) return p.a_max;
+  return min(max(*p.a_len, 0), p.a_max);
+}
+
+// Visible keys of block b for stacked row m (m < m_rows).
+__device__ __forceinline__ int b_visible(const Params& p, int m) {
+  if (p.b_limit == nullptr || m >= p.m_rows) return p.b_len;
+  return min(max(p.b_limit[m / p.group], 0), p.b_len);
+}
+
+// This block's share [begin, end) of the key tiles (na of block a, nb of block b).
+__device__ __forceinline__ void split_range(int tiles, int splits, int& begin, int& end) {
+  const int per = (tiles + splits - 1) / splits;
+  begin = min(tiles, static_cast<int>(blockIdx.z) * per);
+  end = min(tiles, begin + per);
+}
+
+__device__ __forceinline__ long long q_offset(const Params& p, int b, int g, int m) {
+  const int row = m / p.group;
+  const int head = g * p.group + m % p.group;
+  return b * p.q_batch + row * p.ldq + static_cast<long long>(head) * p.h;
+}
+__device__ __forceinline__ long long o_offset(const Params& p, int b, int g, int m) {
+  const int row = m / p.group;
+  const int head = g * p.group + m % p.group;
+  return b * p.o_batch + row * p.ldo + static_cast<long long>(head) * p.h;
+}
+__device__ __forceinline__ long long part_row(const Params& p, int split, int bg, int m) {
+  return (static_cast<long long>(split) * p.batch * p.kv_heads + bg) * p.m_rows + m;
+}
+
+// bf16 kernel ---------------------------------------------------------------------------------
+
+template <int HD, int BK, int KG>
+struct Bf16Tile {
+  static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
+  static constexpr int kKvElems = 4 * BK * KG * kLds;  // K and V, two stages a key group
+  static constexpr int kSmem = (kBf16Rows * kLds + kKvElems) * static_cast<int>(sizeof(bf16));
+  // The key groups' merge: half of each thread's output plus its two rows' max and sum.
+  static constexpr int kMergeFloats = (HD / 4 + 4) * kThreads * KG;
+  static_assert(KG == 1 || kMergeFloats * sizeof(float) <= kKvElems * sizeof(bf16), "merge fits the K/V buffers");
+};
+
+// Waits for the 4 warps of key group kg (named barrier 1 + kg; barrier 0 is __syncthreads).
+template <int KG>
+__device__ __forceinline__ void group_sync(int kg) {
+  if constexpr (KG == 1) {
+    __syncthreads();
+  } else {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kg), "r"(kThreads) : "memory");
+  }
+}
+
+// The bf16 kernels' shared steps -------------------------------------------------------------
+// Both keep a warp's 16 stacked rows in the mma accumulator layout: lane holds rows lane / 4
+// and lane / 4 + 8, columns 8n + 2 (lane % 4) + {0, 1} of each 8-column block n.
+
+// One key tile's mask, scale and online-softmax update: s (scores, BK keys) becomes the
+// unnormalised probabilities and o is rescaled to the new running max.
+template <int HD, int BK>
+__device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8][4], float (&o)[HD / 8][4],
+                                             float (&row_max)[2], float (&row_sum)[2], bool in_a, int key0,
+                                             int a_len, const int (&lim_b)[2], int lane) {
+  // A quad of lanes shares a row.
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int lim = in_a ? a_len : lim_b[i];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < BK / 8; ++n) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int key = key0 + n * 8 + 2 * (lane % 4) + j;
+        float& v = s[n][2 * i + j];
+        v = key < lim ? v * p.scale_log2 : -INFINITY;
+        mx = fmaxf(mx, v);
+      }
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float new_max = fmaxf(row_max[i], mx);
+    const float base = new_max == -INFINITY ? 0.0f : new_max;
+    const float alpha = exp2f(row_max[i] - base);
+    row_max[i] = new_max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < BK / 8; ++n) {
+      s[n][2 * i] = exp2f(s[n][2 * i] - base);
+      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - base);
+      sum += s[n][2 * i] + s[n][2 * i + 1];
+    }
+    row_sum[i] = row_sum[i] * alpha + sum;
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      o[d][2 * i] *= alpha;
+      o[d][2 * i + 1] *= alpha;
+    }
+  }
+}
+
+// Tile kk of p (16 keys) as the A fragment of p · v: the accumulator layout of q · kᵀ is the A
+// fragment layout of the next product.
+template <int BK>
+__device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, unsigned (&a)[4]) {
+  a[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+// After the walk: merges the key groups' states (KG 2; xbuf: shared memory no longer read, at
+// least Bf16Tile::kMergeFloats floats) and writes the rows, normalised (one share) or as a
+// partial with its max and sum.
+template <int HD, int KG>
+__device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][4], float (&row_max)[2],
+                                            float (&row_sum)[2], float* xbuf, int kg, int b, int g, int bg,
+                                            const int (&my_m)[2], int lane) {
+  chain_wait();  // a block with an empty share has not waited yet, and it writes below
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
+  }
+
+  // Which output dims this thread writes: all of them with one group; with two, group 0 the
+  // low half and group 1 the high half, each after merging in the other group's state.
+  auto mine = [&](int d) { return KG == 1 || (d < HD / 16) == (kg == 0); };
+  if constexpr (KG == 2) {
+    constexpr int kHalf = HD / 16;  // o fragments a thread hands over
+    constexpr int kStride = kThreads * KG;
+    const int me = static_cast<int>(threadIdx.x);
+    const int partner = me ^ kThreads;  // the same rows and columns in the other group
+    __syncthreads();  // both groups are done with their K/V buffers
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      if (mine(d)) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) xbuf[((d % kHalf) * 4 + c) * kStride + me] = o[d][c];
+    }
+    xbuf[(HD / 4 + 0) * kStride + me] = row_max[0];
+    xbuf[(HD / 4 + 1) * kStride + me] = row_max[1];
+    xbuf[(HD / 4 + 2) * kStride + me] = row_sum[0];
+    xbuf[(HD / 4 + 3) * kStride + me] = row_sum[1];
+    __syncthreads();
+    float w_mine[2], w_other[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float other_max = xbuf[(HD / 4 + i) * kStride + partner];
+      const float other_sum = xbuf[(HD / 4 + 2 + i) * kStride + partner];
+      const float new_max = fmaxf(row_max[i], other_max);
+      const float base = new_max == -INFINITY ? 0.0f : new_max;
+      w_mine[i] = exp2f(row_max[i] - base);
+      w_other[i] = exp2f(other_max - base);
+      row_max[i] = new_max;
+      row_sum[i] = row_sum[i] * w_mine[i] + other_sum * w_other[i];
+    }
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      if (!mine(d)) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        o[d][c] = o[d][c] * w_mine[c / 2] + xbuf[((d % kHalf) * 4 + c) * kStride + partner] * w_other[c / 2];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int m = my_m[i];
+    if (m >= p.m_rows) continue;
+    if (p.splits == 1) {
+      const float inv = row_sum[i] > 0.0f ? 1.0f / row_sum[i] : 0.0f;
+      bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m);
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d) {
+        const int col = d * 8 + 2 * (lane % 4);
+        if (mine(d) && col < p.h) {
+          *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
+        }
+      }
+    } else {
+      const long long pr = part_row(p, static_cast<int>(blockIdx.z), bg, m);
+      float* dst = p.part_o + pr * p.h;
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d) {
+        const int col = d * 8 + 2 * (lane % 4);
+        if (mine(d) && col < p.h) *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
+      }
+      if (kg == 0 && lane % 4 == 0) {
+        *reinterpret_cast<float2*>(p.part_ml + pr * 2) = make_float2(row_max[i], row_sum[i]);
+      }
+    }
+  }
+}
+
+template <int HD, int BK, int KG>
+__global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
+  static_assert(HD % 16 == 0 && BK % 16 == 0, "tile shapes");
+  static_assert(KG == 1 || KG == 2, "one or two key groups");
+  constexpr int kLds = Bf16Tile<HD, BK, KG>::kLds;
+  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* s_q = reinterpret_cast<bf16*>(smem);  // [64][kLds]
+  bf16* s_k = s_q + kBf16Rows * kLds;         // [KG][2][BK][kLds]
+  bf16* s_v = s_k + 2 * KG * BK * kLds;       // [KG][2][BK][kLds]
+
+  const int kg = KG == 1 ? 0 : static_cast<int>(threadIdx.x) / kThreads;  // this thread's key group
+  const int tid = static_cast<int>(threadIdx.x) - kg * kThreads;          // its index in the group
+  const int warp = tid / 32, lane = tid % 32;
+  const int bg = static_cast<int>(blockIdx.y);
+  const int b = bg / p.kv_heads, g = bg % p.kv_heads;
+  const int m0 = static_cast<int>(blockIdx.x) * kBf16Rows;
+
+  chain_release();
+  if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
+  const int a_len = clamped_a_len(p);
+  const int na = (a_len + BK - 1) / BK;
+  const int nb = (p.b_len + BK - 1) / BK;
+  int t_begin = 0, t_end = 0;
+  split_range(na + nb, p.splits, t_begin, t_end);
+
+  // This thread's two rows of its warp's 16: lane / 4 and lane / 4 + 8.
+  const int my_m[2] = {m0 + warp * 16 + lane / 4, m0 + warp * 16 + lane / 4 + 8};
+  const int lim_b[2] = {b_visible(p, my_m[0]), b_visible(p, my_m[1])};
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
+
+  const bf16* q = static_cast<const bf16*>(p.q);
+  auto load_kv = [&](int t, int stage) {
+    const bool in_a = t < na;
+    const bf16* kb = static_cast<const bf16*>(in_a ? p.ak : p.bk);
+    const bf16* vb = static_cast<const bf16*>(in_a ? p.av : p.bv);
+    const long long base = (in_a ? b * p.a_batch : b * p.b_batch) + static_cast<long long>(g) * p.h;
+    const long long ld = in_a ? p.a_ld : p.b_ld;
+    const int key0 = in_a ? t * BK : (t - na) * BK;
+    const int len = in_a ? a_len : p.b_len;
+    bf16* dk = s_k + (kg * 2 + stage) * BK * kLds;
+    bf16* dv = s_v + (kg * 2 + stage) * BK * kLds;
+    for (int i = tid; i < BK * kChunks; i += kThreads) {
+      const int r = i / kChunks, c = i % kChunks;
+      const bool ok = key0 + r < len && c * 8 < p.h;
+      const long long off = ok ? base + (key0 + r) * ld + c * 8 : 0;
+      cp_async16(dk + r * kLds + c * 8, kb + off, ok);
+      cp_async16(dv + r * kLds + c * 8, vb + off, ok);
+    }
+  };
+
+  if (t_begin < t_end) {  // the same for the whole block
+    // This group walks tiles first, first + KG, ... of the share.
+    const int first = t_begin + kg;
+    // Block a's first tile may be read before the wait when nothing in the chain writes it.
+    const bool early = p.a_constant && first < t_end && first < na;
+    if (early) load_kv(first, 0);
+    chain_wait();
+    for (int i = static_cast<int>(threadIdx.x); i < kBf16Rows * kChunks; i += kThreads * KG) {
+      const int r = i / kChunks, c = i % kChunks;
+      const int m = m0 + r;
+      const bool ok = m < p.m_rows && c * 8 < p.h;
+      const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
+      cp_async16(s_q + r * kLds + c * 8, q + off, ok);
+    }
+    if (!early && first < t_end) load_kv(first, 0);
+    cp_async_commit();
+    cp_async_wait_all();
+    __syncthreads();  // Q (loaded by both groups) and each group's first tile are in
+
+    const bf16* q_warp = s_q + warp * 16 * kLds;
+    int stage = 0;
+    for (int t = first; t < t_end; t += KG, stage ^= 1) {
+      if (t != first) {
+        cp_async_wait_all();
+        group_sync<KG>(kg);  // tile t is in; every warp of the group is done with the other stage
+      }
+      if (t + KG < t_end) load_kv(t + KG, stage ^ 1);
+      cp_async_commit();
+
+      // s = q · kᵀ for this warp's 16 rows × BK keys.
+      const bf16* k_s = s_k + (kg * 2 + stage) * BK * kLds;
+      float s[BK / 8][4];
+#pragma unroll
+      for (int n = 0; n < BK / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        unsigned a[4];
+        ldmatrix_x4(a, q_warp + (lane % 16) * kLds + kk * 16 + (lane / 16) * 8);
+#pragma unroll
+        for (int nn = 0; nn < BK / 16; ++nn) {
+          unsigned kf[4];
+          ldmatrix_x4(kf, k_s + (nn * 16 + (lane / 16) * 8 + lane % 8) * kLds + kk * 16 + ((lane / 8) % 2) * 8);
+          mma_bf16(s[2 * nn], a, kf[0], kf[1]);
+          mma_bf16(s[2 * nn + 1], a, kf[2], kf[3]);
+        }
+      }
+
+      softmax_step<HD, BK>(p, s, o, row_max, row_sum, t < na, t < na ? t * BK : (t - na) * BK, a_len, lim_b, lane);
+
+      // o += p · v; p's accumulator layout is the A fragment layout of the next product.
+      const bf16* v_s = s_v + (kg * 2 + stage) * BK * kLds;
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        unsigned a[4];
+        p_fragment<BK>(s, kk, a);
+#pragma unroll
+        for (int dd = 0; dd < HD / 16; ++dd) {
+          unsigned vf[4];
+          ldmatrix_x4_trans(vf, v_s + (kk * 16 + lane % 16) * kLds + dd * 16 + (lane / 16) * 8);
+          mma_bf16(o[2 * dd], a, vf[0], vf[1]);
+          mma_bf16(o[2 * dd + 1], a, vf[2], vf[3]);
+        }
+      }
+    }
+  }
+
+  finish_rows<HD, KG>(p, o, row_max, row_sum, reinterpret_cast<float*>(s_k), kg, b, g, bg, my_m, lane);
+}
+
+// f32 kernel ----------------------------------------------------------------------------------
+
+constexpr int kF32RowsPerWarp = kF32Rows / 4;
+constexpr int kF32MaxDims = 256 / 32;  // output dims per lane
+
+__host__ __device__ constexpr int f32_smem_floats(int h) {
+  return kF32Rows * h + kF32Keys * (h + 1) + kF32Keys * h;
+}
+
+__global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int h = p.h;
+  const int ldk = h + 1;  // odd stride: lane j reading k row j hits distinct banks
+  float* s_q = reinterpret_cast<float*>(smem);  // [16][h]
+  float* s_k = s_q + kF32Rows * h;              // [32][h + 1]
+  float* s_v = s_k + kF32Keys * ldk;            // [32][h]
+  chain_enter();
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32;
+  const int bg = static_cast<int>(blockIdx.y);
+  const int b = bg / p.kv_heads, g = bg % p.kv_heads;
+  const int m0 = static_cast<int>(blockIdx.x) * kF32Rows;
+  const int mw = m0 + warp * kF32RowsPerWarp;  // this warp's first stacked row
+
+  const int a_len = clamped_a_len(p);
+  const int na = (a_len + kF32Keys - 1) / kF32Keys;
+  const int nb = (p.b_len + kF32Keys - 1) / kF32Keys;
+  int t_begin = 0, t_end = 0;
+  split_range(na + nb, p.splits, t_begin, t_end);
+
+  const float* q = static_cast<const float*>(p.q);
+  for (int i = tid; i < kF32Rows * h; i += kThreads) {
+    const int r = i / h, d = i % h;
+    const int m = m0 + r;
+    s_q[i] = m < p.m_rows ? q[q_offset(p, b, g, m) + d] : 0.0f;
+  }
+
+  int lim_b[kF32RowsPerWarp];
+  float o[kF32RowsPerWarp][kF32MaxDims];
+  float row_max[kF32RowsPerWarp], row_sum[kF32RowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) {
+    lim_b[r] = b_visible(p, mw + r);
+    row_max[r] = -INFINITY;
+    row_sum[r] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kF32MaxDims; ++i) o[r][i] = 0.0f;
+  }
+
+  for (int t = t_begin; t < t_end; ++t) {
+    const bool in_a = t < na;
+    const float* kb = static_cast<const float*>(in_a ? p.ak : p.bk);
+    const float* vb = static_cast<const float*>(in_a ? p.av : p.bv);
+    const long long base = (in_a ? b * p.a_batch : b * p.b_batch) + static_cast<long long>(g) * h;
+    const long long ld = in_a ? p.a_ld : p.b_ld;
+    const int key0 = in_a ? t * kF32Keys : (t - na) * kF32Keys;
+    const int len = in_a ? a_len : p.b_len;
+
+    __syncthreads();  // everyone is done with the previous tile (and s_q is written)
+    for (int i = tid; i < kF32Keys * h; i += kThreads) {
+      const int r = i / h, d = i % h;
+      const bool ok = key0 + r < len;
+      const long long off = base + (key0 + r) * ld + d;
+      s_k[r * ldk + d] = ok ? kb[off] : 0.0f;
+      s_v[i] = ok ? vb[off] : 0.0f;
+    }
+    __syncthreads();
+
+    float s[kF32RowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = 0.0f;
+    const float* krow = s_k + lane * ldk;
+    const float* qw = s_q + warp * kF32RowsPerWarp * h;
+    for (int d = 0; d < h; ++d) {
+      const float kd = krow[d];
+#pragma unroll
+      for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = fmaf(qw[r * h + d], kd, s[r]);
+    }
+    const int key = key0 + lane;
+    float pr[kF32RowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kF32RowsPerWarp; ++r) {
+      const int lim = in_a ? a_len : lim_b[r];
+      const float v = key < lim ? s[r] * p.scale_log2 : -INFINITY;
+      float mx = v;
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      const float new_max = fmaxf(row_max[r], mx);
+      const float base_max = new_max == -INFINITY ? 0.0f : new_max;
+      const float alpha = exp2f(row_max[r] - base_max);
+      row_max[r] = new_max;
+      pr[r] = exp2f(v - base_max);
+      row_sum[r] = row_sum[r] * alpha + pr[r];  // this lane's share; summed over the warp at the end
+#pragma unroll
+      for (int i = 0; i < kF32MaxDims; ++i) o[r][i] *= alpha;
+    }
+    for (int j = 0; j < kF32Keys; ++j) {
+      float v[kF32MaxDims];
+#pragma unroll
+      for (int i = 0; i < kF32MaxDims; ++i) v[i] = i * 32 + lane < h ? s_v[j * h + i * 32 + lane] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < kF32RowsPerWarp; ++r) {
+        const float pj = __shfl_sync(0xffffffffu, pr[r], j);
+#pragma unroll
+        for (int i = 0; i < kF32MaxDims; ++i) o[r][i] = fmaf(pj, v[i], o[r][i]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], off);
+    const int m = mw + r;
+    if (m >= p.m_rows) continue;
+    if (p.splits == 1) {
+      const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+      float* dst = static_cast<float*>(p.out) + o_offset(p, b, g, m);
+#pragma unroll
+      for (int i = 0; i < kF32MaxDims; ++i) {
+        if (i * 32 + lane < h) dst[i * 32 + lane] = o[r][i] * inv;
+      }
+    } else {
+      const long long prow = part_row(p, static_cast<int>(blockIdx.z), bg, m);
+      float* dst = p.part_o + prow * h;
+#pragma unroll
+      for (int i = 0; i < kF32MaxDims; ++i) {
+        if (i * 32 + lane < h) dst[i * 32 + lane] = o[r][i];
+      }
+      if (lane == 0) *reinterpret_cast<float2*>(p.part_ml + prow * 2) = make_float2(row_max[r], row_sum[r]);
+    }
+  }
+}
+
+#include "runtime/backends/cuda/kernels/attention_combine.cuh"
+#include "runtime/backends/cuda/kernels/attention_wgmma.cuh"
+
+// Host side -------------------------------------------------------------------------------------
+
+
+Status cuda_error(cudaError_t err, const char* what) {
+  return internal_error(std::string("attention: ") + what + ": " + cudaGetErrorName(err) + " (" +
+                        cudaGetErrorString(err) + ")");
+}
+
+// Keys per tile at head dim 256 (Gemma): 32 by default; a build may set 64 to compare
+// (-DEDGEVLA_ATTN_HD256_KEYS=64: fewer, larger tiles; 169 KB of shared memory a block).
+#ifndef EDGEVLA_ATTN_HD256_KEYS
+#define EDGEVLA_ATTN_HD256_KEYS 32
+#endif
+constexpr int kHd256Keys = EDGEVLA_ATTN_HD256_KEYS;
+
+// The bf16 kernel instantiation for a head dim: padded width, key tile, key groups.
+struct Bf16Variant {
+  int hd;
+  int bk;
+  const void* fn;
+  int smem;
+};
+
+template <int HD, int BK>
+Bf16Variant bf16_variant(int key_groups) {
+  if (kMostKeyGroups > 1 && key_groups == 2) {
+    return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups>),
+            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem};
+  }
+  return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1>), Bf16Tile<HD, BK, 1>::kSmem};
+}
+
+Bf16Variant pick_bf16(std::int64_t h, int key_groups) {
+  if (h <= 64) return bf16_variant<64, 64>(key_groups);
+  if (h <= 80) return bf16_variant<80, 64>(key_groups);
+  if (h <= 96) return bf16_variant<96, 64>(key_groups);
+  if (h <= 128) return bf16_variant<128, 64>(key_groups);
+  if (h <= 160) return bf16_variant<160, 32>(key_groups);
+  if (h <= 192) return bf16_variant<192, 32>(key_groups);
+  return bf16_variant<256, kHd256Keys>(key_groups);
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Launch shape of one call.
+struct Plan {
+  std::int64_t m_rows = 0;     // stacked rows per kv head
+  std::int64_t row_tiles = 0;  // blocks along x
+  int key_tile = 0;
+  int splits = 1;
+  int key_groups = 1;           // bf16: groups of 4 warps a block
+  bool wgmma = false;           // bf16 at head dim 256 on warpgroup multiplies
+  std::size_t split_bytes = 0;  // scratch per split
+};
+
+// The device the kernels run on: multiprocessors, and whether it runs sm_90a code.
+struct DeviceShape {
+  int sms = 0;
+  bool sm90a = false;
+};
+
+Plan make_plan(const AttentionArgs& a, const DeviceShape& dev, std::size_t scratch_bytes) {
+  Plan pl;
+  const int sms = dev.sms;
+  pl.m_rows = a.rows * (a.heads / a.kv_heads);
+  const bool bf = a.act == DType::kBF16;
+  pl.wgmma = bf && kWgmmaBuilt && dev.sm90a && a.h > 192;
+  pl.row_tiles = ceil_div(pl.m_rows, bf ? kBf16Rows : kF32Rows);
+  pl.key_tile = pl.wgmma ? kWgKeys : bf ? pick_bf16(a.h, 1).bk : kF32Keys;
+  pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
+  const std::int64_t blocks = pl.row_tiles * a.batch * a.kv_heads;
+  const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
+  // Aim at one wave of two blocks per multiprocessor (both kernels fit two per multiprocessor):
+  // with one, a lone warp per scheduler leaves every latency exposed.
+  const std::int64_t target = 2 * static_cast<std::int64_t>(sms);
+  std::int64_t want = 1;
+  if (blocks < target) {
+    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+  }
+  want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
+  pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
+  // Two key groups a block when even so the blocks fit one wave (a multiprocessor holds one such
+  // block) and a share has a tile for each; the shares are then resized to an even tile count,
+  // which never adds any.
+  const std::int64_t per_share = ceil_div(tiles, pl.splits);
+  if (bf && kMostKeyGroups == 2 && blocks * pl.splits <= sms && per_share >= 2) {
+    pl.key_groups = 2;
+    pl.splits = static_cast<int>(ceil_div(tiles, 2 * ceil_div(per_share, 2)));
+  }
+  return pl;
+}
+
+Status device_shape(DeviceShape& shape) {
+  int dev = 0, major = 0, minor = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return cuda_error(err, "cudaGetDevice");
+  err = cudaDeviceGetAttribute(&shape.sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (err != cudaSuccess) return cuda_error(err, "cudaDeviceGetAttribute");
+  shape.sm90a = major == 9 && minor == 0;
+  return Status::ok();
+}
+
+Status validate(const AttentionArgs& a) {
+  if (!is_activation_dtype(a.act)) return invalid_argument("attention: act must be f32 or bf16");
+  if (a.batch < 0 || a.rows < 0 || a.heads <= 0 || a.kv_heads <= 0 || a.heads % a.kv_heads != 0) {
+    return invalid_argument("attention: bad batch/rows/heads/kv_heads (heads must be a multiple of kv_heads)");
+  }
+  if (a.h < 8 || a.h > 256 || a.h % 8 != 0) return invalid_argument("attention: h must be a multiple of 8 in [8, 256]");
+  if (a.a_max < 0 || a.b_len < 0 || a.a_max > (1 << 30) || a.b_len > (1 << 30)) {
+    return invalid_argument("attention: bad a_max/b_len");
+  }
+  if (a.q == nullptr || a.out == nullptr) return invalid_argument("attention: q and out are required");
+  if (a.a_max > 0 && (a.a.k == nullptr || a.a.v == nullptr)) return invalid_argument("attention: block a needs k and v");
+  if (a.b_len > 0 && (a.b.k == nullptr || a.b.v == nullptr)) return invalid_argument("attention: block b needs k and v");
+  if (a.ldq < a.heads * a.h || a.ldo < a.heads * a.h || (a.a_max > 0 && a.a.ld < a.kv_heads * a.h) ||
+      (a.b_len > 0 && a.b.ld < a.kv_heads * a.h)) {
+    return invalid_argument("attention: a row stride is shorter than its row");
+  }
+  auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
+  auto stride_ok = [](std::int64_t s) { return s >= 0 && s % 8 == 0; };
+  if (!aligned(a.q) || !aligned(a.out) || !aligned(a.a.k) || !aligned(a.a.v) || !aligned(a.b.k) || !aligned(a.b.v) ||
+      !aligned(a.scratch)) {
+    return invalid_argument("attention: q, out, k, v and scratch must be 16-byte aligned");
+  }
+  if (!stride_ok(a.ldq) || !stride_ok(a.q_batch) || !stride_ok(a.ldo) || !stride_ok(a.o_batch) ||
+      !stride_ok(a.a.ld) || !stride_ok(a.a.batch) || !stride_ok(a.b.ld) || !stride_ok(a.b.batch)) {
+    return invalid_argument("attention: strides must be non-negative multiples of 8 elements");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::size_t attention_scratch_bytes(const AttentionArgs& args) {
+  if (args.heads <= 0 || args.kv_heads <= 0 || args.heads % args.kv_heads != 0 || args.rows <= 0 || args.batch <= 0 ||
+      args.h < 8 || args.h > 256 || args.h % 8 != 0 || !is_activation_dtype(args.act)) {
+    return 0;
+  }
+  DeviceShape dev;
+  if (!device_shape(dev).is_ok()) return 0;
+  const Plan pl = make_plan(args, dev, static_cast<std::size_t>(-1));
+  return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
+}
+
+Status attention(cudaStream_t stream, const AttentionArgs& args) {
+  EDGEVLA_RETURN_IF_ERROR(validate(args));
+  if (args.batch == 0 || args.rows == 0) return Status::ok();
+  DeviceShape dev;
+  EDGEVLA_RETURN_IF_ERROR(device_shape(dev));
+  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
+  if (pl.row_tiles > 0x7fffffff || args.batch * args.kv_heads > 65535) {
+    return invalid_argument("attention: too many rows or sequences × kv heads for one launch");
+  }
+
+  Params p{};
+  p.q = args.q;
+  p.out = args.out;
+  p.ldq = args.ldq;
+  p.q_batch = args.q_batch;
+  p.ldo = args.ldo;
+  p.o_batch = args.o_batch;
+  p.ak = args.a.k;
+  p.av = args.a.v;
+  p.a_ld = args.a.ld;
+  p.a_batch = args.a.batch;
+  p.bk = args.b.k;
+  p.bv = args.b.v;
+  p.b_ld = args.b.ld;
+  p.b_batch = args.b.batch;
+  p.a_len = args.a_max > 0 ? args.a_len : nullptr;
+  p.b_limit = args.b_len > 0 ? args.b_limit : nullptr;
+  p.a_max = static_cast<int>(args.a_max);
+  p.b_len = static_cast<int>(args.b_len);
+  p.rows = static_cast<int>(args.rows);
+  p.kv_heads = static_cast<int>(args.kv_heads);
+  p.group = static_cast<int>(args.heads / args.kv_heads);
+  p.h = static_cast<int>(args.h);
+  p.m_rows = static_cast<int>(pl.m_rows);
+  p.batch = static_cast<int>(args.batch);
+  p.splits = pl.splits;
+  p.scale_log2 = args.scale * kLog2e;
+  p.a_constant = args.a_constant;
+  if (pl.splits > 1) {
+    p.part_o = static_cast<float*>(args.scratch);
+    p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;
+  }
+
+  const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
+                  static_cast<unsigned>(pl.splits));
+  void* kargs[] = {&p};
+  if (args.act == DType::kBF16) {
+    Bf16Variant v = pick_bf16(args.h, pl.key_groups);
+    if (pl.wgmma) {
+      v = pl.key_groups == 2 && kMostKeyGroups == 2
+              ? Bf16Variant{kWgHd, kWgKeys, reinterpret_cast<const void*>(&attn_wg<kMostKeyGroups>),
+                            WgTile<kMostKeyGroups>::kSmem}
+              : Bf16Variant{kWgHd, kWgKeys, reinterpret_cast<const void*>(&attn_wg<1>), WgTile<1>::kSmem};
+    }
+    cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
+    if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
+    err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
+  } else {
+    const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));
+    cudaError_t err = cudaFuncSetAttribute(reinterpret_cast<const void*>(&attn_f32),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_f32)");
+    launch(&attn_f32, grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, p);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
+  }
+  if (pl.splits > 1) {
+    const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
+    const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
+    if (args.act == DType::kBF16) {
+      launch_combine<bf16>(pl.splits, blocks, stream, p);
+    } else {
+      launch_combine<float>(pl.splits, blocks, stream, p);
+    }
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_combine");
+  }
+  return Status::ok();
+}
+
+}  // namespace edgevla::backends::cuda
