@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
     __syncthreads();  // Q (loaded by both groups) and each group's first tile are in
 
     const bf16* q_warp = s_q + warp * 16 * kLds;
-    int stage = 0;
-    for (int t = first; t < t_end; t += KG, stage ^= 1) {
+    for (int t = first; t < t_end; t += KG) {
+      const int stage = ((t - first) / KG) & 1;
       if (t != first) {
         cp_async_wait_all();
         group_sync<KG>(kg);  // tile t is in; every warp of the group is done with the other stage
