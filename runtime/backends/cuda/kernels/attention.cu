@@ -445,7 +445,14 @@ struct Plan {
   std::size_t split_bytes = 0;  // scratch per split
 };
 
-Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
+// What the plan needs of the device: its multiprocessors and the shared memory a block may have.
+struct DeviceLimits {
+  int sms = 0;
+  int smem_per_block = 0;  // opt-in maximum, bytes
+};
+
+Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scratch_bytes) {
+  const int sms = dev.sms;
   Plan pl;
   pl.m_rows = a.rows * (a.heads / a.kv_heads);
   const bool bf = a.act == DType::kBF16;
@@ -464,19 +471,25 @@ Plan make_plan(const AttentionArgs& a, int sms, std::size_t scratch_bytes) {
   want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
   // Two key groups a block when even so the blocks fit one wave (a multiprocessor holds one such
-  // block) and a share has a tile for each. The shares stay as they are: making them an even
-  // number of tiles (fewer, longer shares) was slower (pi0.5's expert at 3 views, run 28).
-  if (bf && kMostKeyGroups == 2 && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) {
+  // block), a share has a tile for each, and the device gives a block the shared memory (Orin's
+  // 163 KB is less than head dim 256 needs with two groups). The shares stay as they are: making
+  // them an even number of tiles (fewer, longer shares) was slower (pi0.5's expert at 3 views,
+  // run 28).
+  if (bf && kMostKeyGroups == 2 && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2 &&
+      pick_bf16(a.h, 2).smem <= dev.smem_per_block) {
     pl.key_groups = 2;
   }
   return pl;
 }
 
-Status multiprocessors(int& sms) {
+Status device_limits(DeviceLimits& limits) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return cuda_error(err, "cudaGetDevice");
-  err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  err = cudaDeviceGetAttribute(&limits.sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&limits.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  }
   if (err != cudaSuccess) return cuda_error(err, "cudaDeviceGetAttribute");
   return Status::ok();
 }
@@ -517,18 +530,18 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args) {
       args.h < 8 || args.h > 256 || args.h % 8 != 0 || !is_activation_dtype(args.act)) {
     return 0;
   }
-  int sms = 0;
-  if (!multiprocessors(sms).is_ok()) return 0;
-  const Plan pl = make_plan(args, sms, static_cast<std::size_t>(-1));
+  DeviceLimits dev;
+  if (!device_limits(dev).is_ok()) return 0;
+  const Plan pl = make_plan(args, dev, static_cast<std::size_t>(-1));
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
 }
 
 Status attention(cudaStream_t stream, const AttentionArgs& args) {
   EDGEVLA_RETURN_IF_ERROR(validate(args));
   if (args.batch == 0 || args.rows == 0) return Status::ok();
-  int sms = 0;
-  EDGEVLA_RETURN_IF_ERROR(multiprocessors(sms));
-  const Plan pl = make_plan(args, sms, args.scratch == nullptr ? 0 : args.scratch_bytes);
+  DeviceLimits dev;
+  EDGEVLA_RETURN_IF_ERROR(device_limits(dev));
+  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
   if (pl.row_tiles > 0x7fffffff || args.batch * args.kv_heads > 65535) {
     return invalid_argument("attention: too many rows or sequences × kv heads for one launch");
   }
