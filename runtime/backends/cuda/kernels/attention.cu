@@ -122,9 +122,10 @@ struct Bf16Tile {
   static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
   static constexpr int kKvElems = 4 * BK * KG * kLds;  // K and V, two stages a key group
   static constexpr int kSmem = (kBf16Rows * kLds + kKvElems) * static_cast<int>(sizeof(bf16));
-  // The key groups' merge: half of each thread's output plus its two rows' max and sum.
+  // The key groups' merge (over the whole block's shared memory, q included, after the walk):
+  // half of each thread's output plus its two rows' max and sum.
   static constexpr int kMergeFloats = (HD / 4 + 4) * kThreads * KG;
-  static_assert(KG == 1 || kMergeFloats * sizeof(float) <= kKvElems * sizeof(bf16), "merge fits the K/V buffers");
+  static_assert(KG == 1 || kMergeFloats * sizeof(float) <= kSmem, "the merge fits the block's shared memory");
 };
 
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
@@ -251,7 +252,7 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
     }
   }
 
-  finish_rows<HD, KG>(p, o, row_max, row_sum, reinterpret_cast<float*>(s_k), kg, b, g, bg, my_m, lane);
+  finish_rows<HD, KG>(p, o, row_max, row_sum, reinterpret_cast<float*>(smem), kg, b, g, bg, my_m, lane);
 }
 
 // f32 kernel ----------------------------------------------------------------------------------
@@ -423,13 +424,16 @@ Bf16Variant bf16_variant(int key_groups) {
   return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1>), Bf16Tile<HD, BK, 1>::kSmem};
 }
 
-Bf16Variant pick_bf16(std::int64_t h, int key_groups) {
+// small_tiles: head dim 256 in 16-key tiles (68 KB a block with one key group instead of
+// 101 KB), for devices that give a block less shared memory (Ampere and Ada parts: 99 KB).
+Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false) {
   if (h <= 64) return bf16_variant<64, 64>(key_groups);
   if (h <= 80) return bf16_variant<80, 64>(key_groups);
   if (h <= 96) return bf16_variant<96, 64>(key_groups);
   if (h <= 128) return bf16_variant<128, 64>(key_groups);
   if (h <= 160) return bf16_variant<160, 32>(key_groups);
   if (h <= 192) return bf16_variant<192, 32>(key_groups);
+  if (small_tiles) return bf16_variant<256, 16>(key_groups);
   return bf16_variant<256, kHd256Keys>(key_groups);
 }
 
@@ -442,6 +446,7 @@ struct Plan {
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
+  bool small_tiles = false;     // bf16: pick_bf16's small_tiles
   std::size_t split_bytes = 0;  // scratch per split
 };
 
@@ -457,7 +462,8 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   pl.m_rows = a.rows * (a.heads / a.kv_heads);
   const bool bf = a.act == DType::kBF16;
   pl.row_tiles = ceil_div(pl.m_rows, bf ? kBf16Rows : kF32Rows);
-  pl.key_tile = bf ? pick_bf16(a.h, 1).bk : kF32Keys;
+  pl.small_tiles = bf && pick_bf16(a.h, 1).smem > dev.smem_per_block;
+  pl.key_tile = bf ? pick_bf16(a.h, 1, pl.small_tiles).bk : kF32Keys;
   pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
   const std::int64_t blocks = pl.row_tiles * a.batch * a.kv_heads;
   const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
@@ -476,7 +482,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // them an even number of tiles (fewer, longer shares) was slower (pi0.5's expert at 3 views,
   // run 28).
   if (bf && kMostKeyGroups == 2 && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2 &&
-      pick_bf16(a.h, 2).smem <= dev.smem_per_block) {
+      pick_bf16(a.h, 2, pl.small_tiles).smem <= dev.smem_per_block) {
     pl.key_groups = 2;
   }
   return pl;
@@ -583,7 +589,13 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
   if (args.act == DType::kBF16) {
-    const Bf16Variant v = pick_bf16(args.h, pl.key_groups);
+    const Bf16Variant v = pick_bf16(args.h, pl.key_groups, pl.small_tiles);
+    if (v.smem > dev.smem_per_block) {
+      return failed_precondition("attention: head dim " + std::to_string(args.h) + " needs " +
+                                 std::to_string(v.smem / 1024) + " KB of shared memory a block and this device gives " +
+                                 std::to_string(dev.smem_per_block / 1024) +
+                                 " KB; run the stage on another backend (backend: [cuda, cpu])");
+    }
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
     err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);

@@ -15,6 +15,9 @@
 // tensor cores, f32 CUDA cores for `precision: f32`); scores, softmax and accumulation are f32.
 // A row that sees no key at all is written as zeros.
 //
+// Shared memory: bf16 blocks take up to 169 KB (head dim 256, two key groups) where the device
+// allows it, 101 KB with one group, and 68 KB (16-key tiles) on devices that give a block less
+// (Ampere and Ada parts); below that, the call fails with an error naming both sizes.
 // Alignment: q, out, and the k/v pointers 16-byte aligned; every row and batch stride a multiple
 // of 8 elements (fused QKV layouts qualify: their offsets are multiples of h).
 // a_len may be nullptr: block a then has its full length a_max (a static key count, SigLIP);

@@ -91,7 +91,7 @@ __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][
     constexpr int kStride = kThreads * KG;
     const int me = static_cast<int>(threadIdx.x);
     const int partner = me ^ kThreads;  // the same rows and columns in the other group
-    __syncthreads();  // both groups are done with their K/V buffers
+    __syncthreads();  // both groups are done with q and their K/V buffers
 #pragma unroll
     for (int d = 0; d < HD / 8; ++d) {
       if (mine(d)) continue;
