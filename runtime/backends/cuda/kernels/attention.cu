@@ -407,9 +407,9 @@ Status cuda_error(cudaError_t err, const char* what) {
 #endif
 constexpr int kHd256Keys = EDGEVLA_ATTN_HD256_KEYS;
 
-// The bf16 kernel instantiation for a head dim: padded width, key tile, key groups.
+// The bf16 kernel instantiation for a head dim (padded width, key tile, key groups): its key
+// tile, entry point and shared memory.
 struct Bf16Variant {
-  int hd;
   int bk;
   const void* fn;
   int smem;
@@ -418,10 +418,10 @@ struct Bf16Variant {
 template <int HD, int BK>
 Bf16Variant bf16_variant(int key_groups) {
   if (kMostKeyGroups > 1 && key_groups == 2) {
-    return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups>),
+    return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups>),
             Bf16Tile<HD, BK, kMostKeyGroups>::kSmem};
   }
-  return {HD, BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1>), Bf16Tile<HD, BK, 1>::kSmem};
+  return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1>), Bf16Tile<HD, BK, 1>::kSmem};
 }
 
 // small_tiles: head dim 256 in 16-key tiles (68 KB a block with one key group instead of

@@ -12,9 +12,8 @@ __device__ __forceinline__ void group_sync(int kg) {
   }
 }
 
-// The bf16 kernels' shared steps -------------------------------------------------------------
-// Both keep a warp's 16 stacked rows in the mma accumulator layout: lane holds rows lane / 4
-// and lane / 4 + 8, columns 8n + 2 (lane % 4) + {0, 1} of each 8-column block n.
+// The steps below keep a warp's 16 stacked rows in the mma accumulator layout: lane holds rows
+// lane / 4 and lane / 4 + 8, columns 8n + 2 (lane % 4) + {0, 1} of each 8-column block n.
 
 // One key tile's mask, scale and online-softmax update: s (scores, BK keys) becomes the
 // unnormalised probabilities and o is rescaled to the new running max.
