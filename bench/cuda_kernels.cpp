@@ -6,7 +6,7 @@
 // GEMMs run back to back over copies of their weights that together exceed the L2 cache (cold
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
-//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention] [--shape NAME] [--k-chunk N]
+//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention|attention_shapes] [--shape NAME] [--k-chunk N]
 // (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, for a profiler)
 #include <cuda_runtime.h>
 
@@ -148,6 +148,76 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// The stages' other attention calls (the backbones' prefixes and vision towers, GR00T's DiT),
+// each at every split count its scratch allows, beside the count the plan picks: one graph of
+// 18 calls a measurement. Keys are one block (block a, the call's own or cached rows).
+struct AttnShape {
+  const char* name;
+  std::int64_t batch, rows, heads, kv_heads, h, a_max, a_valid;  // a_valid < 0: no length on the device
+};
+
+void attention_shapes(cudaStream_t s, Timer& timer, int repeat) {
+  const AttnShape shapes[] = {
+      {"pi05_prefix_1view", 1, 464, 8, 1, 256, 464, 456},   {"pi05_prefix_3view", 1, 976, 8, 1, 256, 976, 968},
+      {"siglip_1view", 1, 256, 16, 16, 72, 256, -1},         {"siglip_3view", 3, 256, 16, 16, 72, 256, -1},
+      {"groot_llm_1view", 1, 144, 16, 8, 128, 144, 131},     {"groot_dit_self", 1, 17, 32, 32, 48, 17, -1},
+      {"groot_dit_cross", 1, 17, 32, 32, 48, 144, 131},
+  };
+  for (const AttnShape& sh : shapes) {
+    const std::int64_t Q = (sh.heads + 2 * sh.kv_heads) * sh.h;
+    const std::int64_t kv_rows = std::max(sh.rows, sh.a_max);
+    void* qkv = device_random_bf16(static_cast<std::size_t>(sh.batch * kv_rows * Q), 5);
+    void* out = nullptr;
+    CHECK_CUDA(cudaMalloc(&out, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h) * 2));
+    std::int32_t* a_len = nullptr;
+    CHECK_CUDA(cudaMalloc(&a_len, 4));
+    const std::int32_t valid = static_cast<std::int32_t>(sh.a_valid);
+    CHECK_CUDA(cudaMemcpy(a_len, &valid, 4, cudaMemcpyHostToDevice));
+    AttentionArgs aa{DType::kBF16, sh.batch, sh.rows, sh.heads, sh.kv_heads, sh.h,
+                     1.0f / std::sqrt(static_cast<float>(sh.h))};
+    aa.q = qkv, aa.ldq = Q, aa.q_batch = kv_rows * Q, aa.out = out, aa.ldo = sh.heads * sh.h;
+    aa.o_batch = sh.rows * sh.heads * sh.h;
+    auto* base = static_cast<std::byte*>(qkv);
+    aa.a = KvBlock{base + sh.heads * sh.h * 2, base + (sh.heads + sh.kv_heads) * sh.h * 2, Q, kv_rows * Q};
+    aa.a_max = sh.a_max;
+    aa.a_len = sh.a_valid >= 0 ? a_len : nullptr;
+    const std::size_t planned = attention_scratch_bytes(aa);
+    const std::size_t split_bytes =
+        static_cast<std::size_t>(sh.batch * sh.kv_heads * sh.rows * (sh.heads / sh.kv_heads) * (sh.h + 2)) * 4;
+    const std::size_t most = split_bytes * 16;
+    void* scratch = nullptr;
+    CHECK_CUDA(cudaMalloc(&scratch, most));
+    aa.scratch = scratch;
+    std::vector<float> ref;
+    for (const int splits : {0, 1, 2, 3, 4, 6, 8, 12}) {
+      AttentionArgs one = aa;
+      // 0: the plan's own pick (the scratch a stage allocates).
+      one.scratch_bytes = splits == 0 ? planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < 18; ++i) CHECK_OK(attention(s, one));
+      CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+      CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+      const double us = timer.us(repeat, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
+      if (ref.empty()) ref = got;
+      const std::string asked = splits == 0 ? "plan" : std::to_string(splits);
+      std::printf("{\"bench\": \"attention_shape\", \"shape\": \"%s\", \"splits_asked\": \"%s\", "
+                  "\"planned_splits\": %zu, \"us_per_call_in_graph\": %.2f, \"rel_l2_vs_planned\": %.2e}\n",
+                  sh.name, asked.c_str(), planned == 0 ? std::size_t{1} : planned / split_bytes, us,
+                  rel_l2(got, ref));
+      CHECK_CUDA(cudaGraphExecDestroy(exec));
+      CHECK_CUDA(cudaGraphDestroy(graph));
+    }
+    CHECK_CUDA(cudaFree(qkv));
+    CHECK_CUDA(cudaFree(out));
+    CHECK_CUDA(cudaFree(a_len));
+    CHECK_CUDA(cudaFree(scratch));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,7 +271,7 @@ int main(int argc, char** argv) {
   unsigned* sink = nullptr;
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   for (const Shape& sh : shapes) {
-    if (only == "attention") break;
+    if (only == "attention" || only == "attention_shapes") break;
     if (!only_shape.empty() && only_shape != sh.name) continue;
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
     void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
@@ -335,7 +405,7 @@ int main(int argc, char** argv) {
 
   // Attention: 50 action rows × 8 heads over one kv head of 256, a cache of 1024 rows holding
   // `valid` tokens, plus the 50 rows' own keys; each split count, 18 calls in one graph.
-  if (only != "gemm") {
+  if (only != "gemm" && only != "attention_shapes") {
     const std::int64_t rows = 50, H = 8, K = 1, h = 256, cache_rows = 1024, Q = (H + 2 * K) * h;
     void* qkv = device_random_bf16(static_cast<std::size_t>(rows * Q), 3);
     void* cache = device_random_bf16(static_cast<std::size_t>(2 * cache_rows * K * h), 4);
@@ -381,5 +451,6 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (only.empty() || only == "attention_shapes") attention_shapes(s, timer, repeat);
   return 0;
 }

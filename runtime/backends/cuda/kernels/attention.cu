@@ -51,6 +51,7 @@ constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
 #endif
 constexpr int kMaxSplits = EDGEVLA_ATTN_MAX_SPLITS;
 constexpr int kMinTilesPerSplit = EDGEVLA_ATTN_MIN_TILES;  // a share of fewer key tiles does not repay its Q load
+constexpr int kNoSplitTiles = 4;  // walks of at most this many key tiles are never split
 // Key groups a bf16 block may have (1 or 2); a build may set 1 to compare
 // (-DEDGEVLA_ATTN_KEY_GROUPS=1: every block one group of 4 warps).
 #ifndef EDGEVLA_ATTN_KEY_GROUPS
@@ -467,24 +468,31 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
   const std::int64_t blocks = pl.row_tiles * a.batch * a.kv_heads;
   const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
-  // Aim at one wave of two blocks per multiprocessor (both kernels fit two per multiprocessor):
-  // with one, a lone warp per scheduler leaves every latency exposed.
-  const std::int64_t target = 2 * static_cast<std::int64_t>(sms);
+  const std::int64_t most = static_cast<std::int64_t>(scratch_bytes / pl.split_bytes);
+  // Two key groups a block fit the device (Orin's 163 KB is less than head dim 256 needs with two).
+  const bool two_fit = bf && kMostKeyGroups == 2 && pick_bf16(a.h, 2, pl.small_tiles).smem <= dev.smem_per_block;
   std::int64_t want = 1;
-  if (blocks < target) {
-    want = std::min<std::int64_t>({target / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+  if (two_fit && blocks <= sms) {
+    // One wave of two-group blocks (a multiprocessor holds one): as many shares as keep the
+    // blocks within one wave. A walk of a few tiles is not split: the combine costs more than
+    // the shorter shares save (GR00T's LLM and cross-attention, 3 tiles: 8.9 against 9.5 µs,
+    // 6.1 against 6.5). Against two one-group blocks a multiprocessor, this was faster wherever
+    // the two differ (pi0.5's prefix: 21.9 against 23.8 µs at 1 view, 48.5 against 51.7 at 3;
+    // run 29).
+    if (tiles > kNoSplitTiles) {
+      want = std::min<std::int64_t>({sms / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+    }
+  } else if (blocks < 2 * static_cast<std::int64_t>(sms)) {
+    // Aim at one wave of two blocks per multiprocessor (both kernels fit two per multiprocessor):
+    // with one, a lone warp per scheduler leaves every latency exposed.
+    want = std::min<std::int64_t>({2 * static_cast<std::int64_t>(sms) / blocks, ceil_div(tiles, kMinTilesPerSplit),
+                                   kMaxSplits});
   }
-  want = std::min<std::int64_t>(want, static_cast<std::int64_t>(scratch_bytes / pl.split_bytes));
-  pl.splits = static_cast<int>(std::max<std::int64_t>(1, want));
-  // Two key groups a block when even so the blocks fit one wave (a multiprocessor holds one such
-  // block), a share has a tile for each, and the device gives a block the shared memory (Orin's
-  // 163 KB is less than head dim 256 needs with two groups). The shares stay as they are: making
-  // them an even number of tiles (fewer, longer shares) was slower (pi0.5's expert at 3 views,
-  // run 28).
-  if (bf && kMostKeyGroups == 2 && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2 &&
-      pick_bf16(a.h, 2, pl.small_tiles).smem <= dev.smem_per_block) {
-    pl.key_groups = 2;
-  }
+  pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(want, most)));
+  // Two key groups a block when the blocks fit one wave and a share has a tile for each. The
+  // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
+  // slower (pi0.5's expert at 3 views, run 28).
+  if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
   return pl;
 }
 
