@@ -23,9 +23,11 @@
 // a_len may be nullptr: block a then has its full length a_max (a static key count, SigLIP);
 // a_max 0 means no block a. *a_len is clamped to [0, a_max].
 //
-// Split keys: when the grid would not fill the multiprocessors with two blocks each (few query
-// rows, many keys: the action expert; Gemma's prefix on a large GPU), the keys are divided among
-// several blocks (at most 12) whose partial results a second kernel combines. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
+// Split keys: when the grid would leave multiprocessors idle (few query rows, many keys: the
+// action expert; Gemma's prefix on a large GPU), the keys are divided among several blocks (at
+// most 12; a walk of 4 key tiles or fewer is never split) whose partial results a second kernel
+// combines. Where the blocks fit one wave with two key groups each, the shares fill that wave;
+// otherwise they aim at two blocks a multiprocessor. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
 // args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
 // so any size is correct, just slower. The split count depends only on the host-side shapes,
