@@ -104,6 +104,35 @@ Status convert(cudaStream_t stream, const void* src, DType src_type, void* dst, 
 // copied there (the per-step velocity diagnostic).
 Status euler_step(cudaStream_t stream, float* x, const float* v, float dt, std::int64_t n, float* v_out);
 
+// The boundary between two Euler steps of a flow-matching head, one launch for what were four
+// (output GEMM, euler_step, the conversion of the actions, the next step's input GEMM):
+//   v    = y · w_outᵀ + b_out       y act [rows, width] (row stride ldy), w_out act [action_dim, ld_out]
+//   x   += dt · v                   x f32 [rows, action_dim]; v_out f32 [rows, action_dim] gets v if given
+//   next = act(x) · w_inᵀ + b_in    w_in act [next_width, ld_in], next next_type [rows, ld_next]
+// act(x) is x rounded to the act dtype, as the conversion before the input GEMM rounds it. w_in
+// nullptr: no input projection (the last step, or a head whose input path is more than one
+// GEMM). Biases may be nullptr. width at most 8192, action_dim at most 256.
+struct FlowStepArgs {
+  DType act = DType::kBF16;
+  std::int64_t rows = 0, width = 0, action_dim = 0;
+  const void* y = nullptr;
+  std::int64_t ldy = 0;
+  const void* w_out = nullptr;
+  std::int64_t ld_out = 0;
+  const float* b_out = nullptr;
+  float* x = nullptr;
+  float dt = 0.0f;
+  float* v_out = nullptr;
+  const void* w_in = nullptr;
+  std::int64_t ld_in = 0;
+  const float* b_in = nullptr;
+  std::int64_t next_width = 0;
+  void* next = nullptr;
+  DType next_type = DType::kF32;
+  std::int64_t ld_next = 0;
+};
+Status flow_step(cudaStream_t stream, const FlowStepArgs& args);
+
 // out f32 [rows, n] = in f32 [rows, n] + bias f32 [n] (broadcast), in may equal out.
 Status add_bias(cudaStream_t stream, const float* in, std::int64_t rows, std::int64_t n, const float* bias,
                 float* out);

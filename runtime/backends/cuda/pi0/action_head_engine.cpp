@@ -117,6 +117,10 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
     const char* pf = std::getenv("EDGEVLA_CUDA_FUSED_PREFETCH");
     fused_args_.prefetch = pf != nullptr && std::string_view(pf) == "1";
   }
+  {
+    const char* fs = std::getenv("EDGEVLA_CUDA_FLOW_STEP");
+    flow_step_ = (fs == nullptr || std::string_view(fs) != "0") && E <= 8192 && A <= 256;
+  }
   // pi0: the state token sees the prefix and itself; action rows see every suffix key.
   std::vector<std::int32_t> limit(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
   if (!pi05_) limit[0] = 1;
@@ -184,8 +188,8 @@ Status ActionHeadEngine::prepare_steps(int steps) {
 }
 
 // One evaluation of the velocity field for step i, then the Euler update of x.
-Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
-                              float* velocity_out) {
+Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std::int64_t cache_rows,
+                              std::int64_t attend_rows, float* velocity_out) {
   const std::int64_t L = cfg_.expert.depth, A = cfg_.action_dim, Hz = cfg_.action_horizon;
   const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
   const std::int64_t H = cfg_.expert.num_heads, K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
@@ -195,19 +199,24 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
   const Gemm mm = gemm();
   const float* mods = mods_ + static_cast<std::int64_t>(i) * (pi05_ ? (2 * L + 1) * 3 * E : E);
 
-  EDGEVLA_RETURN_IF_ERROR(convert(s, x_, DType::kF32, xa_, act_, Hz * A));
+  const bool fused_layers = fused_ && cache_rows <= fused_max_rows_;
+  const bool flow = flow_step_ && !fused_layers;
+  // The previous step's flow_step wrote this step's action input projection (pi0.5: into xs_;
+  // pi0: into at_).
+  const bool input_ready = flow && i > 0;
+  if (!input_ready) EDGEVLA_RETURN_IF_ERROR(convert(s, x_, DType::kF32, xa_, act_, Hz * A));
   if (pi05_) {
-    EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, xs_, DType::kF32, E));
+    if (!input_ready) EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, xs_, DType::kF32, E));
   } else {
     // Row 0: the state token (embedded once before the loop; the layers overwrite the row).
     // Action rows: action_time_mlp_out(silu(W_a · action_in(x) + W_t · temb + b)).
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(xs_, state_emb_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
-    EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, at_, act_, E));
+    if (!input_ready) EDGEVLA_RETURN_IF_ERROR(mm(xa_, Hz, A, action_in_, at_, act_, E));
     EDGEVLA_RETURN_IF_ERROR(mm(at_, Hz, E, action_time_a_, hid_, act_, E, 0.0f, Epilogue::kNone, mods));
     EDGEVLA_RETURN_IF_ERROR(silu(s, hid_, act_, Hz * E));
     EDGEVLA_RETURN_IF_ERROR(mm(hid_, Hz, E, action_time_out_, xs_ + E, DType::kF32, E));
   }
-  if (fused_ && cache_rows <= fused_max_rows_) {
+  if (fused_layers) {
     // Every layer and the final norm in one kernel; then the output head and the Euler update.
     FusedExpertArgs fa = fused_args_;
     fa.mods = mods;
@@ -308,6 +317,21 @@ Status ActionHeadEngine::step(int i, float dt, const void* cache, std::int64_t c
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_ + skip, parts_ + skip, DType::kF32, Hz, E, final_norm_, kNormEps, ys_,
                                      act_, down_parts));
   }
+  if (flow) {
+    FlowStepArgs f;
+    f.act = act_;
+    f.rows = Hz, f.width = E, f.action_dim = A;
+    f.y = ys_, f.ldy = E;
+    f.w_out = action_out_.w, f.ld_out = action_out_.ld, f.b_out = action_out_.bias;
+    f.x = x_, f.dt = dt, f.v_out = velocity_out;
+    if (i + 1 < steps) {
+      f.w_in = action_in_.w, f.ld_in = action_in_.ld, f.b_in = action_in_.bias;
+      f.next_width = E, f.ld_next = E;
+      f.next = pi05_ ? static_cast<void*>(xs_) : at_;
+      f.next_type = pi05_ ? DType::kF32 : act_;
+    }
+    return flow_step(s, f);
+  }
   EDGEVLA_RETURN_IF_ERROR(mm(ys_, Hz, E, action_out_, vel_, DType::kF32, A));
   return euler_step(s, x_, vel_, dt, Hz * A, velocity_out);
 }
@@ -322,7 +346,7 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {
     float* v = velocities != nullptr ? velocities + i * Hz * A : nullptr;
-    EDGEVLA_RETURN_IF_ERROR(step(i, dt, cache, cache_rows, attend_rows, v));
+    EDGEVLA_RETURN_IF_ERROR(step(i, steps, dt, cache, cache_rows, attend_rows, v));
   }
   return Status::ok();
 }

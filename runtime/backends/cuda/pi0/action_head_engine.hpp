@@ -61,7 +61,9 @@ class ActionHeadEngine final : public CudaEngine {
   static constexpr std::int64_t kAttendBucket = 64;
   Status loop(int steps, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
               float* velocities);
-  Status step(int i, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
+  // Step i of `steps`. With flow_step_ (the default), each step but the last ends by writing the
+  // next step's action input projection, which the next step then does not compute again.
+  Status step(int i, int steps, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
               float* velocity_out);
   // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
   // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
@@ -114,6 +116,9 @@ class ActionHeadEngine final : public CudaEngine {
   std::int32_t* pinned_n_ = nullptr;
   std::unique_ptr<PinnedBuffer> pinned_;
   bool fused_ = false;
+  // The output head, Euler update and next input projection as one kernel (flow_step in
+  // kernels.hpp) instead of four; EDGEVLA_CUDA_FLOW_STEP=0 runs the four, to compare.
+  bool flow_step_ = true;
   bool chain_ = false;          // the layer loop runs as one chain of launches
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
