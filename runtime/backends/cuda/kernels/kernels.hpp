@@ -112,6 +112,9 @@ Status euler_step(cudaStream_t stream, float* x, const float* v, float dt, std::
 // act(x) is x rounded to the act dtype, as the conversion before the input GEMM rounds it. w_in
 // nullptr: no input projection (the last step, or a head whose input path is more than one
 // GEMM). Biases may be nullptr. width at most 8192, action_dim at most 256.
+// Each block reads both weight matrices whole, so this pays only while they are small: pi0.5's
+// 2 × 64 KB gain (head −0.05 ms on the H200), GR00T's decoder and encoder layers (256 + 384 KB,
+// 50 rows) lose to the GEMMs (head +0.1 ms; bench/results/issue9_h200 run 29).
 struct FlowStepArgs {
   DType act = DType::kBF16;
   std::int64_t rows = 0, width = 0, action_dim = 0;

@@ -119,7 +119,9 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   }
   {
     const char* fs = std::getenv("EDGEVLA_CUDA_FLOW_STEP");
-    flow_step_ = (fs == nullptr || std::string_view(fs) != "0") && E <= 8192 && A <= 256;
+    // Only while each block's read of both projections stays small (flow_step in kernels.hpp).
+    const bool small = 2 * static_cast<std::size_t>(A * E) * dtype_size(act_) <= (std::size_t{256} << 10);
+    flow_step_ = (fs == nullptr || std::string_view(fs) != "0") && E <= 8192 && A <= 256 && small;
   }
   // pi0: the state token sees the prefix and itself; action rows see every suffix key.
   std::vector<std::int32_t> limit(static_cast<std::size_t>(S), static_cast<std::int32_t>(S));
