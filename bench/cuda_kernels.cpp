@@ -148,6 +148,22 @@ double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// µs a call of `args`, 18 calls captured in one graph (as the layers of a stage follow one
+// another); the stream is idle after.
+double attention_graph_us(cudaStream_t s, Timer& timer, int repeat, const AttentionArgs& args) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < 18; ++i) CHECK_OK(attention(s, args));
+  CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const double us = timer.us(repeat, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  return us;
+}
+
 // The stages' other attention calls (the backbones' prefixes and vision towers, GR00T's DiT),
 // each at every split count its scratch allows, beside the count the plan picks: one graph of
 // 18 calls a measurement. Keys are one block (block a, the call's own or cached rows).
@@ -193,14 +209,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat) {
       AttentionArgs one = aa;
       // 0: the plan's own pick (the scratch a stage allocates).
       one.scratch_bytes = splits == 0 ? planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < 18; ++i) CHECK_OK(attention(s, one));
-      CHECK_CUDA(cudaStreamEndCapture(s, &graph));
-      CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-      const double us = timer.us(repeat, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
-      CHECK_CUDA(cudaStreamSynchronize(s));
+      const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;
       const std::string asked = splits == 0 ? "plan" : std::to_string(splits);
@@ -208,8 +217,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat) {
                   "\"planned_splits\": %zu, \"us_per_call_in_graph\": %.2f, \"rel_l2_vs_planned\": %.2e}\n",
                   sh.name, asked.c_str(), planned == 0 ? std::size_t{1} : planned / split_bytes, us,
                   rel_l2(got, ref));
-      CHECK_CUDA(cudaGraphExecDestroy(exec));
-      CHECK_CUDA(cudaGraphDestroy(graph));
     }
     CHECK_CUDA(cudaFree(qkv));
     CHECK_CUDA(cudaFree(out));
@@ -433,21 +440,12 @@ int main(int argc, char** argv) {
       for (const int splits : {1, 2, 3, 4, 6, 8, 12, 17, 24, 32}) {
         one.scratch_bytes = splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
         if (one.scratch_bytes > 4 * std::max<std::size_t>(max_scratch, 16)) continue;
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < 18; ++i) CHECK_OK(attention(s, one));
-        CHECK_CUDA(cudaStreamEndCapture(s, &graph));
-        CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-        const double us = timer.us(repeat, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); }) / 18.0;
-        CHECK_CUDA(cudaStreamSynchronize(s));
+        const double us = attention_graph_us(s, timer, repeat, one);
         const auto got = download(out, DType::kBF16, static_cast<std::size_t>(rows * H * h));
         if (ref.empty()) ref = got;
         std::printf("{\"bench\": \"attention\", \"valid_prefix\": %d, \"splits_asked\": %d, \"us_per_call_in_graph\": "
                     "%.2f, \"rel_l2_vs_unsplit\": %.2e, \"planned_default_scratch\": %zu}\n",
                     valid, splits, us, rel_l2(got, ref), max_scratch / split_bytes);
-        CHECK_CUDA(cudaGraphExecDestroy(exec));
-        CHECK_CUDA(cudaGraphDestroy(graph));
       }
     }
   }
