@@ -76,7 +76,7 @@ inline std::vector<float> unpack(const std::vector<unsigned char>& b, DType t) {
 }
 
 // The values dtype t holds for v.
-std::vector<float> rounded(const std::vector<float>& v, DType t) { return unpack(pack(v, t), t); }
+inline std::vector<float> rounded(const std::vector<float>& v, DType t) { return unpack(pack(v, t), t); }
 
 inline std::vector<float> random_values(std::size_t n, float lo, float hi, std::uint32_t seed) {
   std::mt19937 rng(seed);
@@ -138,7 +138,7 @@ inline Tolerance tolerance_for(DType t) {
   return t == DType::kF32 ? Tolerance{1e-5, 1e-5, 1e-5} : Tolerance{1e-2, 1e-2, 1e-2};
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<double>& ref, Tolerance tol,
+inline void expect_close(const std::vector<float>& got, const std::vector<double>& ref, Tolerance tol,
                   const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   double num = 0.0, den = 0.0, worst = 0.0;
@@ -162,11 +162,11 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& ref,
                      << got[worst_i] << ", expected " << ref[worst_i];
 }
 
-std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-double gelu_ref(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+inline double gelu_ref(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 
-const char* name(DType t) { return dtype_name(t).data(); }
+inline const char* name(DType t) { return dtype_name(t).data(); }
 
 // ---- fixture --------------------------------------------------------------------------------
 
