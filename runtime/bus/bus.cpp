@@ -210,6 +210,8 @@ Status device_refused(const SubscriptionQueue& q, const TopicWriter& w) {
 
 }  // namespace
 
+Status Bus::drain_inbound(std::int64_t timeout_ns) { return io_ ? io_->drain_inbound(timeout_ns) : Status::ok(); }
+
 Status Bus::publishes_on(TopicWriter& writer, Device device) {
   std::lock_guard lock(mu_);
   writer.device_ = device;

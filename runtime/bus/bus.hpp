@@ -190,6 +190,13 @@ class Bus {
   // `keep_queued` (a recorder drains its queue to the bag after it stops subscribing).
   Status attach(std::shared_ptr<SubscriptionQueue> queue);
   void detach(const std::shared_ptr<SubscriptionQueue>& queue, bool keep_queued = false);
+  // Hands every message that other processes have already delivered to this process (in its
+  // inbound ring, or queued on its ZeroMQ sockets) to the subscription queues, waiting up to
+  // `timeout_ns` for a record still being taken (e.g. the first import of a device block, which
+  // starts the device in this process). A node host calls it before its nodes stop, so a
+  // recorder stopped after the graph's publishers still writes what they sent. Returns
+  // deadline_exceeded naming what is left when the time ran out; ok without other processes.
+  Status drain_inbound(std::int64_t timeout_ns);
 
   // A writable CPU tensor in shared memory: publish it and other processes read these very
   // bytes. Falls back to the heap (with a warning) when shared memory is unavailable.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -74,6 +75,9 @@ class BusIo {
   void announce_upstream(const std::string& topic, std::vector<std::shared_ptr<RingInterestTable>>& out);
   // This process's interest in `topic` changed (subscribe, observe, unsubscribe).
   void set_interest(const std::string& topic, TopicInterest before, TopicInterest after);
+  // Bus::drain_inbound: the ring thread takes what its ring holds, the I/O thread what its
+  // sockets hold; waits for both up to `timeout_ns`.
+  Status drain_inbound(std::int64_t timeout_ns);
   void registry_changed();
   Expected<BufferPtr> allocate_shm(std::size_t bytes) { return pool_->allocate(bytes); }
   // A block of the shared pool on `device` (shm::Pool::allocate_on): sent by descriptor and
@@ -117,7 +121,8 @@ class BusIo {
                   const std::string& frame, shm::Receivers receivers, const std::vector<RingTarget>& rings);
   Status send_tcp(TopicWriter& writer, const Message& message, const std::vector<Tensor>& tensors,
                   const std::string& frame);
-  void receive(zmq::socket_t& socket, bool shm_allowed);
+  // Takes up to 256 queued messages from `socket`; how many it took.
+  int receive(zmq::socket_t& socket, bool shm_allowed);
   // Ring delivery (bus_io_ring.cpp).
   void create_ring(const std::string& n);
   void update_ring_peers(const std::vector<RegistryEntry>& entries);
@@ -130,6 +135,8 @@ class BusIo {
   void run_ring();
   // Takes one record from the ring to the bus.
   void take_record(const std::string& record);
+  // The ring thread answers drain request `ask`: takes records until the ring is empty.
+  void answer_drain(std::uint64_t ask);
   // The ring thread while other processes announced upstream work: spins for their records,
   // with this process's spinning executors told, until none is busy or upstream_spin_ns.
   void spin_for_upstream(std::string& record);
@@ -200,6 +207,14 @@ class BusIo {
   std::unique_ptr<shm::Ring> ring_;
   RingInterestTable* interest_ = nullptr;
   std::thread ring_thread_;
+  // Drain requests (drain_inbound): asked by any thread, answered by the ring thread once its
+  // ring was found empty after the request, and by the I/O thread once its sockets were.
+  std::mutex drain_mu_;
+  std::condition_variable drain_cv_;
+  std::atomic<std::uint64_t> drain_asked_{0};
+  std::uint64_t ring_drained_ = 0;     // guarded by drain_mu_
+  std::uint64_t sockets_drained_ = 0;  // guarded by drain_mu_
+  std::atomic<bool> taking_record_{false};  // the ring thread is inside take_record()
   // Rings of peers on this host, opened at discovery; read by publishers in send().
   struct RingPeer {
     std::string bus_id;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "msgs/wire.hpp"
 #include "runtime/bus/bus_io.hpp"
 #include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
@@ -18,6 +19,8 @@ namespace {
 
 // How long a publisher waits for room in a full ring of another process before it drops.
 constexpr std::int64_t kRingFullWaitNs = 20'000'000;
+// A record that takes longer than this to hand to the bus is reported (the ring waits on it).
+constexpr std::int64_t kSlowTakeNs = 500'000'000;
 
 }  // namespace
 
@@ -169,6 +172,11 @@ void BusIo::announce_upstream(const std::string& topic, std::vector<std::shared_
 }
 
 void BusIo::take_record(const std::string& record) {
+  taking_record_.store(true, std::memory_order_relaxed);
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag.store(false, std::memory_order_relaxed); }
+  } done{taking_record_};
   const std::int64_t arrival = wall_now_ns();
   std::vector<zmq::message_t> parts;
   if (!split_record(record, parts)) {
@@ -177,8 +185,28 @@ void BusIo::take_record(const std::string& record) {
     return;
   }
   counters_.received_ring.add();
-  std::lock_guard lock(recv_mu_);
-  handle_message(parts, /*shm_allowed=*/true, arrival);
+  const std::int64_t start = steady_now_ns();
+  {
+    std::lock_guard lock(recv_mu_);
+    handle_message(parts, /*shm_allowed=*/true, arrival);
+  }
+  if (const std::int64_t took = steady_now_ns() - start; took > kSlowTakeNs) {
+    // Said, because every topic of this process waited behind it (handle_message leaves the
+    // topic frame in place).
+    const auto topic = wire::parse_topic_frame(std::as_bytes(std::span(static_cast<const char*>(parts[0].data()), parts[0].size())));
+    rate_log_.warn("slow-take", "taking a message on '" + std::string(topic ? *topic : "?") + "' from the ring took " +
+                                    std::to_string(took / 1'000'000) +
+                                    " ms (a first device block starts the device in this process); the messages "
+                                    "behind it waited");
+  }
+}
+
+void BusIo::answer_drain(std::uint64_t ask) {
+  std::string record;
+  while (!stop_.load(std::memory_order_relaxed) && ring_->pop(record, 0)) take_record(record);
+  std::lock_guard lock(drain_mu_);
+  ring_drained_ = ask;
+  drain_cv_.notify_all();
 }
 
 void BusIo::spin_for_upstream(std::string& record) {
@@ -216,8 +244,15 @@ void BusIo::spin_for_upstream(std::string& record) {
 void BusIo::run_ring() {
   std::string record;
   std::uint32_t spun_epoch = interest_->epoch.load(std::memory_order_acquire);
+  std::uint64_t drain_answered = 0;
   while (!stop_.load()) {
     const std::uint32_t interrupts = ring_->interrupts();
+    // Read after `interrupts`: a drain asked later interrupts the pop below.
+    if (const std::uint64_t ask = drain_asked_.load(std::memory_order_acquire); ask != drain_answered) {
+      drain_answered = ask;
+      answer_drain(ask);
+      continue;
+    }
     if (options_.upstream_spin_ns > 0) {
       // Spin once per announcement (a count left by a dead announcer does not keep it spinning).
       const std::uint32_t epoch = interest_->epoch.load(std::memory_order_acquire);

@@ -14,6 +14,11 @@ namespace edgevla {
 
 namespace {
 
+// How long deactivate_all() waits for the inbound messages other processes already delivered:
+// long enough for a first device import (device start-up in this process, seconds on a loaded
+// machine), short of the launcher's 10 s stop limit.
+constexpr std::int64_t kDrainInboundNs = 6'000'000'000;
+
 // Attaches a fresh runtime to `node` and runs its configure().
 Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, const NodeHostOptions& host,
                                                       std::shared_ptr<NodeRuntime>& slot_rt) {
@@ -217,6 +222,9 @@ Status NodeHost::activate_all() {
 Status NodeHost::deactivate_all() {
   std::lock_guard lifecycle(lifecycle_mu_);
   const auto slots = snapshot();
+  if (std::any_of(slots.begin(), slots.end(), [](const auto& s) { return s->rt->state.load() == NodeState::kActive; })) {
+    if (Status d = bus_.drain_inbound(kDrainInboundNs); !d.is_ok()) logger().warn("stopping: {}", d.message());
+  }
   Status first;
   for (std::size_t i = slots.size(); i-- > 0;) {
     Status s = deactivate(*slots[i]);

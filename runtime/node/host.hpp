@@ -81,7 +81,9 @@ class NodeHost {
   // Activates nodes heaviest declared load first (then in the order they were added); if one fails, those already activated are
   // deactivated again and the error returned.
   Status activate_all();
-  // Deactivates in reverse order (callbacks stop before each node's deactivate()).
+  // Deactivates in reverse order (callbacks stop before each node's deactivate()). First, what
+  // other processes already delivered to this one is taken into the queues (Bus::drain_inbound,
+  // up to 6 s), so a recorder stopped after the publishers keeps their last messages.
   Status deactivate_all();
   // Deactivates (if needed) and destroys every node, last added first.
   void shutdown();

@@ -376,6 +376,12 @@ bool Ring::ready() {
   }
 }
 
+std::uint64_t Ring::backlog_slots() const {
+  const Header& h = header();
+  const std::uint64_t enq = h.enqueue.load(std::memory_order_acquire), deq = h.dequeue.load(std::memory_order_relaxed);
+  return enq > deq ? enq - deq : 0;
+}
+
 bool Ring::pop(std::string& out, std::int64_t timeout_ns, std::optional<std::uint32_t> interrupts_seen) {
   Header& h = header();
   const std::int64_t deadline = now_ns() + std::max<std::int64_t>(timeout_ns, 0);

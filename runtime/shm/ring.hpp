@@ -122,6 +122,8 @@ class Ring {
   uid_t file_uid() const { return file_uid_; }
   mode_t file_mode() const { return file_mode_; }
   RingCounters counters() const;
+  // Slots claimed by producers and not yet freed by the consumer (any thread; a snapshot).
+  std::uint64_t backlog_slots() const;
 
  private:
   struct Header;

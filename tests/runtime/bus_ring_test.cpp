@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <poll.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -13,6 +15,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "msgs/wire.hpp"
+#include "runtime/bag/bag_codec.hpp"
+#include "runtime/bag/mcap_reader.hpp"
+#include "runtime/node/host.hpp"
 #include "runtime/bus/registry.hpp"
 #include "runtime/bus/ring_interest.hpp"
 #include "runtime/shm/ring.hpp"
@@ -250,6 +255,139 @@ TEST(BusRing, AFullRingCostsOneWaitThenDropsUntilItDrains) {
   EXPECT_OK(pub->publish(**writer, image_message(*pub, 8, 8, ++fill)));
   EXPECT_EQ(transport_counter(*pub, "sent_ring"), sent + 5);
   reg->remove(e);
+}
+
+
+// Found on the GPU host under a 16-core test load: the recorder process's ring thread spent
+// seconds on its first device block (the device starting up in that process) while the other
+// processes' messages waited in its ring; the recorder was stopped before it took them, and
+// the bag lacked them with nothing counted. Now a node host, before its nodes stop, takes what
+// other processes already delivered. Here the receiving process is frozen (SIGSTOP) while
+// the publisher fills its ring, and told to stop the moment it runs again.
+namespace drain {
+
+constexpr int kFrozenMessages = 300;
+constexpr std::uint8_t kMarker = 200;
+
+bool read_byte(int fd, char& c, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) == 1 && ::read(fd, &c, 1) == 1;
+}
+
+NodeOptions recorder_options(const std::string& path) {
+  NodeOptions n;
+  n.name = "recorder";
+  n.type = "bag_recorder";
+  n.origin = "test";
+  n.params["output"] = ParamOverride{YAML::Load("\"" + path + "\""), "test"};
+  n.params["topics"] = ParamOverride{YAML::Load("[/t]"), "test"};
+  return n;
+}
+
+// The receiving process: a collector (or, with `path`, a recorder node) on /t. Says 'r' once a
+// warm-up message arrived, waits for 'g', then stops at once; writes how many marked messages
+// it holds (the collector) and exits.
+[[noreturn]] void receiver(const std::string& domain, int ready_w, int go_r, const std::string& path) {
+  BusOptions o;
+  o.domain = domain;
+  auto bus = Bus::create(o);
+  if (!bus) ::_exit(2);
+  const char r = 'r';
+  if (path.empty()) {
+    testing::Collector c("/t", "Image", QoS::keep_last(4096));
+    if (!(*bus)->attach(c.queue).is_ok()) ::_exit(3);
+    while (c.queue->size() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (::write(ready_w, &r, 1) != 1) ::_exit(4);
+    char g = 0;
+    if (!read_byte(go_r, g, 60'000)) ::_exit(5);
+    if (!(*bus)->drain_inbound(5'000'000'000).is_ok()) ::_exit(6);
+    int marked = 0;
+    for (MessagePtr m; (m = c.queue->pop()) != nullptr;) {
+      marked += m->tensor("pixels")->data<std::uint8_t>()[0] == kMarker;
+    }
+    if (::write(ready_w, &marked, sizeof marked) != sizeof marked) ::_exit(7);
+    ::_exit(0);
+  }
+  {
+    NodeHost host(**bus);
+    if (!host.add(recorder_options(path)).has_value() || !host.activate_all().is_ok()) ::_exit(3);
+    // Ready once the publisher's warm-up messages arrive (the recorder's status counts them).
+    for (;;) {
+      const YAML::Node st = YAML::Load((*bus)->stats_yaml());
+      if (st["transport"]["received_ring"].as<std::uint64_t>(0) > 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (::write(ready_w, &r, 1) != 1) ::_exit(4);
+    char g = 0;
+    if (!read_byte(go_r, g, 60'000)) ::_exit(5);
+    if (!host.deactivate_all().is_ok()) ::_exit(6);
+    host.shutdown();
+  }
+  ::_exit(0);
+}
+
+// Forks the receiver, publishes warm-up messages until it is ready, freezes it, publishes
+// kFrozenMessages marked ones into its ring, then wakes it and tells it to stop.
+void run(const std::string& domain, const std::string& path, int& marked_out) {
+  auto pub = make_bus(domain);
+  auto writer = pub->advertise("/t", "Image", "src");
+  ASSERT_TRUE(writer.has_value());
+  int ready[2], go[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) receiver(domain, ready[1], go[0], path);
+  char r = 0;
+  bool is_ready = false;
+  for (int i = 0; i < 6000 && !is_ready; ++i) {
+    ASSERT_OK(pub->publish(**writer, image_message(*pub, 2, 2, 1, /*loan=*/false)));
+    is_ready = read_byte(ready[0], r, 10);
+  }
+  ASSERT_TRUE(is_ready) << "the receiver never got a message";
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  for (int i = 0; i < kFrozenMessages; ++i) {
+    ASSERT_OK(pub->publish(**writer, image_message(*pub, 2, 2, kMarker, /*loan=*/false)));
+  }
+  EXPECT_EQ(transport_counter(*pub, "dropped_ring_full"), 0u);
+  ASSERT_EQ(::kill(child, SIGCONT), 0);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  if (path.empty()) {
+    pollfd p{ready[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 60'000), 1);
+    ASSERT_EQ(::read(ready[0], &marked_out, sizeof marked_out), static_cast<ssize_t>(sizeof marked_out));
+  }
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "receiver exit status " << status;
+  for (int fd : {ready[0], ready[1], go[0], go[1]}) ::close(fd);
+}
+
+}  // namespace drain
+
+TEST(BusRing, DrainInboundTakesEverythingAlreadyInTheRing) {
+  int marked = -1;
+  ASSERT_NO_FATAL_FAILURE(drain::run(unique_domain("drain"), "", marked));
+  EXPECT_EQ(marked, drain::kFrozenMessages);
+}
+
+TEST(BusRing, ARecorderStoppedRightAfterThePublishersKeepsWhatTheyDelivered) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("edgevla_drain_" + std::to_string(::getpid()) + ".mcap")).string();
+  int unused = 0;
+  ASSERT_NO_FATAL_FAILURE(drain::run(unique_domain("drainrec"), path, unused));
+  auto reader = mcap::McapReader::open(path);
+  ASSERT_TRUE(reader.has_value()) << reader.status().to_string();
+  int marked = 0;
+  ASSERT_OK((*reader)->for_each_message([&](const mcap::MessageView& v) -> Status {
+    EDGEVLA_ASSIGN_OR_RETURN(Message m, bag::decode_record(v));
+    marked += m.tensor("pixels")->data<std::uint8_t>()[0] == drain::kMarker;
+    return Status::ok();
+  }));
+  EXPECT_EQ(marked, drain::kFrozenMessages);
+  std::filesystem::remove(path);
 }
 
 }  // namespace
