@@ -40,17 +40,7 @@ std::string GrootCudaEngine::describe() const {
          info_.name + ")";
 }
 
-void GrootCudaEngine::log_plans() const {
-  const std::string report = blas_->plan_report();
-  std::size_t shapes = 0, own = 0;
-  for (std::size_t at = 0; (at = report.find('\n', at)) != std::string::npos; ++at) ++shapes;
-  for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at)
-    ++own;
-  spdlog::info(
-      "groot {} (cuda): {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt",
-      stage_, shapes, own, shapes - own);
-  spdlog::debug("groot {} (cuda) GEMM plans:\n{}", stage_, report);
-}
+void GrootCudaEngine::log_plans() const { blas_->log_plans("groot " + stage_ + " (cuda)"); }
 
 Status GrootCudaEngine::init_device() {
   EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());

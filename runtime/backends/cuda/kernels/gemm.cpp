@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "runtime/backends/cuda/kernels/gemm_plan.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 
@@ -173,6 +175,19 @@ std::string Blas::plan_report() const {
            std::string(dtype_name(key.a)) + "->f32: split into " + std::to_string(parts) + " k parts\n";
   }
   return out;
+}
+
+void Blas::log_plans(const std::string& who) const {
+  const std::size_t shapes = impl_->plans.size();
+  const std::string report = plan_report();
+  if (shapes != impl_->logged_plans) {
+    std::size_t own = 0;
+    for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at) ++own;
+    spdlog::info("{}: {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt", who, shapes, own,
+                 shapes - own);
+    impl_->logged_plans = shapes;
+  }
+  spdlog::debug("{} GEMM plans:\n{}", who, report);
 }
 
 GemmArgs k_split_args(const GemmArgs& args, int parts) {

@@ -89,6 +89,10 @@ class Blas {
   void set_own_kernels(bool on);
   // Each planned shape and what runs it, with its timed median (one line per plan).
   std::string plan_report() const;
+  // Logs how many shapes are planned and what runs them, as `who` (e.g. "backbone (cuda)"): at
+  // info level when plans were added since it last did (an engine's graph per input block
+  // plans nothing new), the full report at debug level.
+  void log_plans(const std::string& who) const;
   // How many k parts (1, 2 or 4, at most max_parts; see k_split_args) run `args` fastest on
   // this device; `args` has an f32 D (scratch of max_parts · m · ldd elements), beta 0 and no
   // bias or epilogue: the consumer of the parts adds those. The first call for a

@@ -210,6 +210,7 @@ struct Blas::Impl {
   std::map<std::string, StoredPick> stored_picks;
   // k_parts' answers per unsplit shape.
   std::map<PlanKey, int> k_parts_cache;
+  std::size_t logged_plans = 0;  // plans.size() when log_plans last said it at info level
   std::string last_refusal = "no algorithm returned";  // why the last heuristic query found none
   std::string epilogue_report;
 

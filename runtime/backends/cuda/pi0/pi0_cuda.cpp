@@ -160,17 +160,7 @@ std::string CudaEngine::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
 }
 
-void CudaEngine::log_plans() const {
-  const std::string report = blas_->plan_report();
-  std::size_t shapes = 0, own = 0;
-  for (std::size_t at = 0; (at = report.find('\n', at)) != std::string::npos; ++at) ++shapes;
-  for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at) ++own;
-  // The k-split answers (Blas::k_parts) are lines of their own, not plans.
-  for (std::size_t at = 0; (at = report.find(": split into ", at)) != std::string::npos; ++at) --shapes;
-  spdlog::info("{} (cuda): {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt", stage_, shapes,
-               own, shapes - own);
-  spdlog::debug("{} (cuda) GEMM plans:\n{}", stage_, report);
-}
+void CudaEngine::log_plans() const { blas_->log_plans(stage_ + " (cuda)"); }
 
 Status CudaEngine::init_device() {
   EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
