@@ -556,35 +556,6 @@ int BusIo::receive(zmq::socket_t& socket, bool shm_allowed) {
   return taken;
 }
 
-Status BusIo::drain_inbound(std::int64_t timeout_ns) {
-  const std::uint64_t ask = drain_asked_.fetch_add(1) + 1;
-  // The I/O thread empties its sockets (runs its commands before it polls again).
-  post([this, ask] {
-    const std::int64_t until = steady_now_ns() + 1'000'000'000;
-    while (receive(sub_ipc_, /*shm_allowed=*/true) + receive(sub_tcp_, /*shm_allowed=*/false) > 0 &&
-           steady_now_ns() < until) {
-    }
-    std::lock_guard lock(drain_mu_);
-    sockets_drained_ = std::max(sockets_drained_, ask);
-    drain_cv_.notify_all();
-  });
-  // The ring thread looks at the request at its next turn (its pop returns on the interrupt).
-  if (ring_) ring_->interrupt();
-  std::unique_lock lock(drain_mu_);
-  const bool done = drain_cv_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(timeout_ns, 0)), [&] {
-    return sockets_drained_ >= ask && (!ring_ || ring_drained_ >= ask);
-  });
-  if (done) return Status::ok();
-  std::string left;
-  if (ring_ && ring_drained_ < ask) {
-    left = std::to_string(ring_->backlog_slots()) + " ring slot(s) not yet taken" +
-           (taking_record_.load() ? " (one record still being taken)" : "");
-  }
-  if (sockets_drained_ < ask) left += std::string(left.empty() ? "" : "; ") + "ZeroMQ sockets not yet read";
-  return timeout_error("inbound messages not all taken within " + std::to_string(timeout_ns / 1'000'000) +
-                       " ms: " + left);
-}
-
 void BusIo::serve_control() {
   std::vector<zmq::message_t> parts;
   try {
