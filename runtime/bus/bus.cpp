@@ -193,6 +193,11 @@ TopicInterest Bus::interest_of(const QueueList& queues) {
   return TopicInterest::kObserver;
 }
 
+bool Bus::takes(const std::string& topic) const {
+  auto queues = queues_for(topic);
+  return queues && !queues->empty();
+}
+
 bool Bus::observes_only(const std::string& topic) const {
   auto queues = queues_for(topic);
   return queues && interest_of(*queues) == TopicInterest::kObserver;
@@ -213,17 +218,21 @@ Status device_refused(const SubscriptionQueue& q, const TopicWriter& w) {
 Status Bus::drain_inbound(std::int64_t timeout_ns) { return io_ ? io_->drain_inbound(timeout_ns) : Status::ok(); }
 
 Status Bus::publishes_on(TopicWriter& writer, Device device) {
-  std::lock_guard lock(mu_);
-  writer.device_ = device;
-  if (device.is_cpu()) return Status::ok();
-  auto it = topics_.find(writer.topic());
-  if (it == topics_.end()) return Status::ok();
-  for (const auto& q : *it->second.queues) {
-    if (!q->qos().accepts_device_tensors()) {
-      writer.device_ = Device::cpu();
-      return device_refused(*q, writer);
+  {
+    std::lock_guard lock(mu_);
+    writer.device_ = device;
+    if (device.is_cpu()) return Status::ok();
+    if (auto it = topics_.find(writer.topic()); it != topics_.end()) {
+      for (const auto& q : *it->second.queues) {
+        if (!q->qos().accepts_device_tensors()) {
+          writer.device_ = Device::cpu();
+          return device_refused(*q, writer);
+        }
+      }
     }
   }
+  // Said in the registry: processes that take the topic start the device before its first block.
+  if (io_) io_->registry_changed();
   return Status::ok();
 }
 
@@ -351,7 +360,9 @@ void Bus::describe(RegistryEntry& e) const {
   e.subscriptions.clear();
   for (const auto& [topic, entry] : topics_) {
     for (const auto& w : entry.writers) {
-      if (auto p = w.lock()) e.publishers.push_back({topic, p->type(), p->node()});
+      if (auto p = w.lock()) {
+        e.publishers.push_back({topic, p->type(), p->node(), p->device().is_cpu() ? "" : p->device().to_string()});
+      }
     }
     for (const auto& q : *entry.queues) e.subscriptions.push_back({topic, q->type(), q->owner()});
   }

@@ -230,6 +230,8 @@ class Bus {
   void drop_remote(const std::string& topic, const std::string& reason);
   // True when every subscription of this process to `topic` is an observer.
   bool observes_only(const std::string& topic) const;
+  // True when some subscription of this process takes `topic`.
+  bool takes(const std::string& topic) const;
   // Called by the transport: `n` messages on `topic` never arrived (sequence gap).
   void lost_remote(const std::string& topic, std::uint64_t n);
 

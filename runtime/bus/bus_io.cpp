@@ -125,6 +125,7 @@ BusIo::~BusIo() {
   if (thread_.joinable()) thread_.join();
   if (ring_) ring_->wake();
   if (ring_thread_.joinable()) ring_thread_.join();
+  for (auto& t : warm_threads_) t.join();
   registry_.remove(self_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (inotify_fd_ >= 0) ::close(inotify_fd_);
@@ -166,6 +167,7 @@ void BusIo::set_interest(const std::string& topic, TopicInterest before, TopicIn
                                             " topics; '" + topic + "' is not announced to same-host publishers");
       }
     }
+    if (before == TopicInterest::kNone && after != TopicInterest::kNone) warm_devices(registry_.list());
     if (after == TopicInterest::kNone) {
       // A later subscription starts afresh: what was published meanwhile is not "lost".
       std::lock_guard lock(recv_mu_);
@@ -228,6 +230,7 @@ void BusIo::rescan_registry() {
   connected_ = std::move(seen);
 
   update_ring_peers(entries);
+  warm_devices(entries);
 }
 
 void BusIo::drain_interest(zmq::socket_t& pub, std::unordered_map<std::string, int>& interest) {

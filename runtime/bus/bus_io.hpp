@@ -149,6 +149,11 @@ class BusIo {
   std::optional<std::uint64_t> advance_sequence(const std::string& topic, const std::string& publisher,
                                                 std::uint64_t seq);
   void rescan_registry();
+  // Starts, on a thread of its own, each device on which a same-host peer publishes a topic
+  // this process takes, once per device (bus_io_devices.cpp): the first device block then
+  // imports without stalling the receive thread on the device's start-up (seconds on a loaded
+  // machine, during which every other topic of this process would wait).
+  void warm_devices(const std::vector<RegistryEntry>& entries);
   // Whether a same-host peer that delivers into rings may give this process data (its
   // process's uid, as ZAP checks it for ZeroMQ connections); counts and warns when not.
   bool ring_peer_allowed(const RegistryEntry& e);
@@ -201,6 +206,8 @@ class BusIo {
   std::unordered_set<std::string> zmq_connected_;  // peers whose ZeroMQ ipc publisher sub_ipc_ listens to
   std::unordered_map<std::string, std::uint64_t> last_seq_;  // topic \n publisher -> seq
   std::unordered_set<std::string> refused_peers_;  // warned about once each (I/O thread)
+  std::unordered_set<std::string> warmed_devices_;  // started or starting (I/O thread)
+  std::vector<std::thread> warm_threads_;           // joined at destruction
   std::mutex recv_mu_;  // handle_message and the sequence map: the I/O and ring threads
 
   // This process's inbound ring (null: peers use ZeroMQ ipc), its interest table, its thread.

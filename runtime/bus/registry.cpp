@@ -101,7 +101,9 @@ void emit_topics(YAML::Emitter& out, const char* key, const std::vector<Registry
   for (const auto& t : topics) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "topic" << YAML::Value << t.topic
         << YAML::Key << "type" << YAML::Value << t.type << YAML::Key << "node" << YAML::Value
-        << t.node << YAML::EndMap;
+        << t.node;
+    if (!t.device.empty()) out << YAML::Key << "device" << YAML::Value << t.device;
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
 }
@@ -111,7 +113,7 @@ std::vector<RegistryTopic> read_topics(const YAML::Node& n) {
   if (!n || !n.IsSequence()) return v;
   for (const auto& t : n) {
     v.push_back({t["topic"].as<std::string>(""), t["type"].as<std::string>(""),
-                 t["node"].as<std::string>("")});
+                 t["node"].as<std::string>(""), t["device"].as<std::string>("")});
   }
   return v;
 }

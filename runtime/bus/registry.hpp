@@ -17,6 +17,7 @@ struct RegistryTopic {
   std::string topic;
   std::string type;
   std::string node;
+  std::string device;  // publishers: where its tensors may live ("cuda:0"); empty: the host
 };
 
 struct RegistryEntry {

@@ -113,6 +113,8 @@ Expected<Allocator::HostMapping> Allocator::map_host_for_device(void*, std::size
   return failed_precondition(device().to_string() + " cannot write host memory from its queues");
 }
 
+Status Allocator::warm(int) { return Status::ok(); }
+
 Status Allocator::copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
   return Status::ok();

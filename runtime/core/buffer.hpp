@@ -165,6 +165,9 @@ class Allocator {
     std::shared_ptr<void> registration;  // unregisters when the last copy goes
   };
   virtual Expected<HostMapping> map_host_for_device(void* host, std::size_t bytes, int index);
+  // Makes device `index` ready for use in this process (its runtime and context started), so
+  // the first import or copy later does not pay for that. Default: nothing to do.
+  virtual Status warm(int index);
 };
 
 // Registers the allocator for a device type, replacing any earlier one.

@@ -390,5 +390,47 @@ TEST(BusRing, ARecorderStoppedRightAfterThePublishersKeepsWhatTheyDelivered) {
   std::filesystem::remove(path);
 }
 
+
+// A device a peer publishes on is started in a process that takes the topic before the first
+// block arrives (the other half of the loss above: that start-up stalled the receive thread).
+// A stand-in allocator for cuda counts the starts.
+class WarmCounter final : public Allocator {
+ public:
+  Expected<BufferPtr> allocate(std::size_t) override { return failed_precondition("test allocator"); }
+  Device device() const override { return Device::cuda(0); }
+  Status warm(int index) override {
+    if (index == 1) ++warmed;
+    return Status::ok();
+  }
+  std::atomic<int> warmed{0};
+};
+
+TEST(BusRing, AProcessTakingADeviceTopicStartsThatDeviceAheadOnce) {
+  auto counter = std::make_shared<WarmCounter>();
+  register_allocator(DeviceType::kCuda, counter);
+  const auto domain = unique_domain("warm");
+  auto pub = make_bus(domain);
+  auto taker = make_bus(domain);
+  auto bystander = make_bus(domain);  // takes another topic only
+  Collector prefix("/prefix", "Image", QoS::keep_last(4));
+  ASSERT_OK(taker->attach(prefix.queue));
+  Collector other("/other", "Image");
+  ASSERT_OK(bystander->attach(other.queue));
+  auto writer = pub->advertise("/prefix", "Image", "backbone");
+  ASSERT_TRUE(writer.has_value());
+  auto plain = pub->advertise("/other", "Image", "camera");
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_OK(pub->publishes_on(**writer, Device::cuda(1)));
+  EXPECT_TRUE(eventually([&] { return counter->warmed.load() >= 1; })) << "the taker never started cuda:1";
+  // Later registry changes (a second subscription, a new publisher) start nothing again.
+  Collector again("/prefix", "Image", QoS::keep_last(4));
+  ASSERT_OK(taker->attach(again.queue));
+  auto late = pub->advertise("/late", "Image", "late");
+  ASSERT_TRUE(late.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(counter->warmed.load(), 1) << "once per device and process; the bystander takes no device topic";
+  register_allocator(DeviceType::kCuda, nullptr);
+}
+
 }  // namespace
 }  // namespace edgevla

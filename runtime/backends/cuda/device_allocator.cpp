@@ -115,6 +115,15 @@ class CudaAllocator final : public Allocator {
     return HostMapping{dev, std::shared_ptr<void>(host, [](void* h) { cudaHostUnregister(h); })};
   }
 
+  Status warm(int index) override {
+    if (index < 0 || index >= kMaxDevices) return invalid_argument("cuda:" + std::to_string(index) + " is not a device");
+    DeviceScope scope(index);
+    if (!scope.ok()) return unavailable("cuda:" + std::to_string(index) + " cannot be selected");
+    const cudaError_t err = cudaFree(nullptr);  // starts the runtime and the device's context
+    if (err != cudaSuccess) return unavailable("cuda:" + std::to_string(index) + ": " + cudaGetErrorString(err));
+    return Status::ok();
+  }
+
   Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index) override {
     if (index < 0 || index >= kMaxDevices) return invalid_argument("cuda:" + std::to_string(index) + " is not a device");
     DeviceScope scope(index);
