@@ -195,7 +195,7 @@ class Bus {
   // `timeout_ns` for a record still being taken (e.g. the first import of a device block, which
   // starts the device in this process). A node host calls it before its nodes stop, so a
   // recorder stopped after the graph's publishers still writes what they sent. Returns
-  // deadline_exceeded naming what is left when the time ran out; ok without other processes.
+  // a timeout error naming what is left when the time ran out; ok without other processes.
   Status drain_inbound(std::int64_t timeout_ns);
 
   // A writable CPU tensor in shared memory: publish it and other processes read these very
