@@ -338,6 +338,20 @@ void run(const std::string& domain, const std::string& path, int& marked_out) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) receiver(domain, ready[1], go[0], path);
+  // A failed assertion below returns early: the receiver (perhaps stopped) must not outlive it.
+  struct Reaper {
+    pid_t pid;
+    int fds[4];
+    bool reaped = false;
+    ~Reaper() {
+      if (!reaped) {
+        ::kill(pid, SIGKILL);
+        ::kill(pid, SIGCONT);
+        ::waitpid(pid, nullptr, 0);
+      }
+      for (int fd : fds) ::close(fd);
+    }
+  } reaper{child, {ready[0], ready[1], go[0], go[1]}};
   char r = 0;
   bool is_ready = false;
   for (int i = 0; i < 6000 && !is_ready; ++i) {
@@ -361,8 +375,8 @@ void run(const std::string& domain, const std::string& path, int& marked_out) {
     ASSERT_EQ(::read(ready[0], &marked_out, sizeof marked_out), static_cast<ssize_t>(sizeof marked_out));
   }
   ASSERT_EQ(::waitpid(child, &status, 0), child);
+  reaper.reaped = true;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "receiver exit status " << status;
-  for (int fd : {ready[0], ready[1], go[0], go[1]}) ::close(fd);
 }
 
 }  // namespace drain
