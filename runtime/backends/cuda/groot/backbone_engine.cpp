@@ -31,6 +31,13 @@ namespace mg = model::groot;
 namespace cg = cpu::groot_backbone;
 
 constexpr float kMlp1Eps = 1e-5f;
+// k parts the residual GEMMs (SigLIP's o and fc2, Qwen's o and down) may split into; the norm
+// after each adds them to the residual stream (Blas::k_parts offers 1, 2 or 4). Up to
+// kBackbonePartsMaxRows rows: on the H200 (bench/results/issue9_h200/run30/call5) they took
+// 0.07-0.1 ms off this backbone at 1 and 2 views (SigLIP 256 / 512 rows, the LLM 131 / 220);
+// pi0.5's backbone lost with them at 768 rows and more, where beta-add GEMMs are already full.
+constexpr int kMaxBackboneParts = 4;
+constexpr std::int64_t kBackbonePartsMaxRows = 512;
 
 struct VisionLayerDev {
   float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
@@ -38,6 +45,9 @@ struct VisionLayerDev {
 };
 struct QwenLayerDev {
   float *in_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+  // in_norm − 1 and post_norm − 1: Qwen's norm (· w) as the kernel that adds k parts computes
+  // it (· (1 + w)).
+  float *in_norm_m1 = nullptr, *post_norm_m1 = nullptr;
   DevLinear qkv, o, gate_up, down;
 };
 
@@ -105,6 +115,12 @@ class BackboneEngine final : public GrootCudaEngine {
       position_grids_{};  // what each slot holds
   void *merged_act_ = nullptr, *mh_ = nullptr;
   float *x_ = nullptr, *feat_ = nullptr;
+  // The residual GEMMs' k parts, [max_parts_, rows, width] f32 (EDGEVLA_CUDA_BACKBONE_PARTS=0:
+  // beta-add GEMMs instead, to compare).
+  float* parts_ = nullptr;
+  int max_parts_ = kMaxBackboneParts;
+  std::vector<std::vector<float>> norm_m1_host_;  // the − 1 vectors, alive until the upload
+  float* final_norm_m1_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
        *g_ = nullptr;
   std::int32_t* ints_ = nullptr;  // ids | image row | key limit, max_rows_ each
@@ -189,11 +205,19 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   vocab_ = qw.embed.vocab;
   wp.matrix(embed_, qw.embed.data, qw.embed.dtype, qw.embed.vocab, qw.embed.width);
   ql_.resize(qw.layers.size());
+  const auto minus_one = [&](const std::vector<float>& w) -> const std::vector<float>& {
+    norm_m1_host_.emplace_back(w);
+    for (float& x : norm_m1_host_.back()) x -= 1.0f;
+    return norm_m1_host_.back();
+  };
+  norm_m1_host_.reserve(2 * qw.layers.size() + 1);  // no reallocation: the plan holds their data
   for (std::size_t i = 0; i < qw.layers.size(); ++i) {
     const cg::Qwen3Layer& s = qw.layers[i];
     QwenLayerDev& d = ql_[i];
     wp.vector(d.in_norm, s.in_norm);
     wp.vector(d.post_norm, s.post_norm);
+    wp.vector(d.in_norm_m1, minus_one(s.in_norm));
+    wp.vector(d.post_norm_m1, minus_one(s.post_norm));
     wp.vector(d.q_norm, s.q_norm);
     wp.vector(d.k_norm, s.k_norm);
     wp.linear(d.qkv, {&s.q, &s.k, &s.v});
@@ -202,6 +226,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
     wp.linear(d.down, {&s.down});
   }
   wp.vector(final_norm_, qw.final_norm);
+  wp.vector(final_norm_m1_, minus_one(qw.final_norm));
   // The position table's interpolation weights for every grid size g (wy and wx alike):
   // [g, side] at grid_offset(g), in the CPU engine's antialiased bilinear form.
   grid_weights_host_.assign(static_cast<std::size_t>(grid_offset(max_grid_ + 1)), 0.0f);
@@ -237,6 +262,14 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(merged_act_, bytes_of(act_, Mm * wide));
   buf(mh_, bytes_of(act_, Mm * W));
   buf(img_, bytes_of(DType::kF32, Mm * W));
+  {
+    const char* env = std::getenv("EDGEVLA_CUDA_BACKBONE_PARTS");
+    max_parts_ = env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
+  }
+  if (max_parts_ > 1) {
+    const std::int64_t cap = kBackbonePartsMaxRows;
+    buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(R, cap) * W)));
+  }
   buf(x_, bytes_of(DType::kF32, R * W));
   buf(feat_, bytes_of(DType::kF32, R * W));
   buf(y_, bytes_of(act_, R * W));
@@ -347,8 +380,23 @@ Status BackboneEngine::vision() {
     off += n;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hv));
+  ResidualParts pending{0, M * Dv, nullptr};  // the last residual GEMM's parts, for the next norm
+  const auto add_ln = [&](const float* w, const float* b, void* y, DType y_type) {
+    const Status st = pending.count > 0 ? add_layer_norm(s, ve_, parts_, M, Dv, w, b, eps, y, y_type, pending)
+                                        : layer_norm(s, ve_, M, Dv, w, b, eps, y, y_type);
+    pending.count = 0;
+    return st;
+  };
+  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
+    if (max_parts_ > 1 && M <= kBackbonePartsMaxRows) {
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(a, M, k, w, parts_, max_parts_));
+      pending = ResidualParts{count, M * Dv, w.bias};
+      return Status::ok();
+    }
+    return mm(a, M, k, w, ve_, DType::kF32, Dv, 1.0f);
+  };
   for (const VisionLayerDev& l : vl_) {
-    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln1_w, l.ln1_b, eps, vy_, act_));
+    EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, vy_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
     // Attention inside each view only (upstream's per-image flash attention); consecutive views
     // of one size are one batched call.
@@ -376,13 +424,13 @@ Status BackboneEngine::vision() {
       off += static_cast<std::int64_t>(same) * n;
       k += same;
     }
-    EDGEVLA_RETURN_IF_ERROR(mm(vo_, M, Dv, l.o, ve_, DType::kF32, Dv, 1.0f));
-    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln2_w, l.ln2_b, eps, vy_, act_));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm(vo_, Dv, l.o));
+    EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, vy_, act_));
     EDGEVLA_RETURN_IF_ERROR(
         mm(vy_, M, Dv, l.fc1, vh_, act_, v.intermediate_size, 0.0f, Epilogue::kGeluTanh));
-    EDGEVLA_RETURN_IF_ERROR(mm(vh_, M, v.intermediate_size, l.fc2, ve_, DType::kF32, Dv, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm(vh_, v.intermediate_size, l.fc2));
   }
-  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, post_w_, post_b_, eps, vpost_, DType::kF32));
+  EDGEVLA_RETURN_IF_ERROR(add_ln(post_w_, post_b_, vpost_, DType::kF32));
   off = 0;
   std::int64_t merged = 0;
   for (const View& vw : views_) {
@@ -422,9 +470,27 @@ Status BackboneEngine::llm(std::int64_t rows) {
       gather_rows(s, img_, DType::kF32, W, image_row, rows, W, x_, DType::kF32, W, false));
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
   auto* q = static_cast<std::byte*>(qkv_);
+  ResidualParts pending{0, rows * W, nullptr};  // the last residual GEMM's parts, for the next norm
+  // Qwen's RMSNorm over x: with parts pending, the kernel that adds them first (its (1 + w) with
+  // w − 1); else the one-block-a-row kernel with w.
+  const auto norm = [&](const float* w, const float* w_m1, void* y, DType y_type) {
+    const Status st =
+        pending.count > 0
+            ? rms_norm(s, x_, parts_, DType::kF32, rows, W, w_m1, eps, y, y_type, pending)
+            : rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, w, eps, y, y_type, W);
+    pending.count = 0;
+    return st;
+  };
+  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
+    if (max_parts_ > 1 && rows <= kBackbonePartsMaxRows) {
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(a, rows, k, w, parts_, max_parts_));
+      pending = ResidualParts{count, rows * W, w.bias};
+      return Status::ok();
+    }
+    return mm(a, rows, k, w, x_, DType::kF32, W, 1.0f);
+  };
   for (const QwenLayerDev& l : ql_) {
-    EDGEVLA_RETURN_IF_ERROR(
-        rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.in_norm, eps, y_, act_, W));
+    EDGEVLA_RETURN_IF_ERROR(norm(l.in_norm, l.in_norm_m1, y_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.qkv, qkv_, act_, Q));
     // q_norm / k_norm per head and RoPE at positions 0..rows-1 (q in place), the real tokens'
     // keys|values packed in order: causal by position is then causal by packed row, and
@@ -442,14 +508,13 @@ Status BackboneEngine::llm(std::int64_t rows) {
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_RETURN_IF_ERROR(mm(o_, rows, H * h, l.o, x_, DType::kF32, W, 1.0f));
-    EDGEVLA_RETURN_IF_ERROR(
-        rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, l.post_norm, eps, y_, act_, W));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, l.o));
+    EDGEVLA_RETURN_IF_ERROR(norm(l.post_norm, l.post_norm_m1, y_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.gate_up, gu_, act_, 2 * F));
     EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
-    EDGEVLA_RETURN_IF_ERROR(mm(g_, rows, F, l.down, x_, DType::kF32, W, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm(g_, F, l.down));
   }
-  return rms_norm_rows(s, x_, DType::kF32, W, rows, 1, W, final_norm_, eps, feat_, DType::kF32, W);
+  return norm(final_norm_, final_norm_m1_, feat_, DType::kF32);
 }
 
 Status BackboneEngine::forward(std::int64_t rows) {

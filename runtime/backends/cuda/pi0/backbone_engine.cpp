@@ -15,6 +15,12 @@ namespace edgevla::backends::cuda::pi0 {
 namespace {
 
 constexpr float kNormEps = 1e-6f;
+// k parts the backbones' residual GEMMs may split into (Blas::k_parts offers 1, 2 or 4), and
+// the most rows for which they do: on the H200 (bench/results/issue9_h200/run30/call5) the parts
+// took 0.1 ms off the backbone at one view (256 SigLIP rows, a 512-row prefix bucket) and added
+// 0.05-0.13 ms at three (768 and 1024 rows), where beta-add GEMMs are already full.
+constexpr int kMaxBackboneParts = 4;
+constexpr std::int64_t kBackbonePartsMaxRows = 512;
 
 struct VisionLayerDev {
   float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
@@ -58,6 +64,11 @@ class BackboneEngine final : public CudaEngine {
   float* images_ = nullptr;
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
   float *ve_ = nullptr, *x_ = nullptr;
+  // The residual GEMMs' (o, fc2 / down) k parts, which the norm after each adds to the residual
+  // stream: [kMaxBackboneParts, rows, width] f32. Off (beta-add GEMMs) with
+  // EDGEVLA_CUDA_BACKBONE_PARTS=0, to compare.
+  float* parts_ = nullptr;
+  int max_parts_ = kMaxBackboneParts;
   void* kv_conv_ = nullptr;
   float* vis_ = nullptr;  // the projector's output per valid camera, kept for the diagnostic output
   void *y_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *kv_ = nullptr;
@@ -154,6 +165,14 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(o_, bytes_of(act_, Pb * H * h));
   buf(gu_, bytes_of(act_, Pb * 2 * F));
   buf(g_, bytes_of(act_, Pb * F));
+  {
+    const char* env = std::getenv("EDGEVLA_CUDA_BACKBONE_PARTS");
+    max_parts_ = env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
+  }
+  if (max_parts_ > 1) {
+    const std::int64_t cap = kBackbonePartsMaxRows;
+    buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(Pb, cap) * D)));
+  }
   buf(kv_, bytes_of(act_, L * 2 * Pb * K * h));
   buf(kv_conv_, bytes_of(DType::kF32, L * 2 * Pb * K * h));  // the cache in a bound output's dtype
   buf(ids_, bytes_of(DType::kI32, Pb));
@@ -191,8 +210,26 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
     const std::size_t es = dtype_size(act_);
+    ResidualParts pending{0, M * Dv, nullptr};  // the last fc2's parts, added by the next norm
+    // x += the residual GEMM's result (its parts, or nothing: it accumulated into x), then LayerNorm.
+    const auto add_ln = [&](const float* w, const float* b, void* y, DType y_type) {
+      const Status st = pending.count > 0
+                            ? add_layer_norm(s, ve_, parts_, M, Dv, w, b, kNormEps, y, y_type, pending)
+                            : layer_norm(s, ve_, M, Dv, w, b, kNormEps, y, y_type);
+      pending.count = 0;
+      return st;
+    };
+    // The residual GEMM: k parts for the next norm, or accumulated into x (beta 1).
+    const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
+      if (max_parts_ > 1 && M <= kBackbonePartsMaxRows) {
+        EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(a, M, k, w, parts_, max_parts_));
+        pending = ResidualParts{count, M * Dv, w.bias};
+        return Status::ok();
+      }
+      return mm(a, M, k, w, ve_, DType::kF32, Dv, 1.0f);
+    };
     for (const VisionLayerDev& l : vl_) {
-      EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln1_w, l.ln1_b, kNormEps, vy_, act_));
+      EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, vy_, act_));
       EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
       AttentionArgs a{act_, cams, N, v.num_heads, v.num_heads, hv, 1.0f / std::sqrt(static_cast<float>(hv))};
       a.q = vqkv_;
@@ -207,12 +244,12 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
       a.scratch = scratch_;
       a.scratch_bytes = scratch_bytes_;
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      EDGEVLA_RETURN_IF_ERROR(mm(vo_, M, Dv, l.o, ve_, DType::kF32, Dv, 1.0f));
-      EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, l.ln2_w, l.ln2_b, kNormEps, vy_, act_));
+      EDGEVLA_RETURN_IF_ERROR(residual_gemm(vo_, Dv, l.o));
+      EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, vy_, act_));
       EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.fc1, vh_, act_, v.mlp_dim, 0.0f, Epilogue::kGeluTanh));
-      EDGEVLA_RETURN_IF_ERROR(mm(vh_, M, v.mlp_dim, l.fc2, ve_, DType::kF32, Dv, 1.0f));
+      EDGEVLA_RETURN_IF_ERROR(residual_gemm(vh_, v.mlp_dim, l.fc2));
     }
-    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, ve_, M, Dv, post_w_, post_b_, kNormEps, vy_, act_));
+    EDGEVLA_RETURN_IF_ERROR(add_ln(post_w_, post_b_, vy_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
     // The prefix layers update x in place: keep the image tokens for vision_embeddings.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));
@@ -224,11 +261,26 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
   }
   const std::size_t es = dtype_size(act_);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
+  ResidualParts pending{0, rows * D, nullptr};  // the last down projection's parts
+  const auto add_rms = [&](const float* w) {
+    const Status st = rms_norm(s, x_, pending.count > 0 ? parts_ : nullptr, DType::kF32, rows, D, w, kNormEps, y_,
+                               act_, pending.count > 0 ? pending : ResidualParts{});
+    pending.count = 0;
+    return st;
+  };
+  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
+    if (max_parts_ > 1 && rows <= kBackbonePartsMaxRows) {
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(a, rows, k, w, parts_, max_parts_));
+      pending = ResidualParts{count, rows * D, w.bias};
+      return Status::ok();
+    }
+    return mm(a, rows, k, w, x_, DType::kF32, D, 1.0f);
+  };
   for (std::int64_t li = 0; li < L; ++li) {
     const GemmaLayerDev& w = gl_[static_cast<std::size_t>(li)];
     auto* k_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li) * Pb * K * h) * es;
     auto* v_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li + 1) * Pb * K * h) * es;
-    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, x_, nullptr, DType::kF32, rows, D, w.in_norm, kNormEps, y_, act_));
+    EDGEVLA_RETURN_IF_ERROR(add_rms(w.in_norm));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k sit side by side in the row with one head dim: one launch rotates both (the last
@@ -255,11 +307,11 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_RETURN_IF_ERROR(mm(o_, rows, H * h, w.o, x_, DType::kF32, D, 1.0f));
-    EDGEVLA_RETURN_IF_ERROR(rms_norm(s, x_, nullptr, DType::kF32, rows, D, w.post_norm, kNormEps, y_, act_));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, w.o));
+    EDGEVLA_RETURN_IF_ERROR(add_rms(w.post_norm));
     EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.gate_up, gu_, act_, 2 * F));
     EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, rows, F, g_, act_));
-    EDGEVLA_RETURN_IF_ERROR(mm(g_, rows, F, w.down, x_, DType::kF32, D, 1.0f));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm(g_, F, w.down));
   }
   return Status::ok();
 }

@@ -1,0 +1,51 @@
+#!/bin/bash
+# Session 2026-11-26g (run 30) call 5: the backbones' residual GEMMs (SigLIP o and fc2, Gemma /
+# Qwen o and down) as k parts that the next norm adds, instead of beta-add GEMMs
+# (EDGEVLA_CUDA_BACKBONE_PARTS=0: the old path): every GPU test; pi0.5 and GR00T E2E alternated;
+# PyTorch in the same run.
+exec > $OUT/run.log 2>&1
+REPO=$PWD
+R=/tmp/r5; mkdir -p $R
+finish() { cp $REPO/.repro/s10call5.sh $R/; tar czf $OUT/results_s10c5.tgz -C $R . ; }
+trap finish EXIT
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $R/gpu.txt
+export CUDAARCHS=90; date; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { tail -60 $R/build.log; exit 1; }
+. /tmp/edgevla-env.sh
+E=/tmp/b/bin/edgevla; BP=/tmp/b/bin
+($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
+($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
+(cd /tmp/b && ctest -L gpu -j4 --output-on-failure > $R/gpu_ctest.log 2>&1; echo "gpu ctest rc=$?"; tail -4 $R/gpu_ctest.log) &
+wait; date
+grep -E "\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout" $R/gpu_ctest.log | head
+show() { grep -h '^{' $1 | python3 -c "
+import json,sys
+for l in sys.stdin:
+    d=json.loads(l); print(' views', d.get('views'), 'e2e', d['e2e_ms']['median'], 'backbone', d['backbone_ms']['median'], 'head', d.get('action_head_ms', {}).get('median'))"; }
+pi0() { local tag=$1; shift
+  env "$@" EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 100 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 50 --warmup 10 > $R/pi0_$tag.out 2> $R/pi0_$tag.err
+  echo "pi0 $tag"; show $R/pi0_$tag.out; }
+groot() { local tag=$1; shift
+  env "$@" EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 100 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 50 --warmup 10 > $R/groot_$tag.out 2> $R/groot_$tag.err
+  echo "groot $tag"; show $R/groot_$tag.out; }
+pi0 on1 A=1; pi0 off1 EDGEVLA_CUDA_BACKBONE_PARTS=0; groot on1 A=1; groot off1 EDGEVLA_CUDA_BACKBONE_PARTS=0
+pi0 on2 A=1; pi0 off2 EDGEVLA_CUDA_BACKBONE_PARTS=0; groot on2 A=1; groot off2 EDGEVLA_CUDA_BACKBONE_PARTS=0
+date
+cd $REPO/bench
+timeout 100 python3 torch_groot.py --checkpoint /tmp/groot --views 1,2 --variants compile --floor --repeat 20 --warmup 5 --json $R/torch_groot.jsonl > /dev/null 2> $R/torch_groot.err
+echo "torch groot rc=$?"; date
+timeout 170 python3 torch_pi0_cuda.py --checkpoint /tmp/pi05 --views 1,3 --variants compile --floor --repeat 20 --warmup 5 --json $R/torch_pi0.jsonl > /dev/null 2> $R/torch_pi0.err
+echo "torch pi0 rc=$?"; date
+python3 - $R <<'PY'
+import json, sys
+R = sys.argv[1]
+for f in ("torch_pi0.jsonl", "torch_groot.jsonl"):
+    try:
+        for l in open(f"{R}/{f}"):
+            d = json.loads(l)
+            fl = d.get('floor', {})
+            print(f, 'views', d['views'], {k: v['e2e_ms']['median'] for k, v in d['variants'].items()},
+                  {k: v['backbone_ms']['median'] for k, v in d['variants'].items()}, 'floor', fl.get('floor_ms', fl.get('read_all_weight_bytes_ms')))
+    except OSError as e:
+        print(e)
+PY
+date
