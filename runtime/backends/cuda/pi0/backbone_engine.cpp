@@ -220,13 +220,8 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
       return st;
     };
     // The residual GEMM: k parts for the next norm, or accumulated into x (beta 1).
-    const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
-      if (max_parts_ > 1 && M <= kBackbonePartsMaxRows) {
-        EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(a, M, k, w, parts_, max_parts_));
-        pending = ResidualParts{count, M * Dv, w.bias};
-        return Status::ok();
-      }
-      return mm(a, M, k, w, ve_, DType::kF32, Dv, 1.0f);
+    const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) {
+      return mm.residual(a, M, k, w, ve_, M <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
     };
     for (const VisionLayerDev& l : vl_) {
       EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, vy_, act_));
@@ -268,13 +263,8 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     pending.count = 0;
     return st;
   };
-  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
-    if (max_parts_ > 1 && rows <= kBackbonePartsMaxRows) {
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(a, rows, k, w, parts_, max_parts_));
-      pending = ResidualParts{count, rows * D, w.bias};
-      return Status::ok();
-    }
-    return mm(a, rows, k, w, x_, DType::kF32, D, 1.0f);
+  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) {
+    return mm.residual(a, rows, k, w, x_, rows <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
   };
   for (std::int64_t li = 0; li < L; ++li) {
     const GemmaLayerDev& w = gl_[static_cast<std::size_t>(li)];

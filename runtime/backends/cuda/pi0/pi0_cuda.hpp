@@ -11,6 +11,7 @@
 #include "runtime/backends/cuda/device.hpp"
 #include "runtime/backends/cuda/kernels/chain_gemm.hpp"
 #include "runtime/backends/cuda/kernels/gemm.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/engine_base.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
 
@@ -72,6 +73,12 @@ struct Gemm {
   // w.bias (ResidualParts in kernels.hpp), so no reduction runs in between.
   Expected<int> parts(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* d,
                       int max_parts) const;
+  // A GEMM of the residual stream (an o, down or fc2 projection): with `parts`, its k parts
+  // there (parts() above) and `pending` set to their layout for the norm after it to add;
+  // without (nullptr), added into the f32 stream x [m, w.out] by the GEMM itself (beta 1) and
+  // pending.count 0.
+  Status residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* x, float* parts,
+                  int max_parts, ResidualParts& pending) const;
   // The same two results from the chained few-rows GEMM (chain_gemm.hpp), for a run of kernels
   // inside a DependentLaunchScope: max_parts 1 writes bf16 D [m, ldd] plus w.bias; more writes
   // f32 k parts at d with row stride w.out, as parts() does, and returns their count.
