@@ -130,6 +130,10 @@ class CpuAllocator final : public Allocator {
 
 struct AllocatorTable {
   std::mutex mu;
+  // Held while the loader runs: a second thread asking for the same device (a bus thread
+  // starting it ahead while a receive thread imports a block) waits for that load instead of
+  // finding no allocator yet.
+  std::recursive_mutex load_mu;
   std::array<std::shared_ptr<Allocator>, 2> by_type{std::make_shared<CpuAllocator>(), nullptr};
   AllocatorLoader loader;
   std::array<bool, 2> tried{true, false};  // the loader runs once per device type
@@ -157,16 +161,22 @@ void register_allocator_loader(AllocatorLoader loader) {
 Expected<Allocator*> allocator_for(Device device) {
   auto& t = table();
   const auto i = static_cast<std::size_t>(device.type);
-  AllocatorLoader loader;
   {
     std::lock_guard lock(t.mu);
     if (t.by_type[i]) return t.by_type[i].get();
-    if (!t.tried[i] && t.loader) {
-      t.tried[i] = true;
-      loader = t.loader;
-    }
   }
-  if (loader) loader(device.type);  // outside the lock: it registers the allocator
+  {
+    std::lock_guard load(t.load_mu);
+    AllocatorLoader loader;
+    {
+      std::lock_guard lock(t.mu);
+      if (!t.by_type[i] && !t.tried[i] && t.loader) {
+        t.tried[i] = true;
+        loader = t.loader;
+      }
+    }
+    if (loader) loader(device.type);  // outside `mu`: it registers the allocator
+  }
   std::lock_guard lock(t.mu);
   if (!t.by_type[i]) {
     return not_found("no allocator for " + device.to_string() +
