@@ -230,6 +230,76 @@ TEST_F(DeviceTensors, ALoanForAnotherProcessIsADeviceBlockReadThereInPlace) {
   EXPECT_LE(shareable->exported.load() - exported_before, 1) << "each send made a new device block";
 }
 
+// The first device block another process hands over makes the receiving process import it
+// (on a GPU, the device starting up there: seconds on a loaded machine), and every message
+// behind it waits in the ring meanwhile. A drain with too little time says what is left; one
+// with enough hands over all of it, the block and the small messages behind it.
+class SlowImport final : public Allocator {
+ public:
+  Expected<BufferPtr> allocate(std::size_t size) override { return inner.allocate(size); }
+  Expected<BufferPtr> allocate_on(int index, std::size_t size) override { return inner.allocate_on(index, size); }
+  Device device() const override { return inner.device(); }
+  Status copy(std::byte* dst, const std::byte* src, std::size_t bytes, CopyKind kind) override {
+    return inner.copy(dst, src, bytes, kind);
+  }
+  Expected<Shareable> allocate_shareable(int index, std::size_t size) override {
+    return inner.allocate_shareable(index, size);
+  }
+  Expected<BufferPtr> import_shareable(int fd, std::size_t size, int index) override {
+    importing = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
+    return inner.import_shareable(fd, size, index);
+  }
+  testing::MemfdDeviceAllocator inner;
+  std::atomic<int> delay_ms{0};
+  std::atomic<bool> importing{false};
+};
+
+TEST_F(DeviceTensors, ADrainWaitsForASlowFirstImportAndTheMessagesBehindIt) {
+  auto slow = std::make_shared<SlowImport>();
+  register_allocator(DeviceType::kCuda, slow);
+  const auto domain = unique_domain("slowimport");
+  auto pub = make_bus(domain);
+  auto other = make_bus(domain);
+  auto prefix_writer = *pub->advertise("/prefix", "ActionChunk", "backbone");
+  auto small_writer = *pub->advertise("/small", "ActionChunk", "robot");
+  Collector prefix("/prefix"), small("/small", QoS::keep_last(1000));
+  ASSERT_OK(other->attach(prefix.queue));
+  ASSERT_OK(other->attach(small.queue));
+  const auto small_chunk = [] {
+    Tensor t = *Tensor::empty(DType::kF32, Shape{2, 4});
+    std::memset(t.raw_data(), 0, t.nbytes());
+    return *msgs::ActionChunk::make(std::move(t), 0.02);
+  };
+  // Both subscriptions seen by the publisher: small messages arrive, a device loan is a block of
+  // the shared pool (not yet published).
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_OK(pub->publish(*small_writer, small_chunk()));
+    return small.queue->size() > 0;
+  }));
+  Tensor block;
+  ASSERT_TRUE(eventually([&] {
+    auto t = pub->loan_for("/prefix", DType::kF32, Shape{6, 4}, Device::cuda(0));
+    if (!t || t->device().is_cpu() || !t->buffer()->shm()) return false;
+    block = std::move(*t);
+    return true;
+  }));
+  while (small.queue->pop()) {
+  }
+  slow->delay_ms = 1500;
+  ASSERT_OK(pub->publish(*prefix_writer, *msgs::ActionChunk::make(std::move(block), 0.02)));
+  constexpr int kBehind = 200;
+  for (int i = 0; i < kBehind; ++i) ASSERT_OK(pub->publish(*small_writer, small_chunk()));
+  ASSERT_TRUE(eventually([&] { return slow->importing.load(); })) << "the receiving side never imported the block";
+  const Status short_wait = other->drain_inbound(200'000'000);
+  EXPECT_EQ(short_wait.code(), StatusCode::kTimeout) << short_wait.to_string();
+  EXPECT_NE(short_wait.message().find("still being taken"), std::string::npos) << short_wait.message();
+  ASSERT_OK(other->drain_inbound(10'000'000'000));
+  EXPECT_EQ(prefix.queue->size(), 1u);
+  EXPECT_EQ(small.queue->size(), static_cast<std::size_t>(kBehind)) << "messages behind the slow import were lost";
+  EXPECT_GE(slow->inner.imported.load(), 1);
+}
+
 TEST_F(DeviceTensors, ASubscriptionThatAsksForTheHostGetsCountedHostCopies) {
   auto qos = parse_qos("keep_last:5,device:cpu");
   ASSERT_TRUE(qos.has_value()) << qos.status().to_string();
