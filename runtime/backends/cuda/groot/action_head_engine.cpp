@@ -171,7 +171,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   buf(vl_text_, bytes_of(act_, L * W));
   buf(vl_image_, bytes_of(act_, L * W));
   buf(x_, bytes_of(DType::kF32, S * E));
-  buf(parts_, bytes_of(DType::kF32, pi0::kMaxKParts * S * E));
+  buf(parts_, bytes_of(DType::kF32, kMaxKParts * S * E));
   buf(a_, bytes_of(DType::kF32, Hz * A));
   buf(vel_all_, bytes_of(DType::kF32, T * Hz * A));
   buf(state_, bytes_of(DType::kF32, Sd));
@@ -323,12 +323,12 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a_max = S;
     }
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_ASSIGN_OR_RETURN(const int out_parts, mm.parts(o_, S, E, b.out, parts_, pi0::kMaxKParts));
+    EDGEVLA_ASSIGN_OR_RETURN(const int out_parts, mm.parts(o_, S, E, b.out, parts_, kMaxKParts));
     EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
                                            ResidualParts{out_parts, S * E, b.out.bias}));
     EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.ff1, ff_, act_, F, 0.0f, Epilogue::kGeluTanh));
     if (i + 1 < B) {
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(ff_, S, F, b.ff2, parts_, pi0::kMaxKParts));
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(ff_, S, F, b.ff2, parts_, kMaxKParts));
       ff2_parts = ResidualParts{count, S * E, b.ff2.bias};
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));

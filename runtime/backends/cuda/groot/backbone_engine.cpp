@@ -22,6 +22,7 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/vision_tower.hpp"
 #include "runtime/model/groot/stage_inputs.hpp"
 
 namespace edgevla::backends::cuda::groot {
@@ -31,18 +32,7 @@ namespace mg = model::groot;
 namespace cg = cpu::groot_backbone;
 
 constexpr float kMlp1Eps = 1e-5f;
-// k parts the residual GEMMs (SigLIP's o and fc2, Qwen's o and down) may split into; the norm
-// after each adds them to the residual stream (Blas::k_parts offers 1, 2 or 4). Up to
-// kBackbonePartsMaxRows rows: on the H200 (bench/results/issue9_h200/run30/call5) they took
-// 0.07-0.1 ms off this backbone at 1 and 2 views (SigLIP 256 / 512 rows, the LLM 131 / 220);
-// pi0.5's backbone lost with them at 768 rows and more, where beta-add GEMMs are already full.
-constexpr int kMaxBackboneParts = 4;
-constexpr std::int64_t kBackbonePartsMaxRows = 512;
 
-struct VisionLayerDev {
-  float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
-  DevLinear qkv, o, fc1, fc2;
-};
 struct QwenLayerDev {
   float *in_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
   // in_norm − 1 and post_norm − 1: Qwen's norm (· w) as the kernel that adds k parts computes
@@ -96,9 +86,8 @@ class BackboneEngine final : public GrootCudaEngine {
 
   // Weights.
   DevLinear patch_, mlp1_fc1_, mlp1_fc2_;
-  float *position_ = nullptr, *post_w_ = nullptr, *post_b_ = nullptr, *mlp1_ln_w_ = nullptr,
-        *mlp1_ln_b_ = nullptr;
-  std::vector<VisionLayerDev> vl_;
+  float *position_ = nullptr, *mlp1_ln_w_ = nullptr, *mlp1_ln_b_ = nullptr;
+  VisionTower tower_;
   void* embed_ = nullptr;
   std::int64_t vocab_ = 0;
   std::vector<QwenLayerDev> ql_;
@@ -115,10 +104,10 @@ class BackboneEngine final : public GrootCudaEngine {
       position_grids_{};  // what each slot holds
   void *merged_act_ = nullptr, *mh_ = nullptr;
   float *x_ = nullptr, *feat_ = nullptr;
-  // The residual GEMMs' k parts, [max_parts_, rows, width] f32 (EDGEVLA_CUDA_BACKBONE_PARTS=0:
-  // beta-add GEMMs instead, to compare).
+  // The residual GEMMs' k parts, [max_parts_, rows, width] f32 (engine_common.hpp:
+  // kMaxBackboneParts).
   float* parts_ = nullptr;
-  int max_parts_ = kMaxBackboneParts;
+  int max_parts_ = backbone_parts();
   std::vector<std::vector<float>> norm_m1_host_;  // the − 1 vectors, alive until the upload
   float* final_norm_m1_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
@@ -183,21 +172,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   WeightPlan wp(act_);
   wp.linear(patch_, {&sw.patch});
   wp.vector(position_, sw.position);
-  vl_.resize(sw.layers.size());
-  for (std::size_t i = 0; i < sw.layers.size(); ++i) {
-    const cg::SiglipLayer& s = sw.layers[i];
-    VisionLayerDev& d = vl_[i];
-    wp.vector(d.ln1_w, s.ln1_w);
-    wp.vector(d.ln1_b, s.ln1_b);
-    wp.vector(d.ln2_w, s.ln2_w);
-    wp.vector(d.ln2_b, s.ln2_b);
-    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
-    wp.linear(d.o, {&s.o});
-    wp.linear(d.fc1, {&s.fc1});
-    wp.linear(d.fc2, {&s.fc2});
-  }
-  wp.vector(post_w_, sw.post_w);
-  wp.vector(post_b_, sw.post_b);
+  tower_.plan(wp, sw.layers, sw.post_w, sw.post_b);
   wp.vector(mlp1_ln_w_, mw.ln_w);
   wp.vector(mlp1_ln_b_, mw.ln_b);
   wp.linear(mlp1_fc1_, {&mw.fc1});
@@ -262,10 +237,6 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(merged_act_, bytes_of(act_, Mm * wide));
   buf(mh_, bytes_of(act_, Mm * W));
   buf(img_, bytes_of(DType::kF32, Mm * W));
-  {
-    const char* env = std::getenv("EDGEVLA_CUDA_BACKBONE_PARTS");
-    max_parts_ = env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
-  }
   if (max_parts_ > 1) {
     const std::int64_t cap = kBackbonePartsMaxRows;
     buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(R, cap) * W)));
@@ -357,7 +328,7 @@ Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask,
 // SigLIP2, unshuffle and mlp1 over this run's views → img_ [merged tokens, W] f32.
 Status BackboneEngine::vision() {
   const auto& v = cfg_.vision;
-  const std::int64_t P = v.patch_size, Dv = v.hidden_size, hv = v.head_dim(), pp = v.patch_dim();
+  const std::int64_t P = v.patch_size, Dv = v.hidden_size, pp = v.patch_dim();
   const std::int64_t r = cfg_.unshuffle_factor, wide = cfg_.mlp1_in(), W = cfg_.text.hidden_size;
   const std::size_t es = dtype_size(act_);
   const float eps = static_cast<float>(v.layer_norm_eps);
@@ -379,53 +350,20 @@ Status BackboneEngine::vision() {
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_ + off * Dv, n, Dv, table, n));
     off += n;
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hv));
-  ResidualParts pending{0, M * Dv, nullptr};  // the last residual GEMM's parts, for the next norm
-  const auto add_ln = [&](const float* w, const float* b, void* y, DType y_type) {
-    const Status st = pending.count > 0 ? add_layer_norm(s, ve_, parts_, M, Dv, w, b, eps, y, y_type, pending)
-                                        : layer_norm(s, ve_, M, Dv, w, b, eps, y, y_type);
-    pending.count = 0;
-    return st;
-  };
-  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) {
-    return mm.residual(a, M, k, w, ve_, M <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
-  };
-  for (const VisionLayerDev& l : vl_) {
-    EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, vy_, act_));
-    EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
-    // Attention inside each view only (upstream's per-image flash attention); consecutive views
-    // of one size are one batched call.
-    off = 0;
-    for (std::size_t k = 0; k < views_.size();) {
-      const View& vw = views_[k];
-      std::size_t same = 1;
-      while (k + same < views_.size() && views_[k + same].h == vw.h && views_[k + same].w == vw.w)
-        ++same;
-      const std::int64_t n = (vw.h / P) * (vw.w / P);
-      auto* q = static_cast<std::byte*>(vqkv_) + static_cast<std::size_t>(off * 3 * Dv) * es;
-      AttentionArgs a{act_, static_cast<std::int64_t>(same), n, v.num_heads, v.num_heads, hv,
-                      scale};
-      a.q = q;
-      a.ldq = 3 * Dv;
-      a.q_batch = n * 3 * Dv;
-      a.out = static_cast<std::byte*>(vo_) + static_cast<std::size_t>(off * Dv) * es;
-      a.ldo = Dv;
-      a.o_batch = n * Dv;
-      a.a = KvBlock{q + Dv * es, q + 2 * Dv * es, 3 * Dv, n * 3 * Dv};
-      a.a_max = n;
-      a.scratch = scratch_;
-      a.scratch_bytes = scratch_bytes_;
-      EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      off += static_cast<std::int64_t>(same) * n;
-      k += same;
-    }
-    EDGEVLA_RETURN_IF_ERROR(residual_gemm(vo_, Dv, l.o));
-    EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, vy_, act_));
-    EDGEVLA_RETURN_IF_ERROR(
-        mm(vy_, M, Dv, l.fc1, vh_, act_, v.intermediate_size, 0.0f, Epilogue::kGeluTanh));
-    EDGEVLA_RETURN_IF_ERROR(residual_gemm(vh_, v.intermediate_size, l.fc2));
+  // Attention inside each view only (upstream's per-image flash attention); consecutive views of
+  // one size are one batched call.
+  std::array<VisionTower::Images, mg::kMaxViews> runs{};
+  std::size_t n_runs = 0;
+  for (std::size_t k = 0; k < views_.size();) {
+    std::size_t same = 1;
+    while (k + same < views_.size() && views_[k + same].h == views_[k].h && views_[k + same].w == views_[k].w) ++same;
+    runs[n_runs++] = VisionTower::Images{static_cast<std::int64_t>(same), (views_[k].h / P) * (views_[k].w / P)};
+    k += same;
   }
-  EDGEVLA_RETURN_IF_ERROR(add_ln(post_w_, post_b_, vpost_, DType::kF32));
+  EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.intermediate_size, eps},
+                                        VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
+                                                             scratch_bytes_},
+                                        {runs.data(), n_runs}, vpost_, DType::kF32));
   off = 0;
   std::int64_t merged = 0;
   for (const View& vw : views_) {

@@ -1,7 +1,5 @@
 #include "runtime/backends/cuda/groot/groot_cuda.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <cmath>
 
 namespace edgevla::backends::cuda::groot {
@@ -35,42 +33,11 @@ void timestep_tables(int steps, int buckets, std::int64_t channels, std::int64_t
   }
 }
 
-std::string GrootCudaEngine::describe() const {
-  return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" +
-         info_.name + ")";
-}
-
-void GrootCudaEngine::log_plans() const { blas_->log_plans("groot " + stage_ + " (cuda)"); }
-
-Status GrootCudaEngine::init_device() {
-  EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
-  EDGEVLA_ASSIGN_OR_RETURN(blas_, Blas::create());
-  return Status::ok();
-}
-
 Status GrootCudaEngine::allocate_and_upload(WeightPlan& weights, const model::groot::Checkpoint& ck,
                                             const EngineOptions& o) {
-  const std::string what = "groot " + stage_ + " (cuda)";
-  const auto need = static_cast<std::int64_t>(arena_.planned());
-  if (o.memory_budget_bytes > 0 && process_device_bytes() + need > o.memory_budget_bytes) {
-    return resource_exhausted(
-        what + " needs " + std::to_string(need >> 20) + " MiB of device memory (weights " +
-        std::to_string(weights.bytes() >> 20) + " MiB) but gpu_memory_budget_mb allows " +
-        std::to_string(o.memory_budget_bytes >> 20) + " MiB and this process holds " +
-        std::to_string(process_device_bytes() >> 20) +
-        " MiB already; raise the budget, use a smaller checkpoint, or add cpu to the backend list");
-  }
-  EDGEVLA_RETURN_IF_ERROR(arena_.allocate(what));
-  EDGEVLA_ASSIGN_OR_RETURN(Uploader up,
-                           Uploader::create(stream_.get(), what, weights.source_bytes()));
-  EDGEVLA_RETURN_IF_ERROR(weights.upload(arena_, up));
-  EDGEVLA_RETURN_IF_ERROR(up.finish());
-  for (const model::SafetensorsFile& shard : ck.shards())
-    release_mapped_pages(shard.mapped_bytes());
-  spdlog::info("{}: {} MiB on {} (weights {} MiB, buffers {} MiB)", what, arena_.size() >> 20,
-               info_.name, weights.bytes() >> 20,
-               (static_cast<std::int64_t>(arena_.size()) - weights.bytes()) >> 20);
-  return Status::ok();
+  std::vector<const model::SafetensorsFile*> files;
+  for (const model::SafetensorsFile& shard : ck.shards()) files.push_back(&shard);
+  return CudaEngineBase::allocate_and_upload(weights, "groot " + stage_ + " (cuda)", files, o);
 }
 
 }  // namespace edgevla::backends::cuda::groot

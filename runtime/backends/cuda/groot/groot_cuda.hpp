@@ -1,52 +1,25 @@
-// What the two GR00T N1.6 engines of the cuda backend share: the engine base (device, owned
-// stream, cuBLASLt, one device arena for weights and buffers, the budget check and the upload
-// through the bounded pinned staging path, then the shards' mapped pages released). The weight
-// plan, device linears and GEMM helper are the pi0 engines' (pi0/pi0_cuda.hpp): nothing in them
-// is pi0-specific.
+// What the two GR00T N1.6 engines of the cuda backend share beyond every cuda engine's base
+// (engine_common.hpp): the family's name, the upload of its sharded checkpoint, the timestep
+// tables, and a buffer plan.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+#include "runtime/backends/cuda/engine_common.hpp"
 #include "runtime/model/groot/groot_family.hpp"
 
 namespace edgevla::backends::cuda::groot {
 
-using pi0::bytes_of;
-using pi0::compute_dtype;
-using pi0::DevLinear;
-using pi0::Gemm;
-using pi0::padded_rows;
-using pi0::WeightPlan;
-
-class GrootCudaEngine : public EngineBase {
- public:
-  std::string describe() const override;
-  std::int64_t device_bytes() const override { return static_cast<std::int64_t>(arena_.size()); }
-  std::int64_t resident_bytes() const override { return 0; }
-
+class GrootCudaEngine : public CudaEngineBase {
  protected:
   GrootCudaEngine(const model::StageSpec& spec, DeviceInfo info, DType act)
-      : EngineBase("cuda", std::string(model::groot::kFamily), spec, DeviceType::kCuda),
-        info_(std::move(info)),
-        act_(act) {}
-  // Stream and cuBLASLt; then the caller plans the arena.
-  Status init_device();
+      : CudaEngineBase(std::string(model::groot::kFamily), spec, std::move(info), act) {}
   // Checks the plan against the budget, allocates, uploads the weights and releases the mapped
   // pages of every shard.
-  Status allocate_and_upload(WeightPlan& weights, const model::groot::Checkpoint& ck,
-                             const EngineOptions& o);
-  Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_}; }
-  // After a capture: how many GEMM shapes run on which kernel (every plan at debug).
-  void log_plans() const;
-
-  DeviceInfo info_;
-  DType act_;
-  Stream stream_;
-  std::unique_ptr<Blas> blas_;
-  Arena arena_;
+  Status allocate_and_upload(WeightPlan& weights, const model::groot::Checkpoint& ck, const EngineOptions& o);
+  void log_plans() const { CudaEngineBase::log_plans("groot " + stage_ + " (cuda)"); }
 };
 
 // The timestep bucket of Euler step k of n (upstream: int(k / n · buckets), in double).

@@ -10,22 +10,13 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+#include "runtime/backends/cuda/vision_tower.hpp"
 
 namespace edgevla::backends::cuda::pi0 {
 namespace {
 
 constexpr float kNormEps = 1e-6f;
-// k parts the backbones' residual GEMMs may split into (Blas::k_parts offers 1, 2 or 4), and
-// the most rows for which they do: on the H200 (bench/results/issue9_h200/run30/call5) the parts
-// took 0.1 ms off the backbone at one view (256 SigLIP rows, a 512-row prefix bucket) and added
-// 0.05-0.13 ms at three (768 and 1024 rows), where beta-add GEMMs are already full.
-constexpr int kMaxBackboneParts = 4;
-constexpr std::int64_t kBackbonePartsMaxRows = 512;
 
-struct VisionLayerDev {
-  float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
-  DevLinear qkv, o, fc1, fc2;
-};
 struct GemmaLayerDev {
   float *in_norm = nullptr, *post_norm = nullptr;
   DevLinear qkv, o, gate_up, down;
@@ -56,8 +47,8 @@ class BackboneEngine final : public CudaEngine {
 
   // Weights.
   DevLinear patch_, projector_;
-  float *position_ = nullptr, *post_w_ = nullptr, *post_b_ = nullptr;
-  std::vector<VisionLayerDev> vl_;
+  float* position_ = nullptr;
+  VisionTower tower_;
   void* embed_ = nullptr;
   std::vector<GemmaLayerDev> gl_;
   // Buffers (arena offsets resolved to pointers after allocation).
@@ -65,10 +56,9 @@ class BackboneEngine final : public CudaEngine {
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
   float *ve_ = nullptr, *x_ = nullptr;
   // The residual GEMMs' (o, fc2 / down) k parts, which the norm after each adds to the residual
-  // stream: [kMaxBackboneParts, rows, width] f32. Off (beta-add GEMMs) with
-  // EDGEVLA_CUDA_BACKBONE_PARTS=0, to compare.
+  // stream: [max_parts_, rows, width] f32 (engine_common.hpp: kMaxBackboneParts).
   float* parts_ = nullptr;
-  int max_parts_ = kMaxBackboneParts;
+  int max_parts_ = backbone_parts();
   void* kv_conv_ = nullptr;
   float* vis_ = nullptr;  // the projector's output per valid camera, kept for the diagnostic output
   void *y_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *kv_ = nullptr;
@@ -114,21 +104,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   WeightPlan wp(act_);
   wp.linear(patch_, {&vw.patch});
   wp.vector(position_, vw.position);
-  vl_.resize(vw.layers.size());
-  for (std::size_t i = 0; i < vw.layers.size(); ++i) {
-    const cpu::VisionLayer& s = vw.layers[i];
-    VisionLayerDev& d = vl_[i];
-    wp.vector(d.ln1_w, s.ln1_w);
-    wp.vector(d.ln1_b, s.ln1_b);
-    wp.vector(d.ln2_w, s.ln2_w);
-    wp.vector(d.ln2_b, s.ln2_b);
-    wp.linear(d.qkv, {&s.q, &s.k, &s.v});
-    wp.linear(d.o, {&s.o});
-    wp.linear(d.fc1, {&s.fc1});
-    wp.linear(d.fc2, {&s.fc2});
-  }
-  wp.vector(post_w_, vw.post_w);
-  wp.vector(post_b_, vw.post_b);
+  tower_.plan(wp, vw.layers, vw.post_w, vw.post_b);
   wp.linear(projector_, {&vw.projector});
   wp.matrix(embed_, emb.table, emb.dtype, emb.vocab, emb.width);
   gl_.resize(tw.layers.size());
@@ -165,10 +141,6 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(o_, bytes_of(act_, Pb * H * h));
   buf(gu_, bytes_of(act_, Pb * 2 * F));
   buf(g_, bytes_of(act_, Pb * F));
-  {
-    const char* env = std::getenv("EDGEVLA_CUDA_BACKBONE_PARTS");
-    max_parts_ = env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
-  }
   if (max_parts_ > 1) {
     const std::int64_t cap = kBackbonePartsMaxRows;
     buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(Pb, cap) * D)));
@@ -199,7 +171,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
 // The pass over `cams` cameras (images_ holds them) and `rows` prefix rows (a bucket).
 Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
   const auto& v = cfg_.vision;
-  const std::int64_t N = v.tokens(), Dv = v.width, hv = Dv / v.num_heads, M = cams * N;
+  const std::int64_t N = v.tokens(), Dv = v.width, M = cams * N;
   const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth, F = cfg_.vlm.mlp_dim;
   const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim, Q = (H + 2 * K) * h;
   const std::int64_t Pb = padded_rows(cfg_.prefix_len());
@@ -209,42 +181,11 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(im2col_patches(s, images_, cams, v.image_size, v.patch_size, patches_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
-    const std::size_t es = dtype_size(act_);
-    ResidualParts pending{0, M * Dv, nullptr};  // the last fc2's parts, added by the next norm
-    // x += the residual GEMM's result (its parts, or nothing: it accumulated into x), then LayerNorm.
-    const auto add_ln = [&](const float* w, const float* b, void* y, DType y_type) {
-      const Status st = pending.count > 0
-                            ? add_layer_norm(s, ve_, parts_, M, Dv, w, b, kNormEps, y, y_type, pending)
-                            : layer_norm(s, ve_, M, Dv, w, b, kNormEps, y, y_type);
-      pending.count = 0;
-      return st;
-    };
-    // The residual GEMM: k parts for the next norm, or accumulated into x (beta 1).
-    const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) {
-      return mm.residual(a, M, k, w, ve_, M <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
-    };
-    for (const VisionLayerDev& l : vl_) {
-      EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, vy_, act_));
-      EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.qkv, vqkv_, act_, 3 * Dv));
-      AttentionArgs a{act_, cams, N, v.num_heads, v.num_heads, hv, 1.0f / std::sqrt(static_cast<float>(hv))};
-      a.q = vqkv_;
-      a.ldq = 3 * Dv;
-      a.q_batch = N * 3 * Dv;
-      a.out = vo_;
-      a.ldo = Dv;
-      a.o_batch = N * Dv;
-      a.a = KvBlock{static_cast<std::byte*>(vqkv_) + Dv * es, static_cast<std::byte*>(vqkv_) + 2 * Dv * es, 3 * Dv,
-                    N * 3 * Dv};
-      a.a_max = N;
-      a.scratch = scratch_;
-      a.scratch_bytes = scratch_bytes_;
-      EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      EDGEVLA_RETURN_IF_ERROR(residual_gemm(vo_, Dv, l.o));
-      EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, vy_, act_));
-      EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, l.fc1, vh_, act_, v.mlp_dim, 0.0f, Epilogue::kGeluTanh));
-      EDGEVLA_RETURN_IF_ERROR(residual_gemm(vh_, v.mlp_dim, l.fc2));
-    }
-    EDGEVLA_RETURN_IF_ERROR(add_ln(post_w_, post_b_, vy_, act_));
+    const VisionTower::Images all{cams, N};
+    EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.mlp_dim, kNormEps},
+                                          VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
+                                                               scratch_, scratch_bytes_},
+                                          {&all, 1}, vy_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
     // The prefix layers update x in place: keep the image tokens for vision_embeddings.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));

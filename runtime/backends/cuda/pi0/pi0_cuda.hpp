@@ -1,135 +1,27 @@
-// What the two pi0 / pi0.5 engines of the cuda backend share: the engine base (device, owned
-// stream, cuBLASLt, one device arena for weights and buffers), device copies of the
-// checkpoint's linears (fused where one GEMM can do the work of several: q|k|v, gate|up), and
-// the GEMM helpers the forward passes call.
+// What the two pi0 / pi0.5 engines of the cuda backend share beyond every cuda engine's base
+// (engine_common.hpp): the family's name, the upload of its one checkpoint file, and the log
+// prefix of their GEMM plans.
 #pragma once
 
-#include <memory>
-#include <vector>
+#include <string>
 
 #include "runtime/backends/cpu/pi0/pi0_weights.hpp"
-#include "runtime/backends/cuda/device.hpp"
-#include "runtime/backends/cuda/kernels/chain_gemm.hpp"
-#include "runtime/backends/cuda/kernels/gemm.hpp"
-#include "runtime/backends/cuda/kernels/kernels.hpp"
-#include "runtime/backends/engine_base.hpp"
+#include "runtime/backends/cuda/engine_common.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
 
 namespace edgevla::backends::cuda::pi0 {
 
-// A weight matrix [out, in] (row stride ld) on the device in the compute dtype, and its f32 bias.
-struct DevLinear {
-  void* w = nullptr;
-  float* bias = nullptr;
-  void* bias_act = nullptr;  // the bias again in the activation dtype (bf16 engines), for GEMMs
-                             // with a bf16 output, whose cuBLASLt epilogue takes no f32 bias
-  std::int64_t out = 0, in = 0, ld = 0;
-};
-
-// Plans device space for weights, then uploads them once the arena is allocated.
-class WeightPlan {
- public:
-  explicit WeightPlan(DType act) : act_(act) {}
-  // One matrix made of the row blocks of `parts` (same `in`), e.g. q|k|v; biases concatenated
-  // when the parts have them.
-  void linear(DevLinear& dst, std::vector<const cpu::Linear*> parts);
-  // An f32 vector.
-  void vector(float*& dst, const std::vector<float>& src);
-  // A matrix kept as stored ([rows, cols], dtype), e.g. the token embedding.
-  void matrix(void*& dst, const void* src, DType src_type, std::int64_t rows, std::int64_t cols);
-  std::int64_t bytes() const { return static_cast<std::int64_t>(arena_bytes_); }
-  // Bytes read from the checkpoint (the upload's progress counts these).
-  std::int64_t source_bytes() const { return static_cast<std::int64_t>(source_bytes_); }
-  // Plans the weights into `arena` (call before Arena::allocate), then uploads after it.
-  void place(Arena& arena);
-  Status upload(Arena& arena, Uploader& up);
-
- private:
-  struct Item {
-    void** dst;
-    std::vector<std::pair<const void*, std::int64_t>> sources;  // host pointer, elements
-    DType src_type;
-    DType dst_type;
-    std::size_t offset = 0;
-    std::int64_t count = 0;
-  };
-  DType act_;
-  std::vector<Item> items_;
-  std::vector<std::unique_ptr<std::vector<float>>> kept_;  // concatenated biases
-  std::size_t arena_bytes_ = 0;
-  std::size_t source_bytes_ = 0;
-};
-
-// GEMM on act operands: D[m,n] = A[m,k]·Wᵀ (+bias) (+beta·D).
-struct Gemm {
-  Blas* blas;
-  cudaStream_t stream;
-  DType act;
-  Status operator()(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d, DType d_type,
-                    std::int64_t ldd, float beta = 0.0f, Epilogue ep = Epilogue::kNone, const float* bias_override = nullptr,
-                    bool use_bias = true) const;
-  // A·Wᵀ with k split into the parts Blas::k_parts picks for the shape (at most max_parts):
-  // f32 [parts, m, n] at d, no bias. Returns the count; the consumer sums the parts and adds
-  // w.bias (ResidualParts in kernels.hpp), so no reduction runs in between.
-  Expected<int> parts(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* d,
-                      int max_parts) const;
-  // A GEMM of the residual stream (an o, down or fc2 projection): with `parts`, its k parts
-  // there (parts() above) and `pending` set to their layout for the norm after it to add;
-  // without (nullptr), added into the f32 stream x [m, w.out] by the GEMM itself (beta 1) and
-  // pending.count 0.
-  Status residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* x, float* parts,
-                  int max_parts, ResidualParts& pending) const;
-  // The same two results from the chained few-rows GEMM (chain_gemm.hpp), for a run of kernels
-  // inside a DependentLaunchScope: max_parts 1 writes bf16 D [m, ldd] plus w.bias; more writes
-  // f32 k parts at d with row stride w.out, as parts() does, and returns their count.
-  Expected<int> chained(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
-                        std::int64_t ldd, int max_parts) const;
-  // Whether chained() takes this GEMM (bf16, m ≤ 64, a shape chain_gemm_plan finds).
-  bool chain_fits(std::int64_t m, std::int64_t lda, const DevLinear& w, int max_parts) const;
-  int sms = 0;  // the device's multiprocessors (chained() plans its launch on them)
-};
-
-// Parts a k-split GEMM writes at most (the buffers its consumers read are sized for this).
-inline constexpr int kMaxKParts = 8;
-
-// The part of an engine every pi0 cuda engine has.
-class CudaEngine : public EngineBase {
- public:
-  std::string describe() const override;
-  std::int64_t device_bytes() const override { return static_cast<std::int64_t>(arena_.size()); }
-  std::int64_t resident_bytes() const override { return 0; }
-
+class CudaEngine : public CudaEngineBase {
  protected:
   CudaEngine(const model::StageSpec& spec, DeviceInfo info, DType act)
-      : EngineBase("cuda", std::string(model::pi0::kFamily), spec, DeviceType::kCuda), info_(std::move(info)), act_(act) {}
-  // Stream and cuBLASLt; then the caller plans the arena.
-  Status init_device();
+      : CudaEngineBase(std::string(model::pi0::kFamily), spec, std::move(info), act) {}
   // Checks the plan against the budget and the free memory, allocates, uploads the weights
   // and releases the mapped pages of the checkpoint.
-  Status allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o);
-  Gemm gemm() { return Gemm{blas_.get(), stream_.get(), act_, info_.multiprocessors}; }
-  // After the first capture: which kernel runs each GEMM shape (a summary at info, every plan
-  // at debug).
-  void log_plans() const;
-
-  DeviceInfo info_;
-  DType act_;
-  Stream stream_;
-  std::unique_ptr<Blas> blas_;
-  Arena arena_;
+  Status allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o) {
+    return CudaEngineBase::allocate_and_upload(weights, stage_ + " (cuda, " + std::string(model.variant()) + ")",
+                                               {&model.file()}, o);
+  }
+  void log_plans() const { CudaEngineBase::log_plans(stage_ + " (cuda)"); }
 };
-
-// Prefix rows are padded to a multiple of this (one backbone graph per bucket); a cache the
-// backbone leaves on the device has the padded row count. 16: at most 15 padding rows of
-// GEMM work (64 cost pi0.5's one-view prefix 456 -> 512 rows, 12 %), the graphs and GEMM
-// plans of a bucket are made at its first use.
-inline constexpr std::int64_t kRowBucket = 16;
-inline std::int64_t padded_rows(std::int64_t rows) { return (rows + kRowBucket - 1) / kRowBucket * kRowBucket; }
-
-// Resolves options.precision for the cuda backend: auto and bf16 compute in bf16, f32 in f32.
-DType compute_dtype(const EngineOptions& options);
-
-// Elements in a shape (for plans).
-inline std::size_t bytes_of(DType t, std::int64_t n) { return static_cast<std::size_t>(n) * dtype_size(t); }
 
 }  // namespace edgevla::backends::cuda::pi0

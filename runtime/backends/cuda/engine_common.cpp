@@ -1,10 +1,12 @@
-#include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
+#include "runtime/backends/cuda/engine_common.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
-namespace edgevla::backends::cuda::pi0 {
+namespace edgevla::backends::cuda {
 
 DType compute_dtype(const EngineOptions& o) { return o.precision == Precision::kF32 ? DType::kF32 : DType::kBF16; }
 
@@ -167,20 +169,24 @@ Expected<int> Gemm::chained(const void* a, std::int64_t m, std::int64_t lda, con
   return shape.parts;
 }
 
-std::string CudaEngine::describe() const {
+int backbone_parts() {
+  const char* env = std::getenv("EDGEVLA_CUDA_BACKBONE_PARTS");
+  return env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
+}
+
+std::string CudaEngineBase::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
 }
 
-void CudaEngine::log_plans() const { blas_->log_plans(stage_ + " (cuda)"); }
-
-Status CudaEngine::init_device() {
+Status CudaEngineBase::init_device() {
   EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
   EDGEVLA_ASSIGN_OR_RETURN(blas_, Blas::create());
   return Status::ok();
 }
 
-Status CudaEngine::allocate_and_upload(WeightPlan& weights, const model::pi0::Pi0Model& model, const EngineOptions& o) {
-  const std::string what = stage_ + " (cuda, " + std::string(model.variant()) + ")";
+Status CudaEngineBase::allocate_and_upload(WeightPlan& weights, const std::string& what,
+                                           const std::vector<const model::SafetensorsFile*>& files,
+                                           const EngineOptions& o) {
   const auto need = static_cast<std::int64_t>(arena_.planned());
   if (o.memory_budget_bytes > 0 && process_device_bytes() + need > o.memory_budget_bytes) {
     return resource_exhausted(what + " needs " + std::to_string(need >> 20) + " MiB of device memory (weights " +
@@ -193,10 +199,10 @@ Status CudaEngine::allocate_and_upload(WeightPlan& weights, const model::pi0::Pi
   EDGEVLA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(stream_.get(), what, weights.source_bytes()));
   EDGEVLA_RETURN_IF_ERROR(weights.upload(arena_, up));
   EDGEVLA_RETURN_IF_ERROR(up.finish());
-  release_mapped_pages(model.file().mapped_bytes());
+  for (const model::SafetensorsFile* f : files) release_mapped_pages(f->mapped_bytes());
   spdlog::info("{}: {} MiB on {} (weights {} MiB, buffers {} MiB)", what, arena_.size() >> 20, info_.name,
                weights.bytes() >> 20, (static_cast<std::int64_t>(arena_.size()) - weights.bytes()) >> 20);
   return Status::ok();
 }
 
-}  // namespace edgevla::backends::cuda::pi0
+}  // namespace edgevla::backends::cuda

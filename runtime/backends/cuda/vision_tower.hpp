@@ -1,0 +1,60 @@
+// The SigLIP encoder both families' backbones run on the GPU (pi0's SigLIP, GR00T's SigLIP2):
+// per layer LayerNorm → q|k|v → attention inside each image → o (residual) → LayerNorm →
+// fc1 + GELU-tanh → fc2 (residual), then the post LayerNorm. What differs per family stays with
+// the family: patch embedding, positions, and what follows the tower (projector, pixel
+// unshuffle and mlp1).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/backends/cpu/weight_views.hpp"
+#include "runtime/backends/cuda/engine_common.hpp"
+
+namespace edgevla::backends::cuda {
+
+class VisionTower {
+ public:
+  // The stack's sizes.
+  struct Dims {
+    std::int64_t width = 0, heads = 0, mlp = 0;
+    float eps = 0.0f;
+  };
+  // `count` images of `tokens` patches each, one after the other in the rows: one attention call.
+  struct Images {
+    std::int64_t count = 0, tokens = 0;
+  };
+  // Device buffers for `rows` patch rows (the caller's arena): x [rows, width] f32 holds the
+  // embedded patches and is updated in place; y [rows, width], qkv [rows, 3·width], o [rows,
+  // width] and h [rows, mlp] in the compute dtype; parts [max_parts, min(rows,
+  // kBackbonePartsMaxRows), width] f32 (null: beta-add residual GEMMs); the attention's scratch.
+  struct Buffers {
+    float* x = nullptr;
+    void *y = nullptr, *qkv = nullptr, *o = nullptr, *h = nullptr;
+    float* parts = nullptr;
+    int max_parts = 1;
+    void* scratch = nullptr;
+    std::size_t scratch_bytes = 0;
+  };
+
+  // Plans every layer's device weights and the post norm's (the checkpoint's views; their device
+  // pointers land here when the plan uploads).
+  void plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers, const std::vector<float>& post_w,
+            const std::vector<float>& post_b);
+
+  // Runs the stack over b.x's rows, the images in `runs` in row order, and writes the post
+  // norm into `out` [rows, width] (out_type). Enqueues only: capturable.
+  Status encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
+                DType out_type) const;
+
+ private:
+  struct Layer {
+    float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
+    DevLinear qkv, o, fc1, fc2;
+  };
+  std::vector<Layer> layers_;
+  float *post_w_ = nullptr, *post_b_ = nullptr;
+};
+
+}  // namespace edgevla::backends::cuda
