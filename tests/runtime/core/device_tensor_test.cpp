@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -266,15 +267,17 @@ TEST_F(DeviceTensors, ADrainWaitsForASlowFirstImportAndTheMessagesBehindIt) {
   Collector prefix("/prefix"), small("/small", QoS::keep_last(1000));
   ASSERT_OK(other->attach(prefix.queue));
   ASSERT_OK(other->attach(small.queue));
-  const auto small_chunk = [] {
+  // Warm-up chunks hold 0, the ones published behind the slow import 1: a warm-up chunk still on
+  // its way when the queue was emptied (seen under a 16-job load) is not counted as one of them.
+  const auto small_chunk = [](float value) {
     Tensor t = *Tensor::empty(DType::kF32, Shape{2, 4});
-    std::memset(t.raw_data(), 0, t.nbytes());
+    std::fill(t.data<float>(), t.data<float>() + t.numel(), value);
     return *msgs::ActionChunk::make(std::move(t), 0.02);
   };
   // Both subscriptions seen by the publisher: small messages arrive, a device loan is a block of
   // the shared pool (not yet published).
   ASSERT_TRUE(eventually([&] {
-    EXPECT_OK(pub->publish(*small_writer, small_chunk()));
+    EXPECT_OK(pub->publish(*small_writer, small_chunk(0.0f)));
     return small.queue->size() > 0;
   }));
   Tensor block;
@@ -289,14 +292,16 @@ TEST_F(DeviceTensors, ADrainWaitsForASlowFirstImportAndTheMessagesBehindIt) {
   slow->delay_ms = 1500;
   ASSERT_OK(pub->publish(*prefix_writer, *msgs::ActionChunk::make(std::move(block), 0.02)));
   constexpr int kBehind = 200;
-  for (int i = 0; i < kBehind; ++i) ASSERT_OK(pub->publish(*small_writer, small_chunk()));
+  for (int i = 0; i < kBehind; ++i) ASSERT_OK(pub->publish(*small_writer, small_chunk(1.0f)));
   ASSERT_TRUE(eventually([&] { return slow->importing.load(); })) << "the receiving side never imported the block";
   const Status short_wait = other->drain_inbound(200'000'000);
   EXPECT_EQ(short_wait.code(), StatusCode::kTimeout) << short_wait.to_string();
   EXPECT_NE(short_wait.message().find("still being taken"), std::string::npos) << short_wait.message();
   ASSERT_OK(other->drain_inbound(10'000'000'000));
   EXPECT_EQ(prefix.queue->size(), 1u);
-  EXPECT_EQ(small.queue->size(), static_cast<std::size_t>(kBehind)) << "messages behind the slow import were lost";
+  int behind = 0;
+  while (MessagePtr m = small.queue->pop()) behind += m->tensor("actions")->data<float>()[0] == 1.0f ? 1 : 0;
+  EXPECT_EQ(behind, kBehind) << "messages behind the slow import were lost";
   EXPECT_GE(slow->inner.imported.load(), 1);
 }
 
