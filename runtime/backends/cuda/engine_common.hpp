@@ -105,6 +105,23 @@ inline constexpr std::int64_t kBackbonePartsMaxRows = 512;
 // kMaxBackboneParts, or 1 where EDGEVLA_CUDA_BACKBONE_PARTS=0.
 int backbone_parts();
 
+// Buffers planned before the arena exists and resolved after: buf(p, bytes) then resolve().
+class BufferPlan {
+ public:
+  explicit BufferPlan(Arena& arena) : arena_(arena) {}
+  template <class T>
+  void operator()(T*& p, std::size_t bytes) {
+    items_.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes));
+  }
+  void resolve() const {
+    for (const auto& [p, off] : items_) *p = arena_.at(off);
+  }
+
+ private:
+  Arena& arena_;
+  std::vector<std::pair<void**, std::size_t>> items_;
+};
+
 // The part of an engine every cuda engine has.
 class CudaEngineBase : public EngineBase {
  public:

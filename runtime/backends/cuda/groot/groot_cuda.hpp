@@ -1,6 +1,6 @@
 // What the two GR00T N1.6 engines of the cuda backend share beyond every cuda engine's base
-// (engine_common.hpp): the family's name, the upload of its sharded checkpoint, the timestep
-// tables, and a buffer plan.
+// (engine_common.hpp): the family's name, the upload of its sharded checkpoint, and the
+// timestep tables.
 #pragma once
 
 #include <memory>
@@ -30,22 +30,5 @@ int timestep_bucket(int k, int n, int buckets);
 // encoder's τ = [sin | cos] into tau [steps, width].
 void timestep_tables(int steps, int buckets, std::int64_t channels, std::int64_t width,
                      std::vector<float>& sinus, std::vector<float>& tau);
-
-// Buffers planned before the arena exists and resolved after: buf(p, bytes) then resolve().
-class BufferPlan {
- public:
-  explicit BufferPlan(Arena& arena) : arena_(arena) {}
-  template <class T>
-  void operator()(T*& p, std::size_t bytes) {
-    items_.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes));
-  }
-  void resolve() const {
-    for (const auto& [p, off] : items_) *p = arena_.at(off);
-  }
-
- private:
-  Arena& arena_;
-  std::vector<std::pair<void**, std::size_t>> items_;
-};
 
 }  // namespace edgevla::backends::cuda::groot

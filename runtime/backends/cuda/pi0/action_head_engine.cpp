@@ -58,8 +58,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   wp.vector(inv_freq_, inv_freq_host_);
   wp.place(arena_);
 
-  std::vector<std::pair<void**, std::size_t>> bufs;
-  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
+  BufferPlan buf(arena_);
   buf(cache_own_, bytes_of(act_, L * 2 * P * K * h));
   buf(staging_, bytes_of(DType::kF32, L * 2 * P * K * h));
   buf(x_, bytes_of(DType::kF32, Hz * A));
@@ -92,9 +91,9 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   aa.b_len = S;
   scratch_bytes_ = attention_scratch_bytes(aa);
   buf(scratch_, scratch_bytes_);
-  EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), bufs));
+  EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), buf));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
-  for (auto& [p, off] : bufs) *p = arena_.at(off);
+  buf.resolve();
   plan_chain();
   if (fused_) {
     std::vector<FusedExpertLayer> table(layers_.size());

@@ -65,9 +65,9 @@ class ActionHeadEngine final : public CudaEngine {
   // next step's action input projection, which the next step then does not compute again.
   Status step(int i, int steps, float dt, const void* cache, std::int64_t cache_rows, std::int64_t attend_rows,
               float* velocity_out);
-  // pi0.5 in bf16: every expert layer of a step in one persistent kernel (expert_fused.hpp)
-  // unless EDGEVLA_CUDA_FUSED_EXPERT=0 or the shape is not supported.
-  Status plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs);
+  // pi0.5 in bf16 with EDGEVLA_CUDA_FUSED_EXPERT=1 (off by default: slower on the H200): every
+  // expert layer of a step in one persistent kernel (expert_fused.hpp) where the shape allows.
+  Status plan_fused(std::int64_t max_cache_rows, BufferPlan& buf);
   // Opt-in (off by default: on the H200 it is slower end to end, bench/results/issue9_h200
   // run 26): bf16 on compute capability 9.0+, the GEMMs named in EDGEVLA_CUDA_CHAIN_GEMM (a
   // comma list of qkv, o, gate_up, down, or "all") run on chain_gemm, launched as programmatic

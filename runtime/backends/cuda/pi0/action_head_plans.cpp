@@ -6,7 +6,7 @@
 
 namespace edgevla::backends::cuda::pi0 {
 
-Status ActionHeadEngine::plan_fused(std::int64_t max_cache_rows, std::vector<std::pair<void**, std::size_t>>& bufs) {
+Status ActionHeadEngine::plan_fused(std::int64_t max_cache_rows, BufferPlan& buf) {
   // Off by default until it is faster end to end on the devices measured (bench/results/issue9_h200).
   const char* env = std::getenv("EDGEVLA_CUDA_FUSED_EXPERT");
   if (env == nullptr || std::string_view(env) != "1") {
@@ -42,7 +42,6 @@ Status ActionHeadEngine::plan_fused(std::int64_t max_cache_rows, std::vector<std
                                                                static_cast<std::size_t>(fused_args_.grid + 1)));
     fused_args_.trace = fused_trace_;
   }
-  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
   buf(fused_args_.partials, partial_bytes);
   buf(fused_args_.attn, attn_bytes);
   buf(fused_args_.barrier, 64);

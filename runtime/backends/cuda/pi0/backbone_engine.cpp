@@ -124,8 +124,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
 
   // Activation buffers, sized for every camera and a full prompt.
   const std::int64_t M = C * N, Q = (H + 2 * K) * h;
-  std::vector<std::pair<void**, std::size_t>> bufs;
-  auto buf = [&](auto*& p, std::size_t bytes) { bufs.emplace_back(reinterpret_cast<void**>(&p), arena_.plan(bytes)); };
+  BufferPlan buf(arena_);
   buf(images_, bytes_of(DType::kF32, C * 3 * S * S));
   buf(patches_, bytes_of(act_, M * pp));
   buf(ve_, bytes_of(DType::kF32, M * Dv));
@@ -158,7 +157,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   scratch_bytes_ = std::max(attention_scratch_bytes(va), attention_scratch_bytes(pa));
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
-  for (auto& [p, off] : bufs) *p = arena_.at(off);
+  buf.resolve();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, Pb * D), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
