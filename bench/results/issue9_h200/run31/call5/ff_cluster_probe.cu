@@ -293,10 +293,14 @@ float time_graph(cudaStream_t s, int reps, Body body) {
   return best;
 }
 
+// Clusters launched: all of them, or (one_wave_clusters > 0) only as many as are resident at
+// once, which leaves the rest of the work undone: the time of one wave, not a result.
+int one_wave_clusters = 0;
+
 template <int CL>
 void run_fused(cudaStream_t s, const bf16* x, const bf16* w1, const float* b1, const bf16* w2, float* parts) {
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(BLOCKS);
+  cfg.gridDim = dim3(one_wave_clusters > 0 ? std::min(BLOCKS, one_wave_clusters * CL) : BLOCKS);
   cfg.blockDim = dim3(THREADS);
   cfg.dynamicSmemBytes = Cfg<CL>::SMEM;
   cfg.stream = s;
@@ -352,9 +356,15 @@ void probe_fused(cudaStream_t s, const bf16* x, const std::vector<bf16*>& w1c, c
   CK(cudaMemcpy(got.data(), sum, got.size() * 4, cudaMemcpyDeviceToHost));
   const int nc = static_cast<int>(w1c.size());
   const float us = time_graph(s, 8 * nc, [&](int i) { run_fused<CL>(s, x, w1c[i % nc], b1, w2c[i % nc], parts); });
+  one_wave_clusters = active;
+  const float wave_us =
+      time_graph(s, 8 * nc, [&](int i) { run_fused<CL>(s, x, w1c[i % nc], b1, w2c[i % nc], parts); });
+  one_wave_clusters = 0;
   std::printf("{\"variant\": \"fused_cluster%d\", \"us\": %.2f, \"parts\": %d, \"smem\": %zu, "
-              "\"max_active_clusters\": %d, \"rel_l2_vs_cublaslt\": %.3e}\n",
-              CL, us, n_parts, Cfg<CL>::SMEM, active, rel_l2(got, ref));
+              "\"max_active_clusters\": %d, \"rel_l2_vs_cublaslt\": %.3e, \"one_wave_us\": %.2f, "
+              "\"one_wave_share_of_work\": %.3f}\n",
+              CL, us, n_parts, Cfg<CL>::SMEM, active, rel_l2(got, ref), wave_us,
+              std::min(1.0, double(active) * CL / BLOCKS));
   std::fflush(stdout);
 }
 
