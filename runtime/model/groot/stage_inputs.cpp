@@ -1,6 +1,8 @@
 #include "runtime/model/groot/stage_inputs.hpp"
 
+#include <cmath>
 #include <string>
+#include <utility>
 
 namespace edgevla::model::groot {
 
@@ -77,6 +79,94 @@ Expected<std::int64_t> check_backbone_prompt(const Tensor& ids, const Tensor& ma
                             " view(s) are bound; give one view per <img> block (the embodiment's video keys)");
   }
   return image_tokens;
+}
+
+bool all_finite(const Tensor& t) {
+  const std::int64_t n = t.numel();
+  if (t.dtype() == DType::kF32) {
+    const float* p = t.data<float>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(p[i])) return false;
+    }
+  } else if (t.dtype() == DType::kBF16 || t.dtype() == DType::kF16) {
+    const bool bf = t.dtype() == DType::kBF16;
+    const auto* p = reinterpret_cast<const std::uint16_t*>(t.raw_data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(bf ? bfloat16_to_float(p[i]) : half_to_float(p[i]))) return false;
+    }
+  }
+  return true;
+}
+
+Expected<ActionHeadRun> check_action_head_inputs(const ActionHeadInputs& in, const GrootConfig& config,
+                                                 int num_steps, int max_steps, std::int64_t slots,
+                                                 const std::set<std::int64_t>& known_ids) {
+  const std::string stage = "groot action_head";
+  if (num_steps < 1 || num_steps > max_steps) {
+    return out_of_range(stage + ": num_steps " + std::to_string(num_steps) + " is outside 1.." +
+                        std::to_string(max_steps) + " (raise the engine's max_steps to allow more)");
+  }
+  const Tensor *f = in.features, *am = in.attention_mask, *im = in.image_mask, *st = in.state,
+               *id = in.embodiment_id, *nz = in.noise;
+  for (const auto& [t, name] : {std::pair{f, "backbone_features"}, std::pair{am, "attention_mask"},
+                                std::pair{im, "image_mask"}, std::pair{st, "state"},
+                                std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
+    if (t == nullptr) return invalid_argument(stage + " needs input '" + name + "' bound");
+  }
+  for (const auto& [t, name] : {std::pair{am, "attention_mask"}, std::pair{im, "image_mask"},
+                                std::pair{st, "state"}, std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
+    if (!t->device().is_cpu()) {
+      return invalid_argument(stage + ": '" + name + "' is on " + t->device().to_string() +
+                              "; it must be a host tensor (the engine reads it on the host)");
+    }
+  }
+  const std::int64_t W = config.backbone_embedding_dim, Hz = config.action_horizon, A = config.max_action_dim;
+  ActionHeadRun run;
+  const std::int64_t n = f->shape()[0];
+  run.rows = n;
+  if (f->shape()[1] != W || n < 1) {
+    return invalid_argument(stage + ": 'backbone_features' is " + f->shape().to_string() + ", expected [L," +
+                            std::to_string(W) +
+                            "] with L >= 1 (backbone and action head must load the same checkpoint)");
+  }
+  if (am->shape()[0] != n || im->shape()[0] != n) {
+    return invalid_argument(stage + ": 'attention_mask' " + am->shape().to_string() + " and 'image_mask' " +
+                            im->shape().to_string() + " must both have the backbone features' " +
+                            std::to_string(n) + " rows");
+  }
+  if (st->shape()[0] != config.max_state_dim) {
+    return invalid_argument(stage + ": 'state' is " + st->shape().to_string() + ", expected [" +
+                            std::to_string(config.max_state_dim) +
+                            "] (the normalised state zero-padded to max_state_dim)");
+  }
+  if (!(nz->shape() == Shape{Hz, A})) {
+    return invalid_argument(stage + ": 'noise' is " + nz->shape().to_string() + ", expected [" +
+                            std::to_string(Hz) + "," + std::to_string(A) + "]");
+  }
+  if (id->numel() != 1) return invalid_argument(stage + ": 'embodiment_id' must hold one value");
+  run.embodiment = *id->data<std::int32_t>();
+  if (run.embodiment < 0 || run.embodiment >= slots || !known_ids.contains(run.embodiment)) {
+    std::string known;
+    for (std::int64_t k : known_ids) {
+      if (k < slots) known += (known.empty() ? "" : ", ") + std::to_string(k);
+    }
+    return invalid_argument(stage + ": embodiment id " + std::to_string(run.embodiment) +
+                            " is not one of the checkpoint's (" + known +
+                            "; embodiment_id.json and the built-in tags, below max_num_embodiments " +
+                            std::to_string(slots) + ")");
+  }
+  const bool* amv = am->data<bool>();
+  const bool* imv = im->data<bool>();
+  std::int64_t images = 0;
+  for (std::int64_t i = 0; i < n; ++i) images += amv[i] && imv[i] ? 1 : 0;
+  if (images == 0) {
+    return invalid_argument(stage +
+                            ": the prompt has no attended image token (image_mask & attention_mask is empty); the "
+                            "image blocks would attend to nothing: give at least one view");
+  }
+  if (!all_finite(*st)) return invalid_argument(stage + ": 'state' holds a non-finite value");
+  if (!all_finite(*nz)) return invalid_argument(stage + ": 'noise' holds a non-finite value");
+  return run;
 }
 
 }  // namespace edgevla::model::groot

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <span>
 
 #include "runtime/core/tensor.hpp"
@@ -29,5 +30,33 @@ struct BoundView {
 Expected<std::int64_t> check_backbone_prompt(const Tensor& ids, const Tensor& mask, std::int64_t max_tokens,
                                              std::int64_t vocab, std::int64_t image_token_id,
                                              std::span<const BoundView> views);
+
+// The action head's bound inputs (null where unbound).
+struct ActionHeadInputs {
+  const Tensor* features = nullptr;
+  const Tensor* attention_mask = nullptr;
+  const Tensor* image_mask = nullptr;
+  const Tensor* state = nullptr;
+  const Tensor* embodiment_id = nullptr;
+  const Tensor* noise = nullptr;
+};
+
+// What a run's inputs say: the backbone features' rows and the embodiment id.
+struct ActionHeadRun {
+  std::int64_t rows = 0;
+  std::int64_t embodiment = 0;
+};
+
+// A GR00T action head run's inputs against the checkpoint: num_steps in 1..max_steps; every input
+// bound, all but the features on the host; backbone_features [L, backbone_embedding_dim], L >= 1;
+// both masks of L rows with at least one attended image token; state [max_state_dim] and noise
+// [action_horizon, max_action_dim], finite; an embodiment id among `known_ids` below `slots`.
+// Where the features live and their values are the engine's to check.
+Expected<ActionHeadRun> check_action_head_inputs(const ActionHeadInputs& in, const GrootConfig& config,
+                                                 int num_steps, int max_steps, std::int64_t slots,
+                                                 const std::set<std::int64_t>& known_ids);
+
+// Whether every value of a host tensor of f32, bf16 or f16 is finite (other dtypes: true).
+bool all_finite(const Tensor& t);
 
 }  // namespace edgevla::model::groot

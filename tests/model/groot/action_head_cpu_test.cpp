@@ -20,6 +20,7 @@
 #include "runtime/backends/backend.hpp"
 #include "runtime/model/groot/generator.hpp"
 #include "runtime/model/groot/groot_family.hpp"
+#include "runtime/model/groot/stage_inputs.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "tests/model/preprocess_test_util.hpp"
 #include "tests/support/allocation_counter.hpp"
@@ -358,6 +359,59 @@ TEST_F(GrootActionHeadCpuTest, StepsAllocateNothing) {
   EXPECT_EQ(counts[0], counts[1]);
   EXPECT_EQ(counts[0], counts[2]) << "allocations grow with the number of steps";
   EXPECT_LE(counts[0], 4);  // the run's timing entries, nothing per chunk either
+}
+
+// `t` (f32) in bf16 or f16.
+Tensor as_half_dtype(const Tensor& t, DType dt) {
+  Tensor out = *Tensor::empty(dt, t.shape());
+  auto* o = reinterpret_cast<std::uint16_t*>(out.raw_data());
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    o[i] = dt == DType::kBF16 ? float_to_bfloat16(t.data<float>()[i]) : float_to_half(t.data<float>()[i]);
+  }
+  return out;
+}
+
+// Every backend's action head calls the family's input check (stage_inputs.hpp): it refuses a
+// non-finite value in bf16 and f16 state or noise as in f32, a step count out of range and an
+// embodiment outside the checkpoint's, and passes the good inputs through with their row count.
+TEST_F(GrootActionHeadCpuTest, TheFamilysInputCheckTakesEveryFloatDtype) {
+  auto cfg = model::groot::load_config(*dir_ / "tiny");
+  ASSERT_TRUE(cfg.has_value()) << cfg.status().to_string();
+  const Inputs good = read_inputs(*dir_ / "tiny_gr1.safetensors");
+  const std::int64_t id = *good.embodiment_id.data<std::int32_t>();
+  const std::set<std::int64_t> known{id};
+  const std::int64_t slots = cfg->max_num_embodiments;
+  auto check = [&](const Tensor& state, const Tensor& noise, int steps = 4) {
+    return model::groot::check_action_head_inputs(
+        {&good.features, &good.attention_mask, &good.image_mask, &state, &good.embodiment_id, &noise}, *cfg, steps, 8,
+        slots, known);
+  };
+  auto ok = check(good.state, good.noise);
+  ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
+  EXPECT_EQ(ok->rows, good.features.shape()[0]);
+  EXPECT_EQ(ok->embodiment, id);
+  for (const DType dt : {DType::kBF16, DType::kF16}) {
+    Tensor st = as_half_dtype(good.state, dt);
+    Tensor nz = as_half_dtype(good.noise, dt);
+    ASSERT_TRUE(check(st, nz).has_value()) << dtype_name(dt);
+    const std::uint16_t nan_bits = dt == DType::kBF16 ? 0x7fc0 : 0x7e00;
+    reinterpret_cast<std::uint16_t*>(st.raw_data())[2] = nan_bits;
+    auto bad = check(st, nz);
+    ASSERT_FALSE(bad.has_value()) << dtype_name(dt);
+    EXPECT_NE(bad.status().message().find("'state' holds a non-finite value"), std::string::npos)
+        << bad.status().to_string();
+    reinterpret_cast<std::uint16_t*>(nz.raw_data())[5] = nan_bits;
+    EXPECT_FALSE(check(as_half_dtype(good.state, dt), nz).has_value()) << dtype_name(dt);
+  }
+  auto steps = check(good.state, good.noise, 9);
+  ASSERT_FALSE(steps.has_value());
+  EXPECT_NE(steps.status().message().find("num_steps 9"), std::string::npos) << steps.status().to_string();
+  auto unknown = model::groot::check_action_head_inputs(
+      {&good.features, &good.attention_mask, &good.image_mask, &good.state, &good.embodiment_id, &good.noise}, *cfg,
+      4, 8, slots, std::set<std::int64_t>{id + 1});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.status().message().find("embodiment id " + std::to_string(id)), std::string::npos)
+      << unknown.status().to_string();
 }
 
 TEST_F(GrootActionHeadCpuTest, BadInputsAreClearErrors) {

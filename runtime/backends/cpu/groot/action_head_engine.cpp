@@ -16,6 +16,7 @@
 #include "runtime/backends/engine_base.hpp"
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/groot/processor.hpp"
+#include "runtime/model/groot/stage_inputs.hpp"
 
 namespace edgevla::backends::cpu::groot {
 namespace {
@@ -202,83 +203,25 @@ Status ActionHeadEngine::allocate(int default_steps) {
 
 Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n,
                                       std::int64_t& embodiment) {
-  const std::string stage = "groot action_head";
-  if (options.num_steps < 1 || options.num_steps > max_steps_) {
-    return out_of_range(stage + ": num_steps " + std::to_string(options.num_steps) +
-                        " is outside 1.." + std::to_string(max_steps_) +
-                        " (raise the engine's max_steps to allow more)");
-  }
   const Tensor* f = bound_input(in_features_);
-  const Tensor* am = bound_input(in_mask_);
-  const Tensor* im = bound_input(in_image_);
-  const Tensor* st = bound_input(in_state_);
-  const Tensor* id = bound_input(in_embodiment_);
-  const Tensor* nz = bound_input(in_noise_);
-  for (const auto& [t, name] : {std::pair{f, "backbone_features"}, std::pair{am, "attention_mask"},
-                                std::pair{im, "image_mask"}, std::pair{st, "state"},
-                                std::pair{id, "embodiment_id"}, std::pair{nz, "noise"}}) {
-    if (t == nullptr) return invalid_argument(stage + " needs input '" + name + "' bound");
-  }
-  const std::int64_t W = cfg_.backbone_embedding_dim, Hz = cfg_.action_horizon,
-                     A = cfg_.max_action_dim;
-  n = f->shape()[0];
-  if (f->shape()[1] != W || n < 1) {
-    return invalid_argument(stage + ": 'backbone_features' is " + f->shape().to_string() +
-                            ", expected [L," + std::to_string(W) +
-                            "] with L >= 1 (backbone and action head must load the same "
-                            "checkpoint)");
-  }
-  if (am->shape()[0] != n || im->shape()[0] != n) {
-    return invalid_argument(stage + ": 'attention_mask' " + am->shape().to_string() +
-                            " and 'image_mask' " + im->shape().to_string() +
-                            " must both have the backbone features' " + std::to_string(n) +
-                            " rows");
-  }
-  if (st->shape()[0] != cfg_.max_state_dim) {
-    return invalid_argument(stage + ": 'state' is " + st->shape().to_string() + ", expected [" +
-                            std::to_string(cfg_.max_state_dim) +
-                            "] (the normalised state zero-padded to max_state_dim)");
-  }
-  if (!(nz->shape() == Shape{Hz, A})) {
-    return invalid_argument(stage + ": 'noise' is " + nz->shape().to_string() + ", expected [" +
-                            std::to_string(Hz) + "," + std::to_string(A) + "]");
-  }
-  if (id->numel() != 1) return invalid_argument(stage + ": 'embodiment_id' must hold one value");
-  embodiment = *id->data<std::int32_t>();
-  if (embodiment < 0 || embodiment >= state1_.slots() || !known_ids_.contains(embodiment)) {
-    std::string known;
-    for (std::int64_t k : known_ids_) {
-      if (k < state1_.slots()) known += (known.empty() ? "" : ", ") + std::to_string(k);
-    }
-    return invalid_argument(
-        stage + ": embodiment id " + std::to_string(embodiment) +
-        " is not one of the checkpoint's (" + known +
-        "; embodiment_id.json and the built-in tags, below max_num_embodiments " +
-        std::to_string(state1_.slots()) + ")");
-  }
-  const bool* amv = am->data<bool>();
-  const bool* imv = im->data<bool>();
-  std::int64_t images = 0;
-  for (std::int64_t i = 0; i < n; ++i) images += amv[i] && imv[i] ? 1 : 0;
-  if (images == 0) {
-    return invalid_argument(
-        stage +
-        ": the prompt has no attended image token (image_mask & attention_mask is "
-        "empty); the image blocks would attend to nothing: give at least one view");
-  }
+  EDGEVLA_ASSIGN_OR_RETURN(
+      const mg::ActionHeadRun run,
+      mg::check_action_head_inputs(
+          mg::ActionHeadInputs{f, bound_input(in_mask_), bound_input(in_image_), bound_input(in_state_),
+                               bound_input(in_embodiment_), bound_input(in_noise_)},
+          cfg_, options.num_steps, max_steps_, state1_.slots(), known_ids_));
+  n = run.rows;
+  embodiment = run.embodiment;
+  // The attended tokens' features are read on the host here: each must be finite.
+  const std::int64_t W = cfg_.backbone_embedding_dim;
+  const bool* amv = bound_input(in_mask_)->data<bool>();
   float* s = scratch_.data();
   const std::int64_t sn = scratch_.size();
-  if (!all_finite(st->dtype(), st->raw_data(), st->numel(), s, sn)) {
-    return invalid_argument(stage + ": 'state' holds a non-finite value");
-  }
-  if (!all_finite(nz->dtype(), nz->raw_data(), nz->numel(), s, sn)) {
-    return invalid_argument(stage + ": 'noise' holds a non-finite value");
-  }
   const std::size_t row_bytes = static_cast<std::size_t>(W) * dtype_size(f->dtype());
   for (std::int64_t i = 0; i < n; ++i) {
     if (amv[i] && !all_finite(f->dtype(), f->raw_data() + static_cast<std::size_t>(i) * row_bytes,
                               W, s, sn)) {
-      return invalid_argument(stage + ": 'backbone_features' row " + std::to_string(i) +
+      return invalid_argument("groot action_head: 'backbone_features' row " + std::to_string(i) +
                               " (an attended token) holds a non-finite value");
     }
   }

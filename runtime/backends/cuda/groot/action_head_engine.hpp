@@ -30,15 +30,6 @@ inline constexpr float kBlockEps = 1e-5f;
 inline constexpr float kOutputEps = 1e-6f;
 inline constexpr float kVllnEps = 1e-5f;
 
-inline bool all_finite(const Tensor& t) {
-  if (t.dtype() != DType::kF32) return true;
-  const float* p = t.data<float>();
-  for (std::int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(p[i])) return false;
-  }
-  return true;
-}
-
 // A category-specific linear: W [slots, in, out] and b [slots, out] for every slot on the
 // device, and the selected slot transposed to [out, in] (a DevLinear the GEMMs take).
 struct CategoryDev {
