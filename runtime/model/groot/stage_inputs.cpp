@@ -81,22 +81,23 @@ Expected<std::int64_t> check_backbone_prompt(const Tensor& ids, const Tensor& ma
   return image_tokens;
 }
 
-bool all_finite(const Tensor& t) {
-  const std::int64_t n = t.numel();
-  if (t.dtype() == DType::kF32) {
-    const float* p = t.data<float>();
+bool all_finite(DType dtype, const std::byte* p, std::int64_t n) {
+  if (dtype == DType::kF32) {
+    const auto* v = reinterpret_cast<const float*>(p);
     for (std::int64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(p[i])) return false;
+      if (!std::isfinite(v[i])) return false;
     }
-  } else if (t.dtype() == DType::kBF16 || t.dtype() == DType::kF16) {
-    const bool bf = t.dtype() == DType::kBF16;
-    const auto* p = reinterpret_cast<const std::uint16_t*>(t.raw_data());
+  } else if (dtype == DType::kBF16 || dtype == DType::kF16) {
+    const bool bf = dtype == DType::kBF16;
+    const auto* v = reinterpret_cast<const std::uint16_t*>(p);
     for (std::int64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(bf ? bfloat16_to_float(p[i]) : half_to_float(p[i]))) return false;
+      if (!std::isfinite(bf ? bfloat16_to_float(v[i]) : half_to_float(v[i]))) return false;
     }
   }
   return true;
 }
+
+bool all_finite(const Tensor& t) { return all_finite(t.dtype(), t.raw_data(), t.numel()); }
 
 Expected<ActionHeadRun> check_action_head_inputs(const ActionHeadInputs& in, const GrootConfig& config,
                                                  int num_steps, int max_steps, std::int64_t slots,

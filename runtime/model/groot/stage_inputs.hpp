@@ -56,7 +56,9 @@ Expected<ActionHeadRun> check_action_head_inputs(const ActionHeadInputs& in, con
                                                  int num_steps, int max_steps, std::int64_t slots,
                                                  const std::set<std::int64_t>& known_ids);
 
-// Whether every value of a host tensor of f32, bf16 or f16 is finite (other dtypes: true).
+// Whether every one of the `n` values of `dtype` at host memory `p` is finite (f32, bf16, f16;
+// other dtypes: true), and the same for a host tensor.
+bool all_finite(DType dtype, const std::byte* p, std::int64_t n);
 bool all_finite(const Tensor& t);
 
 }  // namespace edgevla::model::groot

@@ -30,24 +30,6 @@ int timestep_bucket(int k, int n, int buckets) {
   return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);
 }
 
-// True when every value of `n` floats of `dtype` at `p` is finite.
-bool all_finite(DType dtype, const std::byte* p, std::int64_t n, float* scratch,
-                std::int64_t scratch_n) {
-  for (std::int64_t i = 0; i < n; i += scratch_n) {
-    const std::int64_t c = std::min(scratch_n, n - i);
-    const float* v = scratch;
-    if (dtype == DType::kF32) {
-      v = reinterpret_cast<const float*>(p) + i;
-    } else {
-      to_f32(dtype, p + static_cast<std::size_t>(i) * dtype_size(dtype), scratch, c);
-    }
-    for (std::int64_t j = 0; j < c; ++j) {
-      if (!std::isfinite(v[j])) return false;
-    }
-  }
-  return true;
-}
-
 class ActionHeadEngine final : public EngineBase {
  public:
   static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
@@ -116,7 +98,7 @@ class ActionHeadEngine final : public EngineBase {
   FloatBuffer vl_text_, vl_image_;
   std::int64_t n_text_ = 0, n_image_ = 0;
   // Step activations.
-  FloatBuffer x_, dec_, hid_, a_emb_, tau_, tau_proj_, state_hid_, state_feat_, a_, vel_, scratch_;
+  FloatBuffer x_, dec_, hid_, a_emb_, tau_, tau_proj_, state_hid_, state_feat_, a_, vel_;
   Tensor actions_own_;
 };
 
@@ -187,7 +169,6 @@ Status ActionHeadEngine::allocate(int default_steps) {
   state_feat_.reserve(E);
   a_.reserve(Hz * A);
   vel_.reserve(Hz * A);
-  scratch_.reserve(4096);
   mods_step_.reserve(dit_.modulation_size());
   EDGEVLA_ASSIGN_OR_RETURN(actions_own_, Tensor::empty(DType::kF32, Shape{Hz, A}));
 
@@ -215,12 +196,9 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
   // The attended tokens' features are read on the host here: each must be finite.
   const std::int64_t W = cfg_.backbone_embedding_dim;
   const bool* amv = bound_input(in_mask_)->data<bool>();
-  float* s = scratch_.data();
-  const std::int64_t sn = scratch_.size();
   const std::size_t row_bytes = static_cast<std::size_t>(W) * dtype_size(f->dtype());
   for (std::int64_t i = 0; i < n; ++i) {
-    if (amv[i] && !all_finite(f->dtype(), f->raw_data() + static_cast<std::size_t>(i) * row_bytes,
-                              W, s, sn)) {
+    if (amv[i] && !mg::all_finite(f->dtype(), f->raw_data() + static_cast<std::size_t>(i) * row_bytes, W)) {
       return invalid_argument("groot action_head: 'backbone_features' row " + std::to_string(i) +
                               " (an attended token) holds a non-finite value");
     }
