@@ -4,7 +4,12 @@
 // CUDA graph of back-to-back calls over weight copies larger than L2). Prints, per shape, the
 // heuristic's best and the fastest configurations found, one JSON line each.
 //
-//   edgevla_bench_cublaslt_search [--shape NAME] [--max-configs N]
+// --layouts: instead, the heuristic's best (each of its results timed) for the same product in
+// other operand layouts: the engines' (the weight as cuBLASLt's A, transposed: "tn"), the weight
+// stored transposed ("nn"), and the operands swapped with a row-ordered D ("swap_rowd": the
+// activations as A, so cuBLASLt's m is the few rows). One JSON line a shape.
+//
+//   edgevla_bench_cublaslt_search [--shape NAME] [--max-configs N] [--layouts]
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -48,26 +53,52 @@ constexpr Shape kShapes[] = {
     {"groot_dit_ff1", 51, 6144, 1536},     {"groot_dit_ff2", 51, 1536, 6144},
     {"pi05_expert_gate_up", 50, 8192, 1024}, {"pi05_expert_qkv", 50, 2560, 1024},
     {"pi05_expert_down", 50, 1024, 4096},  {"pi05_gemma_gate_up", 456, 32768, 2048},
+    {"pi05_expert_o", 50, 1024, 2048},     {"groot_dit_qkv", 51, 4608, 1536},
+    {"groot_dit_out", 51, 1536, 1536},
 };
+
+// How the product's operands are laid out (the --layouts mode; the search uses kTn).
+enum class Layout { kTn, kNn, kSwapRowD };
+const char* layout_name(Layout l) { return l == Layout::kTn ? "tn" : l == Layout::kNn ? "nn" : "swap_rowd"; }
 
 struct Problem {
   cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // a: weights [k, out], b: activations
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   void *w_copies = nullptr, *x = nullptr, *y = nullptr, *ws = nullptr;
   std::size_t w_bytes = 0, n_copies = 0, ws_bytes = 64u << 20;
   Shape s{};
+  bool weight_is_a = true;  // which cuBLASLt operand walks the weight copies
 };
 
-void make_problem(Problem& p, const Shape& s, int l2) {
+void make_problem(Problem& p, const Shape& s, int l2, Layout layout = Layout::kTn) {
   p.s = s;
   LK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
-  LK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
-  LK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n)));
-  // D^T [out, rows] = W [out, k] . X^T [k, rows], column-major as the engines lay them out.
-  LK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, s.k, s.out, s.k));
-  LK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, s.k, s.rows, s.k));
-  LK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_16BF, s.out, s.rows, s.out));
+  if (layout == Layout::kSwapRowD) {
+    // D [rows, out] row-ordered = X [rows, k] . W: A = X (k x rows column-major, transposed),
+    // B = W (k x out column-major).
+    p.weight_is_a = false;
+    LK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
+    LK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n)));
+    LK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, s.k, s.rows, s.k));
+    LK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, s.k, s.out, s.k));
+    LK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_16BF, s.rows, s.out, s.out));
+    const cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
+    LK(cublasLtMatrixLayoutSetAttribute(p.d, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)));
+  } else {
+    // D^T [out, rows] = W [out, k] . X^T [k, rows], column-major as the engines lay them out;
+    // "nn": W stored [k, out] row-major, i.e. column-major out x k, not transposed.
+    const cublasOperation_t ta = layout == Layout::kTn ? t : n;
+    LK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    LK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n)));
+    if (layout == Layout::kTn) {
+      LK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, s.k, s.out, s.k));
+    } else {
+      LK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, s.out, s.k, s.out));
+    }
+    LK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, s.k, s.rows, s.k));
+    LK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_16BF, s.out, s.rows, s.out));
+  }
   p.w_bytes = (static_cast<std::size_t>(s.out) * s.k * 2 + 255) / 256 * 256;
   p.n_copies = std::clamp<std::size_t>(2 * static_cast<std::size_t>(l2) / p.w_bytes + 1, 2, 64);
   CK(cudaMalloc(&p.w_copies, p.n_copies * p.w_bytes));
@@ -93,8 +124,9 @@ void free_problem(Problem& p) {
 float time_algo(cublasLtHandle_t lt, Problem& p, const cublasLtMatmulAlgo_t& algo, cudaStream_t st) {
   const float one = 1.0f, zero = 0.0f;
   auto call = [&](std::size_t c) {
-    return cublasLtMatmul(lt, p.desc, &one, static_cast<char*>(p.w_copies) + c * p.w_bytes, p.a, p.x, p.b, &zero,
-                          p.y, p.d, p.y, p.d, &algo, p.ws, p.ws_bytes, st);
+    const void* w = static_cast<char*>(p.w_copies) + c * p.w_bytes;
+    return cublasLtMatmul(lt, p.desc, &one, p.weight_is_a ? w : p.x, p.a, p.weight_is_a ? p.x : w, p.b, &zero, p.y,
+                          p.d, p.y, p.d, &algo, p.ws, p.ws_bytes, st);
   };
   if (call(0) != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(st) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -146,12 +178,53 @@ struct Found {
   int id, tile, stages, splitk, cluster;
 };
 
+// The heuristic's results for p, each timed: the best µs (negative: none ran) and how many.
+float heuristic_best(cublasLtHandle_t lt, Problem& p, cudaStream_t st, int& returned) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  LK(cublasLtMatmulPreferenceCreate(&pref));
+  LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &p.ws_bytes,
+                                          sizeof(p.ws_bytes)));
+  std::vector<cublasLtMatmulHeuristicResult_t> heur(64);
+  returned = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.d, p.d, pref, 64, heur.data(), &returned) !=
+      CUBLAS_STATUS_SUCCESS) {
+    returned = 0;
+  }
+  float best = -1.0f;
+  for (int i = 0; i < returned; ++i) {
+    const float us = time_algo(lt, p, heur[static_cast<std::size_t>(i)].algo, st);
+    if (us > 0 && (best < 0 || us < best)) best = us;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  return best;
+}
+
+void layouts(cublasLtHandle_t lt, cudaStream_t st, int l2, const std::string& only) {
+  for (const Shape& s : kShapes) {
+    if (!only.empty() && only != s.name) continue;
+    std::printf("{\"shape\": \"%s\", \"rows\": %d, \"out\": %d, \"k\": %d", s.name, s.rows, s.out, s.k);
+    for (Layout l : {Layout::kTn, Layout::kNn, Layout::kSwapRowD}) {
+      Problem p;
+      make_problem(p, s, l2, l);
+      int returned = 0;
+      const float us = heuristic_best(lt, p, st, returned);
+      std::printf(", \"%s_us\": %.2f, \"%s_results\": %d", layout_name(l), us, layout_name(l), returned);
+      free_problem(p);
+    }
+    std::printf("}\n");
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string only;
   int max_configs = 3000;
-  for (int i = 1; i + 1 < argc; ++i) {
+  bool layout_mode = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--layouts") == 0) layout_mode = true;
+    if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--shape") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--max-configs") == 0) max_configs = std::atoi(argv[i + 1]);
   }
@@ -162,23 +235,19 @@ int main(int argc, char** argv) {
   LK(cublasLtCreate(&lt));
   cudaStream_t st = nullptr;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  if (layout_mode) {
+    layouts(lt, st, l2, only);
+    cudaStreamDestroy(st);
+    cublasLtDestroy(lt);
+    return 0;
+  }
   for (const Shape& s : kShapes) {
     if (!only.empty() && only != s.name) continue;
     Problem p;
     make_problem(p, s, l2);
     // The heuristic's list, as Blas asks for it.
-    cublasLtMatmulPreference_t pref = nullptr;
-    LK(cublasLtMatmulPreferenceCreate(&pref));
-    LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &p.ws_bytes,
-                                            sizeof(p.ws_bytes)));
-    std::vector<cublasLtMatmulHeuristicResult_t> heur(64);
     int returned = 0;
-    LK(cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.d, p.d, pref, 64, heur.data(), &returned));
-    float heur_best = 1e30f;
-    for (int i = 0; i < returned; ++i) {
-      const float us = time_algo(lt, p, heur[static_cast<std::size_t>(i)].algo, st);
-      if (us > 0) heur_best = std::min(heur_best, us);
-    }
+    const float heur_best = heuristic_best(lt, p, st, returned);
     // Every listed algorithm id and configuration.
     std::vector<int> ids(512);
     int n_ids = 0;
@@ -245,7 +314,6 @@ int main(int argc, char** argv) {
     }
     std::printf("]}\n");
     std::fflush(stdout);
-    cublasLtMatmulPreferenceDestroy(pref);
     free_problem(p);
   }
   cudaStreamDestroy(st);
