@@ -12,8 +12,8 @@
 #include <set>
 
 #include "runtime/backends/cpu/cpu_backend.hpp"
+#include "runtime/backends/cpu/cpu_engine.hpp"
 #include "runtime/backends/cpu/groot/dit.hpp"
-#include "runtime/backends/engine_base.hpp"
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/groot/processor.hpp"
 #include "runtime/model/groot/stage_inputs.hpp"
@@ -30,7 +30,7 @@ int timestep_bucket(int k, int n, int buckets) {
   return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);
 }
 
-class ActionHeadEngine final : public EngineBase {
+class ActionHeadEngine final : public CpuEngine {
  public:
   static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
     EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
@@ -43,10 +43,6 @@ class ActionHeadEngine final : public EngineBase {
   }
 
   Status run(const RunOptions& options) override;
-  std::string describe() const override {
-    return "cpu f32 (" + std::to_string(ctx_.pool().size()) + " threads)";
-  }
-  std::int64_t device_bytes() const override { return 0; }
   std::int64_t resident_bytes() const override {
     std::int64_t total = dit_.resident_bytes();
     for (const CategoryLinear* c : categories()) total += c->resident_bytes();
@@ -61,10 +57,9 @@ class ActionHeadEngine final : public EngineBase {
 
  private:
   ActionHeadEngine(const mg::GrootConfig& c, const model::StageSpec& spec, const EngineOptions& o)
-      : EngineBase("cpu", std::string(mg::kFamily), spec, DeviceType::kCpu),
+      : CpuEngine(std::string(mg::kFamily), spec, o),
         cfg_(c),
-        max_steps_(std::max(1, o.max_steps)),
-        ctx_(o.threads) {}
+        max_steps_(std::max(1, o.max_steps)) {}
   Status load(const mg::Checkpoint& ck);
   Status allocate(int default_steps);
   Status check_inputs(const RunOptions& options, std::int64_t& n, std::int64_t& embodiment);
@@ -80,7 +75,6 @@ class ActionHeadEngine final : public EngineBase {
 
   mg::GrootConfig cfg_;
   int max_steps_;
-  KernelContext ctx_;
   Dit dit_;
   CategoryLinear state1_, state2_, act1_, act2_, act3_, dec1_, dec2_;
   std::vector<float> vlln_w_, vlln_b_, pos_;  // pos_: the first action_horizon rows of the table

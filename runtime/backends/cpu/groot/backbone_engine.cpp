@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "runtime/backends/cpu/cpu_backend.hpp"
+#include "runtime/backends/cpu/cpu_engine.hpp"
 #include "runtime/backends/cpu/groot/qwen3.hpp"
 #include "runtime/backends/cpu/groot/siglip.hpp"
-#include "runtime/backends/engine_base.hpp"
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/groot/stage_inputs.hpp"
 
@@ -39,7 +39,7 @@ std::int64_t first_non_finite(const Tensor& t) {
   return -1;
 }
 
-class GrootBackboneEngine final : public EngineBase {
+class GrootBackboneEngine final : public CpuEngine {
  public:
   static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
     EDGEVLA_ASSIGN_OR_RETURN(const mg::GrootModel* gm, mg::as_groot(m));
@@ -58,10 +58,6 @@ class GrootBackboneEngine final : public EngineBase {
   }
 
   Status run(const RunOptions& options) override;
-  std::string describe() const override {
-    return "cpu f32 (" + std::to_string(ctx_.pool().size()) + " threads)";
-  }
-  std::int64_t device_bytes() const override { return 0; }
   std::int64_t resident_bytes() const override {
     std::int64_t total = vision_->resident_bytes() + llm_->resident_bytes();
     for (const Tensor* t : {&features_, &embeds_, &mask_out_, &image_mask_}) {
@@ -73,9 +69,8 @@ class GrootBackboneEngine final : public EngineBase {
  private:
   GrootBackboneEngine(const mg::GrootConfig& c, const model::StageSpec& spec,
                       const EngineOptions& o)
-      : EngineBase("cpu", std::string(mg::kFamily), spec, DeviceType::kCpu),
-        cfg_(c),
-        ctx_(o.threads) {}
+      : CpuEngine(std::string(mg::kFamily), spec, o),
+        cfg_(c) {}
   Status allocate(const mg::Checkpoint& ck);
   // The bound views in order (image.0, image.1, ...), checked; fills views_.
   Status collect_views();
@@ -83,7 +78,6 @@ class GrootBackboneEngine final : public EngineBase {
   Status check_prompt(const Tensor*& ids, const Tensor*& mask, std::int64_t& image_tokens);
 
   mg::GrootConfig cfg_;
-  KernelContext ctx_;
   std::unique_ptr<VisionTower> vision_;
   std::unique_ptr<Qwen3Stack> llm_;
   std::int64_t max_tokens_ = 0, max_image_tokens_ = 0, merge_ = 0, max_edge_ = 0;

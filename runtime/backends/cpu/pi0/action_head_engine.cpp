@@ -6,8 +6,8 @@
 #include <numbers>
 
 #include "runtime/backends/cpu/cpu_backend.hpp"
+#include "runtime/backends/cpu/cpu_engine.hpp"
 #include "runtime/backends/cpu/pi0/pi0_weights.hpp"
-#include "runtime/backends/engine_base.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
 
 namespace edgevla::backends::cpu {
@@ -15,7 +15,7 @@ namespace {
 
 constexpr float kNormEps = 1e-6f;
 
-class ActionHeadEngine final : public EngineBase {
+class ActionHeadEngine final : public CpuEngine {
  public:
   static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
     EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
@@ -30,10 +30,6 @@ class ActionHeadEngine final : public EngineBase {
   }
 
   Status run(const RunOptions& options) override;
-  std::string describe() const override {
-    return "cpu f32 (" + std::to_string(ctx_.pool().size()) + " threads)";
-  }
-  std::int64_t device_bytes() const override { return 0; }
 
   std::int64_t resident_bytes() const override {
     std::int64_t total = 0;
@@ -56,8 +52,8 @@ class ActionHeadEngine final : public EngineBase {
 
  private:
   ActionHeadEngine(const model::ModelConfig& c, const model::StageSpec& spec, const EngineOptions& o)
-      : EngineBase("cpu", std::string(model::pi0::kFamily), spec, DeviceType::kCpu),
-        cfg_(c), max_steps_(std::max(1, o.max_steps)), ctx_(o.threads) {}
+      : CpuEngine(std::string(model::pi0::kFamily), spec, o),
+        cfg_(c), max_steps_(std::max(1, o.max_steps)) {}
   Status allocate();
   Status gather_prefix(std::int64_t& n_valid);
   void time_embedding(float t, float* out) const;
@@ -65,7 +61,6 @@ class ActionHeadEngine final : public EngineBase {
 
   model::ModelConfig cfg_;
   int max_steps_;
-  KernelContext ctx_;
   TowerWeights expert_;
   HeadWeights heads_;
   bool pi05_ = false;

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "runtime/backends/cpu/cpu_backend.hpp"
+#include "runtime/backends/cpu/cpu_engine.hpp"
 #include "runtime/backends/cpu/pi0/pi0_weights.hpp"
-#include "runtime/backends/engine_base.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
 
 namespace edgevla::backends::cpu {
@@ -14,7 +14,7 @@ namespace {
 
 constexpr float kNormEps = 1e-6f;
 
-class BackboneEngine final : public EngineBase {
+class BackboneEngine final : public CpuEngine {
  public:
   static Expected<std::unique_ptr<Engine>> create(const model::Model& m, const EngineOptions& o) {
     EDGEVLA_ASSIGN_OR_RETURN(const model::pi0::Pi0Model* pm, model::pi0::as_pi0(m));
@@ -30,10 +30,6 @@ class BackboneEngine final : public EngineBase {
   }
 
   Status run(const RunOptions& options) override;
-  std::string describe() const override {
-    return "cpu f32 (" + std::to_string(ctx_.pool().size()) + " threads)";
-  }
-  std::int64_t device_bytes() const override { return 0; }
 
   std::int64_t resident_bytes() const override {
     std::int64_t total = cpu::resident_bytes(vision_.patch) + cpu::resident_bytes(vision_.projector);
@@ -54,13 +50,12 @@ class BackboneEngine final : public EngineBase {
 
  private:
   BackboneEngine(const model::ModelConfig& c, const model::StageSpec& spec, const EngineOptions& o)
-      : EngineBase("cpu", std::string(model::pi0::kFamily), spec, DeviceType::kCpu), cfg_(c), ctx_(o.threads) {}
+      : CpuEngine(std::string(model::pi0::kFamily), spec, o), cfg_(c) {}
   Status allocate();
   Status embed_cameras(const std::vector<const Tensor*>& images, float* x_rows);
   void vision_layer(const VisionLayer& l, std::int64_t cams);
 
   model::ModelConfig cfg_;
-  KernelContext ctx_;
   VisionWeights vision_;
   Embedding embed_;
   TowerWeights vlm_;
