@@ -7,7 +7,9 @@
 // --layouts: instead, the heuristic's best (each of its results timed) for the same product in
 // other operand layouts: the engines' (the weight as cuBLASLt's A, transposed: "tn"), the weight
 // stored transposed ("nn"), and the operands swapped with a row-ordered D ("swap_rowd": the
-// activations as A, so cuBLASLt's m is the few rows). One JSON line a shape.
+// activations as A, so cuBLASLt's m is the few rows), and the engines' layout once more with the
+// weights resident in L2 ("tn_warm": every call reads the same copy), what keeping a GEMM's
+// weights in L2 across steps could give at most. One JSON line a shape.
 //
 //   edgevla_bench_cublaslt_search [--shape NAME] [--max-configs N] [--layouts]
 #include <cublasLt.h>
@@ -68,6 +70,7 @@ struct Problem {
   std::size_t w_bytes = 0, n_copies = 0, ws_bytes = 64u << 20;
   Shape s{};
   bool weight_is_a = true;  // which cuBLASLt operand walks the weight copies
+  bool warm = false;        // every call reads copy 0: the weights stay in L2 (--layouts' tn_warm)
 };
 
 void make_problem(Problem& p, const Shape& s, int l2, Layout layout = Layout::kTn) {
@@ -124,7 +127,7 @@ void free_problem(Problem& p) {
 float time_algo(cublasLtHandle_t lt, Problem& p, const cublasLtMatmulAlgo_t& algo, cudaStream_t st) {
   const float one = 1.0f, zero = 0.0f;
   auto call = [&](std::size_t c) {
-    const void* w = static_cast<char*>(p.w_copies) + c * p.w_bytes;
+    const void* w = static_cast<char*>(p.w_copies) + (p.warm ? 0 : c) * p.w_bytes;
     return cublasLtMatmul(lt, p.desc, &one, p.weight_is_a ? w : p.x, p.a, p.weight_is_a ? p.x : w, p.b, &zero, p.y,
                           p.d, p.y, p.d, &algo, p.ws, p.ws_bytes, st);
   };
@@ -209,6 +212,10 @@ void layouts(cublasLtHandle_t lt, cudaStream_t st, int l2, const std::string& on
       int returned = 0;
       const float us = heuristic_best(lt, p, st, returned);
       std::printf(", \"%s_us\": %.2f, \"%s_results\": %d", layout_name(l), us, layout_name(l), returned);
+      if (l == Layout::kTn) {
+        p.warm = true;
+        std::printf(", \"tn_warm_us\": %.2f", heuristic_best(lt, p, st, returned));
+      }
       free_problem(p);
     }
     std::printf("}\n");
