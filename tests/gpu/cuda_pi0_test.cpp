@@ -17,6 +17,7 @@
 #include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
+#include "tests/gpu/engine_compare.hpp"
 #include "tests/support/test_util.hpp"
 
 namespace edgevla::backends {
@@ -25,39 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using model::ModelType;
 
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine"
-
-double rel_l2(const float* a, const float* b, std::int64_t n) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    den += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
-
-double cosine(const float* a, const float* b, std::int64_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(std::max(aa * bb, 1e-300));
-}
-
-bool all_finite(const Tensor& t) {
-  for (std::int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(t.data<float>()[i])) return false;
-  }
-  return true;
-}
+using test::all_finite;
+using test::cosine;
+using test::rel_l2;
 
 struct Pair {
   std::shared_ptr<const model::pi0::Pi0Model> model;

@@ -1,0 +1,52 @@
+// What the cuda engine tests (pi0, GR00T) share to compare a cuda run with the CPU backend's:
+// the skip without a GPU, rel-L2, cosine and the finite check of an f32 host tensor.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/core/tensor.hpp"
+
+namespace edgevla::backends::test {
+
+inline bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define REQUIRE_GPU() \
+  if (!::edgevla::backends::test::have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine"
+
+// ‖a − b‖ / ‖b‖ over n values.
+inline double rel_l2(const float* a, const float* b, std::int64_t n) {
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+inline double cosine(const float* a, const float* b, std::int64_t n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return ab / std::sqrt(std::max(aa * bb, 1e-300));
+}
+
+// Every value of an f32 host tensor is finite.
+inline bool all_finite(const Tensor& t) {
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    if (!std::isfinite(t.data<float>()[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace edgevla::backends::test
