@@ -19,12 +19,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "bench/groot_inputs.hpp"
 #include "runtime/backends/backend.hpp"
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/groot/preprocessor.hpp"
@@ -55,26 +54,6 @@ Stats stats(std::vector<double> v) {
 int fail(const Status& s) {
   std::fprintf(stderr, "cuda_groot: %s\n", s.to_string().c_str());
   return 1;
-}
-
-// Seeded frames: smooth colour plus noise (the CPU bench's).
-mg::Frame frame(int h, int w, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 12.0f);
-  mg::Frame f{
-      h, w,
-      std::vector<std::uint8_t>(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3)};
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        const float v =
-            127.0f + 100.0f * std::sin(0.02f * static_cast<float>(x * (c + 1) + y)) + noise(rng);
-        f.rgb[(static_cast<std::size_t>(y) * w + x) * 3 + c] =
-            static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
-      }
-    }
-  }
-  return f;
 }
 
 // A device tensor over cudaMalloc'ed memory (freed by the caller's list).
@@ -175,36 +154,16 @@ int main(int argc, char** argv) {
     const int views = std::stoi(views_arg.substr(at, comma - at));
     at = comma == std::string::npos ? views_arg.size() : comma + 1;
     // Inputs: every view through the frame pipeline (then to the device), the prompt.
+    auto in = bench::groot_inputs(cfg, *tokenizer, emb->id(), views, h, w, instruction);
+    if (!in) return fail(in.status());
+    const std::int64_t L = in->ids.shape()[0];
     std::vector<Tensor> pixels;
-    std::vector<int> per_view;
-    for (int k = 0; k < views; ++k) {
-      auto f = mg::preprocess_frame(frame(h, w, 7u + static_cast<std::uint32_t>(k)));
-      if (!f) return fail(f.status());
-      auto t = Tensor::empty(DType::kF32, Shape{3, f->height, f->width});
-      mg::normalize_pixels(*f, t->data<float>());
-      auto d = device_tensor(DType::kF32, t->shape(), owned);
+    for (const Tensor& t : in->pixels) {
+      auto d = device_tensor(DType::kF32, t.shape(), owned);
       if (!d) return fail(d.status());
-      cudaMemcpy(d->raw_data(), t->raw_data(), t->nbytes(), cudaMemcpyHostToDevice);
+      cudaMemcpy(d->raw_data(), t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice);
       pixels.push_back(std::move(*d));
-      per_view.push_back(mg::vision_tokens(*f));
     }
-    auto clean = mg::formalize_language(instruction);
-    if (!clean) return fail(clean.status());
-    auto ids = tokenizer->encode(mg::render_prompt(*clean, per_view));
-    if (!ids) return fail(ids.status());
-    const auto L = static_cast<std::int64_t>(ids->size());
-    Tensor ids_t = *Tensor::empty(DType::kI32, Shape{L});
-    std::memcpy(ids_t.raw_data(), ids->data(), ids->size() * sizeof(std::int32_t));
-    Tensor mask_t = *Tensor::empty(DType::kBool, Shape{L});
-    std::fill_n(mask_t.data<bool>(), L, true);
-    Tensor state = *Tensor::empty(DType::kF32, Shape{cfg.max_state_dim});
-    std::fill_n(state.data<float>(), cfg.max_state_dim, 0.0f);
-    Tensor eid = *Tensor::empty(DType::kI32, Shape{1});
-    eid.data<std::int32_t>()[0] = emb->id();
-    Tensor noise = *Tensor::empty(DType::kF32, Shape{cfg.action_horizon, cfg.max_action_dim});
-    std::mt19937 rng(3);
-    std::normal_distribution<float> nd;
-    for (std::int64_t i = 0; i < noise.numel(); ++i) noise.data<float>()[i] = nd(rng);
     auto features = device_tensor(DType::kF32, Shape{L, cfg.backbone_embedding_dim}, owned);
     if (!features) return fail(features.status());
 
@@ -225,8 +184,8 @@ int main(int argc, char** argv) {
           return fail(s);
         }
       }
-      if (Status s = (*bb)->bind("input_ids", ids_t); !s.is_ok()) return fail(s);
-      if (Status s = (*bb)->bind("attention_mask", mask_t); !s.is_ok()) return fail(s);
+      if (Status s = (*bb)->bind("input_ids", in->ids); !s.is_ok()) return fail(s);
+      if (Status s = (*bb)->bind("attention_mask", in->mask); !s.is_ok()) return fail(s);
       if (Status s = (*bb)->bind("backbone_features", *features); !s.is_ok()) return fail(s);
       if (Status s = (*bb)->run({}); !s.is_ok()) return fail(s);
       if (split) cudaDeviceSynchronize();
@@ -237,9 +196,9 @@ int main(int argc, char** argv) {
         if (!out) return fail(out.status());
         if (Status s = (*head)->bind(name, *out); !s.is_ok()) return fail(s);
       }
-      if (Status s = (*head)->bind("state", state); !s.is_ok()) return fail(s);
-      if (Status s = (*head)->bind("embodiment_id", eid); !s.is_ok()) return fail(s);
-      if (Status s = (*head)->bind("noise", noise); !s.is_ok()) return fail(s);
+      if (Status s = (*head)->bind("state", in->state); !s.is_ok()) return fail(s);
+      if (Status s = (*head)->bind("embodiment_id", in->embodiment_id); !s.is_ok()) return fail(s);
+      if (Status s = (*head)->bind("noise", in->noise); !s.is_ok()) return fail(s);
       if (Status s = (*head)->run(backends::RunOptions{n_steps}); !s.is_ok()) return fail(s);
       const double head_ms = ms_since(t1);
       const double e2e_ms = ms_since(t0);
