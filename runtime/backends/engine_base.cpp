@@ -64,6 +64,24 @@ int EngineBase::output_index(std::string_view name) const {
   return -1;
 }
 
+Expected<int> EngineBase::input_slot(std::string_view name) const {
+  const int i = input_index(name);
+  if (i < 0) {
+    return internal_error(backend_ + " " + family_ + " " + stage_ + ": the family's stage spec declares no input '" +
+                          std::string(name) + "' for the engine to bind");
+  }
+  return i;
+}
+
+Expected<int> EngineBase::output_slot(std::string_view name) const {
+  const int i = output_index(name);
+  if (i < 0) {
+    return internal_error(backend_ + " " + family_ + " " + stage_ + ": the family's stage spec declares no output '" +
+                          std::string(name) + "' for the engine to fill");
+  }
+  return i;
+}
+
 Status EngineBase::bind(std::string_view name, const Tensor& tensor) {
   in_bound_.resize(inputs_.size());
   out_bound_.resize(outputs_.size());

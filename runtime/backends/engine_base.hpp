@@ -30,6 +30,10 @@ class EngineBase : public Engine {
   // Index of a spec by name, or -1.
   int input_index(std::string_view name) const;
   int output_index(std::string_view name) const;
+  // The same, or an internal error naming the tensor: the engine binds one that its family's
+  // stage spec does not declare (engine and family out of step).
+  Expected<int> input_slot(std::string_view name) const;
+  Expected<int> output_slot(std::string_view name) const;
   const Tensor* bound_input(int index) const;
   const Tensor* bound_output(int index) const;
   // Every input slot's bound tensor (null where none is bound), in spec order.

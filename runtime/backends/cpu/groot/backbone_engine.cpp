@@ -96,18 +96,13 @@ Status GrootBackboneEngine::allocate(const mg::Checkpoint& ck) {
     if (i < 0) break;
     in_images_.push_back(i);
   }
-  in_ids_ = input_index("input_ids");
-  in_mask_ = input_index("attention_mask");
-  out_features_ = output_index("backbone_features");
-  out_mask_ = output_index("attention_mask");
-  out_image_mask_ = output_index("image_mask");
-  out_embeds_ = output_index("image_embeds");
-  if (in_images_.empty() || in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 ||
-      out_image_mask_ < 0 || out_embeds_ < 0) {
-    return internal_error(
-        "groot backbone (cpu): the family's backbone spec lacks image.0, input_ids, "
-        "attention_mask, backbone_features, image_mask or image_embeds");
-  }
+  EDGEVLA_ASSIGN_OR_RETURN(in_ids_, input_slot("input_ids"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_mask_, input_slot("attention_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_features_, output_slot("backbone_features"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_mask_, output_slot("attention_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_image_mask_, output_slot("image_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_embeds_, output_slot("image_embeds"));
+  if (in_images_.empty()) return internal_error("groot backbone (cpu): the family's backbone spec declares no image.0");
   const Shape& img = inputs_[static_cast<std::size_t>(in_images_[0])].max_shape;
   max_edge_ = std::max(img[1], img[2]);
   const int views = static_cast<int>(in_images_.size());

@@ -86,12 +86,12 @@ Status ActionHeadEngine::allocate() {
   const std::int64_t P = cfg_.prefix_len(), L = cfg_.expert.depth, A = cfg_.action_dim;
   const std::int64_t Hz = cfg_.action_horizon, S = cfg_.suffix_len(), E = cfg_.expert.width;
   const std::int64_t H = cfg_.expert.num_heads, K = cfg_.expert.num_kv_heads, h = cfg_.expert.head_dim;
-  in_kv_ = input_index("kv");
-  in_mask_ = input_index("mask");
-  in_state_ = input_index("state");
-  in_noise_ = input_index("noise");
-  out_actions_ = output_index("actions");
-  out_velocities_ = output_index("velocities");
+  EDGEVLA_ASSIGN_OR_RETURN(in_kv_, input_slot("kv"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_mask_, input_slot("mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_state_, input_slot("state"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_noise_, input_slot("noise"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_actions_, output_slot("actions"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_velocities_, output_slot("velocities"));
   outputs_[static_cast<std::size_t>(out_velocities_)].max_shape = Shape{max_steps_, Hz, A};
 
   pk_ptr_.resize(static_cast<std::size_t>(L));

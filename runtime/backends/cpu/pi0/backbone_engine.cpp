@@ -81,12 +81,15 @@ Status BackboneEngine::allocate() {
   const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth;
   const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim;
 
-  for (const auto& cam : cfg_.cameras) in_images_.push_back(input_index("image." + cam));
-  in_tokens_ = input_index("tokens");
-  in_token_mask_ = input_index("token_mask");
-  out_kv_ = output_index("kv");
-  out_mask_ = output_index("mask");
-  out_vision_ = output_index("vision_embeddings");
+  for (const auto& cam : cfg_.cameras) {
+    EDGEVLA_ASSIGN_OR_RETURN(const int i, input_slot("image." + cam));
+    in_images_.push_back(i);
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(in_tokens_, input_slot("tokens"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_token_mask_, input_slot("token_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_kv_, output_slot("kv"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_mask_, output_slot("mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_vision_, output_slot("vision_embeddings"));
 
   const std::int64_t M = C * N, Dv = v.width, pp = 3LL * v.patch_size * v.patch_size;
   patches_.reserve(M * pp);

@@ -38,20 +38,14 @@ Status ActionHeadEngine::load_category(const mg::Checkpoint& ck, const std::stri
 }
 
 Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
-  in_features_ = input_index("backbone_features");
-  in_mask_ = input_index("attention_mask");
-  in_image_ = input_index("image_mask");
-  in_state_ = input_index("state");
-  in_embodiment_ = input_index("embodiment_id");
-  in_noise_ = input_index("noise");
-  out_actions_ = output_index("actions");
-  out_velocities_ = output_index("velocities");
-  for (int i : {in_features_, in_mask_, in_image_, in_state_, in_embodiment_, in_noise_,
-                out_actions_, out_velocities_}) {
-    if (i < 0)
-      return internal_error(
-          "groot action_head (cuda): the family's stage spec lacks a tensor the engine binds");
-  }
+  EDGEVLA_ASSIGN_OR_RETURN(in_features_, input_slot("backbone_features"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_mask_, input_slot("attention_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_image_, input_slot("image_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_state_, input_slot("state"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_embodiment_, input_slot("embodiment_id"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_noise_, input_slot("noise"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_actions_, output_slot("actions"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_velocities_, output_slot("velocities"));
   const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, Sd = cfg_.max_state_dim;
   const std::int64_t W = cfg_.backbone_embedding_dim, hs = cfg_.hidden_size, F = cfg_.ff_dim();
   E_ = cfg_.input_embedding_dim;

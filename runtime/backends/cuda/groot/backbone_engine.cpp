@@ -132,20 +132,18 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
     if (i < 0) break;
     in_images_.push_back(i);
   }
-  in_ids_ = input_index("input_ids");
-  in_mask_ = input_index("attention_mask");
-  out_features_ = output_index("backbone_features");
-  out_mask_ = output_index("attention_mask");
+  EDGEVLA_ASSIGN_OR_RETURN(in_ids_, input_slot("input_ids"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_mask_, input_slot("attention_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_features_, output_slot("backbone_features"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_mask_, output_slot("attention_mask"));
   // Bound on this device, the features stay there (no host round trip): an action head on the same
   // device reads them in place, one in another process maps the block.
-  if (out_features_ >= 0) outputs_[static_cast<std::size_t>(out_features_)].device = Device::cuda(info_.index);
-  out_image_mask_ = output_index("image_mask");
-  out_embeds_ = output_index("image_embeds");
-  if (in_images_.empty() || in_images_.size() > static_cast<std::size_t>(mg::kMaxViews) ||
-      in_ids_ < 0 || in_mask_ < 0 || out_features_ < 0 || out_mask_ < 0 || out_image_mask_ < 0 ||
-      out_embeds_ < 0) {
-    return internal_error(
-        "groot backbone (cuda): the family's backbone spec lacks a tensor the engine binds");
+  outputs_[static_cast<std::size_t>(out_features_)].device = Device::cuda(info_.index);
+  EDGEVLA_ASSIGN_OR_RETURN(out_image_mask_, output_slot("image_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_embeds_, output_slot("image_embeds"));
+  if (in_images_.empty() || in_images_.size() > static_cast<std::size_t>(mg::kMaxViews)) {
+    return internal_error("groot backbone (cuda): the family's backbone spec declares " +
+                          std::to_string(in_images_.size()) + " views, not 1 to " + std::to_string(mg::kMaxViews));
   }
   const auto& v = cfg_.vision;
   const auto& t = cfg_.text;

@@ -81,10 +81,13 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   const std::int64_t T = cfg_.token_len(), P = cfg_.prefix_len(), Dv = v.width, Fv = v.mlp_dim;
   const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth, F = cfg_.vlm.mlp_dim;
   const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim;
-  for (const auto& cam : cfg_.cameras) in_images_.push_back(input_index("image." + cam));
-  in_tokens_ = input_index("tokens");
-  in_token_mask_ = input_index("token_mask");
-  out_kv_ = output_index("kv");
+  for (const auto& cam : cfg_.cameras) {
+    EDGEVLA_ASSIGN_OR_RETURN(const int i, input_slot("image." + cam));
+    in_images_.push_back(i);
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(in_tokens_, input_slot("tokens"));
+  EDGEVLA_ASSIGN_OR_RETURN(in_token_mask_, input_slot("token_mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_kv_, output_slot("kv"));
   // The cache is handed over in the compute dtype (bf16: half the bytes to move); a caller may
   // bind an f32 tensor instead (diagnostics, a consumer that wants f32).
   // Bound on this device at the model's full size [L, 2, P, K, h] in the compute dtype, the cache
@@ -94,8 +97,8 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   kv_spec.dtype = act_;
   kv_spec.accepts = {DType::kF32, DType::kBF16};
   kv_spec.device = Device::cuda(info_.index);
-  out_mask_ = output_index("mask");
-  out_vision_ = output_index("vision_embeddings");
+  EDGEVLA_ASSIGN_OR_RETURN(out_mask_, output_slot("mask"));
+  EDGEVLA_ASSIGN_OR_RETURN(out_vision_, output_slot("vision_embeddings"));
 
   // The checkpoint's tensors (views of the mapping) and their device plan.
   EDGEVLA_ASSIGN_OR_RETURN(cpu::VisionWeights vw, cpu::load_vision(ck));
