@@ -17,7 +17,6 @@
 #include <limits>
 #include <random>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -196,13 +195,6 @@ class Problem {
 
   void reset_output() {
     upload(out_dev_.get(), std::vector<float>(static_cast<std::size_t>(out_elems_), kSentinel));
-  }
-
-  // The output as floats (bf16 widened exactly).
-  std::vector<float> output() const {
-    std::vector<float> out(static_cast<std::size_t>(out_elems_));
-    if (!download(out)) out.clear();
-    return out;
   }
 
   // Output against the reference for block-a length a_len.
@@ -547,103 +539,6 @@ TEST(CudaAttention, GraphReplayFollowsALen) {
       cudaStreamDestroy(stream);
     }
   }
-}
-
-// Where its blocks are one wave of two-key-group blocks, the bf16 kernel merges its key shares
-// itself, after a barrier among each row tile's blocks. The combine kernel runs the same
-// arithmetic in the same order, so the two give the same bits.
-std::vector<Case> merge_cases() {
-  std::vector<Case> v = {action_expert(50, 968, false), action_expert(51, 833, true), action_expert(50, 300, false)};
-  Case c64{.name = "rows 50 group 8 h 64", .rows = 50, .heads = 8, .kv_heads = 1, .h = 64};
-  c64.a_max = 968, c64.a_len = 700, c64.b_len = 50;
-  v.push_back(c64);
-  Case c128{.name = "rows 50 group 4 h 128 kv 2", .rows = 50, .heads = 8, .kv_heads = 2, .h = 128};
-  c128.a_max = 968, c128.a_len = 968, c128.b_len = 50;
-  v.push_back(c128);
-  return v;
-}
-
-TEST(CudaAttention, SharesMergedInTheKernelEqualTheCombineKernel) {
-  EDGEVLA_SKIP_WITHOUT_DEVICE();
-  int merged = 0;
-  for (const Case& c : merge_cases()) {
-    Problem p(c, DType::kBF16);
-    ASSERT_TRUE(p.ready()) << c.name;
-    const bool in_kernel = attention_merges_in_kernel(p.args());
-    merged += in_kernel ? 1 : 0;
-    ASSERT_TRUE(attention(nullptr, p.args()).is_ok()) << c.name;
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << c.name;
-    const std::vector<float> own = p.output();
-    expect_close(p.compare(c.a_len), DType::kBF16, c.name + " (merged in the kernel)");
-    AttentionArgs with_combine = p.args();
-    with_combine.combine_kernel = true;
-    EXPECT_FALSE(attention_merges_in_kernel(with_combine));
-    p.reset_output();
-    ASSERT_TRUE(attention(nullptr, with_combine).is_ok()) << c.name;
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << c.name;
-    const std::vector<float> combined = p.output();
-    ASSERT_EQ(own.size(), combined.size());
-    ASSERT_FALSE(own.empty());
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < own.size(); ++i) differ += std::memcmp(&own[i], &combined[i], sizeof(float)) != 0;
-    EXPECT_EQ(differ, 0u) << c.name << (in_kernel ? " (merged in the kernel)" : " (combine kernel both times)");
-    std::printf("  %-44s merged %s, %zu of %zu outputs differ from the combine kernel's\n", c.name.c_str(),
-                in_kernel ? "in the kernel" : "by the combine kernel", differ, own.size());
-  }
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  // The action expert's 7 row tiles split into at least two shares each on a device of 14 or more
-  // multiprocessors (Orin and larger).
-  if (sms >= 14) {
-    EXPECT_GT(merged, 0) << "no case merged in the kernel on a device of " << sms << " multiprocessors";
-  }
-}
-
-// The barrier words of a scratch are left ready by every call: two shapes of different row-tile
-// and share counts share one scratch, captured in one graph (A, B, A) and replayed 200 times;
-// each replay's outputs are the combine kernel's.
-TEST(CudaAttention, InKernelMergeAcrossReplaysAndSharedScratch) {
-  EDGEVLA_SKIP_WITHOUT_DEVICE();
-  const std::vector<Case> cases = merge_cases();
-  Problem a(cases[0], DType::kBF16), b(cases[4], DType::kBF16);
-  ASSERT_TRUE(a.ready() && b.ready());
-  const std::size_t bytes = std::max(a.args().scratch_bytes, b.args().scratch_bytes);
-  ASSERT_GT(bytes, 0u);
-  DeviceBuffer shared(bytes);
-  ASSERT_NE(shared.get(), nullptr);
-  AttentionArgs args_a = a.args(), args_b = b.args();
-  args_a.scratch = args_b.scratch = shared.get();
-  args_a.scratch_bytes = args_b.scratch_bytes = bytes;
-  // What the combine kernel gives for each.
-  std::vector<float> want_a, want_b;
-  for (auto [p, args, want] : {std::tuple{&a, args_a, &want_a}, std::tuple{&b, args_b, &want_b}}) {
-    AttentionArgs c = args;
-    c.combine_kernel = true;
-    ASSERT_TRUE(attention(nullptr, c).is_ok());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    *want = p->output();
-    p->reset_output();
-  }
-  std::printf("  in the kernel: %s %d, %s %d\n", cases[0].name.c_str(), attention_merges_in_kernel(args_a) ? 1 : 0,
-              cases[4].name.c_str(), attention_merges_in_kernel(args_b) ? 1 : 0);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  const bool ok = attention(stream, args_a).is_ok() && attention(stream, args_b).is_ok() &&
-                  attention(stream, args_a).is_ok();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  ASSERT_TRUE(ok);
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int i = 0; i < 200; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  EXPECT_EQ(a.output(), want_a);
-  EXPECT_EQ(b.output(), want_b);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 }
 
 TEST(CudaAttention, RejectsBadArguments) {

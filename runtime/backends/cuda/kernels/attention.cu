@@ -25,12 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
-#include <string_view>
-#include <utility>
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -85,7 +80,6 @@ struct Params {
   float* part_o;   // [splits][batch · kv_heads][m_rows][h]
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
   bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
-  int merge_slot;   // >= 0: the bf16 kernel merges its shares itself (attention_combine.cuh)
 };
 
 // Device helpers ----------------------------------------------------------------------------
@@ -136,7 +130,6 @@ struct Bf16Tile {
 };
 
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
-#include "runtime/backends/cuda/kernels/attention_combine.cuh"
 
 template <int HD, int BK, int KG>
 __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
@@ -261,16 +254,6 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
   }
 
   finish_rows<HD, KG>(p, o, row_max, row_sum, reinterpret_cast<float*>(smem), kg, b, g, bg, my_m, lane);
-  if constexpr (KG == 2) {
-    if (p.merge_slot >= 0) {
-      shares_barrier(p);
-      if (HD <= kMergeWideHd || p.splits <= kMergeNarrowShares) {
-        merge_tile<bf16, kMergeNarrowShares>(p, bg, m0, kThreads * KG);
-      } else {
-        merge_tile<bf16, kMergeMaxShares>(p, bg, m0, kThreads * KG);
-      }
-    }
-  }
 }
 
 // f32 kernel ----------------------------------------------------------------------------------
@@ -408,6 +391,8 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
   }
 }
 
+#include "runtime/backends/cuda/kernels/attention_combine.cuh"
+
 // Host side -------------------------------------------------------------------------------------
 
 
@@ -468,10 +453,8 @@ struct Plan {
 
 // What the plan needs of the device: its multiprocessors and the shared memory a block may have.
 struct DeviceLimits {
-  int device = 0;
   int sms = 0;
   int smem_per_block = 0;  // opt-in maximum, bytes
-  int cooperative = 0;     // cooperative launches supported
 };
 
 Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scratch_bytes) {
@@ -517,65 +500,12 @@ Status device_limits(DeviceLimits& limits) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return cuda_error(err, "cudaGetDevice");
-  limits.device = dev;
   err = cudaDeviceGetAttribute(&limits.sms, cudaDevAttrMultiProcessorCount, dev);
   if (err == cudaSuccess) {
     err = cudaDeviceGetAttribute(&limits.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
   }
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.cooperative, cudaDevAttrCooperativeLaunch, dev);
   if (err != cudaSuccess) return cuda_error(err, "cudaDeviceGetAttribute");
   return Status::ok();
-}
-
-// How a bf16 call whose blocks fit one wave merges its shares: inside the attention kernel,
-// launched cooperatively (the default), or by the combine kernel (EDGEVLA_ATTN_MERGE=0, and
-// always with chained launches, where a kernel may start before the one ahead ends). "plain"
-// merges inside the kernel without the cooperative launch, to measure what that costs: the
-// plan alone keeps the blocks within one wave, but a kernel of another stream can then hold
-// multiprocessors that a waiting block's partners need, so it is for benchmarks only.
-enum class MergeMode { kCombineKernel, kInKernel, kInKernelPlain };
-
-MergeMode merge_mode() {
-  static const MergeMode mode = [] {
-    const char* v = std::getenv("EDGEVLA_ATTN_MERGE");
-    if (v == nullptr) return MergeMode::kInKernel;
-    const std::string_view s(v);
-    if (s == "0") return MergeMode::kCombineKernel;
-    if (s == "plain") return MergeMode::kInKernelPlain;
-    return MergeMode::kInKernel;
-  }();
-  return mode;
-}
-
-// The first barrier word of the slots given to `scratch` on the current device (one pair of
-// words per row tile, kMergeSlotTiles tiles), or -1 when every slot is taken. A scratch buffer
-// keeps its slots for the life of the process: calls that share a scratch are ordered on one
-// stream (their partials would collide otherwise), so they may share its barrier words, and a
-// buffer freed and allocated again at the same address finds its words as the last call left
-// them (ready).
-int merge_slot_for(int device, const void* scratch) {
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, int> given;
-  static std::map<int, int> count;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(device, scratch);
-  if (const auto it = given.find(key); it != given.end()) return it->second;
-  int& n = count[device];
-  if (n >= kMergeScratches) return -1;
-  const int slot = n++ * kMergeSlotTiles * 2;
-  given.emplace(key, slot);
-  return slot;
-}
-
-// The shares merged inside the kernel where its blocks are one wave of two-group blocks (the
-// plan gives two groups only then) and nothing chains onto the kernel ahead.
-bool merges_in_kernel(const AttentionArgs& args, const Plan& pl, const DeviceLimits& dev) {
-  const MergeMode mode = merge_mode();
-  const int most = args.h > kMergeWideHd ? kMergeMaxShares : kMergeNarrowShares;
-  return args.act == DType::kBF16 && pl.splits > 1 && pl.splits <= most && pl.key_groups == 2 &&
-         pl.row_tiles * args.batch * args.kv_heads <= kMergeSlotTiles && mode != MergeMode::kCombineKernel &&
-         !args.combine_kernel && !dependent_launch_active() &&
-         (dev.cooperative != 0 || mode == MergeMode::kInKernelPlain);
 }
 
 Status validate(const AttentionArgs& a) {
@@ -620,14 +550,6 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args) {
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
 }
 
-bool attention_merges_in_kernel(const AttentionArgs& args) {
-  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
-  DeviceLimits dev;
-  if (!device_limits(dev).is_ok()) return false;
-  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
-  return merges_in_kernel(args, pl, dev);
-}
-
 Status attention(cudaStream_t stream, const AttentionArgs& args) {
   EDGEVLA_RETURN_IF_ERROR(validate(args));
   if (args.batch == 0 || args.rows == 0) return Status::ok();
@@ -670,8 +592,6 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     p.part_o = static_cast<float*>(args.scratch);
     p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;
   }
-  const MergeMode mode = merge_mode();
-  p.merge_slot = merges_in_kernel(args, pl, dev) ? merge_slot_for(dev.device, args.scratch) : -1;
 
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
@@ -686,22 +606,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     }
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    if (p.merge_slot >= 0 && mode == MergeMode::kInKernel) {
-      // Cooperative: every block resident at once, whatever else the device runs.
-      cudaLaunchAttribute coop{};
-      coop.id = cudaLaunchAttributeCooperative;
-      coop.val.cooperative = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = grid;
-      config.blockDim = dim3(kThreads * pl.key_groups);
-      config.dynamicSmemBytes = static_cast<std::size_t>(v.smem);
-      config.stream = stream;
-      config.attrs = &coop;
-      config.numAttrs = 1;
-      err = cudaLaunchKernelExC(&config, v.fn, kargs);
-    } else {
-      err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
-    }
+    err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));
@@ -712,7 +617,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }
-  if (pl.splits > 1 && p.merge_slot < 0) {
+  if (pl.splits > 1) {
     const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
     const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
     if (args.act == DType::kBF16) {

@@ -25,18 +25,13 @@
 //
 // Split keys: when the grid would leave multiprocessors idle (few query rows, many keys: the
 // action expert; Gemma's prefix on a large GPU), the keys are divided among several blocks (at
-// most 12; a walk of 4 key tiles or fewer is never split) whose partial results are then merged.
-// Where the blocks fit one wave with two key groups each, the shares fill that wave; otherwise
-// they aim at two blocks a multiprocessor. The partials live in caller-provided scratch
-// (args.scratch, 16-byte aligned, args.scratch_bytes); attention_scratch_bytes(args) says how
-// much the call would use at most. With less (or none) the call splits only as far as the
-// scratch allows (no scratch: no split), so any size is correct, just slower. The split count
-// depends only on the host-side shapes, a_max and the device, never on *a_len, so a captured
-// graph stays valid for every length.
-// Who merges the shares: in the one-wave case (bf16, two key groups a block) the attention
-// kernel itself, launched cooperatively so that every block is resident, each block merging a
-// part of its row tile after a barrier among the tile's blocks; otherwise, with chained
-// launches, with AttentionArgs::combine_kernel, or with EDGEVLA_ATTN_MERGE=0, a second kernel.
+// most 12; a walk of 4 key tiles or fewer is never split) whose partial results a second kernel
+// combines. Where the blocks fit one wave with two key groups each, the shares fill that wave;
+// otherwise they aim at two blocks a multiprocessor. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
+// args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
+// With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
+// so any size is correct, just slower. The split count depends only on the host-side shapes,
+// a_max and the device, never on *a_len, so a captured graph stays valid for every length.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -78,19 +73,12 @@ struct AttentionArgs {
   // Chained launches (launch.cuh): true when no kernel of the chain writes block a or *a_len
   // (a cached prefix), so the kernel reads them before it waits for the kernel ahead of it.
   bool a_constant = false;
-  // Split keys merged by the separate combine kernel even where the attention kernel would merge
-  // them itself (tests and benchmarks compare the two).
-  bool combine_kernel = false;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its
 // keys); read off the shapes, a_max and the current device's multiprocessor count. The pointers
 // and scratch fields of args are ignored.
 std::size_t attention_scratch_bytes(const AttentionArgs& args);
-
-// Whether the call, on the current device, would merge its key shares inside the attention
-// kernel (see "Who merges the shares" above); false where it does not split its keys.
-bool attention_merges_in_kernel(const AttentionArgs& args);
 
 // Enqueues the attention on `stream`; no allocation, no synchronisation (capturable).
 Status attention(cudaStream_t stream, const AttentionArgs& args);
