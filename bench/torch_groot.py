@@ -111,6 +111,7 @@ import groot_numpy as gn  # noqa: E402
 import image_ref  # noqa: E402
 import safetensors_io  # noqa: E402
 from torch_profile import profile_replays  # noqa: E402
+from torch_timing import capture, cosine, time_fn  # noqa: E402
 
 torch = F = None  # bound by _import_torch()
 
@@ -521,38 +522,9 @@ def sync(model):
     model._sync()
 
 
-def time_fn(model, fn, repeat, warmup):
-    for _ in range(warmup):
-        fn()
-    sync(model)
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync(model)
-        ts.append(1e3 * (time.perf_counter() - t0))
-    return dict(median=round(float(np.median(ts)), 3), p90=round(float(np.percentile(ts, 90)), 3),
-                min=round(float(np.min(ts)), 3))
-
-
-def capture(fn, args, warm=2):
-    """A CUDA graph of fn(*args) (static inputs = args) -> (graph, static outputs)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warm):
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn(*args)
-    torch.cuda.synchronize()
-    return g, out
-
-
-def cosine(a, b):
-    a, b = a.double().flatten(), b.double().flatten()
-    return float((a @ b) / max(float(a.norm() * b.norm()), 1e-300))
+def timed(model, fn, args):
+    """Milliseconds per fn(), as time_fn with the bench's repeat and warm-up counts."""
+    return time_fn(lambda: sync(model), fn, args.repeat, args.warmup)
 
 
 def run_variant(model, name, di, args, profile_as=None):
@@ -562,20 +534,20 @@ def run_variant(model, name, di, args, profile_as=None):
     prep = model.head_prepare(feats, state)
     res = {}
     if name == "eager" or model.dev.type != "cuda":
-        res["e2e_ms"] = time_fn(model, lambda: model.e2e(px, ids, state, noise), args.repeat, args.warmup)
-        res["backbone_ms"] = time_fn(model, lambda: model.backbone(px, ids), args.repeat, args.warmup)
-        res["head_ms"] = time_fn(model, lambda: model.head(feats, state, noise), args.repeat, args.warmup)
-        res["head_steps_ms"] = time_fn(model, lambda: model.head_steps(noise, *prep), args.repeat, args.warmup)
+        res["e2e_ms"] = timed(model, lambda: model.e2e(px, ids, state, noise), args)
+        res["backbone_ms"] = timed(model, lambda: model.backbone(px, ids), args)
+        res["head_ms"] = timed(model, lambda: model.head(feats, state, noise), args)
+        res["head_steps_ms"] = timed(model, lambda: model.head_steps(noise, *prep), args)
         actions = model.e2e(px, ids, state, noise)[0]
     else:
-        g_e2e, out = capture(model.e2e, (px, ids, state, noise))
-        g_bb, bb_out = capture(model.backbone, (px, ids))
-        g_head, _ = capture(model.head, (bb_out, state, noise))
-        g_steps, _ = capture(model.head_steps, (noise,) + tuple(prep))
-        res["e2e_ms"] = time_fn(model, g_e2e.replay, args.repeat, args.warmup)
-        res["backbone_ms"] = time_fn(model, g_bb.replay, args.repeat, args.warmup)
-        res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
-        res["head_steps_ms"] = time_fn(model, g_steps.replay, args.repeat, args.warmup)
+        g_e2e, out = capture(torch, model.e2e, (px, ids, state, noise))
+        g_bb, bb_out = capture(torch, model.backbone, (px, ids))
+        g_head, _ = capture(torch, model.head, (bb_out, state, noise))
+        g_steps, _ = capture(torch, model.head_steps, (noise,) + tuple(prep))
+        res["e2e_ms"] = timed(model, g_e2e.replay, args)
+        res["backbone_ms"] = timed(model, g_bb.replay, args)
+        res["head_ms"] = timed(model, g_head.replay, args)
+        res["head_steps_ms"] = timed(model, g_steps.replay, args)
         if getattr(args, "profile_ranges", False):
             profile_replays(torch, lambda: sync(model), profile_as or name,
                             [("backbone", g_bb), ("head", g_head), ("head_steps", g_steps)])

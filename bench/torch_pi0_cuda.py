@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_profile import profile_replays  # noqa: E402
+from torch_timing import capture, cosine, time_fn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import safetensors_io  # noqa: E402
@@ -490,38 +491,9 @@ def sync(model):
         torch.cuda.synchronize()
 
 
-def time_fn(model, fn, repeat, warmup):
-    for _ in range(warmup):
-        fn()
-    sync(model)
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync(model)
-        ts.append(1e3 * (time.perf_counter() - t0))
-    return dict(median=round(float(np.median(ts)), 3), p90=round(float(np.percentile(ts, 90)), 3),
-                min=round(float(np.min(ts)), 3))
-
-
-def capture(fn, args, warm=2):
-    """A CUDA graph of fn(*args) (static inputs = args); -> (graph, static outputs)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warm):
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn(*args)
-    torch.cuda.synchronize()
-    return g, out
-
-
-def cosine(a, b):
-    a, b = a.double().flatten(), b.double().flatten()
-    return float((a @ b) / max(float(a.norm() * b.norm()), 1e-300))
+def timed(model, fn, args):
+    """Milliseconds per fn(), as time_fn with the bench's repeat and warm-up counts."""
+    return time_fn(lambda: sync(model), fn, args.repeat, args.warmup)
 
 
 def run_variant(model, name, di, args, bb_fn, head_fn):
@@ -535,17 +507,17 @@ def run_variant(model, name, di, args, bb_fn, head_fn):
     res = {}
     if name == "eager":
         kp, vp, _ = bb_fn(images, ids)
-        res["e2e_ms"] = time_fn(model, lambda: e2e(images, ids, noise, state), args.repeat, args.warmup)
-        res["backbone_ms"] = time_fn(model, lambda: bb_fn(images, ids), args.repeat, args.warmup)
-        res["head_ms"] = time_fn(model, lambda: head_fn(kp, vp, noise, state), args.repeat, args.warmup)
+        res["e2e_ms"] = timed(model, lambda: e2e(images, ids, noise, state), args)
+        res["backbone_ms"] = timed(model, lambda: bb_fn(images, ids), args)
+        res["head_ms"] = timed(model, lambda: head_fn(kp, vp, noise, state), args)
         actions = e2e(images, ids, noise, state)[0]
     else:
-        g_bb, bb_out = capture(bb_fn, (images, ids))
-        g_head, _ = capture(head_fn, (bb_out[0], bb_out[1], noise, state))
-        g_e2e, e2e_out = capture(e2e, (images, ids, noise, state))
-        res["e2e_ms"] = time_fn(model, g_e2e.replay, args.repeat, args.warmup)
-        res["backbone_ms"] = time_fn(model, g_bb.replay, args.repeat, args.warmup)
-        res["head_ms"] = time_fn(model, g_head.replay, args.repeat, args.warmup)
+        g_bb, bb_out = capture(torch, bb_fn, (images, ids))
+        g_head, _ = capture(torch, head_fn, (bb_out[0], bb_out[1], noise, state))
+        g_e2e, e2e_out = capture(torch, e2e, (images, ids, noise, state))
+        res["e2e_ms"] = timed(model, g_e2e.replay, args)
+        res["backbone_ms"] = timed(model, g_bb.replay, args)
+        res["head_ms"] = timed(model, g_head.replay, args)
         if args.profile_ranges:
             profile_replays(torch, lambda: sync(model), name, [("backbone", g_bb), ("head", g_head)])
         g_e2e.replay()
