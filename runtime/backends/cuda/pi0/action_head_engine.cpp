@@ -2,9 +2,6 @@
 // CUDA graph, and the run (the class and what it holds: action_head_engine.hpp).
 #include "runtime/backends/cuda/pi0/action_head_engine.hpp"
 
-#include <algorithm>
-#include <cstdlib>
-
 namespace edgevla::backends::cuda::pi0 {
 
 Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
@@ -77,14 +74,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(qkv_, bytes_of(act_, S * Q));
   buf(o_, bytes_of(act_, S * H * h));
   buf(gu_, bytes_of(act_, S * 2 * F));
-  // The chained gate|up GEMM may leave two f32 k parts (plan_chain): bf16, asked for only. So
-  // may Blas's, where EDGEVLA_CUDA_GATE_UP_PARTS asks for it.
-  if (const char* gp = std::getenv("EDGEVLA_CUDA_GATE_UP_PARTS"); gp != nullptr && act_ == DType::kBF16) {
-    gate_up_blas_parts_ = std::clamp(std::atoi(gp), 1, 4);
-  }
-  if (act_ == DType::kBF16 && (chain_asked() || gate_up_blas_parts_ > 1)) {
-    buf(gu_parts_, bytes_of(DType::kF32, std::max(kGateUpParts, gate_up_blas_parts_) * S * 2 * F));
-  }
+  // The chained gate|up GEMM may leave two f32 k parts (plan_chain): bf16, asked for only.
+  if (act_ == DType::kBF16 && chain_asked()) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
@@ -297,14 +288,13 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     }
     // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
     const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
-    const int gu_most = gu_chained ? gate_up_parts(w) : w.gate_up.bias == nullptr ? gate_up_blas_parts_ : 1;
-    void* gu = gu_most > 1 ? static_cast<void*>(gu_parts_) : gu_;
-    EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F, gu_most));
+    void* gu = gu_chained ? static_cast<void*>(gu_parts_) : gu_;
+    EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F,
+                                                      gu_chained ? gate_up_parts(w) : 1));
     int count = 0;
     {
       const DependentLaunchScope narrow(narrow_chain(kChainDown));
-      // Blas's parts are f32 even when it keeps k whole; the chained GEMM's single part is bf16.
-      if (gp == 1 && (gu_chained || gu_most == 1)) {
+      if (gp == 1) {
         EDGEVLA_RETURN_IF_ERROR(geglu(s, gu, S, F, g_, act_));
       } else {
         EDGEVLA_RETURN_IF_ERROR(geglu_parts(s, gu_parts_, gp, S * 2 * F, S, F, g_, act_));

@@ -123,9 +123,6 @@ class ActionHeadEngine final : public CudaEngine {
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
-  // Blas may split the gate|up GEMM's k into up to this many f32 parts that the GeGLU sums
-  // (EDGEVLA_CUDA_GATE_UP_PARTS=2|4; default 1, the GEMM writes bf16): to compare.
-  int gate_up_blas_parts_ = 1;
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
   // none, the same kernels launched plainly ("0", to compare).
