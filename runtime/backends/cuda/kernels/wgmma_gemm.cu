@@ -1,0 +1,254 @@
+// Few-rows GEMM on warpgroup multiplies (contract in wgmma_gemm.hpp).
+//
+// Block: 64 output features × all rows (≤ 56), 160 threads. Warps 0-3 are the consumer warpgroup:
+// per stage, four wgmma.m64n56k16 (k 16 each) with both operands in shared memory, K-major, in
+// core-matrix order without swizzle (leading offset 128 bytes: the next core matrix along k;
+// stride offset 1024 bytes: the next 8 rows of a 64-column tile). Warp 4 is the producer: its
+// lane 0 starts the stage's weight tile (one 8 KB bulk copy, counted on the stage's full
+// barrier in bytes), then all 32 lanes copy A's 56 × 64 slice into core-matrix order with plain
+// loads and stores (zeros past row m), make those stores visible to the async proxy and arrive.
+// A consumer releases a stage (empty barrier) once the multiplies that read it are done.
+// Accumulator layout (m64nNk16, f32): warp w's thread holds, for each 8 columns j, rows
+// 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
+// columns the activation rows.
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
+#include "runtime/backends/cuda/kernels/ptx.cuh"
+
+namespace edgevla::backends::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kBm = 64;                 // output features a block
+constexpr int kBn = 56;                 // rows at most
+constexpr int kBk = 64;                 // k a stage
+constexpr int kWTile = kBm * kBk;       // elements
+constexpr int kATile = kBn * kBk;
+constexpr int kStages = 8;
+constexpr int kThreads = 160;           // the consumer warpgroup and the producer warp
+constexpr int kBarBytes = 256;
+constexpr int kSmem = kBarBytes + kStages * (kWTile + kATile) * static_cast<int>(sizeof(bf16));
+
+// Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
+// is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on).
+__host__ __device__ inline long long source_row(long long nt, int r, long long n, bool geglu) {
+  if (!geglu) return nt * kBm + r;
+  const long long feature = nt * (kBm / 2) + (r / 16) * 8 + (r % 8);
+  return (r % 16) < 8 ? feature : n / 2 + feature;
+}
+
+__global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long long ld, bool geglu, bf16* out) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * k) return;
+  // i walks the output: tile (nt, kb), then its element offset.
+  const long long kbs = k / kBk;
+  const long long tile = i / kWTile;
+  const int e = static_cast<int>(i % kWTile);
+  const int r = (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8;  // the inverse of core_offset
+  const int c = ((e / 64) % (kBk / 8)) * 8 + e % 8;
+  const long long nt = tile / kbs, kb = tile % kbs;
+  out[i] = w[source_row(nt, r, n, geglu) * ld + kb * kBk + c];
+}
+
+struct Params {
+  const bf16* a;
+  const bf16* w;
+  bf16* d;
+  long long lda, ldd;
+  int m, n, k;
+  bool geglu;
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Element (r, c) of a tile with 64 columns in core-matrix order (tile_weight_kernel inverts it).
+__device__ __forceinline__ int core_offset(int r, int c) {
+  return ((r / 8) * (kBk / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8;
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ptx::smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   ptx::smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(ptx::smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ unsigned long long descriptor(const void* tile) {
+  constexpr unsigned kLeading = 128, kStride = kBk * 16;
+  return static_cast<unsigned long long>((ptx::smem_addr(tile) >> 4) & 0x3fff) |
+         (static_cast<unsigned long long>((kLeading >> 4) & 0x3fff) << 16) |
+         (static_cast<unsigned long long>((kStride >> 4) & 0x3fff) << 32);
+}
+__device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long a, unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, %28, %29, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+      : "l"(a), "l"(b));
+}
+#endif
+
+__global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto* full = reinterpret_cast<unsigned long long*>(smem);
+  auto* empty = full + kStages;
+  bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes);
+  bf16* s_a = s_w + kStages * kWTile;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int nt = static_cast<int>(blockIdx.x);
+  const int kbs = p.k / kBk;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 2);   // the weight copy's arrival (with its bytes) and A's
+      ptx::mbar_init(&empty[s], 4);  // one arrival a consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == 4) {
+    const bf16* w = p.w + static_cast<long long>(nt) * kbs * kWTile;
+    for (int kb = 0; kb < kbs; ++kb) {
+      const int s = kb % kStages;
+      if (kb >= kStages) ptx::mbar_wait(&empty[s], ((kb / kStages) - 1) & 1);
+      if (lane == 0) {
+        ptx::mbar_expect_tx(&full[s], kWTile * static_cast<unsigned>(sizeof(bf16)));
+        bulk_copy(s_w + s * kWTile, w + static_cast<long long>(kb) * kWTile, kWTile * sizeof(bf16), &full[s]);
+      }
+      // A's rows × 64 k: 56 × 8 pieces of 16 bytes, all loads of a lane in flight together.
+      constexpr int kPieces = kBn * kBk / 8 / 32;  // 14 a lane
+      uint4 v[kPieces];
+#pragma unroll
+      for (int j = 0; j < kPieces; ++j) {
+        const int i = lane + 32 * j, r = i / 8, c = (i % 8) * 8;
+        v[j] = r < p.m ? *reinterpret_cast<const uint4*>(p.a + r * p.lda + kb * kBk + c) : make_uint4(0, 0, 0, 0);
+      }
+      bf16* dst = s_a + s * kATile;
+#pragma unroll
+      for (int j = 0; j < kPieces; ++j) {
+        const int i = lane + 32 * j;
+        *reinterpret_cast<uint4*>(dst + core_offset(i / 8, (i % 8) * 8)) = v[j];
+      }
+      // The stores above are read by the multiplies (the async proxy).
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&full[s]);
+    }
+    return;
+  }
+
+  float acc[28];
+#pragma unroll
+  for (int i = 0; i < 28; ++i) acc[i] = 0.0f;
+  for (int kb = 0; kb < kbs; ++kb) {
+    const int s = kb % kStages;
+    ptx::mbar_wait(&full[s], (kb / kStages) & 1);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) {
+      wgmma_m64n56(acc, descriptor(s_w + s * kWTile + kk * 128), descriptor(s_a + s * kATile + kk * 128));
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    if (kb > 0 && lane == 0) mbar_arrive(&empty[(kb - 1) % kStages]);
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+  if (p.geglu) {
+    const int f = nt * (kBm / 2) + warp * 8 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = 8 * j + 2 * (lane % 4) + e;
+        const float g = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e]));
+        const float u = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e]));
+        if (row < p.m) p.d[row * p.ldd + f] = __float2bfloat16_rn(ew::gelu_tanh(g) * u);
+      }
+    }
+    return;
+  }
+  const int f = nt * kBm + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+      if (row < p.m) p.d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(acc[4 * j + e]);
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+bool wgmma_gemm_available() {
+#if defined(EDGEVLA_CUDA_SM90A)
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    return false;
+  }
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+bool wgmma_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, WgmmaEpilogue epilogue) {
+  const std::int64_t n_step = epilogue == WgmmaEpilogue::kGeglu ? 2 * kBm : kBm;
+  return m >= 1 && m <= kWgmmaMaxRows && n > 0 && n % n_step == 0 && k > 0 && k % kBk == 0 && n / kBm <= 65535;
+}
+
+std::size_t wgmma_tiled_bytes(std::int64_t n, std::int64_t k) {
+  return static_cast<std::size_t>(n) * static_cast<std::size_t>(k) * sizeof(bf16);
+}
+
+Status wgmma_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld,
+                         WgmmaEpilogue epilogue, void* out) {
+  if (!wgmma_gemm_fits(1, n, k, epilogue) || ld < k || w == nullptr || out == nullptr) {
+    return invalid_argument("wgmma_tile_weight: a weight of " + std::to_string(n) + " × " + std::to_string(k) +
+                            " (row stride " + std::to_string(ld) + ") does not fit the warpgroup GEMM");
+  }
+  const long long total = n * k;
+  tile_weight_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
+      static_cast<const bf16*>(w), n, k, ld, epilogue == WgmmaEpilogue::kGeglu, static_cast<bf16*>(out));
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return internal_error(std::string("wgmma_tile_weight: ") + cudaGetErrorString(err));
+  return Status::ok();
+}
+
+Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
+  if (!wgmma_gemm_fits(args.m, args.n, args.k, args.epilogue)) {
+    return invalid_argument("wgmma_gemm: shape " + std::to_string(args.m) + " × " + std::to_string(args.k) + " → " +
+                            std::to_string(args.n) + " does not fit (rows ≤ 56; n and k multiples of 64)");
+  }
+  const std::int64_t out_n = args.epilogue == WgmmaEpilogue::kGeglu ? args.n / 2 : args.n;
+  if (args.a == nullptr || args.w_tiled == nullptr || args.d == nullptr || args.lda < args.k || args.lda % 8 != 0 ||
+      args.ldd < out_n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
+    return invalid_argument("wgmma_gemm: null pointer, misaligned A, or a row stride shorter than its row");
+  }
+  cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
+  Params p{static_cast<const bf16*>(args.a), static_cast<const bf16*>(args.w_tiled), static_cast<bf16*>(args.d),
+           args.lda, args.ldd, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
+           args.epilogue == WgmmaEpilogue::kGeglu};
+  wgmma_gemm_kernel<<<static_cast<unsigned>(args.n / kBm), kThreads, kSmem, stream>>>(p);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
+  return Status::ok();
+}
+
+}  // namespace edgevla::backends::cuda

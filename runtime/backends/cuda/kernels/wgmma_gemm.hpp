@@ -1,0 +1,60 @@
+// A few-rows GEMM on Hopper's warpgroup multiplies, for the action heads' projections (at most
+// 56 rows): D[m, n] = A[m, k] · Wᵀ, A and W bf16, f32 accumulation, D bf16, optionally with the
+// GeGLU of a fused gate|up projection applied in the epilogue.
+//
+// The weight is laid out once (wgmma_tile_weight) as 64 × 64 tiles in core-matrix order (8 rows ×
+// 16 bytes contiguous), contiguous per (64 output features, 64 k), so that a block's pipeline
+// stage is one 8 KB bulk copy; a block owns 64 output features for all rows: one producer warp
+// streams its weight tiles (and copies A's 56 × 64 slice beside each) through an 8-stage ring,
+// one warpgroup issues wgmma.m64n56k16 on each stage. On an H200 this reads pi0.5's gate|up
+// (16.8 MB) in 6.3 µs against cuBLASLt's 7.0 (bench/results/issue9_h200/run33/call5).
+//
+// kGeglu: W's rows are [gate (n/2); up (n/2)], and the tiling pairs them so that each thread
+// holds a gate and its up for the same feature and row: D[m, n/2] = gelu_tanh(gate) · up, the
+// gate and up rounded to bf16 first (as a bf16 gate|up GEMM followed by the geglu kernel).
+//
+// Only compute capability 9.0 runs it, from code built for sm_90a; wgmma_gemm_available() says
+// whether this build and the current device do. n and k multiples of 64 (kGeglu: n of 128).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/backends/cuda/kernels/common.hpp"
+
+namespace edgevla::backends::cuda {
+
+inline constexpr std::int64_t kWgmmaMaxRows = 56;
+
+enum class WgmmaEpilogue { kNone, kGeglu };
+
+// Whether the build holds sm_90a code for it and the current device is of compute capability 9.0.
+bool wgmma_gemm_available();
+
+// Whether a weight [n, k] (and rows m) fits the kernel's shapes.
+bool wgmma_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, WgmmaEpilogue epilogue);
+
+// Bytes of the tiled copy of a bf16 weight [n, k].
+std::size_t wgmma_tiled_bytes(std::int64_t n, std::int64_t k);
+
+// Lays out the row-major bf16 weight w [n, k] (row stride ld elements) for the kernel into `out`
+// (wgmma_tiled_bytes, 16-byte aligned), on `stream`.
+Status wgmma_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld,
+                         WgmmaEpilogue epilogue, void* out);
+
+struct WgmmaGemmArgs {
+  const void* a = nullptr;        // bf16 [m, k], row stride lda (a multiple of 8), 16-byte aligned
+  std::int64_t m = 0, k = 0, lda = 0;
+  const void* w_tiled = nullptr;  // wgmma_tile_weight's output for [n, k] and this epilogue
+  std::int64_t n = 0;
+  WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
+  void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]), row stride ldd
+  std::int64_t ldd = 0;
+};
+
+// Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
+Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args);
+
+}  // namespace edgevla::backends::cuda

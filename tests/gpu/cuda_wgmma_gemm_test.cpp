@@ -1,0 +1,137 @@
+// GPU tests of the warpgroup few-rows GEMM (runtime/backends/cuda/kernels/wgmma_gemm.hpp) against
+// a double-precision host product: plain and with the GeGLU epilogue, at the action heads' shapes
+// and odd row counts, a row stride longer than the row, a captured graph replayed, and the
+// shapes it refuses. It runs on compute capability 9.0 only (sm_90a code); elsewhere the tests
+// skip themselves, naming why.
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/gpu/cuda_test_util.hpp"
+
+namespace edgevla::backends::cuda {
+namespace {
+
+class CudaWgmmaGemm : public CudaKernels {
+ protected:
+  void SetUp() override {
+    CudaKernels::SetUp();
+    if (IsSkipped()) return;
+    if (!wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 (sm_90a code) only";
+  }
+
+  // D = A · Wᵀ (or its GeGLU) on the device against the host, rows m, A's row stride lda.
+  void check(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, WgmmaEpilogue epi, std::uint32_t seed) {
+    const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
+                             (epi == WgmmaEpilogue::kGeglu ? " geglu" : "");
+    const auto a = rounded(random_values(static_cast<std::size_t>(m * lda), -2.0f, 2.0f, seed), DType::kBF16);
+    const auto w = rounded(random_values(static_cast<std::size_t>(n * k), -0.1f, 0.1f, seed + 1), DType::kBF16);
+    DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), tiled(wgmma_tiled_bytes(n, k));
+    const std::int64_t out_n = epi == WgmmaEpilogue::kGeglu ? n / 2 : n;
+    DeviceBuffer dd(static_cast<std::size_t>(m * out_n) * 2);
+    ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), n, k, k, epi, tiled.get()));
+    WgmmaGemmArgs g;
+    g.a = da.get(), g.m = m, g.k = k, g.lda = lda;
+    g.w_tiled = tiled.get(), g.n = n, g.epilogue = epi;
+    g.d = dd.get(), g.ldd = out_n;
+    ASSERT_OK(wgmma_gemm(stream_, g));
+    sync();
+    const auto got = dd.download(DType::kBF16, static_cast<std::size_t>(m * out_n));
+    // The host product in double; the GeGLU on the gate and up rounded to bf16, as the kernel does.
+    std::vector<double> prod(static_cast<std::size_t>(m * n));
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t c = 0; c < n; ++c) {
+        double s = 0.0;
+        for (std::int64_t t = 0; t < k; ++t) s += static_cast<double>(a[r * lda + t]) * w[c * k + t];
+        prod[r * n + c] = s;
+      }
+    }
+    std::vector<double> ref(static_cast<std::size_t>(m * out_n));
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t c = 0; c < out_n; ++c) {
+        if (epi == WgmmaEpilogue::kNone) {
+          ref[r * out_n + c] = prod[r * n + c];
+        } else {
+          const double g0 = rounded({static_cast<float>(prod[r * n + c])}, DType::kBF16)[0];
+          const double u0 = rounded({static_cast<float>(prod[r * n + out_n + c])}, DType::kBF16)[0];
+          ref[r * out_n + c] = gelu_ref(g0) * u0;
+        }
+      }
+    }
+    double num = 0.0, den = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      num += (got[i] - ref[i]) * (got[i] - ref[i]);
+      den += ref[i] * ref[i];
+    }
+    const double rel = std::sqrt(num / den);
+    std::printf("  %-40s rel-L2 %.2e\n", what.c_str(), rel);
+    EXPECT_LE(rel, 6e-3) << what;  // the bf16 output's rounding (2^-9 a value) and summation order
+  }
+};
+
+TEST_F(CudaWgmmaGemm, MatchesTheHostProduct) {
+  check(50, 8192, 1024, 1024, WgmmaEpilogue::kNone, 1);   // pi0.5's gate|up
+  check(51, 2560, 1024, 1024, WgmmaEpilogue::kNone, 2);   // pi0's q|k|v rows
+  check(56, 128, 256, 264, WgmmaEpilogue::kNone, 3);      // every row; a longer row stride
+  check(1, 64, 64, 64, WgmmaEpilogue::kNone, 4);          // one row, one tile
+  check(13, 192, 1536, 1536, WgmmaEpilogue::kNone, 5);    // k past the ring (24 stages of 8)
+}
+
+TEST_F(CudaWgmmaGemm, TheGegluEpilogueMatches) {
+  check(50, 8192, 1024, 1024, WgmmaEpilogue::kGeglu, 11);  // pi0.5's gate|up → GeGLU
+  check(7, 256, 128, 136, WgmmaEpilogue::kGeglu, 12);
+}
+
+// Captured once and replayed: the same output every time (no state kept between launches).
+TEST_F(CudaWgmmaGemm, AGraphReplaysBitForBit) {
+  const std::int64_t m = 50, n = 1024, k = 512;
+  DeviceBuffer da(rounded(random_values(m * k, -1.0f, 1.0f, 21), DType::kBF16), DType::kBF16);
+  DeviceBuffer dw(rounded(random_values(n * k, -0.1f, 0.1f, 22), DType::kBF16), DType::kBF16);
+  DeviceBuffer tiled(wgmma_tiled_bytes(n, k)), dd(m * n / 2 * 2);
+  ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), n, k, k, WgmmaEpilogue::kGeglu, tiled.get()));
+  WgmmaGemmArgs g;
+  g.a = da.get(), g.m = m, g.k = k, g.lda = k;
+  g.w_tiled = tiled.get(), g.n = n, g.epilogue = WgmmaEpilogue::kGeglu;
+  g.d = dd.get(), g.ldd = n / 2;
+  ASSERT_OK(wgmma_gemm(stream_, g));
+  sync();
+  const auto first = dd.download(DType::kBF16, m * n / 2);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  const Status st = wgmma_gemm(stream_, g);
+  ASSERT_CUDA(cudaStreamEndCapture(stream_, &graph));
+  ASSERT_OK(st);
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_CUDA(cudaMemsetAsync(dd.get(), 0, m * n / 2 * 2, stream_));
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream_));
+    sync();
+    ASSERT_EQ(dd.download(DType::kBF16, m * n / 2), first) << "replay " << i;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
+  EXPECT_FALSE(wgmma_gemm_fits(57, 64, 64, WgmmaEpilogue::kNone));   // more than 56 rows
+  EXPECT_FALSE(wgmma_gemm_fits(8, 96, 64, WgmmaEpilogue::kNone));    // n not a multiple of 64
+  EXPECT_FALSE(wgmma_gemm_fits(8, 64, 96, WgmmaEpilogue::kNone));    // k not a multiple of 64
+  EXPECT_FALSE(wgmma_gemm_fits(8, 64, 64, WgmmaEpilogue::kGeglu));   // GeGLU: n a multiple of 128
+  EXPECT_TRUE(wgmma_gemm_fits(56, 128, 64, WgmmaEpilogue::kGeglu));
+  DeviceBuffer buf(1 << 16);
+  WgmmaGemmArgs g;
+  g.a = buf.get(), g.m = 57, g.k = 64, g.lda = 64, g.w_tiled = buf.get(), g.n = 64, g.d = buf.get(), g.ldd = 64;
+  const Status st = wgmma_gemm(stream_, g);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("rows"), std::string::npos) << st.to_string();
+  EXPECT_FALSE(wgmma_tile_weight(stream_, buf.get(), 64, 96, 96, WgmmaEpilogue::kNone, buf.get()).is_ok());
+}
+
+}  // namespace
+}  // namespace edgevla::backends::cuda
