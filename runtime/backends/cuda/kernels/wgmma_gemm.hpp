@@ -6,8 +6,15 @@
 // 16 bytes contiguous), contiguous per (64 output features, 64 k), so that a block's pipeline
 // stage is one 8 KB bulk copy; a block owns 64 output features for all rows: one producer warp
 // streams its weight tiles (and copies A's 56 × 64 slice beside each) through an 8-stage ring,
-// one warpgroup issues wgmma.m64n56k16 on each stage. On an H200 this reads pi0.5's gate|up
-// (16.8 MB) in 6.3 µs against cuBLASLt's 7.0 (bench/results/issue9_h200/run33/call5).
+// one warpgroup issues wgmma.m64n56k16 on each stage.
+//
+// Where it stands (bench/results/issue9_h200/run33, notes.md "Run 33"): with A also laid out
+// in tiles and fetched by bulk copies, it read pi0.5's gate|up (16.8 MB) in 6.3 µs against
+// cuBLASLt's 7.0, and with the GeGLU epilogue in 7.25 against 8.1 for GEMM then GeGLU (calls
+// 5-6). Here A is row-major, as the norms write it, and the producer warp copies each stage's
+// slice with loads and stores: a stage then waits for its own L2 round trip, which made pi0.5's
+// head 2.5 ms slower in the engine (call 7). The engines do not use it yet; the next step is
+// A by asynchronous copies (or the norm writing the tiled layout) so that stages overlap again.
 //
 // kGeglu: W's rows are [gate (n/2); up (n/2)], and the tiling pairs them so that each thread
 // holds a gate and its up for the same feature and row: D[m, n/2] = gelu_tanh(gate) · up, the

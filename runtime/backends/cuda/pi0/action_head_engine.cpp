@@ -2,12 +2,6 @@
 // CUDA graph, and the run (the class and what it holds: action_head_engine.hpp).
 #include "runtime/backends/cuda/pi0/action_head_engine.hpp"
 
-#include <algorithm>
-#include <cstdlib>
-#include <string_view>
-
-#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
-
 namespace edgevla::backends::cuda::pi0 {
 
 Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
@@ -83,15 +77,6 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   // The chained gate|up GEMM may leave two f32 k parts (plan_chain): bf16, asked for only.
   if (act_ == DType::kBF16 && chain_asked()) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
-  {
-    const char* wg = std::getenv("EDGEVLA_CUDA_WGMMA");
-    const bool no_bias = std::all_of(tw.layers.begin(), tw.layers.end(), [](const cpu::GemmaLayer& g) {
-      return g.gate.bias.empty() && g.up.bias.empty();
-    });
-    wgmma_gate_up_ = wg != nullptr && std::string_view(wg) == "1" && act_ == DType::kBF16 && !chain_asked() &&
-                     no_bias && wgmma_gemm_available() && wgmma_gemm_fits(S, 2 * F, E, WgmmaEpilogue::kGeglu);
-    if (wgmma_gate_up_) buf(gu_tiled_, static_cast<std::size_t>(L) * wgmma_tiled_bytes(2 * F, E));
-  }
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
   buf(mods_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * (pi05_ ? (2 * L + 1) * 3 * E : E)));
@@ -110,14 +95,6 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
   plan_chain();
-  if (wgmma_gate_up_) {
-    for (std::int64_t l = 0; l < L; ++l) {
-      const DevLinear& gu = layers_[static_cast<std::size_t>(l)].gate_up;
-      EDGEVLA_RETURN_IF_ERROR(wgmma_tile_weight(stream_.get(), gu.w, 2 * F, E, gu.ld, WgmmaEpilogue::kGeglu,
-                                                gu_tiled_ + static_cast<std::size_t>(l) * wgmma_tiled_bytes(2 * F, E)));
-    }
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  }
   if (fused_) {
     std::vector<FusedExpertLayer> table(layers_.size());
     for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -309,22 +286,13 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
+    // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
+    const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
+    void* gu = gu_chained ? static_cast<void*>(gu_parts_) : gu_;
+    EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F,
+                                                      gu_chained ? gate_up_parts(w) : 1));
     int count = 0;
-    if (wgmma_gate_up_) {
-      // gate|up and its GeGLU in one launch, into g_.
-      WgmmaGemmArgs wa;
-      wa.a = ys_, wa.m = S, wa.k = E, wa.lda = E;
-      wa.w_tiled = gu_tiled_ + static_cast<std::size_t>(l) * wgmma_tiled_bytes(2 * F, E);
-      wa.n = 2 * F, wa.epilogue = WgmmaEpilogue::kGeglu;
-      wa.d = g_, wa.ldd = F;
-      EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(s, wa));
-      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
-    } else {
-      // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
-      const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
-      void* gu = gu_chained ? static_cast<void*>(gu_parts_) : gu_;
-      EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F,
-                                                        gu_chained ? gate_up_parts(w) : 1));
+    {
       const DependentLaunchScope narrow(narrow_chain(kChainDown));
       if (gp == 1) {
         EDGEVLA_RETURN_IF_ERROR(geglu(s, gu, S, F, g_, act_));

@@ -123,11 +123,6 @@ class ActionHeadEngine final : public CudaEngine {
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
-  // Each layer's gate|up with its GeGLU on the warpgroup GEMM (wgmma_gemm.hpp; Hopper, bf16,
-  // EDGEVLA_CUDA_WGMMA=1): the layers' gate|up weights tiled for it, one after another. Opt-in
-  // while it is measured; the tiled copies sit beside the row-major ones.
-  bool wgmma_gate_up_ = false;
-  std::byte* gu_tiled_ = nullptr;
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
   // none, the same kernels launched plainly ("0", to compare).
