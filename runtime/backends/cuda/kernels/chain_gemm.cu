@@ -47,13 +47,7 @@ __device__ __forceinline__ void copy_rows(bf16* dst, int lds, const bf16* src, l
                                           unsigned long long* bar, int lane) {
   if (lane == 0) mbar_expect_tx(bar, bytes * static_cast<unsigned>(rows));
   __syncwarp();
-  for (int r = lane; r < rows; r += 32) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-            smem_addr(dst + r * lds)),
-        "l"(src + r * ld), "r"(bytes), "r"(smem_addr(bar))
-        : "memory");
-  }
+  for (int r = lane; r < rows; r += 32) bulk_copy(dst + r * lds, src + r * ld, bytes, bar);
 }
 #endif
 

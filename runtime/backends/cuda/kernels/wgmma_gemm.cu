@@ -70,15 +70,6 @@ struct Params {
 __device__ __forceinline__ int core_offset(int r, int c) {
   return ((r / 8) * (kBk / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8;
 }
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ptx::smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   ptx::smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(ptx::smem_addr(bar))
-               : "memory");
-}
 __device__ __forceinline__ unsigned long long descriptor(const void* tile) {
   constexpr unsigned kLeading = 128, kStride = kBk * 16;
   return static_cast<unsigned long long>((ptx::smem_addr(tile) >> 4) & 0x3fff) |
@@ -124,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
       if (kb >= kStages) ptx::mbar_wait(&empty[s], ((kb / kStages) - 1) & 1);
       if (lane == 0) {
         ptx::mbar_expect_tx(&full[s], kWTile * static_cast<unsigned>(sizeof(bf16)));
-        bulk_copy(s_w + s * kWTile, w + static_cast<long long>(kb) * kWTile, kWTile * sizeof(bf16), &full[s]);
+        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(kb) * kWTile, kWTile * sizeof(bf16), &full[s]);
       }
       // A's rows × 64 k: 56 × 8 pieces of 16 bytes, all loads of a lane in flight together.
       constexpr int kPieces = kBn * kBk / 8 / 32;  // 14 a lane
@@ -143,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
       // The stores above are read by the multiplies (the async proxy).
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       __syncwarp();
-      if (lane == 0) mbar_arrive(&full[s]);
+      if (lane == 0) ptx::mbar_arrive(&full[s]);
     }
     return;
   }
@@ -161,7 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    if (kb > 0 && lane == 0) mbar_arrive(&empty[(kb - 1) % kStages]);
+    if (kb > 0 && lane == 0) ptx::mbar_arrive(&empty[(kb - 1) % kStages]);
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
