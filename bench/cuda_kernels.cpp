@@ -24,6 +24,7 @@
 #include "runtime/backends/cuda/kernels/chain_gemm.hpp"
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 #include "runtime/core/dtype.hpp"
 
 using namespace edgevla;
@@ -380,10 +381,50 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaFree(cd));
       }
     }
-    std::printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"chain\": %s, \"m\": %lld, \"n\": %lld, \"k\": %lld, \"d\": \"%s\", "
+    // The warpgroup GEMM (wgmma_gemm.hpp, compute capability 9.0) on tiled copies of the same
+    // weights: bf16 outputs whole (gate|up also with its GeGLU), f32 outputs in 1-8 k parts.
+    std::string wgmma_json = "null";
+    if (wgmma_gemm_available() && sh.beta == 0.0f && wgmma_gemm_fits(sh.m, sh.n, sh.k, WgmmaEpilogue::kNone)) {
+      std::byte* tc = nullptr;
+      CHECK_CUDA(cudaMalloc(&tc, copies * w_bytes));
+      const bool geglu = std::strcmp(sh.name, "gate_up") == 0;
+      void* wd = nullptr;
+      CHECK_CUDA(cudaMalloc(&wd, static_cast<std::size_t>(8 * sh.m * sh.n) * 4));
+      auto time_form = [&](WgmmaEpilogue epi, int parts) {
+        for (int c = 0; c < copies; ++c) CHECK_OK(wgmma_tile_weight(s, wc + c * w_bytes, sh.n, sh.k, sh.k, epi, tc + c * w_bytes));
+        WgmmaGemmArgs wg;
+        wg.a = a, wg.m = sh.m, wg.k = sh.k, wg.lda = sh.k, wg.n = sh.n, wg.epilogue = epi, wg.d = wd;
+        wg.ldd = epi == WgmmaEpilogue::kGeglu ? sh.n / 2 : sh.n;
+        wg.k_parts = parts, wg.part_stride = sh.m * sh.n;
+        return timer.per_call_us(copies, 3, [&](int c) {
+          WgmmaGemmArgs wc2 = wg;
+          wc2.w_tiled = tc + c * w_bytes;
+          CHECK_OK(wgmma_gemm(s, wc2));
+        });
+      };
+      char buf[400];
+      if (sh.d == DType::kBF16) {
+        const double plain = time_form(WgmmaEpilogue::kNone, 1);
+        const double fused = geglu ? time_form(WgmmaEpilogue::kGeglu, 1) : 0.0;
+        std::snprintf(buf, sizeof buf, "{\"bf16_us\": %.2f, \"geglu_us\": %.2f, \"over_cublaslt\": %.3f}", plain, fused,
+                      plain / lt_us);
+      } else {
+        double us[4] = {0, 0, 0, 0};
+        const int ps[4] = {1, 2, 4, 8};
+        for (int i = 0; i < 4; ++i) us[i] = ps[i] <= sh.k / 64 ? time_form(WgmmaEpilogue::kF32Parts, ps[i]) : 0.0;
+        std::snprintf(buf, sizeof buf,
+                      "{\"parts_1_us\": %.2f, \"parts_2_us\": %.2f, \"parts_4_us\": %.2f, \"parts_8_us\": %.2f, "
+                      "\"planned_parts\": %d}",
+                      us[0], us[1], us[2], us[3], wgmma_k_parts(sh.n, sh.k, 8, prop.multiProcessorCount));
+      }
+      wgmma_json = buf;
+      CHECK_CUDA(cudaFree(tc));
+      CHECK_CUDA(cudaFree(wd));
+    }
+    std::printf("{\"bench\": \"gemm\", \"shape\": \"%s\", \"wgmma\": %s, \"chain\": %s, \"m\": %lld, \"n\": %lld, \"k\": %lld, \"d\": \"%s\", "
                 "\"weight_floor_us\": %.2f, \"read_only_us\": %.2f, \"cublaslt_us\": %.2f, \"cublaslt_over_read\": %.2f, "
                 "\"cublaslt_gbps\": %.0f, \"skinny\": [%s], \"blas_pick_us\": %.2f, \"best_over_cublaslt\": %.2f}\n",
-                sh.name, chain_json.c_str(), static_cast<long long>(sh.m), static_cast<long long>(sh.n),
+                sh.name, wgmma_json.c_str(), chain_json.c_str(), static_cast<long long>(sh.m), static_cast<long long>(sh.n),
                 static_cast<long long>(sh.k), dtype_name(sh.d).data(), floor_us, read_us, lt_us, lt_us / read_us,
                 wbytes / (lt_us * 1e3), skinny_json.c_str(), mixed_us,
                 lt_us / best);

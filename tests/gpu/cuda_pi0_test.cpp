@@ -14,6 +14,7 @@
 #include <map>
 
 #include "runtime/backends/backend.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 #include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
@@ -216,6 +217,51 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
       EXPECT_GE(f_cos, 0.999) << "run " << run;
       ++run;
     }
+  }
+}
+
+// The expert GEMMs on the warpgroup GEMM (EDGEVLA_CUDA_WGMMA, Hopper) against the default path
+// (cuBLASLt, the geglu kernel): gate|up with its GeGLU alone, and all four GEMMs (o and down in
+// f32 k parts); each agrees with the CPU. The default path run twice gives the same bits (the
+// difference printed between the paths is theirs, not run-to-run noise).
+TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
+  REQUIRE_GPU();
+  if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
+  const std::string& dir = full_layer_checkpoint();
+  auto cpu = open(dir, "cpu", Precision::kF32);
+  auto gu = open_with(dir, "EDGEVLA_CUDA_WGMMA", "gate_up");
+  auto all = open_with(dir, "EDGEVLA_CUDA_WGMMA", "all");
+  auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
+  ASSERT_TRUE(cpu && gu && all && blas) << gu.status().to_string() << all.status().to_string()
+                                        << blas.status().to_string();
+  const model::ModelConfig& c = cpu->model->config();
+  int run = 0;
+  for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}}) {
+    auto in = model::random_inputs(c, 900 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
+    ASSERT_TRUE(in);
+    in->num_steps = steps;
+    auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, false);
+    auto x = model::run_forward(*gu->backbone, *gu->head, c, *in, false);
+    auto z = model::run_forward(*all->backbone, *all->head, c, *in, false);
+    auto y = model::run_forward(*blas->backbone, *blas->head, c, *in, false);
+    auto y2 = model::run_forward(*blas->backbone, *blas->head, c, *in, false);
+    ASSERT_TRUE(ref && x && y && z && y2) << x.status().to_string() << z.status().to_string();
+    const std::int64_t na = ref->actions.numel();
+    ASSERT_TRUE(all_finite(x->actions) && all_finite(z->actions));
+    const float* r = ref->actions.data<float>();
+    const double xy = rel_l2(x->actions.data<float>(), y->actions.data<float>(), na);
+    const double zy = rel_l2(z->actions.data<float>(), y->actions.data<float>(), na);
+    const double yy = rel_l2(y2->actions.data<float>(), y->actions.data<float>(), na);
+    std::printf("[run %d: %d tokens, %d steps] rel-L2 vs blas: gate|up %.2e, all four %.2e, blas again %.2e; cosine "
+                "vs cpu f32: gate|up %.6f, all four %.6f, blas %.6f\n",
+                run, tokens, steps, xy, zy, yy, cosine(x->actions.data<float>(), r, na),
+                cosine(z->actions.data<float>(), r, na), cosine(y->actions.data<float>(), r, na));
+    EXPECT_EQ(yy, 0.0) << "the default path is not deterministic, run " << run;
+    EXPECT_LE(xy, 2e-2) << "run " << run;
+    EXPECT_LE(zy, 2e-2) << "run " << run;
+    EXPECT_GE(cosine(x->actions.data<float>(), r, na), 0.999) << "run " << run;
+    EXPECT_GE(cosine(z->actions.data<float>(), r, na), 0.999) << "run " << run;
+    ++run;
   }
 }
 

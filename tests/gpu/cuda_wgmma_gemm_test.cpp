@@ -26,22 +26,38 @@ class CudaWgmmaGemm : public CudaKernels {
   }
 
   // D = A · Wᵀ (or its GeGLU) on the device against the host, rows m, A's row stride lda.
-  void check(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, WgmmaEpilogue epi, std::uint32_t seed) {
+  // kF32Parts: `parts` k parts, summed here.
+  void check(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, WgmmaEpilogue epi, std::uint32_t seed,
+             int parts = 1) {
+    const bool f32 = epi == WgmmaEpilogue::kF32Parts;
     const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
-                             (epi == WgmmaEpilogue::kGeglu ? " geglu" : "");
+                             (epi == WgmmaEpilogue::kGeglu ? " geglu" : "") +
+                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : "");
     const auto a = rounded(random_values(static_cast<std::size_t>(m * lda), -2.0f, 2.0f, seed), DType::kBF16);
     const auto w = rounded(random_values(static_cast<std::size_t>(n * k), -0.1f, 0.1f, seed + 1), DType::kBF16);
     DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), tiled(wgmma_tiled_bytes(n, k));
     const std::int64_t out_n = epi == WgmmaEpilogue::kGeglu ? n / 2 : n;
-    DeviceBuffer dd(static_cast<std::size_t>(m * out_n) * 2);
+    // Parts one row apart more than they need (the stride is honoured, not assumed).
+    const std::int64_t part_stride = (m + 1) * out_n;
+    DeviceBuffer dd(static_cast<std::size_t>(f32 ? parts * part_stride * 4 : m * out_n * 2));
     ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), n, k, k, epi, tiled.get()));
     WgmmaGemmArgs g;
     g.a = da.get(), g.m = m, g.k = k, g.lda = lda;
     g.w_tiled = tiled.get(), g.n = n, g.epilogue = epi;
     g.d = dd.get(), g.ldd = out_n;
+    g.k_parts = parts, g.part_stride = part_stride;
     ASSERT_OK(wgmma_gemm(stream_, g));
     sync();
-    const auto got = dd.download(DType::kBF16, static_cast<std::size_t>(m * out_n));
+    std::vector<float> got;
+    if (f32) {
+      const auto all = dd.download(DType::kF32, static_cast<std::size_t>(parts * part_stride));
+      got.assign(static_cast<std::size_t>(m * out_n), 0.0f);
+      for (int q = 0; q < parts; ++q) {
+        for (std::size_t i = 0; i < got.size(); ++i) got[i] += all[q * part_stride + static_cast<std::int64_t>(i)];
+      }
+    } else {
+      got = dd.download(DType::kBF16, static_cast<std::size_t>(m * out_n));
+    }
     // The host product in double; the GeGLU on the gate and up rounded to bf16, as the kernel does.
     std::vector<double> prod(static_cast<std::size_t>(m * n));
     for (std::int64_t r = 0; r < m; ++r) {
@@ -54,7 +70,7 @@ class CudaWgmmaGemm : public CudaKernels {
     std::vector<double> ref(static_cast<std::size_t>(m * out_n));
     for (std::int64_t r = 0; r < m; ++r) {
       for (std::int64_t c = 0; c < out_n; ++c) {
-        if (epi == WgmmaEpilogue::kNone) {
+        if (epi != WgmmaEpilogue::kGeglu) {
           ref[r * out_n + c] = prod[r * n + c];
         } else {
           const double g0 = rounded({static_cast<float>(prod[r * n + c])}, DType::kBF16)[0];
@@ -70,7 +86,8 @@ class CudaWgmmaGemm : public CudaKernels {
     }
     const double rel = std::sqrt(num / den);
     std::printf("  %-40s rel-L2 %.2e\n", what.c_str(), rel);
-    EXPECT_LE(rel, 6e-3) << what;  // the bf16 output's rounding (2^-9 a value) and summation order
+    // bf16 output: its rounding (2^-9 a value) and the summation order; f32: the order only.
+    EXPECT_LE(rel, f32 ? 1e-5 : 6e-3) << what;
   }
 };
 
@@ -85,6 +102,17 @@ TEST_F(CudaWgmmaGemm, MatchesTheHostProduct) {
 TEST_F(CudaWgmmaGemm, TheGegluEpilogueMatches) {
   check(50, 8192, 1024, 1024, WgmmaEpilogue::kGeglu, 11);  // pi0.5's gate|up → GeGLU
   check(7, 256, 128, 136, WgmmaEpilogue::kGeglu, 12);
+}
+
+// The narrow projections' form: f32 k parts, near-equal (uneven where k blocks do not divide).
+TEST_F(CudaWgmmaGemm, KPartsSumToTheProduct) {
+  check(50, 1024, 4096, 4096, WgmmaEpilogue::kF32Parts, 31, 8);  // pi0.5's down
+  check(50, 1024, 2048, 2048, WgmmaEpilogue::kF32Parts, 32, 4);  // pi0.5's o
+  check(51, 192, 640, 648, WgmmaEpilogue::kF32Parts, 33, 3);     // 10 k blocks in 3 parts: 3, 3, 4
+  check(9, 64, 128, 128, WgmmaEpilogue::kF32Parts, 34, 1);       // one part, f32 out
+  EXPECT_EQ(wgmma_k_parts(1024, 4096, 8, 132), 8);
+  EXPECT_EQ(wgmma_k_parts(8192, 1024, 8, 132), 1);
+  EXPECT_EQ(wgmma_k_parts(1024, 256, 8, 132), 2);  // at least two k blocks a part
 }
 
 // Captured once and replayed: the same output every time (no state kept between launches).
@@ -131,6 +159,12 @@ TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.to_string().find("rows"), std::string::npos) << st.to_string();
   EXPECT_FALSE(wgmma_tile_weight(stream_, buf.get(), 64, 96, 96, WgmmaEpilogue::kNone, buf.get()).is_ok());
+  g.m = 8, g.k_parts = 2;  // k parts need the f32 parts output
+  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
+  g.epilogue = WgmmaEpilogue::kF32Parts, g.k_parts = 2, g.part_stride = 64;  // parts overlapping
+  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
+  g.k_parts = 2, g.part_stride = 8 * 64, g.k = 64, g.lda = 64;  // more parts than k blocks
+  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
 }
 
 }  // namespace

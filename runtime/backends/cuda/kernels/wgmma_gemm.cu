@@ -1,13 +1,16 @@
 // Few-rows GEMM on warpgroup multiplies (contract in wgmma_gemm.hpp).
 //
-// Block: 64 output features × all rows (≤ 56), 160 threads. Warps 0-3 are the consumer warpgroup:
-// per stage, four wgmma.m64n56k16 (k 16 each) with both operands in shared memory, K-major, in
-// core-matrix order without swizzle (leading offset 128 bytes: the next core matrix along k;
-// stride offset 1024 bytes: the next 8 rows of a 64-column tile). Warp 4 is the producer: its
-// lane 0 starts the stage's weight tile (one 8 KB bulk copy, counted on the stage's full
-// barrier in bytes), then all 32 lanes copy A's 56 × 64 slice into core-matrix order with plain
-// loads and stores (zeros past row m), make those stores visible to the async proxy and arrive.
-// A consumer releases a stage (empty barrier) once the multiplies that read it are done.
+// Block: 64 output features × all rows (≤ 56) × one k part, 160 threads. Warps 0-3 are the
+// consumer warpgroup: per stage, four wgmma.m64n56k16 (k 16 each) with both operands in shared
+// memory, K-major, in core-matrix order without swizzle (leading offset 128 bytes: the next core
+// matrix along k; stride offset 1024 bytes: the next 8 rows of a 64-column tile). Warp 4 is the
+// producer: its lane 0 starts the stage's weight tile (one 8 KB bulk copy, counted on the stage's
+// full barrier in bytes), and all 32 lanes start 16-byte cp.async copies of A's 56 × 64 slice
+// into core-matrix order (zero-filled past row m), each lane's copies counted on the same barrier
+// as they land (cp.async.mbarrier.arrive.noinc: 1 + 32 arrivals a phase). So the producer never
+// waits for its own copies, and all stages of the ring are in flight together. A consumer fences
+// the async proxy after the barrier (A came through the generic proxy) and releases a stage
+// (empty barrier) once the multiplies that read it are done.
 // Accumulator layout (m64nNk16, f32): warp w's thread holds, for each 8 columns j, rows
 // 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
 // columns the activation rows.
@@ -15,6 +18,7 @@
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
@@ -59,10 +63,10 @@ __global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long
 struct Params {
   const bf16* a;
   const bf16* w;
-  bf16* d;
-  long long lda, ldd;
-  int m, n, k;
-  bool geglu;
+  void* d;
+  long long lda, ldd, part_stride;
+  int m, n, k, parts;
+  WgmmaEpilogue epilogue;
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -97,44 +101,39 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
   bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes);
   bf16* s_a = s_w + kStages * kWTile;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int nt = static_cast<int>(blockIdx.x);
+  const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
   const int kbs = p.k / kBk;
+  // This block's k blocks: part `part` of p.parts near-equal ones.
+  const int kb0 = part * kbs / p.parts, kb_count = (part + 1) * kbs / p.parts - kb0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 2);   // the weight copy's arrival (with its bytes) and A's
-      ptx::mbar_init(&empty[s], 4);  // one arrival a consumer warp
+      ptx::mbar_init(&full[s], 1 + 32);  // the weight copy's arrival (with its bytes) and each lane's A copies
+      ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
   if (warp == 4) {
-    const bf16* w = p.w + static_cast<long long>(nt) * kbs * kWTile;
-    for (int kb = 0; kb < kbs; ++kb) {
-      const int s = kb % kStages;
-      if (kb >= kStages) ptx::mbar_wait(&empty[s], ((kb / kStages) - 1) & 1);
+    const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
+    for (int i = 0; i < kb_count; ++i) {
+      const int s = i % kStages;
+      if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
       if (lane == 0) {
         ptx::mbar_expect_tx(&full[s], kWTile * static_cast<unsigned>(sizeof(bf16)));
-        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(kb) * kWTile, kWTile * sizeof(bf16), &full[s]);
+        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
       }
-      // A's rows × 64 k: 56 × 8 pieces of 16 bytes, all loads of a lane in flight together.
-      constexpr int kPieces = kBn * kBk / 8 / 32;  // 14 a lane
-      uint4 v[kPieces];
-#pragma unroll
-      for (int j = 0; j < kPieces; ++j) {
-        const int i = lane + 32 * j, r = i / 8, c = (i % 8) * 8;
-        v[j] = r < p.m ? *reinterpret_cast<const uint4*>(p.a + r * p.lda + kb * kBk + c) : make_uint4(0, 0, 0, 0);
-      }
+      // A's rows × 64 k: 56 × 8 pieces of 16 bytes, 14 a lane.
+      constexpr int kPieces = kBn * kBk / 8 / 32;
+      const bf16* src = p.a + static_cast<long long>(kb0 + i) * kBk;
       bf16* dst = s_a + s * kATile;
 #pragma unroll
       for (int j = 0; j < kPieces; ++j) {
-        const int i = lane + 32 * j;
-        *reinterpret_cast<uint4*>(dst + core_offset(i / 8, (i % 8) * 8)) = v[j];
+        const int e = lane + 32 * j, r = e / 8, c = (e % 8) * 8;
+        const bool ok = r < p.m;
+        ptx::cp_async16(dst + core_offset(r, c), ok ? src + r * p.lda + c : p.a, ok);
       }
-      // The stores above are read by the multiplies (the async proxy).
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(&full[s]);
+      ptx::cp_async_mbar_arrive_noinc(&full[s]);
     }
     return;
   }
@@ -142,9 +141,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
   float acc[28];
 #pragma unroll
   for (int i = 0; i < 28; ++i) acc[i] = 0.0f;
-  for (int kb = 0; kb < kbs; ++kb) {
-    const int s = kb % kStages;
-    ptx::mbar_wait(&full[s], (kb / kStages) & 1);
+  for (int i = 0; i < kb_count; ++i) {
+    const int s = i % kStages;
+    ptx::mbar_wait(&full[s], (i / kStages) & 1);
+    // A was written through the generic proxy (cp.async); the multiplies read through the async one.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
@@ -152,11 +153,12 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    if (kb > 0 && lane == 0) ptx::mbar_arrive(&empty[(kb - 1) % kStages]);
+    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
-  if (p.geglu) {
+  if (p.epilogue == WgmmaEpilogue::kGeglu) {
+    auto* d = static_cast<bf16*>(p.d);
     const int f = nt * (kBm / 2) + warp * 8 + lane / 4;
 #pragma unroll
     for (int j = 0; j < kBn / 8; ++j) {
@@ -165,18 +167,31 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
         const int row = 8 * j + 2 * (lane % 4) + e;
         const float g = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e]));
         const float u = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e]));
-        if (row < p.m) p.d[row * p.ldd + f] = __float2bfloat16_rn(ew::gelu_tanh(g) * u);
+        if (row < p.m) d[row * p.ldd + f] = __float2bfloat16_rn(ew::gelu_tanh(g) * u);
       }
     }
     return;
   }
   const int f = nt * kBm + warp * 16 + lane / 4;
+  if (p.epilogue == WgmmaEpilogue::kF32Parts) {
+    float* d = static_cast<float*>(p.d) + part * p.part_stride;
+#pragma unroll
+    for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+        if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e];
+      }
+    }
+    return;
+  }
+  auto* d = static_cast<bf16*>(p.d);
 #pragma unroll
   for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = 8 * j + 2 * (lane % 4) + (e & 1);
-      if (row < p.m) p.d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(acc[4 * j + e]);
+      if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(acc[4 * j + e]);
     }
   }
 #endif
@@ -221,22 +236,38 @@ Status wgmma_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std
   return Status::ok();
 }
 
+int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiprocessors) {
+  const std::int64_t blocks = std::max<std::int64_t>(n / kBm, 1);
+  const std::int64_t by_sms = std::max<std::int64_t>(multiprocessors / blocks, 1);
+  // At least two stages a part, so that a part's weight copies still overlap.
+  const std::int64_t by_k = std::max<std::int64_t>(k / kBk / 2, 1);
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, std::max(max_parts, 1)));
+}
+
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (!wgmma_gemm_fits(args.m, args.n, args.k, args.epilogue)) {
     return invalid_argument("wgmma_gemm: shape " + std::to_string(args.m) + " × " + std::to_string(args.k) + " → " +
                             std::to_string(args.n) + " does not fit (rows ≤ 56; n and k multiples of 64)");
   }
+  const bool parts_out = args.epilogue == WgmmaEpilogue::kF32Parts;
   const std::int64_t out_n = args.epilogue == WgmmaEpilogue::kGeglu ? args.n / 2 : args.n;
   if (args.a == nullptr || args.w_tiled == nullptr || args.d == nullptr || args.lda < args.k || args.lda % 8 != 0 ||
       args.ldd < out_n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
     return invalid_argument("wgmma_gemm: null pointer, misaligned A, or a row stride shorter than its row");
   }
+  if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
+      (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + out_n)) {
+    return invalid_argument("wgmma_gemm: " + std::to_string(args.k_parts) +
+                            " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
+                            "least rows × ldd)");
+  }
   cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
-  Params p{static_cast<const bf16*>(args.a), static_cast<const bf16*>(args.w_tiled), static_cast<bf16*>(args.d),
-           args.lda, args.ldd, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.epilogue == WgmmaEpilogue::kGeglu};
-  wgmma_gemm_kernel<<<static_cast<unsigned>(args.n / kBm), kThreads, kSmem, stream>>>(p);
+  Params p{static_cast<const bf16*>(args.a), static_cast<const bf16*>(args.w_tiled), args.d, args.lda, args.ldd,
+           args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
+           args.k_parts, args.epilogue};
+  const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(args.k_parts));
+  wgmma_gemm_kernel<<<grid, kThreads, kSmem, stream>>>(p);
   err = cudaGetLastError();
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

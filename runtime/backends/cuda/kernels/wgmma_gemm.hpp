@@ -8,17 +8,21 @@
 // streams its weight tiles (and copies A's 56 × 64 slice beside each) through an 8-stage ring,
 // one warpgroup issues wgmma.m64n56k16 on each stage.
 //
-// Where it stands (bench/results/issue9_h200/run33, notes.md "Run 33"): with A also laid out
-// in tiles and fetched by bulk copies, it read pi0.5's gate|up (16.8 MB) in 6.3 µs against
-// cuBLASLt's 7.0, and with the GeGLU epilogue in 7.25 against 8.1 for GEMM then GeGLU (calls
-// 5-6). Here A is row-major, as the norms write it, and the producer warp copies each stage's
-// slice with loads and stores: a stage then waits for its own L2 round trip, which made pi0.5's
-// head 2.5 ms slower in the engine (call 7). The engines do not use it yet; the next step is
-// A by asynchronous copies (or the norm writing the tiled layout) so that stages overlap again.
+// Where it stands (bench/results/issue9_h200, notes.md "Run 33" and on): with A also laid out in
+// tiles and fetched by bulk copies, it read pi0.5's gate|up (16.8 MB) in 6.3 µs against
+// cuBLASLt's 7.0, and with the GeGLU epilogue in 7.25 against 8.1 for GEMM then GeGLU (run 33,
+// calls 5-6). Here A is row-major, as the norms write it; the producer warp brings each stage's
+// slice into the tiled order with cp.async copies counted on the stage's barrier, so stages
+// overlap as they did with bulk copies (a first form that copied with loads and stores made
+// each stage wait for its own L2 round trip: run 33, call 7).
 //
 // kGeglu: W's rows are [gate (n/2); up (n/2)], and the tiling pairs them so that each thread
 // holds a gate and its up for the same feature and row: D[m, n/2] = gelu_tanh(gate) · up, the
 // gate and up rounded to bf16 first (as a bf16 gate|up GEMM followed by the geglu kernel).
+// kF32Parts: k is split into k_parts near-equal parts (of whole 64-wide blocks), each written in
+// f32 to its own D (part p at d + p · part_stride floats), for the narrow projections whose
+// feature blocks alone would leave most multiprocessors idle; the norm after them adds the parts
+// (ResidualParts), as it does cuBLASLt's.
 //
 // Only compute capability 9.0 runs it, from code built for sm_90a; wgmma_gemm_available() says
 // whether this build and the current device do. n and k multiples of 64 (kGeglu: n of 128).
@@ -35,7 +39,7 @@ namespace edgevla::backends::cuda {
 
 inline constexpr std::int64_t kWgmmaMaxRows = 56;
 
-enum class WgmmaEpilogue { kNone, kGeglu };
+enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts };
 
 // Whether the build holds sm_90a code for it and the current device is of compute capability 9.0.
 bool wgmma_gemm_available();
@@ -57,9 +61,15 @@ struct WgmmaGemmArgs {
   const void* w_tiled = nullptr;  // wgmma_tile_weight's output for [n, k] and this epilogue
   std::int64_t n = 0;
   WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
-  void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]), row stride ldd
+  void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]; kF32Parts: f32), row stride ldd
   std::int64_t ldd = 0;
+  int k_parts = 1;                // kF32Parts only: 1 to k / 64
+  std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
 };
+
+// How many k parts a kF32Parts product of a weight [n, k] should take on `multiprocessors`: about
+// one block a multiprocessor, at least two k blocks a part, at most max_parts.
+int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiprocessors);
 
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args);

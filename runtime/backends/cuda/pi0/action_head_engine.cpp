@@ -77,6 +77,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   // The chained gate|up GEMM may leave two f32 k parts (plan_chain): bf16, asked for only.
   if (act_ == DType::kBF16 && chain_asked()) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
+  plan_wgmma(tw, buf);
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
   buf(mods_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * (pi05_ ? (2 * L + 1) * 3 * E : E)));
@@ -95,6 +96,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
   plan_chain();
+  EDGEVLA_RETURN_IF_ERROR(tile_wgmma_weights());
   if (fused_) {
     std::vector<FusedExpertLayer> table(layers_.size());
     for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -250,7 +252,8 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
+    const WgmmaTiles& wt = wgmma_tiles(l);
+    EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1, wt.qkv).status());
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both.
     EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
@@ -276,7 +279,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+      EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts, wt.o));
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     if (pi05_) {
@@ -286,20 +289,29 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
-    const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
-    void* gu = gu_chained ? static_cast<void*>(gu_parts_) : gu_;
-    EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F,
-                                                      gu_chained ? gate_up_parts(w) : 1));
     int count = 0;
-    {
+    if (wt.gate_up != nullptr) {
+      // gate|up and its GeGLU in one launch, into g_.
+      WgmmaGemmArgs wa;
+      wa.a = ys_, wa.m = S, wa.k = E, wa.lda = E;
+      wa.w_tiled = wt.gate_up;
+      wa.n = 2 * F, wa.epilogue = WgmmaEpilogue::kGeglu;
+      wa.d = g_, wa.ldd = F;
+      EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(s, wa));
+      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts, wt.down));
+    } else {
+      // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
+      const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
+      void* gu = gu_chained ? static_cast<void*>(gu_parts_) : gu_;
+      EDGEVLA_ASSIGN_OR_RETURN(const int gp, layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, gu, 2 * F,
+                                                        gu_chained ? gate_up_parts(w) : 1));
       const DependentLaunchScope narrow(narrow_chain(kChainDown));
       if (gp == 1) {
         EDGEVLA_RETURN_IF_ERROR(geglu(s, gu, S, F, g_, act_));
       } else {
         EDGEVLA_RETURN_IF_ERROR(geglu_parts(s, gu_parts_, gp, S * 2 * F, S, F, g_, act_));
       }
-      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
+      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts, wt.down));
     }
     down_parts = ResidualParts{count, S * E, w.down.bias};
     if (pi05_) pending = mod_post + 2 * E;

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -20,6 +21,7 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/expert_fused.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
 
 namespace edgevla::backends::cuda::pi0 {
@@ -80,9 +82,25 @@ class ActionHeadEngine final : public CudaEngine {
   enum ChainRole : unsigned { kChainQkv = 1, kChainO = 2, kChainGateUp = 4, kChainDown = 8 };
   // The k parts the chained gate|up GEMM may split into (its bias needs one bf16 result).
   static int gate_up_parts(const ExpertLayerDev& w) { return w.gate_up.bias == nullptr ? kGateUpParts : 1; }
-  // One expert GEMM: chained or through Blas. max_parts 1: bf16 D [m, ldd]; else f32 k parts.
+  // One expert GEMM: on the warpgroup GEMM (`tiled`: its tiled weight), chained, or through Blas.
+  // max_parts 1: bf16 D [m, ldd]; else f32 k parts (S · ldd floats apart). Returns the parts.
   Expected<int> layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
-                           void* d, std::int64_t ldd, int max_parts) const;
+                           void* d, std::int64_t ldd, int max_parts, const std::byte* tiled = nullptr) const;
+  // The warpgroup GEMM's part (EDGEVLA_CUDA_WGMMA, action_head_plans.cpp): which GEMMs, their
+  // tiled weights' space, and the tiling at load.
+  struct WgmmaShape {
+    std::int64_t n = 0, k = 0;  // n 0: this GEMM stays on Blas
+    WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
+  };
+  struct WgmmaTiles {
+    std::byte *qkv = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
+  };
+  void plan_wgmma(const cpu::TowerWeights& tw, BufferPlan& buf);
+  Status tile_wgmma_weights();
+  const WgmmaTiles& wgmma_tiles(std::int64_t layer) const {
+    static const WgmmaTiles kNone{};
+    return wgmma_tiles_.empty() ? kNone : wgmma_tiles_[static_cast<std::size_t>(layer)];
+  }
 
   model::ModelConfig cfg_;
   int max_steps_;
@@ -123,6 +141,13 @@ class ActionHeadEngine final : public CudaEngine {
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
+  // Expert GEMMs on the warpgroup GEMM (wgmma_gemm.hpp; Hopper, bf16, EDGEVLA_CUDA_WGMMA): each
+  // role's tiled weights for all layers, one after another (wgmma_base_), and each layer's.
+  struct {
+    WgmmaShape qkv, o, gate_up, down;
+  } wgmma_shapes_;
+  WgmmaTiles wgmma_base_;
+  std::vector<WgmmaTiles> wgmma_tiles_;
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
   // none, the same kernels launched plainly ("0", to compare).
