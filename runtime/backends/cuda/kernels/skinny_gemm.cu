@@ -24,9 +24,7 @@
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 
 #include <cooperative_groups.h>
-#include <cuda.h>
 #include <cuda_bf16.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <array>
@@ -34,6 +32,7 @@
 #include <string>
 
 #include "runtime/backends/cuda/kernels/ptx.cuh"
+#include "runtime/backends/cuda/kernels/tensor_map.hpp"
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -314,34 +313,6 @@ cudaError_t launch(cudaStream_t stream, int tiles, const Params& p, dim3 grid, c
   }
 }
 
-// The driver's tensor-map encoder, looked up once through the runtime (no link to libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
-// A [rows, k] bf16 matrix (row stride ld elements) as boxes of box_rows × 64 with the 128-byte
-// swizzle; reads past the edges return zeros.
-bool encode(CUtensorMap& map, const void* base, std::int64_t k, std::int64_t rows, std::int64_t ld, int box_rows) {
-  const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
-  if (fn == nullptr) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem[2] = {1, 1};
-  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, elem,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 std::int64_t splits_of(const SkinnyGemmArgs& a) { return (a.k + a.k_chunk - 1) / a.k_chunk; }
@@ -398,7 +369,8 @@ Status skinny_gemm(cudaStream_t stream, const SkinnyGemmArgs& a) {
   const dim3 grid(static_cast<unsigned>((a.n + kSkinnyBlockRows - 1) / kSkinnyBlockRows),
                   static_cast<unsigned>(p.splits));
   CUtensorMap w_map, a_map;
-  if (!encode(w_map, a.w, a.k, a.n, a.ldw, 64) || !encode(a_map, a.a, a.k, a.m, a.lda, 8 * tiles)) {
+  if (!encode_bf16_boxes(w_map, a.w, a.k, a.n, a.ldw, 64) ||
+      !encode_bf16_boxes(a_map, a.a, a.k, a.m, a.lda, 8 * tiles)) {
     return internal_error("skinny gemm: the driver could not describe the operands for bulk tensor copies "
                           "(cuTensorMapEncodeTiled)");
   }

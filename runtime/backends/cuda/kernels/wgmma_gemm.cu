@@ -2,20 +2,24 @@
 //
 // Block: 64 output features × all rows (≤ 56) × one k part, 160 threads. Warps 0-3 are the
 // consumer warpgroup: per stage, four wgmma.m64n56k16 (k 16 each) with both operands in shared
-// memory, K-major, in core-matrix order without swizzle (leading offset 128 bytes: the next core
-// matrix along k; stride offset 1024 bytes: the next 8 rows of a 64-column tile). Warp 4 is the
-// producer: its lane 0 starts the stage's weight tile (one 8 KB bulk copy, counted on the stage's
-// full barrier in bytes), and all 32 lanes start 16-byte cp.async copies of A's 56 × 64 slice
-// into core-matrix order (zero-filled past row m), each lane's copies counted on the same barrier
-// as they land (cp.async.mbarrier.arrive.noinc: 1 + 32 arrivals a phase). So the producer never
-// waits for its own copies, and all stages of the ring are in flight together. A consumer fences
-// the async proxy after the barrier (A came through the generic proxy) and releases a stage
-// (empty barrier) once the multiplies that read it are done.
+// memory, K-major. Warp 4's lane 0 is the producer: per stage, one 8 KB bulk copy of the weight
+// tile (laid out at upload in core-matrix order without swizzle: leading offset 128 bytes, the
+// next core matrix along k; stride offset 1024 bytes, the next 8 rows) and one bulk tensor copy
+// (TMA) of A's 56 × 64 box straight from the row-major activations, which the copy engine lays
+// out with the 128-byte swizzle that the multiplies read (rows of 128 bytes, 8-row groups 1024
+// bytes apart, 16-byte chunk c of row r at c ^ (r % 8); rows past m are zero-filled). Both are
+// counted in bytes on the stage's full barrier, so every stage of the ring is in flight at once.
+// A consumer releases a stage (empty barrier) once the multiplies that read it are done.
 // Accumulator layout (m64nNk16, f32): warp w's thread holds, for each 8 columns j, rows
 // 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
 // columns the activation rows.
+//
+// Forms of A's copy measured before this one (bench/results/issue9_h200, run 34 call 1, pi0.5's
+// gate|up, the same weights): A pre-tiled by the caller and bulk-copied 6.24 µs; the producer
+// warp's loads and stores 20.9 µs; its cp.async copies counted on the barrier 13.4 µs.
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 
+#include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
 #include "runtime/backends/cuda/kernels/ptx.cuh"
+#include "runtime/backends/cuda/kernels/tensor_map.hpp"
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -37,7 +42,8 @@ constexpr int kATile = kBn * kBk;
 constexpr int kStages = 8;
 constexpr int kThreads = 160;           // the consumer warpgroup and the producer warp
 constexpr int kBarBytes = 256;
-constexpr int kSmem = kBarBytes + kStages * (kWTile + kATile) * static_cast<int>(sizeof(bf16));
+// The tiles start at the next 1024-byte boundary past the barriers (the swizzle's period).
+constexpr int kSmem = 1024 + kBarBytes + kStages * (kWTile + kATile) * static_cast<int>(sizeof(bf16));
 
 // Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
 // is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on).
@@ -54,31 +60,36 @@ __global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long
   const long long kbs = k / kBk;
   const long long tile = i / kWTile;
   const int e = static_cast<int>(i % kWTile);
-  const int r = (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8;  // the inverse of core_offset
+  // Core-matrix order: 8 × 8 matrices (8 rows × 16 bytes contiguous), along k first.
+  const int r = (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8;
   const int c = ((e / 64) % (kBk / 8)) * 8 + e % 8;
   const long long nt = tile / kbs, kb = tile % kbs;
   out[i] = w[source_row(nt, r, n, geglu) * ld + kb * kBk + c];
 }
 
 struct Params {
-  const bf16* a;
   const bf16* w;
   void* d;
-  long long lda, ldd, part_stride;
+  long long ldd, part_stride;
   int m, n, k, parts;
   WgmmaEpilogue epilogue;
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Element (r, c) of a tile with 64 columns in core-matrix order (tile_weight_kernel inverts it).
-__device__ __forceinline__ int core_offset(int r, int c) {
-  return ((r / 8) * (kBk / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8;
-}
-__device__ __forceinline__ unsigned long long descriptor(const void* tile) {
+// The weight tile: core-matrix order, no swizzle (tile_weight_kernel's layout).
+__device__ __forceinline__ unsigned long long weight_descriptor(const void* tile) {
   constexpr unsigned kLeading = 128, kStride = kBk * 16;
   return static_cast<unsigned long long>((ptx::smem_addr(tile) >> 4) & 0x3fff) |
          (static_cast<unsigned long long>((kLeading >> 4) & 0x3fff) << 16) |
          (static_cast<unsigned long long>((kStride >> 4) & 0x3fff) << 32);
+}
+// A's box: rows of 128 bytes with the 128-byte swizzle (layout type 1 in bits 62-63), 8-row
+// groups 1024 bytes apart; the leading offset is not used by this layout. `at` may be the box
+// plus 32 bytes per 16 k (the swizzle is applied to the full address, the box 1024-aligned).
+__device__ __forceinline__ unsigned long long swizzled_descriptor(const void* at) {
+  constexpr unsigned kStride = 1024;
+  return static_cast<unsigned long long>((ptx::smem_addr(at) >> 4) & 0x3fff) | (1ull << 16) |
+         (static_cast<unsigned long long>((kStride >> 4) & 0x3fff) << 32) | (1ull << 62);
 }
 __device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long a, unsigned long long b) {
   asm volatile(
@@ -93,12 +104,14 @@ __device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long 
 }
 #endif
 
-__global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
   auto* full = reinterpret_cast<unsigned long long*>(smem);
   auto* empty = full + kStages;
-  bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes);
+  const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
+  bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
   bf16* s_a = s_w + kStages * kWTile;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
@@ -107,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
   const int kb0 = part * kbs / p.parts, kb_count = (part + 1) * kbs / p.parts - kb0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1 + 32);  // the weight copy's arrival (with its bytes) and each lane's A copies
+      ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both copies
       ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -115,25 +128,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
   __syncthreads();
 
   if (warp == 4) {
+    if (lane != 0) return;
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
       if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-      if (lane == 0) {
-        ptx::mbar_expect_tx(&full[s], kWTile * static_cast<unsigned>(sizeof(bf16)));
-        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
-      }
-      // A's rows × 64 k: 56 × 8 pieces of 16 bytes, 14 a lane.
-      constexpr int kPieces = kBn * kBk / 8 / 32;
-      const bf16* src = p.a + static_cast<long long>(kb0 + i) * kBk;
-      bf16* dst = s_a + s * kATile;
-#pragma unroll
-      for (int j = 0; j < kPieces; ++j) {
-        const int e = lane + 32 * j, r = e / 8, c = (e % 8) * 8;
-        const bool ok = r < p.m;
-        ptx::cp_async16(dst + core_offset(r, c), ok ? src + r * p.lda + c : p.a, ok);
-      }
-      ptx::cp_async_mbar_arrive_noinc(&full[s]);
+      ptx::mbar_expect_tx(&full[s], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
+      ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
+      ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &full[s]);
     }
     return;
   }
@@ -144,12 +146,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const Params p)
   for (int i = 0; i < kb_count; ++i) {
     const int s = i % kStages;
     ptx::mbar_wait(&full[s], (i / kStages) & 1);
-    // A was written through the generic proxy (cp.async); the multiplies read through the async one.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
-      wgmma_m64n56(acc, descriptor(s_w + s * kWTile + kk * 128), descriptor(s_a + s * kATile + kk * 128));
+      wgmma_m64n56(acc, weight_descriptor(s_w + s * kWTile + kk * 128),
+                   swizzled_descriptor(s_a + s * kATile + kk * 16));
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -263,11 +264,14 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   }
   cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
-  Params p{static_cast<const bf16*>(args.a), static_cast<const bf16*>(args.w_tiled), args.d, args.lda, args.ldd,
-           args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, args.epilogue};
+  CUtensorMap a_map;
+  if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
+    return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
+  }
+  Params p{static_cast<const bf16*>(args.w_tiled), args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
+           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts, args.epilogue};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(args.k_parts));
-  wgmma_gemm_kernel<<<grid, kThreads, kSmem, stream>>>(p);
+  wgmma_gemm_kernel<<<grid, kThreads, kSmem, stream>>>(p, a_map);
   err = cudaGetLastError();
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

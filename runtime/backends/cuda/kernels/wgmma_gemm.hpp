@@ -4,17 +4,17 @@
 //
 // The weight is laid out once (wgmma_tile_weight) as 64 × 64 tiles in core-matrix order (8 rows ×
 // 16 bytes contiguous), contiguous per (64 output features, 64 k), so that a block's pipeline
-// stage is one 8 KB bulk copy; a block owns 64 output features for all rows: one producer warp
-// streams its weight tiles (and copies A's 56 × 64 slice beside each) through an 8-stage ring,
-// one warpgroup issues wgmma.m64n56k16 on each stage.
+// stage is one 8 KB bulk copy; a block owns 64 output features for all rows: one producer thread
+// streams its weight tiles (and A's 56 × 64 box beside each) through an 8-stage ring, one
+// warpgroup issues wgmma.m64n56k16 on each stage.
 //
-// Where it stands (bench/results/issue9_h200, notes.md "Run 33" and on): with A also laid out in
-// tiles and fetched by bulk copies, it read pi0.5's gate|up (16.8 MB) in 6.3 µs against
+// Where it stands (bench/results/issue9_h200, notes.md "Run 33" and "Run 34"): with A also laid
+// out in tiles and fetched by bulk copies, it read pi0.5's gate|up (16.8 MB) in 6.3 µs against
 // cuBLASLt's 7.0, and with the GeGLU epilogue in 7.25 against 8.1 for GEMM then GeGLU (run 33,
-// calls 5-6). Here A is row-major, as the norms write it; the producer warp brings each stage's
-// slice into the tiled order with cp.async copies counted on the stage's barrier, so stages
-// overlap as they did with bulk copies (a first form that copied with loads and stores made
-// each stage wait for its own L2 round trip: run 33, call 7).
+// calls 5-6). Here A is row-major, as the norms write it, and each stage fetches its 56 × 64 box
+// with one bulk tensor copy (a tensor map made per call on the host, so a captured graph keeps
+// it) in the 128-byte swizzled layout the multiplies read; copying it with the producer warp's
+// loads and stores, or its cp.async copies, was 2-3x slower (run 33 call 7, run 34 call 1).
 //
 // kGeglu: W's rows are [gate (n/2); up (n/2)], and the tiling pairs them so that each thread
 // holds a gate and its up for the same feature and row: D[m, n/2] = gelu_tanh(gate) · up, the
