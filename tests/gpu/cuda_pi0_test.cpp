@@ -174,15 +174,17 @@ const std::string& full_layer_checkpoint() {
   return dir;
 }
 
-// Engines opened with the fused expert switched on or off (EDGEVLA_CUDA_FUSED_EXPERT, read when
-// an engine is made).
-// A bf16 cuda pair opened with the environment variable `var` set to `value` (then unset).
-Expected<Pair> open_with(const std::string& dir, const char* var, const char* value) {
-  ::setenv(var, value, 1);
+// A bf16 cuda pair opened with environment variables set (then unset): engines read them when made.
+Expected<Pair> open_with(const std::string& dir, std::initializer_list<std::pair<const char*, const char*>> vars) {
+  for (const auto& [var, value] : vars) ::setenv(var, value, 1);
   auto p = open(dir, "cuda", Precision::kBF16);
-  ::unsetenv(var);
+  for (const auto& [var, value] : vars) ::unsetenv(var);
   return p;
 }
+Expected<Pair> open_with(const std::string& dir, const char* var, const char* value) {
+  return open_with(dir, {{var, value}});
+}
+// Engines opened with the fused expert switched on or off (EDGEVLA_CUDA_FUSED_EXPERT).
 Expected<Pair> open_fused(const std::string& dir, bool fused) {
   return open_with(dir, "EDGEVLA_CUDA_FUSED_EXPERT", fused ? "1" : "0");
 }
@@ -221,9 +223,12 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 }
 
 // The expert GEMMs on the warpgroup GEMM (EDGEVLA_CUDA_WGMMA, Hopper) against the default path
-// (cuBLASLt, the geglu kernel): gate|up with its GeGLU alone, and all four GEMMs (o and down in
-// f32 k parts); each agrees with the CPU. The default path run twice gives the same bits (the
-// difference printed between the paths is theirs, not run-to-run noise).
+// (cuBLASLt, the geglu kernel): gate|up with its GeGLU alone, all four GEMMs (o and down in f32
+// k parts), and all four with the layers as one chain of launches (EDGEVLA_CUDA_WGMMA_CHAIN: the
+// GEMMs' first weight tiles load before they wait for the kernel ahead), whose actions must be
+// those of the same kernels launched plainly, bit for bit; each agrees with the CPU. The default
+// path run twice gives the same bits (the difference printed between the paths is theirs, not
+// run-to-run noise).
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
@@ -231,9 +236,10 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   auto cpu = open(dir, "cpu", Precision::kF32);
   auto gu = open_with(dir, "EDGEVLA_CUDA_WGMMA", "gate_up");
   auto all = open_with(dir, "EDGEVLA_CUDA_WGMMA", "all");
+  auto chained = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "all"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "1"}});
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
-  ASSERT_TRUE(cpu && gu && all && blas) << gu.status().to_string() << all.status().to_string()
-                                        << blas.status().to_string();
+  ASSERT_TRUE(cpu && gu && all && chained && blas) << gu.status().to_string() << all.status().to_string()
+                                                   << chained.status().to_string() << blas.status().to_string();
   const model::ModelConfig& c = cpu->model->config();
   int run = 0;
   for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}}) {
@@ -245,7 +251,11 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     auto z = model::run_forward(*all->backbone, *all->head, c, *in, false);
     auto y = model::run_forward(*blas->backbone, *blas->head, c, *in, false);
     auto y2 = model::run_forward(*blas->backbone, *blas->head, c, *in, false);
-    ASSERT_TRUE(ref && x && y && z && y2) << x.status().to_string() << z.status().to_string();
+    auto zc = model::run_forward(*chained->backbone, *chained->head, c, *in, false);
+    ASSERT_TRUE(ref && x && y && z && y2 && zc) << x.status().to_string() << z.status().to_string()
+                                               << zc.status().to_string();
+    EXPECT_EQ(rel_l2(zc->actions.data<float>(), z->actions.data<float>(), zc->actions.numel()), 0.0)
+        << "chained launches changed the actions, run " << run;
     const std::int64_t na = ref->actions.numel();
     ASSERT_TRUE(all_finite(x->actions) && all_finite(z->actions));
     const float* r = ref->actions.data<float>();

@@ -10,6 +10,8 @@
 // bytes apart, 16-byte chunk c of row r at c ^ (r % 8); rows past m are zero-filled). Both are
 // counted in bytes on the stage's full barrier, so every stage of the ring is in flight at once.
 // A consumer releases a stage (empty barrier) once the multiplies that read it are done.
+// Launched inside a DependentLaunchScope (launch.cuh), it is a programmatic dependent of the
+// kernel before it: its first eight weight tiles load before it waits for that kernel's A.
 // Accumulator layout (m64nNk16, f32): warp w's thread holds, for each 8 columns j, rows
 // 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
 // columns the activation rows.
@@ -26,6 +28,7 @@
 #include <string>
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
+#include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 #include "runtime/backends/cuda/kernels/tensor_map.hpp"
 
@@ -72,7 +75,6 @@ struct Params {
   void* d;
   long long ldd, part_stride;
   int m, n, k, parts;
-  WgmmaEpilogue epilogue;
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -104,6 +106,7 @@ __device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long 
 }
 #endif
 
+template <WgmmaEpilogue kEpilogue>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -127,14 +130,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
+  // In a chain of launches (launch.cuh) the next kernel may be scheduled now; it waits for this
+  // one's results itself.
+  chain_release();
   if (warp == 4) {
     if (lane != 0) return;
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
+    // The weights are no kernel's output: the first stages' tiles start before the wait for the
+    // kernel ahead in the chain (which wrote A), so they load while it finishes.
+    const int ahead = kb_count < kStages ? kb_count : kStages;
+    for (int i = 0; i < ahead; ++i) {
+      ptx::mbar_expect_tx(&full[i], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
+      ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
+    }
+    chain_wait();
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
-      if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-      ptx::mbar_expect_tx(&full[s], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
-      ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
+      if (i >= kStages) {
+        ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
+        ptx::mbar_expect_tx(&full[s], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
+        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
+      }
       ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &full[s]);
     }
     return;
@@ -158,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
-  if (p.epilogue == WgmmaEpilogue::kGeglu) {
+  if constexpr (kEpilogue == WgmmaEpilogue::kGeglu) {
     auto* d = static_cast<bf16*>(p.d);
     const int f = nt * (kBm / 2) + warp * 8 + lane / 4;
 #pragma unroll
@@ -174,7 +190,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
   const int f = nt * kBm + warp * 16 + lane / 4;
-  if (p.epilogue == WgmmaEpilogue::kF32Parts) {
+  if constexpr (kEpilogue == WgmmaEpilogue::kF32Parts) {
     float* d = static_cast<float*>(p.d) + part * p.part_stride;
 #pragma unroll
     for (int j = 0; j < kBn / 8; ++j) {
@@ -196,6 +212,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 #endif
+}
+
+template <WgmmaEpilogue kEpilogue>
+cudaError_t launch_form(cudaStream_t stream, dim3 grid, const Params& p, const CUtensorMap& a_map) {
+  const cudaError_t err =
+      cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (err != cudaSuccess) return err;
+  // Chained to the kernel before it inside a DependentLaunchScope (launch.cuh), plain otherwise.
+  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue>);
+  void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
+  return launch_untyped(kernel, grid, dim3(kThreads), kSmem, stream, args);
 }
 
 }  // namespace
@@ -262,17 +289,19 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
                             " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
                             "least rows × ldd)");
   }
-  cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-  if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: cudaFuncSetAttribute: ") + cudaGetErrorString(err));
   CUtensorMap a_map;
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
-           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts, args.epilogue};
+           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(args.k_parts));
-  wgmma_gemm_kernel<<<grid, kThreads, kSmem, stream>>>(p, a_map);
-  err = cudaGetLastError();
+  cudaError_t err = cudaSuccess;
+  switch (args.epilogue) {
+    case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, p, a_map); break;
+    case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, p, a_map); break;
+    case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, p, a_map); break;
+  }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();
 }

@@ -236,7 +236,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   // From the first norm to the final one, each kernel is chained to the one before it.
-  const DependentLaunchScope chained(chain_ && chain_launch_ == ChainLaunch::kAll);
+  const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;

@@ -148,6 +148,8 @@ class ActionHeadEngine final : public CudaEngine {
   } wgmma_shapes_;
   WgmmaTiles wgmma_base_;
   std::vector<WgmmaTiles> wgmma_tiles_;
+  bool wgmma_chain_ = false;  // the layers' kernels as one chain of launches
+  int wgmma_max_parts_ = kMaxKParts;
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
   // none, the same kernels launched plainly ("0", to compare).

@@ -106,7 +106,7 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
     g.d = d, g.ldd = ldd;
     if (max_parts > 1) {
       g.epilogue = WgmmaEpilogue::kF32Parts;
-      g.k_parts = wgmma_k_parts(w.out, w.in, max_parts, info_.multiprocessors);
+      g.k_parts = wgmma_k_parts(w.out, w.in, std::min(max_parts, wgmma_max_parts_), info_.multiprocessors);
       g.part_stride = S * ldd;
     }
     EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream_.get(), g));
@@ -121,7 +121,9 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
 // EDGEVLA_CUDA_WGMMA: which expert GEMMs run on the warpgroup GEMM (Hopper, bf16): "1" or "all"
 // for q|k|v, o, gate|up (with its GeGLU) and down; or a comma list of qkv, o, gate_up, down.
 // Opt-in while it is measured (bench/results/issue9_h200, notes.md); their tiled weights sit
-// beside the row-major ones until then.
+// beside the row-major ones until then. EDGEVLA_CUDA_WGMMA_CHAIN=1 also runs the layers as one
+// chain of launches (launch.cuh: each warpgroup GEMM's first weight tiles load while the kernel
+// before it runs); EDGEVLA_CUDA_WGMMA_PARTS=N caps o's and down's k parts (default 8).
 void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw, BufferPlan& buf) {
   const char* env = std::getenv("EDGEVLA_CUDA_WGMMA");
   if (env == nullptr || env[0] == '\0' || std::string_view(env) == "0") return;
@@ -171,7 +173,14 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw, BufferPlan& buf) 
   plan(wgmma_shapes_.o, wgmma_base_.o, "o", used);
   plan(wgmma_shapes_.gate_up, wgmma_base_.gate_up, "gate|up", used);
   plan(wgmma_shapes_.down, wgmma_base_.down, "down", used);
-  spdlog::info("action_head (cuda): warpgroup GEMM for {}", used.empty() ? std::string("none of the asked GEMMs (shapes)") : used);
+  const char* chain = std::getenv("EDGEVLA_CUDA_WGMMA_CHAIN");
+  wgmma_chain_ = !used.empty() && chain != nullptr && std::string_view(chain) == "1" && info_.major >= 9;
+  if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
+    wgmma_max_parts_ = std::clamp(std::atoi(parts), 1, kMaxKParts);
+  }
+  spdlog::info("action_head (cuda): warpgroup GEMM for {}{} (k parts at most {})",
+               used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
+               wgmma_chain_ ? ", layers chained" : "", wgmma_max_parts_);
 }
 
 Status ActionHeadEngine::tile_wgmma_weights() {
