@@ -22,6 +22,7 @@
 #include <random>
 
 #include "runtime/backends/backend.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 #include "runtime/model/groot/generator.hpp"
 #include "runtime/model/groot/groot_family.hpp"
 #include "runtime/model/groot/processor.hpp"
@@ -330,6 +331,51 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
       ASSERT_EQ(a->attention_mask.data<bool>()[i], ref->attention_mask.data<bool>()[i])
           << "attention_mask[" << i << "]";
     }
+  }
+}
+
+// The DiT's projections on the warpgroup GEMM (the default on compute capability 9.0: q|k|v, out
+// and ff2 in f32 k parts, ff1 with bias and GELU), the blocks as one chain of launches, against
+// the same kernels launched plainly (EDGEVLA_CUDA_WGMMA_CHAIN=0: bit for bit) and cuBLASLt
+// (EDGEVLA_CUDA_WGMMA=0); both agree with the CPU.
+TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
+  REQUIRE_GPU();
+  if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
+  const std::string& dir = checkpoint(GetParam());
+  auto opened = [&](std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [var, value] : vars) ::setenv(var, value, 1);
+    auto e = open(dir, "cuda", Precision::kBF16);
+    for (const auto& [var, value] : vars) ::unsetenv(var);
+    return e;
+  };
+  auto cpu = open(dir, "cpu", Precision::kF32);
+  auto chained = opened({});
+  auto plain = opened({{"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
+  auto blas = opened({{"EDGEVLA_CUDA_WGMMA", "0"}});
+  ASSERT_TRUE(cpu && chained && plain && blas) << chained.status().to_string() << blas.status().to_string();
+  const std::vector<int> emb = embodiment_ids(dir);
+  const mg::GrootConfig& c = config_of(*cpu);
+  std::uint32_t seed = 70;
+  for (const CaseSpec& cs : cases()) {
+    SCOPED_TRACE(describe(cs));
+    const Inputs in = make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
+    auto ref = run(*cpu, in, cs.steps);
+    auto x = run(*chained, in, cs.steps);
+    auto p = run(*plain, in, cs.steps);
+    auto y = run(*blas, in, cs.steps);
+    ASSERT_TRUE(ref && x && p && y) << x.status().to_string() << p.status().to_string() << y.status().to_string();
+    const std::int64_t na = ref->actions.numel();
+    const double xy = rel_l2(x->actions.data<float>(), y->actions.data<float>(), na);
+    const double xp = rel_l2(x->actions.data<float>(), p->actions.data<float>(), na);
+    const double x_cos = cosine(x->actions.data<float>(), ref->actions.data<float>(), na);
+    std::printf("[%s %s] warpgroup vs blas rel-L2 %.2e, chained vs plain %.2e; cosine vs cpu f32: warpgroup %.6f, "
+                "blas %.6f\n",
+                GetParam().c_str(), describe(cs).c_str(), xy, xp, x_cos,
+                cosine(y->actions.data<float>(), ref->actions.data<float>(), na));
+    EXPECT_EQ(xp, 0.0) << "chained launches changed the actions";
+    EXPECT_LE(xy, 2e-2);
+    EXPECT_GE(x_cos, 0.999);
+    EXPECT_TRUE(all_finite(x->actions));
   }
 }
 

@@ -222,21 +222,21 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
   }
 }
 
-// The expert GEMMs on the warpgroup GEMM (EDGEVLA_CUDA_WGMMA, Hopper) against the default path
-// (cuBLASLt, the geglu kernel): gate|up with its GeGLU alone, all four GEMMs (o and down in f32
-// k parts), and all four with the layers as one chain of launches (EDGEVLA_CUDA_WGMMA_CHAIN: the
-// GEMMs' first weight tiles load before they wait for the kernel ahead), whose actions must be
-// those of the same kernels launched plainly, bit for bit; each agrees with the CPU. The default
-// path run twice gives the same bits (the difference printed between the paths is theirs, not
-// run-to-run noise).
+// The expert GEMMs on the warpgroup GEMM (EDGEVLA_CUDA_WGMMA, Hopper) against cuBLASLt and the
+// geglu kernel (EDGEVLA_CUDA_WGMMA=0): gate|up with its GeGLU alone, all four GEMMs (o and down in
+// f32 k parts) launched plainly, and all four with the layers as one chain of launches (the
+// default: the GEMMs' first weight tiles load before they wait for the kernel ahead), whose
+// actions must be those of the same kernels launched plainly, bit for bit; each agrees with the
+// CPU. cuBLASLt's path run twice gives the same bits (the difference printed between the paths
+// is theirs, not run-to-run noise).
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
   const std::string& dir = full_layer_checkpoint();
   auto cpu = open(dir, "cpu", Precision::kF32);
-  auto gu = open_with(dir, "EDGEVLA_CUDA_WGMMA", "gate_up");
-  auto all = open_with(dir, "EDGEVLA_CUDA_WGMMA", "all");
-  auto chained = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "all"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "1"}});
+  auto gu = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "gate_up"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
+  auto all = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "all"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
+  auto chained = open(dir, "cuda", Precision::kBF16);
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
   ASSERT_TRUE(cpu && gu && all && chained && blas) << gu.status().to_string() << all.status().to_string()
                                                    << chained.status().to_string() << blas.status().to_string();

@@ -27,12 +27,16 @@ class CudaWgmmaGemm : public CudaKernels {
 
   // D = A · Wᵀ (or its GeGLU) on the device against the host, rows m, A's row stride lda.
   // kF32Parts: `parts` k parts, summed here.
+  // with_bias: an f32 bias (kNone, kGelu).
   void check(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, WgmmaEpilogue epi, std::uint32_t seed,
-             int parts = 1) {
+             int parts = 1, bool with_bias = false) {
     const bool f32 = epi == WgmmaEpilogue::kF32Parts;
     const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
                              (epi == WgmmaEpilogue::kGeglu ? " geglu" : "") +
-                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : "");
+                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : "") +
+                             (epi == WgmmaEpilogue::kGelu ? " gelu" : "") + (with_bias ? " bias" : "");
+    const auto bias = random_values(static_cast<std::size_t>(n), -0.5f, 0.5f, seed + 2);
+    DeviceBuffer dbias(bias, DType::kF32);
     const auto a = rounded(random_values(static_cast<std::size_t>(m * lda), -2.0f, 2.0f, seed), DType::kBF16);
     const auto w = rounded(random_values(static_cast<std::size_t>(n * k), -0.1f, 0.1f, seed + 1), DType::kBF16);
     DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), tiled(wgmma_tiled_bytes(n, k));
@@ -46,6 +50,7 @@ class CudaWgmmaGemm : public CudaKernels {
     g.w_tiled = tiled.get(), g.n = n, g.epilogue = epi;
     g.d = dd.get(), g.ldd = out_n;
     g.k_parts = parts, g.part_stride = part_stride;
+    if (with_bias) g.bias = static_cast<const float*>(dbias.get());
     ASSERT_OK(wgmma_gemm(stream_, g));
     sync();
     std::vector<float> got;
@@ -71,7 +76,8 @@ class CudaWgmmaGemm : public CudaKernels {
     for (std::int64_t r = 0; r < m; ++r) {
       for (std::int64_t c = 0; c < out_n; ++c) {
         if (epi != WgmmaEpilogue::kGeglu) {
-          ref[r * out_n + c] = prod[r * n + c];
+          const double v = prod[r * n + c] + (with_bias ? bias[c] : 0.0);
+          ref[r * out_n + c] = epi == WgmmaEpilogue::kGelu ? gelu_ref(v) : v;
         } else {
           const double g0 = rounded({static_cast<float>(prod[r * n + c])}, DType::kBF16)[0];
           const double u0 = rounded({static_cast<float>(prod[r * n + out_n + c])}, DType::kBF16)[0];
@@ -102,6 +108,13 @@ TEST_F(CudaWgmmaGemm, MatchesTheHostProduct) {
 TEST_F(CudaWgmmaGemm, TheGegluEpilogueMatches) {
   check(50, 8192, 1024, 1024, WgmmaEpilogue::kGeglu, 11);  // pi0.5's gate|up → GeGLU
   check(7, 256, 128, 136, WgmmaEpilogue::kGeglu, 12);
+}
+
+// GR00T's forms: a bias on the plain output, and bias then GELU-tanh (its ff1).
+TEST_F(CudaWgmmaGemm, BiasAndGeluEpiloguesMatch) {
+  check(51, 4608, 1536, 1536, WgmmaEpilogue::kNone, 41, 1, true);  // self-attention q|k|v
+  check(51, 6144, 1536, 1536, WgmmaEpilogue::kGelu, 42, 1, true);  // ff1
+  check(20, 128, 192, 200, WgmmaEpilogue::kGelu, 43, 1, false);
 }
 
 // The narrow projections' form: f32 k parts, near-equal (uneven where k blocks do not divide).
@@ -159,7 +172,11 @@ TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.to_string().find("rows"), std::string::npos) << st.to_string();
   EXPECT_FALSE(wgmma_tile_weight(stream_, buf.get(), 64, 96, 96, WgmmaEpilogue::kNone, buf.get()).is_ok());
-  g.m = 8, g.k_parts = 2;  // k parts need the f32 parts output
+  DeviceBuffer fbias(std::vector<float>(64, 0.0f), DType::kF32);
+  g.m = 8, g.bias = static_cast<const float*>(fbias.get()), g.epilogue = WgmmaEpilogue::kGeglu, g.n = 128;
+  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());  // no bias with the GeGLU
+  g.bias = nullptr, g.epilogue = WgmmaEpilogue::kNone, g.n = 64;
+  g.k_parts = 2;  // k parts need the f32 parts output
   EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
   g.epilogue = WgmmaEpilogue::kF32Parts, g.k_parts = 2, g.part_stride = 64;  // parts overlapping
   EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());

@@ -199,6 +199,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
+  EDGEVLA_RETURN_IF_ERROR(plan_wgmma());
   // W2's halves of the selected slot [E, 2E]: columns [0, E) act on the action embedding,
   // [E, 2E) on τ (whose projection, plus W2's bias, is one bias row per step).
   act2_a_ = act2_.sel;
@@ -287,6 +288,18 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // add to the residual stream (Gemm::parts); the last ff2 adds its own, as no norm over all
   // rows follows it.
   ResidualParts ff2_parts{0, 0, nullptr};
+  const int sms = info_.multiprocessors;
+  // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
+  auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
+    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, sms).status();
+    return mm(h_, S, E, w, d, act_, ldd, 0.0f, epi == WgmmaEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone);
+  };
+  auto parts_linear = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w) -> Expected<int> {
+    if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, wgmma_max_parts_, sms);
+    return mm.parts(a, S, k_in, w, parts_, kMaxKParts);
+  };
+  // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
+  const DependentLaunchScope chained(wgmma_chain_);
   for (std::int64_t i = 0; i < B; ++i) {
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
@@ -302,7 +315,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     if (b.cross) {
-      EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.qkv, qkv_, act_, E));
+      EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, E));
       a.ldq = E;
       const CrossKv& ck = b.text ? text_kv_ : image_kv_;
       auto* k = static_cast<std::byte*>(ck.kv) + static_cast<std::size_t>(b.kv_column) * es;
@@ -310,27 +323,35 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a_len = b.text ? n_text : n_image;
       a.a_max = b.text ? text_rows : image_rows;
     } else {
-      EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.qkv, qkv_, act_, 3 * E));
+      EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, 3 * E));
       a.ldq = 3 * E;
       auto* q = static_cast<std::byte*>(qkv_);
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_ASSIGN_OR_RETURN(const int out_parts, mm.parts(o_, S, E, b.out, parts_, kMaxKParts));
+    EDGEVLA_ASSIGN_OR_RETURN(const int out_parts, parts_linear(b.wg_out, o_, E, b.out));
     EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
                                            ResidualParts{out_parts, S * E, b.out.bias}));
-    EDGEVLA_RETURN_IF_ERROR(mm(h_, S, E, b.ff1, ff_, act_, F, 0.0f, Epilogue::kGeluTanh));
-    if (i + 1 < B) {
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, mm.parts(ff_, S, F, b.ff2, parts_, kMaxKParts));
+    EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
+    if (i + 1 < B || b.wg_ff2) {
+      // The last block's parts (on the warpgroup GEMM) go to the output norm below.
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, parts_linear(b.wg_ff2, ff_, F, b.ff2));
       ff2_parts = ResidualParts{count, S * E, b.ff2.bias};
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));
+      ff2_parts = ResidualParts{0, 0, nullptr};
     }
   }
-  // Output AdaLN over the action rows: proj_out_1 gives [shift, 1 + scale].
+  // Output AdaLN over the action rows: proj_out_1 gives [shift, 1 + scale]; the last ff2's parts,
+  // when it left them, added over those rows first (the state row is not read again).
   const float* om = mods + B * 2 * E;
-  EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
+  if (ff2_parts.count > 0) {
+    EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, rows, parts_ + (S - Hz) * E, Hz, E, om + E, om, kOutputEps, h_,
+                                           act_, ff2_parts));
+  } else {
+    EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
+  }
   EDGEVLA_RETURN_IF_ERROR(mm(h_, Hz, E, proj_out_2_, dit_out_, act_, out_dim));
   EDGEVLA_RETURN_IF_ERROR(mm(dit_out_, Hz, out_dim, dec1_.sel, dec_hid_, act_, hs));
   EDGEVLA_RETURN_IF_ERROR(
@@ -485,6 +506,32 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   timings_.inputs_ready_ns = input_wait.host_ready_ns();
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
+  return Status::ok();
+}
+
+Status ActionHeadEngine::plan_wgmma() {
+  const WgmmaChoice c = wgmma_choice(act_, "", "groot action_head (cuda)");
+  if (!c.on) return Status::ok();
+  const std::int64_t S = S_, E = E_, F = cfg_.ff_dim();
+  std::vector<WgmmaWeight> weights;
+  int counts[5] = {0, 0, 0, 0, 0};
+  for (BlockDev& b : blocks_) {
+    b.wg_qkv = c.asked(b.cross ? "q" : "qkv") && wgmma_gemm_fits(S, b.qkv.out, E, WgmmaEpilogue::kNone);
+    b.wg_out = c.asked("out") && wgmma_gemm_fits(S, E, E, WgmmaEpilogue::kF32Parts);
+    b.wg_ff1 = c.asked("ff1") && wgmma_gemm_fits(S, F, E, WgmmaEpilogue::kGelu);
+    b.wg_ff2 = c.asked("ff2") && wgmma_gemm_fits(S, E, F, WgmmaEpilogue::kF32Parts);
+    if (b.wg_qkv) weights.push_back({&b.qkv, WgmmaEpilogue::kNone}), ++counts[b.cross ? 1 : 0];
+    if (b.wg_out) weights.push_back({&b.out, WgmmaEpilogue::kF32Parts}), ++counts[2];
+    if (b.wg_ff1) weights.push_back({&b.ff1, WgmmaEpilogue::kGelu}), ++counts[3];
+    if (b.wg_ff2) weights.push_back({&b.ff2, WgmmaEpilogue::kF32Parts}), ++counts[4];
+  }
+  EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
+  wgmma_chain_ = !weights.empty() && c.chain;
+  wgmma_max_parts_ = c.max_parts;
+  spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{} "
+               "(k parts at most {})",
+               counts[0], counts[1], counts[2], counts[3], counts[4], wgmma_chain_ ? ", blocks chained" : "",
+               wgmma_max_parts_);
   return Status::ok();
 }
 

@@ -18,6 +18,7 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/wgmma_plan.hpp"
 #include "runtime/model/groot/processor.hpp"
 
 namespace edgevla::backends::cuda::groot::action_head {
@@ -44,6 +45,8 @@ struct BlockDev {
   bool cross = false, text = false;
   DevLinear qkv;  // self blocks: q|k|v; cross blocks: q only
   DevLinear out, ff1, ff2;
+  // Which of them run on the warpgroup GEMM (plan_wgmma; their weights then tiled in place).
+  bool wg_qkv = false, wg_out = false, wg_ff1 = false, wg_ff2 = false;
   std::int64_t kv_column = 0;  // cross blocks: where their k|v start in the text or image k|v rows
 };
 
@@ -83,6 +86,11 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // Per chunk (vlln, cross keys|values, state token, the sinusoid's projection), then the loop.
   Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
   Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
+  // The DiT's projections on the warpgroup GEMM (wgmma_plan.hpp; names qkv (self-attention),
+  // q (cross-attention), out, ff1, ff2), their weights tiled in place; at load, after upload.
+  Status plan_wgmma();
+  bool wgmma_chain_ = false;
+  int wgmma_max_parts_ = kMaxKParts;
   std::array<CategoryDev*, 7> categories() {
     return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
   }

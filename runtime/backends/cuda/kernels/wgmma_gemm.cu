@@ -72,6 +72,7 @@ __global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long
 
 struct Params {
   const bf16* w;
+  const float* bias;  // kNone / kGelu: f32 [n] or null
   void* d;
   long long ldd, part_stride;
   int m, n, k, parts;
@@ -130,9 +131,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
-  // In a chain of launches (launch.cuh) the next kernel may be scheduled now; it waits for this
-  // one's results itself.
-  chain_release();
   if (warp == 4) {
     if (lane != 0) return;
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
@@ -144,6 +142,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
     }
     chain_wait();
+    // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
+    // block). Released any earlier, the kernels after it, which release as they start, could be
+    // scheduled while kernels before this one still run, and the attention writes its shares
+    // before it waits (it reads only the constant prefix there): run 34 call 3 saw different
+    // actions when this kernel released at its start.
+    chain_release();
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
       if (i >= kStages) {
@@ -202,13 +206,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
+  // bf16 out (kNone, kGelu): the bias, then GELU-tanh, rounded once (as cuBLASLt's epilogue).
   auto* d = static_cast<bf16*>(p.d);
+  const float b0 = p.bias != nullptr ? p.bias[f] : 0.0f, b8 = p.bias != nullptr ? p.bias[f + 8] : 0.0f;
 #pragma unroll
   for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = 8 * j + 2 * (lane % 4) + (e & 1);
-      if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(acc[4 * j + e]);
+      float v = acc[4 * j + e] + (e >= 2 ? b8 : b0);
+      if constexpr (kEpilogue == WgmmaEpilogue::kGelu) v = ew::gelu_tanh(v);
+      if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
 #endif
@@ -283,6 +291,10 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
       args.ldd < out_n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
     return invalid_argument("wgmma_gemm: null pointer, misaligned A, or a row stride shorter than its row");
   }
+  if (args.bias != nullptr && (args.epilogue == WgmmaEpilogue::kGeglu || parts_out)) {
+    return invalid_argument("wgmma_gemm: a bias goes with the plain and GELU outputs only (k parts leave it to "
+                            "the kernel that sums them)");
+  }
   if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
       (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + out_n)) {
     return invalid_argument("wgmma_gemm: " + std::to_string(args.k_parts) +
@@ -293,7 +305,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
-  Params p{static_cast<const bf16*>(args.w_tiled), args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
+  Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
            static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(args.k_parts));
   cudaError_t err = cudaSuccess;
@@ -301,6 +313,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, p, a_map); break;
     case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, p, a_map); break;
     case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, p, a_map); break;
+    case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, p, a_map); break;
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

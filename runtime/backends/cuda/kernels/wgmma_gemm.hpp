@@ -22,7 +22,8 @@
 // kF32Parts: k is split into k_parts near-equal parts (of whole 64-wide blocks), each written in
 // f32 to its own D (part p at d + p · part_stride floats), for the narrow projections whose
 // feature blocks alone would leave most multiprocessors idle; the norm after them adds the parts
-// (ResidualParts), as it does cuBLASLt's.
+// (ResidualParts), as it does cuBLASLt's. kNone and kGelu add an optional f32 bias; kGelu then
+// applies GELU-tanh (GR00T's ff1), both rounded to bf16 once.
 //
 // Only compute capability 9.0 runs it, from code built for sm_90a; wgmma_gemm_available() says
 // whether this build and the current device do. n and k multiples of 64 (kGeglu: n of 128).
@@ -39,7 +40,7 @@ namespace edgevla::backends::cuda {
 
 inline constexpr std::int64_t kWgmmaMaxRows = 56;
 
-enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts };
+enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu };
 
 // Whether the build holds sm_90a code for it and the current device is of compute capability 9.0.
 bool wgmma_gemm_available();
@@ -63,6 +64,7 @@ struct WgmmaGemmArgs {
   WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
   void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]; kF32Parts: f32), row stride ldd
   std::int64_t ldd = 0;
+  const float* bias = nullptr;     // kNone / kGelu: f32 [n], or null
   int k_parts = 1;                // kF32Parts only: 1 to k / 64
   std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
 };

@@ -77,7 +77,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   // The chained gate|up GEMM may leave two f32 k parts (plan_chain): bf16, asked for only.
   if (act_ == DType::kBF16 && chain_asked()) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
-  plan_wgmma(tw, buf);
+  plan_wgmma(tw);
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
   buf(mods_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * (pi05_ ? (2 * L + 1) * 3 * E : E)));

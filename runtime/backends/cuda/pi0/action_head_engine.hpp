@@ -21,7 +21,7 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/expert_fused.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
-#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+#include "runtime/backends/cuda/wgmma_plan.hpp"
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
 
 namespace edgevla::backends::cuda::pi0 {
@@ -86,8 +86,8 @@ class ActionHeadEngine final : public CudaEngine {
   // max_parts 1: bf16 D [m, ldd]; else f32 k parts (S · ldd floats apart). Returns the parts.
   Expected<int> layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
                            void* d, std::int64_t ldd, int max_parts, const std::byte* tiled = nullptr) const;
-  // The warpgroup GEMM's part (EDGEVLA_CUDA_WGMMA, action_head_plans.cpp): which GEMMs, their
-  // tiled weights' space, and the tiling at load.
+  // The warpgroup GEMM's part (EDGEVLA_CUDA_WGMMA, action_head_plans.cpp): which GEMMs, and the
+  // tiling of their weights in place at load.
   struct WgmmaShape {
     std::int64_t n = 0, k = 0;  // n 0: this GEMM stays on Blas
     WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
@@ -95,7 +95,7 @@ class ActionHeadEngine final : public CudaEngine {
   struct WgmmaTiles {
     std::byte *qkv = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
   };
-  void plan_wgmma(const cpu::TowerWeights& tw, BufferPlan& buf);
+  void plan_wgmma(const cpu::TowerWeights& tw);
   Status tile_wgmma_weights();
   const WgmmaTiles& wgmma_tiles(std::int64_t layer) const {
     static const WgmmaTiles kNone{};
@@ -141,12 +141,11 @@ class ActionHeadEngine final : public CudaEngine {
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
-  // Expert GEMMs on the warpgroup GEMM (wgmma_gemm.hpp; Hopper, bf16, EDGEVLA_CUDA_WGMMA): each
-  // role's tiled weights for all layers, one after another (wgmma_base_), and each layer's.
+  // Expert GEMMs on the warpgroup GEMM (wgmma_gemm.hpp; Hopper, bf16): their shapes, and each
+  // layer's tiled weights (the DevLinear's own bytes, tiled in place; null: on Blas).
   struct {
     WgmmaShape qkv, o, gate_up, down;
   } wgmma_shapes_;
-  WgmmaTiles wgmma_base_;
   std::vector<WgmmaTiles> wgmma_tiles_;
   bool wgmma_chain_ = false;  // the layers' kernels as one chain of launches
   int wgmma_max_parts_ = kMaxKParts;

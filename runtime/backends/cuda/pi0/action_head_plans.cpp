@@ -100,17 +100,9 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
                                            const std::byte* tiled) const {
   const std::int64_t S = cfg_.suffix_len();
   if (tiled != nullptr) {
-    WgmmaGemmArgs g;
-    g.a = a, g.m = S, g.k = w.in, g.lda = lda;
-    g.w_tiled = tiled, g.n = w.out;
-    g.d = d, g.ldd = ldd;
-    if (max_parts > 1) {
-      g.epilogue = WgmmaEpilogue::kF32Parts;
-      g.k_parts = wgmma_k_parts(w.out, w.in, std::min(max_parts, wgmma_max_parts_), info_.multiprocessors);
-      g.part_stride = S * ldd;
-    }
-    EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream_.get(), g));
-    return g.k_parts;
+    const WgmmaEpilogue epi = role == kChainGateUp ? WgmmaEpilogue::kGeglu : WgmmaEpilogue::kNone;
+    return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, std::min(max_parts, wgmma_max_parts_),
+                        info_.multiprocessors);
   }
   if ((chain_gemms_ & role) != 0) return mm.chained(a, S, lda, w, d, ldd, max_parts);
   if (max_parts > 1) return mm.parts(a, S, lda, w, static_cast<float*>(d), max_parts);
@@ -118,66 +110,44 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
   return 1;
 }
 
-// EDGEVLA_CUDA_WGMMA: which expert GEMMs run on the warpgroup GEMM (Hopper, bf16): "1" or "all"
-// for q|k|v, o, gate|up (with its GeGLU) and down; or a comma list of qkv, o, gate_up, down.
-// Opt-in while it is measured (bench/results/issue9_h200, notes.md); their tiled weights sit
-// beside the row-major ones until then. EDGEVLA_CUDA_WGMMA_CHAIN=1 also runs the layers as one
-// chain of launches (launch.cuh: each warpgroup GEMM's first weight tiles load while the kernel
-// before it runs); EDGEVLA_CUDA_WGMMA_PARTS=N caps o's and down's k parts (default 8).
-void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw, BufferPlan& buf) {
-  const char* env = std::getenv("EDGEVLA_CUDA_WGMMA");
-  if (env == nullptr || env[0] == '\0' || std::string_view(env) == "0") return;
-  if (act_ != DType::kBF16 || chain_asked() || !wgmma_gemm_available()) {
-    spdlog::info("action_head (cuda): EDGEVLA_CUDA_WGMMA ignored (it needs bf16, compute capability 9.0 and no "
-                 "EDGEVLA_CUDA_CHAIN_GEMM)");
-    return;
-  }
-  const std::string_view list(env);
-  const bool all = list == "1" || list == "all";
-  auto asked = [&](std::string_view name) {
-    if (all) return true;
-    std::size_t at = 0;
-    while (at <= list.size()) {
-      const std::size_t end = std::min(list.find(',', at), list.size());
-      if (list.substr(at, end - at) == name) return true;
-      at = end + 1;
-    }
-    return false;
-  };
-  const std::int64_t L = cfg_.expert.depth, S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
+// The expert's GEMMs on the warpgroup GEMM (wgmma_plan.hpp: the default on compute capability 9.0
+// in bf16; EDGEVLA_CUDA_WGMMA names them qkv, o, gate_up, down): q|k|v, o and down (f32 k
+// parts), gate|up with its GeGLU, the layers as one chain of launches. Their weights are tiled in
+// place at load, so those layers then run on it only. Measured in bench/results/issue9_h200
+// (notes.md, run 34).
+void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
+  const char* fused = std::getenv("EDGEVLA_CUDA_FUSED_EXPERT");
+  const std::string_view other = chain_asked()                                              ? "EDGEVLA_CUDA_CHAIN_GEMM"
+                                 : fused != nullptr && std::string_view(fused) == "1" ? "EDGEVLA_CUDA_FUSED_EXPERT"
+                                                                                      : "";
+  const WgmmaChoice c = wgmma_choice(act_, other, "action_head (cuda)");
+  wgmma_shapes_ = {};
+  if (!c.on) return;
+  const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
   const std::int64_t Q = (cfg_.expert.num_heads + 2 * cfg_.expert.num_kv_heads) * cfg_.expert.head_dim;
   const std::int64_t HD = cfg_.expert.num_heads * cfg_.expert.head_dim;
   auto no_bias = [&](auto member) {
-    return std::all_of(tw.layers.begin(), tw.layers.end(), [&](const cpu::GemmaLayer& g) { return (g.*member).bias.empty(); });
+    return std::all_of(tw.layers.begin(), tw.layers.end(),
+                       [&](const cpu::GemmaLayer& g) { return (g.*member).bias.empty(); });
   };
-  wgmma_shapes_ = {};
-  if (asked("qkv") && no_bias(&cpu::GemmaLayer::q) && no_bias(&cpu::GemmaLayer::k) && no_bias(&cpu::GemmaLayer::v) &&
-      wgmma_gemm_fits(S, Q, E, WgmmaEpilogue::kNone)) {
-    wgmma_shapes_.qkv = {Q, E, WgmmaEpilogue::kNone};
+  if (c.asked("qkv") && wgmma_gemm_fits(S, Q, E, WgmmaEpilogue::kNone)) wgmma_shapes_.qkv = {Q, E, WgmmaEpilogue::kNone};
+  if (c.asked("o") && wgmma_gemm_fits(S, E, HD, WgmmaEpilogue::kF32Parts)) {
+    wgmma_shapes_.o = {E, HD, WgmmaEpilogue::kF32Parts};
   }
-  if (asked("o") && wgmma_gemm_fits(S, E, HD, WgmmaEpilogue::kF32Parts)) wgmma_shapes_.o = {E, HD, WgmmaEpilogue::kF32Parts};
-  if (asked("gate_up") && no_bias(&cpu::GemmaLayer::gate) && no_bias(&cpu::GemmaLayer::up) &&
+  if (c.asked("gate_up") && no_bias(&cpu::GemmaLayer::gate) && no_bias(&cpu::GemmaLayer::up) &&
       wgmma_gemm_fits(S, 2 * F, E, WgmmaEpilogue::kGeglu)) {
     wgmma_shapes_.gate_up = {2 * F, E, WgmmaEpilogue::kGeglu};
   }
-  if (asked("down") && wgmma_gemm_fits(S, E, F, WgmmaEpilogue::kF32Parts)) {
+  if (c.asked("down") && wgmma_gemm_fits(S, E, F, WgmmaEpilogue::kF32Parts)) {
     wgmma_shapes_.down = {E, F, WgmmaEpilogue::kF32Parts};
   }
-  auto plan = [&](const WgmmaShape& sh, std::byte*& base, const char* name, std::string& used) {
-    if (sh.n == 0) return;
-    buf(base, static_cast<std::size_t>(L) * wgmma_tiled_bytes(sh.n, sh.k));
-    used += used.empty() ? name : std::string(", ") + name;
-  };
   std::string used;
-  plan(wgmma_shapes_.qkv, wgmma_base_.qkv, "q|k|v", used);
-  plan(wgmma_shapes_.o, wgmma_base_.o, "o", used);
-  plan(wgmma_shapes_.gate_up, wgmma_base_.gate_up, "gate|up", used);
-  plan(wgmma_shapes_.down, wgmma_base_.down, "down", used);
-  const char* chain = std::getenv("EDGEVLA_CUDA_WGMMA_CHAIN");
-  wgmma_chain_ = !used.empty() && chain != nullptr && std::string_view(chain) == "1" && info_.major >= 9;
-  if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
-    wgmma_max_parts_ = std::clamp(std::atoi(parts), 1, kMaxKParts);
+  for (const auto& [sh, name] : {std::pair{&wgmma_shapes_.qkv, "q|k|v"}, std::pair{&wgmma_shapes_.o, "o"},
+                                 std::pair{&wgmma_shapes_.gate_up, "gate|up"}, std::pair{&wgmma_shapes_.down, "down"}}) {
+    if (sh->n != 0) used += used.empty() ? name : std::string(", ") + name;
   }
+  wgmma_chain_ = !used.empty() && c.chain;
+  wgmma_max_parts_ = c.max_parts;
   spdlog::info("action_head (cuda): warpgroup GEMM for {}{} (k parts at most {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
                wgmma_chain_ ? ", layers chained" : "", wgmma_max_parts_);
@@ -185,23 +155,20 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw, BufferPlan& buf) 
 
 Status ActionHeadEngine::tile_wgmma_weights() {
   wgmma_tiles_.assign(layers_.size(), WgmmaTiles{});
-  auto tile = [&](const WgmmaShape& sh, std::byte* base, const DevLinear ExpertLayerDev::*member,
-                  std::byte* WgmmaTiles::*slot) -> Status {
-    if (sh.n == 0 || base == nullptr) return Status::ok();
+  std::vector<WgmmaWeight> weights;
+  auto take = [&](const WgmmaShape& sh, DevLinear ExpertLayerDev::*member, std::byte* WgmmaTiles::*slot) {
+    if (sh.n == 0) return;
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const DevLinear& w = layers_[l].*member;
-      std::byte* out = base + l * wgmma_tiled_bytes(sh.n, sh.k);
-      EDGEVLA_RETURN_IF_ERROR(wgmma_tile_weight(stream_.get(), w.w, sh.n, sh.k, w.ld, sh.epilogue, out));
-      wgmma_tiles_[l].*slot = out;
+      DevLinear& w = layers_[l].*member;
+      weights.push_back({&w, sh.epilogue});
+      wgmma_tiles_[l].*slot = static_cast<std::byte*>(w.w);
     }
-    return Status::ok();
   };
-  EDGEVLA_RETURN_IF_ERROR(tile(wgmma_shapes_.qkv, wgmma_base_.qkv, &ExpertLayerDev::qkv, &WgmmaTiles::qkv));
-  EDGEVLA_RETURN_IF_ERROR(tile(wgmma_shapes_.o, wgmma_base_.o, &ExpertLayerDev::o, &WgmmaTiles::o));
-  EDGEVLA_RETURN_IF_ERROR(tile(wgmma_shapes_.gate_up, wgmma_base_.gate_up, &ExpertLayerDev::gate_up, &WgmmaTiles::gate_up));
-  EDGEVLA_RETURN_IF_ERROR(tile(wgmma_shapes_.down, wgmma_base_.down, &ExpertLayerDev::down, &WgmmaTiles::down));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  return Status::ok();
+  take(wgmma_shapes_.qkv, &ExpertLayerDev::qkv, &WgmmaTiles::qkv);
+  take(wgmma_shapes_.o, &ExpertLayerDev::o, &WgmmaTiles::o);
+  take(wgmma_shapes_.gate_up, &ExpertLayerDev::gate_up, &WgmmaTiles::gate_up);
+  take(wgmma_shapes_.down, &ExpertLayerDev::down, &WgmmaTiles::down);
+  return wgmma_tile_in_place(stream_.get(), weights, "action_head (cuda)");
 }
 
 }  // namespace edgevla::backends::cuda::pi0

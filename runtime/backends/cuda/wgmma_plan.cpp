@@ -1,0 +1,102 @@
+// The action heads' use of the warpgroup GEMM (contract in wgmma_plan.hpp).
+#include "runtime/backends/cuda/wgmma_plan.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace edgevla::backends::cuda {
+
+bool WgmmaChoice::asked(std::string_view name) const {
+  if (!on) return false;
+  if (list == "all" || list == "1") return true;
+  const std::string_view l(list);
+  std::size_t at = 0;
+  while (at <= l.size()) {
+    const std::size_t end = std::min(l.find(',', at), l.size());
+    if (l.substr(at, end - at) == name) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what) {
+  WgmmaChoice c;
+  const char* env = std::getenv("EDGEVLA_CUDA_WGMMA");
+  c.list = env != nullptr && env[0] != '\0' ? std::string(env) : std::string("all");
+  if (c.list == "0") return c;
+  if (act != DType::kBF16 || !other_mode.empty() || !wgmma_gemm_available()) {
+    if (env != nullptr) {
+      spdlog::info("{}: EDGEVLA_CUDA_WGMMA ignored ({})", what,
+                   !other_mode.empty() ? std::string(other_mode) + " is on"
+                                       : std::string("it needs bf16 and compute capability 9.0"));
+    }
+    return c;
+  }
+  c.on = true;
+  const char* chain = std::getenv("EDGEVLA_CUDA_WGMMA_CHAIN");
+  c.chain = !(chain != nullptr && std::string_view(chain) == "0");
+  if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
+    c.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
+  }
+  return c;
+}
+
+Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& weights, std::string_view what) {
+  std::size_t largest = 0;
+  for (const WgmmaWeight& t : weights) {
+    const DevLinear& w = *t.w;
+    if (w.ld != w.in || !wgmma_gemm_fits(1, w.out, w.in, t.epilogue)) {
+      return internal_error(std::string(what) + ": a weight of " + std::to_string(w.out) + " x " +
+                            std::to_string(w.in) + " (row stride " + std::to_string(w.ld) +
+                            ") does not fit the warpgroup GEMM it was planned for");
+    }
+    largest = std::max(largest, wgmma_tiled_bytes(w.out, w.in));
+  }
+  if (largest == 0) return Status::ok();
+  void* scratch = nullptr;
+  const cudaError_t got = cudaMalloc(&scratch, largest);
+  if (got != cudaSuccess) {
+    return resource_exhausted(std::string(what) + ": " + std::to_string(largest) +
+                              " bytes of scratch to lay out weights for the warpgroup GEMM: " +
+                              cudaGetErrorString(got) + " (EDGEVLA_CUDA_WGMMA=0 runs without it)");
+  }
+  Status st = Status::ok();
+  for (const WgmmaWeight& t : weights) {
+    DevLinear& w = *t.w;
+    st = wgmma_tile_weight(stream, w.w, w.out, w.in, w.ld, t.epilogue, scratch);
+    if (!st.is_ok()) break;
+    const cudaError_t copied =
+        cudaMemcpyAsync(w.w, scratch, wgmma_tiled_bytes(w.out, w.in), cudaMemcpyDeviceToDevice, stream);
+    if (copied != cudaSuccess) {
+      st = internal_error(std::string(what) + ": tiling a weight: " + cudaGetErrorString(copied));
+      break;
+    }
+  }
+  const cudaError_t synced = cudaStreamSynchronize(stream);
+  cudaFree(scratch);
+  EDGEVLA_RETURN_IF_ERROR(st);
+  if (synced != cudaSuccess) return internal_error(std::string(what) + ": tiling: " + cudaGetErrorString(synced));
+  return Status::ok();
+}
+
+Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
+                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors) {
+  WgmmaGemmArgs g;
+  g.a = a, g.m = m, g.k = w.in, g.lda = lda;
+  g.w_tiled = w.w, g.n = w.out;
+  g.d = d, g.ldd = ldd;
+  g.epilogue = epilogue;
+  if (max_parts > 1) {
+    g.epilogue = WgmmaEpilogue::kF32Parts;
+    g.k_parts = wgmma_k_parts(w.out, w.in, max_parts, multiprocessors);
+    g.part_stride = m * ldd;
+  } else if (epilogue != WgmmaEpilogue::kGeglu) {
+    g.bias = w.bias;
+  }
+  EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream, g));
+  return g.k_parts;
+}
+
+}  // namespace edgevla::backends::cuda

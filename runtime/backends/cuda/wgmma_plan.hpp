@@ -1,0 +1,52 @@
+// The warpgroup GEMM (kernels/wgmma_gemm.hpp) as the action heads use it, whatever their family:
+// which of their GEMMs run on it (EDGEVLA_CUDA_WGMMA and friends), their weights tiled in place
+// at load, and one call that runs a projection on a tiled weight.
+//
+// The default on compute capability 9.0 in bf16: every projection of the head's layers whose
+// shape fits, the layers' kernels as one chain of launches (launch.cuh: each GEMM's first weight
+// tiles load while the kernel before it runs). Environment, read when an engine is made:
+//   EDGEVLA_CUDA_WGMMA=0            keeps cuBLASLt for all of them;
+//   EDGEVLA_CUDA_WGMMA=a,b,...      only the named projections (the family names them);
+//   EDGEVLA_CUDA_WGMMA_CHAIN=0      launches them plainly;
+//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/backends/cuda/engine_common.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+
+namespace edgevla::backends::cuda {
+
+struct WgmmaChoice {
+  bool on = false;     // some projection may run on it
+  bool chain = false;  // the layers as one chain of launches
+  int max_parts = kMaxKParts;
+  std::string list;    // "all" or the names asked for
+  bool asked(std::string_view name) const;
+};
+
+// What the environment asks of an engine `what` computing in `act` on the current device;
+// `other_mode` names a mode that excludes it (empty: none), logged when the variable was set.
+WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what);
+
+// A projection to run on the warpgroup GEMM: its weight (tiled in place by wgmma_tile_in_place,
+// after which `w->w` holds the tiled layout only) and the epilogue its tiling is for.
+struct WgmmaWeight {
+  DevLinear* w = nullptr;
+  WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
+};
+
+// Tiles every weight in place on `stream` through one scratch buffer (freed before it returns).
+// Each must be contiguous (ld == in) and fit the kernel.
+Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& weights, std::string_view what);
+
+// D = A · Wᵀ on a tiled weight, rows m: bf16 D [m, ldd] with the epilogue (kNone / kGelu add
+// w.bias when it has one; kGeglu: w must have none), or, when max_parts > 1, f32 k parts S · ldd
+// floats apart (the bias left to the kernel that sums them). Returns the parts written.
+Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
+                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors);
+
+}  // namespace edgevla::backends::cuda
