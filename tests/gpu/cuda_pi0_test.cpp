@@ -227,7 +227,7 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 // f32 k parts) launched plainly, and all four with the layers as one chain of launches (the
 // default: the GEMMs' first weight tiles load before they wait for the kernel ahead), whose
 // actions must be those of the same kernels launched plainly, bit for bit; each agrees with the
-// CPU. Engines opened apart time their cuBLASLt picks apart (the backbone's too), so all share one
+// CPU; RoPE in q|k|v's epilogue (the default) agrees with the rope kernel after it. Engines opened apart time their cuBLASLt picks apart (the backbone's too), so all share one
 // plan file, and the chained engine runs every case first: the others then reuse its picks.
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
@@ -255,8 +255,10 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   auto gu = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "gate_up"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
   auto all = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "all"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
+  auto rope_apart = open_with(dir, "EDGEVLA_CUDA_WGMMA_ROPE", "0");
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(gu && all && blas) << gu.status().to_string() << all.status().to_string() << blas.status().to_string();
+  ASSERT_TRUE(gu && all && blas && rope_apart) << gu.status().to_string() << all.status().to_string()
+                                               << blas.status().to_string() << rope_apart.status().to_string();
   for (std::size_t run = 0; run < ins.size(); ++run) {
     const model::ForwardInputs& in = ins[run];
     auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, in, false);
@@ -264,7 +266,8 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     auto z = model::run_forward(*all->backbone, *all->head, c, in, false);
     auto y = model::run_forward(*blas->backbone, *blas->head, c, in, false);
     auto y2 = model::run_forward(*blas->backbone, *blas->head, c, in, false);
-    ASSERT_TRUE(ref && x && y && z && y2) << x.status().to_string() << z.status().to_string();
+    auto ra = model::run_forward(*rope_apart->backbone, *rope_apart->head, c, in, false);
+    ASSERT_TRUE(ref && x && y && z && y2 && ra) << x.status().to_string() << z.status().to_string();
     const std::int64_t na = ref->actions.numel();
     ASSERT_TRUE(all_finite(x->actions) && all_finite(z->actions) && all_finite(first[run]));
     const float* r = ref->actions.data<float>();
@@ -272,6 +275,10 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     const double zy = rel_l2(z->actions.data<float>(), y->actions.data<float>(), na);
     const double yy = rel_l2(y2->actions.data<float>(), y->actions.data<float>(), na);
     const double cz = rel_l2(first[run].data<float>(), z->actions.data<float>(), na);
+    // The default rotates q and k in q|k|v's epilogue; the same with the rope kernel after it.
+    const double cr = rel_l2(first[run].data<float>(), ra->actions.data<float>(), na);
+    std::printf("[run %zu] RoPE in the epilogue vs its own kernel: rel-L2 %.2e\n", run, cr);
+    EXPECT_LE(cr, 2e-2) << "run " << run;
     std::printf("[run %zu: %d tokens, %d steps] rel-L2 vs blas: gate|up %.2e, all four %.2e, blas again %.2e; chained "
                 "vs plain %.2e; cosine vs cpu f32: gate|up %.6f, all four %.6f, chained %.6f, blas %.6f\n",
                 run, cases[run].first, cases[run].second, xy, zy, yy, cz, cosine(x->actions.data<float>(), r, na),

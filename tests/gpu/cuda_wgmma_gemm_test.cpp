@@ -117,6 +117,68 @@ TEST_F(CudaWgmmaGemm, BiasAndGeluEpiloguesMatch) {
   check(20, 128, 192, 200, WgmmaEpilogue::kGelu, 43, 1, false);
 }
 
+// q|k|v with RoPE in the epilogue: the first rot_heads heads of h rotated from position p0, the
+// rest (the values) as they are; against the host product rounded to bf16 and rotated in f32.
+TEST_F(CudaWgmmaGemm, TheRopeEpilogueMatches) {
+  struct Case {
+    std::int64_t m, rot_heads, plain_heads, h, k;
+    int p0;
+  };
+  for (const Case& cs : {Case{50, 9, 1, 256, 1024, 37}, Case{17, 3, 2, 64, 128, 0}, Case{51, 2, 0, 128, 192, 500}}) {
+    const std::int64_t n = (cs.rot_heads + cs.plain_heads) * cs.h, m = cs.m, k = cs.k, h = cs.h;
+    const std::string what = "m " + std::to_string(m) + " heads " + std::to_string(cs.rot_heads) + "+" +
+                             std::to_string(cs.plain_heads) + " of " + std::to_string(h) + " from " +
+                             std::to_string(cs.p0);
+    const auto a = rounded(random_values(static_cast<std::size_t>(m * k), -2.0f, 2.0f, 51), DType::kBF16);
+    const auto w = rounded(random_values(static_cast<std::size_t>(n * k), -0.1f, 0.1f, 52), DType::kBF16);
+    std::vector<float> inv(static_cast<std::size_t>(h / 2));
+    for (std::int64_t d = 0; d < h / 2; ++d) inv[d] = static_cast<float>(std::pow(10000.0, -2.0 * d / h));
+    DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), tiled(wgmma_tiled_bytes(n, k)), dd(m * n * 2);
+    DeviceBuffer dinv(inv, DType::kF32), dpos(sizeof(std::int32_t));
+    const std::int32_t p0 = cs.p0;
+    ASSERT_CUDA(cudaMemcpy(dpos.get(), &p0, sizeof p0, cudaMemcpyHostToDevice));
+    WgmmaRope rope{cs.rot_heads * h, h, static_cast<const std::int32_t*>(dpos.get()),
+                   static_cast<const float*>(dinv.get())};
+    ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), n, k, k, WgmmaEpilogue::kRope, tiled.get(), rope));
+    WgmmaGemmArgs g;
+    g.a = da.get(), g.m = m, g.k = k, g.lda = k;
+    g.w_tiled = tiled.get(), g.n = n, g.epilogue = WgmmaEpilogue::kRope, g.rope = rope;
+    g.d = dd.get(), g.ldd = n;
+    ASSERT_OK(wgmma_gemm(stream_, g));
+    sync();
+    const auto got = dd.download(DType::kBF16, static_cast<std::size_t>(m * n));
+    std::vector<double> ref(static_cast<std::size_t>(m * n));
+    std::vector<float> prod(static_cast<std::size_t>(m * n));
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t c = 0; c < n; ++c) {
+        double s = 0.0;
+        for (std::int64_t t = 0; t < k; ++t) s += static_cast<double>(a[r * k + t]) * w[c * k + t];
+        prod[r * n + c] = rounded({static_cast<float>(s)}, DType::kBF16)[0];
+      }
+      for (std::int64_t c = 0; c < n; ++c) {
+        const std::int64_t head = c / h, d = c % h;
+        if (head >= cs.rot_heads) {
+          ref[r * n + c] = prod[r * n + c];
+          continue;
+        }
+        const std::int64_t d0 = d % (h / 2);
+        const float angle = static_cast<float>(cs.p0 + r) * inv[d0];
+        const double x1 = prod[r * n + head * h + d0], x2 = prod[r * n + head * h + d0 + h / 2];
+        ref[r * n + c] = d < h / 2 ? x1 * std::cos(angle) - x2 * std::sin(angle)
+                                   : x2 * std::cos(angle) + x1 * std::sin(angle);
+      }
+    }
+    double num = 0.0, den = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      num += (got[i] - ref[i]) * (got[i] - ref[i]);
+      den += ref[i] * ref[i];
+    }
+    const double rel = std::sqrt(num / den);
+    std::printf("  rope %-36s rel-L2 %.2e\n", what.c_str(), rel);
+    EXPECT_LE(rel, 6e-3) << what;
+  }
+}
+
 // The narrow projections' form: f32 k parts, near-equal (uneven where k blocks do not divide).
 TEST_F(CudaWgmmaGemm, KPartsSumToTheProduct) {
   check(50, 1024, 4096, 4096, WgmmaEpilogue::kF32Parts, 31, 8);  // pi0.5's down

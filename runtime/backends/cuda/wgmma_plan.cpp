@@ -37,6 +37,8 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.on = true;
   const char* chain = std::getenv("EDGEVLA_CUDA_WGMMA_CHAIN");
   c.chain = !(chain != nullptr && std::string_view(chain) == "0");
+  const char* rope = std::getenv("EDGEVLA_CUDA_WGMMA_ROPE");
+  c.rope = !(rope != nullptr && std::string_view(rope) == "0");
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
     c.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }
@@ -65,7 +67,7 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
   Status st = Status::ok();
   for (const WgmmaWeight& t : weights) {
     DevLinear& w = *t.w;
-    st = wgmma_tile_weight(stream, w.w, w.out, w.in, w.ld, t.epilogue, scratch);
+    st = wgmma_tile_weight(stream, w.w, w.out, w.in, w.ld, t.epilogue, scratch, t.rope);
     if (!st.is_ok()) break;
     const cudaError_t copied =
         cudaMemcpyAsync(w.w, scratch, wgmma_tiled_bytes(w.out, w.in), cudaMemcpyDeviceToDevice, stream);
@@ -82,12 +84,14 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
 }
 
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
-                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors) {
+                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors,
+                           const WgmmaRope& rope) {
   WgmmaGemmArgs g;
   g.a = a, g.m = m, g.k = w.in, g.lda = lda;
   g.w_tiled = w.w, g.n = w.out;
   g.d = d, g.ldd = ldd;
   g.epilogue = epilogue;
+  g.rope = rope;
   if (max_parts > 1) {
     g.epilogue = WgmmaEpilogue::kF32Parts;
     g.k_parts = wgmma_k_parts(w.out, w.in, max_parts, multiprocessors);

@@ -8,7 +8,8 @@
 //   EDGEVLA_CUDA_WGMMA=0            keeps cuBLASLt for all of them;
 //   EDGEVLA_CUDA_WGMMA=a,b,...      only the named projections (the family names them);
 //   EDGEVLA_CUDA_WGMMA_CHAIN=0      launches them plainly;
-//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8).
+//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8);
+//   EDGEVLA_CUDA_WGMMA_ROPE=0       leaves RoPE to its own kernel after q|k|v (pi0.5).
 #pragma once
 
 #include <string>
@@ -24,6 +25,7 @@ struct WgmmaChoice {
   bool on = false;     // some projection may run on it
   bool chain = false;  // the layers as one chain of launches
   int max_parts = kMaxKParts;
+  bool rope = true;    // RoPE in the q|k|v epilogue where the family has it
   std::string list;    // "all" or the names asked for
   bool asked(std::string_view name) const;
 };
@@ -37,6 +39,7 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
 struct WgmmaWeight {
   DevLinear* w = nullptr;
   WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
+  WgmmaRope rope;  // kRope: which outputs are rotated heads
 };
 
 // Tiles every weight in place on `stream` through one scratch buffer (freed before it returns).
@@ -46,7 +49,9 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
 // D = A · Wᵀ on a tiled weight, rows m: bf16 D [m, ldd] with the epilogue (kNone / kGelu add
 // w.bias when it has one; kGeglu: w must have none), or, when max_parts > 1, f32 k parts S · ldd
 // floats apart (the bias left to the kernel that sums them). Returns the parts written.
+// kRope: `rope` (with its position and frequencies).
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
-                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors);
+                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors,
+                           const WgmmaRope& rope = {});
 
 }  // namespace edgevla::backends::cuda

@@ -49,14 +49,27 @@ constexpr int kBarBytes = 256;
 constexpr int kSmem = 1024 + kBarBytes + kStages * (kWTile + kATile) * static_cast<int>(sizeof(bf16));
 
 // Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
-// is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on).
-__host__ __device__ inline long long source_row(long long nt, int r, long long n, bool geglu) {
-  if (!geglu) return nt * kBm + r;
-  const long long feature = nt * (kBm / 2) + (r / 16) * 8 + (r % 8);
-  return (r % 16) < 8 ? feature : n / 2 + feature;
+// is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on). kRope: in the first
+// rope_n features (heads of head_dim), the same pairing within a head: row i < 8 is dim
+// d = 32j + 8w + i of the head's first half (j: the block's place in its head) and row i + 8 the
+// dim d + head_dim/2 that RoPE rotates with it; features past rope_n keep their order.
+__host__ __device__ inline long long source_row(long long nt, int r, long long n, WgmmaEpilogue epi, long long rope_n,
+                                                long long head_dim) {
+  if (epi == WgmmaEpilogue::kGeglu) {
+    const long long feature = nt * (kBm / 2) + (r / 16) * 8 + (r % 8);
+    return (r % 16) < 8 ? feature : n / 2 + feature;
+  }
+  if (epi == WgmmaEpilogue::kRope && nt * kBm < rope_n) {
+    const long long per_head = head_dim / kBm;  // blocks a head
+    const long long head = nt / per_head, j = nt % per_head;
+    const long long d = 32 * j + (r / 16) * 8 + (r % 8);
+    return head * head_dim + d + ((r % 16) < 8 ? 0 : head_dim / 2);
+  }
+  return nt * kBm + r;
 }
 
-__global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long long ld, bool geglu, bf16* out) {
+__global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long long ld, WgmmaEpilogue epi,
+                                   long long rope_n, long long head_dim, bf16* out) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * k) return;
   // i walks the output: tile (nt, kb), then its element offset.
@@ -67,12 +80,15 @@ __global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long
   const int r = (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8;
   const int c = ((e / 64) % (kBk / 8)) * 8 + e % 8;
   const long long nt = tile / kbs, kb = tile % kbs;
-  out[i] = w[source_row(nt, r, n, geglu) * ld + kb * kBk + c];
+  out[i] = w[source_row(nt, r, n, epi, rope_n, head_dim) * ld + kb * kBk + c];
 }
 
 struct Params {
   const bf16* w;
-  const float* bias;  // kNone / kGelu: f32 [n] or null
+  const float* bias;  // kNone / kGelu / kRope: f32 [n] or null
+  const int* first_pos;  // kRope: the first row's position (device)
+  const float* inv_freq;  // kRope: [head_dim / 2]
+  long long rope_n, head_dim;
   void* d;
   long long ldd, part_stride;
   int m, n, k, parts;
@@ -193,6 +209,37 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
+  if constexpr (kEpilogue == WgmmaEpilogue::kRope) {
+    if (static_cast<long long>(nt) * kBm < p.rope_n) {
+      // Rows i and i + 8 of this warp hold dims d and d + head_dim/2 of one head: rounded to bf16
+      // (as the GEMM's output), rotated by the row's position in f32, rounded again (as the rope
+      // kernel does).
+      auto* d = static_cast<bf16*>(p.d);
+      const long long per_head = p.head_dim / kBm;
+      const long long head = nt / per_head;
+      const int dim = static_cast<int>(32 * (nt % per_head)) + warp * 8 + lane / 4;
+      const long long fa = head * p.head_dim + dim, fb = fa + p.head_dim / 2;
+      const float ba = p.bias != nullptr ? p.bias[fa] : 0.0f, bb = p.bias != nullptr ? p.bias[fb] : 0.0f;
+      const int p0 = *p.first_pos;
+      const float freq = p.inv_freq[dim];
+#pragma unroll
+      for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int row = 8 * j + 2 * (lane % 4) + e;
+          const float va = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e] + ba));
+          const float vb = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e] + bb));
+          float sn, co;
+          sincosf(static_cast<float>(p0 + row) * freq, &sn, &co);
+          if (row < p.m) {
+            d[row * p.ldd + fa] = __float2bfloat16_rn(va * co - vb * sn);
+            d[row * p.ldd + fb] = __float2bfloat16_rn(vb * co + va * sn);
+          }
+        }
+      }
+      return;
+    }
+  }
   const int f = nt * kBm + warp * 16 + lane / 4;
   if constexpr (kEpilogue == WgmmaEpilogue::kF32Parts) {
     float* d = static_cast<float*>(p.d) + part * p.part_stride;
@@ -258,15 +305,28 @@ std::size_t wgmma_tiled_bytes(std::int64_t n, std::int64_t k) {
   return static_cast<std::size_t>(n) * static_cast<std::size_t>(k) * sizeof(bf16);
 }
 
+namespace {
+// The rotated part of a kRope layout: whole heads of head_dim (a multiple of 64), within n.
+bool rope_layout_ok(std::int64_t n, const WgmmaRope& rope) {
+  return rope.head_dim >= kBm && rope.head_dim % kBm == 0 && rope.features > 0 && rope.features % rope.head_dim == 0 &&
+         rope.features <= n;
+}
+}  // namespace
+
 Status wgmma_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld,
-                         WgmmaEpilogue epilogue, void* out) {
+                         WgmmaEpilogue epilogue, void* out, const WgmmaRope& rope) {
   if (!wgmma_gemm_fits(1, n, k, epilogue) || ld < k || w == nullptr || out == nullptr) {
     return invalid_argument("wgmma_tile_weight: a weight of " + std::to_string(n) + " × " + std::to_string(k) +
                             " (row stride " + std::to_string(ld) + ") does not fit the warpgroup GEMM");
   }
+  if (epilogue == WgmmaEpilogue::kRope && !rope_layout_ok(n, rope)) {
+    return invalid_argument("wgmma_tile_weight: RoPE over " + std::to_string(rope.features) + " features in heads of " +
+                            std::to_string(rope.head_dim) + " (whole heads, a multiple of 64, within the " +
+                            std::to_string(n) + " outputs)");
+  }
   const long long total = n * k;
   tile_weight_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
-      static_cast<const bf16*>(w), n, k, ld, epilogue == WgmmaEpilogue::kGeglu, static_cast<bf16*>(out));
+      static_cast<const bf16*>(w), n, k, ld, epilogue, rope.features, rope.head_dim, static_cast<bf16*>(out));
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return internal_error(std::string("wgmma_tile_weight: ") + cudaGetErrorString(err));
   return Status::ok();
@@ -291,6 +351,11 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
       args.ldd < out_n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
     return invalid_argument("wgmma_gemm: null pointer, misaligned A, or a row stride shorter than its row");
   }
+  if (args.epilogue == WgmmaEpilogue::kRope &&
+      (!rope_layout_ok(args.n, args.rope) || args.rope.first_pos == nullptr || args.rope.inv_freq == nullptr)) {
+    return invalid_argument("wgmma_gemm: RoPE needs whole heads (a multiple of 64) within n, the first position and "
+                            "the frequencies");
+  }
   if (args.bias != nullptr && (args.epilogue == WgmmaEpilogue::kGeglu || parts_out)) {
     return invalid_argument("wgmma_gemm: a bias goes with the plain and GELU outputs only (k parts leave it to "
                             "the kernel that sums them)");
@@ -305,7 +370,8 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
-  Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
+  Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.rope.first_pos, args.rope.inv_freq,
+           args.rope.features, args.rope.head_dim, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
            static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(args.k_parts));
   cudaError_t err = cudaSuccess;
@@ -314,6 +380,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, p, a_map); break;
     case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, p, a_map); break;
     case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, p, a_map); break;
+    case WgmmaEpilogue::kRope: err = launch_form<WgmmaEpilogue::kRope>(stream, grid, p, a_map); break;
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

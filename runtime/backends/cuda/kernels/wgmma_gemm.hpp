@@ -23,7 +23,9 @@
 // f32 to its own D (part p at d + p · part_stride floats), for the narrow projections whose
 // feature blocks alone would leave most multiprocessors idle; the norm after them adds the parts
 // (ResidualParts), as it does cuBLASLt's. kNone and kGelu add an optional f32 bias; kGelu then
-// applies GELU-tanh (GR00T's ff1), both rounded to bf16 once.
+// applies GELU-tanh (GR00T's ff1), both rounded to bf16 once. kRope (q|k|v): the tiling pairs
+// each rotated dim with its partner in one thread's rows, and the epilogue rotates q and k as the
+// rope kernel would after the GEMM (bf16-rounded product, f32 rotation, rounded again).
 //
 // Only compute capability 9.0 runs it, from code built for sm_90a; wgmma_gemm_available() says
 // whether this build and the current device do. n and k multiples of 64 (kGeglu: n of 128).
@@ -40,7 +42,16 @@ namespace edgevla::backends::cuda {
 
 inline constexpr std::int64_t kWgmmaMaxRows = 56;
 
-enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu };
+enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu, kRope };
+
+// kRope: the first `features` outputs are heads of head_dim (a multiple of 64) that RoPE rotates
+// (dim d with d + head_dim/2, by the angle (first_pos + row) · inv_freq[d], as kernels.hpp's rope);
+// the outputs past them (the values) are written as they are.
+struct WgmmaRope {
+  std::int64_t features = 0, head_dim = 0;
+  const std::int32_t* first_pos = nullptr;  // device
+  const float* inv_freq = nullptr;          // device [head_dim / 2]
+};
 
 // Whether the build holds sm_90a code for it and the current device is of compute capability 9.0.
 bool wgmma_gemm_available();
@@ -53,8 +64,9 @@ std::size_t wgmma_tiled_bytes(std::int64_t n, std::int64_t k);
 
 // Lays out the row-major bf16 weight w [n, k] (row stride ld elements) for the kernel into `out`
 // (wgmma_tiled_bytes, 16-byte aligned), on `stream`.
+// kRope: `rope`'s features and head_dim say which rows pair up.
 Status wgmma_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld,
-                         WgmmaEpilogue epilogue, void* out);
+                         WgmmaEpilogue epilogue, void* out, const WgmmaRope& rope = {});
 
 struct WgmmaGemmArgs {
   const void* a = nullptr;        // bf16 [m, k], row stride lda (a multiple of 8), 16-byte aligned
@@ -64,7 +76,8 @@ struct WgmmaGemmArgs {
   WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
   void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]; kF32Parts: f32), row stride ldd
   std::int64_t ldd = 0;
-  const float* bias = nullptr;     // kNone / kGelu: f32 [n], or null
+  const float* bias = nullptr;     // kNone / kGelu / kRope: f32 [n], or null
+  WgmmaRope rope;                 // kRope
   int k_parts = 1;                // kF32Parts only: 1 to k / 64
   std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
 };

@@ -255,8 +255,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     const WgmmaTiles& wt = wgmma_tiles(l);
     EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1, wt.qkv).status());
     auto* q = static_cast<std::byte*>(qkv_);
-    // q and k side by side in the row: one launch rotates both.
-    EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
+    // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did).
+    if (wt.qkv == nullptr || !rope_in_qkv()) {
+      EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
+    }
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
     const auto* vc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l + 1) * cache_rows * K * h) * es;
     AttentionArgs a{act_, 1, S, H, K, h, scale};

@@ -96,6 +96,12 @@ class ActionHeadEngine final : public CudaEngine {
     std::byte *qkv = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
   };
   void plan_wgmma(const cpu::TowerWeights& tw);
+  // q|k|v's RoPE layout: q's and k's heads rotated from position *first_pos.
+  WgmmaRope qkv_rope(const std::int32_t* first_pos) const {
+    return WgmmaRope{(cfg_.expert.num_heads + cfg_.expert.num_kv_heads) * cfg_.expert.head_dim, cfg_.expert.head_dim,
+                     first_pos, inv_freq_};
+  }
+  bool rope_in_qkv() const { return !wgmma_tiles_.empty() && wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope; }
   Status tile_wgmma_weights();
   const WgmmaTiles& wgmma_tiles(std::int64_t layer) const {
     static const WgmmaTiles kNone{};

@@ -100,9 +100,11 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
                                            const std::byte* tiled) const {
   const std::int64_t S = cfg_.suffix_len();
   if (tiled != nullptr) {
-    const WgmmaEpilogue epi = role == kChainGateUp ? WgmmaEpilogue::kGeglu : WgmmaEpilogue::kNone;
+    const WgmmaEpilogue epi = role == kChainGateUp ? WgmmaEpilogue::kGeglu
+                              : role == kChainQkv  ? wgmma_shapes_.qkv.epilogue
+                                                   : WgmmaEpilogue::kNone;
     return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, std::min(max_parts, wgmma_max_parts_),
-                        info_.multiprocessors);
+                        info_.multiprocessors, epi == WgmmaEpilogue::kRope ? qkv_rope(n_dev_) : WgmmaRope{});
   }
   if ((chain_gemms_ & role) != 0) return mm.chained(a, S, lda, w, d, ldd, max_parts);
   if (max_parts > 1) return mm.parts(a, S, lda, w, static_cast<float*>(d), max_parts);
@@ -130,7 +132,12 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
     return std::all_of(tw.layers.begin(), tw.layers.end(),
                        [&](const cpu::GemmaLayer& g) { return (g.*member).bias.empty(); });
   };
-  if (c.asked("qkv") && wgmma_gemm_fits(S, Q, E, WgmmaEpilogue::kNone)) wgmma_shapes_.qkv = {Q, E, WgmmaEpilogue::kNone};
+  if (c.asked("qkv") && wgmma_gemm_fits(S, Q, E, WgmmaEpilogue::kNone)) {
+    // RoPE on q and k in the epilogue where the head dim allows (a multiple of 64).
+    const std::int64_t h = cfg_.expert.head_dim;
+    const bool rope = c.rope && h % 64 == 0;
+    wgmma_shapes_.qkv = {Q, E, rope ? WgmmaEpilogue::kRope : WgmmaEpilogue::kNone};
+  }
   if (c.asked("o") && wgmma_gemm_fits(S, E, HD, WgmmaEpilogue::kF32Parts)) {
     wgmma_shapes_.o = {E, HD, WgmmaEpilogue::kF32Parts};
   }
@@ -148,8 +155,9 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   }
   wgmma_chain_ = !used.empty() && c.chain;
   wgmma_max_parts_ = c.max_parts;
-  spdlog::info("action_head (cuda): warpgroup GEMM for {}{} (k parts at most {})",
+  spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
+               wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope ? " (RoPE in q|k|v's epilogue)" : "",
                wgmma_chain_ ? ", layers chained" : "", wgmma_max_parts_);
 }
 
@@ -160,7 +168,7 @@ Status ActionHeadEngine::tile_wgmma_weights() {
     if (sh.n == 0) return;
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       DevLinear& w = layers_[l].*member;
-      weights.push_back({&w, sh.epilogue});
+      weights.push_back({&w, sh.epilogue, sh.epilogue == WgmmaEpilogue::kRope ? qkv_rope(nullptr) : WgmmaRope{}});
       wgmma_tiles_[l].*slot = static_cast<std::byte*>(w.w);
     }
   };
