@@ -227,8 +227,9 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 // f32 k parts) launched plainly, and all four with the layers as one chain of launches (the
 // default: the GEMMs' first weight tiles load before they wait for the kernel ahead), whose
 // actions must be those of the same kernels launched plainly, bit for bit; each agrees with the
-// CPU; RoPE in q|k|v's epilogue (the default) agrees with the rope kernel after it. Engines opened apart time their cuBLASLt picks apart (the backbone's too), so all share one
-// plan file, and the chained engine runs every case first: the others then reuse its picks.
+// CPU; RoPE in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) agrees with the rope kernel. Engines
+// opened apart time their cuBLASLt picks apart (the backbone's too), so all share one plan file,
+// and the chained engine runs every case first: the others then reuse its picks.
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
@@ -255,10 +256,10 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   auto gu = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "gate_up"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
   auto all = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "all"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
-  auto rope_apart = open_with(dir, "EDGEVLA_CUDA_WGMMA_ROPE", "0");
+  auto rope_in = open_with(dir, "EDGEVLA_CUDA_WGMMA_ROPE", "1");
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(gu && all && blas && rope_apart) << gu.status().to_string() << all.status().to_string()
-                                               << blas.status().to_string() << rope_apart.status().to_string();
+  ASSERT_TRUE(gu && all && blas && rope_in) << gu.status().to_string() << all.status().to_string()
+                                            << blas.status().to_string() << rope_in.status().to_string();
   for (std::size_t run = 0; run < ins.size(); ++run) {
     const model::ForwardInputs& in = ins[run];
     auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, in, false);
@@ -266,7 +267,7 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     auto z = model::run_forward(*all->backbone, *all->head, c, in, false);
     auto y = model::run_forward(*blas->backbone, *blas->head, c, in, false);
     auto y2 = model::run_forward(*blas->backbone, *blas->head, c, in, false);
-    auto ra = model::run_forward(*rope_apart->backbone, *rope_apart->head, c, in, false);
+    auto ra = model::run_forward(*rope_in->backbone, *rope_in->head, c, in, false);
     ASSERT_TRUE(ref && x && y && z && y2 && ra) << x.status().to_string() << z.status().to_string();
     const std::int64_t na = ref->actions.numel();
     ASSERT_TRUE(all_finite(x->actions) && all_finite(z->actions) && all_finite(first[run]));
@@ -275,7 +276,7 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     const double zy = rel_l2(z->actions.data<float>(), y->actions.data<float>(), na);
     const double yy = rel_l2(y2->actions.data<float>(), y->actions.data<float>(), na);
     const double cz = rel_l2(first[run].data<float>(), z->actions.data<float>(), na);
-    // The default rotates q and k in q|k|v's epilogue; the same with the rope kernel after it.
+    // q and k rotated in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) against the rope kernel.
     const double cr = rel_l2(first[run].data<float>(), ra->actions.data<float>(), na);
     std::printf("[run %zu] RoPE in the epilogue vs its own kernel: rel-L2 %.2e\n", run, cr);
     EXPECT_LE(cr, 2e-2) << "run " << run;

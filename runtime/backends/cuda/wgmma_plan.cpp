@@ -38,7 +38,7 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   const char* chain = std::getenv("EDGEVLA_CUDA_WGMMA_CHAIN");
   c.chain = !(chain != nullptr && std::string_view(chain) == "0");
   const char* rope = std::getenv("EDGEVLA_CUDA_WGMMA_ROPE");
-  c.rope = !(rope != nullptr && std::string_view(rope) == "0");
+  c.rope = rope != nullptr && std::string_view(rope) == "1";
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
     c.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }

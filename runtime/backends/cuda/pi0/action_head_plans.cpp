@@ -133,7 +133,8 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
                        [&](const cpu::GemmaLayer& g) { return (g.*member).bias.empty(); });
   };
   if (c.asked("qkv") && wgmma_gemm_fits(S, Q, E, WgmmaEpilogue::kNone)) {
-    // RoPE on q and k in the epilogue where the head dim allows (a multiple of 64).
+    // RoPE on q and k in the epilogue when asked (EDGEVLA_CUDA_WGMMA_ROPE=1) and the head dim
+    // allows (a multiple of 64).
     const std::int64_t h = cfg_.expert.head_dim;
     const bool rope = c.rope && h % 64 == 0;
     wgmma_shapes_.qkv = {Q, E, rope ? WgmmaEpilogue::kRope : WgmmaEpilogue::kNone};
