@@ -175,7 +175,8 @@ int backbone_parts() {
 }
 
 std::string CudaEngineBase::describe() const {
-  return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")";
+  return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")" +
+         (describe_extra_.empty() ? std::string() : ", " + describe_extra_);
 }
 
 Status CudaEngineBase::init_device() {

@@ -134,6 +134,9 @@ class CudaEngineBase : public EngineBase {
       : EngineBase("cuda", std::move(family), spec, DeviceType::kCuda), info_(std::move(info)), act_(act) {}
   // Stream and cuBLASLt; then the caller plans the arena.
   Status init_device();
+  // What describe() adds after the device (e.g. which GEMM runs the head's projections), shown
+  // by `node info` and NodeStatus.
+  std::string describe_extra_;
   // Checks the plan against the budget and the free memory, allocates, uploads the weights and
   // releases the mapped pages of `files` (the checkpoint's). `what` names the stage.
   Status allocate_and_upload(WeightPlan& weights, const std::string& what,

@@ -528,6 +528,7 @@ Status ActionHeadEngine::plan_wgmma() {
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
   wgmma_max_parts_ = c.max_parts;
+  if (!weights.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{} "
                "(k parts at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wgmma_chain_ ? ", blocks chained" : "",

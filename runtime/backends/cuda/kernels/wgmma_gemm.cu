@@ -290,7 +290,8 @@ bool wgmma_gemm_available() {
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
     return false;
   }
-  return major == 9 && minor == 0;
+  // A's copies need the driver's tensor-map encoder.
+  return major == 9 && minor == 0 && tensor_map_encoder() != nullptr;
 #else
   return false;
 #endif

@@ -156,6 +156,7 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   }
   wgmma_chain_ = !used.empty() && c.chain;
   wgmma_max_parts_ = c.max_parts;
+  if (!used.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
   spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
                wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope ? " (RoPE in q|k|v's epilogue)" : "",
