@@ -252,11 +252,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    const WgmmaTiles& wt = wgmma_tiles(l);
-    EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1, wt.qkv).status());
+    EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did).
-    if (wt.qkv == nullptr || !rope_in_qkv()) {
+    if (!rope_in_qkv()) {
       EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     }
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
@@ -281,7 +280,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts, wt.o));
+      EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     if (pi05_) {
@@ -292,15 +291,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
     int count = 0;
-    if (wt.gate_up != nullptr) {
+    if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
-      WgmmaGemmArgs wa;
-      wa.a = ys_, wa.m = S, wa.k = E, wa.lda = E;
-      wa.w_tiled = wt.gate_up;
-      wa.n = 2 * F, wa.epilogue = WgmmaEpilogue::kGeglu;
-      wa.d = g_, wa.ldd = F;
-      EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(s, wa));
-      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts, wt.down));
+      EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
+      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
     } else {
       // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
       const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
@@ -313,7 +307,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       } else {
         EDGEVLA_RETURN_IF_ERROR(geglu_parts(s, gu_parts_, gp, S * 2 * F, S, F, g_, act_));
       }
-      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts, wt.down));
+      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
     }
     down_parts = ResidualParts{count, S * E, w.down.bias};
     if (pi05_) pending = mod_post + 2 * E;

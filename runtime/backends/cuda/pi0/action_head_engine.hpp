@@ -82,18 +82,16 @@ class ActionHeadEngine final : public CudaEngine {
   enum ChainRole : unsigned { kChainQkv = 1, kChainO = 2, kChainGateUp = 4, kChainDown = 8 };
   // The k parts the chained gate|up GEMM may split into (its bias needs one bf16 result).
   static int gate_up_parts(const ExpertLayerDev& w) { return w.gate_up.bias == nullptr ? kGateUpParts : 1; }
-  // One expert GEMM: on the warpgroup GEMM (`tiled`: its tiled weight), chained, or through Blas.
-  // max_parts 1: bf16 D [m, ldd]; else f32 k parts (S · ldd floats apart). Returns the parts.
+  // One expert GEMM: on the warpgroup GEMM (when planned for its role; gate|up then writes its
+  // GeGLU), chained, or through Blas. max_parts 1: bf16 D [m, ldd]; else f32 k parts (S · ldd
+  // floats apart). Returns the parts.
   Expected<int> layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
-                           void* d, std::int64_t ldd, int max_parts, const std::byte* tiled = nullptr) const;
+                           void* d, std::int64_t ldd, int max_parts) const;
   // The warpgroup GEMM's part (EDGEVLA_CUDA_WGMMA, action_head_plans.cpp): which GEMMs, and the
   // tiling of their weights in place at load.
   struct WgmmaShape {
     std::int64_t n = 0, k = 0;  // n 0: this GEMM stays on Blas
     WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
-  };
-  struct WgmmaTiles {
-    std::byte *qkv = nullptr, *o = nullptr, *gate_up = nullptr, *down = nullptr;
   };
   void plan_wgmma(const cpu::TowerWeights& tw);
   // q|k|v's RoPE layout: q's and k's heads rotated from position *first_pos.
@@ -101,12 +99,15 @@ class ActionHeadEngine final : public CudaEngine {
     return WgmmaRope{(cfg_.expert.num_heads + cfg_.expert.num_kv_heads) * cfg_.expert.head_dim, cfg_.expert.head_dim,
                      first_pos, inv_freq_};
   }
-  bool rope_in_qkv() const { return !wgmma_tiles_.empty() && wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope; }
-  Status tile_wgmma_weights();
-  const WgmmaTiles& wgmma_tiles(std::int64_t layer) const {
-    static const WgmmaTiles kNone{};
-    return wgmma_tiles_.empty() ? kNone : wgmma_tiles_[static_cast<std::size_t>(layer)];
+  const WgmmaShape& wgmma_shape(ChainRole role) const {
+    return role == kChainQkv ? wgmma_shapes_.qkv
+           : role == kChainO ? wgmma_shapes_.o
+           : role == kChainGateUp ? wgmma_shapes_.gate_up
+                                  : wgmma_shapes_.down;
   }
+  bool on_wgmma(ChainRole role) const { return wgmma_shape(role).n != 0; }
+  bool rope_in_qkv() const { return on_wgmma(kChainQkv) && wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope; }
+  Status tile_wgmma_weights();
 
   model::ModelConfig cfg_;
   int max_steps_;
@@ -147,12 +148,11 @@ class ActionHeadEngine final : public CudaEngine {
   unsigned chain_gemms_ = 0;     // ChainRole bits: the GEMMs on chain_gemm
   float* gu_parts_ = nullptr;
   static constexpr int kGateUpParts = 2;
-  // Expert GEMMs on the warpgroup GEMM (wgmma_gemm.hpp; Hopper, bf16): their shapes, and each
-  // layer's tiled weights (the DevLinear's own bytes, tiled in place; null: on Blas).
+  // Expert GEMMs on the warpgroup GEMM (wgmma_gemm.hpp; Hopper, bf16): their shapes (their
+  // layers' DevLinear bytes are then tiled in place).
   struct {
     WgmmaShape qkv, o, gate_up, down;
   } wgmma_shapes_;
-  std::vector<WgmmaTiles> wgmma_tiles_;
   bool wgmma_chain_ = false;  // the layers' kernels as one chain of launches
   int wgmma_max_parts_ = kMaxKParts;
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the

@@ -96,13 +96,10 @@ void ActionHeadEngine::plan_chain() {
 }
 
 Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
-                                           const DevLinear& w, void* d, std::int64_t ldd, int max_parts,
-                                           const std::byte* tiled) const {
+                                           const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
   const std::int64_t S = cfg_.suffix_len();
-  if (tiled != nullptr) {
-    const WgmmaEpilogue epi = role == kChainGateUp ? WgmmaEpilogue::kGeglu
-                              : role == kChainQkv  ? wgmma_shapes_.qkv.epilogue
-                                                   : WgmmaEpilogue::kNone;
+  if (on_wgmma(role)) {
+    const WgmmaEpilogue epi = max_parts > 1 ? WgmmaEpilogue::kF32Parts : wgmma_shape(role).epilogue;
     return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, std::min(max_parts, wgmma_max_parts_),
                         info_.multiprocessors, epi == WgmmaEpilogue::kRope ? qkv_rope(n_dev_) : WgmmaRope{});
   }
@@ -164,20 +161,15 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
 }
 
 Status ActionHeadEngine::tile_wgmma_weights() {
-  wgmma_tiles_.assign(layers_.size(), WgmmaTiles{});
   std::vector<WgmmaWeight> weights;
-  auto take = [&](const WgmmaShape& sh, DevLinear ExpertLayerDev::*member, std::byte* WgmmaTiles::*slot) {
-    if (sh.n == 0) return;
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      DevLinear& w = layers_[l].*member;
-      weights.push_back({&w, sh.epilogue, sh.epilogue == WgmmaEpilogue::kRope ? qkv_rope(nullptr) : WgmmaRope{}});
-      wgmma_tiles_[l].*slot = static_cast<std::byte*>(w.w);
+  for (ExpertLayerDev& l : layers_) {
+    for (const auto& [role, w] : {std::pair{kChainQkv, &l.qkv}, std::pair{kChainO, &l.o},
+                                  std::pair{kChainGateUp, &l.gate_up}, std::pair{kChainDown, &l.down}}) {
+      const WgmmaShape& sh = wgmma_shape(role);
+      if (sh.n == 0) continue;
+      weights.push_back({w, sh.epilogue, sh.epilogue == WgmmaEpilogue::kRope ? qkv_rope(nullptr) : WgmmaRope{}});
     }
-  };
-  take(wgmma_shapes_.qkv, &ExpertLayerDev::qkv, &WgmmaTiles::qkv);
-  take(wgmma_shapes_.o, &ExpertLayerDev::o, &WgmmaTiles::o);
-  take(wgmma_shapes_.gate_up, &ExpertLayerDev::gate_up, &WgmmaTiles::gate_up);
-  take(wgmma_shapes_.down, &ExpertLayerDev::down, &WgmmaTiles::down);
+  }
   return wgmma_tile_in_place(stream_.get(), weights, "action_head (cuda)");
 }
 
