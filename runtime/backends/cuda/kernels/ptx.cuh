@@ -18,11 +18,6 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool ok) 
   const int n = ok ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(n));
 }
-// Makes the completion of this thread's cp.async copies so far an arrival on `bar`, without
-// raising the barrier's expected count (the count it was initialised with must include it).
-__device__ __forceinline__ void cp_async_mbar_arrive_noinc(unsigned long long* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
