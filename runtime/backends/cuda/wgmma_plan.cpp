@@ -42,6 +42,13 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
     c.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }
+  if (const char* split = std::getenv("EDGEVLA_CUDA_WGMMA_SPLIT"); split != nullptr) {
+    c.max_split = std::clamp(std::atoi(split), 1, kWgmmaMaxSplit);
+  }
+  if (const char* stages = std::getenv("EDGEVLA_CUDA_WGMMA_STAGES"); stages != nullptr) {
+    // Clamped to what every split allows, so no launch refuses it.
+    c.stages = std::clamp(std::atoi(stages), 2, wgmma_max_stages(c.max_split));
+  }
   return c;
 }
 
@@ -84,7 +91,7 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
 }
 
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
-                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors,
+                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, const WgmmaLaunch& how,
                            const WgmmaRope& rope) {
   WgmmaGemmArgs g;
   g.a = a, g.m = m, g.k = w.in, g.lda = lda;
@@ -92,12 +99,14 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
   g.d = d, g.ldd = ldd;
   g.epilogue = epilogue;
   g.rope = rope;
+  g.stages = how.stages;
   if (max_parts > 1) {
     g.epilogue = WgmmaEpilogue::kF32Parts;
-    g.k_parts = wgmma_k_parts(w.out, w.in, max_parts, multiprocessors);
+    g.k_parts = wgmma_k_parts(w.out, w.in, std::min(max_parts, how.max_parts), how.multiprocessors);
     g.part_stride = m * ldd;
-  } else if (epilogue != WgmmaEpilogue::kGeglu) {
-    g.bias = w.bias;
+  } else {
+    if (epilogue != WgmmaEpilogue::kGeglu) g.bias = w.bias;
+    g.k_split = wgmma_k_split(w.out, w.in, how.max_split, how.multiprocessors);
   }
   EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream, g));
   return g.k_parts;

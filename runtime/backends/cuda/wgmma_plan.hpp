@@ -11,7 +11,10 @@
 //   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8);
 //   EDGEVLA_CUDA_WGMMA_ROPE=1       rotates q and k in q|k|v's epilogue (pi0.5) instead of the
 //                                   rope kernel after it: the same bits, but 0.45 ms slower a
-//                                   head on the H200 (run 34 call 6), so off by default.
+//                                   head on the H200 (run 34 call 6), so off by default;
+//   EDGEVLA_CUDA_WGMMA_SPLIT=N      caps the k slices (a cluster) of the bf16-output projections
+//                                   whose feature blocks leave multiprocessors idle (1 to 4);
+//   EDGEVLA_CUDA_WGMMA_STAGES=N     the ring's stages (2 to wgmma_max_stages; default 8).
 #pragma once
 
 #include <string>
@@ -23,13 +26,25 @@
 
 namespace edgevla::backends::cuda {
 
+// How a head's projections launch on it: the caps on k parts and k slices, the ring's stages
+// (0: the kernel's default) and the device's multiprocessors.
+struct WgmmaLaunch {
+  int max_parts = kMaxKParts;
+  int max_split = kWgmmaMaxSplit;
+  int stages = 0;
+  int multiprocessors = 0;
+};
+
 struct WgmmaChoice {
   bool on = false;     // some projection may run on it
   bool chain = false;  // the layers as one chain of launches
   int max_parts = kMaxKParts;
+  int max_split = kWgmmaMaxSplit;
+  int stages = 0;
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   std::string list;    // "all" or the names asked for
   bool asked(std::string_view name) const;
+  WgmmaLaunch launch(int multiprocessors) const { return {max_parts, max_split, stages, multiprocessors}; }
 };
 
 // What the environment asks of an engine `what` computing in `act` on the current device;
@@ -49,11 +64,12 @@ struct WgmmaWeight {
 Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& weights, std::string_view what);
 
 // D = A · Wᵀ on a tiled weight, rows m: bf16 D [m, ldd] with the epilogue (kNone / kGelu add
-// w.bias when it has one; kGeglu: w must have none), or, when max_parts > 1, f32 k parts S · ldd
-// floats apart (the bias left to the kernel that sums them). Returns the parts written.
-// kRope: `rope` (with its position and frequencies).
+// w.bias when it has one; kGeglu: w must have none), k split across a cluster as `how` allows;
+// or, when max_parts > 1, f32 k parts S · ldd floats apart (at most how.max_parts; the bias left
+// to the kernel that sums them). Returns the parts written. kRope: `rope` (with its position and
+// frequencies).
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
-                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, int multiprocessors,
+                           WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, const WgmmaLaunch& how,
                            const WgmmaRope& rope = {});
 
 }  // namespace edgevla::backends::cuda

@@ -288,14 +288,13 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // add to the residual stream (Gemm::parts); the last ff2 adds its own, as no norm over all
   // rows follows it.
   ResidualParts ff2_parts{0, 0, nullptr};
-  const int sms = info_.multiprocessors;
   // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
   auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
-    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, sms).status();
+    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, wgmma_launch_).status();
     return mm(h_, S, E, w, d, act_, ldd, 0.0f, epi == WgmmaEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone);
   };
   auto parts_linear = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w) -> Expected<int> {
-    if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, wgmma_max_parts_, sms);
+    if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, kMaxKParts, wgmma_launch_);
     return mm.parts(a, S, k_in, w, parts_, kMaxKParts);
   };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
@@ -527,12 +526,12 @@ Status ActionHeadEngine::plan_wgmma() {
   }
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
-  wgmma_max_parts_ = c.max_parts;
+  wgmma_launch_ = c.launch(info_.multiprocessors);
   if (!weights.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{} "
-               "(k parts at most {})",
+               "(k parts at most {}, k slices at most {}, stages {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wgmma_chain_ ? ", blocks chained" : "",
-               wgmma_max_parts_);
+               c.max_parts, c.max_split, c.stages == 0 ? kWgmmaDefaultStages : c.stages);
   return Status::ok();
 }
 

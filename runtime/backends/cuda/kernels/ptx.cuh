@@ -73,6 +73,20 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int x, i
                "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
                : "memory");
 }
+// Thread-block clusters (compute capability 9.0+). The shared::cluster address of the same
+// location (a shared::cta address) in the block of cluster rank `rank`.
+__device__ __forceinline__ unsigned cluster_map(unsigned cta_addr, unsigned rank) {
+  unsigned out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(cta_addr), "r"(rank));
+  return out;
+}
+// Four floats to another block's shared memory (shared::cluster addresses from cluster_map, the
+// destination 16-byte aligned), counted in bytes on that block's barrier `bar`.
+__device__ __forceinline__ void store_async4(unsigned addr, float a, float b, float c, float d, unsigned bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(addr),
+               "f"(a), "f"(b), "f"(c), "f"(d), "r"(bar)
+               : "memory");
+}
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
   unsigned done = 0;
   do {

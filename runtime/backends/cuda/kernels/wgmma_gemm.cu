@@ -42,11 +42,16 @@ constexpr int kBn = 56;                 // rows at most
 constexpr int kBk = 64;                 // k a stage
 constexpr int kWTile = kBm * kBk;       // elements
 constexpr int kATile = kBn * kBk;
-constexpr int kStages = 8;
 constexpr int kThreads = 160;           // the consumer warpgroup and the producer warp
-constexpr int kBarBytes = 256;
-// The tiles start at the next 1024-byte boundary past the barriers (the swizzle's period).
-constexpr int kSmem = 1024 + kBarBytes + kStages * (kWTile + kATile) * static_cast<int>(sizeof(bf16));
+constexpr int kConsumers = 128;
+constexpr int kBarBytes = 256;          // full and empty barriers of every stage, the split's barrier
+constexpr int kStageBytes = (kWTile + kATile) * static_cast<int>(sizeof(bf16));
+constexpr int kAccFloats = 28;          // a consumer thread's accumulators
+constexpr int kSliceBytes = kConsumers * kAccFloats * static_cast<int>(sizeof(float));  // a k slice's sums
+// Shared memory of a block with `stages` stages and a cluster of `split` k slices: the tiles start
+// at the next 1024-byte boundary past the barriers (the swizzle's period); the leader of a split
+// keeps the other slices' sums past them.
+constexpr int smem_bytes(int stages, int split) { return 1024 + kBarBytes + stages * kStageBytes + (split - 1) * kSliceBytes; }
 
 // Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
 // is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on). kRope: in the first
@@ -92,6 +97,8 @@ struct Params {
   void* d;
   long long ldd, part_stride;
   int m, n, k, parts;
+  int stages;  // ring stages
+  int split;   // k slices of one cluster whose sums the leader (rank 0) adds before its epilogue
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -128,31 +135,43 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
+  const int stages = p.stages;
   auto* full = reinterpret_cast<unsigned long long*>(smem);
-  auto* empty = full + kStages;
+  auto* empty = full + stages;
+  auto* sums_in = empty + stages;  // the split's leader: every other slice's sums have arrived
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
-  bf16* s_a = s_w + kStages * kWTile;
+  bf16* s_a = s_w + stages * kWTile;
+  auto* s_sums = reinterpret_cast<float*>(s_a + stages * kATile);  // [split - 1][128][28]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
   const int kbs = p.k / kBk;
-  // This block's k blocks: part `part` of p.parts near-equal ones.
-  const int kb0 = part * kbs / p.parts, kb_count = (part + 1) * kbs / p.parts - kb0;
+  // This block's k blocks: part `part` of p.parts (or slice `part` of p.split) near-equal ones.
+  const int slices = p.split > 1 ? p.split : p.parts;
+  const int kb0 = part * kbs / slices, kb_count = (part + 1) * kbs / slices - kb0;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < stages; ++s) {
       ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both copies
       ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
+    }
+    if (p.split > 1 && part == 0) {
+      // The leader's own arrival, expecting every other slice's sums in bytes.
+      ptx::mbar_init(sums_in, 1);
+      ptx::mbar_expect_tx(sums_in, static_cast<unsigned>((p.split - 1) * kSliceBytes));
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  // A split's slices store their sums into the leader's shared memory once its barrier is set up:
+  // every thread arrives here (all are still running); only the slices' consumers wait, later.
+  if (p.split > 1) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 
   if (warp == 4) {
     if (lane != 0) return;
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
     // The weights are no kernel's output: the first stages' tiles start before the wait for the
     // kernel ahead in the chain (which wrote A), so they load while it finishes.
-    const int ahead = kb_count < kStages ? kb_count : kStages;
+    const int ahead = kb_count < stages ? kb_count : stages;
     for (int i = 0; i < ahead; ++i) {
       ptx::mbar_expect_tx(&full[i], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
       ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
@@ -165,9 +184,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // actions when this kernel released at its start.
     chain_release();
     for (int i = 0; i < kb_count; ++i) {
-      const int s = i % kStages;
-      if (i >= kStages) {
-        ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
+      const int s = i % stages;
+      if (i >= stages) {
+        ptx::mbar_wait(&empty[s], ((i / stages) - 1) & 1);
         ptx::mbar_expect_tx(&full[s], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
         ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
       }
@@ -180,8 +199,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 28; ++i) acc[i] = 0.0f;
   for (int i = 0; i < kb_count; ++i) {
-    const int s = i % kStages;
-    ptx::mbar_wait(&full[s], (i / kStages) & 1);
+    const int s = i % stages;
+    ptx::mbar_wait(&full[s], (i / stages) & 1);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
@@ -190,9 +209,35 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
+    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % stages]);
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+  if (p.split > 1) {
+    const int tid = static_cast<int>(threadIdx.x);
+    if (part != 0) {
+      // A slice: its sums into the leader's shared memory (slot part - 1), counted in bytes on the
+      // leader's barrier; then this block is done.
+      asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+      const unsigned slot = ptx::smem_addr(s_sums + (static_cast<long long>(part - 1) * kConsumers + tid) * kAccFloats);
+      const unsigned remote = ptx::cluster_map(slot, 0), remote_bar = ptx::cluster_map(ptx::smem_addr(sums_in), 0);
+#pragma unroll
+      for (int i = 0; i < kAccFloats; i += 4) {
+        ptx::store_async4(remote + i * 4, acc[i], acc[i + 1], acc[i + 2], acc[i + 3], remote_bar);
+      }
+      return;
+    }
+    // The leader adds the other slices' sums in rank order (deterministic), then writes.
+    ptx::mbar_wait(sums_in, 0);
+    for (int r = 0; r < p.split - 1; ++r) {
+      const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
+#pragma unroll
+      for (int i = 0; i < kAccFloats / 4; ++i) {
+        const float4 v = src[i];
+        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+      }
+    }
+  }
 
   if constexpr (kEpilogue == WgmmaEpilogue::kGeglu) {
     auto* d = static_cast<bf16*>(p.d);
@@ -271,13 +316,25 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <WgmmaEpilogue kEpilogue>
 cudaError_t launch_form(cudaStream_t stream, dim3 grid, const Params& p, const CUtensorMap& a_map) {
+  const int smem = smem_bytes(p.stages, p.split);
   const cudaError_t err =
-      cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+      cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
-  // Chained to the kernel before it inside a DependentLaunchScope (launch.cuh), plain otherwise.
+  // Chained to the kernel before it inside a DependentLaunchScope (launch.cuh), plain otherwise;
+  // a split's k slices of one feature block form one cluster.
+  cudaLaunchAttribute attributes[2]{};
+  cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, &attributes[0]);
+  if (p.split > 1) {
+    attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attributes[config.numAttrs].val.clusterDim.x = 1;
+    attributes[config.numAttrs].val.clusterDim.y = static_cast<unsigned>(p.split);
+    attributes[config.numAttrs].val.clusterDim.z = 1;
+    config.attrs = attributes;
+    ++config.numAttrs;
+  }
   const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue>);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
-  return launch_untyped(kernel, grid, dim3(kThreads), kSmem, stream, args);
+  return cudaLaunchKernelExC(&config, kernel, args);
 }
 
 }  // namespace
@@ -341,6 +398,19 @@ int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiproces
   return static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, std::max(max_parts, 1)));
 }
 
+int wgmma_max_stages(int k_split) {
+  constexpr int kMostSmem = 227 * 1024;  // a block's opt-in maximum on compute capability 9.0
+  constexpr int kMostBarriers = (kBarBytes / 8 - 1) / 2;
+  return std::min(kMostBarriers, (kMostSmem - smem_bytes(0, std::max(k_split, 1))) / kStageBytes);
+}
+
+int wgmma_k_split(std::int64_t n, std::int64_t k, int max_split, int multiprocessors) {
+  const std::int64_t blocks = std::max<std::int64_t>(n / kBm, 1);
+  const std::int64_t by_sms = std::max<std::int64_t>(multiprocessors / blocks, 1);
+  const std::int64_t by_k = std::max<std::int64_t>(k / kBk / 2, 1);
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, std::clamp(max_split, 1, kWgmmaMaxSplit)));
+}
+
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (!wgmma_gemm_fits(args.m, args.n, args.k, args.epilogue)) {
     return invalid_argument("wgmma_gemm: shape " + std::to_string(args.m) + " × " + std::to_string(args.k) + " → " +
@@ -367,14 +437,25 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
                             " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
                             "least rows × ldd)");
   }
+  if (args.k_split < 1 || args.k_split > kWgmmaMaxSplit || args.k_split > args.k / kBk ||
+      (args.k_split > 1 && parts_out)) {
+    return invalid_argument("wgmma_gemm: a k split of " + std::to_string(args.k_split) + " (1 to " +
+                            std::to_string(kWgmmaMaxSplit) + " and k / 64, for the bf16 outputs only)");
+  }
+  const int stages = args.stages == 0 ? std::min(kWgmmaDefaultStages, wgmma_max_stages(args.k_split)) : args.stages;
+  if (stages < 2 || stages > wgmma_max_stages(args.k_split)) {
+    return invalid_argument("wgmma_gemm: " + std::to_string(args.stages) + " stages (2 to " +
+                            std::to_string(wgmma_max_stages(args.k_split)) + " with a k split of " +
+                            std::to_string(args.k_split) + ")");
+  }
   CUtensorMap a_map;
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.rope.first_pos, args.rope.inv_freq,
            args.rope.features, args.rope.head_dim, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
-           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
-  const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(args.k_parts));
+           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts, stages, args.k_split};
+  const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split));
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
     case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, p, a_map); break;

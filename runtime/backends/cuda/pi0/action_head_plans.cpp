@@ -100,8 +100,8 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
   const std::int64_t S = cfg_.suffix_len();
   if (on_wgmma(role)) {
     const WgmmaEpilogue epi = max_parts > 1 ? WgmmaEpilogue::kF32Parts : wgmma_shape(role).epilogue;
-    return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, std::min(max_parts, wgmma_max_parts_),
-                        info_.multiprocessors, epi == WgmmaEpilogue::kRope ? qkv_rope(n_dev_) : WgmmaRope{});
+    return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, max_parts, wgmma_launch_,
+                        epi == WgmmaEpilogue::kRope ? qkv_rope(n_dev_) : WgmmaRope{});
   }
   if ((chain_gemms_ & role) != 0) return mm.chained(a, S, lda, w, d, ldd, max_parts);
   if (max_parts > 1) return mm.parts(a, S, lda, w, static_cast<float*>(d), max_parts);
@@ -152,12 +152,13 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
     if (sh->n != 0) used += used.empty() ? name : std::string(", ") + name;
   }
   wgmma_chain_ = !used.empty() && c.chain;
-  wgmma_max_parts_ = c.max_parts;
+  wgmma_launch_ = c.launch(info_.multiprocessors);
   if (!used.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
-  spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {})",
+  spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {}, k slices at most {}, stages {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
                wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope ? " (RoPE in q|k|v's epilogue)" : "",
-               wgmma_chain_ ? ", layers chained" : "", wgmma_max_parts_);
+               wgmma_chain_ ? ", layers chained" : "", c.max_parts, c.max_split,
+               c.stages == 0 ? kWgmmaDefaultStages : c.stages);
 }
 
 Status ActionHeadEngine::tile_wgmma_weights() {
