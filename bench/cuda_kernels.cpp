@@ -392,13 +392,13 @@ int main(int argc, char** argv) {
       const bool geglu = std::strcmp(sh.name, "gate_up") == 0;
       void* wd = nullptr;
       CHECK_CUDA(cudaMalloc(&wd, static_cast<std::size_t>(8 * sh.m * sh.n) * 4));
-      auto time_form = [&](WgmmaEpilogue epi, int parts, int split = 1, int stages = 0) {
+      auto time_form = [&](WgmmaEpilogue epi, int parts, int split = 1) {
         for (int c = 0; c < copies; ++c) CHECK_OK(wgmma_tile_weight(s, wc + c * w_bytes, sh.n, sh.k, sh.k, epi, tc + c * w_bytes));
         WgmmaGemmArgs wg;
         wg.a = a, wg.m = sh.m, wg.k = sh.k, wg.lda = sh.k, wg.n = sh.n, wg.epilogue = epi, wg.d = wd;
         wg.ldd = epi == WgmmaEpilogue::kGeglu ? sh.n / 2 : sh.n;
         wg.k_parts = parts, wg.part_stride = sh.m * sh.n;
-        wg.k_split = split, wg.stages = stages;
+        wg.k_split = split;
         return timer.per_call_us(copies, 3, [&](int c) {
           WgmmaGemmArgs wc2 = wg;
           wc2.w_tiled = tc + c * w_bytes;
@@ -409,18 +409,14 @@ int main(int argc, char** argv) {
       if (sh.d == DType::kBF16) {
         const double plain = time_form(WgmmaEpilogue::kNone, 1);
         const double fused = geglu ? time_form(WgmmaEpilogue::kGeglu, 1) : 0.0;
-        // k slices in a cluster (2-4) and the ring's depth (12 stages, and the most that fit).
+        // k slices in a cluster (2-4).
         double split_us[3] = {0, 0, 0};
         for (int sp = 2; sp <= 4; ++sp) split_us[sp - 2] = sp <= sh.k / 64 ? time_form(WgmmaEpilogue::kNone, 1, sp) : 0.0;
-        const double st12 = time_form(WgmmaEpilogue::kNone, 1, 1, 12);
-        const double st_most = time_form(WgmmaEpilogue::kNone, 1, 1, wgmma_max_stages(1));
         std::snprintf(buf, sizeof buf,
                       "{\"bf16_us\": %.2f, \"geglu_us\": %.2f, \"over_cublaslt\": %.3f, \"split_2_us\": %.2f, "
-                      "\"split_3_us\": %.2f, \"split_4_us\": %.2f, \"planned_split\": %d, \"stages_12_us\": %.2f, "
-                      "\"stages_%d_us\": %.2f}",
+                      "\"split_3_us\": %.2f, \"split_4_us\": %.2f, \"planned_split\": %d}",
                       plain, fused, plain / lt_us, split_us[0], split_us[1], split_us[2],
-                      wgmma_k_split(sh.n, sh.k, kWgmmaMaxSplit, prop.multiProcessorCount), st12, wgmma_max_stages(1),
-                      st_most);
+                      wgmma_k_split(sh.n, sh.k, kWgmmaMaxSplit, prop.multiProcessorCount));
       } else {
         double us[4] = {0, 0, 0, 0};
         const int ps[4] = {1, 2, 4, 8};

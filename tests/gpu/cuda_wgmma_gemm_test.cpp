@@ -28,16 +28,15 @@ class CudaWgmmaGemm : public CudaKernels {
   // D = A · Wᵀ (or its GeGLU) on the device against the host, rows m, A's row stride lda.
   // kF32Parts: `parts` k parts, summed here.
   // with_bias: an f32 bias (kNone, kGelu).
-  // split: k slices in a cluster (bf16 outputs); stages: the ring's (0: the default).
+  // split: k slices in a cluster (bf16 outputs).
   void check(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, WgmmaEpilogue epi, std::uint32_t seed,
-             int parts = 1, bool with_bias = false, int split = 1, int stages = 0) {
+             int parts = 1, bool with_bias = false, int split = 1) {
     const bool f32 = epi == WgmmaEpilogue::kF32Parts;
     const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
                              (epi == WgmmaEpilogue::kGeglu ? " geglu" : "") +
                              (f32 ? " f32 in " + std::to_string(parts) + " k parts" : "") +
                              (epi == WgmmaEpilogue::kGelu ? " gelu" : "") + (with_bias ? " bias" : "") +
-                             (split > 1 ? " " + std::to_string(split) + " k slices" : "") +
-                             (stages > 0 ? " " + std::to_string(stages) + " stages" : "");
+                             (split > 1 ? " " + std::to_string(split) + " k slices" : "");
     const auto bias = random_values(static_cast<std::size_t>(n), -0.5f, 0.5f, seed + 2);
     DeviceBuffer dbias(bias, DType::kF32);
     const auto a = rounded(random_values(static_cast<std::size_t>(m * lda), -2.0f, 2.0f, seed), DType::kBF16);
@@ -53,7 +52,7 @@ class CudaWgmmaGemm : public CudaKernels {
     g.w_tiled = tiled.get(), g.n = n, g.epilogue = epi;
     g.d = dd.get(), g.ldd = out_n;
     g.k_parts = parts, g.part_stride = part_stride;
-    g.k_split = split, g.stages = stages;
+    g.k_split = split;
     if (with_bias) g.bias = static_cast<const float*>(dbias.get());
     ASSERT_OK(wgmma_gemm(stream_, g));
     sync();
@@ -195,22 +194,19 @@ TEST_F(CudaWgmmaGemm, KPartsSumToTheProduct) {
 }
 
 // k split across a cluster: the slices' sums added by the leader before its epilogue (uneven
-// slices where k blocks do not divide), for every bf16 output; and the ring's stage counts.
+// slices where k blocks do not divide), for the plain, bias, GELU and GeGLU outputs.
 TEST_F(CudaWgmmaGemm, KSlicesInAClusterMatch) {
   check(50, 2560, 1024, 1024, WgmmaEpilogue::kNone, 61, 1, false, 3);  // pi0.5's q|k|v: 16 k blocks in 5, 5, 6
   check(51, 1536, 1536, 1536, WgmmaEpilogue::kNone, 62, 1, true, 4);   // GR00T's cross q, with its bias
   check(51, 6144, 1536, 1536, WgmmaEpilogue::kGelu, 63, 1, true, 2);   // GR00T's ff1
   check(50, 8192, 1024, 1024, WgmmaEpilogue::kGeglu, 64, 1, false, 2); // pi0.5's gate|up
   check(5, 128, 128, 128, WgmmaEpilogue::kNone, 65, 1, false, 2);      // one k block a slice
-  check(33, 256, 1536, 1536, WgmmaEpilogue::kNone, 66, 1, false, 1, 2);   // a ring of two stages
-  check(33, 256, 1536, 1536, WgmmaEpilogue::kNone, 67, 1, false, 1, wgmma_max_stages(1));
-  check(33, 256, 1536, 1536, WgmmaEpilogue::kNone, 68, 1, false, 4, wgmma_max_stages(4));
+  check(33, 256, 1536, 1536, WgmmaEpilogue::kGelu, 66, 1, false, 3);  // 24 k blocks, past the ring in each slice
   EXPECT_EQ(wgmma_k_split(2560, 1024, 4, 132), 3);  // 40 blocks: three slices fill 120 of 132
   EXPECT_EQ(wgmma_k_split(8192, 1024, 4, 132), 1);  // 128 blocks already fill the device
   EXPECT_EQ(wgmma_k_split(1536, 1536, 4, 132), 4);
   EXPECT_EQ(wgmma_k_split(1536, 1536, 2, 132), 2);  // the cap
   EXPECT_EQ(wgmma_k_split(64, 128, 4, 132), 1);     // at least two k blocks a slice
-  EXPECT_GE(wgmma_max_stages(4), 8);
 }
 
 // Captured once and replayed: the same output every time (no state kept between launches).
@@ -273,9 +269,7 @@ TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
   const Status split = wgmma_gemm(stream_, g);
   EXPECT_FALSE(split.is_ok());
   EXPECT_NE(split.to_string().find("k split"), std::string::npos) << split.to_string();
-  g.k_split = 1, g.stages = wgmma_max_stages(1) + 1;  // more stages than shared memory holds
-  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
-  g.stages = 1;
+  g.epilogue = WgmmaEpilogue::kRope, g.k_split = 2;  // RoPE's epilogue has no split
   EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
 }
 

@@ -45,10 +45,6 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   if (const char* split = std::getenv("EDGEVLA_CUDA_WGMMA_SPLIT"); split != nullptr) {
     c.max_split = std::clamp(std::atoi(split), 1, kWgmmaMaxSplit);
   }
-  if (const char* stages = std::getenv("EDGEVLA_CUDA_WGMMA_STAGES"); stages != nullptr) {
-    // Clamped to what every split allows, so no launch refuses it.
-    c.stages = std::clamp(std::atoi(stages), 2, wgmma_max_stages(c.max_split));
-  }
   return c;
 }
 
@@ -99,7 +95,6 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
   g.d = d, g.ldd = ldd;
   g.epilogue = epilogue;
   g.rope = rope;
-  g.stages = how.stages;
   if (max_parts > 1) {
     g.epilogue = WgmmaEpilogue::kF32Parts;
     g.k_parts = wgmma_k_parts(w.out, w.in, std::min(max_parts, how.max_parts), how.multiprocessors);

@@ -13,8 +13,7 @@
 //                                   rope kernel after it: the same bits, but 0.45 ms slower a
 //                                   head on the H200 (run 34 call 6), so off by default;
 //   EDGEVLA_CUDA_WGMMA_SPLIT=N      caps the k slices (a cluster) of the bf16-output projections
-//                                   whose feature blocks leave multiprocessors idle (1 to 4);
-//   EDGEVLA_CUDA_WGMMA_STAGES=N     the ring's stages (2 to wgmma_max_stages; default 8).
+//                                   whose feature blocks leave multiprocessors idle (1 to 4).
 #pragma once
 
 #include <string>
@@ -26,12 +25,11 @@
 
 namespace edgevla::backends::cuda {
 
-// How a head's projections launch on it: the caps on k parts and k slices, the ring's stages
-// (0: the kernel's default) and the device's multiprocessors.
+// How a head's projections launch on it: the caps on k parts and k slices and the device's
+// multiprocessors.
 struct WgmmaLaunch {
   int max_parts = kMaxKParts;
   int max_split = kWgmmaMaxSplit;
-  int stages = 0;
   int multiprocessors = 0;
 };
 
@@ -40,11 +38,10 @@ struct WgmmaChoice {
   bool chain = false;  // the layers as one chain of launches
   int max_parts = kMaxKParts;
   int max_split = kWgmmaMaxSplit;
-  int stages = 0;
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   std::string list;    // "all" or the names asked for
   bool asked(std::string_view name) const;
-  WgmmaLaunch launch(int multiprocessors) const { return {max_parts, max_split, stages, multiprocessors}; }
+  WgmmaLaunch launch(int multiprocessors) const { return {max_parts, max_split, multiprocessors}; }
 };
 
 // What the environment asks of an engine `what` computing in `act` on the current device;

@@ -529,9 +529,9 @@ Status ActionHeadEngine::plan_wgmma() {
   wgmma_launch_ = c.launch(info_.multiprocessors);
   if (!weights.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{} "
-               "(k parts at most {}, k slices at most {}, stages {})",
+               "(k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wgmma_chain_ ? ", blocks chained" : "",
-               c.max_parts, c.max_split, c.stages == 0 ? kWgmmaDefaultStages : c.stages);
+               c.max_parts, c.max_split);
   return Status::ok();
 }
 

@@ -48,10 +48,11 @@ constexpr int kBarBytes = 256;          // full and empty barriers of every stag
 constexpr int kStageBytes = (kWTile + kATile) * static_cast<int>(sizeof(bf16));
 constexpr int kAccFloats = 28;          // a consumer thread's accumulators
 constexpr int kSliceBytes = kConsumers * kAccFloats * static_cast<int>(sizeof(float));  // a k slice's sums
-// Shared memory of a block with `stages` stages and a cluster of `split` k slices: the tiles start
-// at the next 1024-byte boundary past the barriers (the swizzle's period); the leader of a split
-// keeps the other slices' sums past them.
-constexpr int smem_bytes(int stages, int split) { return 1024 + kBarBytes + stages * kStageBytes + (split - 1) * kSliceBytes; }
+constexpr int kStages = 8;
+// Shared memory of a block of a cluster of `split` k slices: the tiles start at the next 1024-byte
+// boundary past the barriers (the swizzle's period); the leader of a split keeps the other slices'
+// sums past them. (A ring of 6 or 12 stages instead of 8 was slower in both heads, run 35 call 2.)
+constexpr int smem_bytes(int split) { return 1024 + kBarBytes + kStages * kStageBytes + (split - 1) * kSliceBytes; }
 
 // Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
 // is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on). kRope: in the first
@@ -97,8 +98,6 @@ struct Params {
   void* d;
   long long ldd, part_stride;
   int m, n, k, parts;
-  int stages;  // ring stages
-  int split;   // k slices of one cluster whose sums the leader (rank 0) adds before its epilogue
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -130,12 +129,15 @@ __device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long 
 }
 #endif
 
-template <WgmmaEpilogue kEpilogue>
+// kSplit: k slices of one cluster whose sums the leader (rank 0) adds before its epilogue (1: none;
+// a compile-time count, as the reduction's code in the one-slice kernel cost its main loop 1.7 µs
+// a launch, run 35 call 2).
+template <WgmmaEpilogue kEpilogue, int kSplit>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
-  const int stages = p.stages;
+  constexpr int stages = kStages;
   auto* full = reinterpret_cast<unsigned long long*>(smem);
   auto* empty = full + stages;
   auto* sums_in = empty + stages;  // the split's leader: every other slice's sums have arrived
@@ -147,24 +149,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
   const int kbs = p.k / kBk;
   // This block's k blocks: part `part` of p.parts (or slice `part` of p.split) near-equal ones.
-  const int slices = p.split > 1 ? p.split : p.parts;
+  const int slices = kSplit > 1 ? kSplit : p.parts;
   const int kb0 = part * kbs / slices, kb_count = (part + 1) * kbs / slices - kb0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) {
       ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both copies
       ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
     }
-    if (p.split > 1 && part == 0) {
+    if (kSplit > 1 && part == 0) {
       // The leader's own arrival, expecting every other slice's sums in bytes.
       ptx::mbar_init(sums_in, 1);
-      ptx::mbar_expect_tx(sums_in, static_cast<unsigned>((p.split - 1) * kSliceBytes));
+      ptx::mbar_expect_tx(sums_in, static_cast<unsigned>((kSplit - 1) * kSliceBytes));
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   // A split's slices store their sums into the leader's shared memory once its barrier is set up:
   // every thread arrives here (all are still running); only the slices' consumers wait, later.
-  if (p.split > 1) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  if constexpr (kSplit > 1) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 
   if (warp == 4) {
     if (lane != 0) return;
@@ -213,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
-  if (p.split > 1) {
+  if constexpr (kSplit > 1) {
     const int tid = static_cast<int>(threadIdx.x);
     if (part != 0) {
       // A slice: its sums into the leader's shared memory (slot part - 1), counted in bytes on the
@@ -229,7 +231,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     // The leader adds the other slices' sums in rank order (deterministic), then writes.
     ptx::mbar_wait(sums_in, 0);
-    for (int r = 0; r < p.split - 1; ++r) {
+#pragma unroll
+    for (int r = 0; r < kSplit - 1; ++r) {
       const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
 #pragma unroll
       for (int i = 0; i < kAccFloats / 4; ++i) {
@@ -314,27 +317,42 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <WgmmaEpilogue kEpilogue>
-cudaError_t launch_form(cudaStream_t stream, dim3 grid, const Params& p, const CUtensorMap& a_map) {
-  const int smem = smem_bytes(p.stages, p.split);
+template <WgmmaEpilogue kEpilogue, int kSplit>
+cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const CUtensorMap& a_map) {
+  constexpr int smem = smem_bytes(kSplit);
   const cudaError_t err =
-      cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   // Chained to the kernel before it inside a DependentLaunchScope (launch.cuh), plain otherwise;
   // a split's k slices of one feature block form one cluster.
   cudaLaunchAttribute attributes[2]{};
   cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, &attributes[0]);
-  if (p.split > 1) {
+  if (kSplit > 1) {
     attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
     attributes[config.numAttrs].val.clusterDim.x = 1;
-    attributes[config.numAttrs].val.clusterDim.y = static_cast<unsigned>(p.split);
+    attributes[config.numAttrs].val.clusterDim.y = static_cast<unsigned>(kSplit);
     attributes[config.numAttrs].val.clusterDim.z = 1;
     config.attrs = attributes;
     ++config.numAttrs;
   }
-  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue>);
+  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit>);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
   return cudaLaunchKernelExC(&config, kernel, args);
+}
+
+// The k parts and RoPE forms have no split; the other bf16 outputs 1 to kWgmmaMaxSplit slices.
+template <WgmmaEpilogue kEpilogue>
+cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, const Params& p, const CUtensorMap& a_map) {
+  static_assert(kWgmmaMaxSplit == 4, "one instance a split count");
+  if constexpr (kEpilogue != WgmmaEpilogue::kF32Parts && kEpilogue != WgmmaEpilogue::kRope) {
+    switch (split) {
+      case 2: return launch_split<kEpilogue, 2>(stream, grid, p, a_map);
+      case 3: return launch_split<kEpilogue, 3>(stream, grid, p, a_map);
+      case 4: return launch_split<kEpilogue, 4>(stream, grid, p, a_map);
+      default: break;
+    }
+  }
+  return launch_split<kEpilogue, 1>(stream, grid, p, a_map);
 }
 
 }  // namespace
@@ -398,12 +416,6 @@ int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiproces
   return static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, std::max(max_parts, 1)));
 }
 
-int wgmma_max_stages(int k_split) {
-  constexpr int kMostSmem = 227 * 1024;  // a block's opt-in maximum on compute capability 9.0
-  constexpr int kMostBarriers = (kBarBytes / 8 - 1) / 2;
-  return std::min(kMostBarriers, (kMostSmem - smem_bytes(0, std::max(k_split, 1))) / kStageBytes);
-}
-
 int wgmma_k_split(std::int64_t n, std::int64_t k, int max_split, int multiprocessors) {
   const std::int64_t blocks = std::max<std::int64_t>(n / kBm, 1);
   const std::int64_t by_sms = std::max<std::int64_t>(multiprocessors / blocks, 1);
@@ -438,15 +450,9 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
                             "least rows × ldd)");
   }
   if (args.k_split < 1 || args.k_split > kWgmmaMaxSplit || args.k_split > args.k / kBk ||
-      (args.k_split > 1 && parts_out)) {
+      (args.k_split > 1 && (parts_out || args.epilogue == WgmmaEpilogue::kRope))) {
     return invalid_argument("wgmma_gemm: a k split of " + std::to_string(args.k_split) + " (1 to " +
-                            std::to_string(kWgmmaMaxSplit) + " and k / 64, for the bf16 outputs only)");
-  }
-  const int stages = args.stages == 0 ? std::min(kWgmmaDefaultStages, wgmma_max_stages(args.k_split)) : args.stages;
-  if (stages < 2 || stages > wgmma_max_stages(args.k_split)) {
-    return invalid_argument("wgmma_gemm: " + std::to_string(args.stages) + " stages (2 to " +
-                            std::to_string(wgmma_max_stages(args.k_split)) + " with a k split of " +
-                            std::to_string(args.k_split) + ")");
+                            std::to_string(kWgmmaMaxSplit) + " and k / 64; not with the k parts or RoPE)");
   }
   CUtensorMap a_map;
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
@@ -454,15 +460,15 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.rope.first_pos, args.rope.inv_freq,
            args.rope.features, args.rope.head_dim, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
-           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts, stages, args.k_split};
+           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split));
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
-    case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, p, a_map); break;
-    case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, p, a_map); break;
-    case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, p, a_map); break;
-    case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, p, a_map); break;
-    case WgmmaEpilogue::kRope: err = launch_form<WgmmaEpilogue::kRope>(stream, grid, p, a_map); break;
+    case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kRope: err = launch_form<WgmmaEpilogue::kRope>(stream, grid, args.k_split, p, a_map); break;
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

@@ -84,19 +84,14 @@ struct WgmmaGemmArgs {
   WgmmaRope rope;                 // kRope
   int k_parts = 1;                // kF32Parts only: 1 to k / 64
   std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
-  // The other epilogues: k split into this many slices (1 to kWgmmaMaxSplit, at most k / 64), the
-  // blocks of one feature block a thread-block cluster whose leader adds the slices' sums (over
-  // distributed shared memory, in rank order) before its epilogue: for the projections whose
-  // feature blocks alone leave most multiprocessors idle.
+  // kNone, kGelu, kGeglu: k split into this many slices (1 to kWgmmaMaxSplit, at most k / 64),
+  // the blocks of one feature block a thread-block cluster whose leader adds the slices' sums
+  // (over distributed shared memory, in rank order) before its epilogue: for the projections
+  // whose feature blocks alone leave most multiprocessors idle.
   int k_split = 1;
-  int stages = 0;                 // weight/A ring stages (0: kWgmmaDefaultStages); see wgmma_max_stages
 };
 
 inline constexpr int kWgmmaMaxSplit = 4;
-inline constexpr int kWgmmaDefaultStages = 8;
-
-// The most ring stages a block of a k_split cluster may have (shared memory).
-int wgmma_max_stages(int k_split);
 
 // How many k slices a bf16-output product of a weight [n, k] should take on `multiprocessors`:
 // the most (up to max_split) that keep every block in one wave, with at least two k blocks a slice.

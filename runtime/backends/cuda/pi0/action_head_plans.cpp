@@ -154,11 +154,10 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   wgmma_chain_ = !used.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
   if (!used.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
-  spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {}, k slices at most {}, stages {})",
+  spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {}, k slices at most {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
                wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope ? " (RoPE in q|k|v's epilogue)" : "",
-               wgmma_chain_ ? ", layers chained" : "", c.max_parts, c.max_split,
-               c.stages == 0 ? kWgmmaDefaultStages : c.stages);
+               wgmma_chain_ ? ", layers chained" : "", c.max_parts, c.max_split);
 }
 
 Status ActionHeadEngine::tile_wgmma_weights() {
