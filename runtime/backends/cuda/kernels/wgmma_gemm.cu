@@ -419,6 +419,11 @@ int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiproces
 int wgmma_k_split(std::int64_t n, std::int64_t k, int max_split, int multiprocessors) {
   const std::int64_t blocks = std::max<std::int64_t>(n / kBm, 1);
   const std::int64_t by_sms = std::max<std::int64_t>(multiprocessors / blocks, 1);
+  // Only where the feature blocks fill at most a quarter of the device: the slices' reduction and
+  // the cluster launch cost more than they save above that (pi0.5's q|k|v, 40 blocks on 132
+  // multiprocessors: head 7.08 ms in three slices, 6.57 in two, 6.54 in one; GR00T's cross q, 24
+  // blocks: 4.86 against 4.98 ms in four; run 35 call 3).
+  if (by_sms < 4) return 1;
   const std::int64_t by_k = std::max<std::int64_t>(k / kBk / 2, 1);
   return static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, std::clamp(max_split, 1, kWgmmaMaxSplit)));
 }

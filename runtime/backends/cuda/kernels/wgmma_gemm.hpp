@@ -94,7 +94,8 @@ struct WgmmaGemmArgs {
 inline constexpr int kWgmmaMaxSplit = 4;
 
 // How many k slices a bf16-output product of a weight [n, k] should take on `multiprocessors`:
-// the most (up to max_split) that keep every block in one wave, with at least two k blocks a slice.
+// none unless its feature blocks fill at most a quarter of them; then the most (up to max_split)
+// that keep every block in one wave, with at least two k blocks a slice.
 int wgmma_k_split(std::int64_t n, std::int64_t k, int max_split, int multiprocessors);
 
 // How many k parts a kF32Parts product of a weight [n, k] should take on `multiprocessors`: about
