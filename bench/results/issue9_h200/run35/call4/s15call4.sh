@@ -13,7 +13,6 @@ export CUDAARCHS=90; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { tail 
 . /tmp/edgevla-env.sh
 E=/tmp/b/bin/edgevla; BP=/tmp/b/bin
 date
-($E model init --config tiny --seed 0 --out /tmp/tiny_unused > /dev/null 2>&1) &
 timeout 90 $BP/cuda_wgmma_gemm_test > $R/wgmma_test.log 2>&1; echo "wgmma test rc=$?"; grep "OK \]\|FAILED\|Failure" $R/wgmma_test.log | head -20
 timeout 150 $BP/cuda_pi0_test --gtest_filter='CudaPi0Wgmma*' > $R/pi0_wgmma_test.log 2>&1; echo "pi0 wgmma rc=$?"; grep "run \|FAILED\|Failure" $R/pi0_wgmma_test.log | head
 for form in 0 1; do
