@@ -127,10 +127,14 @@ __device__ __forceinline__ void store(__half* p, const float (&v)[V]) {
 
 // gelu with the tanh approximation, as the CPU backend: 0.5·x·(1 + tanh(u)),
 // u = √(2/π)·(x + 0.044715·x³). Written as x·sigmoid(2u), the same function without the
-// cancellation of 1 + tanh(u) for negative x.
+// cancellation of 1 + tanh(u) for negative x. The division is the fast one (2 ulp): the IEEE
+// division's slow path (taken where 1 + e^-2u is large, x well below 0) made the warpgroup GEMM's
+// GELU and GeGLU epilogues 450k instructions and ~3 µs longer than its plain one at pi0.5's
+// gate|up (Nsight Compute, bench/results/issue9_h200 run 35 call 4). For x → -∞ the denominator
+// passes 2^126 and the quotient is 0, the function's limit.
 __device__ __forceinline__ float gelu_tanh(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  return x / (1.0f + __expf(-2.0f * u));
+  return __fdividef(x, 1.0f + __expf(-2.0f * u));
 }
 
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + __expf(-x)); }
