@@ -174,12 +174,36 @@ int backbone_parts() {
   return env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
 }
 
+Ablation Ablation::from_env() {
+  Ablation a;
+#if defined(EDGEVLA_CUDA_ABLATION)
+  if (const char* env = std::getenv("EDGEVLA_CUDA_ABLATE"); env != nullptr) a.list_ = env;
+#endif
+  return a;
+}
+
+bool Ablation::skip(std::string_view kernel) const {
+  std::size_t at = 0;
+  while (at < list_.size()) {
+    const std::size_t end = std::min(list_.find(',', at), list_.size());
+    if (std::string_view(list_).substr(at, end - at) == kernel) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 std::string CudaEngineBase::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")" +
-         (describe_extra_.empty() ? std::string() : ", " + describe_extra_);
+         (describe_extra_.empty() ? std::string() : ", " + describe_extra_) +
+         (ablation_.list().empty() ? std::string() : ", PROFILING: kernels left out (" + ablation_.list() + ")");
 }
 
 Status CudaEngineBase::init_device() {
+  ablation_ = Ablation::from_env();
+  if (!ablation_.list().empty()) {
+    spdlog::warn("{} ({}): EDGEVLA_CUDA_ABLATE={}: those kernels are left out, for profiling; outputs are wrong",
+                 stage(), family(), ablation_.list());
+  }
   EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
   EDGEVLA_ASSIGN_OR_RETURN(blas_, Blas::create());
   return Status::ok();

@@ -122,6 +122,21 @@ class BufferPlan {
   std::vector<std::pair<void**, std::size_t>> items_;
 };
 
+// Profiling only: kernels an engine leaves out of its forward pass, to measure what each one
+// costs inside the captured, chained graph (the engine's outputs are then wrong, and its
+// description says so). Builds configured with -DEDGEVLA_CUDA_ABLATION=ON read the comma list in
+// EDGEVLA_CUDA_ABLATE (the kernel names each engine documents at its skip points); every other
+// build ignores the variable, so a deployed binary cannot be told to drop a kernel.
+class Ablation {
+ public:
+  static Ablation from_env();
+  bool skip(std::string_view kernel) const;
+  const std::string& list() const { return list_; }
+
+ private:
+  std::string list_;
+};
+
 // The part of an engine every cuda engine has.
 class CudaEngineBase : public EngineBase {
  public:
@@ -137,6 +152,8 @@ class CudaEngineBase : public EngineBase {
   // What describe() adds after the device (e.g. which GEMM runs the head's projections), shown
   // by `node info` and NodeStatus.
   std::string describe_extra_;
+  // Kernels left out for profiling (Ablation; empty unless built for it), read by init_device().
+  Ablation ablation_;
   // Checks the plan against the budget and the free memory, allocates, uploads the weights and
   // releases the mapped pages of `files` (the checkpoint's). `what` names the stage.
   Status allocate_and_upload(WeightPlan& weights, const std::string& what,

@@ -299,10 +299,13 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
   const DependentLaunchScope chained(wgmma_chain_);
+  // Kernels a profiling build may leave out (Ablation): norm, qkv (and cross q), attention, out, ff1, ff2.
+  const Ablation& ab = ablation_;
   for (std::int64_t i = 0; i < B; ++i) {
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
-    if (ff2_parts.count > 0) {
+    if (ab.skip("norm")) {
+    } else if (ff2_parts.count > 0) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, mod, mod + E, kBlockEps, h_, act_, ff2_parts));
     } else {
       EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
@@ -314,7 +317,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     if (b.cross) {
-      EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, E));
+      if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, E));
       a.ldq = E;
       const CrossKv& ck = b.text ? text_kv_ : image_kv_;
       auto* k = static_cast<std::byte*>(ck.kv) + static_cast<std::size_t>(b.kv_column) * es;
@@ -322,18 +325,25 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a_len = b.text ? n_text : n_image;
       a.a_max = b.text ? text_rows : image_rows;
     } else {
-      EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, 3 * E));
+      if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, 3 * E));
       a.ldq = 3 * E;
       auto* q = static_cast<std::byte*>(qkv_);
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
-    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_ASSIGN_OR_RETURN(const int out_parts, parts_linear(b.wg_out, o_, E, b.out));
-    EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
-                                           ResidualParts{out_parts, S * E, b.out.bias}));
-    EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
-    if (i + 1 < B || b.wg_ff2) {
+    if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    int out_parts = 1;
+    if (!ab.skip("out")) {
+      EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
+    }
+    if (!ab.skip("norm")) {
+      EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
+                                             ResidualParts{out_parts, S * E, b.out.bias}));
+    }
+    if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
+    if (ab.skip("ff2")) {
+      ff2_parts = ResidualParts{0, 0, nullptr};
+    } else if (i + 1 < B || b.wg_ff2) {
       // The last block's parts (on the warpgroup GEMM) go to the output norm below.
       EDGEVLA_ASSIGN_OR_RETURN(const int count, parts_linear(b.wg_ff2, ff_, F, b.ff2));
       ff2_parts = ResidualParts{count, S * E, b.ff2.bias};

@@ -237,11 +237,14 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   // From the first norm to the final one, each kernel is chained to the one before it.
   const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
+  // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down.
+  const Ablation& ab = ablation_;
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
     const float* mod_post = mods + (2 * l + 1) * 3 * E;
-    if (pi05_ && pending != nullptr) {
+    if (ab.skip("norm")) {
+    } else if (pi05_ && pending != nullptr) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod_in, mod_in + E,
                                                      kNormEps, ys_, act_, down_parts));
     } else if (pi05_) {
@@ -252,10 +255,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
+    if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did).
-    if (!rope_in_qkv()) {
+    if (!rope_in_qkv() && !ab.skip("rope")) {
       EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     }
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
@@ -279,11 +282,14 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
-      EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+      if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      if (!ab.skip("o")) {
+        EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+      }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
-    if (pi05_) {
+    if (ab.skip("norm")) {
+    } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
                                                      mod_post + E, kNormEps, ys_, act_, o_layout));
     } else {
@@ -293,8 +299,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     int count = 0;
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
-      EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
-      EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
+      if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
+      if (!ab.skip("down")) {
+        EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
+      }
     } else {
       // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
       const bool gu_chained = (chain_gemms_ & kChainGateUp) != 0;
