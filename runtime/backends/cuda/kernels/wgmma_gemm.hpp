@@ -18,7 +18,9 @@
 // loads and stores, or its cp.async copies, was 2-3x slower (run 33 call 7, run 34 call 1). In
 // the kernel bench (run 34 call 2) against cuBLASLt: o 3.8 against 5.9 µs and down 4.8 against
 // 7.2 in 8 k parts, gate|up 6.7 against 7.1, q|k|v 5.3 against 5.0; chained in the heads it took
-// pi0.5's head from 8.2 to 6.5 ms (run 34 call 4).
+// pi0.5's head from 8.2 to 6.5 ms (run 34 call 4). Run 35: the GeGLU form 8.4 against 10.7 µs
+// once GELU's division took the fast path (call 5); GR00T's cross q in four k slices 6.5 against
+// 7.0 µs (call 3).
 //
 // kGeglu: W's rows are [gate (n/2); up (n/2)], and the tiling pairs them so that each thread
 // holds a gate and its up for the same feature and row: D[m, n/2] = gelu_tanh(gate) · up, the
