@@ -16,6 +16,11 @@
 // 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
 // columns the activation rows.
 //
+// k slices (kNone, kGelu, kGeglu; wgmma_k_split): the blocks of one feature block are a cluster
+// along y, each multiplying a slice of k; the slices' consumers store their sums into the leader's
+// shared memory (st.async, counted in bytes on the leader's barrier, set up before a cluster
+// barrier), and the leader adds them in rank order before its epilogue.
+//
 // Forms of A's copy measured before this one (bench/results/issue9_h200, run 34 call 1, pi0.5's
 // gate|up, the same weights): A pre-tiled by the caller and bulk-copied 6.24 µs; the producer
 // warp's loads and stores 20.9 µs; its cp.async copies counted on the barrier 13.4 µs.
@@ -137,14 +142,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
-  constexpr int stages = kStages;
   auto* full = reinterpret_cast<unsigned long long*>(smem);
-  auto* empty = full + stages;
-  auto* sums_in = empty + stages;  // the split's leader: every other slice's sums have arrived
+  auto* empty = full + kStages;
+  auto* sums_in = empty + kStages;  // the split's leader: every other slice's sums have arrived
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
-  bf16* s_a = s_w + stages * kWTile;
-  auto* s_sums = reinterpret_cast<float*>(s_a + stages * kATile);  // [split - 1][128][28]
+  bf16* s_a = s_w + kStages * kWTile;
+  auto* s_sums = reinterpret_cast<float*>(s_a + kStages * kATile);  // [split - 1][128][28]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
   const int kbs = p.k / kBk;
@@ -152,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int slices = kSplit > 1 ? kSplit : p.parts;
   const int kb0 = part * kbs / slices, kb_count = (part + 1) * kbs / slices - kb0;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) {
+    for (int s = 0; s < kStages; ++s) {
       ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both copies
       ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
     }
@@ -173,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
     // The weights are no kernel's output: the first stages' tiles start before the wait for the
     // kernel ahead in the chain (which wrote A), so they load while it finishes.
-    const int ahead = kb_count < stages ? kb_count : stages;
+    const int ahead = kb_count < kStages ? kb_count : kStages;
     for (int i = 0; i < ahead; ++i) {
       ptx::mbar_expect_tx(&full[i], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
       ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
@@ -186,9 +190,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // actions when this kernel released at its start.
     chain_release();
     for (int i = 0; i < kb_count; ++i) {
-      const int s = i % stages;
-      if (i >= stages) {
-        ptx::mbar_wait(&empty[s], ((i / stages) - 1) & 1);
+      const int s = i % kStages;
+      if (i >= kStages) {
+        ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
         ptx::mbar_expect_tx(&full[s], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
         ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
       }
@@ -201,8 +205,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 28; ++i) acc[i] = 0.0f;
   for (int i = 0; i < kb_count; ++i) {
-    const int s = i % stages;
-    ptx::mbar_wait(&full[s], (i / stages) & 1);
+    const int s = i % kStages;
+    ptx::mbar_wait(&full[s], (i / kStages) & 1);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % stages]);
+    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
