@@ -277,7 +277,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     a.a_constant = true;  // the prefix cache is written before the loop
-    int o_parts = 0;
+    int o_parts = 1;  // left out (Ablation), the norm reads one stale part
     {
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
@@ -296,7 +296,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    int count = 0;
+    int count = 1;  // as o_parts
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
       if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
