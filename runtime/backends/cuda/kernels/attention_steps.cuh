@@ -79,7 +79,9 @@ __device__ __forceinline__ void cluster_merge(const Params& p, const float (&o)[
                                               const int (&my_m)[2], int lane, Mine mine) {
   float* c_o = xbuf;
   float* c_ml = xbuf + kBf16Rows * HD;
-  if constexpr (KG == 2) __syncthreads();  // the key groups' exchange has read xbuf
+  // xbuf overlaps q and the K/V tiles, which other warps may still read (one group), and the key
+  // groups' exchange (two): everyone is done with them first.
+  __syncthreads();
   const int m0 = static_cast<int>(blockIdx.x) * kBf16Rows;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
