@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in run 35 for the next session's first device call (~7 min).
+# Prepared in run 35 for the next session's first device call (~8 min).
 # 1. The split attention merged over its shares' cluster (EDGEVLA_CUDA_ATTN_CLUSTER=1; built in
 #    run 35 without a GPU): its tests (the same bits as the combine kernel), then both heads with
 #    and without it. Predicted: −2 to −3 µs a layer and step of pi0.5's expert (the combine
@@ -28,6 +28,12 @@ for cl in 0 1 0 1; do
   echo "pi0 EDGEVLA_CUDA_ATTN_CLUSTER=$cl"; head_ms $R/pi0_cluster$cl.out
   EDGEVLA_CUDA_ATTN_CLUSTER=$cl EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 100 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 40 --warmup 10 > $R/groot_cluster$cl.out 2> $R/groot_cluster$cl.err
   echo "groot EDGEVLA_CUDA_ATTN_CLUSTER=$cl"; head_ms $R/groot_cluster$cl.out
+done
+# pi0.5's o and down in 4 k parts instead of 8 (run 34 call 5: head 6.41 against 6.53 ms at one
+# view, not repeated; GR00T was not faster with 4).
+for parts in 4 8 4 8; do
+  EDGEVLA_CUDA_WGMMA_PARTS=$parts EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 100 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_parts$parts.out 2> $R/pi0_parts$parts.err
+  echo "pi0 EDGEVLA_CUDA_WGMMA_PARTS=$parts"; head_ms $R/pi0_parts$parts.out
 done
 for k in none norm qkv rope attention o gate_up down; do
   EDGEVLA_CUDA_ABLATE=$k EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 100 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1 --repeat 30 --warmup 5 > $R/pi0_$k.out 2> $R/pi0_$k.err
