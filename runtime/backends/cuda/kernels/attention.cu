@@ -543,10 +543,12 @@ Status validate(const AttentionArgs& a) {
   return Status::ok();
 }
 
-// The launch with the shares of a row tile as one cluster along z (and chained as launch()).
+// The launch with the shares of a row tile as one cluster along z (and chained as launch(),
+// unless `plain`: the occupancy query takes the cluster alone).
 cudaLaunchConfig_t cluster_config(const Bf16Variant& v, dim3 grid, dim3 block, cudaStream_t stream, int shares,
-                                  cudaLaunchAttribute (&attributes)[2]) {
+                                  cudaLaunchAttribute (&attributes)[2], bool plain = false) {
   cudaLaunchConfig_t config = chain_config(grid, block, static_cast<std::size_t>(v.smem), stream, &attributes[0]);
+  if (plain) config.numAttrs = 0;
   cudaLaunchAttribute& cl = attributes[config.numAttrs];
   cl.id = cudaLaunchAttributeClusterDimension;
   cl.val.clusterDim.x = 1;
@@ -575,7 +577,8 @@ bool cluster_fits(const AttentionArgs& a, const Plan& pl, const DeviceLimits& de
   cudaLaunchAttribute attributes[2]{};
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(a.batch * a.kv_heads),
                   static_cast<unsigned>(pl.splits));
-  const cudaLaunchConfig_t config = cluster_config(v, grid, dim3(kThreads * pl.key_groups), nullptr, pl.splits, attributes);
+  const cudaLaunchConfig_t config =
+      cluster_config(v, grid, dim3(kThreads * pl.key_groups), nullptr, pl.splits, attributes, true);
   int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, v.fn, &config) != cudaSuccess) {
     cudaGetLastError();
