@@ -192,11 +192,6 @@ bool Ablation::skip(std::string_view kernel) const {
   return false;
 }
 
-bool attention_merge_in_cluster() {
-  const char* env = std::getenv("EDGEVLA_CUDA_ATTN_CLUSTER");
-  return env != nullptr && std::string_view(env) == "1";
-}
-
 std::string CudaEngineBase::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")" +
          (describe_extra_.empty() ? std::string() : ", " + describe_extra_) +

@@ -105,11 +105,6 @@ inline constexpr std::int64_t kBackbonePartsMaxRows = 512;
 // kMaxBackboneParts, or 1 where EDGEVLA_CUDA_BACKBONE_PARTS=0.
 int backbone_parts();
 
-// Whether the engines' attention calls merge split keys over a cluster (AttentionArgs::
-// merge_in_cluster) instead of the combine kernel: EDGEVLA_CUDA_ATTN_CLUSTER=1. Off by default
-// until measured on a GPU (bench/results/issue9_h200 notes, run 35).
-bool attention_merge_in_cluster();
-
 // Buffers planned before the arena exists and resolved after: buf(p, bytes) then resolve().
 class BufferPlan {
  public:

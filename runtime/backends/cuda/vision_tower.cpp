@@ -60,7 +60,6 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       a.a_max = r.tokens;
       a.scratch = b.scratch;
       a.scratch_bytes = b.scratch_bytes;
-      a.merge_in_cluster = attention_merge_in_cluster();
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
       off += r.count * r.tokens;
     }

@@ -331,7 +331,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
-    a.merge_in_cluster = attention_merge_in_cluster();
     if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
     if (!ab.skip("out")) {

@@ -433,7 +433,6 @@ Status BackboneEngine::llm(std::int64_t rows) {
     a.b_limit = key_limit;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    a.merge_in_cluster = attention_merge_in_cluster();
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, l.o));
     EDGEVLA_RETURN_IF_ERROR(norm(l.post_norm, l.post_norm_m1, y_, act_));

@@ -21,7 +21,6 @@
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -33,7 +32,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 using namespace ptx;
-namespace cg = cooperative_groups;
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kThreads = 128;          // 4 warps: the f32 block, one bf16 key group
@@ -82,7 +80,6 @@ struct Params {
   float* part_o;   // [splits][batch · kv_heads][m_rows][h]
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
   bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
-  bool cluster;     // the shares are one cluster along z and merge over it (cluster_merge), no partials
 };
 
 // Device helpers ----------------------------------------------------------------------------
@@ -130,12 +127,8 @@ struct Bf16Tile {
   // half of each thread's output plus its two rows' max and sum.
   static constexpr int kMergeFloats = (HD / 4 + 4) * kThreads * KG;
   static_assert(KG == 1 || kMergeFloats * sizeof(float) <= kSmem, "the merge fits the block's shared memory");
-  // A share's partial rows for the cluster's merge: [64][HD] outputs and [64][2] max and sum.
-  static constexpr int kClusterBytes = kBf16Rows * (HD + 2) * static_cast<int>(sizeof(float));
-  static_assert(kClusterBytes <= kSmem, "the cluster's partial rows fit the block's shared memory");
 };
 
-#include "runtime/backends/cuda/kernels/attention_combine.cuh"
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
 
 template <int HD, int BK, int KG>
@@ -398,6 +391,8 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
   }
 }
 
+#include "runtime/backends/cuda/kernels/attention_combine.cuh"
+
 // Host side -------------------------------------------------------------------------------------
 
 
@@ -454,7 +449,6 @@ struct Plan {
   int key_groups = 1;           // bf16: groups of 4 warps a block
   bool small_tiles = false;     // bf16: pick_bf16's small_tiles
   std::size_t split_bytes = 0;  // scratch per split
-  bool cluster = false;         // the shares merge over their cluster (AttentionArgs::merge_in_cluster)
 };
 
 // What the plan needs of the device: its multiprocessors and the shared memory a block may have.
@@ -543,56 +537,6 @@ Status validate(const AttentionArgs& a) {
   return Status::ok();
 }
 
-// The launch with the shares of a row tile as one cluster along z (and chained as launch(),
-// unless `plain`: the occupancy query takes the cluster alone).
-cudaLaunchConfig_t cluster_config(const Bf16Variant& v, dim3 grid, dim3 block, cudaStream_t stream, int shares,
-                                  cudaLaunchAttribute (&attributes)[2], bool plain = false) {
-  cudaLaunchConfig_t config = chain_config(grid, block, static_cast<std::size_t>(v.smem), stream, &attributes[0]);
-  if (plain) config.numAttrs = 0;
-  cudaLaunchAttribute& cl = attributes[config.numAttrs];
-  cl.id = cudaLaunchAttributeClusterDimension;
-  cl.val.clusterDim.x = 1;
-  cl.val.clusterDim.y = 1;
-  cl.val.clusterDim.z = static_cast<unsigned>(shares);
-  config.attrs = attributes;
-  ++config.numAttrs;
-  return config;
-}
-
-// Whether the device can run the call's shares as one cluster: at most 16 (more than 8 needs the
-// non-portable size, which Hopper allows), and at least one such cluster resident at a time.
-bool cluster_fits(const AttentionArgs& a, const Plan& pl, const DeviceLimits& dev) {
-  if (pl.splits > 16) return false;
-  const Bf16Variant v = pick_bf16(a.h, pl.key_groups, pl.small_tiles);
-  if (v.smem > dev.smem_per_block) return false;
-  if (pl.splits > 8 &&
-      cudaFuncSetAttribute(v.fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  cudaLaunchAttribute attributes[2]{};
-  const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(a.batch * a.kv_heads),
-                  static_cast<unsigned>(pl.splits));
-  const cudaLaunchConfig_t config =
-      cluster_config(v, grid, dim3(kThreads * pl.key_groups), nullptr, pl.splits, attributes, true);
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, v.fn, &config) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return clusters >= 1;
-}
-
-cudaError_t launch_cluster(const Bf16Variant& v, dim3 grid, dim3 block, cudaStream_t stream, void** kargs, int shares) {
-  cudaLaunchAttribute attributes[2]{};
-  const cudaLaunchConfig_t config = cluster_config(v, grid, block, stream, shares, attributes);
-  return cudaLaunchKernelExC(&config, v.fn, kargs);
-}
-
 }  // namespace
 
 std::size_t attention_scratch_bytes(const AttentionArgs& args) {
@@ -604,17 +548,6 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args) {
   if (!device_limits(dev).is_ok()) return 0;
   const Plan pl = make_plan(args, dev, static_cast<std::size_t>(-1));
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
-}
-
-bool attention_merges_in_cluster(const AttentionArgs& args) {
-  if (!args.merge_in_cluster || args.act != DType::kBF16 || !validate(args).is_ok() || args.batch == 0 ||
-      args.rows == 0) {
-    return false;
-  }
-  DeviceLimits dev;
-  if (!device_limits(dev).is_ok()) return false;
-  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
-  return pl.splits > 1 && cluster_fits(args, pl, dev);
 }
 
 Status attention(cudaStream_t stream, const AttentionArgs& args) {
@@ -655,10 +588,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.splits = pl.splits;
   p.scale_log2 = args.scale * kLog2e;
   p.a_constant = args.a_constant;
-  if (pl.splits > 1 && args.act == DType::kBF16 && args.merge_in_cluster) {
-    p.cluster = cluster_fits(args, pl, dev);
-  }
-  if (pl.splits > 1 && !p.cluster) {
+  if (pl.splits > 1) {
     p.part_o = static_cast<float*>(args.scratch);
     p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;
   }
@@ -676,11 +606,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     }
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    if (p.cluster) {
-      err = launch_cluster(v, grid, dim3(kThreads * pl.key_groups), stream, kargs, pl.splits);
-    } else {
-      err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
-    }
+    err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));
@@ -691,7 +617,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }
-  if (pl.splits > 1 && !p.cluster) {
+  if (pl.splits > 1) {
     const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
     const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
     if (args.act == DType::kBF16) {

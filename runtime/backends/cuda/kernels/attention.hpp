@@ -26,8 +26,7 @@
 // Split keys: when the grid would leave multiprocessors idle (few query rows, many keys: the
 // action expert; Gemma's prefix on a large GPU), the keys are divided among several blocks (at
 // most 12; a walk of 4 key tiles or fewer is never split) whose partial results a second kernel
-// combines (or, with merge_in_cluster, the shares merge over their cluster's shared memory).
-// Where the blocks fit one wave with two key groups each, the shares fill that wave;
+// combines. Where the blocks fit one wave with two key groups each, the shares fill that wave;
 // otherwise they aim at two blocks a multiprocessor. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
 // args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
@@ -74,21 +73,12 @@ struct AttentionArgs {
   // Chained launches (launch.cuh): true when no kernel of the chain writes block a or *a_len
   // (a cached prefix), so the kernel reads them before it waits for the kernel ahead of it.
   bool a_constant = false;
-  // Split keys (bf16): the shares of a row tile form one thread-block cluster and merge over its
-  // shared memory inside the attention kernel (no partials written, no combine kernel), where the
-  // device can run a cluster that size (at most 16 shares); the same bits as the combine.
-  // Otherwise, or false, the combine kernel merges them.
-  bool merge_in_cluster = false;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its
 // keys); read off the shapes, a_max and the current device's multiprocessor count. The pointers
 // and scratch fields of args are ignored.
 std::size_t attention_scratch_bytes(const AttentionArgs& args);
-
-// Whether the call with these shapes would merge its split keys over a cluster on the current
-// device (merge_in_cluster asked, bf16, more than one share, and such a cluster fits).
-bool attention_merges_in_cluster(const AttentionArgs& args);
 
 // Enqueues the attention on `stream`; no allocation, no synchronisation (capturable).
 Status attention(cudaStream_t stream, const AttentionArgs& args);

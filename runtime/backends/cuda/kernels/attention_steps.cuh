@@ -68,83 +68,9 @@ __device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, 
   a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
-// Split keys merged over the cluster the shares form (Params::cluster): this block's partial rows
-// (unnormalised output, max, sum) go to its own shared memory (c_o [64][HD], c_ml [64][2] from
-// xbuf); after a cluster barrier each block merges its share of the row tile's (row, 4 dims)
-// items over every block's shared memory, in rank order with attn_combine's arithmetic (the same
-// bits), and writes them; a second barrier keeps every block's shared memory until all have read.
-template <int HD, int KG, class Mine>
-__device__ __forceinline__ void cluster_merge(const Params& p, const float (&o)[HD / 8][4], const float (&row_max)[2],
-                                              const float (&row_sum)[2], float* xbuf, int kg, int b, int g,
-                                              const int (&my_m)[2], int lane, Mine mine) {
-  float* c_o = xbuf;
-  float* c_ml = xbuf + kBf16Rows * HD;
-  // xbuf overlaps q and the K/V tiles, which other warps may still read (one group), and the key
-  // groups' exchange (two): everyone is done with them first.
-  __syncthreads();
-  const int m0 = static_cast<int>(blockIdx.x) * kBf16Rows;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = my_m[i] - m0;
-#pragma unroll
-    for (int d = 0; d < HD / 8; ++d) {
-      const int col = d * 8 + 2 * (lane % 4);
-      if (mine(d)) *reinterpret_cast<float2*>(c_o + r * HD + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
-    }
-    if (kg == 0 && lane % 4 == 0) *reinterpret_cast<float2*>(c_ml + r * 2) = make_float2(row_max[i], row_sum[i]);
-  }
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // clusters: the host never asks for one on older devices
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();
-  const int shares = p.splits, rank = static_cast<int>(cluster.block_rank());
-  const int per_row = p.h / 4;
-  const int items = kBf16Rows * per_row;
-  const int end = (rank + 1) * items / shares;
-  for (int it = rank * items / shares + static_cast<int>(threadIdx.x); it < end; it += static_cast<int>(blockDim.x)) {
-    const int r = it / per_row, c = (it % per_row) * 4;
-    const int m = m0 + r;
-    if (m >= p.m_rows) continue;
-    float2 ml[kMaxSplits];
-#pragma unroll
-    for (int s = 0; s < kMaxSplits; ++s) {
-      ml[s] = s < shares ? *cluster.map_shared_rank(reinterpret_cast<float2*>(c_ml + r * 2), s)
-                         : make_float2(-INFINITY, 0.0f);
-    }
-    float4 v[kMaxSplits];
-#pragma unroll
-    for (int s = 0; s < kMaxSplits; ++s) {
-      v[s] = s < shares ? *cluster.map_shared_rank(reinterpret_cast<float4*>(c_o + r * HD + c), s)
-                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-    float mx = -INFINITY;
-#pragma unroll
-    for (int s = 0; s < kMaxSplits; ++s) mx = fmaxf(mx, ml[s].x);
-    const float base = mx == -INFINITY ? 0.0f : mx;
-    float sum = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int s = 0; s < kMaxSplits; ++s) {
-      const float w = s < shares ? exp2f(ml[s].x - base) : 0.0f;
-      sum = fmaf(w, ml[s].y, sum);
-      acc.x = fmaf(w, v[s].x, acc.x);
-      acc.y = fmaf(w, v[s].y, acc.y);
-      acc.z = fmaf(w, v[s].z, acc.z);
-      acc.w = fmaf(w, v[s].w, acc.w);
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    store4(static_cast<bf16*>(p.out) + o_offset(p, b, g, m) + c,
-           make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-  }
-  cluster.sync();
-#else
-  (void)b, (void)g;
-  __trap();
-#endif
-}
-
 // After the walk: merges the key groups' states (KG 2; xbuf: shared memory no longer read, at
 // least Bf16Tile::kMergeFloats floats) and writes the rows, normalised (one share) or as a
-// partial with its max and sum (to the scratch, or over the cluster: cluster_merge).
+// partial with its max and sum.
 template <int HD, int KG>
 __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][4], float (&row_max)[2],
                                             float (&row_sum)[2], float* xbuf, int kg, int b, int g, int bg,
@@ -198,10 +124,6 @@ __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][
     }
   }
 
-  if (p.cluster) {
-    cluster_merge<HD, KG>(p, o, row_max, row_sum, xbuf, kg, b, g, my_m, lane, mine);
-    return;
-  }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int m = my_m[i];

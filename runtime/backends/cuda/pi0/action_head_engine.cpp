@@ -282,7 +282,6 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
-      a.merge_in_cluster = attention_merge_in_cluster();
       if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
       if (!ab.skip("o")) {
         EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));

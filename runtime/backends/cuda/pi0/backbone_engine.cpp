@@ -239,7 +239,6 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     a.a_max = rows;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    a.merge_in_cluster = attention_merge_in_cluster();
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, w.o));
     EDGEVLA_RETURN_IF_ERROR(add_rms(w.post_norm));

@@ -1,13 +1,11 @@
 #!/bin/bash
-# Prepared in run 35 for the next session's first device call (~8 min).
-# 1. The split attention merged over its shares' cluster (EDGEVLA_CUDA_ATTN_CLUSTER=1; built in
-#    run 35 without a GPU): its tests (the same bits as the combine kernel), then both heads with
-#    and without it. Predicted: −2 to −3 µs a layer and step of pi0.5's expert (the combine
-#    kernel's launch and loads, and 4 MB of partials through L2), −0.35 to −0.5 ms a pi0.5 head;
-#    GR00T's calls rarely split, ~0.
+# Prepared in run 35 for the next session's first device call (~8 min): the GPU suite, then:
+# 1. pi0.5's o and down in 4 k parts against 8, repeated (run 34 call 5: head 6.41 against 6.53 ms
+#    at one view, once; GR00T was not faster with 4).
 # 2. What each kernel costs inside the chained graph (run 35 call 6 measured pi0.5 at one view:
-#    attention + combine 1.88 ms of the 6.43 ms head): every class left out in turn, both heads,
-#    from a build with -DEDGEVLA_CUDA_ABLATION=ON (outputs wrong, timings only).
+#    attention + combine 1.88 ms of the 6.43 ms head; o and down failed then, fixed since): every
+#    class left out in turn, both heads, from a build with -DEDGEVLA_CUDA_ABLATION=ON (outputs
+#    wrong, timings only).
 exec > $OUT/run.log 2>&1
 REPO=$PWD
 R=/tmp/rn; mkdir -p $R
@@ -17,18 +15,13 @@ export CUDAARCHS=90; bash .debs/build.sh . /tmp/b -DEDGEVLA_CUDA_ABLATION=ON > $
 E=/tmp/b/bin/edgevla; BP=/tmp/b/bin
 ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
 ($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
-timeout 120 $BP/cuda_attention_test > $R/attention_test.log 2>&1; echo "attention test rc=$?"; grep "cluster\|OK \]\|FAILED\|Failure" $R/attention_test.log | head -30
+# The GPU suite at run 35's last commits (the profiling build changes nothing unless asked).
+(cd /tmp/b && timeout 240 ctest -L gpu -j4 --output-on-failure > $R/ctest_gpu.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed" $R/ctest_gpu.log | head -20)
 wait
 head_ms() { grep -h '^{' $1 | python3 -c "
 import json,sys
 for l in sys.stdin:
     d=json.loads(l); print(' views', d.get('views'), 'e2e', d['e2e_ms']['median'], 'backbone', d['backbone_ms']['median'], 'head', d.get('action_head_ms', {}).get('median'))"; }
-for cl in 0 1 0 1; do
-  EDGEVLA_CUDA_ATTN_CLUSTER=$cl EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 100 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_cluster$cl.out 2> $R/pi0_cluster$cl.err
-  echo "pi0 EDGEVLA_CUDA_ATTN_CLUSTER=$cl"; head_ms $R/pi0_cluster$cl.out
-  EDGEVLA_CUDA_ATTN_CLUSTER=$cl EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 100 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 40 --warmup 10 > $R/groot_cluster$cl.out 2> $R/groot_cluster$cl.err
-  echo "groot EDGEVLA_CUDA_ATTN_CLUSTER=$cl"; head_ms $R/groot_cluster$cl.out
-done
 # pi0.5's o and down in 4 k parts instead of 8 (run 34 call 5: head 6.41 against 6.53 ms at one
 # view, not repeated; GR00T was not faster with 4).
 for parts in 4 8 4 8; do
