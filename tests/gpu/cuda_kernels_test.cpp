@@ -2,6 +2,10 @@
 // references written here (the CPU backend is not linked), in f32 and bf16, at the row widths and
 // counts the pi0 / pi0.5 engines use plus odd ones that take the scalar paths, and dtype and size
 // errors. Without a CUDA device every test skips itself (the test main then reports "not run").
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
 #include "tests/gpu/cuda_test_util.hpp"
 
 namespace edgevla::backends::cuda {
@@ -290,6 +294,30 @@ TEST_F(CudaKernels, RopeMatchesReference) {
       if (HasFailure()) return;
     }
   }
+}
+
+// The angles' table (rope_table): cos and sin of (first_pos + r) · inv_freq[k], the f32 product
+// as rope() forms it, against the host's double functions of that product.
+TEST_F(CudaKernels, RopeTableHoldsTheAngles) {
+  for (const auto& [rows, h, first_pos] : {std::tuple{50, 256, 816}, std::tuple{1, 64, 0}, std::tuple{17, 74, 1000}}) {
+    const auto f = inv_freqs(h);
+    const std::int64_t half = h / 2;
+    DeviceBuffer df(f, DType::kF32), dpos(sizeof(std::int32_t)), table(static_cast<std::size_t>(rows * h) * 4);
+    ASSERT_CUDA(cudaMemcpy(dpos.get(), &first_pos, sizeof(first_pos), cudaMemcpyHostToDevice));
+    ASSERT_OK(rope_table(stream_, rows, half, dpos.as<std::int32_t>(), df.as<float>(), table.as<float>()));
+    sync();
+    const auto got = table.download(DType::kF32, static_cast<std::size_t>(rows * h));
+    double worst = 0.0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t k = 0; k < half; ++k) {
+        const double angle = static_cast<float>(first_pos + r) * f[static_cast<std::size_t>(k)];
+        const std::size_t at = static_cast<std::size_t>((r * half + k) * 2);
+        worst = std::max({worst, std::abs(got[at] - std::cos(angle)), std::abs(got[at + 1] - std::sin(angle))});
+      }
+    }
+    EXPECT_LE(worst, 2e-6) << "rows " << rows << " h " << h << " from " << first_pos;
+  }
+  EXPECT_FALSE(rope_table(stream_, 4, 8, nullptr, nullptr, nullptr).is_ok());
 }
 
 // ---- element-wise ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "tests/gpu/cuda_test_util.hpp"
 
 namespace edgevla::backends::cuda {
@@ -121,7 +122,8 @@ TEST_F(CudaWgmmaGemm, BiasAndGeluEpiloguesMatch) {
 }
 
 // q|k|v with RoPE in the epilogue: the first rot_heads heads of h rotated from position p0, the
-// rest (the values) as they are; against the host product rounded to bf16 and rotated in f32.
+// rest (the values) as they are; against the host product rounded to bf16 and rotated in f32,
+// and with the angles read from rope_table's table, bit for bit the same.
 TEST_F(CudaWgmmaGemm, TheRopeEpilogueMatches) {
   struct Case {
     std::int64_t m, rot_heads, plain_heads, h, k;
@@ -150,6 +152,14 @@ TEST_F(CudaWgmmaGemm, TheRopeEpilogueMatches) {
     ASSERT_OK(wgmma_gemm(stream_, g));
     sync();
     const auto got = dd.download(DType::kBF16, static_cast<std::size_t>(m * n));
+    // The angles read from a table made once (rope_table) instead of computed: the same bits.
+    DeviceBuffer table(static_cast<std::size_t>(m * h) * sizeof(float));
+    ASSERT_OK(rope_table(stream_, m, h / 2, static_cast<const std::int32_t*>(dpos.get()),
+                         static_cast<const float*>(dinv.get()), static_cast<float*>(table.get())));
+    g.rope.table = static_cast<const float*>(table.get());
+    ASSERT_OK(wgmma_gemm(stream_, g));
+    sync();
+    EXPECT_EQ(dd.download(DType::kBF16, static_cast<std::size_t>(m * n)), got) << what << ": with the angles' table";
     std::vector<double> ref(static_cast<std::size_t>(m * n));
     std::vector<float> prod(static_cast<std::size_t>(m * n));
     for (std::int64_t r = 0; r < m; ++r) {

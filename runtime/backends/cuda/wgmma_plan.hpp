@@ -10,8 +10,10 @@
 //   EDGEVLA_CUDA_WGMMA_CHAIN=0      launches them plainly;
 //   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8);
 //   EDGEVLA_CUDA_WGMMA_ROPE=1       rotates q and k in q|k|v's epilogue (pi0.5) instead of the
-//                                   rope kernel after it: the same bits, but 0.45 ms slower a
-//                                   head on the H200 (run 34 call 6), so off by default;
+//                                   rope kernel after it: the same bits; computing the angles
+//                                   there was 0.45 ms slower a head on the H200 (run 34 call 6),
+//                                   the engine now reads them from a table made once a run (run
+//                                   35, not yet measured), so off by default;
 //   EDGEVLA_CUDA_WGMMA_SPLIT=N      caps the k slices (a cluster) of the bf16-output projections
 //                                   whose feature blocks leave multiprocessors idle (1 to 4).
 #pragma once

@@ -50,6 +50,19 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
   });
 }
 
+// RoPE's (cos, sin) for rows positions from *first_pos, the same expression as rope_kernel's.
+__global__ void rope_table_kernel(std::int64_t rows, std::int64_t half, const std::int32_t* first_pos,
+                                  const float* __restrict__ inv_freq, float2* table) {
+  chain_enter();
+  const std::int64_t p0 = *first_pos;
+  for_rows(rows, half, [&](std::int64_t r, std::int64_t k) {
+    const float pos = static_cast<float>(p0 + r);
+    float s, co;
+    sincosf(pos * inv_freq[k], &s, &co);
+    table[r * half + k] = make_float2(co, s);
+  });
+}
+
 template <class T, int V>
 __global__ void geglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
   chain_enter();
@@ -239,6 +252,21 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     }
     return last_launch_status(kName);
   });
+}
+
+Status rope_table(cudaStream_t stream, std::int64_t rows, std::int64_t half, const std::int32_t* first_pos,
+                  const float* inv_freq, float* table) {
+  constexpr const char* kName = "rope_table";
+  EDGEVLA_CHECK_NONNEG(kName, rows);
+  EDGEVLA_CHECK_NONNEG(kName, half);
+  if (rows == 0 || half == 0) return Status::ok();
+  EDGEVLA_CHECK_PTR(kName, first_pos);
+  EDGEVLA_CHECK_PTR(kName, inv_freq);
+  EDGEVLA_CHECK_PTR(kName, table);
+  if (!all_aligned16(table)) return invalid_argument("rope_table: the table must be 16-byte aligned");
+  launch(&rope_table_kernel, dim3(grid_rows(rows, half)), dim3(kThreads), 0, stream, rows, half, first_pos, inv_freq,
+         reinterpret_cast<float2*>(table));
+  return last_launch_status(kName);
 }
 
 Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act) {

@@ -58,6 +58,12 @@ Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std:
 Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
             std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq);
 
+// RoPE's angles as (cos, sin) pairs, the values rope() uses: table f32 [rows][half][2] (16-byte
+// aligned) for positions *first_pos + r and frequencies inv_freq [half]. For a consumer that
+// rotates the same rows many times (the warpgroup GEMM's RoPE epilogue, every layer and step).
+Status rope_table(cudaStream_t stream, std::int64_t rows, std::int64_t half, const std::int32_t* first_pos,
+                  const float* inv_freq, float* table);
+
 // GeGLU on a fused gate|up GEMM output: out[r, i] = gelu_tanh(gu[r, i]) · gu[r, F + i].
 //   gu act [rows, 2F], out act [rows, F].
 Status geglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64_t f, void* out, DType act);

@@ -99,6 +99,7 @@ struct Params {
   const float* bias;  // kNone / kGelu / kRope: f32 [n] or null
   const int* first_pos;  // kRope: the first row's position (device)
   const float* inv_freq;  // kRope: [head_dim / 2]
+  const float2* rope_table;  // kRope: (cos, sin) [m][head_dim / 2], or null (computed)
   long long rope_n, head_dim;
   void* d;
   long long ldd, part_stride;
@@ -274,6 +275,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float ba = p.bias != nullptr ? p.bias[fa] : 0.0f, bb = p.bias != nullptr ? p.bias[fb] : 0.0f;
       const int p0 = *p.first_pos;
       const float freq = p.inv_freq[dim];
+      const float2* table = p.rope_table != nullptr ? p.rope_table + dim : nullptr;
+      const long long half = p.head_dim / 2;
 #pragma unroll
       for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
@@ -282,7 +285,12 @@ __global__ void __launch_bounds__(kThreads, 1)
           const float va = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e] + ba));
           const float vb = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e] + bb));
           float sn, co;
-          sincosf(static_cast<float>(p0 + row) * freq, &sn, &co);
+          if (table != nullptr) {
+            const float2 cs = row < p.m ? table[row * half] : make_float2(1.0f, 0.0f);
+            co = cs.x, sn = cs.y;
+          } else {
+            sincosf(static_cast<float>(p0 + row) * freq, &sn, &co);
+          }
           if (row < p.m) {
             d[row * p.ldd + fa] = __float2bfloat16_rn(va * co - vb * sn);
             d[row * p.ldd + fb] = __float2bfloat16_rn(vb * co + va * sn);
@@ -444,9 +452,10 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     return invalid_argument("wgmma_gemm: null pointer, misaligned A, or a row stride shorter than its row");
   }
   if (args.epilogue == WgmmaEpilogue::kRope &&
-      (!rope_layout_ok(args.n, args.rope) || args.rope.first_pos == nullptr || args.rope.inv_freq == nullptr)) {
+      (!rope_layout_ok(args.n, args.rope) || args.rope.first_pos == nullptr || args.rope.inv_freq == nullptr ||
+       reinterpret_cast<std::uintptr_t>(args.rope.table) % 16 != 0)) {
     return invalid_argument("wgmma_gemm: RoPE needs whole heads (a multiple of 64) within n, the first position and "
-                            "the frequencies");
+                            "the frequencies (and a 16-byte aligned table, if one)");
   }
   if (args.bias != nullptr && (args.epilogue == WgmmaEpilogue::kGeglu || parts_out)) {
     return invalid_argument("wgmma_gemm: a bias goes with the plain and GELU outputs only (k parts leave it to "
@@ -468,7 +477,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.rope.first_pos, args.rope.inv_freq,
-           args.rope.features, args.rope.head_dim, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
+           reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
            static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split));
   cudaError_t err = cudaSuccess;

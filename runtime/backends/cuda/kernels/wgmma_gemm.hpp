@@ -57,6 +57,9 @@ struct WgmmaRope {
   std::int64_t features = 0, head_dim = 0;
   const std::int32_t* first_pos = nullptr;  // device
   const float* inv_freq = nullptr;          // device [head_dim / 2]
+  // Optional: the angles' (cos, sin) for the call's rows, kernels.hpp's rope_table (device, f32
+  // [m][head_dim / 2][2], 16-byte aligned), read instead of computed (the same values).
+  const float* table = nullptr;
 };
 
 // Whether the build holds sm_90a code for it and the current device is of compute capability 9.0.

@@ -87,6 +87,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(cond_f32_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * E));
   buf(n_dev_, 16);
   buf(b_limit_, bytes_of(DType::kI32, S));
+  if (rope_in_qkv()) buf(rope_table_, bytes_of(DType::kF32, S * h));
   AttentionArgs aa{act_, 1, S, H, K, h};
   aa.a_max = P;
   aa.b_len = S;
@@ -359,6 +360,11 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
   if (!pi05_) {
     EDGEVLA_RETURN_IF_ERROR(convert(stream_.get(), state_, DType::kF32, sa_, act_, A));
     EDGEVLA_RETURN_IF_ERROR(gemm()(sa_, 1, A, state_proj_, state_emb_, DType::kF32, E));
+  }
+  if (rope_in_qkv()) {
+    // The action rows' positions follow the prefix: the same angles every layer and step.
+    EDGEVLA_RETURN_IF_ERROR(rope_table(stream_.get(), cfg_.suffix_len(), cfg_.expert.head_dim / 2, n_dev_, inv_freq_,
+                                       rope_table_));
   }
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {

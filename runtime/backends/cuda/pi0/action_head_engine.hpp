@@ -97,7 +97,7 @@ class ActionHeadEngine final : public CudaEngine {
   // q|k|v's RoPE layout: q's and k's heads rotated from position *first_pos.
   WgmmaRope qkv_rope(const std::int32_t* first_pos) const {
     return WgmmaRope{(cfg_.expert.num_heads + cfg_.expert.num_kv_heads) * cfg_.expert.head_dim, cfg_.expert.head_dim,
-                     first_pos, inv_freq_};
+                     first_pos, inv_freq_, rope_table_};
   }
   const WgmmaShape& wgmma_shape(ChainRole role) const {
     return role == kChainQkv ? wgmma_shapes_.qkv
@@ -120,6 +120,8 @@ class ActionHeadEngine final : public CudaEngine {
   DevLinear action_time_a_, action_time_t_;  // pi0: the action and time halves of action_time_mlp_in
   std::vector<float> inv_freq_host_;
   float* inv_freq_ = nullptr;
+  // RoPE in q|k|v's epilogue: the action rows' (cos, sin), computed once a run (rope_table).
+  float* rope_table_ = nullptr;
 
   // Buffers.
   void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
