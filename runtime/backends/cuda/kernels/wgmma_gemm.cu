@@ -477,8 +477,9 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.rope.first_pos, args.rope.inv_freq,
-           reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd, args.part_stride, static_cast<int>(args.m),
-           static_cast<int>(args.n), static_cast<int>(args.k), args.k_parts};
+           reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
+           args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
+           args.k_parts};
   const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split));
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
