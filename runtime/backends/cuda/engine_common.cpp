@@ -182,15 +182,17 @@ Ablation Ablation::from_env() {
   return a;
 }
 
-bool Ablation::skip(std::string_view kernel) const {
+bool comma_list_has(std::string_view list, std::string_view name) {
   std::size_t at = 0;
-  while (at < list_.size()) {
-    const std::size_t end = std::min(list_.find(',', at), list_.size());
-    if (std::string_view(list_).substr(at, end - at) == kernel) return true;
+  while (at <= list.size()) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    if (list.substr(at, end - at) == name) return true;
     at = end + 1;
   }
   return false;
 }
+
+bool Ablation::skip(std::string_view kernel) const { return !list_.empty() && comma_list_has(list_, kernel); }
 
 std::string CudaEngineBase::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")" +

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/backends/cpu/kernels.hpp"
@@ -121,6 +122,9 @@ class BufferPlan {
   Arena& arena_;
   std::vector<std::pair<void**, std::size_t>> items_;
 };
+
+// Whether the comma-separated `list` names `name` (the engines' environment lists).
+bool comma_list_has(std::string_view list, std::string_view name);
 
 // Profiling only: kernels an engine leaves out of its forward pass, to measure what each one
 // costs inside the captured, chained graph (the engine's outputs are then wrong, and its

@@ -10,15 +10,7 @@ namespace edgevla::backends::cuda {
 
 bool WgmmaChoice::asked(std::string_view name) const {
   if (!on) return false;
-  if (list == "all" || list == "1") return true;
-  const std::string_view l(list);
-  std::size_t at = 0;
-  while (at <= l.size()) {
-    const std::size_t end = std::min(l.find(',', at), l.size());
-    if (l.substr(at, end - at) == name) return true;
-    at = end + 1;
-  }
-  return false;
+  return list == "all" || list == "1" || comma_list_has(list, name);
 }
 
 WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what) {
@@ -40,10 +32,10 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   const char* rope = std::getenv("EDGEVLA_CUDA_WGMMA_ROPE");
   c.rope = rope != nullptr && std::string_view(rope) == "1";
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
-    c.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
+    c.caps.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }
   if (const char* split = std::getenv("EDGEVLA_CUDA_WGMMA_SPLIT"); split != nullptr) {
-    c.max_split = std::clamp(std::atoi(split), 1, kWgmmaMaxSplit);
+    c.caps.max_split = std::clamp(std::atoi(split), 1, kWgmmaMaxSplit);
   }
   return c;
 }

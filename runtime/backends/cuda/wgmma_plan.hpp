@@ -38,12 +38,11 @@ struct WgmmaLaunch {
 struct WgmmaChoice {
   bool on = false;     // some projection may run on it
   bool chain = false;  // the layers as one chain of launches
-  int max_parts = kMaxKParts;
-  int max_split = kWgmmaMaxSplit;
+  WgmmaLaunch caps;    // k parts and slices at most (multiprocessors: the engine's device)
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   std::string list;    // "all" or the names asked for
   bool asked(std::string_view name) const;
-  WgmmaLaunch launch(int multiprocessors) const { return {max_parts, max_split, multiprocessors}; }
+  WgmmaLaunch launch(int multiprocessors) const { return {caps.max_parts, caps.max_split, multiprocessors}; }
 };
 
 // What the environment asks of an engine `what` computing in `act` on the current device;

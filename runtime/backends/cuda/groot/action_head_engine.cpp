@@ -541,7 +541,7 @@ Status ActionHeadEngine::plan_wgmma() {
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{} "
                "(k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wgmma_chain_ ? ", blocks chained" : "",
-               c.max_parts, c.max_split);
+               c.caps.max_parts, c.caps.max_split);
   return Status::ok();
 }
 

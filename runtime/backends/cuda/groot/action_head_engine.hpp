@@ -90,7 +90,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // q (cross-attention), out, ff1, ff2), their weights tiled in place; at load, after upload.
   Status plan_wgmma();
   bool wgmma_chain_ = false;
-  WgmmaLaunch wgmma_launch_;  // caps and stages of its launches
+  WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   std::array<CategoryDev*, 7> categories() {
     return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
   }

@@ -156,7 +156,7 @@ class ActionHeadEngine final : public CudaEngine {
     WgmmaShape qkv, o, gate_up, down;
   } wgmma_shapes_;
   bool wgmma_chain_ = false;  // the layers' kernels as one chain of launches
-  WgmmaLaunch wgmma_launch_;  // caps and stages of its launches
+  WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");
   // none, the same kernels launched plainly ("0", to compare).

@@ -157,7 +157,7 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {}, k slices at most {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
                wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope ? " (RoPE in q|k|v's epilogue)" : "",
-               wgmma_chain_ ? ", layers chained" : "", c.max_parts, c.max_split);
+               wgmma_chain_ ? ", layers chained" : "", c.caps.max_parts, c.caps.max_split);
 }
 
 Status ActionHeadEngine::tile_wgmma_weights() {
