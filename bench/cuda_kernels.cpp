@@ -7,7 +7,10 @@
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
 //   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention|attention_shapes] [--shape NAME] [--k-chunk N]
-// (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, for a profiler)
+//                              [--rows M]
+// (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, for a profiler;
+// --rows times every GEMM shape at M activation rows instead of its own, to see what the
+// activations' reads cost beside the weights')
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -233,7 +236,9 @@ int main(int argc, char** argv) {
   std::string only;  // "gemm" or "attention": one part (for a profiler)
   std::string only_shape;
   int only_chunk = 0;
+  std::int64_t rows = 0;  // 0: each shape's own
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--rows") == 0) rows = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--shape") == 0) only_shape = argv[i + 1];
@@ -280,9 +285,10 @@ int main(int argc, char** argv) {
   double layer_lt = 0, layer_best = 0, layer_floor = 0, layer_read = 0;
   unsigned* sink = nullptr;
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
-  for (const Shape& sh : shapes) {
+  for (Shape sh : shapes) {
     if (only == "attention" || only == "attention_shapes") break;
     if (!only_shape.empty() && only_shape != sh.name) continue;
+    if (rows > 0) sh.m = rows;
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
     void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
     const std::size_t w_bytes = static_cast<std::size_t>(sh.n * sh.k) * 2;
