@@ -13,8 +13,9 @@ bool WgmmaChoice::asked(std::string_view name) const {
   return list == "all" || list == "1" || comma_list_has(list, name);
 }
 
-WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what) {
+WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what, int default_parts) {
   WgmmaChoice c;
+  c.caps.max_parts = std::clamp(default_parts, 1, kMaxKParts);
   const char* env = std::getenv("EDGEVLA_CUDA_WGMMA");
   c.list = env != nullptr && env[0] != '\0' ? std::string(env) : std::string("all");
   if (c.list == "0") return c;

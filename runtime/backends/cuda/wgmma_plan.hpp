@@ -8,12 +8,13 @@
 //   EDGEVLA_CUDA_WGMMA=0            keeps cuBLASLt for all of them;
 //   EDGEVLA_CUDA_WGMMA=a,b,...      only the named projections (the family names them);
 //   EDGEVLA_CUDA_WGMMA_CHAIN=0      launches them plainly;
-//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8);
+//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default: the
+//                                   family's, 4 for pi0 / pi0.5, 8 for GR00T);
 //   EDGEVLA_CUDA_WGMMA_ROPE=1       rotates q and k in q|k|v's epilogue (pi0.5) instead of the
-//                                   rope kernel after it: the same bits; computing the angles
-//                                   there was 0.45 ms slower a head on the H200 (run 34 call 6),
-//                                   the engine now reads them from a table made once a run (run
-//                                   35, not yet measured), so off by default;
+//                                   rope kernel after it: the same bits, but slower on the H200
+//                                   (a head +0.45 ms computing the angles, run 34 call 6; +0.93 ms
+//                                   reading them from a table made once a run, run 36 call 1), so
+//                                   off by default;
 //   EDGEVLA_CUDA_WGMMA_SPLIT=N      caps the k slices (a cluster) of the bf16-output projections
 //                                   whose feature blocks leave multiprocessors idle (1 to 4).
 #pragma once
@@ -47,7 +48,9 @@ struct WgmmaChoice {
 
 // What the environment asks of an engine `what` computing in `act` on the current device;
 // `other_mode` names a mode that excludes it (empty: none), logged when the variable was set.
-WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what);
+// `default_parts`: the family's cap on k parts where EDGEVLA_CUDA_WGMMA_PARTS does not set one.
+WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_view what,
+                         int default_parts = kMaxKParts);
 
 // A projection to run on the warpgroup GEMM: its weight (tiled in place by wgmma_tile_in_place,
 // after which `w->w` holds the tiled layout only) and the epilogue its tiling is for.
