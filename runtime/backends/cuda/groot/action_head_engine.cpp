@@ -269,17 +269,23 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   cudaStream_t s = stream_.get();
   const Gemm mm = gemm();
   const float* mods = mods_ + static_cast<std::int64_t>(k) * (B + 1) * 2 * E;
-  // Row 0: the state token; rows 1..: the action encoder at this step's bucket plus positions.
-  EDGEVLA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
-  EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, Hz * A));
-  EDGEVLA_RETURN_IF_ERROR(mm(a_act_, Hz, A, act1_.sel, a_emb_, act_, E));
-  EDGEVLA_RETURN_IF_ERROR(
-      mm(a_emb_, Hz, E, act2_a_, enc_, act_, E, 0.0f, Epilogue::kNone, tau_bias_ + k * E));
-  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, enc_, act_, Hz, E, E, nullptr, Activation::kSilu));
+  // Kernels a profiling build may leave out (Ablation): edges (this step's action encoder before
+  // the DiT and its output norm and decoder after), norm, qkv (and cross q), attention, out, ff1,
+  // ff2.
+  const Ablation& ab = ablation_;
   float* rows = x_ + E;
-  EDGEVLA_RETURN_IF_ERROR(mm(enc_, Hz, E, act3_.sel, rows, DType::kF32, E));
-  EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, rows, Hz, E, pos_, Hz));
+  if (!ab.skip("edges")) {
+    // Row 0: the state token; rows 1..: the action encoder at this step's bucket plus positions.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
+    EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, Hz * A));
+    EDGEVLA_RETURN_IF_ERROR(mm(a_act_, Hz, A, act1_.sel, a_emb_, act_, E));
+    EDGEVLA_RETURN_IF_ERROR(
+        mm(a_emb_, Hz, E, act2_a_, enc_, act_, E, 0.0f, Epilogue::kNone, tau_bias_ + k * E));
+    EDGEVLA_RETURN_IF_ERROR(bias_activation(s, enc_, act_, Hz, E, E, nullptr, Activation::kSilu));
+    EDGEVLA_RETURN_IF_ERROR(mm(enc_, Hz, E, act3_.sel, rows, DType::kF32, E));
+    EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, rows, Hz, E, pos_, Hz));
+  }
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const std::int32_t* n_text = ints_;
@@ -299,8 +305,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
   const DependentLaunchScope chained(wgmma_chain_);
-  // Kernels a profiling build may leave out (Ablation): norm, qkv (and cross q), attention, out, ff1, ff2.
-  const Ablation& ab = ablation_;
   for (std::int64_t i = 0; i < B; ++i) {
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
@@ -355,6 +359,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // Output AdaLN over the action rows: proj_out_1 gives [shift, 1 + scale]; the last ff2's parts,
   // when it left them, added over those rows first (the state row is not read again).
   const float* om = mods + B * 2 * E;
+  if (ab.skip("edges")) return Status::ok();
   if (ff2_parts.count > 0) {
     EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, rows, parts_ + (S - Hz) * E, Hz, E, om + E, om, kOutputEps, h_,
                                            act_, ff2_parts));
