@@ -59,6 +59,20 @@ constexpr int kNoSplitTiles = 4;  // walks of at most this many key tiles are ne
 #endif
 constexpr int kMostKeyGroups = EDGEVLA_ATTN_KEY_GROUPS;
 static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROUPS is 1 or 2");
+// The dtype of a split share's partial output: the act dtype (bf16 halves the bytes written and
+// combined); a build may keep f32 shares for bf16 calls to compare (-DEDGEVLA_ATTN_F32_SHARES).
+template <typename T>
+struct ShareOf {
+  using type = T;
+};
+#ifdef EDGEVLA_ATTN_F32_SHARES
+template <>
+struct ShareOf<__nv_bfloat16> {
+  using type = float;
+};
+#endif
+template <typename T>
+using Share = typename ShareOf<T>::type;
 
 // What the kernels read; strides in elements.
 struct Params {
@@ -597,7 +611,8 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     p.part_o = args.scratch;
     p.part_ml = reinterpret_cast<float*>(static_cast<std::byte*>(args.scratch) +
                                          static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows *
-                                             args.h * dtype_size(args.act));
+                                             args.h *
+                                             (args.act == DType::kBF16 ? sizeof(Share<bf16>) : sizeof(float)));
   }
 
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),

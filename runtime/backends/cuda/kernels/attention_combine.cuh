@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
 #pragma unroll
   for (int s = 0; s < kShares; ++s) mx = fmaxf(mx, ml[s].x);
   const float base = mx == -INFINITY ? 0.0f : mx;
-  const T* src = static_cast<const T*>(p.part_o) + part_row(p, 0, bg, m) * p.h + c;
+  const Share<T>* src = static_cast<const Share<T>*>(p.part_o) + part_row(p, 0, bg, m) * p.h + c;
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
   float sum = 0.0f;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);

@@ -140,12 +140,16 @@ __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][
       }
     } else {
       const long long pr = part_row(p, static_cast<int>(blockIdx.z), bg, m);
-      bf16* dst = static_cast<bf16*>(p.part_o) + pr * p.h;
+      Share<bf16>* dst = static_cast<Share<bf16>*>(p.part_o) + pr * p.h;
 #pragma unroll
       for (int d = 0; d < HD / 8; ++d) {
         const int col = d * 8 + 2 * (lane % 4);
         if (mine(d) && col < p.h) {
-          *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(o[d][2 * i], o[d][2 * i + 1]);
+          if constexpr (sizeof(Share<bf16>) == 2) {
+            *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(o[d][2 * i], o[d][2 * i + 1]);
+          } else {
+            *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
+          }
         }
       }
       if (kg == 0 && lane % 4 == 0) {
