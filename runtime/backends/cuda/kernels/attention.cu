@@ -59,20 +59,6 @@ constexpr int kNoSplitTiles = 4;  // walks of at most this many key tiles are ne
 #endif
 constexpr int kMostKeyGroups = EDGEVLA_ATTN_KEY_GROUPS;
 static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROUPS is 1 or 2");
-// The dtype of a split share's partial output: the act dtype (bf16 halves the bytes written and
-// combined); a build may keep f32 shares for bf16 calls to compare (-DEDGEVLA_ATTN_F32_SHARES).
-template <typename T>
-struct ShareOf {
-  using type = T;
-};
-#ifdef EDGEVLA_ATTN_F32_SHARES
-template <>
-struct ShareOf<__nv_bfloat16> {
-  using type = float;
-};
-#endif
-template <typename T>
-using Share = typename ShareOf<T>::type;
 
 // What the kernels read; strides in elements.
 struct Params {
@@ -91,12 +77,8 @@ struct Params {
   int rows, kv_heads, group, h, m_rows;  // m_rows: stacked rows per kv head (rows · group)
   int batch, splits;
   float scale_log2;
-  // Split keys: each share's unnormalised output in the act dtype (bf16 shares halve what the
-  // attention writes and its combine reads; the combine's sum and the output stay f32 / act),
-  // [splits][batch · kv_heads][m_rows][h], then its running max (log2 units) and sum, f32
-  // [splits][batch · kv_heads][m_rows][2].
-  void* part_o;
-  float* part_ml;
+  float* part_o;   // [splits][batch · kv_heads][m_rows][h]
+  float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
   bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
 };
 
@@ -399,7 +381,7 @@ __global__ void __launch_bounds__(kThreads) attn_f32(const Params p) {
       }
     } else {
       const long long prow = part_row(p, static_cast<int>(blockIdx.z), bg, m);
-      float* dst = static_cast<float*>(p.part_o) + prow * h;
+      float* dst = p.part_o + prow * h;
 #pragma unroll
       for (int i = 0; i < kF32MaxDims; ++i) {
         if (i * 32 + lane < h) dst[i * 32 + lane] = o[r][i];
@@ -607,12 +589,8 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.scale_log2 = args.scale * kLog2e;
   p.a_constant = args.a_constant;
   if (pl.splits > 1) {
-    // Within the plan's split_bytes (f32 rows of h + 2) whatever the act dtype.
-    p.part_o = args.scratch;
-    p.part_ml = reinterpret_cast<float*>(static_cast<std::byte*>(args.scratch) +
-                                         static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows *
-                                             args.h *
-                                             (args.act == DType::kBF16 ? sizeof(Share<bf16>) : sizeof(float)));
+    p.part_o = static_cast<float*>(args.scratch);
+    p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;
   }
 
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),

@@ -5,20 +5,13 @@
 // Combine of split-key partials ---------------------------------------------------------------
 
 __device__ __forceinline__ void store4(float* dst, float4 v) { *reinterpret_cast<float4*>(dst) = v; }
-__device__ __forceinline__ float4 load4(const float* src) { return *reinterpret_cast<const float4*>(src); }
-__device__ __forceinline__ float4 load4(const bf16* src) {
-  const uint2 raw = *reinterpret_cast<const uint2*>(src);
-  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
-  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
-  return make_float4(lo.x, lo.y, hi.x, hi.y);
-}
 __device__ __forceinline__ void store4(bf16* dst, float4 v) {
   __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
   *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
 }
 
-// One thread per (stacked row, 4 output dims): it weighs every share (in the act dtype T) by its
-// max and sum and merges them in f32. All of a thread's loads are independent, so the shares arrive together instead
+// One thread per (stacked row, 4 output dims): it weighs every share by its max and sum and
+// merges them. All of a thread's loads are independent, so the shares arrive together instead
 // of one round trip after another. kShares bounds the shares a thread holds: the host picks
 // the smallest instance that covers the call's split count (holding 32 float4 shares for a
 // call of 2 took ~200 registers a thread and made the combine 4-5x slower than its bytes).
@@ -49,7 +42,7 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
 #pragma unroll
   for (int s = 0; s < kShares; ++s) mx = fmaxf(mx, ml[s].x);
   const float base = mx == -INFINITY ? 0.0f : mx;
-  const Share<T>* src = static_cast<const Share<T>*>(p.part_o) + part_row(p, 0, bg, m) * p.h + c;
+  const float* src = p.part_o + part_row(p, 0, bg, m) * p.h + c;
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
   float sum = 0.0f;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -57,7 +50,7 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
   float4 v[kShares];
 #pragma unroll
   for (int s = 0; s < kShares; ++s) {
-    v[s] = s < p.splits ? load4(src + s * split_stride) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    v[s] = s < p.splits ? *reinterpret_cast<const float4*>(src + s * split_stride) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 #pragma unroll
   for (int s = 0; s < kShares; ++s) {

@@ -140,17 +140,11 @@ __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][
       }
     } else {
       const long long pr = part_row(p, static_cast<int>(blockIdx.z), bg, m);
-      Share<bf16>* dst = static_cast<Share<bf16>*>(p.part_o) + pr * p.h;
+      float* dst = p.part_o + pr * p.h;
 #pragma unroll
       for (int d = 0; d < HD / 8; ++d) {
         const int col = d * 8 + 2 * (lane % 4);
-        if (mine(d) && col < p.h) {
-          if constexpr (sizeof(Share<bf16>) == 2) {
-            *reinterpret_cast<__nv_bfloat162*>(dst + col) = __floats2bfloat162_rn(o[d][2 * i], o[d][2 * i + 1]);
-          } else {
-            *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
-          }
-        }
+        if (mine(d) && col < p.h) *reinterpret_cast<float2*>(dst + col) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
       }
       if (kg == 0 && lane % 4 == 0) {
         *reinterpret_cast<float2*>(p.part_ml + pr * 2) = make_float2(row_max[i], row_sum[i]);
