@@ -38,16 +38,18 @@ constexpr int kThreads = 128;          // 4 warps: the f32 block, one bf16 key g
 constexpr int kBf16Rows = 64;          // stacked query rows per bf16 block (16 per warp)
 constexpr int kF32Rows = 16;           // stacked query rows per f32 block (4 per warp)
 constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
-// Shares of the keys at most: more cost more in partials written and merged than their shorter
-// key walks save (pi0.5's action expert on an H200, 5-32 shares tried: 9-12 were fastest at
-// 1 and 3 views).
+// Shares of the keys at most, and key tiles a share at least: more, shorter shares cost more in
+// partials written and merged than their shorter walks save. pi0.5's action expert in the chained
+// head on an H200 was fastest with three 32-key tiles a share at both view counts (run 36 call 5:
+// 6 shares at 1 view, 0.16 ms a head faster than 9; at 3 views 12 shares, of which the last held
+// none, as fast as 16 and 0.25 ms faster than 6).
 // Both are build constants so that a build can compare other values
 // (-DEDGEVLA_ATTN_MAX_SPLITS=..., -DEDGEVLA_ATTN_MIN_TILES=...).
 #ifndef EDGEVLA_ATTN_MAX_SPLITS
 #define EDGEVLA_ATTN_MAX_SPLITS 12
 #endif
 #ifndef EDGEVLA_ATTN_MIN_TILES
-#define EDGEVLA_ATTN_MIN_TILES 2
+#define EDGEVLA_ATTN_MIN_TILES 3
 #endif
 constexpr int kMaxSplits = EDGEVLA_ATTN_MAX_SPLITS;
 constexpr int kMinTilesPerSplit = EDGEVLA_ATTN_MIN_TILES;  // a share of fewer key tiles does not repay its Q load
