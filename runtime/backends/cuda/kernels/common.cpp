@@ -2,9 +2,7 @@
 #include "runtime/backends/cuda/kernels/common.hpp"
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
-#include <string_view>
 
 namespace edgevla::backends::cuda {
 
@@ -72,14 +70,6 @@ bool dependent_launch_supported() {
 }
 
 bool dependent_launch_active() { return g_chain_depth > 0 && dependent_launch_supported(); }
-
-bool prefer_max_shared_memory() {
-  static const bool on = [] {
-    const char* v = std::getenv("EDGEVLA_CUDA_CARVEOUT");
-    return v != nullptr && std::string_view(v) == "max";
-  }();
-  return on;
-}
 
 Status last_launch_status(const char* kernel) {
   cudaError_t err = g_launch_error;

@@ -48,18 +48,6 @@ __device__ __forceinline__ void chain_enter() {
 // Records a failed launch for last_launch_status() (common.hpp).
 void note_launch_error(cudaError_t err);
 
-// EDGEVLA_CUDA_CARVEOUT=max: every kernel launched through launch(), launch_untyped() or the
-// warpgroup GEMM asks for the largest shared-memory carveout, so that a multiprocessor keeps one
-// L1/shared split along the chain and a chained GEMM's blocks (~125 KB of shared memory) can be
-// scheduled beside the short kernel ahead of them instead of after it drains. Off by default
-// until measured: run 26 found no gain when the GEMMs were cuBLASLt's and not chained.
-bool prefer_max_shared_memory();
-inline void prefer_shared(const void* kernel) {
-  if (prefer_max_shared_memory()) {
-    (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  }
-}
-
 // The launch configuration: programmatic serialization inside a scope on a device that has it.
 inline cudaLaunchConfig_t chain_config(dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                                        cudaLaunchAttribute* attribute) {
@@ -82,7 +70,6 @@ inline cudaLaunchConfig_t chain_config(dim3 grid, dim3 block, std::size_t smem, 
 template <typename... KernelArgs, typename... Args>
 void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
             Args&&... args) {
-  prefer_shared(reinterpret_cast<const void*>(kernel));
   cudaLaunchAttribute attribute{};
   const cudaLaunchConfig_t config = chain_config(grid, block, smem, stream, &attribute);
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
@@ -92,7 +79,6 @@ void launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, std::size_t sm
 // The same for a kernel known by address only (variants picked at run time).
 inline cudaError_t launch_untyped(const void* kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                                   void** args) {
-  prefer_shared(kernel);
   cudaLaunchAttribute attribute{};
   const cudaLaunchConfig_t config = chain_config(grid, block, smem, stream, &attribute);
   return cudaLaunchKernelExC(&config, kernel, args);

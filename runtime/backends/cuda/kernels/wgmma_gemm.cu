@@ -348,7 +348,6 @@ cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const 
     ++config.numAttrs;
   }
   const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit>);
-  prefer_shared(kernel);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
   return cudaLaunchKernelExC(&config, kernel, args);
 }

@@ -10,13 +10,6 @@
 # Run 36 call 5 found three 32-key tiles a share fastest at both view counts (1 view: 6 shares
 # 0.16 ms faster than 9). Predicted: b within ±0.05 ms of the best; kg1 slower (call 5's trend:
 # longer walks a block cost more than fewer shares save beyond 3 tiles).
-# Then EDGEVLA_CUDA_CARVEOUT=max against the default, both families, alternated twice: every
-# chained kernel asks for the largest shared-memory carveout, so a GEMM's blocks (~125 KB) may be
-# scheduled beside the short kernel ahead of them (norm, combine) and stream their first weight
-# tiles under it, instead of waiting for the multiprocessor to drain and switch its L1/shared
-# split. Run 26 saw no gain when the GEMMs were cuBLASLt's and not chained. Predicted: 0 if the
-# driver already keeps one split; else −1 to −2 µs a GEMM after a short kernel, −0.3 to −0.5 ms a
-# pi0.5 head.
 exec > $OUT/run.log 2>&1
 R=/tmp/ra; mkdir -p $R
 trap 'tar czf $OUT/results.tgz -C $R .' EXIT
@@ -25,7 +18,6 @@ export CUDAARCHS=90; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { tail 
 . /tmp/edgevla-env.sh
 E=/tmp/b/bin/edgevla
 ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
-($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
 for v in "kg1 -DEDGEVLA_ATTN_KEY_GROUPS=1" "mt4 -DEDGEVLA_ATTN_MIN_TILES=4" "k64 -DEDGEVLA_ATTN_HD256_KEYS=64"; do
   set -- $v
   (EDGEVLA_PFX=/tmp/pfx_$1 bash .debs/build.sh . /tmp/$1 -DEDGEVLA_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS=$2 > $R/build_$1.log 2>&1; echo "build $1 rc=$?") &
@@ -40,11 +32,5 @@ for b in b kg1 mt4 k64 b kg1 mt4 k64; do
   [ -x /tmp/$b/bin/edgevla_bench_cuda_pi0 ] || continue
   EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_$b.txt timeout 100 /tmp/$b/bin/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_$b.out 2> $R/pi0_$b.err
   echo "pi0 $b"; show $R/pi0_$b.out
-done
-for c in max default max default; do
-  EDGEVLA_CUDA_CARVEOUT=$c EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_b.txt timeout 100 /tmp/b/bin/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_carveout_$c.out 2> $R/pi0_carveout_$c.err
-  echo "pi0 carveout $c"; show $R/pi0_carveout_$c.out
-  EDGEVLA_CUDA_CARVEOUT=$c EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 100 /tmp/b/bin/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 40 --warmup 10 > $R/groot_carveout_$c.out 2> $R/groot_carveout_$c.err
-  echo "groot carveout $c"; show $R/groot_carveout_$c.out
 done
 date
