@@ -7,7 +7,8 @@
 // then gives each thread outputs of the input projection (a dot over the action dims). The
 // products are f32 sums of act-dtype operands, as the GEMMs they replace; only the order of the
 // additions differs. V = 8 (16-byte loads of bf16, two of f32) when the widths are multiples of
-// 8 and every pointer is 16-byte aligned, else 1.
+// 8 and every pointer is 16-byte aligned, else 1. Inside a DependentLaunchScope it is chained to
+// the final norm before it and the next step's first norm after it (launch.cuh).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -16,6 +17,7 @@
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -38,6 +40,9 @@ __global__ void __launch_bounds__(kThreads) flow_step_kernel(FlowStepArgs a) {
   __shared__ float y_row[kMaxWidth];
   __shared__ float v_row[kMaxActions];
   __shared__ float x_row[kMaxActions];
+  // In a chain (launch.cuh): the next step's first norm may be scheduled now; y comes from the
+  // kernel ahead.
+  chain_enter();
   const std::int64_t r = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const std::int64_t E = a.width, A = a.action_dim;
@@ -140,9 +145,9 @@ Status flow_step(cudaStream_t stream, const FlowStepArgs& a) {
       using TN = typename decltype(next_tag)::type;
       const dim3 grid(static_cast<unsigned>(a.rows));
       if (vec) {
-        flow_step_kernel<T, TN, 8><<<grid, kThreads, 0, stream>>>(a);
+        launch(&flow_step_kernel<T, TN, 8>, grid, dim3(kThreads), 0, stream, a);
       } else {
-        flow_step_kernel<T, TN, 1><<<grid, kThreads, 0, stream>>>(a);
+        launch(&flow_step_kernel<T, TN, 1>, grid, dim3(kThreads), 0, stream, a);
       }
       return last_launch_status(kName);
     });
