@@ -1,7 +1,8 @@
 // The GR00T kernels of the cuda backend (kernels/groot_kernels.hpp) against plain host
 // references written here, in f32 and bf16 where they take both: Qwen3 RMSNorm over rows and per
 // head in place, Qwen3's fused q/k norm + RoPE + key|value packing, SwiGLU, ReLU/SiLU/erf-GELU, row
-// gathers, SigLIP2 patches, the interpolated grid positions, pixel unshuffle and transpose. Each
+// gathers, the Euler step's end, SigLIP2 patches, the interpolated grid positions, pixel unshuffle
+// and transpose. Each
 // prints its worst error. Without a CUDA device every test skips itself (the test main then reports
 // "not run").
 #include <cuda_runtime.h>
@@ -267,6 +268,52 @@ TEST_F(CudaGrootKernels, SwigluAndActivations) {
                        name(act));
     }
   }
+}
+
+// The end of an Euler step: the decoder's k parts and bias summed into the velocity, the update,
+// the actions rounded for the next step, the state row copied; refused arguments named.
+TEST_F(CudaGrootKernels, StepEndSumsPartsAndUpdates) {
+  const std::int64_t rows = 50, n = 128, width = 1536, stride = rows * n + 64;
+  const int count = 3;
+  const float dt = 0.25f;
+  for (const DType act : kActs) {
+    const auto parts = random_values(static_cast<std::size_t>(count * stride), -1, 1, 30);
+    const auto bias = random_values(static_cast<std::size_t>(n), -0.5f, 0.5f, 31);
+    const auto x = random_values(static_cast<std::size_t>(rows * n), -2, 2, 32);
+    const auto row = random_values(static_cast<std::size_t>(width), -3, 3, 33);
+    Dev dparts(parts, DType::kF32), dbias(bias, DType::kF32), dx(x, DType::kF32),
+        dvel(static_cast<std::size_t>(rows * n) * 4), dact(static_cast<std::size_t>(rows * n) * 4),
+        drow(row, DType::kF32), ddst(static_cast<std::size_t>(width) * 4);
+    ASSERT_TRUE(groot_step_end(s_, static_cast<const float*>(dparts.get()), count, stride,
+                               static_cast<const float*>(dbias.get()), rows, n, dt,
+                               static_cast<float*>(dx.get()), static_cast<float*>(dvel.get()),
+                               dact.get(), act, static_cast<const float*>(drow.get()),
+                               static_cast<float*>(ddst.get()), width)
+                    .is_ok());
+    std::vector<double> vel(x.size()), nx(x.size()), nx_act(x.size());
+    for (std::int64_t i = 0; i < rows * n; ++i) {
+      double v = bias[static_cast<std::size_t>(i % n)];
+      for (int q = 0; q < count; ++q) v += parts[static_cast<std::size_t>(q * stride + i)];
+      vel[i] = v;
+      nx[i] = x[i] + dt * v;
+    }
+    const auto got_x = dx.download(DType::kF32, x.size());
+    expect_close(dvel.download(DType::kF32, x.size()), vel, DType::kF32, "step end velocity");
+    expect_close(got_x, nx, DType::kF32, "step end actions");
+    // The rounded copy is the updated actions as computed, rounded once.
+    const auto want_act = rounded(got_x, act);
+    expect_close(dact.download(act, x.size()), std::vector<double>(want_act.begin(), want_act.end()),
+                 DType::kF32, std::string("step end actions in ") + name(act));
+    expect_close(ddst.download(DType::kF32, row.size()), std::vector<double>(row.begin(), row.end()),
+                 DType::kF32, "step end state row");
+  }
+  Dev dummy(1024);
+  auto* f = static_cast<float*>(dummy.get());
+  const Status none = groot_step_end(s_, f, 0, 64, nullptr, 4, 16, dt, f, f, f, DType::kF32, f, f, 4);
+  EXPECT_FALSE(none.is_ok());
+  EXPECT_NE(none.to_string().find("groot_step_end"), std::string::npos) << none.to_string();
+  EXPECT_FALSE(groot_step_end(s_, f, 2, 32, nullptr, 4, 16, dt, f, f, f, DType::kF32, f, f, 4).is_ok());
+  EXPECT_FALSE(groot_step_end(s_, f, 1, 64, nullptr, 4, 16, dt, f, nullptr, f, DType::kF32, f, f, 4).is_ok());
 }
 
 TEST_F(CudaGrootKernels, GatherRows) {

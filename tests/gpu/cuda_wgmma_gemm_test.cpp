@@ -32,11 +32,13 @@ class CudaWgmmaGemm : public CudaKernels {
   // split: k slices in a cluster (bf16 outputs).
   void check(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, WgmmaEpilogue epi, std::uint32_t seed,
              int parts = 1, bool with_bias = false, int split = 1) {
-    const bool f32 = epi == WgmmaEpilogue::kF32Parts;
+    const bool parts_out = epi == WgmmaEpilogue::kF32Parts, f32 = parts_out || epi == WgmmaEpilogue::kF32;
     const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
                              (epi == WgmmaEpilogue::kGeglu ? " geglu" : "") +
-                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : "") +
-                             (epi == WgmmaEpilogue::kGelu ? " gelu" : "") + (with_bias ? " bias" : "") +
+                             (parts_out ? " f32 in " + std::to_string(parts) + " k parts" : "") +
+                             (epi == WgmmaEpilogue::kF32 ? " f32 plus an addend" : "") +
+                             (epi == WgmmaEpilogue::kGelu ? " gelu" : "") + (epi == WgmmaEpilogue::kSilu ? " silu" : "") +
+                             (epi == WgmmaEpilogue::kRelu ? " relu" : "") + (with_bias ? " bias" : "") +
                              (split > 1 ? " " + std::to_string(split) + " k slices" : "");
     const auto bias = random_values(static_cast<std::size_t>(n), -0.5f, 0.5f, seed + 2);
     DeviceBuffer dbias(bias, DType::kF32);
@@ -46,7 +48,11 @@ class CudaWgmmaGemm : public CudaKernels {
     const std::int64_t out_n = epi == WgmmaEpilogue::kGeglu ? n / 2 : n;
     // Parts one row apart more than they need (the stride is honoured, not assumed).
     const std::int64_t part_stride = (m + 1) * out_n;
-    DeviceBuffer dd(static_cast<std::size_t>(f32 ? parts * part_stride * 4 : m * out_n * 2));
+    DeviceBuffer dd(static_cast<std::size_t>(parts_out ? parts * part_stride * 4 : m * out_n * (f32 ? 4 : 2)));
+    // kF32: an addend table with a row stride longer than its row.
+    const std::int64_t ld_add = n + 8;
+    const auto addend = random_values(static_cast<std::size_t>(m * ld_add), -1.0f, 1.0f, seed + 3);
+    DeviceBuffer daddend(addend, DType::kF32);
     ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), n, k, k, epi, tiled.get()));
     WgmmaGemmArgs g;
     g.a = da.get(), g.m = m, g.k = k, g.lda = lda;
@@ -55,10 +61,13 @@ class CudaWgmmaGemm : public CudaKernels {
     g.k_parts = parts, g.part_stride = part_stride;
     g.k_split = split;
     if (with_bias) g.bias = static_cast<const float*>(dbias.get());
+    if (epi == WgmmaEpilogue::kF32) g.addend = static_cast<const float*>(daddend.get()), g.ld_add = ld_add;
     ASSERT_OK(wgmma_gemm(stream_, g));
     sync();
     std::vector<float> got;
-    if (f32) {
+    if (epi == WgmmaEpilogue::kF32) {
+      got = dd.download(DType::kF32, static_cast<std::size_t>(m * out_n));
+    } else if (parts_out) {
       const auto all = dd.download(DType::kF32, static_cast<std::size_t>(parts * part_stride));
       got.assign(static_cast<std::size_t>(m * out_n), 0.0f);
       for (int q = 0; q < parts; ++q) {
@@ -80,8 +89,12 @@ class CudaWgmmaGemm : public CudaKernels {
     for (std::int64_t r = 0; r < m; ++r) {
       for (std::int64_t c = 0; c < out_n; ++c) {
         if (epi != WgmmaEpilogue::kGeglu) {
-          const double v = prod[r * n + c] + (with_bias ? bias[c] : 0.0);
-          ref[r * out_n + c] = epi == WgmmaEpilogue::kGelu ? gelu_ref(v) : v;
+          double v = prod[r * n + c] + (with_bias ? bias[c] : 0.0);
+          if (epi == WgmmaEpilogue::kGelu) v = gelu_ref(v);
+          if (epi == WgmmaEpilogue::kSilu) v = v / (1.0 + std::exp(-v));
+          if (epi == WgmmaEpilogue::kRelu) v = std::max(v, 0.0);
+          if (epi == WgmmaEpilogue::kF32) v += addend[r * ld_add + c];
+          ref[r * out_n + c] = v;
         } else {
           const double g0 = rounded({static_cast<float>(prod[r * n + c])}, DType::kBF16)[0];
           const double u0 = rounded({static_cast<float>(prod[r * n + out_n + c])}, DType::kBF16)[0];
@@ -119,6 +132,18 @@ TEST_F(CudaWgmmaGemm, BiasAndGeluEpiloguesMatch) {
   check(51, 4608, 1536, 1536, WgmmaEpilogue::kNone, 41, 1, true);  // self-attention q|k|v
   check(51, 6144, 1536, 1536, WgmmaEpilogue::kGelu, 42, 1, true);  // ff1
   check(20, 128, 192, 200, WgmmaEpilogue::kGelu, 43, 1, false);
+}
+
+// GR00T's action encoder and decoder: bias then SiLU or ReLU (bf16), and the f32 output with a
+// bias and an addend (the position table added into the residual stream), with and without k
+// slices.
+TEST_F(CudaWgmmaGemm, ActivationAndF32EpiloguesMatch) {
+  check(50, 1536, 1536, 1536, WgmmaEpilogue::kSilu, 71, 1, true, 4);  // W2 on the action embedding
+  check(50, 1024, 1024, 1024, WgmmaEpilogue::kRelu, 72, 1, true, 4);  // decoder layer 1
+  check(50, 1536, 128, 128, WgmmaEpilogue::kNone, 73, 1, true);        // W1: two k blocks
+  check(50, 1536, 1536, 1536, WgmmaEpilogue::kF32, 74, 1, true, 4);   // W3 plus the positions
+  check(17, 192, 256, 264, WgmmaEpilogue::kF32, 75, 1, false);        // no bias, one slice
+  check(9, 128, 128, 128, WgmmaEpilogue::kRelu, 76, 1, false, 2);
 }
 
 // q|k|v with RoPE in the epilogue: the first rot_heads heads of h rotated from position p0, the
@@ -280,6 +305,13 @@ TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
   EXPECT_FALSE(split.is_ok());
   EXPECT_NE(split.to_string().find("k split"), std::string::npos) << split.to_string();
   g.epilogue = WgmmaEpilogue::kRope, g.k_split = 2;  // RoPE's epilogue has no split
+  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
+  g.epilogue = WgmmaEpilogue::kRelu, g.k_split = 1;
+  g.addend = static_cast<const float*>(fbias.get()), g.ld_add = 64;  // an addend needs the f32 output
+  const Status addend = wgmma_gemm(stream_, g);
+  EXPECT_FALSE(addend.is_ok());
+  EXPECT_NE(addend.to_string().find("addend"), std::string::npos) << addend.to_string();
+  g.epilogue = WgmmaEpilogue::kF32, g.ld_add = 32;  // its row stride shorter than n
   EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
 }
 

@@ -81,8 +81,9 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
 
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
                            WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, const WgmmaLaunch& how,
-                           const WgmmaRope& rope) {
+                           const WgmmaRope& rope, const float* addend, std::int64_t ld_add) {
   WgmmaGemmArgs g;
+  g.addend = addend, g.ld_add = ld_add;
   g.a = a, g.m = m, g.k = w.in, g.lda = lda;
   g.w_tiled = w.w, g.n = w.out;
   g.d = d, g.ldd = ldd;

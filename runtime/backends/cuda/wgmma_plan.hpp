@@ -68,9 +68,9 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
 // w.bias when it has one; kGeglu: w must have none), k split across a cluster as `how` allows;
 // or, when max_parts > 1, f32 k parts S · ldd floats apart (at most how.max_parts; the bias left
 // to the kernel that sums them). Returns the parts written. kRope: `rope` (with its position and
-// frequencies).
+// frequencies). kF32: f32 D plus w.bias plus `addend` (f32 [m, ld_add], or null).
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
                            WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, const WgmmaLaunch& how,
-                           const WgmmaRope& rope = {});
+                           const WgmmaRope& rope = {}, const float* addend = nullptr, std::int64_t ld_add = 0);
 
 }  // namespace edgevla::backends::cuda

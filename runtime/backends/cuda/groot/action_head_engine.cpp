@@ -153,10 +153,25 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   wp.place(arena_);
 
   const std::int64_t L = max_tokens_, T = max_steps_;
+  wgmma_ = wgmma_choice(act_, "", "groot action_head (cuda)");
+  // The step's edges on the warpgroup GEMM when every one of their products fits it.
+  wg_edges_ = wgmma_.on && wgmma_.asked("edges") && act1_.in == A && act1_.out == E && act3_.in == E &&
+              act3_.out == E && dec1_.in == out_dim && dec1_.out == hs && dec2_.in == hs && dec2_.out == A &&
+              Hz * A <= S * E && wgmma_gemm_fits(Hz, E, A, WgmmaEpilogue::kNone) &&
+              wgmma_gemm_fits(Hz, E, E, WgmmaEpilogue::kSilu) && wgmma_gemm_fits(Hz, out_dim, E, WgmmaEpilogue::kNone) &&
+              wgmma_gemm_fits(Hz, hs, out_dim, WgmmaEpilogue::kRelu) &&
+              wgmma_gemm_fits(Hz, A, hs, WgmmaEpilogue::kF32Parts);
   BufferPlan buf(arena_);
   for (CategoryDev* c : categories()) {
     buf(c->sel.w, bytes_of(act_, c->in * c->out));
     buf(c->sel.bias, bytes_of(DType::kF32, c->out));
+  }
+  if (wg_edges_) {
+    buf(act1_wg_.w, wgmma_tiled_bytes(E, A));
+    buf(act2_wg_.w, wgmma_tiled_bytes(E, E));
+    buf(act3_wg_.w, wgmma_tiled_bytes(E, E));
+    buf(dec1_wg_.w, wgmma_tiled_bytes(hs, out_dim));
+    buf(dec2_wg_.w, wgmma_tiled_bytes(A, hs));
   }
   buf(text_kv_.kv, bytes_of(act_, L * text_kv_.w.out));
   buf(image_kv_.kv, bytes_of(act_, L * image_kv_.w.out));
@@ -209,6 +224,17 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   act2_t_ = act2_a_;
   act2_t_.w = static_cast<std::byte*>(act2_.sel.w) + bytes_of(act_, E);
   act2_t_.bias = act2_.sel.bias;
+  if (wg_edges_) {
+    auto view = [](DevLinear& d, const DevLinear& sel, std::int64_t in) {
+      d.bias = sel.bias, d.out = sel.out, d.in = in, d.ld = in;
+    };
+    view(act1_wg_, act1_.sel, A);
+    view(act2_wg_, act2_.sel, E);  // the action-embedding half; its bias is the step's τ row
+    act2_wg_.bias = nullptr;
+    view(act3_wg_, act3_.sel, E);
+    view(dec1_wg_, dec1_.sel, out_dim);
+    view(dec2_wg_, dec2_.sel, hs);
+  }
   // Rows of the packed token buffers past this chunk's count are read by the bucketed GEMMs.
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(vl_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
@@ -255,8 +281,58 @@ Status ActionHeadEngine::select_embodiment(std::int64_t e) {
                                                  bytes_of(DType::kF32, c->out),
                                                  cudaMemcpyDeviceToDevice, s));
   }
+  EDGEVLA_RETURN_IF_ERROR(tile_edges());
   selected_ = e;
   return Status::ok();
+}
+
+Status ActionHeadEngine::tile_edges() {
+  if (!wg_edges_) return Status::ok();
+  cudaStream_t s = stream_.get();
+  const struct {
+    const DevLinear& src;
+    DevLinear& dst;
+    WgmmaEpilogue epi;
+  } edges[] = {{act1_.sel, act1_wg_, WgmmaEpilogue::kNone},
+               {act2_a_, act2_wg_, WgmmaEpilogue::kSilu},
+               {act3_.sel, act3_wg_, WgmmaEpilogue::kF32},
+               {dec1_.sel, dec1_wg_, WgmmaEpilogue::kRelu},
+               {dec2_.sel, dec2_wg_, WgmmaEpilogue::kF32Parts}};
+  for (const auto& t : edges) {
+    EDGEVLA_RETURN_IF_ERROR(wgmma_tile_weight(s, t.src.w, t.dst.out, t.dst.in, t.src.ld, t.epi, t.dst.w));
+  }
+  return Status::ok();
+}
+
+Status ActionHeadEngine::encode_on_wgmma(int k) {
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, E = E_;
+  cudaStream_t s = stream_.get();
+  // a_act_ holds this step's actions in bf16 (written before the loop, then by each step's end).
+  EDGEVLA_RETURN_IF_ERROR(
+      wgmma_linear(s, a_act_, Hz, A, act1_wg_, WgmmaEpilogue::kNone, a_emb_, E, 1, wgmma_launch_).status());
+  DevLinear w2 = act2_wg_;
+  w2.bias = tau_bias_ + static_cast<std::int64_t>(k) * E;  // W2's τ half and its bias, this step's
+  EDGEVLA_RETURN_IF_ERROR(
+      wgmma_linear(s, a_emb_, Hz, E, w2, WgmmaEpilogue::kSilu, enc_, E, 1, wgmma_launch_).status());
+  // Rows 1.. of the residual stream: W3's product, its bias and the position table.
+  return wgmma_linear(s, enc_, Hz, E, act3_wg_, WgmmaEpilogue::kF32, x_ + E, E, 1, wgmma_launch_, {}, pos_, E)
+      .status();
+}
+
+Status ActionHeadEngine::decode_on_wgmma(int k, float dt) {
+  const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim, E = E_, hs = cfg_.hidden_size;
+  const std::int64_t out_dim = cfg_.dit.output_dim;
+  cudaStream_t s = stream_.get();
+  EDGEVLA_RETURN_IF_ERROR(
+      wgmma_linear(s, h_, Hz, E, proj_out_2_, WgmmaEpilogue::kNone, dit_out_, out_dim, 1, wgmma_launch_).status());
+  EDGEVLA_RETURN_IF_ERROR(
+      wgmma_linear(s, dit_out_, Hz, out_dim, dec1_wg_, WgmmaEpilogue::kRelu, dec_hid_, hs, 1, wgmma_launch_).status());
+  EDGEVLA_ASSIGN_OR_RETURN(
+      const int parts, wgmma_linear(s, dec_hid_, Hz, hs, dec2_wg_, WgmmaEpilogue::kNone, parts_, A, kMaxKParts, wgmma_launch_));
+  // v = Σ parts + bias; a += dt · v; the next step's bf16 actions and state row.
+  float* vel = vel_all_ + static_cast<std::int64_t>(k) * Hz * A;
+  return groot_step_end(s, parts_, parts, Hz * A, dec2_.sel.bias, Hz, A, dt, a_, vel, a_act_, act_, state_feat_, x_,
+                        E);
 }
 
 
@@ -274,7 +350,12 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // ff2.
   const Ablation& ab = ablation_;
   float* rows = x_ + E;
-  if (!ab.skip("edges")) {
+  if (wg_edges_) {
+    if (!ab.skip("edges")) {
+      const DependentLaunchScope chained(wgmma_chain_);
+      EDGEVLA_RETURN_IF_ERROR(encode_on_wgmma(k));
+    }
+  } else if (!ab.skip("edges")) {
     // Row 0: the state token; rows 1..: the action encoder at this step's bucket plus positions.
     EDGEVLA_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
@@ -366,6 +447,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   } else {
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
   }
+  if (wg_edges_) return decode_on_wgmma(k, dt);
   EDGEVLA_RETURN_IF_ERROR(mm(h_, Hz, E, proj_out_2_, dit_out_, act_, out_dim));
   EDGEVLA_RETURN_IF_ERROR(mm(dit_out_, Hz, out_dim, dec1_.sel, dec_hid_, act_, hs));
   EDGEVLA_RETURN_IF_ERROR(
@@ -406,6 +488,12 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
   EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
   EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
+  if (wg_edges_) {
+    // The first step's state row and bf16 actions; each step's end writes the next one's.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
+    EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, cfg_.action_horizon * cfg_.max_action_dim));
+  }
   const float dt = 1.0f / static_cast<float>(steps);
   for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
   return Status::ok();
@@ -524,7 +612,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
 }
 
 Status ActionHeadEngine::plan_wgmma() {
-  const WgmmaChoice c = wgmma_choice(act_, "", "groot action_head (cuda)");
+  const WgmmaChoice& c = wgmma_;
   if (!c.on) return Status::ok();
   const std::int64_t S = S_, E = E_, F = cfg_.ff_dim();
   std::vector<WgmmaWeight> weights;
@@ -539,14 +627,15 @@ Status ActionHeadEngine::plan_wgmma() {
     if (b.wg_ff1) weights.push_back({&b.ff1, WgmmaEpilogue::kGelu}), ++counts[3];
     if (b.wg_ff2) weights.push_back({&b.ff2, WgmmaEpilogue::kF32Parts}), ++counts[4];
   }
+  if (wg_edges_) weights.push_back({&proj_out_2_, WgmmaEpilogue::kNone});
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
   if (!weights.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
-  spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{} "
+  spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{} "
                "(k parts at most {}, k slices at most {})",
-               counts[0], counts[1], counts[2], counts[3], counts[4], wgmma_chain_ ? ", blocks chained" : "",
-               c.caps.max_parts, c.caps.max_split);
+               counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",
+               wgmma_chain_ ? ", blocks chained" : "", c.caps.max_parts, c.caps.max_split);
   return Status::ok();
 }
 

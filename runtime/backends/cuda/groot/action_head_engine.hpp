@@ -87,8 +87,20 @@ class ActionHeadEngine final : public GrootCudaEngine {
   Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
   Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
   // The DiT's projections on the warpgroup GEMM (wgmma_plan.hpp; names qkv (self-attention),
-  // q (cross-attention), out, ff1, ff2), their weights tiled in place; at load, after upload.
+  // q (cross-attention), out, ff1, ff2, edges), their weights tiled in place; at load, after upload.
+  // `edges`: each step's action encoder and its output projection and decoder on it too, in the
+  // chain, with their activations, the positions and the Euler update in their epilogues.
   Status plan_wgmma();
+  // The selected embodiment's encoder and decoder weights laid out for the warpgroup GEMM (when
+  // the edges run on it), after select_embodiment transposed them.
+  Status tile_edges();
+  // One step's edges on the warpgroup GEMM: before the DiT (action encoder into rows 1.. of the
+  // residual stream) or after it (output projection, decoder, Euler update).
+  Status encode_on_wgmma(int k);
+  Status decode_on_wgmma(int k, float dt);
+  WgmmaChoice wgmma_;  // what the environment asked (at load)
+  bool wg_edges_ = false;
+  DevLinear act1_wg_, act2_wg_, act3_wg_, dec1_wg_, dec2_wg_;  // tiled copies of the selected slot
   bool wgmma_chain_ = false;
   WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   std::array<CategoryDev*, 7> categories() {

@@ -10,6 +10,7 @@
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
+#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -411,6 +412,55 @@ Status pixel_unshuffle(cudaStream_t stream, const float* src, std::int64_t gh, s
   if (src == nullptr || dst == nullptr) return bad(kName, "null pointer");
   unshuffle_kernel<<<blocks_for(gh * gw * d), kThreads, 0, stream>>>(src, gh, gw, d, r, dst);
   return last_launch_status(kName);
+}
+
+namespace {
+
+// Threads [0, rows·n) update one element each; threads [rows·n, rows·n + width) copy the row.
+template <class T>
+__global__ void step_end_kernel(const float* __restrict__ parts, int count, std::int64_t part_stride,
+                                const float* __restrict__ bias, std::int64_t rows, std::int64_t n,
+                                float dt, float* x, float* vel, T* x_act,
+                                const float* __restrict__ row_src, float* row_dst,
+                                std::int64_t width) {
+  chain_enter();
+  const std::int64_t total = rows * n;
+  for (std::int64_t i = global_id(); i < total + width; i += global_stride()) {
+    if (i >= total) {
+      row_dst[i - total] = row_src[i - total];
+      continue;
+    }
+    float v = bias != nullptr ? bias[i % n] : 0.0f;
+    for (int q = 0; q < count; ++q) v += parts[q * part_stride + i];
+    const float nx = x[i] + dt * v;
+    x[i] = nx;
+    vel[i] = v;
+    x_act[i] = from_f32<T>(nx);
+  }
+}
+
+}  // namespace
+
+Status groot_step_end(cudaStream_t stream, const float* parts, int count, std::int64_t part_stride,
+                      const float* bias, std::int64_t rows, std::int64_t n, float dt, float* x,
+                      float* vel, void* x_act, DType act, const float* row_src, float* row_dst,
+                      std::int64_t width) {
+  constexpr const char* kName = "groot_step_end";
+  if (rows < 0 || n < 0 || width < 0 || count < 1 || part_stride < rows * n) {
+    return bad(kName, "bad rows/n/width, or parts (at least one, rows × n apart)");
+  }
+  if (parts == nullptr || x == nullptr || vel == nullptr || x_act == nullptr ||
+      (width > 0 && (row_src == nullptr || row_dst == nullptr))) {
+    return bad(kName, "null pointer");
+  }
+  if (rows * n + width == 0) return Status::ok();
+  return with_act(act, kName, "x_act", [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    launch(step_end_kernel<T>, dim3(blocks_for(rows * n + width)), dim3(kThreads), 0, stream, parts,
+           count, part_stride, bias, rows, n, dt, x, vel, static_cast<T*>(x_act), row_src, row_dst,
+           width);
+    return last_launch_status(kName);
+  });
 }
 
 Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::int64_t cols,

@@ -74,6 +74,17 @@ Status add_grid_positions(cudaStream_t stream, float* x, std::int64_t gh, std::i
 Status pixel_unshuffle(cudaStream_t stream, const float* src, std::int64_t gh, std::int64_t gw,
                        std::int64_t d, std::int64_t r, float* dst);
 
+// The end of one Euler step of the action head, one launch in its chain of launches (launch.cuh):
+// the decoder's last layer left as f32 k parts, v = Σ parts + bias (parts [count][rows, n],
+// `part_stride` floats apart; bias f32 [n]); x += dt · v (x f32 [rows, n]); v also written to
+// vel (f32 [rows, n]) and the new x rounded into x_act (dtype act: the next step's encoder input);
+// then `width` floats of `row_src` copied to `row_dst` (the state token's row of the residual
+// stream, which the DiT overwrote, for the next step). Every pointer on the device.
+Status groot_step_end(cudaStream_t stream, const float* parts, int count, std::int64_t part_stride,
+                      const float* bias, std::int64_t rows, std::int64_t n, float dt, float* x,
+                      float* vel, void* x_act, DType act, const float* row_src, float* row_dst,
+                      std::int64_t width);
+
 // dst [cols, rows] = srcᵀ, src [rows, cols], both of dtype `type` (f32 or bf16), contiguous.
 Status transpose(cudaStream_t stream, const void* src, std::int64_t rows, std::int64_t cols,
                  void* dst, DType type);

@@ -16,7 +16,7 @@
 // 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
 // columns the activation rows.
 //
-// k slices (kNone, kGelu, kGeglu; wgmma_k_split): the blocks of one feature block are a cluster
+// k slices (every output but kF32Parts and kRope; wgmma_k_split): the blocks of one feature block are a cluster
 // along y, each multiplying a slice of k; the slices' consumers store their sums into the leader's
 // shared memory (st.async, counted in bytes on the leader's barrier, set up before a cluster
 // barrier), and the leader adds them in rank order before its epilogue.
@@ -96,7 +96,9 @@ __global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long
 
 struct Params {
   const bf16* w;
-  const float* bias;  // kNone / kGelu / kRope: f32 [n] or null
+  const float* bias;  // every output but kGeglu and kF32Parts: f32 [n] or null
+  const float* addend;  // kF32: f32 [m, ld_add] added to the output, or null
+  long long ld_add;
   const int* first_pos;  // kRope: the first row's position (device)
   const float* inv_freq;  // kRope: [head_dim / 2]
   const float2* rope_table;  // kRope: (cos, sin) [m][head_dim / 2], or null (computed)
@@ -313,9 +315,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  // bf16 out (kNone, kGelu): the bias, then GELU-tanh, rounded once (as cuBLASLt's epilogue).
-  auto* d = static_cast<bf16*>(p.d);
   const float b0 = p.bias != nullptr ? p.bias[f] : 0.0f, b8 = p.bias != nullptr ? p.bias[f + 8] : 0.0f;
+  if constexpr (kEpilogue == WgmmaEpilogue::kF32) {
+    // One f32 output: the bias and the addend (which may be this output, read before it is written).
+    float* d = static_cast<float*>(p.d);
+#pragma unroll
+    for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+        const int col = f + (e >= 2 ? 8 : 0);
+        if (row < p.m) {
+          const float add = p.addend != nullptr ? p.addend[row * p.ld_add + col] : 0.0f;
+          d[row * p.ldd + col] = acc[4 * j + e] + (e >= 2 ? b8 : b0) + add;
+        }
+      }
+    }
+    return;
+  }
+  // bf16 out (kNone, kGelu, kSilu, kRelu): the bias, then the activation, rounded once (as
+  // cuBLASLt's epilogue).
+  auto* d = static_cast<bf16*>(p.d);
 #pragma unroll
   for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
@@ -323,6 +343,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int row = 8 * j + 2 * (lane % 4) + (e & 1);
       float v = acc[4 * j + e] + (e >= 2 ? b8 : b0);
       if constexpr (kEpilogue == WgmmaEpilogue::kGelu) v = ew::gelu_tanh(v);
+      if constexpr (kEpilogue == WgmmaEpilogue::kSilu) v = v / (1.0f + expf(-v));
+      if constexpr (kEpilogue == WgmmaEpilogue::kRelu) v = fmaxf(v, 0.0f);
       if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
@@ -352,7 +374,7 @@ cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const 
   return cudaLaunchKernelExC(&config, kernel, args);
 }
 
-// The k parts and RoPE forms have no split; the other bf16 outputs 1 to kWgmmaMaxSplit slices.
+// The k parts and RoPE forms have no split; the other outputs 1 to kWgmmaMaxSplit slices.
 template <WgmmaEpilogue kEpilogue>
 cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, const Params& p, const CUtensorMap& a_map) {
   static_assert(kWgmmaMaxSplit == 4, "one instance a split count");
@@ -458,8 +480,11 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
                             "the frequencies (and a 16-byte aligned table, if one)");
   }
   if (args.bias != nullptr && (args.epilogue == WgmmaEpilogue::kGeglu || parts_out)) {
-    return invalid_argument("wgmma_gemm: a bias goes with the plain and GELU outputs only (k parts leave it to "
-                            "the kernel that sums them)");
+    return invalid_argument("wgmma_gemm: a bias goes with the plain, activation and f32 outputs only (k parts "
+                            "leave it to the kernel that sums them)");
+  }
+  if (args.addend != nullptr && (args.epilogue != WgmmaEpilogue::kF32 || args.ld_add < args.n)) {
+    return invalid_argument("wgmma_gemm: an addend goes with the f32 output only, with a row stride of at least n");
   }
   if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
       (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + out_n)) {
@@ -476,7 +501,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
-  Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.rope.first_pos, args.rope.inv_freq,
+  Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
            args.k_parts};
@@ -488,6 +513,9 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, args.k_split, p, a_map); break;
     case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, args.k_split, p, a_map); break;
     case WgmmaEpilogue::kRope: err = launch_form<WgmmaEpilogue::kRope>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kSilu: err = launch_form<WgmmaEpilogue::kSilu>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kRelu: err = launch_form<WgmmaEpilogue::kRelu>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kF32: err = launch_form<WgmmaEpilogue::kF32>(stream, grid, args.k_split, p, a_map); break;
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

@@ -29,7 +29,9 @@
 // f32 to its own D (part p at d + p · part_stride floats), for the narrow projections whose
 // feature blocks alone would leave most multiprocessors idle; the norm after them adds the parts
 // (ResidualParts), as it does cuBLASLt's. kNone and kGelu add an optional f32 bias; kGelu then
-// applies GELU-tanh (GR00T's ff1), both rounded to bf16 once. kRope (q|k|v): the tiling pairs
+// applies GELU-tanh (GR00T's ff1), both rounded to bf16 once; kSilu and kRelu the same with SiLU
+// or ReLU (GR00T's action encoder and decoder). kF32: one f32 output, D = A · Wᵀ + bias + addend
+// (an optional f32 [m, n] table of row stride ld_add, which may be D itself: a residual add). kRope (q|k|v): the tiling pairs
 // each rotated dim with its partner in one thread's rows, and the epilogue rotates q and k as the
 // rope kernel would after the GEMM (bf16-rounded product, f32 rotation, rounded again).
 //
@@ -48,7 +50,7 @@ namespace edgevla::backends::cuda {
 
 inline constexpr std::int64_t kWgmmaMaxRows = 56;
 
-enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu, kRope };
+enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu, kRope, kSilu, kRelu, kF32 };
 
 // kRope: the first `features` outputs are heads of head_dim (a multiple of 64) that RoPE rotates
 // (dim d with d + head_dim/2, by the angle (first_pos + row) · inv_freq[d], as kernels.hpp's rope);
@@ -83,13 +85,15 @@ struct WgmmaGemmArgs {
   const void* w_tiled = nullptr;  // wgmma_tile_weight's output for [n, k] and this epilogue
   std::int64_t n = 0;
   WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
-  void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]; kF32Parts: f32), row stride ldd
+  void* d = nullptr;              // bf16 [m, n] (kGeglu: [m, n / 2]; kF32Parts, kF32: f32), row stride ldd
   std::int64_t ldd = 0;
-  const float* bias = nullptr;     // kNone / kGelu / kRope: f32 [n], or null
+  const float* bias = nullptr;     // kNone / kGelu / kSilu / kRelu / kRope / kF32: f32 [n], or null
+  const float* addend = nullptr;   // kF32 only: f32 [m, n] added to the output (row stride ld_add), or null
+  std::int64_t ld_add = 0;
   WgmmaRope rope;                 // kRope
   int k_parts = 1;                // kF32Parts only: 1 to k / 64
   std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
-  // kNone, kGelu, kGeglu: k split into this many slices (1 to kWgmmaMaxSplit, at most k / 64),
+  // kNone, kGelu, kSilu, kRelu, kF32, kGeglu: k split into this many slices (1 to kWgmmaMaxSplit, at most k / 64),
   // the blocks of one feature block a thread-block cluster whose leader adds the slices' sums
   // (over distributed shared memory, in rank order) before its epilogue: for the projections
   // whose feature blocks alone leave most multiprocessors idle.
