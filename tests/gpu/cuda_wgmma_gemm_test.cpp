@@ -146,6 +146,24 @@ TEST_F(CudaWgmmaGemm, ActivationAndF32EpiloguesMatch) {
   check(9, 128, 128, 128, WgmmaEpilogue::kRelu, 76, 1, false, 2);
 }
 
+// More rows than one tile: two to four row tiles a block (the ring shortened for three and four),
+// and blocks along the rows past 224, for every output form (the backbones' products).
+TEST_F(CudaWgmmaGemm, RowTilesAndRowBlocksMatch) {
+  EXPECT_EQ(wgmma_row_tiles(1), 1);
+  EXPECT_EQ(wgmma_row_tiles(56), 1);
+  EXPECT_EQ(wgmma_row_tiles(57), 2);
+  EXPECT_EQ(wgmma_row_tiles(131), 3);
+  EXPECT_EQ(wgmma_row_tiles(224), 4);
+  EXPECT_EQ(wgmma_row_tiles(1000), 4);
+  check(57, 256, 512, 512, WgmmaEpilogue::kNone, 81, 1, true);          // two tiles, one row in the second
+  check(131, 4096, 2048, 2048, WgmmaEpilogue::kNone, 82);               // the LLM's q|k|v at one view
+  check(144, 2048, 6144, 6144, WgmmaEpilogue::kF32Parts, 83, 4);        // its down in k parts
+  check(224, 512, 1152, 1160, WgmmaEpilogue::kGelu, 84, 1, true);       // four tiles; a longer row stride
+  check(300, 384, 256, 256, WgmmaEpilogue::kF32, 85, 1, true);          // two row blocks (224 + 76)
+  check(456, 1024, 640, 640, WgmmaEpilogue::kGeglu, 86);                // three row blocks
+  check(100, 128, 128, 128, WgmmaEpilogue::kRelu, 87, 1, true);
+}
+
 // q|k|v with RoPE in the epilogue: the first rot_heads heads of h rotated from position p0, the
 // rest (the values) as they are; against the host product rounded to bf16 and rotated in f32,
 // and with the angles read from rope_table's table, bit for bit the same.
@@ -276,14 +294,15 @@ TEST_F(CudaWgmmaGemm, AGraphReplaysBitForBit) {
 }
 
 TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
-  EXPECT_FALSE(wgmma_gemm_fits(57, 64, 64, WgmmaEpilogue::kNone));   // more than 56 rows
+  EXPECT_TRUE(wgmma_gemm_fits(57, 64, 64, WgmmaEpilogue::kNone));    // more than one row tile
+  EXPECT_FALSE(wgmma_gemm_fits(0, 64, 64, WgmmaEpilogue::kNone));    // no rows
   EXPECT_FALSE(wgmma_gemm_fits(8, 96, 64, WgmmaEpilogue::kNone));    // n not a multiple of 64
   EXPECT_FALSE(wgmma_gemm_fits(8, 64, 96, WgmmaEpilogue::kNone));    // k not a multiple of 64
   EXPECT_FALSE(wgmma_gemm_fits(8, 64, 64, WgmmaEpilogue::kGeglu));   // GeGLU: n a multiple of 128
   EXPECT_TRUE(wgmma_gemm_fits(56, 128, 64, WgmmaEpilogue::kGeglu));
   DeviceBuffer buf(1 << 16);
   WgmmaGemmArgs g;
-  g.a = buf.get(), g.m = 57, g.k = 64, g.lda = 64, g.w_tiled = buf.get(), g.n = 64, g.d = buf.get(), g.ldd = 64;
+  g.a = buf.get(), g.m = 0, g.k = 64, g.lda = 64, g.w_tiled = buf.get(), g.n = 64, g.d = buf.get(), g.ldd = 64;
   const Status st = wgmma_gemm(stream_, g);
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.to_string().find("rows"), std::string::npos) << st.to_string();
@@ -306,6 +325,11 @@ TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
   EXPECT_NE(split.to_string().find("k split"), std::string::npos) << split.to_string();
   g.epilogue = WgmmaEpilogue::kRope, g.k_split = 2;  // RoPE's epilogue has no split
   EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());
+  g.epilogue = WgmmaEpilogue::kNone, g.m = 57;  // k slices take one row tile
+  const Status tiles = wgmma_gemm(stream_, g);
+  EXPECT_FALSE(tiles.is_ok());
+  EXPECT_NE(tiles.to_string().find("rows"), std::string::npos) << tiles.to_string();
+  g.m = 8;
   g.epilogue = WgmmaEpilogue::kRelu, g.k_split = 1;
   g.addend = static_cast<const float*>(fbias.get()), g.ld_add = 64;  // an addend needs the f32 output
   const Status addend = wgmma_gemm(stream_, g);

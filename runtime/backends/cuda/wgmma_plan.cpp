@@ -95,7 +95,9 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
     g.part_stride = m * ldd;
   } else {
     if (epilogue != WgmmaEpilogue::kGeglu) g.bias = w.bias;
-    if (epilogue != WgmmaEpilogue::kRope) g.k_split = wgmma_k_split(w.out, w.in, how.max_split, how.multiprocessors);
+    if (epilogue != WgmmaEpilogue::kRope && m <= kWgmmaMaxRows) {
+      g.k_split = wgmma_k_split(w.out, w.in, how.max_split, how.multiprocessors);
+    }
   }
   EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream, g));
   return g.k_parts;

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <string_view>
 
 #include "runtime/backends/cpu/groot/backbone_weights.hpp"
 #include "runtime/backends/cpu/groot/siglip.hpp"
@@ -23,6 +25,7 @@
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/cuda/vision_tower.hpp"
+#include "runtime/backends/cuda/wgmma_plan.hpp"
 #include "runtime/model/groot/stage_inputs.hpp"
 
 namespace edgevla::backends::cuda::groot {
@@ -75,6 +78,10 @@ class BackboneEngine final : public GrootCudaEngine {
   Status forward(std::int64_t rows);
   Status vision();
   Status llm(std::int64_t rows);
+  // The LLM's four projections on the warpgroup GEMM (wgmma_plan.hpp) and its layers as one chain
+  // of launches, where the device and dtype take it and EDGEVLA_CUDA_WGMMA_BACKBONE is not 0
+  // (nor EDGEVLA_CUDA_WGMMA); their weights tiled in place. At load, after upload.
+  Status plan_llm_wgmma();
   std::int64_t grid_offset(std::int64_t g) const { return g * (g - 1) / 2 * side_; }
 
   mg::GrootConfig cfg_;
@@ -91,6 +98,8 @@ class BackboneEngine final : public GrootCudaEngine {
   void* embed_ = nullptr;
   std::int64_t vocab_ = 0;
   std::vector<QwenLayerDev> ql_;
+  bool wg_llm_ = false, wg_chain_ = false;
+  WgmmaLaunch wg_how_;
   float* final_norm_ = nullptr;
   std::vector<float> grid_weights_host_, inv_freq_host_;
   float *grid_weights_ = nullptr, *inv_freq_ = nullptr;
@@ -260,6 +269,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
+  EDGEVLA_RETURN_IF_ERROR(plan_llm_wgmma());
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
@@ -269,6 +279,31 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   EDGEVLA_ASSIGN_OR_RETURN(mask_out_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
   EDGEVLA_ASSIGN_OR_RETURN(image_mask_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
   views_.reserve(in_images_.size());
+  return Status::ok();
+}
+
+Status BackboneEngine::plan_llm_wgmma() {
+  const char* env = std::getenv("EDGEVLA_CUDA_WGMMA_BACKBONE");
+  if (env != nullptr && std::string_view(env) == "0") return Status::ok();
+  const WgmmaChoice c = wgmma_choice(act_, "", "groot backbone (cuda)");
+  if (!c.on || ql_.empty()) return Status::ok();
+  std::vector<WgmmaWeight> weights;
+  for (QwenLayerDev& l : ql_) {
+    for (DevLinear* w : {&l.qkv, &l.o, &l.gate_up, &l.down}) {
+      if (w->ld != w->in || !wgmma_gemm_fits(1, w->out, w->in, WgmmaEpilogue::kNone)) {
+        spdlog::info("groot backbone (cuda): the LLM stays on cuBLASLt (a {} x {} projection does not fit the "
+                     "warpgroup GEMM)", w->out, w->in);
+        return Status::ok();
+      }
+      weights.push_back({w, WgmmaEpilogue::kNone});
+    }
+  }
+  EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot backbone (cuda)"));
+  wg_llm_ = true;
+  wg_chain_ = c.chain;
+  wg_how_ = c.launch(info_.multiprocessors);
+  spdlog::info("groot backbone (cuda): the LLM's {} projections on the warpgroup GEMM{}", weights.size(),
+               wg_chain_ ? ", its layers chained" : "");
   return Status::ok();
 }
 
@@ -412,12 +447,30 @@ Status BackboneEngine::llm(std::int64_t rows) {
     pending.count = 0;
     return st;
   };
-  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) {
-    return mm.residual(a, rows, k, w, x_, rows <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
+  const bool parted = rows <= kBackbonePartsMaxRows && parts_ != nullptr && max_parts_ > 1;
+  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
+    if (!wg_llm_) return mm.residual(a, rows, k, w, x_, parted ? parts_ : nullptr, max_parts_, pending);
+    if (parted) {
+      // k parts for the next norm to add, as on cuBLASLt.
+      EDGEVLA_ASSIGN_OR_RETURN(const int count,
+                               wgmma_linear(s, a, rows, k, w, WgmmaEpilogue::kNone, parts_, w.out, max_parts_, wg_how_));
+      pending = ResidualParts{count, rows * w.out, w.bias};
+      return Status::ok();
+    }
+    // Added into the stream in place (x = A · Wᵀ + bias + x).
+    pending.count = 0;
+    return wgmma_linear(s, a, rows, k, w, WgmmaEpilogue::kF32, x_, w.out, 1, wg_how_, {}, x_, w.out).status();
   };
+  const auto linear = [&](const void* a, const DevLinear& w, void* d, std::int64_t ldd) -> Status {
+    if (!wg_llm_) return mm(a, rows, W, w, d, act_, ldd);
+    return wgmma_linear(s, a, rows, W, w, WgmmaEpilogue::kNone, d, ldd, 1, wg_how_).status();
+  };
+  // On the warpgroup GEMM, the layers as one chain of launches (each GEMM's first weight tiles load
+  // while the kernel before it runs).
+  const DependentLaunchScope chained(wg_llm_ && wg_chain_);
   for (const QwenLayerDev& l : ql_) {
     EDGEVLA_RETURN_IF_ERROR(norm(l.in_norm, l.in_norm_m1, y_, act_));
-    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.qkv, qkv_, act_, Q));
+    EDGEVLA_RETURN_IF_ERROR(linear(y_, l.qkv, qkv_, Q));
     // q_norm / k_norm per head and RoPE at positions 0..rows-1 (q in place), the real tokens'
     // keys|values packed in order: causal by position is then causal by packed row, and
     // key_limit[r] (0 for padding) bounds what row r sees.
@@ -436,7 +489,7 @@ Status BackboneEngine::llm(std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, l.o));
     EDGEVLA_RETURN_IF_ERROR(norm(l.post_norm, l.post_norm_m1, y_, act_));
-    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, W, l.gate_up, gu_, act_, 2 * F));
+    EDGEVLA_RETURN_IF_ERROR(linear(y_, l.gate_up, gu_, 2 * F));
     EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
     EDGEVLA_RETURN_IF_ERROR(residual_gemm(g_, F, l.down));
   }

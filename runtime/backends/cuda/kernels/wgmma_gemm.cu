@@ -43,21 +43,28 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kBm = 64;                 // output features a block
-constexpr int kBn = 56;                 // rows at most
+constexpr int kBn = 56;                 // rows a row tile (a block holds 1 to kMaxRowTiles of them)
 constexpr int kBk = 64;                 // k a stage
 constexpr int kWTile = kBm * kBk;       // elements
 constexpr int kATile = kBn * kBk;
 constexpr int kThreads = 160;           // the consumer warpgroup and the producer warp
 constexpr int kConsumers = 128;
 constexpr int kBarBytes = 256;          // full and empty barriers of every stage, the split's barrier
-constexpr int kStageBytes = (kWTile + kATile) * static_cast<int>(sizeof(bf16));
 constexpr int kAccFloats = 28;          // a consumer thread's accumulators
 constexpr int kSliceBytes = kConsumers * kAccFloats * static_cast<int>(sizeof(float));  // a k slice's sums
-constexpr int kStages = 8;
+constexpr int kMaxRowTiles = 4;         // 224 rows a block (A's box at most 256 rows)
+// A stage: the weight tile and A's box of `tiles` row tiles.
+constexpr int stage_bytes(int tiles) { return (kWTile + tiles * kATile) * static_cast<int>(sizeof(bf16)); }
+// The ring: 8 stages (a ring of 6 or 12 instead was slower in both heads, run 35 call 2), fewer
+// where a block's A boxes of three or four row tiles would not fit the shared memory.
+constexpr int stages_for(int tiles) { return tiles <= 2 ? 8 : (tiles == 3 ? 7 : 6); }
 // Shared memory of a block of a cluster of `split` k slices: the tiles start at the next 1024-byte
 // boundary past the barriers (the swizzle's period); the leader of a split keeps the other slices'
-// sums past them. (A ring of 6 or 12 stages instead of 8 was slower in both heads, run 35 call 2.)
-constexpr int smem_bytes(int split) { return 1024 + kBarBytes + kStages * kStageBytes + (split - 1) * kSliceBytes; }
+// sums past them.
+constexpr int smem_bytes(int split, int tiles) {
+  return 1024 + kBarBytes + stages_for(tiles) * stage_bytes(tiles) + (split - 1) * kSliceBytes;
+}
+static_assert(smem_bytes(1, kMaxRowTiles) <= 227 * 1024, "the largest ring fits a Hopper multiprocessor");
 
 // Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
 // is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on). kRope: in the first
@@ -137,118 +144,12 @@ __device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long 
 }
 #endif
 
-// kSplit: k slices of one cluster whose sums the leader (rank 0) adds before its epilogue (1: none;
-// a compile-time count, as the reduction's code in the one-slice kernel cost its main loop 1.7 µs
-// a launch, run 35 call 2).
-template <WgmmaEpilogue kEpilogue, int kSplit>
-__global__ void __launch_bounds__(kThreads, 1)
-    wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ __align__(128) unsigned char smem[];
-  auto* full = reinterpret_cast<unsigned long long*>(smem);
-  auto* empty = full + kStages;
-  auto* sums_in = empty + kStages;  // the split's leader: every other slice's sums have arrived
-  const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
-  bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
-  bf16* s_a = s_w + kStages * kWTile;
-  auto* s_sums = reinterpret_cast<float*>(s_a + kStages * kATile);  // [split - 1][128][28]
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
-  const int kbs = p.k / kBk;
-  // This block's k blocks: part `part` of p.parts (or slice `part` of p.split) near-equal ones.
-  const int slices = kSplit > 1 ? kSplit : p.parts;
-  const int kb0 = part * kbs / slices, kb_count = (part + 1) * kbs / slices - kb0;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both copies
-      ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
-    }
-    if (kSplit > 1 && part == 0) {
-      // The leader's own arrival, expecting every other slice's sums in bytes.
-      ptx::mbar_init(sums_in, 1);
-      ptx::mbar_expect_tx(sums_in, static_cast<unsigned>((kSplit - 1) * kSliceBytes));
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  // A split's slices store their sums into the leader's shared memory once its barrier is set up:
-  // every thread arrives here (all are still running); only the slices' consumers wait, later.
-  if constexpr (kSplit > 1) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-
-  if (warp == 4) {
-    if (lane != 0) return;
-    const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
-    // The weights are no kernel's output: the first stages' tiles start before the wait for the
-    // kernel ahead in the chain (which wrote A), so they load while it finishes.
-    const int ahead = kb_count < kStages ? kb_count : kStages;
-    for (int i = 0; i < ahead; ++i) {
-      ptx::mbar_expect_tx(&full[i], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
-      ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
-    }
-    chain_wait();
-    // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
-    // block). Released any earlier, the kernels after it, which release as they start, could be
-    // scheduled while kernels before this one still run, and the attention writes its shares
-    // before it waits (it reads only the constant prefix there): run 34 call 3 saw different
-    // actions when this kernel released at its start.
-    chain_release();
-    for (int i = 0; i < kb_count; ++i) {
-      const int s = i % kStages;
-      if (i >= kStages) {
-        ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-        ptx::mbar_expect_tx(&full[s], (kWTile + kATile) * static_cast<unsigned>(sizeof(bf16)));
-        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
-      }
-      ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &full[s]);
-    }
-    return;
-  }
-
-  float acc[28];
-#pragma unroll
-  for (int i = 0; i < 28; ++i) acc[i] = 0.0f;
-  for (int i = 0; i < kb_count; ++i) {
-    const int s = i % kStages;
-    ptx::mbar_wait(&full[s], (i / kStages) & 1);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) {
-      wgmma_m64n56(acc, weight_descriptor(s_w + s * kWTile + kk * 128),
-                   swizzled_descriptor(s_a + s * kATile + kk * 16));
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
-  }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-
-  if constexpr (kSplit > 1) {
-    const int tid = static_cast<int>(threadIdx.x);
-    if (part != 0) {
-      // A slice: its sums into the leader's shared memory (slot part - 1), counted in bytes on the
-      // leader's barrier; then this block is done.
-      asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-      const unsigned slot = ptx::smem_addr(s_sums + (static_cast<long long>(part - 1) * kConsumers + tid) * kAccFloats);
-      const unsigned remote = ptx::cluster_map(slot, 0), remote_bar = ptx::cluster_map(ptx::smem_addr(sums_in), 0);
-#pragma unroll
-      for (int i = 0; i < kAccFloats; i += 4) {
-        ptx::store_async4(remote + i * 4, acc[i], acc[i + 1], acc[i + 2], acc[i + 3], remote_bar);
-      }
-      return;
-    }
-    // The leader adds the other slices' sums in rank order (deterministic), then writes.
-    ptx::mbar_wait(sums_in, 0);
-#pragma unroll
-    for (int r = 0; r < kSplit - 1; ++r) {
-      const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
-#pragma unroll
-      for (int i = 0; i < kAccFloats / 4; ++i) {
-        const float4 v = src[i];
-        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-      }
-    }
-  }
-
+// One row tile's epilogue: acc holds features nt·64 + (this thread's rows of the m64 tile) for the
+// block's rows row0 .. row0 + 55 (the columns of the m64n56 accumulator).
+template <WgmmaEpilogue kEpilogue>
+__device__ __forceinline__ void epilogue_tile(const Params& p, const float (&acc)[kAccFloats], int row0, int nt,
+                                              int part, int warp, int lane) {
   if constexpr (kEpilogue == WgmmaEpilogue::kGeglu) {
     auto* d = static_cast<bf16*>(p.d);
     const int f = nt * (kBm / 2) + warp * 8 + lane / 4;
@@ -256,10 +157,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int row = 8 * j + 2 * (lane % 4) + e;
+        const int row = row0 + 8 * j + 2 * (lane % 4) + e;
         const float g = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e]));
         const float u = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e]));
-        if (row < p.m) d[row * p.ldd + f] = __float2bfloat16_rn(ew::gelu_tanh(g) * u);
+        if (row < p.m) d[static_cast<long long>(row) * p.ldd + f] = __float2bfloat16_rn(ew::gelu_tanh(g) * u);
       }
     }
     return;
@@ -283,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int row = 8 * j + 2 * (lane % 4) + e;
+          const int row = row0 + 8 * j + 2 * (lane % 4) + e;
           const float va = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e] + ba));
           const float vb = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e] + bb));
           float sn, co;
@@ -309,8 +210,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int row = 8 * j + 2 * (lane % 4) + (e & 1);
-        if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e];
+        const int row = row0 + 8 * j + 2 * (lane % 4) + (e & 1);
+        if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e];
       }
     }
     return;
@@ -323,11 +224,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+        const int row = row0 + 8 * j + 2 * (lane % 4) + (e & 1);
         const int col = f + (e >= 2 ? 8 : 0);
         if (row < p.m) {
-          const float add = p.addend != nullptr ? p.addend[row * p.ld_add + col] : 0.0f;
-          d[row * p.ldd + col] = acc[4 * j + e] + (e >= 2 ? b8 : b0) + add;
+          const float add = p.addend != nullptr ? p.addend[static_cast<long long>(row) * p.ld_add + col] : 0.0f;
+          d[static_cast<long long>(row) * p.ldd + col] = acc[4 * j + e] + (e >= 2 ? b8 : b0) + add;
         }
       }
     }
@@ -340,22 +241,152 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+      const int row = row0 + 8 * j + 2 * (lane % 4) + (e & 1);
       float v = acc[4 * j + e] + (e >= 2 ? b8 : b0);
       if constexpr (kEpilogue == WgmmaEpilogue::kGelu) v = ew::gelu_tanh(v);
       if constexpr (kEpilogue == WgmmaEpilogue::kSilu) v = v / (1.0f + expf(-v));
       if constexpr (kEpilogue == WgmmaEpilogue::kRelu) v = fmaxf(v, 0.0f);
-      if (row < p.m) d[row * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
+      if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
+}
+#endif
+
+// kSplit: k slices of one cluster whose sums the leader (rank 0) adds before its epilogue (1: none;
+// a compile-time count, as the reduction's code in the one-slice kernel cost its main loop 1.7 µs
+// a launch, run 35 call 2). kTiles: row tiles of 56 a block (blockIdx.z: the block's rows, 56 ·
+// kTiles of them); more than one only without a split.
+template <WgmmaEpilogue kEpilogue, int kSplit, int kTiles>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
+  static_assert(kSplit == 1 || kTiles == 1, "k slices only with one row tile");
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kStages = stages_for(kTiles);
+  constexpr int kABox = kTiles * kATile;  // elements of A a stage
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto* full = reinterpret_cast<unsigned long long*>(smem);
+  auto* empty = full + kStages;
+  auto* sums_in = empty + kStages;  // the split's leader: every other slice's sums have arrived
+  const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
+  bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
+  bf16* s_a = s_w + kStages * kWTile;
+  auto* s_sums = reinterpret_cast<float*>(s_a + kStages * kABox);  // [split - 1][128][28]
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
+  const int row0 = static_cast<int>(blockIdx.z) * kBn * kTiles;
+  const int kbs = p.k / kBk;
+  // This block's k blocks: part `part` of p.parts (or slice `part` of p.split) near-equal ones.
+  const int slices = kSplit > 1 ? kSplit : p.parts;
+  const int kb0 = part * kbs / slices, kb_count = (part + 1) * kbs / slices - kb0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both copies
+      ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
+    }
+    if (kSplit > 1 && part == 0) {
+      // The leader's own arrival, expecting every other slice's sums in bytes.
+      ptx::mbar_init(sums_in, 1);
+      ptx::mbar_expect_tx(sums_in, static_cast<unsigned>((kSplit - 1) * kSliceBytes));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  // A split's slices store their sums into the leader's shared memory once its barrier is set up:
+  // every thread arrives here (all are still running); only the slices' consumers wait, later.
+  if constexpr (kSplit > 1) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+
+  constexpr unsigned kStageTx = (kWTile + kABox) * static_cast<unsigned>(sizeof(bf16));
+  if (warp == 4) {
+    if (lane != 0) return;
+    const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
+    // The weights are no kernel's output: the first stages' tiles start before the wait for the
+    // kernel ahead in the chain (which wrote A), so they load while it finishes.
+    const int ahead = kb_count < kStages ? kb_count : kStages;
+    for (int i = 0; i < ahead; ++i) {
+      ptx::mbar_expect_tx(&full[i], kStageTx);
+      ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
+    }
+    chain_wait();
+    // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
+    // block). Released any earlier, the kernels after it, which release as they start, could be
+    // scheduled while kernels before this one still run, and the attention writes its shares
+    // before it waits (it reads only the constant prefix there): run 34 call 3 saw different
+    // actions when this kernel released at its start.
+    chain_release();
+    for (int i = 0; i < kb_count; ++i) {
+      const int s = i % kStages;
+      if (i >= kStages) {
+        ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
+        ptx::mbar_expect_tx(&full[s], kStageTx);
+        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
+      }
+      // One box of A: the block's 56 · kTiles rows (past m zero-filled), tile t at t · 7 KB.
+      ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + i) * kBk, row0, &full[s]);
+    }
+    return;
+  }
+
+  float acc[kTiles][kAccFloats];
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) {
+#pragma unroll
+    for (int i = 0; i < kAccFloats; ++i) acc[t][i] = 0.0f;
+  }
+  for (int i = 0; i < kb_count; ++i) {
+    const int s = i % kStages;
+    ptx::mbar_wait(&full[s], (i / kStages) & 1);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) {
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        wgmma_m64n56(acc[t], weight_descriptor(s_w + s * kWTile + kk * 128),
+                     swizzled_descriptor(s_a + s * kABox + t * kATile + kk * 16));
+      }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+  if constexpr (kSplit > 1) {
+    float (&a0)[kAccFloats] = acc[0];
+    const int tid = static_cast<int>(threadIdx.x);
+    if (part != 0) {
+      // A slice: its sums into the leader's shared memory (slot part - 1), counted in bytes on the
+      // leader's barrier; then this block is done.
+      asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+      const unsigned slot = ptx::smem_addr(s_sums + (static_cast<long long>(part - 1) * kConsumers + tid) * kAccFloats);
+      const unsigned remote = ptx::cluster_map(slot, 0), remote_bar = ptx::cluster_map(ptx::smem_addr(sums_in), 0);
+#pragma unroll
+      for (int i = 0; i < kAccFloats; i += 4) {
+        ptx::store_async4(remote + i * 4, a0[i], a0[i + 1], a0[i + 2], a0[i + 3], remote_bar);
+      }
+      return;
+    }
+    // The leader adds the other slices' sums in rank order (deterministic), then writes.
+    ptx::mbar_wait(sums_in, 0);
+#pragma unroll
+    for (int r = 0; r < kSplit - 1; ++r) {
+      const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
+#pragma unroll
+      for (int i = 0; i < kAccFloats / 4; ++i) {
+        const float4 v = src[i];
+        a0[4 * i] += v.x, a0[4 * i + 1] += v.y, a0[4 * i + 2] += v.z, a0[4 * i + 3] += v.w;
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) epilogue_tile<kEpilogue>(p, acc[t], row0 + t * kBn, nt, part, warp, lane);
 #endif
 }
 
-template <WgmmaEpilogue kEpilogue, int kSplit>
+template <WgmmaEpilogue kEpilogue, int kSplit, int kTiles>
 cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const CUtensorMap& a_map) {
-  constexpr int smem = smem_bytes(kSplit);
-  const cudaError_t err =
-      cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  constexpr int smem = smem_bytes(kSplit, kTiles);
+  const cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   // Chained to the kernel before it inside a DependentLaunchScope (launch.cuh), plain otherwise;
   // a split's k slices of one feature block form one cluster.
@@ -369,24 +400,32 @@ cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const 
     config.attrs = attributes;
     ++config.numAttrs;
   }
-  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit>);
+  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles>);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
   return cudaLaunchKernelExC(&config, kernel, args);
 }
 
-// The k parts and RoPE forms have no split; the other outputs 1 to kWgmmaMaxSplit slices.
+// One row tile: the k parts and RoPE forms have no split, the other outputs 1 to kWgmmaMaxSplit
+// slices. Two to four row tiles: no split.
 template <WgmmaEpilogue kEpilogue>
-cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, const Params& p, const CUtensorMap& a_map) {
-  static_assert(kWgmmaMaxSplit == 4, "one instance a split count");
+cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, int tiles, const Params& p,
+                        const CUtensorMap& a_map) {
+  static_assert(kWgmmaMaxSplit == 4 && kMaxRowTiles == 4, "one instance a split count and a row-tile count");
+  switch (tiles) {
+    case 2: return launch_split<kEpilogue, 1, 2>(stream, grid, p, a_map);
+    case 3: return launch_split<kEpilogue, 1, 3>(stream, grid, p, a_map);
+    case 4: return launch_split<kEpilogue, 1, 4>(stream, grid, p, a_map);
+    default: break;
+  }
   if constexpr (kEpilogue != WgmmaEpilogue::kF32Parts && kEpilogue != WgmmaEpilogue::kRope) {
     switch (split) {
-      case 2: return launch_split<kEpilogue, 2>(stream, grid, p, a_map);
-      case 3: return launch_split<kEpilogue, 3>(stream, grid, p, a_map);
-      case 4: return launch_split<kEpilogue, 4>(stream, grid, p, a_map);
+      case 2: return launch_split<kEpilogue, 2, 1>(stream, grid, p, a_map);
+      case 3: return launch_split<kEpilogue, 3, 1>(stream, grid, p, a_map);
+      case 4: return launch_split<kEpilogue, 4, 1>(stream, grid, p, a_map);
       default: break;
     }
   }
-  return launch_split<kEpilogue, 1>(stream, grid, p, a_map);
+  return launch_split<kEpilogue, 1, 1>(stream, grid, p, a_map);
 }
 
 }  // namespace
@@ -408,7 +447,11 @@ bool wgmma_gemm_available() {
 
 bool wgmma_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, WgmmaEpilogue epilogue) {
   const std::int64_t n_step = epilogue == WgmmaEpilogue::kGeglu ? 2 * kBm : kBm;
-  return m >= 1 && m <= kWgmmaMaxRows && n > 0 && n % n_step == 0 && k > 0 && k % kBk == 0 && n / kBm <= 65535;
+  return m >= 1 && m <= kWgmmaMaxAllRows && n > 0 && n % n_step == 0 && k > 0 && k % kBk == 0 && n / kBm <= 65535;
+}
+
+int wgmma_row_tiles(std::int64_t m) {
+  return static_cast<int>(std::clamp<std::int64_t>((m + kBn - 1) / kBn, 1, kMaxRowTiles));
 }
 
 std::size_t wgmma_tiled_bytes(std::int64_t n, std::int64_t k) {
@@ -465,7 +508,8 @@ int wgmma_k_split(std::int64_t n, std::int64_t k, int max_split, int multiproces
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (!wgmma_gemm_fits(args.m, args.n, args.k, args.epilogue)) {
     return invalid_argument("wgmma_gemm: shape " + std::to_string(args.m) + " × " + std::to_string(args.k) + " → " +
-                            std::to_string(args.n) + " does not fit (rows ≤ 56; n and k multiples of 64)");
+                            std::to_string(args.n) + " does not fit (rows 1 to " + std::to_string(kWgmmaMaxAllRows) +
+                            "; n and k multiples of 64)");
   }
   const bool parts_out = args.epilogue == WgmmaEpilogue::kF32Parts;
   const std::int64_t out_n = args.epilogue == WgmmaEpilogue::kGeglu ? args.n / 2 : args.n;
@@ -497,25 +541,34 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     return invalid_argument("wgmma_gemm: a k split of " + std::to_string(args.k_split) + " (1 to " +
                             std::to_string(kWgmmaMaxSplit) + " and k / 64; not with the k parts or RoPE)");
   }
+  if (args.k_split > 1 && args.m > kWgmmaMaxRows) {
+    return invalid_argument("wgmma_gemm: k slices need at most " + std::to_string(kWgmmaMaxRows) + " rows, got " +
+                            std::to_string(args.m));
+  }
+  // Up to 56 rows: one row tile a block, as the action heads run it; more: up to four a block,
+  // and blocks along z for the rest.
+  const int tiles = wgmma_row_tiles(args.m);
+  const std::int64_t row_blocks = (args.m + kBn * tiles - 1) / (kBn * tiles);
   CUtensorMap a_map;
-  if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
+  if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn * tiles)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
            args.k_parts};
-  const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split));
+  const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split),
+                  static_cast<unsigned>(row_blocks));
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
-    case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kRope: err = launch_form<WgmmaEpilogue::kRope>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kSilu: err = launch_form<WgmmaEpilogue::kSilu>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kRelu: err = launch_form<WgmmaEpilogue::kRelu>(stream, grid, args.k_split, p, a_map); break;
-    case WgmmaEpilogue::kF32: err = launch_form<WgmmaEpilogue::kF32>(stream, grid, args.k_split, p, a_map); break;
+    case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kF32Parts: err = launch_form<WgmmaEpilogue::kF32Parts>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kGelu: err = launch_form<WgmmaEpilogue::kGelu>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kRope: err = launch_form<WgmmaEpilogue::kRope>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kSilu: err = launch_form<WgmmaEpilogue::kSilu>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kRelu: err = launch_form<WgmmaEpilogue::kRelu>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kF32: err = launch_form<WgmmaEpilogue::kF32>(stream, grid, args.k_split, tiles, p, a_map); break;
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

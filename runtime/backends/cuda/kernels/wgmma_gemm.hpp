@@ -48,7 +48,14 @@
 
 namespace edgevla::backends::cuda {
 
+// Rows of one row tile: the action heads' products (at most this many rows) run one a block, with
+// k slices where they help; longer products (the backbones') take two to four row tiles a block
+// (224 rows) and as many blocks along the rows as they need, without k slices.
 inline constexpr std::int64_t kWgmmaMaxRows = 56;
+inline constexpr std::int64_t kWgmmaMaxAllRows = 1 << 20;
+
+// Row tiles a block takes for m rows (1 to 4).
+int wgmma_row_tiles(std::int64_t m);
 
 enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu, kRope, kSilu, kRelu, kF32 };
 
