@@ -78,9 +78,13 @@ class BackboneEngine final : public GrootCudaEngine {
   Status forward(std::int64_t rows);
   Status vision();
   Status llm(std::int64_t rows);
-  // The LLM's four projections on the warpgroup GEMM (wgmma_plan.hpp) and its layers as one chain
-  // of launches, where the device and dtype take it and EDGEVLA_CUDA_WGMMA_BACKBONE is not 0
-  // (nor EDGEVLA_CUDA_WGMMA); their weights tiled in place. At load, after upload.
+  // Opt-in (EDGEVLA_CUDA_WGMMA_BACKBONE=1, where the device and dtype take the warpgroup GEMM and
+  // EDGEVLA_CUDA_WGMMA is not 0): the LLM's four projections on it (wgmma_plan.hpp), their weights
+  // tiled in place, and its layers as one chain of launches. At load, after upload. Off by default:
+  // on the H200 it made the backbone 0.18 / 0.32 ms slower at 1 / 2 views than cuBLASLt (run 37
+  // call 5): at 131-220 rows each block of 64 features reads all of A again (0.5-0.9 MB a block,
+  // twice the weights' bytes in L2 traffic for gate|up), and q|k|v's 64 blocks leave half the
+  // device idle without k slices.
   Status plan_llm_wgmma();
   std::int64_t grid_offset(std::int64_t g) const { return g * (g - 1) / 2 * side_; }
 
@@ -284,7 +288,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
 
 Status BackboneEngine::plan_llm_wgmma() {
   const char* env = std::getenv("EDGEVLA_CUDA_WGMMA_BACKBONE");
-  if (env != nullptr && std::string_view(env) == "0") return Status::ok();
+  if (env == nullptr || std::string_view(env) != "1") return Status::ok();
   const WgmmaChoice c = wgmma_choice(act_, "", "groot backbone (cuda)");
   if (!c.on || ql_.empty()) return Status::ok();
   std::vector<WgmmaWeight> weights;
