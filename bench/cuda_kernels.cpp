@@ -8,7 +8,8 @@
 //
 //   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention|attention_shapes] [--shape NAME] [--k-chunk N]
 //                              [--rows M]
-// (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, for a profiler;
+// (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, and --shape the
+// attention_shapes part to one shape (e.g. pi05_prefix_3view), for a profiler;
 // --rows times every GEMM shape at M activation rows instead of its own, to see what the
 // activations' reads cost beside the weights')
 #include <cuda_runtime.h>
@@ -176,7 +177,7 @@ struct AttnShape {
   std::int64_t batch, rows, heads, kv_heads, h, a_max, a_valid;  // a_valid < 0: no length on the device
 };
 
-void attention_shapes(cudaStream_t s, Timer& timer, int repeat) {
+void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::string& only_shape) {
   const AttnShape shapes[] = {
       {"pi05_prefix_1view", 1, 464, 8, 1, 256, 464, 456},   {"pi05_prefix_3view", 1, 976, 8, 1, 256, 976, 968},
       {"siglip_1view", 1, 256, 16, 16, 72, 256, -1},         {"siglip_3view", 3, 256, 16, 16, 72, 256, -1},
@@ -184,6 +185,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat) {
       {"groot_dit_cross", 1, 17, 32, 32, 48, 144, 131},
   };
   for (const AttnShape& sh : shapes) {
+    if (!only_shape.empty() && only_shape != sh.name) continue;
     const std::int64_t Q = (sh.heads + 2 * sh.kv_heads) * sh.h;
     const std::int64_t kv_rows = std::max(sh.rows, sh.a_max);
     void* qkv = device_random_bf16(static_cast<std::size_t>(sh.batch * kv_rows * Q), 5);
@@ -505,6 +507,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (only.empty() || only == "attention_shapes") attention_shapes(s, timer, repeat);
+  if (only.empty() || only == "attention_shapes") attention_shapes(s, timer, repeat, only_shape);
   return 0;
 }
