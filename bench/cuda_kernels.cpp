@@ -219,10 +219,14 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;
       const std::string asked = splits == 0 ? "plan" : std::to_string(splits);
+      // q·kᵀ and p·v over the keys that count, two FLOPs a multiply-add: the tensor rate reached.
+      const double keys = static_cast<double>(sh.a_valid >= 0 ? sh.a_valid : sh.a_max);
+      const double flops = 4.0 * static_cast<double>(sh.batch * sh.heads * sh.rows * sh.h) * keys;
       std::printf("{\"bench\": \"attention_shape\", \"shape\": \"%s\", \"splits_asked\": \"%s\", "
-                  "\"planned_splits\": %zu, \"us_per_call_in_graph\": %.2f, \"rel_l2_vs_planned\": %.2e}\n",
+                  "\"planned_splits\": %zu, \"us_per_call_in_graph\": %.2f, \"tflops\": %.1f, "
+                  "\"rel_l2_vs_planned\": %.2e}\n",
                   sh.name, asked.c_str(), planned == 0 ? std::size_t{1} : planned / split_bytes, us,
-                  rel_l2(got, ref));
+                  flops / (us * 1e6), rel_l2(got, ref));
     }
     CHECK_CUDA(cudaFree(qkv));
     CHECK_CUDA(cudaFree(out));
