@@ -211,21 +211,27 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     CHECK_CUDA(cudaMalloc(&scratch, most));
     aa.scratch = scratch;
     std::vector<float> ref;
-    for (const int splits : {0, 1, 2, 3, 4, 6, 8, 12}) {
+    // Every split of the 64-row blocks (0: the plan's own pick, with the scratch a stage
+    // allocates); at head dim 256 also the wide 128-row blocks at their plan's pick (-1).
+    std::vector<int> asks = {0, 1, 2, 3, 4, 6, 8, 12};
+    if (sh.h > 192) asks.push_back(-1);
+    for (const int splits : asks) {
       AttentionArgs one = aa;
-      // 0: the plan's own pick (the scratch a stage allocates).
-      one.scratch_bytes = splits == 0 ? planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
+      one.wide_from = splits < 0 ? 1 : 0;
+      const std::size_t one_planned = splits < 0 ? attention_scratch_bytes(one) : planned;
+      one.scratch_bytes = splits <= 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
+      if (one.scratch_bytes > most) continue;
       const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;
-      const std::string asked = splits == 0 ? "plan" : std::to_string(splits);
+      const std::string asked = splits < 0 ? "wide plan" : splits == 0 ? "plan" : std::to_string(splits);
       // q·kᵀ and p·v over the keys that count, two FLOPs a multiply-add: the tensor rate reached.
       const double keys = static_cast<double>(sh.a_valid >= 0 ? sh.a_valid : sh.a_max);
       const double flops = 4.0 * static_cast<double>(sh.batch * sh.heads * sh.rows * sh.h) * keys;
       std::printf("{\"bench\": \"attention_shape\", \"shape\": \"%s\", \"splits_asked\": \"%s\", "
                   "\"planned_splits\": %zu, \"us_per_call_in_graph\": %.2f, \"tflops\": %.1f, "
                   "\"rel_l2_vs_planned\": %.2e}\n",
-                  sh.name, asked.c_str(), planned == 0 ? std::size_t{1} : planned / split_bytes, us,
+                  sh.name, asked.c_str(), one_planned == 0 ? std::size_t{1} : one_planned / split_bytes, us,
                   flops / (us * 1e6), rel_l2(got, ref));
     }
     CHECK_CUDA(cudaFree(qkv));

@@ -69,6 +69,7 @@ struct Case {
   bool fused = false;           // q, k, v side by side in one row (block a = the rows' own keys)
   bool nan_tail = true;         // block-a rows past a_len hold NaN (must never be read)
   float q_range = 2.0f;         // q uniform in [-q_range, q_range]; k, v in [-1, 1]
+  int wide_from = -1;           // AttentionArgs::wide_from
 };
 
 struct Errors {
@@ -164,6 +165,7 @@ class Problem {
     args_.out = out_dev_.get();
     args_.ldo = ldo_;
     args_.o_batch = o_batch_;
+    args_.wide_from = c.wide_from;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());
@@ -486,6 +488,26 @@ TEST(CudaAttention, OddShapesF32) {
 TEST(CudaAttention, OddShapesBf16) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   for (const Case& c : odd_cases()) check_case(c, DType::kBF16);
+}
+
+// Head dim 256's wide blocks (128 stacked rows, 8 warps) asked for wherever they apply: Gemma's
+// prefix at one and three views (split into shares, and with no scratch unsplit), a ragged last
+// row tile, and block b beside a (not a shape that takes them by default).
+TEST(CudaAttention, WideBlocksMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(968, 968), gemma_prefix(1200, 1100)};
+  {
+    Case c{.name = "h 256 rows 100 group 8 b limits", .rows = 100, .heads = 8, .kv_heads = 1, .h = 256};
+    c.a_max = 300, c.a_len = 211, c.b_len = 100, c.b_limit = pi0_limits(100, 100);
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.wide_from = 1;
+    c.name += " wide";
+    check_case(c, DType::kBF16);
+    c.name += ", no scratch";
+    check_case(c, DType::kBF16, false);
+  }
 }
 
 // The action expert with no scratch (one block per row tile) and with scratch for two splits.

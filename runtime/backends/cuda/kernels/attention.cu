@@ -61,6 +61,17 @@ constexpr int kNoSplitTiles = 4;  // walks of at most this many key tiles are ne
 #endif
 constexpr int kMostKeyGroups = EDGEVLA_ATTN_KEY_GROUPS;
 static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROUPS is 1 or 2");
+// Wide blocks at head dim 256: 8 warps over 128 stacked rows walking every key tile together (one
+// key group), so that each K/V tile loaded serves twice the rows. With many row tiles (Gemma's
+// prefix: 8 heads over one kv head, 58 blocks of 64 rows at one view, 122 at three) every block
+// reads all of K and V, ~120 MB from L2 a call at three views. A build compares them with
+// -DEDGEVLA_ATTN_WIDE_ROWS=N: wide blocks wherever the 64-row plan has at least N blocks (0, the
+// default: never; not yet measured).
+#ifndef EDGEVLA_ATTN_WIDE_ROWS
+#define EDGEVLA_ATTN_WIDE_ROWS 0
+#endif
+constexpr int kWideFrom = EDGEVLA_ATTN_WIDE_ROWS;
+constexpr int kWideWarps = 8;  // warps of a wide block (16 stacked rows each)
 
 // What the kernels read; strides in elements.
 struct Params {
@@ -120,36 +131,43 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
 
 // bf16 kernel ---------------------------------------------------------------------------------
 
-template <int HD, int BK, int KG>
+// RW: warps a key group (4: 64 stacked rows a block; kWideWarps: 128, one group only).
+template <int HD, int BK, int KG, int RW = 4>
 struct Bf16Tile {
+  static_assert(RW == 4 || (RW == kWideWarps && KG == 1), "wide blocks have one key group");
+  static constexpr int kRows = 16 * RW;     // stacked rows a block
+  static constexpr int kGroupThreads = 32 * RW;
   static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
   static constexpr int kKvElems = 4 * BK * KG * kLds;  // K and V, two stages a key group
-  static constexpr int kSmem = (kBf16Rows * kLds + kKvElems) * static_cast<int>(sizeof(bf16));
+  static constexpr int kSmem = (kRows * kLds + kKvElems) * static_cast<int>(sizeof(bf16));
   // The key groups' merge (over the whole block's shared memory, q included, after the walk):
   // half of each thread's output plus its two rows' max and sum.
-  static constexpr int kMergeFloats = (HD / 4 + 4) * kThreads * KG;
+  static constexpr int kMergeFloats = (HD / 4 + 4) * kGroupThreads * KG;
   static_assert(KG == 1 || kMergeFloats * sizeof(float) <= kSmem, "the merge fits the block's shared memory");
 };
 
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
 
-template <int HD, int BK, int KG>
-__global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
+template <int HD, int BK, int KG, int RW>
+__global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
   static_assert(HD % 16 == 0 && BK % 16 == 0, "tile shapes");
   static_assert(KG == 1 || KG == 2, "one or two key groups");
-  constexpr int kLds = Bf16Tile<HD, BK, KG>::kLds;
+  using Tile = Bf16Tile<HD, BK, KG, RW>;
+  constexpr int kLds = Tile::kLds;
+  constexpr int kRows = Tile::kRows;
+  constexpr int kGroupThreads = Tile::kGroupThreads;
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* s_q = reinterpret_cast<bf16*>(smem);  // [64][kLds]
-  bf16* s_k = s_q + kBf16Rows * kLds;         // [KG][2][BK][kLds]
+  bf16* s_q = reinterpret_cast<bf16*>(smem);  // [kRows][kLds]
+  bf16* s_k = s_q + kRows * kLds;             // [KG][2][BK][kLds]
   bf16* s_v = s_k + 2 * KG * BK * kLds;       // [KG][2][BK][kLds]
 
-  const int kg = KG == 1 ? 0 : static_cast<int>(threadIdx.x) / kThreads;  // this thread's key group
-  const int tid = static_cast<int>(threadIdx.x) - kg * kThreads;          // its index in the group
+  const int kg = KG == 1 ? 0 : static_cast<int>(threadIdx.x) / kGroupThreads;  // this thread's key group
+  const int tid = static_cast<int>(threadIdx.x) - kg * kGroupThreads;          // its index in the group
   const int warp = tid / 32, lane = tid % 32;
   const int bg = static_cast<int>(blockIdx.y);
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
-  const int m0 = static_cast<int>(blockIdx.x) * kBf16Rows;
+  const int m0 = static_cast<int>(blockIdx.x) * kRows;
 
   chain_release();
   if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
@@ -180,7 +198,7 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
     const int len = in_a ? a_len : p.b_len;
     bf16* dk = s_k + (kg * 2 + stage) * BK * kLds;
     bf16* dv = s_v + (kg * 2 + stage) * BK * kLds;
-    for (int i = tid; i < BK * kChunks; i += kThreads) {
+    for (int i = tid; i < BK * kChunks; i += kGroupThreads) {
       const int r = i / kChunks, c = i % kChunks;
       const bool ok = key0 + r < len && c * 8 < p.h;
       const long long off = ok ? base + (key0 + r) * ld + c * 8 : 0;
@@ -196,7 +214,7 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
     const bool early = p.a_constant && first < t_end && first < na;
     if (early) load_kv(first, 0);
     chain_wait();
-    for (int i = static_cast<int>(threadIdx.x); i < kBf16Rows * kChunks; i += kThreads * KG) {
+    for (int i = static_cast<int>(threadIdx.x); i < kRows * kChunks; i += kGroupThreads * KG) {
       const int r = i / kChunks, c = i % kChunks;
       const int m = m0 + r;
       const bool ok = m < p.m_rows && c * 8 < p.h;
@@ -213,7 +231,7 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
       const int stage = ((t - first) / KG) & 1;
       if (t != first) {
         cp_async_wait_all();
-        group_sync<KG>(kg);  // tile t is in; every warp of the group is done with the other stage
+        group_sync<KG, kGroupThreads>(kg);  // tile t is in; every warp of the group is done with the other stage
       }
       if (t + KG < t_end) load_kv(t + KG, stage ^ 1);
       cp_async_commit();
@@ -255,7 +273,7 @@ __global__ void __launch_bounds__(kThreads * KG) attn_bf16(const Params p) {
     }
   }
 
-  finish_rows<HD, KG>(p, o, row_max, row_sum, reinterpret_cast<float*>(smem), kg, b, g, bg, my_m, lane);
+  finish_rows<HD, KG, kGroupThreads>(p, o, row_max, row_sum, reinterpret_cast<float*>(smem), kg, b, g, bg, my_m, lane);
 }
 
 // f32 kernel ----------------------------------------------------------------------------------
@@ -416,15 +434,25 @@ struct Bf16Variant {
   int bk;
   const void* fn;
   int smem;
+  int rows = kBf16Rows;     // stacked rows a block
+  int threads = kThreads;   // a block's threads
 };
 
 template <int HD, int BK>
 Bf16Variant bf16_variant(int key_groups) {
   if (kMostKeyGroups > 1 && key_groups == 2) {
-    return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups>),
-            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem};
+    return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups, 4>),
+            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem, kBf16Rows, 2 * kThreads};
   }
-  return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1>), Bf16Tile<HD, BK, 1>::kSmem};
+  return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1, 4>), Bf16Tile<HD, BK, 1>::kSmem, kBf16Rows,
+          kThreads};
+}
+
+// Head dim 256's wide block (kWideWarps warps over 128 rows, one key group).
+Bf16Variant wide_variant() {
+  using Tile = Bf16Tile<256, kHd256Keys, 1, kWideWarps>;
+  return {kHd256Keys, reinterpret_cast<const void*>(&attn_bf16<256, kHd256Keys, 1, kWideWarps>), Tile::kSmem,
+          Tile::kRows, Tile::kGroupThreads};
 }
 
 // small_tiles: head dim 256 in 16-key tiles (68 KB a block with one key group instead of
@@ -446,6 +474,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 struct Plan {
   std::int64_t m_rows = 0;     // stacked rows per kv head
   std::int64_t row_tiles = 0;  // blocks along x
+  bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -495,6 +524,21 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
   // slower (pi0.5's expert at 3 views, run 28).
   if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
+  // Wide blocks (AttentionArgs::wide_from): 128 rows a block in one key group, the shares again
+  // filling one wave.
+  const int wide_from = a.wide_from >= 0 ? a.wide_from : kWideFrom;
+  if (wide_from > 0 && bf && a.h > 192 && !pl.small_tiles && blocks >= wide_from &&
+      wide_variant().smem <= dev.smem_per_block) {
+    pl.wide = true;
+    pl.key_groups = 1;
+    pl.row_tiles = ceil_div(pl.m_rows, wide_variant().rows);
+    const std::int64_t wide_blocks = pl.row_tiles * a.batch * a.kv_heads;
+    std::int64_t shares = 1;
+    if (wide_blocks <= sms && tiles > kNoSplitTiles) {
+      shares = std::min<std::int64_t>({sms / wide_blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+    }
+    pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(shares, most)));
+  }
   return pl;
 }
 
@@ -599,7 +643,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
   if (args.act == DType::kBF16) {
-    const Bf16Variant v = pick_bf16(args.h, pl.key_groups, pl.small_tiles);
+    const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);
     if (v.smem > dev.smem_per_block) {
       return failed_precondition("attention: head dim " + std::to_string(args.h) + " needs " +
                                  std::to_string(v.smem / 1024) + " KB of shared memory a block and this device gives " +
@@ -608,7 +652,8 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     }
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    err = launch_untyped(v.fn, grid, dim3(kThreads * pl.key_groups), static_cast<std::size_t>(v.smem), stream, kargs);
+    err = launch_untyped(v.fn, grid, dim3(static_cast<unsigned>(v.threads)), static_cast<std::size_t>(v.smem), stream,
+                         kargs);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));

@@ -73,6 +73,10 @@ struct AttentionArgs {
   // Chained launches (launch.cuh): true when no kernel of the chain writes block a or *a_len
   // (a cached prefix), so the kernel reads them before it waits for the kernel ahead of it.
   bool a_constant = false;
+  // Head dim 256 (bf16): blocks of 128 stacked rows (8 warps, one key group) instead of 64
+  // wherever the 64-row plan has at least this many blocks; 0: never; -1: the build's choice
+  // (-DEDGEVLA_ATTN_WIDE_ROWS, never by default).
+  int wide_from = -1;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its

@@ -2,13 +2,14 @@
 // inside its anonymous namespace, where Params, kThreads, o_offset and part_row are defined.
 #pragma once
 
-// Waits for the 4 warps of key group kg (named barrier 1 + kg; barrier 0 is __syncthreads).
-template <int KG>
+// Waits for the warps of key group kg (kGroupThreads threads; named barrier 1 + kg; barrier 0 is
+// __syncthreads).
+template <int KG, int kGroupThreads>
 __device__ __forceinline__ void group_sync(int kg) {
   if constexpr (KG == 1) {
     __syncthreads();
   } else {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kg), "r"(kThreads) : "memory");
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + kg), "r"(kGroupThreads) : "memory");
   }
 }
 
@@ -71,7 +72,7 @@ __device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, 
 // After the walk: merges the key groups' states (KG 2; xbuf: shared memory no longer read, at
 // least Bf16Tile::kMergeFloats floats) and writes the rows, normalised (one share) or as a
 // partial with its max and sum.
-template <int HD, int KG>
+template <int HD, int KG, int kGroupThreads>
 __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][4], float (&row_max)[2],
                                             float (&row_sum)[2], float* xbuf, int kg, int b, int g, int bg,
                                             const int (&my_m)[2], int lane) {
@@ -87,9 +88,9 @@ __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][
   auto mine = [&](int d) { return KG == 1 || (d < HD / 16) == (kg == 0); };
   if constexpr (KG == 2) {
     constexpr int kHalf = HD / 16;  // o fragments a thread hands over
-    constexpr int kStride = kThreads * KG;
+    constexpr int kStride = kGroupThreads * KG;
     const int me = static_cast<int>(threadIdx.x);
-    const int partner = me ^ kThreads;  // the same rows and columns in the other group
+    const int partner = me ^ kGroupThreads;  // the same rows and columns in the other group
     __syncthreads();  // both groups are done with q and their K/V buffers
 #pragma unroll
     for (int d = 0; d < HD / 8; ++d) {
