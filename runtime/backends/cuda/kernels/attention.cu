@@ -442,7 +442,7 @@ template <int HD, int BK>
 Bf16Variant bf16_variant(int key_groups) {
   if (kMostKeyGroups > 1 && key_groups == 2) {
     return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups, 4>),
-            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem, kBf16Rows, 2 * kThreads};
+            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem, kBf16Rows, kMostKeyGroups * kThreads};
   }
   return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1, 4>), Bf16Tile<HD, BK, 1>::kSmem, kBf16Rows,
           kThreads};
