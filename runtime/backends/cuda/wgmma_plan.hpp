@@ -16,7 +16,10 @@
 //                                   reading them from a table made once a run, run 36 call 1), so
 //                                   off by default;
 //   EDGEVLA_CUDA_WGMMA_SPLIT=N      caps the k slices (a cluster) of the bf16-output projections
-//                                   whose feature blocks leave multiprocessors idle (1 to 4).
+//                                   whose feature blocks leave multiprocessors idle (1 to 4);
+//   EDGEVLA_CUDA_WGMMA_BACKBONE=1   also runs GR00T's backbone LLM on it (more than 56 rows: row
+//                                   tiles), off by default: slower than cuBLASLt on the H200
+//                                   (run 37 call 5).
 #pragma once
 
 #include <string>

@@ -527,11 +527,11 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // Wide blocks (AttentionArgs::wide_from): 128 rows a block in one key group, the shares again
   // filling one wave.
   const int wide_from = a.wide_from >= 0 ? a.wide_from : kWideFrom;
-  if (wide_from > 0 && bf && a.h > 192 && !pl.small_tiles && blocks >= wide_from &&
-      wide_variant().smem <= dev.smem_per_block) {
+  const Bf16Variant wide = wide_variant();
+  if (wide_from > 0 && bf && a.h > 192 && !pl.small_tiles && blocks >= wide_from && wide.smem <= dev.smem_per_block) {
     pl.wide = true;
     pl.key_groups = 1;
-    pl.row_tiles = ceil_div(pl.m_rows, wide_variant().rows);
+    pl.row_tiles = ceil_div(pl.m_rows, wide.rows);
     const std::int64_t wide_blocks = pl.row_tiles * a.batch * a.kv_heads;
     std::int64_t shares = 1;
     if (wide_blocks <= sms && tiles > kNoSplitTiles) {
