@@ -177,7 +177,8 @@ struct AttnShape {
   std::int64_t batch, rows, heads, kv_heads, h, a_max, a_valid;  // a_valid < 0: no length on the device
 };
 
-void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::string& only_shape) {
+void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::string& only_shape,
+                      const std::string& only_split) {
   const AttnShape shapes[] = {
       {"pi05_prefix_1view", 1, 464, 8, 1, 256, 464, 456},   {"pi05_prefix_3view", 1, 976, 8, 1, 256, 976, 968},
       {"siglip_1view", 1, 256, 16, 16, 72, 256, -1},         {"siglip_3view", 3, 256, 16, 16, 72, 256, -1},
@@ -216,6 +217,10 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     std::vector<int> asks = {0, 1, 2, 3, 4, 6, 8, 12};
     if (sh.h > 192) asks.push_back(-1);
     for (const int splits : asks) {
+      // --split N | plan | wide: one launch form only (for a profiler).
+      if (!only_split.empty() && only_split != (splits < 0 ? "wide" : splits == 0 ? "plan" : std::to_string(splits))) {
+        continue;
+      }
       AttentionArgs one = aa;
       one.wide_from = splits < 0 ? 1 : 0;
       const std::size_t one_planned = splits < 0 ? attention_scratch_bytes(one) : planned;
@@ -247,6 +252,7 @@ int main(int argc, char** argv) {
   int repeat = 20;
   std::string only;  // "gemm" or "attention": one part (for a profiler)
   std::string only_shape;
+  std::string only_split;
   int only_chunk = 0;
   std::int64_t rows = 0;  // 0: each shape's own
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -254,6 +260,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--shape") == 0) only_shape = argv[i + 1];
+    if (std::strcmp(argv[i], "--split") == 0) only_split = argv[i + 1];
     if (std::strcmp(argv[i], "--k-chunk") == 0) only_chunk = std::atoi(argv[i + 1]);
   }
   cudaDeviceProp prop{};
@@ -517,6 +524,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (only.empty() || only == "attention_shapes") attention_shapes(s, timer, repeat, only_shape);
+  if (only.empty() || only == "attention_shapes") attention_shapes(s, timer, repeat, only_shape, only_split);
   return 0;
 }

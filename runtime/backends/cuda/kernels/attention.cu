@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace edgevla::backends::cuda {
@@ -65,12 +66,21 @@ static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROU
 // key group), so that each K/V tile loaded serves twice the rows. With many row tiles (Gemma's
 // prefix: 8 heads over one kv head, 58 blocks of 64 rows at one view, 122 at three) every block
 // reads all of K and V, ~120 MB from L2 a call at three views. A build compares them with
-// -DEDGEVLA_ATTN_WIDE_ROWS=N: wide blocks wherever the 64-row plan has at least N blocks (0, the
-// default: never; not yet measured).
+// -DEDGEVLA_ATTN_WIDE_ROWS=N, or the variable of that name at run time: wide blocks wherever the
+// 64-row plan has at least N blocks (0, the default: never; not yet measured).
 #ifndef EDGEVLA_ATTN_WIDE_ROWS
 #define EDGEVLA_ATTN_WIDE_ROWS 0
 #endif
-constexpr int kWideFrom = EDGEVLA_ATTN_WIDE_ROWS;
+int wide_from_default() {
+  static const int from = [] {
+    const char* env = std::getenv("EDGEVLA_ATTN_WIDE_ROWS");
+    if (env == nullptr || *env == '\0') return EDGEVLA_ATTN_WIDE_ROWS;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    return (end != env && *end == '\0' && v >= 0 && v < 100000) ? static_cast<int>(v) : EDGEVLA_ATTN_WIDE_ROWS;
+  }();
+  return from;
+}
 constexpr int kWideWarps = 8;  // warps of a wide block (16 stacked rows each)
 
 // What the kernels read; strides in elements.
@@ -526,7 +536,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
   // Wide blocks (AttentionArgs::wide_from): 128 rows a block in one key group, the shares again
   // filling one wave.
-  const int wide_from = a.wide_from >= 0 ? a.wide_from : kWideFrom;
+  const int wide_from = a.wide_from >= 0 ? a.wide_from : wide_from_default();
   const Bf16Variant wide = wide_variant();
   if (wide_from > 0 && bf && a.h > 192 && !pl.small_tiles && blocks >= wide_from && wide.smem <= dev.smem_per_block) {
     pl.wide = true;

@@ -74,8 +74,8 @@ struct AttentionArgs {
   // (a cached prefix), so the kernel reads them before it waits for the kernel ahead of it.
   bool a_constant = false;
   // Head dim 256 (bf16): blocks of 128 stacked rows (8 warps, one key group) instead of 64
-  // wherever the 64-row plan has at least this many blocks; 0: never; -1: the build's choice
-  // (-DEDGEVLA_ATTN_WIDE_ROWS, never by default).
+  // wherever the 64-row plan has at least this many blocks; 0: never; -1: the process's choice
+  // (the EDGEVLA_ATTN_WIDE_ROWS variable, else -DEDGEVLA_ATTN_WIDE_ROWS; never by default).
   int wide_from = -1;
 };
 
