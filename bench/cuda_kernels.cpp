@@ -214,22 +214,33 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     std::vector<float> ref;
     // Every split of the 64-row blocks (0: the plan's own pick, with the scratch a stage
     // allocates); at head dim 256 also the wide 128-row blocks at their plan's pick (-1).
-    std::vector<int> asks = {0, 1, 2, 3, 4, 6, 8, 12};
-    if (sh.h > 192) asks.push_back(-1);
-    for (const int splits : asks) {
-      // --split N | plan | wide: one launch form only (for a profiler).
-      if (!only_split.empty() && only_split != (splits < 0 ? "wide" : splits == 0 ? "plan" : std::to_string(splits))) {
-        continue;
-      }
+    // At head dim 256 (block a only) also the warpgroup kernel at its plan's pick and at 1-4 shares.
+    struct Ask {
+      std::string label;  // for --split: "plan", "N", "wide", "wg", "wgN"
+      int splits;         // 0: the plan's pick
+      bool wide, wg;
+    };
+    std::vector<Ask> asks;
+    for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, false});
+    if (sh.h > 192) asks.push_back({"wide", 0, true, false});
+    if (sh.h == 256) {
+      for (const int n : {0, 1, 2, 3, 4}) asks.push_back({n == 0 ? "wg" : "wg" + std::to_string(n), n, false, true});
+    }
+    for (const Ask& ask : asks) {
+      // --split plan | N | wide | wg | wgN: one launch form only (for a profiler).
+      if (!only_split.empty() && only_split != ask.label) continue;
       AttentionArgs one = aa;
-      one.wide_from = splits < 0 ? 1 : 0;
-      const std::size_t one_planned = splits < 0 ? attention_scratch_bytes(one) : planned;
-      one.scratch_bytes = splits <= 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
+      one.wide_from = ask.wide ? 1 : 0;
+      one.wg = ask.wg ? 1 : 0;
+      const std::size_t one_planned = ask.wide || ask.wg ? attention_scratch_bytes(one) : planned;
+      const int splits = ask.splits;
+      one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
       if (one.scratch_bytes > most) continue;
+      if (ask.wg && !attention_takes_warpgroup_kernel(one)) continue;
       const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;
-      const std::string asked = splits < 0 ? "wide plan" : splits == 0 ? "plan" : std::to_string(splits);
+      const std::string asked = ask.wide ? "wide plan" : ask.wg && splits == 0 ? "wg plan" : ask.label;
       // q·kᵀ and p·v over the keys that count, two FLOPs a multiply-add: the tensor rate reached.
       const double keys = static_cast<double>(sh.a_valid >= 0 ? sh.a_valid : sh.a_max);
       const double flops = 4.0 * static_cast<double>(sh.batch * sh.heads * sh.rows * sh.h) * keys;

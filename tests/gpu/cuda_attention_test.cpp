@@ -5,6 +5,7 @@
 // after the device-side block-a length changed. Also prints the time per call of the real
 // shapes in bf16. Without a CUDA device every test skips itself.
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -70,6 +71,7 @@ struct Case {
   bool nan_tail = true;         // block-a rows past a_len hold NaN (must never be read)
   float q_range = 2.0f;         // q uniform in [-q_range, q_range]; k, v in [-1, 1]
   int wide_from = -1;           // AttentionArgs::wide_from
+  int wg = -1;                  // AttentionArgs::wg
 };
 
 struct Errors {
@@ -166,6 +168,7 @@ class Problem {
     args_.ldo = ldo_;
     args_.o_batch = o_batch_;
     args_.wide_from = c.wide_from;
+    args_.wg = c.wg;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());
@@ -507,6 +510,85 @@ TEST(CudaAttention, WideBlocksMatch) {
     check_case(c, DType::kBF16);
     c.name += ", no scratch";
     check_case(c, DType::kBF16, false);
+  }
+}
+
+// Head dim 256's warpgroup kernel (attention_wg.cu) asked for wherever it applies: Gemma's prefix
+// at one and three views (in shares, and unsplit without scratch), ragged last key and row tiles,
+// a prefix shorter than one key tile, two sequences, two kv heads, q, k and v side by side in one
+// row, and a peaky softmax. Where the warpgroup GEMM runs (compute capability 9.0, sm_90a build)
+// the plan must take it.
+TEST(CudaAttention, WarpgroupKernelMatches) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(976, 968), gemma_prefix(1200, 1100),
+                             gemma_prefix(100, 37)};
+  {
+    Case c = gemma_prefix(300, 250);
+    c.batch = 2, c.batch_pad = 8, c.name += " batch 2";
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 256 heads 4 kv heads 2", .rows = 200, .heads = 4, .kv_heads = 2, .h = 256};
+    c.a_max = 200, c.a_len = 190;
+    cases.push_back(c);
+  }
+  {
+    Case c = gemma_prefix(464, 464);
+    c.fused = true, c.pad = 8, c.a_len = -1, c.name += " fused";
+    cases.push_back(c);
+  }
+  {
+    Case c = gemma_prefix(464, 456);
+    c.q_range = 8.0f, c.name += " peaky";
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.wg = 1;
+    c.name += " wg";
+    {
+      Problem p(c, DType::kBF16);
+      ASSERT_TRUE(p.ready()) << c.name;
+      if (wgmma_gemm_available()) {
+        EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+      }
+      AttentionArgs off = p.args();
+      off.wg = 0;
+      EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
+    }
+    check_case(c, DType::kBF16);
+    c.name += ", no scratch";
+    check_case(c, DType::kBF16, false);
+  }
+}
+
+// The warpgroup kernel in a graph captured once, replayed with other prefix lengths.
+TEST(CudaAttention, WarpgroupKernelFollowsALen) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  for (int rows : {464, 976}) {
+    Case c = gemma_prefix(rows, rows - 8);
+    c.nan_tail = false, c.wg = 1;
+    Problem p(c, DType::kBF16);
+    ASSERT_TRUE(p.ready());
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const Status st = attention(stream, p.args());
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int len : {rows, 300, 64, 65, 1, 0}) {
+      p.set_a_len(len);
+      p.reset_output();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      expect_close(p.compare(len), DType::kBF16, c.name + " wg replayed with a_len " + std::to_string(len));
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
   }
 }
 

@@ -18,6 +18,7 @@
 // f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
 // lane accumulates its own output dims.
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/attention_params.cuh"
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 
@@ -81,63 +82,32 @@ int wide_from_default() {
   }();
   return from;
 }
+// The warpgroup kernel's default (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=1 turns it on.
+bool wg_default() {
+  static const bool on = [] {
+    const char* env = std::getenv("EDGEVLA_ATTN_WG");
+    return env != nullptr && std::string(env) == "1";
+  }();
+  return on;
+}
+// EDGEVLA_ATTN_WG_SHARES=N: the warpgroup kernel's key shares fixed at N (where the scratch
+// allows), to compare share counts; unset: the plan's rule.
+int wg_shares_asked() {
+  static const int n = [] {
+    const char* env = std::getenv("EDGEVLA_ATTN_WG_SHARES");
+    return env == nullptr ? 0 : std::max(0, std::atoi(env));
+  }();
+  return n;
+}
 constexpr int kWideWarps = 8;  // warps of a wide block (16 stacked rows each)
 
-// What the kernels read; strides in elements.
-struct Params {
-  const void* q;
-  void* out;
-  long long ldq, q_batch, ldo, o_batch;
-  const void* ak;
-  const void* av;
-  long long a_ld, a_batch;
-  const void* bk;
-  const void* bv;
-  long long b_ld, b_batch;
-  const std::int32_t* a_len;
-  const std::int32_t* b_limit;
-  int a_max, b_len;
-  int rows, kv_heads, group, h, m_rows;  // m_rows: stacked rows per kv head (rows · group)
-  int batch, splits;
-  float scale_log2;
-  float* part_o;   // [splits][batch · kv_heads][m_rows][h]
-  float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
-  bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
-};
-
-// Device helpers ----------------------------------------------------------------------------
-
-__device__ __forceinline__ int clamped_a_len(const Params& p) {
-  if (p.a_len == nullptr) return p.a_max;
-  return min(max(*p.a_len, 0), p.a_max);
-}
-
-// Visible keys of block b for stacked row m (m < m_rows).
-__device__ __forceinline__ int b_visible(const Params& p, int m) {
-  if (p.b_limit == nullptr || m >= p.m_rows) return p.b_len;
-  return min(max(p.b_limit[m / p.group], 0), p.b_len);
-}
-
-// This block's share [begin, end) of the key tiles (na of block a, nb of block b).
-__device__ __forceinline__ void split_range(int tiles, int splits, int& begin, int& end) {
-  const int per = (tiles + splits - 1) / splits;
-  begin = min(tiles, static_cast<int>(blockIdx.z) * per);
-  end = min(tiles, begin + per);
-}
-
-__device__ __forceinline__ long long q_offset(const Params& p, int b, int g, int m) {
-  const int row = m / p.group;
-  const int head = g * p.group + m % p.group;
-  return b * p.q_batch + row * p.ldq + static_cast<long long>(head) * p.h;
-}
-__device__ __forceinline__ long long o_offset(const Params& p, int b, int g, int m) {
-  const int row = m / p.group;
-  const int head = g * p.group + m % p.group;
-  return b * p.o_batch + row * p.ldo + static_cast<long long>(head) * p.h;
-}
-__device__ __forceinline__ long long part_row(const Params& p, int split, int bg, int m) {
-  return (static_cast<long long>(split) * p.batch * p.kv_heads + bg) * p.m_rows + m;
-}
+using attn::b_visible;
+using attn::clamped_a_len;
+using attn::o_offset;
+using attn::Params;
+using attn::part_row;
+using attn::q_offset;
+using attn::split_range;
 
 // bf16 kernel ---------------------------------------------------------------------------------
 
@@ -485,6 +455,7 @@ struct Plan {
   std::int64_t m_rows = 0;     // stacked rows per kv head
   std::int64_t row_tiles = 0;  // blocks along x
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
+  bool wg = false;             // bf16 head dim 256, block a only: attention_wg.cu's kernel
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -496,6 +467,7 @@ struct Plan {
 struct DeviceLimits {
   int sms = 0;
   int smem_per_block = 0;  // opt-in maximum, bytes
+  int major = 0, minor = 0;  // compute capability
 };
 
 Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scratch_bytes) {
@@ -534,6 +506,23 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
   // slower (pi0.5's expert at 3 views, run 28).
   if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
+  // The warpgroup kernel (AttentionArgs::wg): 64 rows a block, 64-key tiles; the shares fill one
+  // wave of one block a multiprocessor, none shorter than two tiles.
+  const bool wg_on = a.wg >= 0 ? a.wg > 0 : wg_default();
+  if (wg_on && bf && a.h == 256 && a.b_len == 0 && a.a_max > 0 && dev.major == 9 && dev.minor == 0 &&
+      attn::wg_built() && attn::wg_smem_bytes() <= dev.smem_per_block) {
+    pl.wg = true;
+    pl.key_groups = 1;
+    pl.key_tile = attn::kWgKeys;
+    pl.row_tiles = ceil_div(pl.m_rows, attn::kWgRows);
+    const std::int64_t wg_blocks = pl.row_tiles * a.batch * a.kv_heads;
+    const std::int64_t wg_tiles = ceil_div(a.a_max, attn::kWgKeys);
+    std::int64_t shares = 1;
+    if (wg_blocks < sms && wg_tiles > 2) shares = std::min<std::int64_t>({sms / wg_blocks, wg_tiles / 2, kMaxSplits});
+    if (const int asked = wg_shares_asked(); asked > 0) shares = std::min<std::int64_t>({asked, wg_tiles, kMaxSplits});
+    pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(shares, most)));
+    return pl;
+  }
   // Wide blocks (AttentionArgs::wide_from): 128 rows a block in one key group, the shares again
   // filling one wave.
   const int wide_from = a.wide_from >= 0 ? a.wide_from : wide_from_default();
@@ -560,6 +549,8 @@ Status device_limits(DeviceLimits& limits) {
   if (err == cudaSuccess) {
     err = cudaDeviceGetAttribute(&limits.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
   }
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.minor, cudaDevAttrComputeCapabilityMinor, dev);
   if (err != cudaSuccess) return cuda_error(err, "cudaDeviceGetAttribute");
   return Status::ok();
 }
@@ -604,6 +595,13 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args) {
   if (!device_limits(dev).is_ok()) return 0;
   const Plan pl = make_plan(args, dev, static_cast<std::size_t>(-1));
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
+}
+
+bool attention_takes_warpgroup_kernel(const AttentionArgs& args) {
+  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  DeviceLimits dev;
+  if (!device_limits(dev).is_ok()) return false;
+  return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).wg;
 }
 
 Status attention(cudaStream_t stream, const AttentionArgs& args) {
@@ -652,7 +650,10 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
-  if (args.act == DType::kBF16) {
+  if (pl.wg) {
+    const cudaError_t err = attn::launch_wg(p, grid, stream);
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
+  } else if (args.act == DType::kBF16) {
     const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);
     if (v.smem > dev.smem_per_block) {
       return failed_precondition("attention: head dim " + std::to_string(args.h) + " needs " +

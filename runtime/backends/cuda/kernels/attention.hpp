@@ -77,12 +77,19 @@ struct AttentionArgs {
   // wherever the 64-row plan has at least this many blocks; 0: never; -1: the process's choice
   // (the EDGEVLA_ATTN_WIDE_ROWS variable, else -DEDGEVLA_ATTN_WIDE_ROWS; never by default).
   int wide_from = -1;
+  // Head dim 256, block a only, bf16, on a compute capability 9.0 device with an sm_90a build:
+  // the warpgroup kernel (attention_wg.cu) instead of attn_bf16. 1: wherever it applies; 0:
+  // never; -1: the process's choice (the EDGEVLA_ATTN_WG variable, 0 or 1; off by default).
+  int wg = -1;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its
 // keys); read off the shapes, a_max and the current device's multiprocessor count. The pointers
 // and scratch fields of args are ignored.
 std::size_t attention_scratch_bytes(const AttentionArgs& args);
+
+// Whether this call would run on the warpgroup kernel (AttentionArgs::wg) on this device.
+bool attention_takes_warpgroup_kernel(const AttentionArgs& args);
 
 // Enqueues the attention on `stream`; no allocation, no synchronisation (capturable).
 Status attention(cudaStream_t stream, const AttentionArgs& args);

@@ -1,5 +1,5 @@
-// The bf16 attention kernel's steps (attention.cu's part): included by attention.cu only,
-// inside its anonymous namespace, where Params, kThreads, o_offset and part_row are defined.
+// The bf16 attention kernels' steps: included inside an anonymous namespace by attention.cu and
+// attention_wg.cu, where Params, o_offset and part_row (attention_params.cuh) and bf16 are in scope.
 #pragma once
 
 // Waits for the warps of key group kg (kGroupThreads threads; named barrier 1 + kg; barrier 0 is

@@ -1,0 +1,79 @@
+// What attention.cu's kernels and the warpgroup kernel (attention_wg.cu, built for sm_90a)
+// share: the launch parameters and the device helpers that read them. Both files include it at
+// namespace scope, so Params is one type and attention.cu can hand it to attention_wg.cu's launcher.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace edgevla::backends::cuda::attn {
+
+// What the kernels read; strides in elements.
+struct Params {
+  const void* q;
+  void* out;
+  long long ldq, q_batch, ldo, o_batch;
+  const void* ak;
+  const void* av;
+  long long a_ld, a_batch;
+  const void* bk;
+  const void* bv;
+  long long b_ld, b_batch;
+  const std::int32_t* a_len;
+  const std::int32_t* b_limit;
+  int a_max, b_len;
+  int rows, kv_heads, group, h, m_rows;  // m_rows: stacked rows per kv head (rows · group)
+  int batch, splits;
+  float scale_log2;
+  float* part_o;   // [splits][batch · kv_heads][m_rows][h]
+  float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
+  bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
+};
+
+// Device helpers.
+
+__device__ __forceinline__ int clamped_a_len(const Params& p) {
+  if (p.a_len == nullptr) return p.a_max;
+  return min(max(*p.a_len, 0), p.a_max);
+}
+
+// Visible keys of block b for stacked row m (m < m_rows).
+__device__ __forceinline__ int b_visible(const Params& p, int m) {
+  if (p.b_limit == nullptr || m >= p.m_rows) return p.b_len;
+  return min(max(p.b_limit[m / p.group], 0), p.b_len);
+}
+
+// This block's share [begin, end) of the key tiles (na of block a, nb of block b).
+__device__ __forceinline__ void split_range(int tiles, int splits, int& begin, int& end) {
+  const int per = (tiles + splits - 1) / splits;
+  begin = min(tiles, static_cast<int>(blockIdx.z) * per);
+  end = min(tiles, begin + per);
+}
+
+__device__ __forceinline__ long long q_offset(const Params& p, int b, int g, int m) {
+  const int row = m / p.group;
+  const int head = g * p.group + m % p.group;
+  return b * p.q_batch + row * p.ldq + static_cast<long long>(head) * p.h;
+}
+__device__ __forceinline__ long long o_offset(const Params& p, int b, int g, int m) {
+  const int row = m / p.group;
+  const int head = g * p.group + m % p.group;
+  return b * p.o_batch + row * p.ldo + static_cast<long long>(head) * p.h;
+}
+__device__ __forceinline__ long long part_row(const Params& p, int split, int bg, int m) {
+  return (static_cast<long long>(split) * p.batch * p.kv_heads + bg) * p.m_rows + m;
+}
+
+// The warpgroup kernel (attention_wg.cu): head dim 256, block a only (no block b), bf16, 64
+// stacked rows a block (one warpgroup), 64-key tiles in a ring of three, q·kᵀ of the next tile and
+// p·v of this one in flight while the softmax runs. Runs on compute capability 9.0 only, from a
+// build with sm_90a code (wg_built()).
+constexpr int kWgRows = 64;
+constexpr int kWgKeys = 64;
+bool wg_built();
+int wg_smem_bytes();
+// Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits).
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream);
+
+}  // namespace edgevla::backends::cuda::attn

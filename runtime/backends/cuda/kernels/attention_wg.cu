@@ -1,0 +1,315 @@
+// Head dim 256's attention over block a on Hopper's warpgroup multiply (wgmma, sm_90a), for
+// Gemma's prefix: many stacked rows (8 query heads over one kv head) and a long walk (456-968
+// keys), where attn_bf16 issues ~8 instructions a tensor-core multiply and reaches 80-160 TFLOP/s.
+//
+// A block is one warpgroup over 64 stacked rows. Q (64 × 256) stays in shared memory; K and V come
+// in 64-key tiles through a ring of three stages filled by cp.async. Per tile the warpgroup issues
+// q·kᵀ of the next tile (16 m64n64k16, both operands from shared memory) and p·v of this one
+// (4 m64n256k16, p from registers, v from shared memory as the MN-major operand), then runs the
+// next tile's softmax while p·v is still in flight, and rescales o only once p·v has landed.
+// Tiles are stored in core-matrix order (8 rows × 16 bytes contiguous, no swizzle): element (r, c)
+// of an R × 256 tile at ((r / 8) · 32 + c / 8) · 64 + (r % 8) · 8 + c % 8.
+// Shared memory: 32 KB of q + 3 × 64 KB of K/V = 224 KB.
+// The key shares and their partials are attn_bf16's (split_range, part_o / part_ml), so
+// attention.cu's combine merges them.
+#include "runtime/backends/cuda/kernels/attention_params.cuh"
+#include "runtime/backends/cuda/kernels/launch.cuh"
+#include "runtime/backends/cuda/kernels/ptx.cuh"
+
+#include <cuda_bf16.h>
+
+namespace edgevla::backends::cuda::attn {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace ptx;
+
+#include "runtime/backends/cuda/kernels/attention_steps.cuh"
+
+constexpr int kHd = 256;
+constexpr int kThreads = 128;                      // one warpgroup
+constexpr int kStages = 3;
+constexpr int kSmem = (kWgRows + 2 * kStages * kWgKeys) * kHd * static_cast<int>(sizeof(bf16));
+static_assert(kWgRows == 64 && kWgKeys == 64, "the multiplies below are m64n64 (q·kᵀ) and m64n256 (p·v)");
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr int kChunks = kHd / 8;                    // 16-byte chunks a row
+constexpr int kTileElems = kWgKeys * kHd;           // one K or V tile
+constexpr int kQElems = kWgRows * kHd;
+constexpr unsigned kRowGroupBytes = kChunks * 128;  // 8 rows of a tile
+
+__device__ __forceinline__ int core_offset(int r, int c) { return ((r / 8) * kChunks + c / 8) * 64 + (r % 8) * 8 + c % 8; }
+
+// Shared-memory matrix descriptor without swizzle (offsets in bytes, multiples of 16).
+__device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading, unsigned stride) {
+  return static_cast<unsigned long long>((smem_addr(tile) >> 4) & 0x3fff) |
+         (static_cast<unsigned long long>((leading >> 4) & 0x3fff) << 16) |
+         (static_cast<unsigned long long>((stride >> 4) & 0x3fff) << 32);
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// cp.async's writes (generic proxy) made visible to wgmma's reads (async proxy).
+__device__ __forceinline__ void fence_shared_writes() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Registers a multiply in flight reads or writes: the compiler must neither reuse them nor move
+// their uses across the wait that ends it.
+template <int N>
+__device__ __forceinline__ void pin(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void pin(unsigned (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
+}
+
+// d (64 rows × 64 keys, f32) (+)= a (64 × 16, shared) · b (64 keys × 16, shared, K-major); scale_d 0
+// overwrites d.
+__device__ __forceinline__ void ss_m64n64(float (&d)[32], unsigned long long a, unsigned long long b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(scale_d));
+}
+
+// d (64 rows × 256 dims, f32) += a (64 × 16 keys, registers) · b (16 keys × 256, shared, MN-major).
+__device__ __forceinline__ void rs_m64n256(float (&d)[128], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+// One tile's scores (this thread's two rows, accumulator layout: s[n][2i + j] is row lane / 4 + 8i,
+// key key0 + 8n + 2 (lane % 4) + j) become unnormalised probabilities against the new running
+// max; alpha is what o must be scaled by (applied by the caller once o is not in flight).
+__device__ __forceinline__ void scores_to_probs(float (&s)[kWgKeys / 8][4], float (&row_max)[2], float (&row_sum)[2],
+                                                float (&alpha)[2], int key0, int a_len, float scale_log2, int lane) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < kWgKeys / 8; ++n) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int key = key0 + n * 8 + 2 * (lane % 4) + j;
+        float& v = s[n][2 * i + j];
+        v = key < a_len ? v * scale_log2 : -INFINITY;
+        mx = fmaxf(mx, v);
+      }
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float new_max = fmaxf(row_max[i], mx);
+    const float base = new_max == -INFINITY ? 0.0f : new_max;
+    alpha[i] = exp2f(row_max[i] - base);
+    row_max[i] = new_max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kWgKeys / 8; ++n) {
+      s[n][2 * i] = exp2f(s[n][2 * i] - base);
+      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - base);
+      sum += s[n][2 * i] + s[n][2 * i + 1];
+    }
+    row_sum[i] = row_sum[i] * alpha[i] + sum;
+  }
+}
+
+// p's A fragments for p·v, one per 16 keys (the accumulator layout of q·kᵀ is the A layout).
+__device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], unsigned (&pf)[kWgKeys / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kWgKeys / 16; ++kk) {
+    pf[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+    pf[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+    pf[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    pf[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// o += p · v for one 64-key tile (4 multiplies of 16 keys; v is the MN-major operand).
+__device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWgKeys / 16][4], const bf16* v_s) {
+#pragma unroll
+  for (int kk = 0; kk < kWgKeys / 16; ++kk) {
+    rs_m64n256(o, pf[kk], descriptor(v_s + kk * 2 * kChunks * 64, kRowGroupBytes, 128));
+  }
+}
+#endif
+
+__global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16* s_q = reinterpret_cast<bf16*>(smem);  // [64 × 256]
+  bf16* s_k = s_q + kQElems;                  // [kStages][64 × 256]
+  bf16* s_v = s_k + kStages * kTileElems;     // [kStages][64 × 256]
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32;
+  const int bg = static_cast<int>(blockIdx.y);
+  const int b = bg / p.kv_heads, g = bg % p.kv_heads;
+  const int m0 = static_cast<int>(blockIdx.x) * kWgRows;
+
+  chain_release();
+  if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
+  const int a_len = clamped_a_len(p);
+  const int na = (a_len + kWgKeys - 1) / kWgKeys;
+  int t_begin = 0, t_end = 0;
+  split_range(na, p.splits, t_begin, t_end);
+
+  const int my_m[2] = {m0 + warp * 16 + lane / 4, m0 + warp * 16 + lane / 4 + 8};
+  float o[kHd / 8][4];
+#pragma unroll
+  for (int d = 0; d < kHd / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float(&o_flat)[kHd / 2] = *reinterpret_cast<float(*)[kHd / 2]>(&o[0][0]);
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
+
+  // Chunk i of a tile: row (i / 256) · 8 + i % 8, 16-byte chunk (i / 8) % 32: eight consecutive
+  // threads fill one core matrix (128 contiguous bytes) from eight rows.
+  auto chunk_row = [](int i) { return (i / (8 * kChunks)) * 8 + i % 8; };
+  auto chunk_col = [](int i) { return (i / 8) % kChunks; };
+  const bf16* ak = static_cast<const bf16*>(p.ak);
+  const bf16* av = static_cast<const bf16*>(p.av);
+  const long long kv_base = b * p.a_batch + static_cast<long long>(g) * p.h;
+  auto load_tile = [&](int t, int stage) {
+    const int key0 = t * kWgKeys;
+    bf16* dk = s_k + stage * kTileElems;
+    bf16* dv = s_v + stage * kTileElems;
+#pragma unroll 4
+    for (int i = tid; i < kWgKeys * kChunks; i += kThreads) {
+      const int r = chunk_row(i), c = chunk_col(i);
+      const bool ok = key0 + r < a_len;
+      const long long off = ok ? kv_base + static_cast<long long>(key0 + r) * p.a_ld + c * 8 : 0;
+      const int at = core_offset(r, c * 8);
+      cp_async16(dk + at, ak + off, ok);
+      cp_async16(dv + at, av + off, ok);
+    }
+  };
+
+  if (t_begin < t_end) {  // the same for the whole block
+    if (p.a_constant) load_tile(t_begin, 0);
+    chain_wait();
+    const bf16* q = static_cast<const bf16*>(p.q);
+    for (int i = tid; i < kWgRows * kChunks; i += kThreads) {
+      const int r = chunk_row(i), c = chunk_col(i);
+      const int m = m0 + r;
+      const bool ok = m < p.m_rows;
+      const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
+      cp_async16(s_q + core_offset(r, c * 8), q + off, ok);
+    }
+    if (!p.a_constant) load_tile(t_begin, 0);
+    cp_async_commit();  // q and the first tile
+#pragma unroll
+    for (int j = 1; j < kStages; ++j) {
+      if (t_begin + j < t_end) load_tile(t_begin + j, j);
+      cp_async_commit();
+    }
+    cp_async_wait<kStages - 1>();
+    fence_shared_writes();
+    __syncthreads();
+
+    float s[kWgKeys / 8][4];
+    float(&s_flat)[kWgKeys / 2] = *reinterpret_cast<float(*)[kWgKeys / 2]>(&s[0][0]);
+    unsigned pf[kWgKeys / 16][4];
+    float alpha[2];
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHd / 16; ++kk) {
+      ss_m64n64(s_flat, descriptor(s_q + kk * 128, 128, kRowGroupBytes),
+                descriptor(s_k + kk * 128, 128, kRowGroupBytes), kk > 0 ? 1 : 0);
+    }
+    wg_commit();
+    wg_wait<0>();
+    pin(s_flat);
+    scores_to_probs(s, row_max, row_sum, alpha, t_begin * kWgKeys, a_len, p.scale_log2, lane);
+    pack_probs(s, pf);
+
+    // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
+    // next softmax under p·v. Straight-line code, so that the compiler keeps the multiplies
+    // asynchronous (a branch around them makes it serialise them).
+    int stage = 0;
+    for (int t = t_begin; t + 1 < t_end; ++t) {
+      const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
+      cp_async_wait<kStages - 2>();  // tile t + 1 is in
+      fence_shared_writes();
+      __syncthreads();
+      wg_fence();
+      const bf16* k_s = s_k + next_stage * kTileElems;
+#pragma unroll
+      for (int kk = 0; kk < kHd / 16; ++kk) {
+        ss_m64n64(s_flat, descriptor(s_q + kk * 128, 128, kRowGroupBytes),
+                  descriptor(k_s + kk * 128, 128, kRowGroupBytes), kk > 0 ? 1 : 0);
+      }
+      wg_commit();
+      pv(o_flat, pf, s_v + stage * kTileElems);
+      wg_commit();
+      wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
+      pin(s_flat);
+      scores_to_probs(s, row_max, row_sum, alpha, (t + 1) * kWgKeys, a_len, p.scale_log2, lane);
+      wg_wait<0>();
+      pin(o_flat);
+      pin(pf);
+#pragma unroll
+      for (int d = 0; d < kHd / 8; ++d) {
+        o[d][0] *= alpha[0];
+        o[d][1] *= alpha[0];
+        o[d][2] *= alpha[1];
+        o[d][3] *= alpha[1];
+      }
+      pack_probs(s, pf);
+      __syncthreads();  // every warp is done with this stage's K and V
+      if (t + kStages < t_end) load_tile(t + kStages, stage);
+      cp_async_commit();
+      stage = next_stage;
+    }
+    wg_fence();
+    pv(o_flat, pf, s_v + stage * kTileElems);
+    wg_commit();
+    wg_wait<0>();
+    pin(o_flat);
+    pin(pf);
+  }
+
+  finish_rows<kHd, 1, kThreads>(p, o, row_max, row_sum, nullptr, 0, b, g, bg, my_m, lane);
+#else
+  (void)p;
+  __trap();  // the host launches this kernel only on a 9.0 device from an sm_90a build
+#endif
+}
+
+}  // namespace
+
+bool wg_built() {
+#if defined(EDGEVLA_CUDA_SM90A)
+  return true;
+#else
+  return false;
+#endif
+}
+
+int wg_smem_bytes() { return kSmem; }
+
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream) {
+  const void* fn = reinterpret_cast<const void*>(&attn_wg256);
+  cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (err != cudaSuccess) return err;
+  Params copy = p;
+  void* args[] = {&copy};
+  return launch_untyped(fn, grid, dim3(kThreads), static_cast<std::size_t>(kSmem), stream, args);
+}
+
+}  // namespace edgevla::backends::cuda::attn
