@@ -3,13 +3,21 @@
 // keys), where attn_bf16 issues ~8 instructions a tensor-core multiply and reaches 80-160 TFLOP/s.
 //
 // A block is one warpgroup over 64 stacked rows. Q (64 × 256) stays in shared memory; K and V come
-// in 64-key tiles through a ring of three stages filled by cp.async. Per tile the warpgroup issues
+// in 64-key tiles through two rings of two stages filled by cp.async. Per tile the warpgroup issues
 // q·kᵀ of the next tile (16 m64n64k16, both operands from shared memory) and p·v of this one
 // (4 m64n256k16, p from registers, v from shared memory as the MN-major operand), then runs the
 // next tile's softmax while p·v is still in flight, and rescales o only once p·v has landed.
-// Tiles are stored in core-matrix order (8 rows × 16 bytes contiguous, no swizzle): element (r, c)
-// of an R × 256 tile at ((r / 8) · 32 + c / 8) · 64 + (r % 8) · 8 + c % 8.
-// Shared memory: 32 KB of q + 3 × 64 KB of K/V = 224 KB.
+// K's next-but-one tile is copied as soon as this tile's q·kᵀ has been read, V's once p·v has.
+//
+// Tiles ([rows][256], rows = query rows or keys) are stored as 8 × 8 core matrices (8 rows of 16
+// contiguous bytes, no swizzle): core matrix (row group g, 16-byte chunk c) at g · 4608 + c · 144
+// bytes. The 144-byte chunk spacing (not 128) puts the 8 chunks of one global 128-byte line in 8
+// different bank groups, so the copies of a warp (one row's 512 bytes) write shared memory
+// without conflicts; with 128 every chunk of a line fell on the same banks and the copies ran at
+// an eighth of their rate (run 38, call 3: 32 shared wavefronts an instruction instead of 4).
+// The descriptors carry the spacing: q and k (K-major) step 144 bytes along k and 4608 along the
+// rows; v (MN-major, keys along k) steps 4608 along k and 144 along n. Shared memory: 36 KB of q
+// + 4 × 36 KB of K/V = 180 KB.
 // The key shares and their partials are attn_bf16's (split_range, part_o / part_ml), so
 // attention.cu's combine merges them.
 #include "runtime/backends/cuda/kernels/attention_params.cuh"
@@ -28,17 +36,20 @@ using namespace ptx;
 
 constexpr int kHd = 256;
 constexpr int kThreads = 128;                      // one warpgroup
-constexpr int kStages = 3;
-constexpr int kSmem = (kWgRows + 2 * kStages * kWgKeys) * kHd * static_cast<int>(sizeof(bf16));
-static_assert(kWgRows == 64 && kWgKeys == 64, "the multiplies below are m64n64 (q·kᵀ) and m64n256 (p·v)");
+constexpr int kStages = 2;                         // of K and of V each
+constexpr int kChunkBytes = 144;                   // core matrix to core matrix along a row
+constexpr int kGroupBytes = (kHd / 8) * kChunkBytes;  // one row group of 8 rows: 4608 bytes
+constexpr int kTileBytes = (kWgKeys / 8) * kGroupBytes;
+constexpr int kSmem = ((kWgRows / 8) * kGroupBytes) + 2 * kStages * kTileBytes;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-constexpr int kChunks = kHd / 8;                    // 16-byte chunks a row
-constexpr int kTileElems = kWgKeys * kHd;           // one K or V tile
-constexpr int kQElems = kWgRows * kHd;
-constexpr unsigned kRowGroupBytes = kChunks * 128;  // 8 rows of a tile
+constexpr int kChunks = kHd / 8;                      // 16-byte chunks a row
+constexpr int kTileElems = kTileBytes / 2;            // one K or V tile
+constexpr int kQElems = (kWgRows / 8) * kGroupBytes / 2;
+constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
 
-__device__ __forceinline__ int core_offset(int r, int c) { return ((r / 8) * kChunks + c / 8) * 64 + (r % 8) * 8 + c % 8; }
+// Element offset of row r, 16-byte chunk c in a tile.
+__device__ __forceinline__ int tile_offset(int r, int c) { return (r / 8) * kGroupElems + c * kChunkElems + (r % 8) * 8; }
 
 // Shared-memory matrix descriptor without swizzle (offsets in bytes, multiples of 16).
 __device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading, unsigned stride) {
@@ -145,7 +156,7 @@ __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], uns
 __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWgKeys / 16][4], const bf16* v_s) {
 #pragma unroll
   for (int kk = 0; kk < kWgKeys / 16; ++kk) {
-    rs_m64n256(o, pf[kk], descriptor(v_s + kk * 2 * kChunks * 64, kRowGroupBytes, 128));
+    rs_m64n256(o, pf[kk], descriptor(v_s + kk * 2 * kGroupElems, kGroupBytes, kChunkBytes));
   }
 }
 #endif
@@ -153,9 +164,9 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
-  bf16* s_q = reinterpret_cast<bf16*>(smem);  // [64 × 256]
-  bf16* s_k = s_q + kQElems;                  // [kStages][64 × 256]
-  bf16* s_v = s_k + kStages * kTileElems;     // [kStages][64 × 256]
+  bf16* s_q = reinterpret_cast<bf16*>(smem);  // q
+  bf16* s_k = s_q + kQElems;                  // [kStages] K tiles
+  bf16* s_v = s_k + kStages * kTileElems;     // [kStages] V tiles
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -178,47 +189,47 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.0f, 0.0f};
 
-  // Chunk i of a tile: row (i / 256) · 8 + i % 8, 16-byte chunk (i / 8) % 32: eight consecutive
-  // threads fill one core matrix (128 contiguous bytes) from eight rows.
-  auto chunk_row = [](int i) { return (i / (8 * kChunks)) * 8 + i % 8; };
-  auto chunk_col = [](int i) { return (i / 8) % kChunks; };
+  // A warp copies one row's 32 chunks (512 contiguous bytes) a step.
   const bf16* ak = static_cast<const bf16*>(p.ak);
   const bf16* av = static_cast<const bf16*>(p.av);
   const long long kv_base = b * p.a_batch + static_cast<long long>(g) * p.h;
-  auto load_tile = [&](int t, int stage) {
+  auto load = [&](const bf16* src, bf16* dst, int t) {
     const int key0 = t * kWgKeys;
-    bf16* dk = s_k + stage * kTileElems;
-    bf16* dv = s_v + stage * kTileElems;
 #pragma unroll 4
     for (int i = tid; i < kWgKeys * kChunks; i += kThreads) {
-      const int r = chunk_row(i), c = chunk_col(i);
+      const int r = i / kChunks, c = i % kChunks;
       const bool ok = key0 + r < a_len;
       const long long off = ok ? kv_base + static_cast<long long>(key0 + r) * p.a_ld + c * 8 : 0;
-      const int at = core_offset(r, c * 8);
-      cp_async16(dk + at, ak + off, ok);
-      cp_async16(dv + at, av + off, ok);
+      cp_async16(dst + tile_offset(r, c), src + off, ok);
     }
   };
+  auto load_k = [&](int t) { load(ak, s_k + ((t - t_begin) % kStages) * kTileElems, t); };
+  auto load_v = [&](int t) { load(av, s_v + ((t - t_begin) % kStages) * kTileElems, t); };
 
   if (t_begin < t_end) {  // the same for the whole block
-    if (p.a_constant) load_tile(t_begin, 0);
+    if (p.a_constant) {
+      load_k(t_begin);
+      load_v(t_begin);
+    }
     chain_wait();
     const bf16* q = static_cast<const bf16*>(p.q);
     for (int i = tid; i < kWgRows * kChunks; i += kThreads) {
-      const int r = chunk_row(i), c = chunk_col(i);
+      const int r = i / kChunks, c = i % kChunks;
       const int m = m0 + r;
       const bool ok = m < p.m_rows;
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
-      cp_async16(s_q + core_offset(r, c * 8), q + off, ok);
+      cp_async16(s_q + tile_offset(r, c), q + off, ok);
     }
-    if (!p.a_constant) load_tile(t_begin, 0);
+    if (!p.a_constant) {
+      load_k(t_begin);
+      load_v(t_begin);
+    }
     cp_async_commit();  // q and the first tile
-#pragma unroll
-    for (int j = 1; j < kStages; ++j) {
-      if (t_begin + j < t_end) load_tile(t_begin + j, j);
-      cp_async_commit();
-    }
-    cp_async_wait<kStages - 1>();
+    if (t_begin + 1 < t_end) load_k(t_begin + 1);
+    cp_async_commit();
+    if (t_begin + 1 < t_end) load_v(t_begin + 1);
+    cp_async_commit();
+    cp_async_wait<2>();
     fence_shared_writes();
     __syncthreads();
 
@@ -226,12 +237,16 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     float(&s_flat)[kWgKeys / 2] = *reinterpret_cast<float(*)[kWgKeys / 2]>(&s[0][0]);
     unsigned pf[kWgKeys / 16][4];
     float alpha[2];
-    wg_fence();
+    auto qk = [&](int t) {
+      const bf16* k_s = s_k + ((t - t_begin) % kStages) * kTileElems;
 #pragma unroll
-    for (int kk = 0; kk < kHd / 16; ++kk) {
-      ss_m64n64(s_flat, descriptor(s_q + kk * 128, 128, kRowGroupBytes),
-                descriptor(s_k + kk * 128, 128, kRowGroupBytes), kk > 0 ? 1 : 0);
-    }
+      for (int kk = 0; kk < kHd / 16; ++kk) {
+        ss_m64n64(s_flat, descriptor(s_q + kk * 2 * kChunkElems, kChunkBytes, kGroupBytes),
+                  descriptor(k_s + kk * 2 * kChunkElems, kChunkBytes, kGroupBytes), kk > 0 ? 1 : 0);
+      }
+    };
+    wg_fence();
+    qk(t_begin);
     wg_commit();
     wg_wait<0>();
     pin(s_flat);
@@ -240,22 +255,18 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
 
     // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
     // next softmax under p·v. Straight-line code, so that the compiler keeps the multiplies
-    // asynchronous (a branch around them makes it serialise them).
-    int stage = 0;
+    // asynchronous (a branch around them makes it serialise them). In flight at the top of tile
+    // t: V of t (copied after tile t - 2's p·v), K of t + 1 (after tile t - 1's q·kᵀ), V of t + 1.
     for (int t = t_begin; t + 1 < t_end; ++t) {
-      const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
-      cp_async_wait<kStages - 2>();  // tile t + 1 is in
+      cp_async_wait<1>();  // K of t + 1 and V of t are in
       fence_shared_writes();
-      __syncthreads();
+      __syncthreads();  // ... for every thread; and every warp is done with K of t
+      if (t + 2 < t_end) load_k(t + 2);
+      cp_async_commit();
       wg_fence();
-      const bf16* k_s = s_k + next_stage * kTileElems;
-#pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk) {
-        ss_m64n64(s_flat, descriptor(s_q + kk * 128, 128, kRowGroupBytes),
-                  descriptor(k_s + kk * 128, 128, kRowGroupBytes), kk > 0 ? 1 : 0);
-      }
+      qk(t + 1);
       wg_commit();
-      pv(o_flat, pf, s_v + stage * kTileElems);
+      pv(o_flat, pf, s_v + ((t - t_begin) % kStages) * kTileElems);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
@@ -271,13 +282,15 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
         o[d][3] *= alpha[1];
       }
       pack_probs(s, pf);
-      __syncthreads();  // every warp is done with this stage's K and V
-      if (t + kStages < t_end) load_tile(t + kStages, stage);
+      __syncthreads();  // every warp is done with V of t
+      if (t + 2 < t_end) load_v(t + 2);
       cp_async_commit();
-      stage = next_stage;
     }
+    cp_async_wait<0>();  // V of the last tile
+    fence_shared_writes();
+    __syncthreads();
     wg_fence();
-    pv(o_flat, pf, s_v + stage * kTileElems);
+    pv(o_flat, pf, s_v + ((t_end - 1 - t_begin) % kStages) * kTileElems);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
