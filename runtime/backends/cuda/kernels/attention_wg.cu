@@ -152,12 +152,12 @@ __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], uns
   }
 }
 
-// o += p · v for one 64-key tile (4 multiplies of 16 keys; v is the MN-major operand).
-__device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWgKeys / 16][4], const bf16* v_s) {
+// o += p · v for one 64-key tile (4 multiplies of 16 keys; v is the MN-major operand, desc_v the
+// descriptor of its start).
+__device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWgKeys / 16][4],
+                                   unsigned long long desc_v) {
 #pragma unroll
-  for (int kk = 0; kk < kWgKeys / 16; ++kk) {
-    rs_m64n256(o, pf[kk], descriptor(v_s + kk * 2 * kGroupElems, kGroupBytes, kChunkBytes));
-  }
+  for (int kk = 0; kk < kWgKeys / 16; ++kk) rs_m64n256(o, pf[kk], desc_v + kk * (2 * kGroupBytes / 16));
 }
 #endif
 
@@ -193,14 +193,21 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
   const bf16* ak = static_cast<const bf16*>(p.ak);
   const bf16* av = static_cast<const bf16*>(p.av);
   const long long kv_base = b * p.a_batch + static_cast<long long>(g) * p.h;
+  // Thread (warp w, lane l) copies chunk l of rows w, w + 4, ..., w + 60 of a tile: its source
+  // steps 4 rows and its destination a fixed offset per row, so a copy is a few instructions
+  // (the first form spent ~20 on each copy's address and was bound by them: call 4).
+  const long long step = 4 * p.a_ld;
+  const long long thread_src = kv_base + static_cast<long long>(warp) * p.a_ld + lane * 8;
+  const int thread_dst = tile_offset(warp, lane);
   auto load = [&](const bf16* src, bf16* dst, int t) {
-    const int key0 = t * kWgKeys;
-#pragma unroll 4
-    for (int i = tid; i < kWgKeys * kChunks; i += kThreads) {
-      const int r = i / kChunks, c = i % kChunks;
-      const bool ok = key0 + r < a_len;
-      const long long off = ok ? kv_base + static_cast<long long>(key0 + r) * p.a_ld + c * 8 : 0;
-      cp_async16(dst + tile_offset(r, c), src + off, ok);
+    const int rows = a_len - t * kWgKeys - warp;  // this thread's rows below it are keys
+    const bf16* from = src + thread_src + static_cast<long long>(t) * kWgKeys * p.a_ld;
+    bf16* to = dst + thread_dst;
+#pragma unroll
+    for (int j = 0; j < kWgKeys / 4; ++j) {
+      const bool ok = 4 * j < rows;
+      cp_async16(to + tile_offset(4 * j, 0), ok ? from : src, ok);
+      from += step;
     }
   };
   auto load_k = [&](int t) { load(ak, s_k + ((t - t_begin) % kStages) * kTileElems, t); };
@@ -237,13 +244,16 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     float(&s_flat)[kWgKeys / 2] = *reinterpret_cast<float(*)[kWgKeys / 2]>(&s[0][0]);
     unsigned pf[kWgKeys / 16][4];
     float alpha[2];
+    // Descriptors of the tiles' starts; a step along k adds its byte offset / 16 to the address
+    // field (no carry out of it: shared addresses stay below 256 KB).
+    const unsigned long long desc_q = descriptor(s_q, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_k0 = descriptor(s_k, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_v0 = descriptor(s_v, kGroupBytes, kChunkBytes);
+    constexpr unsigned long long kKStep = 2 * kChunkBytes / 16, kStageStep = kTileBytes / 16;
     auto qk = [&](int t) {
-      const bf16* k_s = s_k + ((t - t_begin) % kStages) * kTileElems;
+      const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk) {
-        ss_m64n64(s_flat, descriptor(s_q + kk * 2 * kChunkElems, kChunkBytes, kGroupBytes),
-                  descriptor(k_s + kk * 2 * kChunkElems, kChunkBytes, kGroupBytes), kk > 0 ? 1 : 0);
-      }
+      for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kKStep, desc_k + kk * kKStep, kk > 0 ? 1 : 0);
     };
     wg_fence();
     qk(t_begin);
@@ -266,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
       wg_fence();
       qk(t + 1);
       wg_commit();
-      pv(o_flat, pf, s_v + ((t - t_begin) % kStages) * kTileElems);
+      pv(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
@@ -290,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     fence_shared_writes();
     __syncthreads();
     wg_fence();
-    pv(o_flat, pf, s_v + ((t_end - 1 - t_begin) % kStages) * kTileElems);
+    pv(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
