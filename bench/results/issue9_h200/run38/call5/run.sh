@@ -29,5 +29,5 @@ for v in 0 1 0 1; do
   echo "pi0 wg=$v rc=$?"; show $R/pi0_wg$v.out
 done
 date
-(cd /tmp/b && EDGEVLA_ATTN_WG=1 timeout 80 ctest -L gpu -R "pi0|pi05|backbone" -j4 --output-on-failure > $R/ctest_gpu_wg.log 2>&1; echo "ctest (wg, pi0 engines) rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu_wg.log | head -20)
+(cd /tmp/b && EDGEVLA_ATTN_WG=1 timeout 80 ctest -L gpu -R "Pi0|pi0" -j4 --output-on-failure > $R/ctest_gpu_wg.log 2>&1; echo "ctest (wg, pi0 engines) rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu_wg.log | head -20)
 date
