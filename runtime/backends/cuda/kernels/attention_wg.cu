@@ -37,12 +37,19 @@ using namespace ptx;
 constexpr int kHd = 256;
 constexpr int kThreads = 128;                      // one warpgroup
 constexpr int kStages = 2;                         // of K and of V each
+// Profiling builds only (-DEDGEVLA_ATTN_WG_ABLATE=mask; outputs wrong, timings only): 1 leaves out
+// the copies of K and V after the first two tiles, 2 the softmax, 4 p·v, 8 q·kᵀ after the first
+// tile. Each part's cost is the time it takes off; 0 (the default) leaves everything in.
+#ifndef EDGEVLA_ATTN_WG_ABLATE
+#define EDGEVLA_ATTN_WG_ABLATE 0
+#endif
 constexpr int kChunkBytes = 144;                   // core matrix to core matrix along a row
 constexpr int kGroupBytes = (kHd / 8) * kChunkBytes;  // one row group of 8 rows: 4608 bytes
 constexpr int kTileBytes = (kWgKeys / 8) * kGroupBytes;
 constexpr int kSmem = ((kWgRows / 8) * kGroupBytes) + 2 * kStages * kTileBytes;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
 constexpr int kChunks = kHd / 8;                      // 16-byte chunks a row
 constexpr int kTileElems = kTileBytes / 2;            // one K or V tile
 constexpr int kQElems = (kWgRows / 8) * kGroupBytes / 2;
@@ -271,16 +278,20 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
       cp_async_wait<1>();  // K of t + 1 and V of t are in
       fence_shared_writes();
       __syncthreads();  // ... for every thread; and every warp is done with K of t
-      if (t + 2 < t_end) load_k(t + 2);
+      if (!(kAblate & 1) && t + 2 < t_end) load_k(t + 2);
       cp_async_commit();
       wg_fence();
-      qk(t + 1);
+      if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
-      pv(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
+      if constexpr (!(kAblate & 4)) pv(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
-      scores_to_probs(s, row_max, row_sum, alpha, (t + 1) * kWgKeys, a_len, p.scale_log2, lane);
+      if constexpr (!(kAblate & 2)) {
+        scores_to_probs(s, row_max, row_sum, alpha, (t + 1) * kWgKeys, a_len, p.scale_log2, lane);
+      } else {
+        alpha[0] = alpha[1] = 1.0f;
+      }
       wg_wait<0>();
       pin(o_flat);
       pin(pf);
@@ -293,7 +304,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
       }
       pack_probs(s, pf);
       __syncthreads();  // every warp is done with V of t
-      if (t + 2 < t_end) load_v(t + 2);
+      if (!(kAblate & 1) && t + 2 < t_end) load_v(t + 2);
       cp_async_commit();
     }
     cp_async_wait<0>();  // V of the last tile
