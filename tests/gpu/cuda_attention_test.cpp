@@ -72,6 +72,7 @@ struct Case {
   float q_range = 2.0f;         // q uniform in [-q_range, q_range]; k, v in [-1, 1]
   int wide_from = -1;           // AttentionArgs::wide_from
   int wg = -1;                  // AttentionArgs::wg
+  int rotate = -1;              // AttentionArgs::rotate
 };
 
 struct Errors {
@@ -169,6 +170,7 @@ class Problem {
     args_.o_batch = o_batch_;
     args_.wide_from = c.wide_from;
     args_.wg = c.wg;
+    args_.rotate = c.rotate;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());
@@ -589,6 +591,27 @@ TEST(CudaAttention, WarpgroupKernelFollowsALen) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
+  }
+}
+
+// Rotated walks (each row tile's block starts its share at a different key tile): Gemma's prefix
+// at one and three views, the action experts (shares that hold tiles of both blocks, pi0's
+// limits), and the warpgroup kernel, each in shares and unsplit.
+TEST(CudaAttention, RotatedWalksMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(976, 968), action_expert(51, 833, true),
+                             action_expert(50, 968, false)};
+  {
+    Case c = gemma_prefix(976, 968);
+    c.wg = 1, c.name += " wg";
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.rotate = 1;
+    c.name += " rotated";
+    check_case(c, DType::kBF16);
+    c.name += ", no scratch";
+    check_case(c, DType::kBF16, false);
   }
 }
 

@@ -90,6 +90,14 @@ bool wg_default() {
   }();
   return on;
 }
+// EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
+bool rotate_default() {
+  static const bool on = [] {
+    const char* env = std::getenv("EDGEVLA_ATTN_ROTATE");
+    return env != nullptr && std::string(env) == "1";
+  }();
+  return on;
+}
 // EDGEVLA_ATTN_WG_SHARES=N: the warpgroup kernel's key shares fixed at N (where the scratch
 // allows), to compare share counts; unset: the plan's rule.
 int wg_shares_asked() {
@@ -108,6 +116,7 @@ using attn::Params;
 using attn::part_row;
 using attn::q_offset;
 using attn::split_range;
+using attn::walk_tile;
 
 // bf16 kernel ---------------------------------------------------------------------------------
 
@@ -168,7 +177,8 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
   float row_sum[2] = {0.0f, 0.0f};
 
   const bf16* q = static_cast<const bf16*>(p.q);
-  auto load_kv = [&](int t, int stage) {
+  auto load_kv = [&](int w, int stage) {  // the tile at walk position w
+    const int t = walk_tile(p, w, t_begin, t_end);
     const bool in_a = t < na;
     const bf16* kb = static_cast<const bf16*>(in_a ? p.ak : p.bk);
     const bf16* vb = static_cast<const bf16*>(in_a ? p.av : p.bv);
@@ -191,7 +201,7 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
     // This group walks tiles first, first + KG, ... of the share.
     const int first = t_begin + kg;
     // Block a's first tile may be read before the wait when nothing in the chain writes it.
-    const bool early = p.a_constant && first < t_end && first < na;
+    const bool early = p.a_constant && first < t_end && walk_tile(p, first, t_begin, t_end) < na;
     if (early) load_kv(first, 0);
     chain_wait();
     for (int i = static_cast<int>(threadIdx.x); i < kRows * kChunks; i += kGroupThreads * KG) {
@@ -234,7 +244,8 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
         }
       }
 
-      softmax_step<HD, BK>(p, s, o, row_max, row_sum, t < na, t < na ? t * BK : (t - na) * BK, a_len, lim_b, lane);
+      const int tt = walk_tile(p, t, t_begin, t_end);
+      softmax_step<HD, BK>(p, s, o, row_max, row_sum, tt < na, tt < na ? tt * BK : (tt - na) * BK, a_len, lim_b, lane);
 
       // o += p · v; p's accumulator layout is the A fragment layout of the next product.
       const bf16* v_s = s_v + (kg * 2 + stage) * BK * kLds;
@@ -642,6 +653,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.splits = pl.splits;
   p.scale_log2 = args.scale * kLog2e;
   p.a_constant = args.a_constant;
+  p.rotate = args.rotate >= 0 ? args.rotate > 0 : rotate_default();
   if (pl.splits > 1) {
     p.part_o = static_cast<float*>(args.scratch);
     p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;

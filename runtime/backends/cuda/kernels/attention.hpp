@@ -81,6 +81,10 @@ struct AttentionArgs {
   // the warpgroup kernel (attention_wg.cu) instead of attn_bf16. 1: wherever it applies; 0:
   // never; -1: the process's choice (the EDGEVLA_ATTN_WG variable, 0 or 1; off by default).
   int wg = -1;
+  // Each row tile's block walks its share of the key tiles from a different tile (bf16 kernels),
+  // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the
+  // process's choice (EDGEVLA_ATTN_ROTATE, 0 or 1; off by default, not yet measured).
+  int rotate = -1;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its

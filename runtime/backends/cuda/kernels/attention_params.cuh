@@ -29,6 +29,7 @@ struct Params {
   float* part_o;   // [splits][batch · kv_heads][m_rows][h]
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
   bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
+  bool rotate;      // each row tile walks its share from a different tile (AttentionArgs::rotate)
 };
 
 // Device helpers.
@@ -49,6 +50,18 @@ __device__ __forceinline__ void split_range(int tiles, int splits, int& begin, i
   const int per = (tiles + splits - 1) / splits;
   begin = min(tiles, static_cast<int>(blockIdx.z) * per);
   end = min(tiles, begin + per);
+}
+
+// The key tile at walk position t of the share [begin, end): t itself, or with p.rotate the
+// share rotated by the block's row tile, so that the blocks of a call (which start together) do
+// not all read the same tile of K and V at the same moment. The online softmax takes the tiles in
+// any order.
+__device__ __forceinline__ int walk_tile(const Params& p, int t, int begin, int end) {
+  if (!p.rotate) return t;
+  const int n = end - begin;
+  int w = t - begin + static_cast<int>(blockIdx.x % static_cast<unsigned>(n));
+  if (w >= n) w -= n;
+  return begin + w;
 }
 
 __device__ __forceinline__ long long q_offset(const Params& p, int b, int g, int m) {

@@ -206,7 +206,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
   const long long step = 4 * p.a_ld;
   const long long thread_src = kv_base + static_cast<long long>(warp) * p.a_ld + lane * 8;
   const int thread_dst = tile_offset(warp, lane);
-  auto load = [&](const bf16* src, bf16* dst, int t) {
+  auto load = [&](const bf16* src, bf16* dst, int w) {  // the tile at walk position w
+    const int t = walk_tile(p, w, t_begin, t_end);
     const int rows = a_len - t * kWgKeys - warp;  // this thread's rows below it are keys
     const bf16* from = src + thread_src + static_cast<long long>(t) * kWgKeys * p.a_ld;
     bf16* to = dst + thread_dst;
@@ -267,7 +268,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     wg_commit();
     wg_wait<0>();
     pin(s_flat);
-    scores_to_probs(s, row_max, row_sum, alpha, t_begin * kWgKeys, a_len, p.scale_log2, lane);
+    scores_to_probs(s, row_max, row_sum, alpha, walk_tile(p, t_begin, t_begin, t_end) * kWgKeys, a_len,
+                    p.scale_log2, lane);
     pack_probs(s, pf);
 
     // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
@@ -288,7 +290,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
       if constexpr (!(kAblate & 2)) {
-        scores_to_probs(s, row_max, row_sum, alpha, (t + 1) * kWgKeys, a_len, p.scale_log2, lane);
+        scores_to_probs(s, row_max, row_sum, alpha, walk_tile(p, t + 1, t_begin, t_end) * kWgKeys, a_len,
+                        p.scale_log2, lane);
       } else {
         alpha[0] = alpha[1] = 1.0f;
       }

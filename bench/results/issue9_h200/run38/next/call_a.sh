@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in run 38 for the next session's first device call (~6 min): where the warpgroup
+# Prepared in run 38 for the next session's first device call (~8 min): where the warpgroup
 # attention kernel (attention_wg.cu, opt-in EDGEVLA_ATTN_WG=1) loses its time. Run 38 measured it
 # at 79.7 µs against attn_bf16's 48.0 at three views (97 against 161 TFLOP/s) and 28.6 against
 # 21.5 at one view, unchanged by removing its copies' bank conflicts (call 4) and by cutting the
@@ -11,12 +11,23 @@
 #     chain of multiplies and softmax does, and 2 / 4 / 8 say which.
 #  2. Nsight Compute on the default kernel at three views with the source page (stalls per SASS
 #     line), to see where the run-38 form waits.
+#  3. Rotated walks (built after run 38's device time, never run: each row tile's block starts its
+#     share at a different key tile, so that the 122 blocks of the prefix call do not all read the
+#     same K/V tile at once): CudaAttention.RotatedWalksMatch, the kernel bench's "rot" / "wgrot"
+#     rows, and pi0.5 and GR00T E2E with EDGEVLA_ATTN_ROTATE=0 / 1 alternated twice.
+#     Predicted: if hot L2 lines pace the walk, the prefix at 3 views -5 to -15 µs (backbone -0.1
+#     to -0.25 ms); otherwise within +-1 µs.
 exec > $OUT/run.log 2>&1
 R=/tmp/na; mkdir -p $R
 trap 'tar czf $OUT/results.tgz -C $R .' EXIT
 date
-export CUDAARCHS=90; bash .debs/build.sh . /tmp/b -DEDGEVLA_BUILD_TESTS=OFF > $R/build.log 2>&1 || { tail -60 $R/build.log; exit 1; }
+export CUDAARCHS=90; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { tail -60 $R/build.log; exit 1; }
 . /tmp/edgevla-env.sh
+E=/tmp/b/bin/edgevla
+($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
+($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
+timeout 120 /tmp/b/bin/cuda_attention_test > $R/attention_test.log 2>&1; echo "attention test rc=$?"
+grep -E "^\[  (FAILED|PASSED) |Failure|rotated" $R/attention_test.log | head -30
 for n in 1 2 4 8; do
   (EDGEVLA_PFX=/tmp/pfx_a$n bash .debs/build.sh . /tmp/a$n -DEDGEVLA_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS=-DEDGEVLA_ATTN_WG_ABLATE=$n > $R/build_a$n.log 2>&1; echo "build a$n rc=$?") &
 done
@@ -50,7 +61,18 @@ for b in b a1 a2 a4 a8; do
   [ -x /tmp/$b/bin/edgevla_bench_cuda_kernels ] || continue
   for sh in pi05_prefix_3view pi05_prefix_1view; do
     timeout 40 /tmp/$b/bin/edgevla_bench_cuda_kernels --only attention_shapes --shape $sh --repeat 20 > $R/shape_${b}_$sh.out 2>&1
-    echo "$b $sh"; grep -h '"shape"' $R/shape_${b}_$sh.out | grep -E '"(plan|wg plan)"' | cut -c40-190
+    echo "$b $sh"; grep -h '"shape"' $R/shape_${b}_$sh.out | grep -E '"(plan|wg plan|rot|wgrot)"' | cut -c40-190
   done
+done
+date
+show() { grep -h '^{' $1 | python3 -c "
+import json,sys
+for l in sys.stdin:
+    d=json.loads(l); print(' views', d.get('views'), 'e2e', d['e2e_ms']['median'], 'backbone', d['backbone_ms']['median'], 'head', d.get('action_head_ms', {}).get('median'))"; }
+for v in 0 1 0 1; do
+  EDGEVLA_ATTN_ROTATE=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_rot$v.out 2> $R/pi0_rot$v.err
+  echo "pi0 rotate=$v"; show $R/pi0_rot$v.out
+  EDGEVLA_ATTN_ROTATE=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 40 --warmup 10 > $R/groot_rot$v.out 2> $R/groot_rot$v.err
+  echo "groot rotate=$v"; show $R/groot_rot$v.out
 done
 date
