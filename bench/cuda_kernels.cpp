@@ -215,38 +215,43 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     // Every split of the 64-row blocks (0: the plan's own pick, with the scratch a stage
     // allocates); at head dim 256 also the wide 128-row blocks at their plan's pick (-1).
     // At head dim 256 (block a only) also the warpgroup kernel at its plan's pick and at 1-4 shares.
-    // Also each bf16 form with rotated walks (AttentionArgs::rotate) at its plan's pick.
+    // The warpgroup kernel with G = 1 or 2 warpgroups a block ("wgG" at its plan's pick, "wgGsN"
+    // at N shares), and with rotated walks (AttentionArgs::rotate) attn_bf16 ("rot") and the
+    // two-warpgroup kernel ("wgrot") at their plans' picks.
     struct Ask {
-      std::string label;  // for --split: "plan", "N", "wide", "wg", "wgN", "rot", "wgrot"
+      std::string label;  // for --split
       int splits;         // 0: the plan's pick
-      bool wide, wg, rot = false;
+      bool wide;
+      int wg;             // warpgroups a block; 0: attn_bf16
+      bool rot = false;
     };
     std::vector<Ask> asks;
-    for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, false});
-    asks.push_back({"rot", 0, false, false, true});
-    if (sh.h > 192) asks.push_back({"wide", 0, true, false});
+    for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
+    asks.push_back({"rot", 0, false, 0, true});
+    if (sh.h > 192) asks.push_back({"wide", 0, true, 0});
     if (sh.h == 256) {
-      for (const int n : {0, 1, 2, 3, 4}) asks.push_back({n == 0 ? "wg" : "wg" + std::to_string(n), n, false, true});
-      asks.push_back({"wgrot", 0, false, true, true});
+      for (const int groups : {1, 2}) {
+        const std::string g = "wg" + std::to_string(groups);
+        for (const int n : {0, 1, 2, 4}) asks.push_back({n == 0 ? g : g + "s" + std::to_string(n), n, false, groups});
+      }
+      asks.push_back({"wgrot", 0, false, 2, true});
     }
     for (const Ask& ask : asks) {
-      // --split plan | N | wide | wg | wgN: one launch form only (for a profiler).
+      // --split plan | N | rot | wide | wgG | wgGsN | wgrot: one launch form only (for a profiler).
       if (!only_split.empty() && only_split != ask.label) continue;
       AttentionArgs one = aa;
       one.wide_from = ask.wide ? 1 : 0;
-      one.wg = ask.wg ? 1 : 0;
+      one.wg = ask.wg;
       one.rotate = ask.rot ? 1 : 0;
-      const std::size_t one_planned = ask.wide || ask.wg ? attention_scratch_bytes(one) : planned;
+      const std::size_t one_planned = ask.wide || ask.wg > 0 ? attention_scratch_bytes(one) : planned;
       const int splits = ask.splits;
       one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
       if (one.scratch_bytes > most) continue;
-      if (ask.wg && !attention_takes_warpgroup_kernel(one)) continue;
+      if (ask.wg > 0 && !attention_takes_warpgroup_kernel(one)) continue;
       const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;
-      std::string asked = ask.label;
-      if (ask.wide) asked = "wide plan";
-      if (ask.wg && !ask.rot && splits == 0) asked = "wg plan";
+      const std::string asked = ask.wide ? "wide plan" : ask.label;
       // q·kᵀ and p·v over the keys that count, two FLOPs a multiply-add: the tensor rate reached.
       const double keys = static_cast<double>(sh.a_valid >= 0 ? sh.a_valid : sh.a_max);
       const double flops = 4.0 * static_cast<double>(sh.batch * sh.heads * sh.rows * sh.h) * keys;

@@ -518,8 +518,8 @@ TEST(CudaAttention, WideBlocksMatch) {
 // Head dim 256's warpgroup kernel (attention_wg.cu) asked for wherever it applies: Gemma's prefix
 // at one and three views (in shares, and unsplit without scratch), ragged last key and row tiles,
 // a prefix shorter than one key tile, two sequences, two kv heads, q, k and v side by side in one
-// row, and a peaky softmax. Where the warpgroup GEMM runs (compute capability 9.0, sm_90a build)
-// the plan must take it.
+// row, and a peaky softmax; one and two warpgroups a block. Where the warpgroup GEMM runs (compute
+// capability 9.0, sm_90a build) the plan must take it.
 TEST(CudaAttention, WarpgroupKernelMatches) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(976, 968), gemma_prefix(1200, 1100),
@@ -544,22 +544,25 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
     c.q_range = 8.0f, c.name += " peaky";
     cases.push_back(c);
   }
-  for (Case c : cases) {
-    c.wg = 1;
-    c.name += " wg";
-    {
-      Problem p(c, DType::kBF16);
-      ASSERT_TRUE(p.ready()) << c.name;
-      if (wgmma_gemm_available()) {
-        EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+  for (const Case& base : cases) {
+    for (int groups : {1, 2}) {
+      Case c = base;
+      c.wg = groups;
+      c.name += " wg" + std::to_string(groups);
+      {
+        Problem p(c, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << c.name;
+        if (wgmma_gemm_available()) {
+          EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+        }
+        AttentionArgs off = p.args();
+        off.wg = 0;
+        EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
       }
-      AttentionArgs off = p.args();
-      off.wg = 0;
-      EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
+      check_case(c, DType::kBF16);
+      c.name += ", no scratch";
+      check_case(c, DType::kBF16, false);
     }
-    check_case(c, DType::kBF16);
-    c.name += ", no scratch";
-    check_case(c, DType::kBF16, false);
   }
 }
 
@@ -568,7 +571,7 @@ TEST(CudaAttention, WarpgroupKernelFollowsALen) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   for (int rows : {464, 976}) {
     Case c = gemma_prefix(rows, rows - 8);
-    c.nan_tail = false, c.wg = 1;
+    c.nan_tail = false, c.wg = rows == 464 ? 1 : 2;
     Problem p(c, DType::kBF16);
     ASSERT_TRUE(p.ready());
     cudaStream_t stream = nullptr;
@@ -603,7 +606,7 @@ TEST(CudaAttention, RotatedWalksMatch) {
                              action_expert(50, 968, false)};
   {
     Case c = gemma_prefix(976, 968);
-    c.wg = 1, c.name += " wg";
+    c.wg = 2, c.name += " wg2";
     cases.push_back(c);
   }
   for (Case c : cases) {

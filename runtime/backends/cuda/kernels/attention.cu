@@ -68,7 +68,7 @@ static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROU
 // prefix: 8 heads over one kv head, 58 blocks of 64 rows at one view, 122 at three) every block
 // reads all of K and V, ~120 MB from L2 a call at three views. A build compares them with
 // -DEDGEVLA_ATTN_WIDE_ROWS=N, or the variable of that name at run time: wide blocks wherever the
-// 64-row plan has at least N blocks (0, the default: never; not yet measured).
+// 64-row plan has at least N blocks (0, the default: never; no faster on the H200, run 38).
 #ifndef EDGEVLA_ATTN_WIDE_ROWS
 #define EDGEVLA_ATTN_WIDE_ROWS 0
 #endif
@@ -82,13 +82,16 @@ int wide_from_default() {
   }();
   return from;
 }
-// The warpgroup kernel's default (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=1 turns it on.
-bool wg_default() {
-  static const bool on = [] {
+// The warpgroup kernel's default (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=1 or 2 turns it on
+// with that many warpgroups a block.
+int wg_default() {
+  static const int groups = [] {
     const char* env = std::getenv("EDGEVLA_ATTN_WG");
-    return env != nullptr && std::string(env) == "1";
+    if (env == nullptr) return 0;
+    const std::string v(env);
+    return v == "1" ? 1 : v == "2" ? 2 : 0;
   }();
-  return on;
+  return groups;
 }
 // EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
 bool rotate_default() {
@@ -467,6 +470,7 @@ struct Plan {
   std::int64_t row_tiles = 0;  // blocks along x
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
   bool wg = false;             // bf16 head dim 256, block a only: attention_wg.cu's kernel
+  int wg_groups = 0;           // its warpgroups a block
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -517,15 +521,16 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
   // slower (pi0.5's expert at 3 views, run 28).
   if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
-  // The warpgroup kernel (AttentionArgs::wg): 64 rows a block, 64-key tiles; the shares fill one
-  // wave of one block a multiprocessor, none shorter than two tiles.
-  const bool wg_on = a.wg >= 0 ? a.wg > 0 : wg_default();
-  if (wg_on && bf && a.h == 256 && a.b_len == 0 && a.a_max > 0 && dev.major == 9 && dev.minor == 0 &&
-      attn::wg_built() && attn::wg_smem_bytes() <= dev.smem_per_block) {
+  // The warpgroup kernel (AttentionArgs::wg): 64 rows a warpgroup, one or two a block, 64-key
+  // tiles; the shares fill one wave of one block a multiprocessor, none shorter than two tiles.
+  const int wg_groups = std::clamp(a.wg >= 0 ? a.wg : wg_default(), 0, 2);
+  if (wg_groups > 0 && bf && a.h == 256 && a.b_len == 0 && a.a_max > 0 && dev.major == 9 && dev.minor == 0 &&
+      attn::wg_built() && attn::wg_smem_bytes(wg_groups) <= dev.smem_per_block) {
     pl.wg = true;
+    pl.wg_groups = wg_groups;
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
-    pl.row_tiles = ceil_div(pl.m_rows, attn::kWgRows);
+    pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
     const std::int64_t wg_blocks = pl.row_tiles * a.batch * a.kv_heads;
     const std::int64_t wg_tiles = ceil_div(a.a_max, attn::kWgKeys);
     std::int64_t shares = 1;
@@ -663,7 +668,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
   if (pl.wg) {
-    const cudaError_t err = attn::launch_wg(p, grid, stream);
+    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);

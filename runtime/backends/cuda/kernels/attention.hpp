@@ -78,8 +78,9 @@ struct AttentionArgs {
   // (the EDGEVLA_ATTN_WIDE_ROWS variable, else -DEDGEVLA_ATTN_WIDE_ROWS; never by default).
   int wide_from = -1;
   // Head dim 256, block a only, bf16, on a compute capability 9.0 device with an sm_90a build:
-  // the warpgroup kernel (attention_wg.cu) instead of attn_bf16. 1: wherever it applies; 0:
-  // never; -1: the process's choice (the EDGEVLA_ATTN_WG variable, 0 or 1; off by default).
+  // the warpgroup kernel (attention_wg.cu) instead of attn_bf16, with 1 or 2 warpgroups (64 or
+  // 128 stacked rows) a block wherever it applies; 0: never; -1: the process's choice (the
+  // EDGEVLA_ATTN_WG variable, 0, 1 or 2; off by default).
   int wg = -1;
   // Each row tile's block walks its share of the key tiles from a different tile (bf16 kernels),
   // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the

@@ -79,14 +79,14 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
 }
 
 // The warpgroup kernel (attention_wg.cu): head dim 256, block a only (no block b), bf16, 64
-// stacked rows a block (one warpgroup), 64-key tiles in a ring of three, q·kᵀ of the next tile and
-// p·v of this one in flight while the softmax runs. Runs on compute capability 9.0 only, from a
-// build with sm_90a code (wg_built()).
-constexpr int kWgRows = 64;
+// stacked rows a warpgroup and one or two warpgroups a block (`groups`), 64-key tiles, q·kᵀ of the
+// next tile and p·v of this one in flight while the softmax runs. Runs on compute capability 9.0
+// only, from a build with sm_90a code (wg_built()).
 constexpr int kWgKeys = 64;
+constexpr int wg_rows(int groups) { return 64 * groups; }
 bool wg_built();
-int wg_smem_bytes();
+int wg_smem_bytes(int groups);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits).
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream);
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups);
 
 }  // namespace edgevla::backends::cuda::attn

@@ -35,7 +35,6 @@ using namespace ptx;
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
 
 constexpr int kHd = 256;
-constexpr int kThreads = 128;                      // one warpgroup
 constexpr int kStages = 2;                         // of K and of V each
 // Profiling builds only (-DEDGEVLA_ATTN_WG_ABLATE=mask; outputs wrong, timings only): 1 leaves out
 // the copies of K and V after the first two tiles, 2 the softmax, 4 p·v, 8 q·kᵀ after the first
@@ -46,13 +45,13 @@ constexpr int kStages = 2;                         // of K and of V each
 constexpr int kChunkBytes = 144;                   // core matrix to core matrix along a row
 constexpr int kGroupBytes = (kHd / 8) * kChunkBytes;  // one row group of 8 rows: 4608 bytes
 constexpr int kTileBytes = (kWgKeys / 8) * kGroupBytes;
-constexpr int kSmem = ((kWgRows / 8) * kGroupBytes) + 2 * kStages * kTileBytes;
+// Shared memory of the WG-warpgroup kernel: q (64 · WG rows), then the K and V rings.
+constexpr int smem_bytes(int wg) { return 8 * wg * kGroupBytes + 2 * kStages * kTileBytes; }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
 constexpr int kChunks = kHd / 8;                      // 16-byte chunks a row
 constexpr int kTileElems = kTileBytes / 2;            // one K or V tile
-constexpr int kQElems = (kWgRows / 8) * kGroupBytes / 2;
 constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
 
 // Element offset of row r, 16-byte chunk c in a tile.
@@ -168,18 +167,20 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 }
 #endif
 
-__global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
+template <int WG>
+__global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
   bf16* s_q = reinterpret_cast<bf16*>(smem);  // q
-  bf16* s_k = s_q + kQElems;                  // [kStages] K tiles
+  bf16* s_k = s_q + 8 * WG * kGroupElems;     // [kStages] K tiles
   bf16* s_v = s_k + kStages * kTileElems;     // [kStages] V tiles
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
   const int bg = static_cast<int>(blockIdx.y);
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
-  const int m0 = static_cast<int>(blockIdx.x) * kWgRows;
+  const int m0 = static_cast<int>(blockIdx.x) * kRows;
 
   chain_release();
   if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
@@ -200,10 +201,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
   const bf16* ak = static_cast<const bf16*>(p.ak);
   const bf16* av = static_cast<const bf16*>(p.av);
   const long long kv_base = b * p.a_batch + static_cast<long long>(g) * p.h;
-  // Thread (warp w, lane l) copies chunk l of rows w, w + 4, ..., w + 60 of a tile: its source
-  // steps 4 rows and its destination a fixed offset per row, so a copy is a few instructions
-  // (the first form spent ~20 on each copy's address and was bound by them: call 4).
-  const long long step = 4 * p.a_ld;
+  // Thread (warp w, lane l) copies chunk l of rows w, w + kWarps, ... of a tile: its source steps
+  // kWarps rows and its destination a fixed offset per row, so a copy is a few instructions.
+  const long long step = kWarps * p.a_ld;
   const long long thread_src = kv_base + static_cast<long long>(warp) * p.a_ld + lane * 8;
   const int thread_dst = tile_offset(warp, lane);
   auto load = [&](const bf16* src, bf16* dst, int w) {  // the tile at walk position w
@@ -212,9 +212,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     const bf16* from = src + thread_src + static_cast<long long>(t) * kWgKeys * p.a_ld;
     bf16* to = dst + thread_dst;
 #pragma unroll
-    for (int j = 0; j < kWgKeys / 4; ++j) {
-      const bool ok = 4 * j < rows;
-      cp_async16(to + tile_offset(4 * j, 0), ok ? from : src, ok);
+    for (int j = 0; j < kWgKeys / kWarps; ++j) {
+      const bool ok = kWarps * j < rows;
+      cp_async16(to + tile_offset(kWarps * j, 0), ok ? from : src, ok);
       from += step;
     }
   };
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     }
     chain_wait();
     const bf16* q = static_cast<const bf16*>(p.q);
-    for (int i = tid; i < kWgRows * kChunks; i += kThreads) {
+    for (int i = tid; i < kRows * kChunks; i += kThreads) {
       const int r = i / kChunks, c = i % kChunks;
       const int m = m0 + r;
       const bool ok = m < p.m_rows;
@@ -254,7 +254,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg256(const Params p) {
     float alpha[2];
     // Descriptors of the tiles' starts; a step along k adds its byte offset / 16 to the address
     // field (no carry out of it: shared addresses stay below 256 KB).
-    const unsigned long long desc_q = descriptor(s_q, kChunkBytes, kGroupBytes);
+    // This warpgroup's 64 rows of q.
+    const unsigned long long desc_q = descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
     const unsigned long long desc_k0 = descriptor(s_k, kChunkBytes, kGroupBytes);
     const unsigned long long desc_v0 = descriptor(s_v, kGroupBytes, kChunkBytes);
     constexpr unsigned long long kKStep = 2 * kChunkBytes / 16, kStageStep = kTileBytes / 16;
@@ -338,15 +339,17 @@ bool wg_built() {
 #endif
 }
 
-int wg_smem_bytes() { return kSmem; }
+int wg_smem_bytes(int groups) { return smem_bytes(groups); }
 
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream) {
-  const void* fn = reinterpret_cast<const void*>(&attn_wg256);
-  cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups) {
+  const void* fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2>)
+                               : reinterpret_cast<const void*>(&attn_wg256<1>);
+  const int smem = smem_bytes(groups);
+  cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;
   void* args[] = {&copy};
-  return launch_untyped(fn, grid, dim3(kThreads), static_cast<std::size_t>(kSmem), stream, args);
+  return launch_untyped(fn, grid, dim3(128 * groups), static_cast<std::size_t>(smem), stream, args);
 }
 
 }  // namespace edgevla::backends::cuda::attn

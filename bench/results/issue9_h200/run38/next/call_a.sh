@@ -17,6 +17,12 @@
 #     rows, and pi0.5 and GR00T E2E with EDGEVLA_ATTN_ROTATE=0 / 1 alternated twice.
 #     Predicted: if hot L2 lines pace the walk, the prefix at 3 views -5 to -15 µs (backbone -0.1
 #     to -0.25 ms); otherwise within +-1 µs.
+#  4. The warpgroup kernel with two warpgroups a block (128 rows sharing each K/V tile; built
+#     after run 38's device time, never run; EDGEVLA_ATTN_WG=2): its tests, kernel-bench rows
+#     wg2 / wg2sN, and pi0.5 E2E. Reading of runs 37-38 behind it: the three prefix kernels measured
+#     so far move about (K/V bytes in flight a multiprocessor) / 3 µs (attn_bf16 ~64 KB: 21 GB/s;
+#     wide blocks ~32 KB: 10; the one-warpgroup kernel ~40 KB: 13), so a block should do as many
+#     FLOPs per byte it waits for as it can. Predicted 3 views 35-50 µs (2 shares of 61 blocks).
 exec > $OUT/run.log 2>&1
 R=/tmp/na; mkdir -p $R
 trap 'tar czf $OUT/results.tgz -C $R .' EXIT
@@ -33,19 +39,20 @@ for n in 1 2 4 8; do
 done
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 K=/tmp/b/bin/edgevla_bench_cuda_kernels
-timeout 200 $NCU --set full --import-source yes --kernel-name regex:attn_wg256 --launch-count 1 -o $R/wg3 -f \
-  $K --only attention_shapes --shape pi05_prefix_3view --split wg --repeat 3 > $R/ncu_run.txt 2>&1
-echo "ncu rc=$?"
-$NCU -i $R/wg3.ncu-rep --page details --print-details all > $R/details.txt 2>&1
-grep -E "Duration|Pipe Tensor Cycles|Issued Warp|No Eligible|Stall Long|Stall Wait|Stall Barrier|Stall GMMA|L2 Cache Throughput|Wavefronts Shared Excessive" $R/details.txt | head -30
-$NCU -i $R/wg3.ncu-rep --page source --csv --print-source sass > $R/source.csv 2>&1
-python3 - $R/source.csv <<'PY'
+for form in wg1 wg2; do
+  timeout 120 $NCU --set full --import-source yes --kernel-name regex:attn_wg256 --launch-count 1 -o $R/$form -f \
+    $K --only attention_shapes --shape pi05_prefix_3view --split $form --repeat 3 > $R/ncu_run_$form.txt 2>&1
+  echo "ncu $form rc=$?"
+  $NCU -i $R/$form.ncu-rep --page details --print-details all > $R/details_$form.txt 2>&1
+  grep -E "Duration|Pipe Tensor Cycles|Issued Warp|No Eligible|Stall Long|Stall Wait|Stall Barrier|Stall GMMA|L2 Cache Throughput|T Tag Requests|Wavefronts Shared Excessive" $R/details_$form.txt | head -30
+  $NCU -i $R/$form.ncu-rep --page source --csv --print-source sass > $R/source.csv 2>&1
+  python3 - $R/source.csv <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], errors="replace")))
 hi = next(i for i, r in enumerate(rows) if "Source" in r)
 h = rows[hi]; d = rows[hi + 1:]
 num = lambda x: float(x.replace(",", "")) if x.replace(",", "").replace(".", "").isdigit() else 0.0
-src, si, ie = h.index("Source"), h.index("Warp Stall Sampling (All Samples)"), h.index("Instructions Executed")
+src, si = h.index("Source"), h.index("Warp Stall Sampling (All Samples)")
 tot = sum(num(r[si]) for r in d) or 1
 marks = [i for i, r in enumerate(d) if any(k in r[src] for k in ("HGMMA", "BAR.SYNC", "DEPBAR", "LDGDEPBAR"))]
 prev = 0
@@ -53,15 +60,16 @@ for m in marks + [len(d)]:
     s = sum(num(r[si]) for r in d[prev:m])
     if s / tot > 0.02: print(f"{prev:5d}-{m:5d} {s / tot * 100:5.1f}%  {d[prev][src][:60]}")
     prev = m
-for r in sorted(d, key=lambda r: -num(r[si]))[:25]: print(f"{num(r[si]) / tot * 100:5.1f}%  {r[src][:100]}")
+for r in sorted(d, key=lambda r: -num(r[si]))[:20]: print(f"{num(r[si]) / tot * 100:5.1f}%  {r[src][:100]}")
 PY
-rm -f $R/source.csv
+  rm -f $R/source.csv $R/$form.ncu-rep
+done
 wait; date
 for b in b a1 a2 a4 a8; do
   [ -x /tmp/$b/bin/edgevla_bench_cuda_kernels ] || continue
   for sh in pi05_prefix_3view pi05_prefix_1view; do
     timeout 40 /tmp/$b/bin/edgevla_bench_cuda_kernels --only attention_shapes --shape $sh --repeat 20 > $R/shape_${b}_$sh.out 2>&1
-    echo "$b $sh"; grep -h '"shape"' $R/shape_${b}_$sh.out | grep -E '"(plan|wg plan|rot|wgrot)"' | cut -c40-190
+    echo "$b $sh"; grep -h '"shape"' $R/shape_${b}_$sh.out | grep -E '"(plan|wg1|wg2|wg2s2|rot|wgrot)"' | cut -c40-190
   done
 done
 date
@@ -69,9 +77,12 @@ show() { grep -h '^{' $1 | python3 -c "
 import json,sys
 for l in sys.stdin:
     d=json.loads(l); print(' views', d.get('views'), 'e2e', d['e2e_ms']['median'], 'backbone', d['backbone_ms']['median'], 'head', d.get('action_head_ms', {}).get('median'))"; }
+for v in b rot wg2 wg2rot b rot wg2 wg2rot; do
+  case $v in b) W=0 T=0;; rot) W=0 T=1;; wg2) W=2 T=0;; wg2rot) W=2 T=1;; esac
+  EDGEVLA_ATTN_WG=$W EDGEVLA_ATTN_ROTATE=$T EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_$v.out 2> $R/pi0_$v.err
+  echo "pi0 $v"; show $R/pi0_$v.out
+done
 for v in 0 1 0 1; do
-  EDGEVLA_ATTN_ROTATE=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_rot$v.out 2> $R/pi0_rot$v.err
-  echo "pi0 rotate=$v"; show $R/pi0_rot$v.out
   EDGEVLA_ATTN_ROTATE=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 40 --warmup 10 > $R/groot_rot$v.out 2> $R/groot_rot$v.err
   echo "groot rotate=$v"; show $R/groot_rot$v.out
 done
