@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -515,6 +516,37 @@ TEST(CudaAttention, WideBlocksMatch) {
   }
 }
 
+// Captures one call of `c` in a graph, then replays it with *a_len set to each of `lens` and
+// checks every replay against the reference at that length.
+void check_replays(Case c, DType act, std::initializer_list<int> lens) {
+  c.nan_tail = false;
+  Problem p(c, act);
+  ASSERT_TRUE(p.ready()) << c.name;
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const Status st = attention(stream, p.args());
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int len : lens) {
+    p.set_a_len(len);
+    p.reset_output();
+    // Those pageable copies may return before their bytes land, and `stream` does not wait for
+    // the legacy stream they ran on.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    expect_close(p.compare(len), act, c.name + " replayed with a_len " + std::to_string(len) +
+                                          (act == DType::kBF16 ? " bf16" : " f32"));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 // Head dim 256's warpgroup kernel (attention_wg.cu) asked for wherever it applies: Gemma's prefix
 // at one and three views (in shares, and unsplit without scratch), ragged last key and row tiles,
 // a prefix shorter than one key tile, two sequences, two kv heads, q, k and v side by side in one
@@ -571,29 +603,9 @@ TEST(CudaAttention, WarpgroupKernelFollowsALen) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   for (int rows : {464, 976}) {
     Case c = gemma_prefix(rows, rows - 8);
-    c.nan_tail = false, c.wg = rows == 464 ? 1 : 2;
-    Problem p(c, DType::kBF16);
-    ASSERT_TRUE(p.ready());
-    cudaStream_t stream = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    const Status st = attention(stream, p.args());
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (int len : {rows, 300, 64, 65, 1, 0}) {
-      p.set_a_len(len);
-      p.reset_output();
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      expect_close(p.compare(len), DType::kBF16, c.name + " wg replayed with a_len " + std::to_string(len));
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
+    c.wg = rows == 464 ? 1 : 2;
+    c.name += " wg" + std::to_string(c.wg);
+    check_replays(c, DType::kBF16, {rows, 300, 64, 65, 1, 0});
   }
 }
 
@@ -638,36 +650,7 @@ TEST(CudaAttention, SplitKeysFollowTheScratch) {
 TEST(CudaAttention, GraphReplayFollowsALen) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   for (DType act : {DType::kBF16, DType::kF32}) {
-    for (bool pi0 : {true, false}) {
-      Case c = action_expert(pi0 ? 51 : 50, 300, pi0);
-      c.nan_tail = false;
-      Problem p(c, act);
-      ASSERT_TRUE(p.ready());
-      cudaStream_t stream = nullptr;
-      ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-      const Status st = attention(stream, p.args());
-      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-      ASSERT_TRUE(st.is_ok()) << st.to_string();
-      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-      for (int len : {300, 968, 517, 1, 0}) {
-        p.set_a_len(len);
-        p.reset_output();
-        // Those pageable copies may return before their bytes land, and `stream` does not wait
-        // for the legacy stream they ran on.
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-        const Errors e = p.compare(len);
-        expect_close(e, act, c.name + " replayed with a_len " + std::to_string(len) +
-                                 (act == DType::kBF16 ? " bf16" : " f32"));
-      }
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-      cudaStreamDestroy(stream);
-    }
+    for (bool pi0 : {true, false}) check_replays(action_expert(pi0 ? 51 : 50, 300, pi0), act, {300, 968, 517, 1, 0});
   }
 }
 

@@ -16,16 +16,17 @@ __device__ __forceinline__ void group_sync(int kg) {
 // The steps below keep a warp's 16 stacked rows in the mma accumulator layout: lane holds rows
 // lane / 4 and lane / 4 + 8, columns 8n + 2 (lane % 4) + {0, 1} of each 8-column block n.
 
-// One key tile's mask, scale and online-softmax update: s (scores, BK keys) becomes the
-// unnormalised probabilities and o is rescaled to the new running max.
-template <int HD, int BK>
-__device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8][4], float (&o)[HD / 8][4],
-                                             float (&row_max)[2], float (&row_sum)[2], bool in_a, int key0,
-                                             int a_len, const int (&lim_b)[2], int lane) {
+// One key tile's mask, scale and online-softmax update for this thread's two rows: s (scores,
+// BK keys; s[n][2i + j] is row i's key key0 + 8n + 2 (lane % 4) + j, keys from lim[i] on masked)
+// becomes the unnormalised probabilities against the new running max, and alpha[i] is what row
+// i's output must be scaled by.
+template <int BK>
+__device__ __forceinline__ void scores_to_probs(const Params& p, float (&s)[BK / 8][4], float (&row_max)[2],
+                                                float (&row_sum)[2], float (&alpha)[2], int key0,
+                                                const int (&lim)[2], int lane) {
   // A quad of lanes shares a row.
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int lim = in_a ? a_len : lim_b[i];
     float mx = -INFINITY;
 #pragma unroll
     for (int n = 0; n < BK / 8; ++n) {
@@ -33,7 +34,7 @@ __device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8]
       for (int j = 0; j < 2; ++j) {
         const int key = key0 + n * 8 + 2 * (lane % 4) + j;
         float& v = s[n][2 * i + j];
-        v = key < lim ? v * p.scale_log2 : -INFINITY;
+        v = key < lim[i] ? v * p.scale_log2 : -INFINITY;
         mx = fmaxf(mx, v);
       }
     }
@@ -41,7 +42,7 @@ __device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8]
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float new_max = fmaxf(row_max[i], mx);
     const float base = new_max == -INFINITY ? 0.0f : new_max;
-    const float alpha = exp2f(row_max[i] - base);
+    alpha[i] = exp2f(row_max[i] - base);
     row_max[i] = new_max;
     float sum = 0.0f;
 #pragma unroll
@@ -50,12 +51,24 @@ __device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8]
       s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - base);
       sum += s[n][2 * i] + s[n][2 * i + 1];
     }
-    row_sum[i] = row_sum[i] * alpha + sum;
+    row_sum[i] = row_sum[i] * alpha[i] + sum;
+  }
+}
+
+// The same, with o rescaled at once (attn_bf16: no multiply is in flight on o).
+template <int HD, int BK>
+__device__ __forceinline__ void softmax_step(const Params& p, float (&s)[BK / 8][4], float (&o)[HD / 8][4],
+                                             float (&row_max)[2], float (&row_sum)[2], bool in_a, int key0,
+                                             int a_len, const int (&lim_b)[2], int lane) {
+  const int lim[2] = {in_a ? a_len : lim_b[0], in_a ? a_len : lim_b[1]};
+  float alpha[2];
+  scores_to_probs<BK>(p, s, row_max, row_sum, alpha, key0, lim, lane);
 #pragma unroll
-    for (int d = 0; d < HD / 8; ++d) {
-      o[d][2 * i] *= alpha;
-      o[d][2 * i + 1] *= alpha;
-    }
+  for (int d = 0; d < HD / 8; ++d) {
+    o[d][0] *= alpha[0];
+    o[d][1] *= alpha[0];
+    o[d][2] *= alpha[1];
+    o[d][3] *= alpha[1];
   }
 }
 

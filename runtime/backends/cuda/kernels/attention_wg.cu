@@ -112,41 +112,6 @@ __device__ __forceinline__ void rs_m64n256(float (&d)[128], const unsigned (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
-// One tile's scores (this thread's two rows, accumulator layout: s[n][2i + j] is row lane / 4 + 8i,
-// key key0 + 8n + 2 (lane % 4) + j) become unnormalised probabilities against the new running
-// max; alpha is what o must be scaled by (applied by the caller once o is not in flight).
-__device__ __forceinline__ void scores_to_probs(float (&s)[kWgKeys / 8][4], float (&row_max)[2], float (&row_sum)[2],
-                                                float (&alpha)[2], int key0, int a_len, float scale_log2, int lane) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int n = 0; n < kWgKeys / 8; ++n) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int key = key0 + n * 8 + 2 * (lane % 4) + j;
-        float& v = s[n][2 * i + j];
-        v = key < a_len ? v * scale_log2 : -INFINITY;
-        mx = fmaxf(mx, v);
-      }
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float new_max = fmaxf(row_max[i], mx);
-    const float base = new_max == -INFINITY ? 0.0f : new_max;
-    alpha[i] = exp2f(row_max[i] - base);
-    row_max[i] = new_max;
-    float sum = 0.0f;
-#pragma unroll
-    for (int n = 0; n < kWgKeys / 8; ++n) {
-      s[n][2 * i] = exp2f(s[n][2 * i] - base);
-      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - base);
-      sum += s[n][2 * i] + s[n][2 * i + 1];
-    }
-    row_sum[i] = row_sum[i] * alpha[i] + sum;
-  }
-}
-
 // p's A fragments for p·v, one per 16 keys (the accumulator layout of q·kᵀ is the A layout).
 __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], unsigned (&pf)[kWgKeys / 16][4]) {
 #pragma unroll
@@ -269,8 +234,9 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     wg_commit();
     wg_wait<0>();
     pin(s_flat);
-    scores_to_probs(s, row_max, row_sum, alpha, walk_tile(p, t_begin, t_begin, t_end) * kWgKeys, a_len,
-                    p.scale_log2, lane);
+    const int lim[2] = {a_len, a_len};
+    scores_to_probs<kWgKeys>(p, s, row_max, row_sum, alpha, walk_tile(p, t_begin, t_begin, t_end) * kWgKeys, lim,
+                             lane);
     pack_probs(s, pf);
 
     // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
@@ -291,8 +257,8 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
       if constexpr (!(kAblate & 2)) {
-        scores_to_probs(s, row_max, row_sum, alpha, walk_tile(p, t + 1, t_begin, t_end) * kWgKeys, a_len,
-                        p.scale_log2, lane);
+        scores_to_probs<kWgKeys>(p, s, row_max, row_sum, alpha, walk_tile(p, t + 1, t_begin, t_end) * kWgKeys,
+                                 lim, lane);
       } else {
         alpha[0] = alpha[1] = 1.0f;
       }
