@@ -4,6 +4,9 @@ edgevla_add_test(cuda_kernels_test SOURCES gpu/cuda_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_attention_test SOURCES gpu/cuda_attention_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
+# The attention's other forms: wide blocks, the warpgroup kernel (Hopper only), rotated walks.
+edgevla_add_test(cuda_attention_forms_test SOURCES gpu/cuda_attention_forms_test.cpp
+                 LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_flow_step_test SOURCES gpu/cuda_flow_step_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 # The pi0 / pi0.5 engines of the cuda backend against the CPU backend (numerics, graphs, budget).

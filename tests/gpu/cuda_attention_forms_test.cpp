@@ -1,0 +1,115 @@
+// The attention's other launch forms against the double-precision reference (ctest label gpu):
+// head dim 256's wide blocks, the warpgroup kernel (attention_wg.cu) with one and two warpgroups
+// a block, and rotated walks. Each is asked for explicitly (AttentionArgs), so these run whatever
+// the process's defaults are. Without a CUDA device every test skips itself.
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+#include "tests/gpu/cuda_attention_cases.hpp"
+
+namespace edgevla::backends::cuda {
+namespace {
+
+// Head dim 256's wide blocks (128 stacked rows, 8 warps) asked for wherever they apply: Gemma's
+// prefix at one and three views (split into shares, and with no scratch unsplit), a ragged last
+// row tile, and block b beside a (not a shape that takes them by default).
+TEST(CudaAttention, WideBlocksMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(968, 968), gemma_prefix(1200, 1100)};
+  {
+    Case c{.name = "h 256 rows 100 group 8 b limits", .rows = 100, .heads = 8, .kv_heads = 1, .h = 256};
+    c.a_max = 300, c.a_len = 211, c.b_len = 100, c.b_limit = pi0_limits(100, 100);
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.wide_from = 1;
+    c.name += " wide";
+    check_case(c, DType::kBF16);
+    c.name += ", no scratch";
+    check_case(c, DType::kBF16, false);
+  }
+}
+
+// Head dim 256's warpgroup kernel (attention_wg.cu) asked for wherever it applies: Gemma's prefix
+// at one and three views (in shares, and unsplit without scratch), ragged last key and row tiles,
+// a prefix shorter than one key tile, two sequences, two kv heads, q, k and v side by side in one
+// row, and a peaky softmax; one and two warpgroups a block. Where the warpgroup GEMM runs (compute
+// capability 9.0, sm_90a build) the plan must take it.
+TEST(CudaAttention, WarpgroupKernelMatches) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(976, 968), gemma_prefix(1200, 1100),
+                             gemma_prefix(100, 37)};
+  {
+    Case c = gemma_prefix(300, 250);
+    c.batch = 2, c.batch_pad = 8, c.name += " batch 2";
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 256 heads 4 kv heads 2", .rows = 200, .heads = 4, .kv_heads = 2, .h = 256};
+    c.a_max = 200, c.a_len = 190;
+    cases.push_back(c);
+  }
+  {
+    Case c = gemma_prefix(464, 464);
+    c.fused = true, c.pad = 8, c.a_len = -1, c.name += " fused";
+    cases.push_back(c);
+  }
+  {
+    Case c = gemma_prefix(464, 456);
+    c.q_range = 8.0f, c.name += " peaky";
+    cases.push_back(c);
+  }
+  for (const Case& base : cases) {
+    for (int groups : {1, 2}) {
+      Case c = base;
+      c.wg = groups;
+      c.name += " wg" + std::to_string(groups);
+      {
+        Problem p(c, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << c.name;
+        if (wgmma_gemm_available()) {
+          EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+        }
+        AttentionArgs off = p.args();
+        off.wg = 0;
+        EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
+      }
+      check_case(c, DType::kBF16);
+      c.name += ", no scratch";
+      check_case(c, DType::kBF16, false);
+    }
+  }
+}
+
+// The warpgroup kernel in a graph captured once, replayed with other prefix lengths.
+TEST(CudaAttention, WarpgroupKernelFollowsALen) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  for (int rows : {464, 976}) {
+    Case c = gemma_prefix(rows, rows - 8);
+    c.wg = rows == 464 ? 1 : 2;
+    c.name += " wg" + std::to_string(c.wg);
+    check_replays(c, DType::kBF16, {rows, 300, 64, 65, 1, 0});
+  }
+}
+
+// Rotated walks (each row tile's block starts its share at a different key tile): Gemma's prefix
+// at one and three views, the action experts (shares that hold tiles of both blocks, pi0's
+// limits), and the warpgroup kernel, each in shares and unsplit.
+TEST(CudaAttention, RotatedWalksMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(976, 968), action_expert(51, 833, true),
+                             action_expert(50, 968, false)};
+  {
+    Case c = gemma_prefix(976, 968);
+    c.wg = 2, c.name += " wg2";
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.rotate = 1;
+    c.name += " rotated";
+    check_case(c, DType::kBF16);
+    c.name += ", no scratch";
+    check_case(c, DType::kBF16, false);
+  }
+}
+
+}  // namespace
+}  // namespace edgevla::backends::cuda
