@@ -72,42 +72,34 @@ static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROU
 #ifndef EDGEVLA_ATTN_WIDE_ROWS
 #define EDGEVLA_ATTN_WIDE_ROWS 0
 #endif
+// A whole number in [lo, hi] from the environment variable `name`; `fallback` when it is unset,
+// empty or anything else. Read once per process by the choices below.
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  return *end == '\0' && v >= lo && v <= hi ? static_cast<int>(v) : fallback;
+}
 int wide_from_default() {
-  static const int from = [] {
-    const char* env = std::getenv("EDGEVLA_ATTN_WIDE_ROWS");
-    if (env == nullptr || *env == '\0') return EDGEVLA_ATTN_WIDE_ROWS;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    return (end != env && *end == '\0' && v >= 0 && v < 100000) ? static_cast<int>(v) : EDGEVLA_ATTN_WIDE_ROWS;
-  }();
+  static const int from = env_int("EDGEVLA_ATTN_WIDE_ROWS", EDGEVLA_ATTN_WIDE_ROWS, 0, 1 << 20);
   return from;
 }
 // The warpgroup kernel's default (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=1 or 2 turns it on
 // with that many warpgroups a block.
 int wg_default() {
-  static const int groups = [] {
-    const char* env = std::getenv("EDGEVLA_ATTN_WG");
-    if (env == nullptr) return 0;
-    const std::string v(env);
-    return v == "1" ? 1 : v == "2" ? 2 : 0;
-  }();
+  static const int groups = env_int("EDGEVLA_ATTN_WG", 0, 0, 2);
   return groups;
 }
 // EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
 bool rotate_default() {
-  static const bool on = [] {
-    const char* env = std::getenv("EDGEVLA_ATTN_ROTATE");
-    return env != nullptr && std::string(env) == "1";
-  }();
+  static const bool on = env_int("EDGEVLA_ATTN_ROTATE", 0, 0, 1) == 1;
   return on;
 }
-// EDGEVLA_ATTN_WG_SHARES=N: the warpgroup kernel's key shares fixed at N (where the scratch
+// EDGEVLA_ATTN_WG_SHARES=N (1-12): the warpgroup kernel's key shares fixed at N (where the scratch
 // allows), to compare share counts; unset: the plan's rule.
 int wg_shares_asked() {
-  static const int n = [] {
-    const char* env = std::getenv("EDGEVLA_ATTN_WG_SHARES");
-    return env == nullptr ? 0 : std::max(0, std::atoi(env));
-  }();
+  static const int n = env_int("EDGEVLA_ATTN_WG_SHARES", 0, 1, kMaxSplits);
   return n;
 }
 constexpr int kWideWarps = 8;  // warps of a wide block (16 stacked rows each)
