@@ -57,25 +57,6 @@ constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
 // Element offset of row r, 16-byte chunk c in a tile.
 __device__ __forceinline__ int tile_offset(int r, int c) { return (r / 8) * kGroupElems + c * kChunkElems + (r % 8) * 8; }
 
-// Shared-memory matrix descriptor without swizzle (offsets in bytes, multiples of 16).
-__device__ __forceinline__ unsigned long long descriptor(const void* tile, unsigned leading, unsigned stride) {
-  return static_cast<unsigned long long>((smem_addr(tile) >> 4) & 0x3fff) |
-         (static_cast<unsigned long long>((leading >> 4) & 0x3fff) << 16) |
-         (static_cast<unsigned long long>((stride >> 4) & 0x3fff) << 32);
-}
-
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-// cp.async's writes (generic proxy) made visible to wgmma's reads (async proxy).
-__device__ __forceinline__ void fence_shared_writes() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Registers a multiply in flight reads or writes: the compiler must neither reuse them nor move
 // their uses across the wait that ends it.
 template <int N>
@@ -210,7 +191,7 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     if (t_begin + 1 < t_end) load_v(t_begin + 1);
     cp_async_commit();
     cp_async_wait<2>();
-    fence_shared_writes();
+    fence_proxy_async();
     __syncthreads();
 
     float s[kWgKeys / 8][4];
@@ -220,9 +201,9 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     // Descriptors of the tiles' starts; a step along k adds its byte offset / 16 to the address
     // field (no carry out of it: shared addresses stay below 256 KB).
     // This warpgroup's 64 rows of q.
-    const unsigned long long desc_q = descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
-    const unsigned long long desc_k0 = descriptor(s_k, kChunkBytes, kGroupBytes);
-    const unsigned long long desc_v0 = descriptor(s_v, kGroupBytes, kChunkBytes);
+    const unsigned long long desc_q = wg_descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_k0 = wg_descriptor(s_k, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_v0 = wg_descriptor(s_v, kGroupBytes, kChunkBytes);
     constexpr unsigned long long kKStep = 2 * kChunkBytes / 16, kStageStep = kTileBytes / 16;
     auto qk = [&](int t) {
       const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
@@ -245,7 +226,7 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     // t: V of t (copied after tile t - 2's p·v), K of t + 1 (after tile t - 1's q·kᵀ), V of t + 1.
     for (int t = t_begin; t + 1 < t_end; ++t) {
       cp_async_wait<1>();  // K of t + 1 and V of t are in
-      fence_shared_writes();
+      fence_proxy_async();
       __syncthreads();  // ... for every thread; and every warp is done with K of t
       if (!(kAblate & 1) && t + 2 < t_end) load_k(t + 2);
       cp_async_commit();
@@ -278,7 +259,7 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
       cp_async_commit();
     }
     cp_async_wait<0>();  // V of the last tile
-    fence_shared_writes();
+    fence_proxy_async();
     __syncthreads();
     wg_fence();
     pv(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);

@@ -1,8 +1,9 @@
 // The PTX instructions the cuda backend's tensor-core kernels share (attention, chain_gemm):
 // shared-memory addresses, cp.async copies, ldmatrix, mma.sync m16n8k16 in bf16 with f32
-// accumulation, and the mbarriers that count bulk copies. Inline and in a named namespace, so a
-// file that uses only some of them compiles the rest to nothing. The mbarrier and bulk-copy
-// forms need compute capability 9.0; call them only from code built for it.
+// accumulation, the mbarriers that count bulk copies, and the warpgroup multiply's (wgmma)
+// descriptors, fences and waits. Inline and in a named namespace, so a file that uses only some of
+// them compiles the rest to nothing. The mbarrier and bulk-copy forms need compute capability
+// 9.0, the warpgroup forms sm_90a; call them only from code built for it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,6 +21,11 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool ok) 
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed cp.async groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -87,6 +93,25 @@ __device__ __forceinline__ void store_async4(unsigned addr, float a, float b, fl
                "f"(a), "f"(b), "f"(c), "f"(d), "r"(bar)
                : "memory");
 }
+// Warpgroup multiply (sm_90a). A shared-memory matrix descriptor without swizzle: the tile's
+// address, the leading and stride byte offsets (multiples of 16).
+__device__ __forceinline__ unsigned long long wg_descriptor(const void* tile, unsigned leading, unsigned stride) {
+  return static_cast<unsigned long long>((smem_addr(tile) >> 4) & 0x3fff) |
+         (static_cast<unsigned long long>((leading >> 4) & 0x3fff) << 16) |
+         (static_cast<unsigned long long>((stride >> 4) & 0x3fff) << 32);
+}
+// Orders register accesses before the next multiplies; closes a group of them; waits until at
+// most N groups are in flight.
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// This thread's generic-proxy shared-memory writes (st.shared, cp.async) made visible to the
+// async proxy (wgmma's operand reads, bulk copies).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
   unsigned done = 0;
   do {

@@ -118,10 +118,7 @@ struct Params {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // The weight tile: core-matrix order, no swizzle (tile_weight_kernel's layout).
 __device__ __forceinline__ unsigned long long weight_descriptor(const void* tile) {
-  constexpr unsigned kLeading = 128, kStride = kBk * 16;
-  return static_cast<unsigned long long>((ptx::smem_addr(tile) >> 4) & 0x3fff) |
-         (static_cast<unsigned long long>((kLeading >> 4) & 0x3fff) << 16) |
-         (static_cast<unsigned long long>((kStride >> 4) & 0x3fff) << 32);
+  return ptx::wg_descriptor(tile, 128, kBk * 16);
 }
 // A's box: rows of 128 bytes with the 128-byte swizzle (layout type 1 in bits 62-63), 8-row
 // groups 1024 bytes apart; the leading offset is not used by this layout. `at` may be the box
@@ -335,7 +332,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < kb_count; ++i) {
     const int s = i % kStages;
     ptx::mbar_wait(&full[s], (i / kStages) & 1);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    ptx::wg_fence();
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
 #pragma unroll
@@ -344,11 +341,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                      swizzled_descriptor(s_a + s * kABox + t * kATile + kk * 16));
       }
     }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    ptx::wg_commit();
+    ptx::wg_wait<1>();
     if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
   }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  ptx::wg_wait<0>();
 
   if constexpr (kSplit > 1) {
     float (&a0)[kAccFloats] = acc[0];
