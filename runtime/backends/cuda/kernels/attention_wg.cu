@@ -2,8 +2,9 @@
 // Gemma's prefix: many stacked rows (8 query heads over one kv head) and a long walk (456-968
 // keys), where attn_bf16 issues ~8 instructions a tensor-core multiply and reaches 80-160 TFLOP/s.
 //
-// A block is one warpgroup over 64 stacked rows. Q (64 × 256) stays in shared memory; K and V come
-// in 64-key tiles through two rings of two stages filled by cp.async. Per tile the warpgroup issues
+// A block is one or two warpgroups (WG), each over 64 stacked rows, sharing every K/V tile. Q
+// (64 · WG × 256) stays in shared memory; K and V come in 64-key tiles through two rings of two
+// stages filled by cp.async. Per tile each warpgroup issues
 // q·kᵀ of the next tile (16 m64n64k16, both operands from shared memory) and p·v of this one
 // (4 m64n256k16, p from registers, v from shared memory as the MN-major operand), then runs the
 // next tile's softmax while p·v is still in flight, and rescales o only once p·v has landed.
@@ -16,8 +17,10 @@
 // without conflicts; with 128 every chunk of a line fell on the same banks and the copies ran at
 // an eighth of their rate (run 38, call 3: 32 shared wavefronts an instruction instead of 4).
 // The descriptors carry the spacing: q and k (K-major) step 144 bytes along k and 4608 along the
-// rows; v (MN-major, keys along k) steps 4608 along k and 144 along n. Shared memory: 36 KB of q
-// + 4 × 36 KB of K/V = 180 KB.
+// rows; v (MN-major, keys along k) steps 4608 along k and 144 along n. Shared memory: 36 KB of q a
+// warpgroup + 4 × 36 KB of K/V = 180 or 216 KB.
+// The one-warpgroup form measured slower than attn_bf16 on the H200 (run 38: 79.7 against 48.0 µs
+// for the 3-view prefix), so the kernel is opt-in (AttentionArgs::wg, EDGEVLA_ATTN_WG).
 // The key shares and their partials are attn_bf16's (split_range, part_o / part_ml), so
 // attention.cu's combine merges them.
 #include "runtime/backends/cuda/kernels/attention_params.cuh"
