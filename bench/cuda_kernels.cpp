@@ -217,13 +217,15 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     // At head dim 256 (block a only) also the warpgroup kernel at its plan's pick and at 1-4 shares.
     // The warpgroup kernel with G = 1 or 2 warpgroups a block ("wgG" at its plan's pick, "wgGsN"
     // at N shares), and with rotated walks (AttentionArgs::rotate) attn_bf16 ("rot") and the
-    // two-warpgroup kernel ("wgrot") at their plans' picks.
+    // two-warpgroup kernel ("wgrot") at their plans' picks; "wgt..." the same with bulk tensor
+    // copies (AttentionArgs::wg_tma).
     struct Ask {
       std::string label;  // for --split
       int splits;         // 0: the plan's pick
       bool wide;
       int wg;             // warpgroups a block; 0: attn_bf16
       bool rot = false;
+      bool tma = false;   // the warpgroup kernel's K and V by bulk tensor copies
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -235,14 +237,22 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
         for (const int n : {0, 1, 2, 4}) asks.push_back({n == 0 ? g : g + "s" + std::to_string(n), n, false, groups});
       }
       asks.push_back({"wgrot", 0, false, 2, true});
+      // The same with K and V by bulk tensor copies ("wgtG", "wgtGsN", "wgtrot").
+      for (const int groups : {1, 2}) {
+        const std::string g = "wgt" + std::to_string(groups);
+        for (const int n : {0, 2, 4}) asks.push_back({n == 0 ? g : g + "s" + std::to_string(n), n, false, groups, false, true});
+      }
+      asks.push_back({"wgtrot", 0, false, 2, true, true});
     }
     for (const Ask& ask : asks) {
-      // --split plan | N | rot | wide | wgG | wgGsN | wgrot: one launch form only (for a profiler).
+      // --split plan | N | rot | wide | wgG | wgGsN | wgrot | wgtG | wgtGsN | wgtrot: one launch
+      // form only (for a profiler).
       if (!only_split.empty() && only_split != ask.label) continue;
       AttentionArgs one = aa;
       one.wide_from = ask.wide ? 1 : 0;
       one.wg = ask.wg;
       one.rotate = ask.rot ? 1 : 0;
+      one.wg_tma = ask.tma ? 1 : 0;
       const std::size_t one_planned = ask.wide || ask.wg > 0 ? attention_scratch_bytes(one) : planned;
       const int splits = ask.splits;
       one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);

@@ -72,6 +72,7 @@ struct Case {
   float q_range = 2.0f;         // q uniform in [-q_range, q_range]; k, v in [-1, 1]
   int wide_from = -1;           // AttentionArgs::wide_from
   int wg = -1;                  // AttentionArgs::wg
+  int wg_tma = -1;              // AttentionArgs::wg_tma
   int rotate = -1;              // AttentionArgs::rotate
 };
 
@@ -170,6 +171,7 @@ class Problem {
     args_.o_batch = o_batch_;
     args_.wide_from = c.wide_from;
     args_.wg = c.wg;
+    args_.wg_tma = c.wg_tma;
     args_.rotate = c.rotate;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};

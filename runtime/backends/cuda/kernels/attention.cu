@@ -91,6 +91,11 @@ int wg_default() {
   static const int groups = env_int("EDGEVLA_ATTN_WG", 0, 0, 2);
   return groups;
 }
+// EDGEVLA_ATTN_WG_TMA=1: AttentionArgs::wg_tma's default.
+bool wg_tma_default() {
+  static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 0, 0, 1) == 1;
+  return on;
+}
 // EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
 bool rotate_default() {
   static const bool on = env_int("EDGEVLA_ATTN_ROTATE", 0, 0, 1) == 1;
@@ -329,6 +334,7 @@ struct Plan {
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
   bool wg = false;             // bf16 head dim 256, block a only: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
+  bool wg_tma = false;         // its K and V by bulk tensor copies
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -382,10 +388,12 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // The warpgroup kernel (AttentionArgs::wg): 64 rows a warpgroup, one or two a block, 64-key
   // tiles; the shares fill one wave of one block a multiprocessor, none shorter than two tiles.
   const int wg_groups = std::clamp(a.wg >= 0 ? a.wg : wg_default(), 0, 2);
+  const bool wg_tma = a.wg_tma >= 0 ? a.wg_tma > 0 : wg_tma_default();
   if (wg_groups > 0 && bf && a.h == 256 && a.b_len == 0 && a.a_max > 0 && dev.major == 9 && dev.minor == 0 &&
-      attn::wg_built() && attn::wg_smem_bytes(wg_groups) <= dev.smem_per_block) {
+      attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
     pl.wg = true;
     pl.wg_groups = wg_groups;
+    pl.wg_tma = wg_tma;
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
@@ -526,7 +534,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
   if (pl.wg) {
-    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups);
+    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);

@@ -82,6 +82,9 @@ struct AttentionArgs {
   // 128 stacked rows) a block wherever it applies; 0: never; -1: the process's choice (the
   // EDGEVLA_ATTN_WG variable, 0, 1 or 2; off by default).
   int wg = -1;
+  // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
+  // cp.async: 1 yes; 0 no; -1: the process's choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; off by default).
+  int wg_tma = -1;
   // Each row tile's block walks its share of the key tiles from a different tile (bf16 kernels),
   // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the
   // process's choice (EDGEVLA_ATTN_ROTATE, 0 or 1; off by default, not yet measured).

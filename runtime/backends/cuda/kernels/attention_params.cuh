@@ -85,8 +85,10 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
 constexpr int kWgKeys = 64;
 constexpr int wg_rows(int groups) { return 64 * groups; }
 bool wg_built();
-int wg_smem_bytes(int groups);
-// Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits).
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups);
+// Its shared memory a block, in the cp.async form or (tma) the bulk-tensor-copy form.
+int wg_smem_bytes(int groups, bool tma);
+// Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
+// V come by bulk tensor copies where their layout allows it, else by cp.async.
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma);
 
 }  // namespace edgevla::backends::cuda::attn

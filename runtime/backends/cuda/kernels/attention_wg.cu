@@ -4,7 +4,7 @@
 //
 // A block is one or two warpgroups (WG), each over 64 stacked rows, sharing every K/V tile. Q
 // (64 · WG × 256) stays in shared memory; K and V come in 64-key tiles through two rings of two
-// stages filled by cp.async. Per tile each warpgroup issues
+// stages, filled by cp.async or (kTma) by bulk tensor copies. Per tile each warpgroup issues
 // q·kᵀ of the next tile (16 m64n64k16, both operands from shared memory) and p·v of this one
 // (4 m64n256k16, p from registers, v from shared memory as the MN-major operand), then runs the
 // next tile's softmax while p·v is still in flight, and rescales o only once p·v has landed.
@@ -19,6 +19,14 @@
 // The descriptors carry the spacing: q and k (K-major) step 144 bytes along k and 4608 along the
 // rows; v (MN-major, keys along k) steps 4608 along k and 144 along n. Shared memory: 36 KB of q a
 // warpgroup + 4 × 36 KB of K/V = 180 or 216 KB.
+// The bulk-copy form (kTma; EDGEVLA_ATTN_WG_TMA, AttentionArgs::wg_tma) keeps q so but takes each
+// K and V tile as four boxes of 64 keys × 64 dims with the 128-byte swizzle (8 KB each, 32 KB a
+// tile), issued by one thread and counted on one mbarrier a stage; k is the K-major operand
+// (8-key groups 1024 bytes apart, 32 bytes a 16-dim step inside a box), v the MN-major one
+// (64-dim boxes 8 KB apart, 8-key groups 1024 bytes apart). The copies read rows up to a_max, not
+// *a_len, so V's rows past *a_len in the last tile are zeroed before p·v (0 · whatever a stale
+// row holds must stay 0); K's are masked by the softmax. Run 39's ablation (call 2) had the
+// cp.async copies setting the pace: without them the 3-view prefix took 35-39 µs instead of 54-80.
 // The one-warpgroup form measured slower than attn_bf16 on the H200 (run 38: 79.7 against 48.0 µs
 // for the 3-view prefix), so the kernel is opt-in (AttentionArgs::wg, EDGEVLA_ATTN_WG).
 // The key shares and their partials are attn_bf16's (split_range, part_o / part_ml), so
@@ -26,8 +34,11 @@
 #include "runtime/backends/cuda/kernels/attention_params.cuh"
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
+#include "runtime/backends/cuda/kernels/tensor_map.hpp"
 
 #include <cuda_bf16.h>
+
+#include <cstdint>
 
 namespace edgevla::backends::cuda::attn {
 namespace {
@@ -50,11 +61,15 @@ constexpr int kGroupBytes = (kHd / 8) * kChunkBytes;  // one row group of 8 rows
 constexpr int kTileBytes = (kWgKeys / 8) * kGroupBytes;
 // Shared memory of the WG-warpgroup kernel: q (64 · WG rows), then the K and V rings.
 constexpr int smem_bytes(int wg) { return 8 * wg * kGroupBytes + 2 * kStages * kTileBytes; }
+// The bulk-copy form: 1 KB of slack to align the tiles to the swizzle's 1024 bytes, q, the rings
+// of 32 KB tiles, then four mbarriers (K's two stages, V's two).
+constexpr int kBoxBytes = kWgKeys * 128;  // 64 keys × 64 dims
+constexpr int kTmaTileBytes = 4 * kBoxBytes;
+constexpr int smem_bytes_tma(int wg) { return 1024 + 8 * wg * kGroupBytes + 2 * kStages * kTmaTileBytes + 64; }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
 constexpr int kChunks = kHd / 8;                      // 16-byte chunks a row
-constexpr int kTileElems = kTileBytes / 2;            // one K or V tile
 constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
 
 // Element offset of row r, 16-byte chunk c in a tile.
@@ -108,22 +123,28 @@ __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], uns
 }
 
 // o += p · v for one 64-key tile (4 multiplies of 16 keys; v is the MN-major operand, desc_v the
-// descriptor of its start).
+// descriptor of its start, 16 keys `step` bytes / 16 further on).
+template <unsigned long long kStep>
 __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWgKeys / 16][4],
                                    unsigned long long desc_v) {
 #pragma unroll
-  for (int kk = 0; kk < kWgKeys / 16; ++kk) rs_m64n256(o, pf[kk], desc_v + kk * (2 * kGroupBytes / 16));
+  for (int kk = 0; kk < kWgKeys / 16; ++kk) rs_m64n256(o, pf[kk], desc_v + kk * kStep);
 }
 #endif
 
-template <int WG>
-__global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
+template <int WG, bool kTma>
+__global__ void __launch_bounds__(128 * WG, 1)
+    attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
-  bf16* s_q = reinterpret_cast<bf16*>(smem);  // q
+  constexpr int kStageElems = (kTma ? kTmaTileBytes : kTileBytes) / 2;
+  unsigned char* base = smem;
+  if constexpr (kTma) base += (1024 - (smem_addr(smem) & 1023)) & 1023;
+  bf16* s_q = reinterpret_cast<bf16*>(base);  // q
   bf16* s_k = s_q + 8 * WG * kGroupElems;     // [kStages] K tiles
-  bf16* s_v = s_k + kStages * kTileElems;     // [kStages] V tiles
+  bf16* s_v = s_k + kStages * kStageElems;    // [kStages] V tiles
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kStages * kStageElems);  // kTma: K, K, V, V
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -131,6 +152,13 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
   const int m0 = static_cast<int>(blockIdx.x) * kRows;
 
+  if constexpr (kTma) {
+    if (tid == 0) {
+      for (int i = 0; i < 2 * kStages; ++i) mbar_init(&bars[i], 1);  // the copying thread's arrival
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+  }
   chain_release();
   if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
   const int a_len = clamped_a_len(p);
@@ -167,13 +195,55 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
       from += step;
     }
   };
-  auto load_k = [&](int t) { load(ak, s_k + ((t - t_begin) % kStages) * kTileElems, t); };
-  auto load_v = [&](int t) { load(av, s_v + ((t - t_begin) % kStages) * kTileElems, t); };
+  // kTma: thread 0 copies the tile at walk position w as four 64-dim boxes.
+  auto copy = [&](const CUtensorMap* map, bf16* dst, unsigned long long* bar, int w) {
+    if (tid != 0) return;
+    const int t = walk_tile(p, w, t_begin, t_end);
+    mbar_expect_tx(bar, kTmaTileBytes);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, t * kWgKeys, b, bar);
+  };
+  auto load_k = [&](int t) {
+    const int s = (t - t_begin) % kStages;
+    if constexpr (kTma) {
+      copy(&k_map, s_k + s * kStageElems, &bars[s], t);
+    } else {
+      load(ak, s_k + s * kStageElems, t);
+    }
+  };
+  auto load_v = [&](int t) {
+    const int s = (t - t_begin) % kStages;
+    if constexpr (kTma) {
+      copy(&v_map, s_v + s * kStageElems, &bars[kStages + s], t);
+    } else {
+      load(av, s_v + s * kStageElems, t);
+    }
+  };
+  // kTma: wait for K / V of walk position w (each stage's barrier completes once a use).
+  auto wait_k = [&](int w) { mbar_wait(&bars[(w - t_begin) % kStages], ((w - t_begin) / kStages) & 1); };
+  auto wait_v = [&](int w) {
+    mbar_wait(&bars[kStages + (w - t_begin) % kStages], ((w - t_begin) / kStages) & 1);
+    // The copies read rows up to a_max: V's rows past *a_len become 0 (whole 128-byte rows of
+    // each box, so the swizzle does not matter).
+    const int r0 = a_len - walk_tile(p, w, t_begin, t_end) * kWgKeys;
+    if (r0 < kWgKeys) {
+      bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
+      for (int i = tid; i < (kWgKeys - r0) * 32; i += kThreads) {
+        const int r = r0 + i / 32, box = (i % 32) / 8, c = i % 8;
+        *reinterpret_cast<uint4*>(v + box * (kBoxBytes / 2) + r * 64 + c * 8) = make_uint4(0, 0, 0, 0);
+      }
+      fence_proxy_async();
+    }
+  };
 
   if (t_begin < t_end) {  // the same for the whole block
     if (p.a_constant) {
       load_k(t_begin);
       load_v(t_begin);
+      if (kTma && t_begin + 1 < t_end) {
+        load_k(t_begin + 1);
+        load_v(t_begin + 1);
+      }
     }
     chain_wait();
     const bf16* q = static_cast<const bf16*>(p.q);
@@ -187,14 +257,24 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     if (!p.a_constant) {
       load_k(t_begin);
       load_v(t_begin);
+      if (kTma && t_begin + 1 < t_end) {
+        load_k(t_begin + 1);
+        load_v(t_begin + 1);
+      }
     }
-    cp_async_commit();  // q and the first tile
-    if (t_begin + 1 < t_end) load_k(t_begin + 1);
-    cp_async_commit();
-    if (t_begin + 1 < t_end) load_v(t_begin + 1);
-    cp_async_commit();
-    cp_async_wait<2>();
-    fence_proxy_async();
+    cp_async_commit();  // q and (cp.async) the first tile
+    if constexpr (kTma) {
+      cp_async_wait<0>();
+      fence_proxy_async();
+      wait_k(t_begin);
+    } else {
+      if (t_begin + 1 < t_end) load_k(t_begin + 1);
+      cp_async_commit();
+      if (t_begin + 1 < t_end) load_v(t_begin + 1);
+      cp_async_commit();
+      cp_async_wait<2>();
+      fence_proxy_async();
+    }
     __syncthreads();
 
     float s[kWgKeys / 8][4];
@@ -204,14 +284,27 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     // Descriptors of the tiles' starts; a step along k adds its byte offset / 16 to the address
     // field (no carry out of it: shared addresses stay below 256 KB).
     // This warpgroup's 64 rows of q.
+    // kTma: k's descriptor has the swizzled K-major layout (the leading offset unused), v's the
+    // swizzled MN-major one.
     const unsigned long long desc_q = wg_descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
-    const unsigned long long desc_k0 = wg_descriptor(s_k, kChunkBytes, kGroupBytes);
-    const unsigned long long desc_v0 = wg_descriptor(s_v, kGroupBytes, kChunkBytes);
-    constexpr unsigned long long kKStep = 2 * kChunkBytes / 16, kStageStep = kTileBytes / 16;
+    const unsigned long long desc_k0 =
+        kTma ? wg_descriptor_sw128(s_k, 16, 1024) : wg_descriptor(s_k, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_v0 =
+        kTma ? wg_descriptor_sw128(s_v, kBoxBytes, 1024) : wg_descriptor(s_v, kGroupBytes, kChunkBytes);
+    constexpr unsigned long long kQStep = 2 * kChunkBytes / 16, kStageStep = 2 * kStageElems / 16;
+    constexpr unsigned long long kVStep = kTma ? 16 * 128 / 16 : 2 * kGroupBytes / 16;  // 16 keys
+    // The descriptor step of k's 16-dim slice kk.
+    auto k_step = [](int kk) -> unsigned long long {
+      if constexpr (kTma) {
+        return (kk / 4) * (kBoxBytes / 16) + (kk % 4) * (32 / 16);
+      } else {
+        return kk * kQStep;
+      }
+    };
     auto qk = [&](int t) {
       const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kKStep, desc_k + kk * kKStep, kk > 0 ? 1 : 0);
+      for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
     };
     wg_fence();
     qk(t_begin);
@@ -228,15 +321,20 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
     // asynchronous (a branch around them makes it serialise them). In flight at the top of tile
     // t: V of t (copied after tile t - 2's p·v), K of t + 1 (after tile t - 1's q·kᵀ), V of t + 1.
     for (int t = t_begin; t + 1 < t_end; ++t) {
-      cp_async_wait<1>();  // K of t + 1 and V of t are in
-      fence_proxy_async();
+      if constexpr (kTma) {
+        wait_k(t + 1);
+        wait_v(t);
+      } else {
+        cp_async_wait<1>();  // K of t + 1 and V of t are in
+        fence_proxy_async();
+      }
       __syncthreads();  // ... for every thread; and every warp is done with K of t
-      if (!(kAblate & 1) && t + 2 < t_end) load_k(t + 2);
-      cp_async_commit();
+      if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_k(t + 2);
+      if constexpr (!kTma) cp_async_commit();
       wg_fence();
       if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
-      if constexpr (!(kAblate & 4)) pv(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
+      if constexpr (!(kAblate & 4)) pv<kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
@@ -258,14 +356,18 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
       }
       pack_probs(s, pf);
       __syncthreads();  // every warp is done with V of t
-      if (!(kAblate & 1) && t + 2 < t_end) load_v(t + 2);
-      cp_async_commit();
+      if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_v(t + 2);
+      if constexpr (!kTma) cp_async_commit();
     }
-    cp_async_wait<0>();  // V of the last tile
-    fence_proxy_async();
+    if constexpr (kTma) {
+      wait_v(t_end - 1);
+    } else {
+      cp_async_wait<0>();  // V of the last tile
+      fence_proxy_async();
+    }
     __syncthreads();
     wg_fence();
-    pv(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
+    pv<kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
@@ -275,6 +377,8 @@ __global__ void __launch_bounds__(128 * WG, 1) attn_wg256(const Params p) {
   finish_rows<kHd, 1, kThreads>(p, o, row_max, row_sum, nullptr, 0, b, g, bg, my_m, lane);
 #else
   (void)p;
+  (void)k_map;
+  (void)v_map;
   __trap();  // the host launches this kernel only on a 9.0 device from an sm_90a build
 #endif
 }
@@ -289,16 +393,46 @@ bool wg_built() {
 #endif
 }
 
-int wg_smem_bytes(int groups) { return smem_bytes(groups); }
+int wg_smem_bytes(int groups, bool tma) { return tma ? smem_bytes_tma(groups) : smem_bytes(groups); }
 
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups) {
-  const void* fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2>)
-                               : reinterpret_cast<const void*>(&attn_wg256<1>);
-  const int smem = smem_bytes(groups);
+namespace {
+// K or V of the call (block a: rows [a_max] of row stride a_ld, a_batch apart a sequence) as a 3-d
+// tensor map of bf16 boxes 64 dims × 64 keys × 1 with the 128-byte swizzle; rows past a_max read
+// as zeros. False where the layout does not allow bulk tensor copies (16-byte strides and base).
+bool encode_kv_map(CUtensorMap& map, const void* base, const Params& p) {
+  const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
+  if (fn == nullptr || reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || p.a_ld % 8 != 0 ||
+      (p.batch > 1 && p.a_batch % 8 != 0) || p.h != kHd) {
+    return false;
+  }
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(p.a_ld), static_cast<cuuint64_t>(p.a_max),
+                              static_cast<cuuint64_t>(p.batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(p.a_ld) * 2,
+                                 static_cast<cuuint64_t>(p.batch > 1 ? p.a_batch : p.a_ld * p.a_max) * 2};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(kWgKeys), 1};
+  const cuuint32_t elem[3] = {1, 1, 1};
+  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box, elem,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+}  // namespace
+
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
+  CUtensorMap k_map{}, v_map{};
+  tma = tma && encode_kv_map(k_map, p.ak, p) && encode_kv_map(v_map, p.av, p);  // else the cp.async form
+  const void* fn = nullptr;
+  if (tma) {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true>);
+  } else {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, false>);
+  }
+  const int smem = wg_smem_bytes(groups, tma);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;
-  void* args[] = {&copy};
+  void* args[] = {&copy, &k_map, &v_map};
   return launch_untyped(fn, grid, dim3(128 * groups), static_cast<std::size_t>(smem), stream, args);
 }
 

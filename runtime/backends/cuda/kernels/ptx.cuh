@@ -79,6 +79,14 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int x, i
                "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
                : "memory");
 }
+// The same for a 3-d box (x: the inner dimension, y: rows, z: the outer dimension).
+__device__ __forceinline__ void tma_load_3d(void* dst, const void* map, int x, int y, int z, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
+      : "memory");
+}
 // Thread-block clusters (compute capability 9.0+). The shared::cluster address of the same
 // location (a shared::cta address) in the block of cluster rank `rank`.
 __device__ __forceinline__ unsigned cluster_map(unsigned cta_addr, unsigned rank) {
@@ -99,6 +107,11 @@ __device__ __forceinline__ unsigned long long wg_descriptor(const void* tile, un
   return static_cast<unsigned long long>((smem_addr(tile) >> 4) & 0x3fff) |
          (static_cast<unsigned long long>((leading >> 4) & 0x3fff) << 16) |
          (static_cast<unsigned long long>((stride >> 4) & 0x3fff) << 32);
+}
+// The same for a tile written with the 128-byte swizzle (layout type 1 in bits 62-63; the tile
+// 1024-byte aligned, so that the swizzle, applied to the full address, matches the copy's).
+__device__ __forceinline__ unsigned long long wg_descriptor_sw128(const void* tile, unsigned leading, unsigned stride) {
+  return wg_descriptor(tile, leading, stride) | (1ull << 62);
 }
 // Orders register accesses before the next multiplies; closes a group of them; waits until at
 // most N groups are in flight.
