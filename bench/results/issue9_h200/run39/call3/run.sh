@@ -21,7 +21,7 @@ for sh in pi05_prefix_3view pi05_prefix_1view; do
   timeout 60 /tmp/b/bin/edgevla_bench_cuda_kernels --only attention_shapes --shape $sh --repeat 20 > $R/shape_$sh.out 2>&1
   echo "$sh"; grep -h '"shape"' $R/shape_$sh.out | grep -E '"(plan|wg1|wg2|wgrot|wgt1|wgt2|wgt2s2|wgt2s4|wgtrot)"' | cut -c40-190
 done
-(cd /tmp/b && EDGEVLA_ATTN_WG=2 EDGEVLA_ATTN_WG_TMA=1 timeout 90 ctest -R "pi0" -L gpu -j4 > $R/ctest_pi0_wgt.log 2>&1; echo "pi0 engines with wgt2: rc=$?"; grep -E "tests passed" $R/ctest_pi0_wgt.log)
+(cd /tmp/b && EDGEVLA_ATTN_WG=2 EDGEVLA_ATTN_WG_TMA=1 timeout 90 ctest -R "CudaPi0" -L gpu -j4 > $R/ctest_pi0_wgt.log 2>&1; echo "pi0 engines with wgt2: rc=$?"; grep -E "tests passed" $R/ctest_pi0_wgt.log)
 show() { grep -h '^{' $1 | python3 -c "
 import json,sys
 for l in sys.stdin:
