@@ -20,9 +20,18 @@ Case siglip() {
 std::vector<Case> real_cases() {
   // gemma_prefix(1200, ...): 150 blocks, more than a wave of two-group blocks on the GPUs the
   // backend runs on (132 multiprocessors and fewer), so head dim 256 with one key group is
-  // covered too; the prefixes of 968 and 1024 rows (121 / 128 blocks) take two groups.
-  return {siglip(), gemma_prefix(968, 968), gemma_prefix(1024, 968), gemma_prefix(1200, 1100),
-          action_expert(51, 833, true), action_expert(50, 968, false)};
+  // covered too; the prefixes of 968 and 1024 rows (121 / 128 blocks) take two groups. The
+  // prefixes run where the plan puts them (on a compute capability 9.0 device the warpgroup
+  // kernel) and on attn_bf16.
+  std::vector<Case> v = {siglip(), gemma_prefix(968, 968), gemma_prefix(1024, 968), gemma_prefix(1200, 1100),
+                         action_expert(51, 833, true), action_expert(50, 968, false)};
+  for (int i : {1, 2, 3}) {
+    Case c = v[i];
+    c.wg = 0;
+    c.name += " attn_bf16";
+    v.push_back(c);
+  }
+  return v;
 }
 
 std::vector<Case> odd_cases() {

@@ -85,15 +85,15 @@ int wide_from_default() {
   static const int from = env_int("EDGEVLA_ATTN_WIDE_ROWS", EDGEVLA_ATTN_WIDE_ROWS, 0, 1 << 20);
   return from;
 }
-// The warpgroup kernel's default (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=1 or 2 turns it on
-// with that many warpgroups a block.
-int wg_default() {
-  static const int groups = env_int("EDGEVLA_ATTN_WG", 0, 0, 2);
+// The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
+// never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
+int wg_env() {
+  static const int groups = env_int("EDGEVLA_ATTN_WG", -1, 0, 2);
   return groups;
 }
-// EDGEVLA_ATTN_WG_TMA=1: AttentionArgs::wg_tma's default.
+// AttentionArgs::wg_tma's default: on, unless EDGEVLA_ATTN_WG_TMA=0.
 bool wg_tma_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 0, 0, 1) == 1;
+  static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 1, 0, 1) == 1;
   return on;
 }
 // EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
@@ -387,8 +387,14 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
   // The warpgroup kernel (AttentionArgs::wg): 64 rows a warpgroup, one or two a block, 64-key
   // tiles; the shares fill one wave of one block a multiprocessor, none shorter than two tiles.
-  const int wg_groups = std::clamp(a.wg >= 0 ? a.wg : wg_default(), 0, 2);
+  // Unasked, it runs with one warpgroup a block and K/V by bulk tensor copies wherever the K/V
+  // strides allow those copies (run 39: 33.5 against attn_bf16's 48.5 µs for pi0.5's 3-view
+  // prefix, 17.5 against 22.2 at one view); its cp.async form is slower than attn_bf16 and runs
+  // only when asked for.
   const bool wg_tma = a.wg_tma >= 0 ? a.wg_tma > 0 : wg_tma_default();
+  const bool tma_strides = a.a.ld % 8 == 0 && (a.batch == 1 || a.a.batch % 8 == 0);
+  const int wg_asked = a.wg >= 0 ? a.wg : wg_env();
+  const int wg_groups = std::clamp(wg_asked >= 0 ? wg_asked : (wg_tma && tma_strides ? 1 : 0), 0, 2);
   if (wg_groups > 0 && bf && a.h == 256 && a.b_len == 0 && a.a_max > 0 && dev.major == 9 && dev.minor == 0 &&
       attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
     pl.wg = true;

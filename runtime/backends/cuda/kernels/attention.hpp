@@ -80,10 +80,12 @@ struct AttentionArgs {
   // Head dim 256, block a only, bf16, on a compute capability 9.0 device with an sm_90a build:
   // the warpgroup kernel (attention_wg.cu) instead of attn_bf16, with 1 or 2 warpgroups (64 or
   // 128 stacked rows) a block wherever it applies; 0: never; -1: the process's choice (the
-  // EDGEVLA_ATTN_WG variable, 0, 1 or 2; off by default).
+  // EDGEVLA_ATTN_WG variable, 0, 1 or 2; unset: one warpgroup wherever wg_tma is on and K/V's
+  // strides allow bulk tensor copies).
   int wg = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
-  // cp.async: 1 yes; 0 no; -1: the process's choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; off by default).
+  // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
+  // choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; on by default).
   int wg_tma = -1;
   // Each row tile's block walks its share of the key tiles from a different tile (bf16 kernels),
   // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the
