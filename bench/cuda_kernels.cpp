@@ -540,6 +540,7 @@ int main(int argc, char** argv) {
     aa.scratch = scratch;
     // Bytes of one split's partials (the plan's own unit): scratch for n splits is n of them.
     AttentionArgs one = aa;
+    one.wg = 0;  // attn_bf16 at each split count; the warpgroup kernel's rows below
     const std::size_t split_bytes = static_cast<std::size_t>(rows * H * (h + 2)) * 4;
     for (const std::int32_t valid : {456, 968}) {
       CHECK_CUDA(cudaMemcpy(a_len, &valid, 4, cudaMemcpyHostToDevice));
@@ -553,6 +554,19 @@ int main(int argc, char** argv) {
         std::printf("{\"bench\": \"attention\", \"valid_prefix\": %d, \"splits_asked\": %d, \"us_per_call_in_graph\": "
                     "%.2f, \"rel_l2_vs_unsplit\": %.2e, \"planned_default_scratch\": %zu}\n",
                     valid, splits, us, rel_l2(got, ref), max_scratch / split_bytes);
+      }
+      // The warpgroup kernel's bulk-copy form over both blocks (AttentionArgs::wg, wg_tma) with 1
+      // or 2 warpgroups a block, at its plan's shares ("form": "wgt1" / "wgt2").
+      for (const int groups : {1, 2}) {
+        AttentionArgs w = aa;
+        w.wg = groups, w.wg_tma = 1;
+        w.scratch_bytes = attention_scratch_bytes(w);
+        if (!attention_takes_warpgroup_kernel(w) || w.scratch_bytes > 4 * std::max<std::size_t>(max_scratch, 16)) continue;
+        const double us = attention_graph_us(s, timer, repeat, w);
+        const auto got = download(out, DType::kBF16, static_cast<std::size_t>(rows * H * h));
+        std::printf("{\"bench\": \"attention\", \"valid_prefix\": %d, \"form\": \"wgt%d\", \"splits\": %zu, "
+                    "\"us_per_call_in_graph\": %.2f, \"rel_l2_vs_unsplit\": %.2e}\n",
+                    valid, groups, w.scratch_bytes / split_bytes, us, rel_l2(got, ref));
       }
     }
   }

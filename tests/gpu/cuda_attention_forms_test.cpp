@@ -82,6 +82,50 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
   }
 }
 
+// The warpgroup kernel's bulk-copy form over blocks a and b (the action experts: the cached
+// prefix, then the action rows' own keys with pi0's per-row limits or none), asked for: one and
+// three views, a prefix of 0 and of 37 keys, two sequences; in shares and unsplit. Without bulk
+// copies (wg_tma 0) the plan must not take it for block b.
+TEST(CudaAttention, WarpgroupKernelTakesBlockB) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {action_expert(51, 833, true), action_expert(50, 968, false),
+                             action_expert(50, 456, false), action_expert(51, 37, true)};
+  {
+    Case c = action_expert(50, 0, false);
+    c.name += " (no prefix)";
+    cases.push_back(c);
+  }
+  {
+    Case c = action_expert(51, 300, true);
+    c.batch = 2, c.batch_pad = 8, c.name += " batch 2";
+    cases.push_back(c);
+  }
+  for (const Case& base : cases) {
+    for (int groups : {1, 2}) {
+      Case c = base;
+      c.wg = groups;
+      c.wg_tma = 1;
+      c.name += " wg" + std::to_string(groups) + " tma";
+      {
+        Problem p(c, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << c.name;
+        if (wgmma_gemm_available()) {
+          EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+        }
+        AttentionArgs no_tma = p.args();
+        no_tma.wg_tma = 0;
+        EXPECT_FALSE(attention_takes_warpgroup_kernel(no_tma)) << c.name;
+      }
+      check_case(c, DType::kBF16);
+      c.name += ", no scratch";
+      check_case(c, DType::kBF16, false);
+    }
+  }
+  Case c = action_expert(51, 833, true);
+  c.wg = 1, c.wg_tma = 1, c.name += " wg1 tma";
+  check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
+}
+
 // The warpgroup kernel in a graph captured once, replayed with other prefix lengths; with bulk
 // tensor copies the rows past *a_len that the copies bring in are stale keys from the longer
 // prefix before (the replays run longest first), which V's zeroed tail must keep out of the output.

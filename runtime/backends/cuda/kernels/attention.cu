@@ -96,6 +96,12 @@ bool wg_tma_default() {
   static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 1, 0, 1) == 1;
   return on;
 }
+// EDGEVLA_ATTN_WG_EXPERT=1: the unasked warpgroup kernel also for calls with block b (the action
+// experts' attention over the cached prefix and their own keys); off until measured.
+bool wg_expert_default() {
+  static const bool on = env_int("EDGEVLA_ATTN_WG_EXPERT", 0, 0, 1) == 1;
+  return on;
+}
 // EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
 bool rotate_default() {
   static const bool on = env_int("EDGEVLA_ATTN_ROTATE", 0, 0, 1) == 1;
@@ -390,13 +396,16 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // Unasked, it runs with one warpgroup a block and K/V by bulk tensor copies wherever the K/V
   // strides allow those copies (run 39: 33.5 against attn_bf16's 48.5 µs for pi0.5's 3-view
   // prefix, 17.5 against 22.2 at one view); its cp.async form is slower than attn_bf16 and runs
-  // only when asked for.
+  // only when asked for. Calls with block b (the action experts) take it only in the bulk-copy
+  // form, and unasked only with EDGEVLA_ATTN_WG_EXPERT=1.
   const bool wg_tma = a.wg_tma >= 0 ? a.wg_tma > 0 : wg_tma_default();
-  const bool tma_strides = a.a.ld % 8 == 0 && (a.batch == 1 || a.a.batch % 8 == 0);
+  const auto copyable = [&](const KvBlock& kv) { return kv.ld % 8 == 0 && (a.batch == 1 || kv.batch % 8 == 0); };
+  const bool tma_ok = wg_tma && copyable(a.a) && (a.b_len == 0 || copyable(a.b));
   const int wg_asked = a.wg >= 0 ? a.wg : wg_env();
-  const int wg_groups = std::clamp(wg_asked >= 0 ? wg_asked : (wg_tma && tma_strides ? 1 : 0), 0, 2);
-  if (wg_groups > 0 && bf && a.h == 256 && a.b_len == 0 && a.a_max > 0 && dev.major == 9 && dev.minor == 0 &&
-      attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
+  const bool wg_auto = tma_ok && (a.b_len == 0 || wg_expert_default());
+  const int wg_groups = std::clamp(wg_asked >= 0 ? wg_asked : (wg_auto ? 1 : 0), 0, 2);
+  if (wg_groups > 0 && bf && a.h == 256 && (a.b_len == 0 || tma_ok) && a.a_max > 0 && dev.major == 9 &&
+      dev.minor == 0 && attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
     pl.wg = true;
     pl.wg_groups = wg_groups;
     pl.wg_tma = wg_tma;
@@ -404,7 +413,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
     const std::int64_t wg_blocks = pl.row_tiles * a.batch * a.kv_heads;
-    const std::int64_t wg_tiles = ceil_div(a.a_max, attn::kWgKeys);
+    const std::int64_t wg_tiles = ceil_div(a.a_max, attn::kWgKeys) + ceil_div(a.b_len, attn::kWgKeys);
     std::int64_t shares = 1;
     if (wg_blocks < sms && wg_tiles > 2) shares = std::min<std::int64_t>({sms / wg_blocks, wg_tiles / 2, kMaxSplits});
     if (const int asked = wg_shares_asked(); asked > 0) shares = std::min<std::int64_t>({asked, wg_tiles, kMaxSplits});
@@ -497,7 +506,8 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   if (args.batch == 0 || args.rows == 0) return Status::ok();
   DeviceLimits dev;
   EDGEVLA_RETURN_IF_ERROR(device_limits(dev));
-  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
+  const std::size_t scratch_bytes = args.scratch == nullptr ? 0 : args.scratch_bytes;
+  Plan pl = make_plan(args, dev, scratch_bytes);
   if (pl.row_tiles > 0x7fffffff || args.batch * args.kv_heads > 65535) {
     return invalid_argument("attention: too many rows or sequences × kv heads for one launch");
   }
@@ -527,10 +537,18 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.h = static_cast<int>(args.h);
   p.m_rows = static_cast<int>(pl.m_rows);
   p.batch = static_cast<int>(args.batch);
-  p.splits = pl.splits;
   p.scale_log2 = args.scale * kLog2e;
   p.a_constant = args.a_constant;
   p.rotate = args.rotate >= 0 ? args.rotate > 0 : rotate_default();
+  // The warpgroup kernel's bulk copies need 16-byte aligned bases, which the plan (made from the
+  // shapes alone) cannot see: where they are not, a call with block b or an unasked one runs on
+  // attn_bf16 (re-planned within the same scratch), an asked one on the cp.async form.
+  if (pl.wg && pl.wg_tma && !attn::wg_tma_ready(p) && (args.b_len > 0 || (args.wg < 0 && wg_env() < 0))) {
+    AttentionArgs plain = args;
+    plain.wg = 0;
+    pl = make_plan(plain, dev, scratch_bytes);
+  }
+  p.splits = pl.splits;
   if (pl.splits > 1) {
     p.part_o = static_cast<float*>(args.scratch);
     p.part_ml = p.part_o + static_cast<std::size_t>(pl.splits) * args.batch * args.kv_heads * pl.m_rows * args.h;

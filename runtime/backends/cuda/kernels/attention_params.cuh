@@ -78,17 +78,21 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
   return (static_cast<long long>(split) * p.batch * p.kv_heads + bg) * p.m_rows + m;
 }
 
-// The warpgroup kernel (attention_wg.cu): head dim 256, block a only (no block b), bf16, 64
-// stacked rows a warpgroup and one or two warpgroups a block (`groups`), 64-key tiles, q·kᵀ of the
-// next tile and p·v of this one in flight while the softmax runs. Runs on compute capability 9.0
-// only, from a build with sm_90a code (wg_built()).
+// The warpgroup kernel (attention_wg.cu): head dim 256, bf16, 64 stacked rows a warpgroup and one
+// or two warpgroups a block (`groups`), 64-key tiles, q·kᵀ of the next tile and p·v of this one in
+// flight while the softmax runs; block b (with its limits) only in the bulk-copy form. Runs on
+// compute capability 9.0 only, from a build with sm_90a code (wg_built()).
 constexpr int kWgKeys = 64;
 constexpr int wg_rows(int groups) { return 64 * groups; }
 bool wg_built();
 // Its shared memory a block, in the cp.async form or (tma) the bulk-tensor-copy form.
 int wg_smem_bytes(int groups, bool tma);
+// Whether the call's K and V (blocks a and b) can come by bulk tensor copies: 16-byte aligned
+// bases and strides, and a driver that describes them.
+bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
-// V come by bulk tensor copies where their layout allows it, else by cp.async.
+// V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:
+// cudaErrorNotSupported for a call with block b).
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma);
 
 }  // namespace edgevla::backends::cuda::attn

@@ -132,9 +132,12 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 }
 #endif
 
-template <int WG, bool kTma>
+// kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
+// keeps the code and registers it was measured with.
+template <int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
-    attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map) {
+    attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
+               const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
@@ -162,11 +165,16 @@ __global__ void __launch_bounds__(128 * WG, 1)
   chain_release();
   if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
   const int a_len = clamped_a_len(p);
+  // Key tiles: block a's na (with *a_len), then block b's (kTma only; b_len is fixed).
   const int na = (a_len + kWgKeys - 1) / kWgKeys;
+  static_assert(kTma || !kB, "block b only in the bulk-copy form");
+  const int nb = kB ? (p.b_len + kWgKeys - 1) / kWgKeys : 0;
   int t_begin = 0, t_end = 0;
-  split_range(na, p.splits, t_begin, t_end);
+  split_range(na + nb, p.splits, t_begin, t_end);
 
   const int my_m[2] = {m0 + warp * 16 + lane / 4, m0 + warp * 16 + lane / 4 + 8};
+  int lim_b[2] = {0, 0};
+  if constexpr (kB) lim_b[0] = b_visible(p, my_m[0]), lim_b[1] = b_visible(p, my_m[1]);
   float o[kHd / 8][4];
 #pragma unroll
   for (int d = 0; d < kHd / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
@@ -195,18 +203,22 @@ __global__ void __launch_bounds__(128 * WG, 1)
       from += step;
     }
   };
-  // kTma: thread 0 copies the tile at walk position w as four 64-dim boxes.
-  auto copy = [&](const CUtensorMap* map, bf16* dst, unsigned long long* bar, int w) {
+  // kTma: thread 0 copies the tile at walk position w as four 64-dim boxes, from block a's map or
+  // block b's (whose rows end at b_len, so the copy fills the rest of its last tile with zeros).
+  auto copy = [&](bool k, bf16* dst, unsigned long long* bar, int w) {
     if (tid != 0) return;
     const int t = walk_tile(p, w, t_begin, t_end);
+    const bool in_a = !kB || t < na;
+    const CUtensorMap* map = in_a ? (k ? &k_map : &v_map) : (k ? &kb_map : &vb_map);
+    const int row0 = (in_a ? t : t - na) * kWgKeys;
     mbar_expect_tx(bar, kTmaTileBytes);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, t * kWgKeys, b, bar);
+    for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
   };
   auto load_k = [&](int t) {
     const int s = (t - t_begin) % kStages;
     if constexpr (kTma) {
-      copy(&k_map, s_k + s * kStageElems, &bars[s], t);
+      copy(true, s_k + s * kStageElems, &bars[s], t);
     } else {
       load(ak, s_k + s * kStageElems, t);
     }
@@ -214,19 +226,23 @@ __global__ void __launch_bounds__(128 * WG, 1)
   auto load_v = [&](int t) {
     const int s = (t - t_begin) % kStages;
     if constexpr (kTma) {
-      copy(&v_map, s_v + s * kStageElems, &bars[kStages + s], t);
+      copy(false, s_v + s * kStageElems, &bars[kStages + s], t);
     } else {
       load(av, s_v + s * kStageElems, t);
     }
   };
+  // Whether walk position w's tile is in block a (which the chain's kernels do not write when
+  // p.a_constant, so it may be copied before the chain's wait).
+  auto early = [&](int w) { return w < t_end && (!kB || walk_tile(p, w, t_begin, t_end) < na); };
   // kTma: wait for K / V of walk position w (each stage's barrier completes once a use).
   auto wait_k = [&](int w) { mbar_wait(&bars[(w - t_begin) % kStages], ((w - t_begin) / kStages) & 1); };
   auto wait_v = [&](int w) {
     mbar_wait(&bars[kStages + (w - t_begin) % kStages], ((w - t_begin) / kStages) & 1);
     // The copies read rows up to a_max: V's rows past *a_len become 0 (whole 128-byte rows of
     // each box, so the swizzle does not matter).
-    const int r0 = a_len - walk_tile(p, w, t_begin, t_end) * kWgKeys;
-    if (r0 < kWgKeys) {
+    const int t = walk_tile(p, w, t_begin, t_end);
+    const int r0 = a_len - t * kWgKeys;
+    if ((!kB || t < na) && r0 < kWgKeys) {
       bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
       for (int i = tid; i < (kWgKeys - r0) * 32; i += kThreads) {
         const int r = r0 + i / 32, box = (i % 32) / 8, c = i % 8;
@@ -237,12 +253,19 @@ __global__ void __launch_bounds__(128 * WG, 1)
   };
 
   if (t_begin < t_end) {  // the same for the whole block
+    bool issued[2] = {false, false};  // kTma: walk positions t_begin and t_begin + 1
     if (p.a_constant) {
-      load_k(t_begin);
-      load_v(t_begin);
-      if (kTma && t_begin + 1 < t_end) {
-        load_k(t_begin + 1);
-        load_v(t_begin + 1);
+      if constexpr (kTma) {
+        for (int i = 0; i < 2; ++i) {
+          if (early(t_begin + i)) {
+            load_k(t_begin + i);
+            load_v(t_begin + i);
+            issued[i] = true;
+          }
+        }
+      } else {
+        load_k(t_begin);
+        load_v(t_begin);
       }
     }
     chain_wait();
@@ -254,13 +277,16 @@ __global__ void __launch_bounds__(128 * WG, 1)
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
       cp_async16(s_q + tile_offset(r, c), q + off, ok);
     }
-    if (!p.a_constant) {
+    if constexpr (kTma) {
+      for (int i = 0; i < 2; ++i) {
+        if (!issued[i] && t_begin + i < t_end) {
+          load_k(t_begin + i);
+          load_v(t_begin + i);
+        }
+      }
+    } else if (!p.a_constant) {
       load_k(t_begin);
       load_v(t_begin);
-      if (kTma && t_begin + 1 < t_end) {
-        load_k(t_begin + 1);
-        load_v(t_begin + 1);
-      }
     }
     cp_async_commit();  // q and (cp.async) the first tile
     if constexpr (kTma) {
@@ -311,9 +337,15 @@ __global__ void __launch_bounds__(128 * WG, 1)
     wg_commit();
     wg_wait<0>();
     pin(s_flat);
-    const int lim[2] = {a_len, a_len};
-    scores_to_probs<kWgKeys>(p, s, row_max, row_sum, alpha, walk_tile(p, t_begin, t_begin, t_end) * kWgKeys, lim,
-                             lane);
+    // Scores to probabilities for walk position w: block a's keys below *a_len, block b's below
+    // each row's limit.
+    auto probs = [&](int w) {
+      const int t = walk_tile(p, w, t_begin, t_end);
+      const bool in_a = !kB || t < na;
+      const int lim[2] = {in_a ? a_len : lim_b[0], in_a ? a_len : lim_b[1]};
+      scores_to_probs<kWgKeys>(p, s, row_max, row_sum, alpha, (in_a ? t : t - na) * kWgKeys, lim, lane);
+    };
+    probs(t_begin);
     pack_probs(s, pf);
 
     // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
@@ -339,8 +371,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
       if constexpr (!(kAblate & 2)) {
-        scores_to_probs<kWgKeys>(p, s, row_max, row_sum, alpha, walk_tile(p, t + 1, t_begin, t_end) * kWgKeys,
-                                 lim, lane);
+        probs(t + 1);
       } else {
         alpha[0] = alpha[1] = 1.0f;
       }
@@ -379,6 +410,8 @@ __global__ void __launch_bounds__(128 * WG, 1)
   (void)p;
   (void)k_map;
   (void)v_map;
+  (void)kb_map;
+  (void)vb_map;
   __trap();  // the host launches this kernel only on a 9.0 device from an sm_90a build
 #endif
 }
@@ -396,43 +429,60 @@ bool wg_built() {
 int wg_smem_bytes(int groups, bool tma) { return tma ? smem_bytes_tma(groups) : smem_bytes(groups); }
 
 namespace {
-// K or V of the call (block a: rows [a_max] of row stride a_ld, a_batch apart a sequence) as a 3-d
-// tensor map of bf16 boxes 64 dims × 64 keys × 1 with the 128-byte swizzle; rows past a_max read
-// as zeros. False where the layout does not allow bulk tensor copies (16-byte strides and base).
-bool encode_kv_map(CUtensorMap& map, const void* base, const Params& p) {
+// A block's K or V (rows of stride ld elements, `batch_stride` apart a sequence, `rows` of them) as
+// a 3-d tensor map of bf16 boxes 64 dims × 64 keys × 1 with the 128-byte swizzle; rows past
+// `rows` read as zeros. False where the layout does not allow bulk tensor copies.
+bool encode_kv_map(CUtensorMap& map, const void* base, long long ld, long long batch_stride, int rows, int batch) {
   const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
-  if (fn == nullptr || reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || p.a_ld % 8 != 0 ||
-      (p.batch > 1 && p.a_batch % 8 != 0) || p.h != kHd) {
+  if (fn == nullptr || reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || ld % 8 != 0 ||
+      (batch > 1 && batch_stride % 8 != 0) || rows <= 0) {
     return false;
   }
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(p.a_ld), static_cast<cuuint64_t>(p.a_max),
-                              static_cast<cuuint64_t>(p.batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(p.a_ld) * 2,
-                                 static_cast<cuuint64_t>(p.batch > 1 ? p.a_batch : p.a_ld * p.a_max) * 2};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(ld), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
+                                 static_cast<cuuint64_t>(batch > 1 ? batch_stride : ld * rows) * 2};
   const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(kWgKeys), 1};
   const cuuint32_t elem[3] = {1, 1, 1};
   return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box, elem,
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
+// The call's four maps (block b's only where it has keys); false where one cannot be made.
+bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
+  if (p.h != kHd || !encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) ||
+      !encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch)) {
+    return false;
+  }
+  return p.b_len == 0 || (encode_kv_map(maps[2], p.bk, p.b_ld, p.b_batch, p.b_len, p.batch) &&
+                          encode_kv_map(maps[3], p.bv, p.b_ld, p.b_batch, p.b_len, p.batch));
+}
 }  // namespace
 
+bool wg_tma_ready(const Params& p) {
+  CUtensorMap maps[4] = {};
+  return encode_maps(p, maps);
+}
+
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
-  CUtensorMap k_map{}, v_map{};
-  tma = tma && encode_kv_map(k_map, p.ak, p) && encode_kv_map(v_map, p.av, p);  // else the cp.async form
+  CUtensorMap maps[4] = {};
+  tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
+  if (!tma && p.b_len > 0) return cudaErrorNotSupported;
   const void* fn = nullptr;
-  if (tma) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true>);
+  if (tma && p.b_len > 0) {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true>);
+  } else if (tma) {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false>);
   } else {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false>);
   }
   const int smem = wg_smem_bytes(groups, tma);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;
-  void* args[] = {&copy, &k_map, &v_map};
+  void* args[] = {&copy, &maps[0], &maps[1], &maps[2], &maps[3]};
   return launch_untyped(fn, grid, dim3(128 * groups), static_cast<std::size_t>(smem), stream, args);
 }
 
