@@ -1,6 +1,8 @@
-// Head dim 256's attention over block a on Hopper's warpgroup multiply (wgmma, sm_90a), for
-// Gemma's prefix: many stacked rows (8 query heads over one kv head) and a long walk (456-968
-// keys), where attn_bf16 issues ~8 instructions a tensor-core multiply and reaches 80-160 TFLOP/s.
+// Head dim 256's attention on Hopper's warpgroup multiply (wgmma, sm_90a), for Gemma's prefix:
+// many stacked rows (8 query heads over one kv head) and a long walk (456-968 keys), where
+// attn_bf16 issues ~8 instructions a tensor-core multiply and reaches 80-160 TFLOP/s; in the
+// bulk-copy form also for the action experts (the cached prefix as block a, the action rows' own
+// keys as block b with their per-row limits).
 //
 // A block is one or two warpgroups (WG), each over 64 stacked rows, sharing every K/V tile. Q
 // (64 · WG × 256) stays in shared memory; K and V come in 64-key tiles through two rings of two
@@ -27,8 +29,10 @@
 // *a_len, so V's rows past *a_len in the last tile are zeroed before p·v (0 · whatever a stale
 // row holds must stay 0); K's are masked by the softmax. Run 39's ablation (call 2) had the
 // cp.async copies setting the pace: without them the 3-view prefix took 35-39 µs instead of 54-80.
-// The one-warpgroup form measured slower than attn_bf16 on the H200 (run 38: 79.7 against 48.0 µs
-// for the 3-view prefix), so the kernel is opt-in (AttentionArgs::wg, EDGEVLA_ATTN_WG).
+// With bulk copies and one warpgroup it took 33.5 µs against attn_bf16's 48.5 (17.5 against 22.2
+// at one view), so that form is attention.cu's default for block a alone on compute capability
+// 9.0; the cp.async form (79.7 µs, run 38) and block b (not yet measured) run when asked for
+// (AttentionArgs::wg / wg_tma, EDGEVLA_ATTN_WG, EDGEVLA_ATTN_WG_TMA, EDGEVLA_ATTN_WG_EXPERT).
 // The key shares and their partials are attn_bf16's (split_range, part_o / part_ml), so
 // attention.cu's combine merges them.
 #include "runtime/backends/cuda/kernels/attention_params.cuh"
