@@ -6,12 +6,13 @@
 // GEMMs run back to back over copies of their weights that together exceed the L2 cache (cold
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
-//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention|attention_shapes] [--shape NAME] [--k-chunk N]
+//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention|attention_shapes|mlp] [--shape NAME] [--k-chunk N]
 //                              [--rows M]
 // (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, and --shape the
 // attention_shapes part to one shape (e.g. pi05_prefix_3view), for a profiler;
 // --rows times every GEMM shape at M activation rows instead of its own, to see what the
-// activations' reads cost beside the weights')
+// activations' reads cost beside the weights'; mlp: GR00T's MLP half as two GEMMs and as one
+// kernel)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_mlp.hpp"
 #include "runtime/core/dtype.hpp"
 
 using namespace edgevla;
@@ -167,6 +169,62 @@ double attention_graph_us(cudaStream_t s, Timer& timer, int repeat, const Attent
   CHECK_CUDA(cudaGraphExecDestroy(exec));
   CHECK_CUDA(cudaGraphDestroy(graph));
   return us;
+}
+
+// GR00T's DiT MLP half (51 rows, 1536 → 6144 → GELU → 1536 in 8 f32 parts): the two warpgroup
+// GEMMs (kGelu into bf16 h, kF32Parts over h) against the one-kernel form (wgmma_mlp.hpp), each
+// plain and chained (programmatic launches, as in the action head), on enough weight copies that
+// every call reads from device memory; beside the weights' time at the copy rate.
+void mlp_half(cudaStream_t s, Timer& timer, double copy_gbps) {
+  if (!wgmma_gemm_available()) return;
+  const std::int64_t m = 51, d = 1536, hidden = 6144, n_out = 1536;
+  const int cluster = 12, parts = wgmma_mlp_parts(hidden, cluster);
+  const std::size_t w1_bytes = wgmma_tiled_bytes(hidden, d), w2_bytes = wgmma_tiled_bytes(n_out, hidden);
+  const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / (w1_bytes + w2_bytes) + 1, 2, 64));
+  void* x = device_random_bf16(static_cast<std::size_t>(m * d), 7);
+  void* w1 = device_random_bf16(static_cast<std::size_t>(hidden * d), 8);
+  void* w2 = device_random_bf16(static_cast<std::size_t>(n_out * hidden), 9);
+  std::byte *t1 = nullptr, *t2 = nullptr;
+  void *h = nullptr, *out = nullptr;
+  CHECK_CUDA(cudaMalloc(&t1, copies * w1_bytes));
+  CHECK_CUDA(cudaMalloc(&t2, copies * w2_bytes));
+  CHECK_CUDA(cudaMalloc(&h, static_cast<std::size_t>(m * hidden) * 2));
+  CHECK_CUDA(cudaMalloc(&out, static_cast<std::size_t>(parts * m * n_out) * 4));
+  for (int c = 0; c < copies; ++c) {
+    CHECK_OK(wgmma_tile_weight(s, w1, hidden, d, d, WgmmaEpilogue::kGelu, t1 + c * w1_bytes));
+    CHECK_OK(wgmma_tile_weight(s, w2, n_out, hidden, hidden, WgmmaEpilogue::kF32Parts, t2 + c * w2_bytes));
+  }
+  auto pair = [&](int c) {
+    WgmmaGemmArgs g1;
+    g1.a = x, g1.m = m, g1.k = d, g1.lda = d, g1.w_tiled = t1 + c * w1_bytes, g1.n = hidden;
+    g1.epilogue = WgmmaEpilogue::kGelu, g1.d = h, g1.ldd = hidden;
+    CHECK_OK(wgmma_gemm(s, g1));
+    WgmmaGemmArgs g2;
+    g2.a = h, g2.m = m, g2.k = hidden, g2.lda = hidden, g2.w_tiled = t2 + c * w2_bytes, g2.n = n_out;
+    g2.epilogue = WgmmaEpilogue::kF32Parts, g2.d = out, g2.ldd = n_out, g2.k_parts = parts, g2.part_stride = m * n_out;
+    CHECK_OK(wgmma_gemm(s, g2));
+  };
+  auto fused = [&](int c) {
+    WgmmaMlpArgs a;
+    a.x = x, a.m = m, a.d = d, a.ldx = d, a.w1_tiled = t1 + c * w1_bytes, a.hidden = hidden;
+    a.w2_tiled = t2 + c * w2_bytes, a.n_out = n_out, a.parts = static_cast<float*>(out), a.ldp = n_out;
+    a.part_stride = m * n_out, a.cluster = cluster;
+    CHECK_OK(wgmma_mlp(s, a));
+  };
+  const double pair_us = timer.per_call_us(copies, 3, pair), fused_us = timer.per_call_us(copies, 3, fused);
+  double pair_chained = 0, fused_chained = 0;
+  {
+    DependentLaunchScope scope(true);
+    pair_chained = timer.per_call_us(copies, 3, pair);
+    fused_chained = timer.per_call_us(copies, 3, fused);
+  }
+  const double floor_us = static_cast<double>(w1_bytes + w2_bytes) / (copy_gbps * 1e3);
+  std::printf("{\"bench\": \"mlp_half\", \"shape\": \"groot_ff1_ff2\", \"cluster\": %d, \"resident_clusters\": %d, "
+              "\"pair_us\": %.2f, \"pair_chained_us\": %.2f, \"fused_us\": %.2f, \"fused_chained_us\": %.2f, "
+              "\"weights_at_copy_rate_us\": %.2f}\n",
+              cluster, wgmma_mlp_resident_clusters(m, d, hidden, n_out, cluster), pair_us, pair_chained, fused_us,
+              fused_chained, floor_us);
+  for (void* p : {x, w1, w2, h, out, static_cast<void*>(t1), static_cast<void*>(t2)}) CHECK_CUDA(cudaFree(p));
 }
 
 // The stages' other attention calls (the backbones' prefixes and vision towers, GR00T's DiT),
@@ -337,7 +395,7 @@ int main(int argc, char** argv) {
   unsigned* sink = nullptr;
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   for (Shape sh : shapes) {
-    if (only == "attention" || only == "attention_shapes") break;
+    if (only == "attention" || only == "attention_shapes" || only == "mlp") break;
     if (!only_shape.empty() && only_shape != sh.name) continue;
     if (rows > 0) sh.m = rows;
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
@@ -519,7 +577,7 @@ int main(int argc, char** argv) {
 
   // Attention: 50 action rows × 8 heads over one kv head of 256, a cache of 1024 rows holding
   // `valid` tokens, plus the 50 rows' own keys; each split count, 18 calls in one graph.
-  if (only != "gemm" && only != "attention_shapes") {
+  if (only != "gemm" && only != "attention_shapes" && only != "mlp") {
     const std::int64_t rows = 50, H = 8, K = 1, h = 256, cache_rows = 1024, Q = (H + 2 * K) * h;
     void* qkv = device_random_bf16(static_cast<std::size_t>(rows * Q), 3);
     void* cache = device_random_bf16(static_cast<std::size_t>(2 * cache_rows * K * h), 4);
@@ -571,5 +629,6 @@ int main(int argc, char** argv) {
     }
   }
   if (only.empty() || only == "attention_shapes") attention_shapes(s, timer, repeat, only_shape, only_split);
+  if (only.empty() || only == "mlp") mlp_half(s, timer, copy_gbps);
   return 0;
 }

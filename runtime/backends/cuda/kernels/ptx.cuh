@@ -94,6 +94,14 @@ __device__ __forceinline__ unsigned cluster_map(unsigned cta_addr, unsigned rank
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(cta_addr), "r"(rank));
   return out;
 }
+// `bytes` (a multiple of 16) of this block's shared memory at src to another block's of the
+// cluster (dst and bar: shared::cluster addresses from cluster_map), counted in bytes on that
+// block's barrier.
+__device__ __forceinline__ void bulk_copy_to_cluster(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "r"(smem_addr(src)), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // Four floats to another block's shared memory (shared::cluster addresses from cluster_map, the
 // destination 16-byte aligned), counted in bytes on that block's barrier `bar`.
 __device__ __forceinline__ void store_async4(unsigned addr, float a, float b, float c, float d, unsigned bar) {

@@ -1,0 +1,46 @@
+// What the warpgroup GEMM (wgmma_gemm.cu) and the MLP-half kernel (wgmma_mlp.cu) share: the
+// tile shapes, the weight tile's layout and the descriptors the multiplies read, and the
+// m64n56k16 multiply itself (sm_90a code only).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "runtime/backends/cuda/kernels/ptx.cuh"
+
+namespace edgevla::backends::cuda::wgmma {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kBm = 64;                 // output features a block
+constexpr int kBn = 56;                 // rows a row tile (a block holds 1 to kMaxRowTiles of them)
+constexpr int kBk = 64;                 // k a stage
+constexpr int kWTile = kBm * kBk;       // elements
+constexpr int kATile = kBn * kBk;
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The weight tile: core-matrix order, no swizzle (tile_weight_kernel's layout).
+__device__ __forceinline__ unsigned long long weight_descriptor(const void* tile) {
+  return ptx::wg_descriptor(tile, 128, kBk * 16);
+}
+// A's box: rows of 128 bytes with the 128-byte swizzle (layout type 1 in bits 62-63), 8-row
+// groups 1024 bytes apart; the leading offset is not used by this layout. `at` may be the box
+// plus 32 bytes per 16 k (the swizzle is applied to the full address, the box 1024-aligned).
+__device__ __forceinline__ unsigned long long swizzled_descriptor(const void* at) {
+  constexpr unsigned kStride = 1024;
+  return static_cast<unsigned long long>((ptx::smem_addr(at) >> 4) & 0x3fff) | (1ull << 16) |
+         (static_cast<unsigned long long>((kStride >> 4) & 0x3fff) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long a, unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, %28, %29, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+      : "l"(a), "l"(b));
+}
+#endif
+
+}  // namespace edgevla::backends::cuda::wgmma
