@@ -338,7 +338,8 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
 // and ff2 in f32 k parts, ff1 with bias and GELU, each step's encoder and decoder), the blocks as
 // one chain of launches, against the same kernels launched plainly (EDGEVLA_CUDA_WGMMA_CHAIN=0:
 // bit for bit) and cuBLASLt (EDGEVLA_CUDA_WGMMA=0); both agree with the CPU. The backbone LLM's
-// projections on it (opt-in, EDGEVLA_CUDA_WGMMA_BACKBONE=1) against its default, cuBLASLt. Engines opened apart time their cuBLASLt picks
+// projections on it (opt-in, EDGEVLA_CUDA_WGMMA_BACKBONE=1) against its default, cuBLASLt; the MLP
+// halves as one kernel (opt-in, EDGEVLA_CUDA_WGMMA_MLP=1) against the GEMMs. Engines opened apart time their cuBLASLt picks
 // apart, so all share one plan file and the chained engine runs every case first: the others
 // reuse its picks.
 TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
@@ -371,9 +372,10 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   auto plain = opened({{"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
   auto blas = opened({{"EDGEVLA_CUDA_WGMMA", "0"}});
   auto llm_wg = opened({{"EDGEVLA_CUDA_WGMMA_BACKBONE", "1"}});
+  auto mlp = opened({{"EDGEVLA_CUDA_WGMMA_MLP", "1"}});
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(plain && blas && llm_wg) << plain.status().to_string() << blas.status().to_string()
-                                       << llm_wg.status().to_string();
+  ASSERT_TRUE(plain && blas && llm_wg && mlp) << plain.status().to_string() << blas.status().to_string()
+                                              << llm_wg.status().to_string() << mlp.status().to_string();
   for (std::size_t i = 0; i < ins.size(); ++i) {
     const CaseSpec& cs = cases()[i];
     SCOPED_TRACE(describe(cs));
@@ -381,7 +383,9 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     auto p = run(*plain, ins[i], cs.steps);
     auto y = run(*blas, ins[i], cs.steps);
     auto z = run(*llm_wg, ins[i], cs.steps);
-    ASSERT_TRUE(ref && p && y && z) << p.status().to_string() << y.status().to_string() << z.status().to_string();
+    auto f = run(*mlp, ins[i], cs.steps);
+    ASSERT_TRUE(ref && p && y && z && f) << p.status().to_string() << y.status().to_string() << z.status().to_string()
+                                         << f.status().to_string();
     const Result& x = first[i];
     const std::int64_t na = ref->actions.numel();
     const double xy = rel_l2(x.actions.data<float>(), y->actions.data<float>(), na);
@@ -392,6 +396,15 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
                 GetParam().c_str(), describe(cs).c_str(), xy, xp, x_cos,
                 cosine(y->actions.data<float>(), ref->actions.data<float>(), na));
     EXPECT_EQ(xp, 0.0) << "chained launches changed the actions";
+    // The MLP halves as one kernel each (EDGEVLA_CUDA_WGMMA_MLP=1; where the config's shapes take it:
+    // small, not tiny): ff2's sum in other k parts, so close to the chained GEMMs, not equal.
+    const double xf = rel_l2(x.actions.data<float>(), f->actions.data<float>(), na);
+    const double f_cos = cosine(f->actions.data<float>(), ref->actions.data<float>(), na);
+    std::printf("[%s %s] MLP halves as one kernel vs the GEMMs rel-L2 %.2e, cosine vs cpu f32 %.6f\n",
+                GetParam().c_str(), describe(cs).c_str(), xf, f_cos);
+    EXPECT_LE(xf, 2e-2);
+    EXPECT_GE(f_cos, 0.999);
+    EXPECT_TRUE(all_finite(f->actions));
     // The backbone's features with the LLM on the warpgroup GEMM against cuBLASLt, and the CPU.
     // Both are bf16 against the CPU's f32: the warpgroup path no further from it than cuBLASLt's
     // (within half again), and the two no further apart than their two errors.

@@ -32,6 +32,8 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.chain = !(chain != nullptr && std::string_view(chain) == "0");
   const char* rope = std::getenv("EDGEVLA_CUDA_WGMMA_ROPE");
   c.rope = rope != nullptr && std::string_view(rope) == "1";
+  const char* mlp = std::getenv("EDGEVLA_CUDA_WGMMA_MLP");
+  c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
     c.caps.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }

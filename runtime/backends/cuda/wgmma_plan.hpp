@@ -19,7 +19,10 @@
 //                                   whose feature blocks leave multiprocessors idle (1 to 4);
 //   EDGEVLA_CUDA_WGMMA_BACKBONE=1   also runs GR00T's backbone LLM on it (more than 56 rows: row
 //                                   tiles), off by default: slower than cuBLASLt on the H200
-//                                   (run 37 call 5).
+//                                   (run 37 call 5);
+//   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel
+//                                   each (kernels/wgmma_mlp.hpp), where the device holds all its
+//                                   clusters at once; off until measured on a GPU.
 #pragma once
 
 #include <string>
@@ -44,6 +47,7 @@ struct WgmmaChoice {
   bool chain = false;  // the layers as one chain of launches
   WgmmaLaunch caps;    // k parts and slices at most (multiprocessors: the engine's device)
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
+  bool mlp = false;    // the MLP half as one kernel where the family has it (GR00T's DiT)
   std::string list;    // "all" or the names asked for
   bool asked(std::string_view name) const;
   WgmmaLaunch launch(int multiprocessors) const { return {caps.max_parts, caps.max_split, multiprocessors}; }

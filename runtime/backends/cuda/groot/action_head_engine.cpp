@@ -425,6 +425,16 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
                                              ResidualParts{out_parts, S * E, b.out.bias}));
     }
+    if (mlp_cluster_ > 0 && !ab.skip("ff1") && !ab.skip("ff2")) {
+      // ff1 → GELU → ff2 as one kernel, its parts for the next norm.
+      WgmmaMlpArgs ma;
+      ma.x = h_, ma.m = S, ma.d = E, ma.ldx = E, ma.w1_tiled = b.ff1.w, ma.b1 = b.ff1.bias, ma.hidden = F;
+      ma.w2_tiled = b.ff2.w, ma.n_out = E, ma.parts = static_cast<float*>(parts_), ma.ldp = E, ma.part_stride = S * E;
+      ma.cluster = mlp_cluster_;
+      EDGEVLA_RETURN_IF_ERROR(wgmma_mlp(s, ma));
+      ff2_parts = ResidualParts{wgmma_mlp_parts(F, mlp_cluster_), S * E, b.ff2.bias};
+      continue;
+    }
     if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
     if (ab.skip("ff2")) {
       ff2_parts = ResidualParts{0, 0, nullptr};
@@ -631,7 +641,28 @@ Status ActionHeadEngine::plan_wgmma() {
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
-  if (!weights.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
+  mlp_cluster_ = 0;
+  if (c.mlp) {
+    // The largest cluster (12 for the full DiT) for which every block's ff1 and ff2 are tiled, the
+    // shapes fit, the parts stay within the norms' cap and every cluster is resident at once (a
+    // second wave would cost more than the launch it saves).
+    const bool all_tiled = std::all_of(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.wg_ff1 && b.wg_ff2; });
+    for (int cluster = 12; all_tiled && mlp_cluster_ == 0 && cluster >= 2; --cluster) {
+      if (!wgmma_mlp_fits(S, E, F, E, cluster) || wgmma_mlp_parts(F, cluster) > kMaxKParts) continue;
+      if (wgmma_mlp_resident_clusters(S, E, F, E, cluster) >= static_cast<int>(F / (64 * cluster))) mlp_cluster_ = cluster;
+    }
+    if (mlp_cluster_ > 0) {
+      spdlog::info("groot action_head (cuda): MLP halves as one kernel each, clusters of {} ({} parts)", mlp_cluster_,
+                   wgmma_mlp_parts(F, mlp_cluster_));
+    } else {
+      spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_WGMMA_MLP ignored (ff1 and ff2 not all on the warpgroup "
+                   "GEMM, or no cluster size whose shapes fit and whose clusters the device holds at once)");
+    }
+  }
+  if (!weights.empty()) {
+    describe_extra_ =
+        std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "") + (mlp_cluster_ > 0 ? ", MLP halves fused" : "");
+  }
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{} "
                "(k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",

@@ -18,6 +18,7 @@
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_mlp.hpp"
 #include "runtime/backends/cuda/wgmma_plan.hpp"
 #include "runtime/model/groot/processor.hpp"
 
@@ -103,6 +104,10 @@ class ActionHeadEngine final : public GrootCudaEngine {
   DevLinear act1_wg_, act2_wg_, act3_wg_, dec1_wg_, dec2_wg_;  // tiled copies of the selected slot
   bool wgmma_chain_ = false;
   WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
+  // Each DiT block's ff1 → GELU → ff2 as one kernel in clusters of mlp_cluster_ blocks
+  // (EDGEVLA_CUDA_WGMMA_MLP=1, where every block's ff1 and ff2 are tiled for the warpgroup GEMM);
+  // 0: off.
+  int mlp_cluster_ = 0;
   std::array<CategoryDev*, 7> categories() {
     return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
   }
