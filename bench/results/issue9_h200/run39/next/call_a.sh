@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in run 39 for the next session's first device call (~7-8 min): the warpgroup attention
+# Prepared in run 39 for the next session's first device call (~7-8 min; then call_b.sh, ~4 min): the warpgroup attention
 # kernel over blocks a and b (the action experts: cached prefix + the action rows' own keys, in
 # the bulk-copy form), built after run 39's device time and never run on a GPU.
 #  1. The GPU suite (new: CudaAttention.WarpgroupKernelTakesBlockB; the prefix's bulk-copy form
@@ -13,14 +13,8 @@
 #     −0.3 ms if the kernel bench gains ≥ 1 µs; the critical-path cost of the expert attention
 #     was 10.6 µs a layer and step (run 36).
 #  4. The pi0 engines' GPU tests with EDGEVLA_ATTN_WG_EXPERT=1 (actions against the CPU backend).
-#  5. GR00T's MLP half as one kernel (kernels/wgmma_mlp.cu: ff1 → GELU → ff2 in clusters of 12,
-#     h shared between the cluster's shared memories; also built after run 39's device time): the
-#     suite's CudaWgmmaMlp tests (bit for bit the two GEMMs) and the engine test's
-#     EDGEVLA_CUDA_WGMMA_MLP=1 engine; kernel bench `--only mlp` (the pair plain and chained
-#     against the fused kernel, and how many clusters of 12 the device holds); GR00T E2E with
-#     EDGEVLA_CUDA_WGMMA_MLP=1 against 0, alternated twice. Predicted (notes "Next: one kernel for
-#     each MLP half"): fused ~11-12.5 µs against the chained pair's ~16 µs on the critical path;
-#     GR00T head −0.4 to −0.6 ms (4.8 → ~4.3), if all 8 clusters are resident.
+#  The suite also runs the MLP-half kernel's tests (CudaWgmmaMlp, and the GR00T engine test's
+#  EDGEVLA_CUDA_WGMMA_MLP=1 engine); call_b.sh times it.
 exec > $OUT/run.log 2>&1
 R=/tmp/na; mkdir -p $R
 trap 'tar czf $OUT/results.tgz -C $R .' EXIT
@@ -29,12 +23,10 @@ export CUDAARCHS=90; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { tail 
 . /tmp/edgevla-env.sh
 E=/tmp/b/bin/edgevla
 ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
-($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
 (cd /tmp/b && timeout 240 ctest -L gpu -j4 --output-on-failure > $R/ctest_gpu.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu.log | head -20)
 wait; date
 grep -E "WarpgroupKernel|CudaWgmmaMlp|WarpgroupGemmsAgree" $R/ctest_gpu.log | head -12
-grep -E "resident clusters|MLP halves as one kernel vs" $R/ctest_gpu.log | head -8
-timeout 60 /tmp/b/bin/edgevla_bench_cuda_kernels --only mlp > $R/mlp.out 2>&1; grep -h '"mlp_half"' $R/mlp.out; tail -2 $R/mlp.out
+timeout 60 /tmp/b/bin/cuda_wgmma_mlp_test > $R/mlp_test.log 2>&1; grep -E "resident clusters|PASSED|FAILED" $R/mlp_test.log | head -6
 timeout 60 /tmp/b/bin/edgevla_bench_cuda_kernels --only attention --repeat 20 > $R/expert_attention.out 2>&1
 grep -h '"bench": "attention"' $R/expert_attention.out | cut -c1-200
 (cd /tmp/b && EDGEVLA_ATTN_WG_EXPERT=1 timeout 90 ctest -R "CudaPi0" -L gpu -j4 > $R/ctest_pi0_expert.log 2>&1; echo "pi0 engines with the expert on the warpgroup kernel: rc=$?"; grep -E "tests passed" $R/ctest_pi0_expert.log)
@@ -45,9 +37,5 @@ for l in sys.stdin:
 for v in 0 1 0 1; do
   EDGEVLA_ATTN_WG_EXPERT=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 40 --warmup 10 > $R/pi0_x$v.out 2> $R/pi0_x$v.err
   echo "pi0 expert on wg=$v"; show $R/pi0_x$v.out
-done
-for v in 0 1 0 1; do
-  EDGEVLA_CUDA_WGMMA_MLP=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 60 /tmp/b/bin/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 40 --warmup 10 > $R/groot_mlp$v.out 2> $R/groot_mlp$v.err
-  echo "groot mlp fused=$v"; show $R/groot_mlp$v.out; grep -h "MLP halves" $R/groot_mlp$v.err | head -1
 done
 date
