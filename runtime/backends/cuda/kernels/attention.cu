@@ -338,7 +338,7 @@ struct Plan {
   std::int64_t m_rows = 0;     // stacked rows per kv head
   std::int64_t row_tiles = 0;  // blocks along x
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
-  bool wg = false;             // bf16 head dim 256, block a only: attention_wg.cu's kernel
+  bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
   int key_tile = 0;
