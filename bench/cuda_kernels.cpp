@@ -11,8 +11,8 @@
 // (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, and --shape the
 // attention_shapes part to one shape (e.g. pi05_prefix_3view), for a profiler;
 // --rows times every GEMM shape at M activation rows instead of its own, to see what the
-// activations' reads cost beside the weights'; mlp: GR00T's MLP half as two GEMMs and as one
-// kernel)
+// activations' reads cost beside the weights'; mlp: the heads' MLP halves as two GEMMs and as
+// one kernel)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -171,60 +171,73 @@ double attention_graph_us(cudaStream_t s, Timer& timer, int repeat, const Attent
   return us;
 }
 
-// GR00T's DiT MLP half (51 rows, 1536 → 6144 → GELU → 1536 in 8 f32 parts): the two warpgroup
-// GEMMs (kGelu into bf16 h, kF32Parts over h) against the one-kernel form (wgmma_mlp.hpp), each
-// plain and chained (programmatic launches, as in the action head), on enough weight copies that
-// every call reads from device memory; beside the weights' time at the copy rate.
+// The action heads' MLP halves, as two warpgroup GEMMs (kGelu or kGeglu into bf16 h, kF32Parts
+// over h) and as one kernel (wgmma_mlp.hpp), each plain and chained (programmatic launches, as in
+// the heads), on enough weight copies that every call reads from device memory; beside the
+// weights' time at the copy rate. GR00T's DiT: 51 rows, 1536 → 6144 → GELU → 1536 in clusters of
+// 12 (8 parts); pi0.5's expert: 50 rows, 1024 → gate|up 8192 → GeGLU 4096 → 1024 in clusters of 8
+// (8 parts).
 void mlp_half(cudaStream_t s, Timer& timer, double copy_gbps) {
   if (!wgmma_gemm_available()) return;
-  const std::int64_t m = 51, d = 1536, hidden = 6144, n_out = 1536;
-  const int cluster = 12, parts = wgmma_mlp_parts(hidden, cluster);
-  const std::size_t w1_bytes = wgmma_tiled_bytes(hidden, d), w2_bytes = wgmma_tiled_bytes(n_out, hidden);
-  const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / (w1_bytes + w2_bytes) + 1, 2, 64));
-  void* x = device_random_bf16(static_cast<std::size_t>(m * d), 7);
-  void* w1 = device_random_bf16(static_cast<std::size_t>(hidden * d), 8);
-  void* w2 = device_random_bf16(static_cast<std::size_t>(n_out * hidden), 9);
-  std::byte *t1 = nullptr, *t2 = nullptr;
-  void *h = nullptr, *out = nullptr;
-  CHECK_CUDA(cudaMalloc(&t1, copies * w1_bytes));
-  CHECK_CUDA(cudaMalloc(&t2, copies * w2_bytes));
-  CHECK_CUDA(cudaMalloc(&h, static_cast<std::size_t>(m * hidden) * 2));
-  CHECK_CUDA(cudaMalloc(&out, static_cast<std::size_t>(parts * m * n_out) * 4));
-  for (int c = 0; c < copies; ++c) {
-    CHECK_OK(wgmma_tile_weight(s, w1, hidden, d, d, WgmmaEpilogue::kGelu, t1 + c * w1_bytes));
-    CHECK_OK(wgmma_tile_weight(s, w2, n_out, hidden, hidden, WgmmaEpilogue::kF32Parts, t2 + c * w2_bytes));
-  }
-  auto pair = [&](int c) {
-    WgmmaGemmArgs g1;
-    g1.a = x, g1.m = m, g1.k = d, g1.lda = d, g1.w_tiled = t1 + c * w1_bytes, g1.n = hidden;
-    g1.epilogue = WgmmaEpilogue::kGelu, g1.d = h, g1.ldd = hidden;
-    CHECK_OK(wgmma_gemm(s, g1));
-    WgmmaGemmArgs g2;
-    g2.a = h, g2.m = m, g2.k = hidden, g2.lda = hidden, g2.w_tiled = t2 + c * w2_bytes, g2.n = n_out;
-    g2.epilogue = WgmmaEpilogue::kF32Parts, g2.d = out, g2.ldd = n_out, g2.k_parts = parts, g2.part_stride = m * n_out;
-    CHECK_OK(wgmma_gemm(s, g2));
+  struct MlpShape {
+    const char* name;
+    std::int64_t m, d, hidden, n_out;
+    int cluster;
+    bool geglu;
   };
-  auto fused = [&](int c) {
-    WgmmaMlpArgs a;
-    a.x = x, a.m = m, a.d = d, a.ldx = d, a.w1_tiled = t1 + c * w1_bytes, a.hidden = hidden;
-    a.w2_tiled = t2 + c * w2_bytes, a.n_out = n_out, a.parts = static_cast<float*>(out), a.ldp = n_out;
-    a.part_stride = m * n_out, a.cluster = cluster;
-    CHECK_OK(wgmma_mlp(s, a));
-  };
-  const double pair_us = timer.per_call_us(copies, 3, pair), fused_us = timer.per_call_us(copies, 3, fused);
-  double pair_chained = 0, fused_chained = 0;
-  {
-    DependentLaunchScope scope(true);
-    pair_chained = timer.per_call_us(copies, 3, pair);
-    fused_chained = timer.per_call_us(copies, 3, fused);
+  for (const MlpShape& sh : {MlpShape{"groot_ff1_ff2", 51, 1536, 6144, 1536, 12, false},
+                             MlpShape{"pi05_gate_up_down", 50, 1024, 4096, 1024, 8, true}}) {
+    const std::int64_t m = sh.m, d = sh.d, hidden = sh.hidden, n_out = sh.n_out, n1 = sh.geglu ? 2 * hidden : hidden;
+    const WgmmaEpilogue epi1 = sh.geglu ? WgmmaEpilogue::kGeglu : WgmmaEpilogue::kGelu;
+    const int parts = wgmma_mlp_parts(hidden, sh.cluster);
+    const std::size_t w1_bytes = wgmma_tiled_bytes(n1, d), w2_bytes = wgmma_tiled_bytes(n_out, hidden);
+    const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / (w1_bytes + w2_bytes) + 1, 2, 64));
+    void* x = device_random_bf16(static_cast<std::size_t>(m * d), 7);
+    void* w1 = device_random_bf16(static_cast<std::size_t>(n1 * d), 8);
+    void* w2 = device_random_bf16(static_cast<std::size_t>(n_out * hidden), 9);
+    std::byte *t1 = nullptr, *t2 = nullptr;
+    void *h = nullptr, *out = nullptr;
+    CHECK_CUDA(cudaMalloc(&t1, copies * w1_bytes));
+    CHECK_CUDA(cudaMalloc(&t2, copies * w2_bytes));
+    CHECK_CUDA(cudaMalloc(&h, static_cast<std::size_t>(m * hidden) * 2));
+    CHECK_CUDA(cudaMalloc(&out, static_cast<std::size_t>(parts * m * n_out) * 4));
+    for (int c = 0; c < copies; ++c) {
+      CHECK_OK(wgmma_tile_weight(s, w1, n1, d, d, epi1, t1 + c * w1_bytes));
+      CHECK_OK(wgmma_tile_weight(s, w2, n_out, hidden, hidden, WgmmaEpilogue::kF32Parts, t2 + c * w2_bytes));
+    }
+    auto pair = [&](int c) {
+      WgmmaGemmArgs g1;
+      g1.a = x, g1.m = m, g1.k = d, g1.lda = d, g1.w_tiled = t1 + c * w1_bytes, g1.n = n1;
+      g1.epilogue = epi1, g1.d = h, g1.ldd = hidden;
+      CHECK_OK(wgmma_gemm(s, g1));
+      WgmmaGemmArgs g2;
+      g2.a = h, g2.m = m, g2.k = hidden, g2.lda = hidden, g2.w_tiled = t2 + c * w2_bytes, g2.n = n_out;
+      g2.epilogue = WgmmaEpilogue::kF32Parts, g2.d = out, g2.ldd = n_out, g2.k_parts = parts, g2.part_stride = m * n_out;
+      CHECK_OK(wgmma_gemm(s, g2));
+    };
+    auto fused = [&](int c) {
+      WgmmaMlpArgs a;
+      a.x = x, a.m = m, a.d = d, a.ldx = d, a.w1_tiled = t1 + c * w1_bytes, a.hidden = hidden, a.geglu = sh.geglu;
+      a.w2_tiled = t2 + c * w2_bytes, a.n_out = n_out, a.parts = static_cast<float*>(out), a.ldp = n_out;
+      a.part_stride = m * n_out, a.cluster = sh.cluster;
+      CHECK_OK(wgmma_mlp(s, a));
+    };
+    const double pair_us = timer.per_call_us(copies, 3, pair), fused_us = timer.per_call_us(copies, 3, fused);
+    double pair_chained = 0, fused_chained = 0;
+    {
+      DependentLaunchScope scope(true);
+      pair_chained = timer.per_call_us(copies, 3, pair);
+      fused_chained = timer.per_call_us(copies, 3, fused);
+    }
+    const double floor_us = static_cast<double>(w1_bytes + w2_bytes) / (copy_gbps * 1e3);
+    std::printf("{\"bench\": \"mlp_half\", \"shape\": \"%s\", \"cluster\": %d, \"resident_clusters\": %d, "
+                "\"clusters\": %lld, \"pair_us\": %.2f, \"pair_chained_us\": %.2f, \"fused_us\": %.2f, "
+                "\"fused_chained_us\": %.2f, \"weights_at_copy_rate_us\": %.2f}\n",
+                sh.name, sh.cluster, wgmma_mlp_resident_clusters(m, d, hidden, n_out, sh.cluster, sh.geglu),
+                static_cast<long long>(hidden / (64 * sh.cluster)), pair_us, pair_chained, fused_us, fused_chained,
+                floor_us);
+    for (void* q : {x, w1, w2, h, out, static_cast<void*>(t1), static_cast<void*>(t2)}) CHECK_CUDA(cudaFree(q));
   }
-  const double floor_us = static_cast<double>(w1_bytes + w2_bytes) / (copy_gbps * 1e3);
-  std::printf("{\"bench\": \"mlp_half\", \"shape\": \"groot_ff1_ff2\", \"cluster\": %d, \"resident_clusters\": %d, "
-              "\"pair_us\": %.2f, \"pair_chained_us\": %.2f, \"fused_us\": %.2f, \"fused_chained_us\": %.2f, "
-              "\"weights_at_copy_rate_us\": %.2f}\n",
-              cluster, wgmma_mlp_resident_clusters(m, d, hidden, n_out, cluster), pair_us, pair_chained, fused_us,
-              fused_chained, floor_us);
-  for (void* p : {x, w1, w2, h, out, static_cast<void*>(t1), static_cast<void*>(t2)}) CHECK_CUDA(cudaFree(p));
 }
 
 // The stages' other attention calls (the backbones' prefixes and vision towers, GR00T's DiT),

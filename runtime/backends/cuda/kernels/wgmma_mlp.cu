@@ -35,17 +35,22 @@ namespace {
 using namespace wgmma;
 
 constexpr int kThreads = 160;
-constexpr int kStages = 8;
 constexpr int kBarBytes = 256;       // full and empty barriers of every stage, the h barrier
 constexpr int kMaxCluster = 12;
 constexpr int kMaxOutTiles = 4;      // 64-feature output tiles a block
-// Shared memory: the barriers, the ring (weight tile + x box a stage; W2's stages use only the
-// weight tile), the cluster's h boxes, the tiles 1024-aligned for the swizzle.
-constexpr int smem_bytes(int cluster) {
-  return 1024 + kBarBytes + kStages * (kWTile + kATile) * static_cast<int>(sizeof(bf16)) +
+// W1 tiles a stage and block: 1 (GELU: a 64-row tile makes 64 features of h) or 2 (GeGLU: a tile
+// pairs 32 gate rows with their up rows, wgmma_gemm's kGeglu layout, so 64 features take two).
+constexpr int w1_tiles(bool geglu) { return geglu ? 2 : 1; }
+// Ring stages: 8 (as the GEMM), 6 where a stage holds two W1 tiles.
+constexpr int stages(bool geglu) { return geglu ? 6 : 8; }
+// Shared memory: the barriers, the ring (W1's tiles + x's box a stage; W2's stages use one tile),
+// the cluster's h boxes, the tiles 1024-aligned for the swizzle.
+constexpr int smem_bytes(int cluster, bool geglu) {
+  return 1024 + kBarBytes + stages(geglu) * (w1_tiles(geglu) * kWTile + kATile) * static_cast<int>(sizeof(bf16)) +
          cluster * kATile * static_cast<int>(sizeof(bf16));
 }
-static_assert(smem_bytes(kMaxCluster) <= 227 * 1024, "the largest cluster's h fits beside the ring");
+static_assert(smem_bytes(kMaxCluster, false) <= 227 * 1024 && smem_bytes(kMaxCluster, true) <= 227 * 1024,
+              "the largest cluster's h fits beside the ring");
 
 struct Params {
   const bf16* w1;
@@ -56,18 +61,20 @@ struct Params {
   int m, d, hidden, n_out, cluster;
 };
 
-// kMt: 64-feature tiles of the output a block (n_out / cluster / 64).
-template <int kMt>
+// kMt: 64-feature tiles of the output a block (n_out / cluster / 64). kGeglu: h = gelu_tanh(gate) ·
+// up from a fused gate|up W1 (pi0.5's expert), else gelu_tanh(x · W1ᵀ + b1) (GR00T's DiT).
+template <int kMt, bool kGeglu>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kAccFloats = 28;  // a consumer thread's accumulators of one 64-feature tile
+  constexpr int kStages = stages(kGeglu), kT = w1_tiles(kGeglu), kSlot = kT * kWTile;
   extern __shared__ __align__(128) unsigned char smem[];
   auto* full = reinterpret_cast<unsigned long long*>(smem);
   auto* empty = full + kStages;
   auto* h_full = empty + kStages;
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
-  bf16* s_x = s_w + kStages * kWTile;
+  bf16* s_x = s_w + kStages * kSlot;
   bf16* s_h = s_x + kStages * kATile;  // [cluster] boxes of 56 rows × 64 features
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -91,31 +98,31 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, 
 
   if (warp == 4) {
     if (lane == 0) {
-      const bf16* w1 = p.w1 + static_cast<long long>(nt1) * kbs1 * kWTile;
-      // Stage i's weight tile: W1's k block i, then W2's tile (output block rank · kMt + mt, k block
-      // c · C + kc of h) for i = kbs1 + kc · kMt + mt.
-      auto w_tile = [&](int i) -> const bf16* {
-        if (i < kbs1) return w1 + static_cast<long long>(i) * kWTile;
+      // Stage i's weight tiles into slot s: W1's tiles nt1 · kT .. + kT - 1 at k block i, then W2's
+      // tile (output block rank · kMt + mt, k block c · C + kc of h) for i = kbs1 + kc · kMt + mt.
+      auto weights = [&](int i, int s) {
+        if (i < kbs1) {
+          ptx::mbar_expect_tx(&full[s], static_cast<unsigned>((kSlot + kATile) * sizeof(bf16)));
+          for (int t = 0; t < kT; ++t) {
+            const long long tile = (static_cast<long long>(nt1) * kT + t) * kbs1 + i;
+            ptx::bulk_copy(s_w + s * kSlot + t * kWTile, p.w1 + tile * kWTile, kWTile * sizeof(bf16), &full[s]);
+          }
+          return;
+        }
         const int j = i - kbs1, kc = j / kMt, mt = j % kMt;
         const long long nt2 = static_cast<long long>(rank) * kMt + mt, kb2 = static_cast<long long>(c) * C + kc;
-        return p.w2 + (nt2 * kbs2 + kb2) * kWTile;
-      };
-      auto stage_tx = [&](int i) {
-        return static_cast<unsigned>((kWTile + (i < kbs1 ? kATile : 0)) * sizeof(bf16));
+        ptx::mbar_expect_tx(&full[s], static_cast<unsigned>(kWTile * sizeof(bf16)));
+        ptx::bulk_copy(s_w + s * kSlot, p.w2 + (nt2 * kbs2 + kb2) * kWTile, kWTile * sizeof(bf16), &full[s]);
       };
       const int ahead = total < kStages ? total : kStages;
-      for (int i = 0; i < ahead; ++i) {
-        ptx::mbar_expect_tx(&full[i], stage_tx(i));
-        ptx::bulk_copy(s_w + i * kWTile, w_tile(i), kWTile * sizeof(bf16), &full[i]);
-      }
+      for (int i = 0; i < ahead; ++i) weights(i, i);
       chain_wait();
       chain_release();  // as wgmma_gemm: only once the kernel ahead has finished
       for (int i = 0; i < total; ++i) {
         const int s = i % kStages;
         if (i >= kStages) {
           ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-          ptx::mbar_expect_tx(&full[s], stage_tx(i));
-          ptx::bulk_copy(s_w + s * kWTile, w_tile(i), kWTile * sizeof(bf16), &full[s]);
+          weights(i, s);
         }
         if (i < kbs1) ptx::tma_load_2d(s_x + s * kATile, &x_map, i * kBk, 0, &full[s]);
       }
@@ -123,17 +130,24 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, 
     __syncwarp();
     asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
   } else {
-    // h's 64 features for the 56 rows.
-    float acc[kAccFloats];
+    // h's 64 features for the 56 rows (GeGLU: gate and up in each of two tiles).
+    float acc[kT][kAccFloats];
 #pragma unroll
-    for (int i = 0; i < kAccFloats; ++i) acc[i] = 0.0f;
+    for (int t = 0; t < kT; ++t) {
+#pragma unroll
+      for (int i = 0; i < kAccFloats; ++i) acc[t][i] = 0.0f;
+    }
     for (int i = 0; i < kbs1; ++i) {
       const int s = i % kStages;
       ptx::mbar_wait(&full[s], (i / kStages) & 1);
       ptx::wg_fence();
 #pragma unroll
       for (int kk = 0; kk < kBk / 16; ++kk) {
-        wgmma_m64n56(acc, weight_descriptor(s_w + s * kWTile + kk * 128), swizzled_descriptor(s_x + s * kATile + kk * 16));
+#pragma unroll
+        for (int t = 0; t < kT; ++t) {
+          wgmma_m64n56(acc[t], weight_descriptor(s_w + s * kSlot + t * kWTile + kk * 128),
+                       swizzled_descriptor(s_x + s * kATile + kk * 16));
+        }
       }
       ptx::wg_commit();
       ptx::wg_wait<1>();
@@ -142,20 +156,34 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, 
     ptx::wg_wait<0>();
     if (lane == 0) ptx::mbar_arrive(&empty[(kbs1 - 1) % kStages]);  // the producer goes on into W2
 
-    // Bias, GELU-tanh, bf16 (kGelu's epilogue) into this block's slot: feature f of row r at
-    // 16-byte chunk (f / 8) ^ (r % 8) of the row's 128 bytes.
+    // h into this block's slot, feature f of row r at 16-byte chunk (f / 8) ^ (r % 8) of the row's
+    // 128 bytes: bias, GELU-tanh, bf16 (kGelu's epilogue), or gelu_tanh(gate) · up of the gate and
+    // up rounded to bf16 first (kGeglu's: tile t's thread holds gate rows i and their up rows i + 8).
     bf16* mine = s_h + rank * kATile;
+    auto put = [&](int row, int f, float v) { mine[row * kBk + (((f >> 3) ^ (row & 7)) << 3) + (f & 7)] = __float2bfloat16_rn(v); };
     const int f0 = warp * 16 + lane / 4;
-    const float b0 = p.b1 != nullptr ? p.b1[nt1 * kBm + f0] : 0.0f;
-    const float b8 = p.b1 != nullptr ? p.b1[nt1 * kBm + f0 + 8] : 0.0f;
+    if constexpr (kGeglu) {
 #pragma unroll
-    for (int j = 0; j < kBn / 8; ++j) {
+      for (int t = 0; t < kT; ++t) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = 8 * j + 2 * (lane % 4) + (e & 1);
-        const int f = f0 + (e >= 2 ? 8 : 0);
-        const float v = ew::gelu_tanh(acc[4 * j + e] + (e >= 2 ? b8 : b0));
-        mine[row * kBk + (((f >> 3) ^ (row & 7)) << 3) + (f & 7)] = __float2bfloat16_rn(v);
+        for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float g = __bfloat162float(__float2bfloat16_rn(acc[t][4 * j + e]));
+            const float u = __bfloat162float(__float2bfloat16_rn(acc[t][4 * j + 2 + e]));
+            put(8 * j + 2 * (lane % 4) + e, t * (kBm / 2) + warp * 8 + lane / 4, ew::gelu_tanh(g) * u);
+          }
+        }
+      }
+    } else {
+      const float b0 = p.b1 != nullptr ? p.b1[nt1 * kBm + f0] : 0.0f;
+      const float b8 = p.b1 != nullptr ? p.b1[nt1 * kBm + f0 + 8] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          put(8 * j + 2 * (lane % 4) + (e & 1), f0 + (e >= 2 ? 8 : 0), ew::gelu_tanh(acc[0][4 * j + e] + (e >= 2 ? b8 : b0)));
+        }
       }
     }
     ptx::fence_proxy_async();  // the slot's writes, for the copies and this block's multiplies
@@ -186,7 +214,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, 
         ptx::wg_fence();
 #pragma unroll
         for (int kk = 0; kk < kBk / 16; ++kk) {
-          wgmma_m64n56(out[mt], weight_descriptor(s_w + s * kWTile + kk * 128),
+          wgmma_m64n56(out[mt], weight_descriptor(s_w + s * kSlot + kk * 128),
                        swizzled_descriptor(s_h + kc * kATile + kk * 16));
         }
         ptx::wg_commit();
@@ -221,10 +249,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, 
 #endif
 }
 
-template <int kMt>
-cudaLaunchConfig_t mlp_config(dim3 grid, int cluster, cudaStream_t stream, cudaLaunchAttribute (&attributes)[2]) {
+cudaLaunchConfig_t mlp_config(dim3 grid, int cluster, bool geglu, cudaStream_t stream, cudaLaunchAttribute (&attributes)[2]) {
   cudaLaunchConfig_t config =
-      chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem_bytes(cluster)), stream, &attributes[0]);
+      chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem_bytes(cluster, geglu)), stream, &attributes[0]);
   attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
   attributes[config.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
   attributes[config.numAttrs].val.clusterDim.y = 1;
@@ -234,35 +261,57 @@ cudaLaunchConfig_t mlp_config(dim3 grid, int cluster, cudaStream_t stream, cudaL
   return config;
 }
 
-template <int kMt>
+template <int kMt, bool kGeglu>
 cudaError_t prepare(int cluster) {
-  const void* kernel = reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt>);
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(cluster));
+  const void* kernel = reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt, kGeglu>);
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(cluster, kGeglu));
   if (err == cudaSuccess && cluster > 8) err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   return err;
 }
 
-template <int kMt>
+template <int kMt, bool kGeglu>
 cudaError_t launch(cudaStream_t stream, dim3 grid, int cluster, const Params& p, const CUtensorMap& x_map) {
-  cudaError_t err = prepare<kMt>(cluster);
+  cudaError_t err = prepare<kMt, kGeglu>(cluster);
   if (err != cudaSuccess) return err;
   cudaLaunchAttribute attributes[2]{};
-  const cudaLaunchConfig_t config = mlp_config<kMt>(grid, cluster, stream, attributes);
+  const cudaLaunchConfig_t config = mlp_config(grid, cluster, kGeglu, stream, attributes);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&x_map)};
-  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt>), args);
+  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt, kGeglu>), args);
 }
 
-template <int kMt>
+template <int kMt, bool kGeglu>
 int resident(dim3 grid, int cluster) {
-  if (prepare<kMt>(cluster) != cudaSuccess) return 0;
+  if (prepare<kMt, kGeglu>(cluster) != cudaSuccess) return 0;
   cudaLaunchAttribute attributes[2]{};
-  cudaLaunchConfig_t config = mlp_config<kMt>(grid, cluster, nullptr, attributes);
+  cudaLaunchConfig_t config = mlp_config(grid, cluster, kGeglu, nullptr, attributes);
   int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt>), &config) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt, kGeglu>), &config) !=
+      cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
   return n;
+}
+
+// The instance for kMt output tiles a block (1 to 4) and the form.
+template <bool kGeglu>
+cudaError_t launch_form(int out_tiles, cudaStream_t stream, dim3 grid, int cluster, const Params& p,
+                        const CUtensorMap& x_map) {
+  switch (out_tiles) {
+    case 1: return launch<1, kGeglu>(stream, grid, cluster, p, x_map);
+    case 2: return launch<2, kGeglu>(stream, grid, cluster, p, x_map);
+    case 3: return launch<3, kGeglu>(stream, grid, cluster, p, x_map);
+    default: return launch<4, kGeglu>(stream, grid, cluster, p, x_map);
+  }
+}
+template <bool kGeglu>
+int resident_form(int out_tiles, dim3 grid, int cluster) {
+  switch (out_tiles) {
+    case 1: return resident<1, kGeglu>(grid, cluster);
+    case 2: return resident<2, kGeglu>(grid, cluster);
+    case 3: return resident<3, kGeglu>(grid, cluster);
+    default: return resident<4, kGeglu>(grid, cluster);
+  }
 }
 
 }  // namespace
@@ -278,15 +327,12 @@ bool wgmma_mlp_fits(std::int64_t m, std::int64_t d, std::int64_t hidden, std::in
          n_out / span <= kMaxOutTiles;
 }
 
-int wgmma_mlp_resident_clusters(std::int64_t m, std::int64_t d, std::int64_t hidden, std::int64_t n_out, int cluster) {
+int wgmma_mlp_resident_clusters(std::int64_t m, std::int64_t d, std::int64_t hidden, std::int64_t n_out, int cluster,
+                                bool geglu) {
   if (!wgmma_mlp_fits(m, d, hidden, n_out, cluster)) return 0;
   const dim3 grid(static_cast<unsigned>(hidden / kBm));
-  switch (n_out / (kBm * cluster)) {
-    case 1: return resident<1>(grid, cluster);
-    case 2: return resident<2>(grid, cluster);
-    case 3: return resident<3>(grid, cluster);
-    default: return resident<4>(grid, cluster);
-  }
+  const int out_tiles = static_cast<int>(n_out / (kBm * cluster));
+  return geglu ? resident_form<true>(out_tiles, grid, cluster) : resident_form<false>(out_tiles, grid, cluster);
 }
 
 Status wgmma_mlp(cudaStream_t stream, const WgmmaMlpArgs& args) {
@@ -303,6 +349,9 @@ Status wgmma_mlp(cudaStream_t stream, const WgmmaMlpArgs& args) {
     return invalid_argument("wgmma_mlp: null pointer, misaligned x, a row stride shorter than its row, or parts "
                             "closer than rows × ldp");
   }
+  if (args.geglu && args.b1 != nullptr) {
+    return invalid_argument("wgmma_mlp: the GeGLU form takes no bias (as wgmma_gemm's kGeglu)");
+  }
   CUtensorMap x_map;
   if (!encode_bf16_boxes(x_map, args.x, args.d, args.m, args.ldx, kBn)) {
     return internal_error("wgmma_mlp: the driver could not describe x for bulk tensor copies (cuTensorMapEncodeTiled)");
@@ -311,13 +360,9 @@ Status wgmma_mlp(cudaStream_t stream, const WgmmaMlpArgs& args) {
                  args.ldp, args.part_stride, static_cast<int>(args.m), static_cast<int>(args.d),
                  static_cast<int>(args.hidden), static_cast<int>(args.n_out), args.cluster};
   const dim3 grid(static_cast<unsigned>(args.hidden / kBm));
-  cudaError_t err = cudaSuccess;
-  switch (args.n_out / (kBm * args.cluster)) {
-    case 1: err = launch<1>(stream, grid, args.cluster, p, x_map); break;
-    case 2: err = launch<2>(stream, grid, args.cluster, p, x_map); break;
-    case 3: err = launch<3>(stream, grid, args.cluster, p, x_map); break;
-    default: err = launch<4>(stream, grid, args.cluster, p, x_map); break;
-  }
+  const int out_tiles = static_cast<int>(args.n_out / (kBm * args.cluster));
+  const cudaError_t err = args.geglu ? launch_form<true>(out_tiles, stream, grid, args.cluster, p, x_map)
+                                     : launch_form<false>(out_tiles, stream, grid, args.cluster, p, x_map);
   if (err != cudaSuccess) return internal_error(std::string("wgmma_mlp: launch: ") + cudaGetErrorString(err));
   return Status::ok();
 }

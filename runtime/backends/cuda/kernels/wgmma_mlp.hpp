@@ -1,8 +1,9 @@
-// A DiT MLP half as one kernel on Hopper's warpgroup multiplies: parts = gelu_tanh(x · W1ᵀ + b1)
-// · W2ᵀ, in f32 k parts for the norm after it (ResidualParts), for at most 56 rows (GR00T's ff1
-// → GELU → ff2). The same result, bit for bit, as wgmma_gemm's kGelu product (bf16 h) followed by
-// its kF32Parts product over h in hidden / (64 · cluster) parts, without h leaving the chip and
-// with one launch instead of two.
+// An MLP half as one kernel on Hopper's warpgroup multiplies: parts = h · W2ᵀ in f32 k parts for
+// the norm after it (ResidualParts), for at most 56 rows, with h = gelu_tanh(x · W1ᵀ + b1) (GR00T's
+// ff1 → GELU → ff2) or, `geglu`, h = gelu_tanh(gate) · up of a fused gate|up W1 (pi0.5's expert:
+// gate|up → GeGLU → down). The same result, bit for bit, as wgmma_gemm's kGelu (or kGeglu)
+// product into bf16 h followed by its kF32Parts product over h in hidden / (64 · cluster) parts,
+// without h leaving the chip and with one launch instead of two.
 //
 // The grid is hidden / 64 blocks in clusters of `cluster` blocks. Block r of cluster c makes h's
 // 64 features (c · cluster + r) · 64 ... as wgmma_gemm's one-row-tile block does (one producer
@@ -29,7 +30,9 @@ struct WgmmaMlpArgs {
   const void* x = nullptr;         // bf16 [m, d], row stride ldx (a multiple of 8), 16-byte aligned
   std::int64_t m = 0, d = 0, ldx = 0;
   const void* w1_tiled = nullptr;  // wgmma_tile_weight's output for W1 [hidden, d], kGelu
-  const float* b1 = nullptr;       // f32 [hidden], or null
+                                   // (geglu: [2 · hidden, d], gate rows then up rows, kGeglu)
+  const float* b1 = nullptr;       // f32 [hidden], or null (geglu: null)
+  bool geglu = false;
   std::int64_t hidden = 0;
   const void* w2_tiled = nullptr;  // wgmma_tile_weight's output for W2 [n_out, hidden], kF32Parts
   std::int64_t n_out = 0;
@@ -45,7 +48,8 @@ int wgmma_mlp_parts(std::int64_t hidden, int cluster);
 bool wgmma_mlp_fits(std::int64_t m, std::int64_t d, std::int64_t hidden, std::int64_t n_out, int cluster);
 // How many of its clusters the current device runs at once (cudaOccupancyMaxActiveClusters; 0
 // where it cannot say): fewer than the grid's clusters means a second wave.
-int wgmma_mlp_resident_clusters(std::int64_t m, std::int64_t d, std::int64_t hidden, std::int64_t n_out, int cluster);
+int wgmma_mlp_resident_clusters(std::int64_t m, std::int64_t d, std::int64_t hidden, std::int64_t n_out, int cluster,
+                                bool geglu = false);
 // Enqueues it on `stream` (chained to the kernel before it inside a DependentLaunchScope, as
 // wgmma_gemm); no allocation, no synchronisation (capturable).
 Status wgmma_mlp(cudaStream_t stream, const WgmmaMlpArgs& args);

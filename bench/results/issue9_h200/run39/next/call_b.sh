@@ -3,7 +3,8 @@
 # tests): GR00T's MLP half as one kernel (kernels/wgmma_mlp.cu: ff1 → GELU → ff2 in clusters of
 # 12, h shared between the cluster's shared memories by bulk copies), built after run 39's device
 # time. Kernel bench `--only mlp` (the two GEMMs plain and chained against the fused kernel, and
-# how many clusters of 12 the device holds at once), then GR00T E2E with EDGEVLA_CUDA_WGMMA_MLP=1
+# how many of its clusters the device holds at once; GR00T's shape in clusters of 12 and pi0.5's
+# GeGLU form in clusters of 8), then GR00T E2E with EDGEVLA_CUDA_WGMMA_MLP=1
 # against 0, alternated twice. Predicted (notes "Next: one kernel for each MLP half", "Run 39"):
 # fused ~11-12.5 µs against the chained pair's ~16 µs on the critical path; GR00T head −0.4 to
 # −0.6 ms (4.8 → ~4.3), if all 8 clusters are resident.
