@@ -88,7 +88,7 @@ bool wg_built();
 // Its shared memory a block, in the cp.async form or (tma) the bulk-tensor-copy form.
 int wg_smem_bytes(int groups, bool tma);
 // Whether the call's K and V (blocks a and b) can come by bulk tensor copies: 16-byte aligned
-// bases and strides, and a driver that describes them.
+// bases and strides, and a driver with the encoder (checked without encoding the maps).
 bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
 // V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:

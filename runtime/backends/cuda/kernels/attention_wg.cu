@@ -436,12 +436,14 @@ namespace {
 // A block's K or V (rows of stride ld elements, `batch_stride` apart a sequence, `rows` of them) as
 // a 3-d tensor map of bf16 boxes 64 dims × 64 keys × 1 with the 128-byte swizzle; rows past
 // `rows` read as zeros. False where the layout does not allow bulk tensor copies.
+// What such a map needs of the block: a 16-byte aligned base and strides, and some rows.
+bool kv_copyable(const void* base, long long ld, long long batch_stride, int rows, int batch) {
+  return reinterpret_cast<std::uintptr_t>(base) % 16 == 0 && ld % 8 == 0 && (batch == 1 || batch_stride % 8 == 0) &&
+         rows > 0;
+}
 bool encode_kv_map(CUtensorMap& map, const void* base, long long ld, long long batch_stride, int rows, int batch) {
   const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
-  if (fn == nullptr || reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || ld % 8 != 0 ||
-      (batch > 1 && batch_stride % 8 != 0) || rows <= 0) {
-    return false;
-  }
+  if (fn == nullptr || !kv_copyable(base, ld, batch_stride, rows, batch)) return false;
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(ld), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
                                  static_cast<cuuint64_t>(batch > 1 ? batch_stride : ld * rows) * 2};
@@ -463,8 +465,11 @@ bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
 }  // namespace
 
 bool wg_tma_ready(const Params& p) {
-  CUtensorMap maps[4] = {};
-  return encode_maps(p, maps);
+  // The checks encode_maps makes before the driver's, without encoding (launch_wg does that once).
+  return tensor_map_encoder() != nullptr && p.h == kHd && kv_copyable(p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) &&
+         kv_copyable(p.av, p.a_ld, p.a_batch, p.a_max, p.batch) &&
+         (p.b_len == 0 || (kv_copyable(p.bk, p.b_ld, p.b_batch, p.b_len, p.batch) &&
+                           kv_copyable(p.bv, p.b_ld, p.b_batch, p.b_len, p.batch)));
 }
 
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
