@@ -619,12 +619,21 @@ int main(int argc, char** argv) {
       for (const int splits : {1, 2, 3, 4, 6, 8, 12, 17, 24, 32}) {
         one.scratch_bytes = splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
         if (one.scratch_bytes > 4 * std::max<std::size_t>(max_scratch, 16)) continue;
+        one.cluster = 0;  // partials in scratch, attn_combine
         const double us = attention_graph_us(s, timer, repeat, one);
         const auto got = download(out, DType::kBF16, static_cast<std::size_t>(rows * H * h));
         if (ref.empty()) ref = got;
+        // The same shares merged inside clusters (AttentionArgs::cluster), where the device takes them.
+        AttentionArgs clustered = one;
+        clustered.cluster = 1;
+        const bool merges = attention_merges_in_clusters(clustered);
+        const double cluster_us = merges ? attention_graph_us(s, timer, repeat, clustered) : 0.0;
+        const double cluster_l2 =
+            merges ? rel_l2(download(out, DType::kBF16, static_cast<std::size_t>(rows * H * h)), got) : 0.0;
         std::printf("{\"bench\": \"attention\", \"valid_prefix\": %d, \"splits_asked\": %d, \"us_per_call_in_graph\": "
-                    "%.2f, \"rel_l2_vs_unsplit\": %.2e, \"planned_default_scratch\": %zu}\n",
-                    valid, splits, us, rel_l2(got, ref), max_scratch / split_bytes);
+                    "%.2f, \"rel_l2_vs_unsplit\": %.2e, \"planned_default_scratch\": %zu, \"clusters_us\": %.2f, "
+                    "\"clusters_rel_l2_vs_combine\": %.2e}\n",
+                    valid, splits, us, rel_l2(got, ref), max_scratch / split_bytes, cluster_us, cluster_l2);
       }
       // The warpgroup kernel's bulk-copy form over both blocks (AttentionArgs::wg, wg_tma) with 1
       // or 2 warpgroups a block, at its plan's shares ("form": "wgt1" / "wgt2").

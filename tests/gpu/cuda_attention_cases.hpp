@@ -74,6 +74,7 @@ struct Case {
   int wg = -1;                  // AttentionArgs::wg
   int wg_tma = -1;              // AttentionArgs::wg_tma
   int rotate = -1;              // AttentionArgs::rotate
+  int cluster = -1;             // AttentionArgs::cluster
 };
 
 struct Errors {
@@ -173,6 +174,7 @@ class Problem {
     args_.wg = c.wg;
     args_.wg_tma = c.wg_tma;
     args_.rotate = c.rotate;
+    args_.cluster = c.cluster;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());
@@ -204,6 +206,13 @@ class Problem {
 
   void reset_output() {
     upload(out_dev_.get(), std::vector<float>(static_cast<std::size_t>(out_elems_), kSentinel));
+  }
+
+  // The output buffer as written (gaps included).
+  std::vector<float> output() const {
+    std::vector<float> out(static_cast<std::size_t>(out_elems_));
+    if (!download(out)) out.clear();
+    return out;
   }
 
   // Output against the reference for block-a length a_len.

@@ -166,5 +166,70 @@ TEST(CudaAttention, RotatedWalksMatch) {
   }
 }
 
+// Key shares merged inside a cluster (AttentionArgs::cluster) against partials in scratch merged
+// by attn_combine: the same arithmetic in the same share order, so the outputs must agree bit
+// for bit, and each against the reference. The action experts (pi0's limits and pi0.5's none,
+// prefixes of 37 to 968 keys, two sequences), Gemma's prefix on attn_bf16 (one and two key
+// groups), the wide blocks, other head dims and two kv heads. On compute capability 9.0+ the
+// expert shapes must take the cluster form; a graph replayed at seven prefix lengths as well.
+TEST(CudaAttention, ClusterSharesMatchTheCombine) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  int major = 0, dev = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  std::vector<Case> cases = {action_expert(51, 833, true), action_expert(50, 968, false),
+                             action_expert(50, 456, false), action_expert(51, 37, true), gemma_prefix(464, 456),
+                             gemma_prefix(976, 968)};
+  {
+    Case c = action_expert(51, 300, true);
+    c.batch = 2, c.batch_pad = 8, c.name += " batch 2";
+    cases.push_back(c);
+  }
+  {
+    Case c = gemma_prefix(976, 968);
+    c.wide_from = 1, c.name += " wide";
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 64 rows 20 heads 4 kv heads 2", .rows = 20, .heads = 4, .kv_heads = 2, .h = 64};
+    c.a_max = 2000, c.a_len = 1900, c.b_len = 20;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 128 rows 9 heads 16 kv heads 8", .rows = 9, .heads = 16, .kv_heads = 8, .h = 128};
+    c.a_max = 1500, c.a_len = 1499;
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    if (c.wg < 0) c.wg = 0;  // attn_bf16, not the prefix's default warpgroup kernel
+    Case in_scratch = c;
+    in_scratch.cluster = 0;
+    c.cluster = 1;
+    c.name += " clusters";
+    Problem clustered(c, DType::kBF16), combined(in_scratch, DType::kBF16);
+    ASSERT_TRUE(clustered.ready() && combined.ready()) << c.name;
+    EXPECT_FALSE(attention_merges_in_clusters(combined.args())) << c.name;
+    const bool merges = attention_merges_in_clusters(clustered.args());
+    if (major >= 9 && c.b_len > 0 && c.batch == 1) {
+      EXPECT_TRUE(merges) << c.name;
+    }
+    std::printf("  %-52s merges in clusters: %s\n", c.name.c_str(), merges ? "yes" : "no");
+    ASSERT_TRUE(attention(nullptr, clustered.args()).is_ok()) << c.name;
+    ASSERT_TRUE(attention(nullptr, combined.args()).is_ok()) << c.name;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << c.name;
+    expect_close(clustered.compare(c.a_len), DType::kBF16, c.name);
+    expect_close(combined.compare(c.a_len), DType::kBF16, in_scratch.name);
+    const std::vector<float> a = clustered.output(), b = combined.output();
+    ASSERT_EQ(a.size(), b.size()) << c.name;
+    ASSERT_FALSE(a.empty()) << c.name;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    EXPECT_EQ(differ, 0u) << c.name << ": elements that differ from the combine kernel's";
+  }
+  Case c = action_expert(51, 833, true);
+  c.cluster = 1, c.name += " clusters";
+  check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
+}
+
 }  // namespace
 }  // namespace edgevla::backends::cuda

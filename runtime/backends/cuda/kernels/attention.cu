@@ -27,7 +27,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 namespace edgevla::backends::cuda {
 namespace {
@@ -107,6 +110,11 @@ bool rotate_default() {
   static const bool on = env_int("EDGEVLA_ATTN_ROTATE", 0, 0, 1) == 1;
   return on;
 }
+// EDGEVLA_ATTN_CLUSTER=0: AttentionArgs::cluster's default off (on otherwise).
+bool cluster_default() {
+  static const bool on = env_int("EDGEVLA_ATTN_CLUSTER", 1, 0, 1) == 1;
+  return on;
+}
 // EDGEVLA_ATTN_WG_SHARES=N (1-12): the warpgroup kernel's key shares fixed at N (where the scratch
 // allows), to compare share counts; unset: the plan's rule.
 int wg_shares_asked() {
@@ -148,6 +156,7 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
   static_assert(HD % 16 == 0 && BK % 16 == 0, "tile shapes");
   static_assert(KG == 1 || KG == 2, "one or two key groups");
   using Tile = Bf16Tile<HD, BK, KG, RW>;
+  static_assert(Tile::kRows * (HD + 4 + 2) * 4 <= Tile::kSmem, "cluster_combine's rows fit the block's shared memory");
   constexpr int kLds = Tile::kLds;
   constexpr int kRows = Tile::kRows;
   constexpr int kGroupThreads = Tile::kGroupThreads;
@@ -345,6 +354,7 @@ struct Plan {
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
   bool small_tiles = false;     // bf16: pick_bf16's small_tiles
+  bool cluster = false;         // bf16 with shares: the shares merge in a cluster (no attn_combine)
   std::size_t split_bytes = 0;  // scratch per split
 };
 
@@ -435,7 +445,68 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     }
     pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(shares, most)));
   }
+  // The bf16 shares of a row tile as one cluster that merges them itself (AttentionArgs::cluster;
+  // compute capability 9.0+, at most 16 shares); attention() still checks that the device holds
+  // every cluster of the call at once, else it writes partials for attn_combine.
+  const bool cluster_asked = a.cluster >= 0 ? a.cluster > 0 : cluster_default();
+  pl.cluster = cluster_asked && bf && pl.splits > 1 && pl.splits <= kClusterMostShares && dev.major >= 9;
   return pl;
+}
+
+// The bf16 kernel v launched on `grid` with each (row tile, sequence · kv head)'s shares as one
+// cluster along z (chained as launch_untyped is).
+cudaError_t launch_clustered(const Bf16Variant& v, dim3 grid, cudaStream_t stream, void** args) {
+  cudaLaunchAttribute attributes[2]{};
+  cudaLaunchConfig_t config =
+      chain_config(grid, dim3(static_cast<unsigned>(v.threads)), static_cast<std::size_t>(v.smem), stream, &attributes[0]);
+  attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+  attributes[config.numAttrs].val.clusterDim.x = 1;
+  attributes[config.numAttrs].val.clusterDim.y = 1;
+  attributes[config.numAttrs].val.clusterDim.z = grid.z;
+  config.attrs = attributes;
+  ++config.numAttrs;
+  return cudaLaunchKernelExC(&config, v.fn, args);
+}
+
+// How many clusters of grid.z blocks of v the device holds at once (0 where it cannot launch
+// them); asked of the driver once per kernel, shared memory and cluster size.
+int clusters_resident(const Bf16Variant& v, dim3 grid, cudaStream_t stream) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, unsigned>, int> known;
+  const auto key = std::make_tuple(v.fn, v.smem, grid.z);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int n = 0;
+  cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
+  if (err == cudaSuccess && grid.z > 8) err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (err == cudaSuccess) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = 1;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = grid.z;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(static_cast<unsigned>(v.threads));
+    config.dynamicSmemBytes = static_cast<std::size_t>(v.smem);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    err = cudaOccupancyMaxActiveClusters(&n, v.fn, &config);
+  }
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // a refusal here only means: no clusters
+    n = 0;
+  }
+  known.emplace(key, n);
+  return n;
+}
+
+// Shares as clusters only where the device holds every cluster of the call at once (a second
+// wave of them would cost more than attn_combine saves).
+bool clusters_ready(const Bf16Variant& v, dim3 grid, const DeviceLimits& dev, cudaStream_t stream) {
+  return v.fn != nullptr && v.smem <= dev.smem_per_block &&
+         clusters_resident(v, grid, stream) >= static_cast<int>(grid.x * grid.y);
 }
 
 Status device_limits(DeviceLimits& limits) {
@@ -501,6 +572,18 @@ bool attention_takes_warpgroup_kernel(const AttentionArgs& args) {
   return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).wg;
 }
 
+bool attention_merges_in_clusters(const AttentionArgs& args) {
+  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  DeviceLimits dev;
+  if (!device_limits(dev).is_ok()) return false;
+  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
+  if (!pl.cluster || pl.wg || args.act != DType::kBF16) return false;
+  const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);
+  const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
+                  static_cast<unsigned>(pl.splits));
+  return clusters_ready(v, grid, dev, nullptr);
+}
+
 Status attention(cudaStream_t stream, const AttentionArgs& args) {
   EDGEVLA_RETURN_IF_ERROR(validate(args));
   if (args.batch == 0 || args.rows == 0) return Status::ok();
@@ -557,11 +640,18 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
+  const Bf16Variant variant = args.act == DType::kBF16 && !pl.wg
+                                  ? (pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles))
+                                  : Bf16Variant{};
+  if (pl.cluster) {
+    pl.cluster = clusters_ready(variant, grid, dev, stream);
+  }
+  p.cluster = pl.cluster;
   if (pl.wg) {
     const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
   } else if (args.act == DType::kBF16) {
-    const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);
+    const Bf16Variant& v = variant;
     if (v.smem > dev.smem_per_block) {
       return failed_precondition("attention: head dim " + std::to_string(args.h) + " needs " +
                                  std::to_string(v.smem / 1024) + " KB of shared memory a block and this device gives " +
@@ -570,8 +660,9 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     }
     cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
     if (err != cudaSuccess) return cuda_error(err, "cudaFuncSetAttribute(attn_bf16)");
-    err = launch_untyped(v.fn, grid, dim3(static_cast<unsigned>(v.threads)), static_cast<std::size_t>(v.smem), stream,
-                         kargs);
+    err = pl.cluster ? launch_clustered(v, grid, stream, kargs)
+                     : launch_untyped(v.fn, grid, dim3(static_cast<unsigned>(v.threads)),
+                                      static_cast<std::size_t>(v.smem), stream, kargs);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_bf16");
   } else {
     const int smem = f32_smem_floats(p.h) * static_cast<int>(sizeof(float));
@@ -582,7 +673,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
     err = cudaGetLastError();
     if (err != cudaSuccess) return cuda_error(err, "launch attn_f32");
   }
-  if (pl.splits > 1) {
+  if (pl.splits > 1 && !pl.cluster) {
     const long long total = static_cast<long long>(args.batch) * args.kv_heads * pl.m_rows * (args.h / 4);
     const unsigned blocks = static_cast<unsigned>(ceil_div(total, kCombineThreads));
     if (args.act == DType::kBF16) {

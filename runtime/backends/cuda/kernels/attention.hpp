@@ -26,7 +26,8 @@
 // Split keys: when the grid would leave multiprocessors idle (few query rows, many keys: the
 // action expert; Gemma's prefix on a large GPU), the keys are divided among several blocks (at
 // most 12; a walk of 4 key tiles or fewer is never split) whose partial results a second kernel
-// combines. Where the blocks fit one wave with two key groups each, the shares fill that wave;
+// combines (or, on compute capability 9.0+, that merge among themselves as one cluster:
+// AttentionArgs::cluster). Where the blocks fit one wave with two key groups each, the shares fill that wave;
 // otherwise they aim at two blocks a multiprocessor. The partials live in caller-provided scratch (args.scratch, 16-byte aligned,
 // args.scratch_bytes); attention_scratch_bytes(args) says how much the call would use at most.
 // With less (or none) the call splits only as far as the scratch allows (no scratch: no split),
@@ -91,6 +92,12 @@ struct AttentionArgs {
   // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the
   // process's choice (EDGEVLA_ATTN_ROTATE, 0 or 1; off by default, not yet measured).
   int rotate = -1;
+  // Split shares (bf16 kernel, compute capability 9.0+): the shares of a row tile run as one
+  // thread-block cluster and merge their partials through each other's shared memory, with no
+  // scratch round trip and no combine kernel, wherever the device holds all of the call's
+  // clusters at once. 1 yes; 0 no (partials in scratch, merged by a second kernel); -1: the
+  // process's choice (EDGEVLA_ATTN_CLUSTER, 0 or 1; on by default).
+  int cluster = -1;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its
@@ -100,6 +107,10 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args);
 
 // Whether this call would run on the warpgroup kernel (AttentionArgs::wg) on this device.
 bool attention_takes_warpgroup_kernel(const AttentionArgs& args);
+
+// Whether this call would merge its key shares inside clusters (AttentionArgs::cluster) on this
+// device, with the scratch it names.
+bool attention_merges_in_clusters(const AttentionArgs& args);
 
 // Enqueues the attention on `stream`; no allocation, no synchronisation (capturable).
 Status attention(cudaStream_t stream, const AttentionArgs& args);

@@ -30,6 +30,7 @@ struct Params {
   float* part_ml;  // [splits][batch · kv_heads][m_rows][2]: running max (log2 units), sum
   bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
   bool rotate;      // each row tile walks its share from a different tile (AttentionArgs::rotate)
+  bool cluster;     // the shares of a row tile are one cluster and merge in it (attn_bf16 only)
 };
 
 // Device helpers.

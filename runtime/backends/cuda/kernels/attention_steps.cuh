@@ -82,9 +82,91 @@ __device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, 
   a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
+// The split shares of one row tile as one cluster (Params::cluster; compute capability 9.0+):
+// instead of partials in global scratch and attn_combine, each block leaves its unnormalised
+// output and its rows' max and sum in its own shared memory (own: the block's shared memory, no
+// longer read; kRows × (HD + 4) floats, then kRows float pairs), the cluster meets at a barrier,
+// and block z merges rows [z · per, (z + 1) · per) of the row tile from every block's shared
+// memory (distributed shared memory), in share order with attn_combine's arithmetic, so the
+// results are the same bit for bit. A second barrier keeps every block's shared memory alive
+// until the others have read it.
+constexpr int kClusterMostShares = 16;
+
+template <int HD, int KG, int kGroupThreads>
+__device__ __forceinline__ void cluster_combine(const Params& p, const float (&o)[HD / 8][4], const float (&row_max)[2],
+                                                const float (&row_sum)[2], float* own, int kg, int b, int g,
+                                                const int (&my_m)[2], int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kRows = kGroupThreads / 2;  // 16 rows a warp of the group
+  constexpr int kLd = HD + 4;               // floats a row (16-byte rows, banks spread)
+  float* own_ml = own + kRows * kLd;
+  const int m0 = static_cast<int>(blockIdx.x) * kRows;
+  auto mine = [&](int d) { return KG == 1 || (d < HD / 16) == (kg == 0); };
+  __syncthreads();  // the key groups' merge has read its buffer
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = my_m[i] - m0;
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      if (mine(d)) *reinterpret_cast<float2*>(own + r * kLd + d * 8 + 2 * (lane % 4)) = make_float2(o[d][2 * i], o[d][2 * i + 1]);
+    }
+    if (kg == 0 && lane % 4 == 0) *reinterpret_cast<float2*>(own_ml + 2 * r) = make_float2(row_max[i], row_sum[i]);
+  }
+  asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+
+  const int shares = p.splits;
+  const int per = (kRows + shares - 1) / shares;
+  const int r0 = static_cast<int>(blockIdx.z) * per;
+  const int r1 = min(min(kRows, r0 + per), p.m_rows - m0);
+  const int per_row = p.h / 4;
+  const unsigned o_base = ptx::smem_addr(own), ml_base = ptx::smem_addr(own_ml);
+  for (int item = static_cast<int>(threadIdx.x); item < (r1 - r0) * per_row; item += kGroupThreads * KG) {
+    const int r = r0 + item / per_row;
+    const int c = (item % per_row) * 4;
+    float2 ml[kClusterMostShares];
+    float4 v[kClusterMostShares];
+#pragma unroll
+    for (int s = 0; s < kClusterMostShares; ++s) {
+      if (s < shares) {
+        const unsigned ml_at = ptx::cluster_map(ml_base + static_cast<unsigned>(r * 8), static_cast<unsigned>(s));
+        const unsigned o_at = ptx::cluster_map(o_base + static_cast<unsigned>((r * kLd + c) * 4), static_cast<unsigned>(s));
+        ml[s] = ptx::cluster_load2(ml_at);
+        v[s] = ptx::cluster_load4(o_at);
+      } else {
+        ml[s] = make_float2(-INFINITY, 0.0f);
+        v[s] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kClusterMostShares; ++s) mx = fmaxf(mx, ml[s].x);
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int s = 0; s < kClusterMostShares; ++s) {
+      const float w = s < shares ? exp2f(ml[s].x - base) : 0.0f;  // an empty share (max -inf) weighs 0
+      sum = fmaf(w, ml[s].y, sum);
+      acc.x = fmaf(w, v[s].x, acc.x);
+      acc.y = fmaf(w, v[s].y, acc.y);
+      acc.z = fmaf(w, v[s].z, acc.z);
+      acc.w = fmaf(w, v[s].w, acc.w);
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(acc.x * inv, acc.y * inv),
+                                    __floats2bfloat162_rn(acc.z * inv, acc.w * inv)};
+    bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m0 + r) + c;
+    *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
+  }
+  asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+#endif
+}
+
 // After the walk: merges the key groups' states (KG 2; xbuf: shared memory no longer read, at
 // least Bf16Tile::kMergeFloats floats) and writes the rows, normalised (one share) or as a
-// partial with its max and sum.
+// partial with its max and sum (or, with Params::cluster, by cluster_combine).
 template <int HD, int KG, int kGroupThreads>
 __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][4], float (&row_max)[2],
                                             float (&row_sum)[2], float* xbuf, int kg, int b, int g, int bg,
@@ -138,6 +220,10 @@ __device__ __forceinline__ void finish_rows(const Params& p, float (&o)[HD / 8][
     }
   }
 
+  if (xbuf != nullptr && p.cluster) {
+    cluster_combine<HD, KG, kGroupThreads>(p, o, row_max, row_sum, xbuf, kg, b, g, my_m, lane);
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int m = my_m[i];

@@ -102,6 +102,20 @@ __device__ __forceinline__ void bulk_copy_to_cluster(unsigned dst, const void* s
                "r"(smem_addr(src)), "r"(bytes), "r"(bar)
                : "memory");
 }
+// Loads from another block's shared memory (shared::cluster addresses from cluster_map).
+__device__ __forceinline__ float2 cluster_load2(unsigned addr) {
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 cluster_load4(unsigned addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
 // Four floats to another block's shared memory (shared::cluster addresses from cluster_map, the
 // destination 16-byte aligned), counted in bytes on that block's barrier `bar`.
 __device__ __forceinline__ void store_async4(unsigned addr, float a, float b, float c, float d, unsigned bar) {
