@@ -57,7 +57,9 @@ constexpr int kF32Keys = 32;           // keys per f32 tile (one per lane)
 #define EDGEVLA_ATTN_MIN_TILES 3
 #endif
 constexpr int kMaxSplits = EDGEVLA_ATTN_MAX_SPLITS;
-constexpr int kMinTilesPerSplit = EDGEVLA_ATTN_MIN_TILES;  // a share of fewer key tiles does not repay its Q load
+// A share of fewer key tiles does not repay its Q load; the variable EDGEVLA_ATTN_MIN_TILES (1-64)
+// overrides the build's value at run time, to compare.
+int min_tiles_per_split();
 constexpr int kNoSplitTiles = 4;  // walks of at most this many key tiles are never split
 // Key groups a bf16 block may have (1 or 2); a build may set 1 to compare
 // (-DEDGEVLA_ATTN_KEY_GROUPS=1: every block one group of 4 warps).
@@ -110,9 +112,15 @@ bool rotate_default() {
   static const bool on = env_int("EDGEVLA_ATTN_ROTATE", 0, 0, 1) == 1;
   return on;
 }
-// EDGEVLA_ATTN_CLUSTER=0: AttentionArgs::cluster's default off (on otherwise).
+int min_tiles_per_split() {
+  static const int n = env_int("EDGEVLA_ATTN_MIN_TILES", EDGEVLA_ATTN_MIN_TILES, 1, 64);
+  return n;
+}
+// EDGEVLA_ATTN_CLUSTER=1: AttentionArgs::cluster's default on. Off otherwise: on the H200 the
+// merge inside clusters was as fast as attn_combine at 11-12 shares and 0.26 ms a pi0.5 head
+// slower at 6 (run 40 call 3).
 bool cluster_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_CLUSTER", 1, 0, 1) == 1;
+  static const bool on = env_int("EDGEVLA_ATTN_CLUSTER", 0, 0, 1) == 1;
   return on;
 }
 // EDGEVLA_ATTN_WG_SHARES=N (1-12): the warpgroup kernel's key shares fixed at N (where the scratch
@@ -388,12 +396,12 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     // the two differ (pi0.5's prefix: 21.9 against 23.8 µs at 1 view, 48.5 against 51.7 at 3;
     // run 29).
     if (tiles > kNoSplitTiles) {
-      want = std::min<std::int64_t>({sms / blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+      want = std::min<std::int64_t>({sms / blocks, ceil_div(tiles, min_tiles_per_split()), kMaxSplits});
     }
   } else if (blocks < 2 * static_cast<std::int64_t>(sms)) {
     // Aim at one wave of two blocks per multiprocessor (both kernels fit two per multiprocessor):
     // with one, a lone warp per scheduler leaves every latency exposed.
-    want = std::min<std::int64_t>({2 * static_cast<std::int64_t>(sms) / blocks, ceil_div(tiles, kMinTilesPerSplit),
+    want = std::min<std::int64_t>({2 * static_cast<std::int64_t>(sms) / blocks, ceil_div(tiles, min_tiles_per_split()),
                                    kMaxSplits});
   }
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(want, most)));
@@ -441,7 +449,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     const std::int64_t wide_blocks = pl.row_tiles * a.batch * a.kv_heads;
     std::int64_t shares = 1;
     if (wide_blocks <= sms && tiles > kNoSplitTiles) {
-      shares = std::min<std::int64_t>({sms / wide_blocks, ceil_div(tiles, kMinTilesPerSplit), kMaxSplits});
+      shares = std::min<std::int64_t>({sms / wide_blocks, ceil_div(tiles, min_tiles_per_split()), kMaxSplits});
     }
     pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(shares, most)));
   }

@@ -96,7 +96,8 @@ struct AttentionArgs {
   // thread-block cluster and merge their partials through each other's shared memory, with no
   // scratch round trip and no combine kernel, wherever the device holds all of the call's
   // clusters at once. 1 yes; 0 no (partials in scratch, merged by a second kernel); -1: the
-  // process's choice (EDGEVLA_ATTN_CLUSTER, 0 or 1; on by default).
+  // process's choice (EDGEVLA_ATTN_CLUSTER, 0 or 1; off by default: no faster than the combine
+  // kernel inside the chained heads on the H200, run 40).
   int cluster = -1;
 };
 
