@@ -2,6 +2,7 @@
 // head dim 256's wide blocks, the warpgroup kernel (attention_wg.cu) with one and two warpgroups
 // a block, and rotated walks. Each is asked for explicitly (AttentionArgs), so these run whatever
 // the process's defaults are. Without a CUDA device every test skips itself.
+#include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 #include "tests/gpu/cuda_attention_cases.hpp"
 
@@ -229,6 +230,81 @@ TEST(CudaAttention, ClusterSharesMatchTheCombine) {
   Case c = action_expert(51, 833, true);
   c.cluster = 1, c.name += " clusters";
   check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
+}
+
+// RoPE inside the attention (AttentionArgs::rope, the action experts' form) against rope() on q
+// and block b's keys followed by the plain call: the action experts with pi0's limits and pi0.5's
+// none, prefixes of 0 to 968 keys (shares that hold only block b), in shares, unsplit and merged
+// in clusters, and two kv heads. The two must agree to bf16 rounding; f32 refuses it.
+TEST(CudaAttention, RopeInsideMatchesTheRopeKernel) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {action_expert(51, 833, true), action_expert(50, 968, false),
+                             action_expert(50, 456, false), action_expert(51, 37, true), action_expert(50, 0, false)};
+  {
+    Case c{.name = "h 128 rows 40 heads 4 kv heads 2", .rows = 40, .heads = 4, .kv_heads = 2, .h = 128};
+    c.a_max = 700, c.a_len = 650, c.b_len = 40;
+    cases.push_back(c);
+  }
+  for (const Case& base : cases) {
+    const std::int64_t half = base.h / 2, table_rows = std::max(base.rows, base.b_len);
+    std::vector<float> inv_freq(static_cast<std::size_t>(half));
+    for (std::int64_t k = 0; k < half; ++k) {
+      inv_freq[static_cast<std::size_t>(k)] = static_cast<float>(std::pow(10000.0, -2.0 * k / base.h));
+    }
+    DeviceBuffer freq(inv_freq.size() * 4), table(static_cast<std::size_t>(table_rows * half) * 8), first(4);
+    const std::int32_t first_pos = std::max(base.a_len, 0);
+    ASSERT_EQ(cudaMemcpy(freq.get(), inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(first.get(), &first_pos, 4, cudaMemcpyHostToDevice), cudaSuccess);
+    const auto* first_dev = static_cast<const std::int32_t*>(first.get());
+    const auto* freq_dev = static_cast<const float*>(freq.get());
+    ASSERT_TRUE(rope_table(nullptr, table_rows, half, first_dev, freq_dev, static_cast<float*>(table.get())).is_ok());
+    for (int form = 0; form < 3; ++form) {  // shares with the combine, unsplit, shares in clusters
+      Case c = base;
+      c.wg = 0;
+      c.cluster = form == 2 ? 1 : 0;
+      c.name += form == 0 ? " shares" : form == 1 ? " unsplit" : " clusters";
+      Problem inside(c, DType::kBF16, form != 1), outside(c, DType::kBF16, form != 1);
+      ASSERT_TRUE(inside.ready() && outside.ready()) << c.name;
+      // The reference path: rope() rotates q and block b's keys in memory, then the plain call.
+      const AttentionArgs& o = outside.args();
+      ASSERT_TRUE(rope(nullptr, const_cast<void*>(o.q), DType::kBF16, c.rows, c.heads, c.h, o.ldq, first_dev, freq_dev).is_ok());
+      ASSERT_TRUE(rope(nullptr, const_cast<void*>(o.b.k), DType::kBF16, c.b_len, c.kv_heads, c.h, o.b.ld, first_dev,
+                       freq_dev)
+                      .is_ok());
+      ASSERT_TRUE(attention(nullptr, o).is_ok()) << c.name;
+      AttentionArgs in = inside.args();
+      in.rope = static_cast<const float*>(table.get());
+      const Status st = attention(nullptr, in);
+      ASSERT_TRUE(st.is_ok()) << c.name << ": " << st.to_string();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << c.name;
+      const std::vector<float> a = inside.output(), b = outside.output();
+      ASSERT_EQ(a.size(), b.size()) << c.name;
+      ASSERT_FALSE(a.empty()) << c.name;
+      double err2 = 0.0, ref2 = 0.0;
+      std::size_t differ = 0, non_finite = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+        non_finite += !std::isfinite(a[i]);
+        err2 += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+        ref2 += static_cast<double>(b[i]) * b[i];
+      }
+      const double rel = ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+      std::printf("  %-52s differing %zu of %zu, rel-L2 %.2e\n", c.name.c_str(), differ, a.size(), rel);
+      EXPECT_EQ(non_finite, 0u) << c.name;
+      EXPECT_LE(rel, 1e-3) << c.name;
+      EXPECT_LE(differ, a.size() / 1000) << c.name << ": more than 0.1 % of the elements differ from rope() + attention";
+      // A rotation that missed q or the keys would differ in most elements: the check can fail.
+    }
+  }
+  Case c = action_expert(50, 456, false);
+  Problem f32(c, DType::kF32);
+  ASSERT_TRUE(f32.ready());
+  AttentionArgs args = f32.args();
+  DeviceBuffer table(static_cast<std::size_t>(c.rows * c.h / 2) * 8);
+  args.rope = static_cast<const float*>(table.get());
+  const Status st = attention(nullptr, args);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("RoPE"), std::string::npos) << st.to_string();
 }
 
 }  // namespace

@@ -238,6 +238,14 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
     cp_async_commit();
     cp_async_wait_all();
     __syncthreads();  // Q (loaded by both groups) and each group's first tile are in
+    if (p.rope != nullptr) {
+      // Every stacked row of a query row takes that row's angles.
+      rope_rows(p, s_q, kLds, kRows, static_cast<int>(threadIdx.x), kGroupThreads * KG, [&](int r) {
+        const int m = m0 + r;
+        return m < p.m_rows ? m / p.group : -1;
+      });
+      __syncthreads();
+    }
 
     const bf16* q_warp = s_q + warp * 16 * kLds;
     for (int t = first; t < t_end; t += KG) {
@@ -245,6 +253,13 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
       if (t != first) {
         cp_async_wait_all();
         group_sync<KG, kGroupThreads>(kg);  // tile t is in; every warp of the group is done with the other stage
+      }
+      if (p.rope != nullptr && walk_tile(p, t, t_begin, t_end) >= na) {
+        // Block b's keys of this tile, rotated by their own rows' angles before the products.
+        const int key0 = (walk_tile(p, t, t_begin, t_end) - na) * BK;
+        rope_rows(p, s_k + (kg * 2 + stage) * BK * kLds, kLds, BK, tid, kGroupThreads,
+                  [&](int r) { return key0 + r < p.b_len ? key0 + r : -1; });
+        group_sync<KG, kGroupThreads>(kg);
       }
       if (t + KG < t_end) load_kv(t + KG, stage ^ 1);
       cp_async_commit();
@@ -422,7 +437,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   const int wg_asked = a.wg >= 0 ? a.wg : wg_env();
   const bool wg_auto = tma_ok && (a.b_len == 0 || wg_expert_default());
   const int wg_groups = std::clamp(wg_asked >= 0 ? wg_asked : (wg_auto ? 1 : 0), 0, 2);
-  if (wg_groups > 0 && bf && a.h == 256 && (a.b_len == 0 || tma_ok) && a.a_max > 0 && dev.major == 9 &&
+  if (wg_groups > 0 && a.rope == nullptr && bf && a.h == 256 && (a.b_len == 0 || tma_ok) && a.a_max > 0 && dev.major == 9 &&
       dev.minor == 0 && attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
     pl.wg = true;
     pl.wg_groups = wg_groups;
@@ -541,6 +556,9 @@ Status validate(const AttentionArgs& a) {
     return invalid_argument("attention: bad a_max/b_len");
   }
   if (a.q == nullptr || a.out == nullptr) return invalid_argument("attention: q and out are required");
+  if (a.rope != nullptr && (a.act != DType::kBF16 || a.h % 2 != 0)) {
+    return invalid_argument("attention: RoPE inside the call needs bf16 activations; rotate q and k with rope() first");
+  }
   if (a.a_max > 0 && (a.a.k == nullptr || a.a.v == nullptr)) return invalid_argument("attention: block a needs k and v");
   if (a.b_len > 0 && (a.b.k == nullptr || a.b.v == nullptr)) return invalid_argument("attention: block b needs k and v");
   if (a.ldq < a.heads * a.h || a.ldo < a.heads * a.h || (a.a_max > 0 && a.a.ld < a.kv_heads * a.h) ||
@@ -550,8 +568,8 @@ Status validate(const AttentionArgs& a) {
   auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
   auto stride_ok = [](std::int64_t s) { return s >= 0 && s % 8 == 0; };
   if (!aligned(a.q) || !aligned(a.out) || !aligned(a.a.k) || !aligned(a.a.v) || !aligned(a.b.k) || !aligned(a.b.v) ||
-      !aligned(a.scratch)) {
-    return invalid_argument("attention: q, out, k, v and scratch must be 16-byte aligned");
+      !aligned(a.scratch) || !aligned(a.rope)) {
+    return invalid_argument("attention: q, out, k, v, scratch and the RoPE table must be 16-byte aligned");
   }
   if (!stride_ok(a.ldq) || !stride_ok(a.q_batch) || !stride_ok(a.ldo) || !stride_ok(a.o_batch) ||
       !stride_ok(a.a.ld) || !stride_ok(a.a.batch) || !stride_ok(a.b.ld) || !stride_ok(a.b.batch)) {
@@ -631,6 +649,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.scale_log2 = args.scale * kLog2e;
   p.a_constant = args.a_constant;
   p.rotate = args.rotate >= 0 ? args.rotate > 0 : rotate_default();
+  p.rope = reinterpret_cast<const float2*>(args.rope);
   // The warpgroup kernel's bulk copies need 16-byte aligned bases, which the plan (made from the
   // shapes alone) cannot see: where they are not, a call with block b or an unasked one runs on
   // attn_bf16 (re-planned within the same scratch), an asked one on the cp.async form.

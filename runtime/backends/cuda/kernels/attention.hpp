@@ -99,6 +99,12 @@ struct AttentionArgs {
   // process's choice (EDGEVLA_ATTN_CLUSTER, 0 or 1; off by default: no faster than the combine
   // kernel inside the chained heads on the H200, run 40).
   int cluster = -1;
+  // RoPE inside the call (the bf16 kernel; f32 activations refuse it): q's row r and block b's key
+  // j are rotated (rotate-half pairs (i, i + h/2)) by row r / row j of this table before their
+  // products, exactly as rope() would have rotated them in memory (q and k stay as they are). The
+  // table: f32 (cos, sin) pairs [max(rows, b_len)][h/2][2], 16-byte aligned, as rope_table()
+  // writes it (kernels.hpp). nullptr: q and k are used as they are.
+  const float* rope = nullptr;
 };
 
 // Device scratch bytes the call with these shapes would use at most (0: it never splits its

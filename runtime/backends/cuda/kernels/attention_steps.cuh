@@ -82,6 +82,27 @@ __device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, 
   a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
+// RoPE in shared memory (Params::rope): `count` rows of a tile (row stride ld elements) rotated
+// in place by threads [tid, count · h/2) with stride `threads`; row r takes the table's row
+// table_row(r), rows where it is negative stay as they are. The arithmetic is rope_kernel's, so a
+// rotated row matches what rope() writes.
+template <typename RowOf>
+__device__ __forceinline__ void rope_rows(const Params& p, bf16* tile, int ld, int count, int tid, int threads,
+                                          RowOf table_row) {
+  const int half = p.h / 2;
+#pragma unroll 4
+  for (int i = tid; i < count * half; i += threads) {
+    const int r = i / half, k = i - r * half;
+    const int row = table_row(r);
+    if (row < 0) continue;
+    const float2 cs = p.rope[static_cast<long long>(row) * half + k];
+    bf16* a = tile + r * ld + k;
+    const float va = __bfloat162float(a[0]), vb = __bfloat162float(a[half]);
+    a[0] = __float2bfloat16_rn(va * cs.x - vb * cs.y);
+    a[half] = __float2bfloat16_rn(vb * cs.x + va * cs.y);
+  }
+}
+
 // The split shares of one row tile as one cluster (Params::cluster; compute capability 9.0+):
 // instead of partials in global scratch and attn_combine, each block leaves its unnormalised
 // output and its rows' max and sum in its own shared memory (own: the block's shared memory, no

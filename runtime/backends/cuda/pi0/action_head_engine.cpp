@@ -87,7 +87,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(cond_f32_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * E));
   buf(n_dev_, 16);
   buf(b_limit_, bytes_of(DType::kI32, S));
-  if (rope_in_qkv()) buf(rope_table_, bytes_of(DType::kF32, S * h));
+  if (rope_table_used()) buf(rope_table_, bytes_of(DType::kF32, S * h));
   AttentionArgs aa{act_, 1, S, H, K, h};
   aa.a_max = P;
   aa.b_len = S;
@@ -258,8 +258,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     }
     if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     auto* q = static_cast<std::byte*>(qkv_);
-    // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did).
-    if (!rope_in_qkv() && !ab.skip("rope")) {
+    // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did, or the
+    // attention rotates them as it loads them).
+    const bool rope_inside = rope_in_attention();
+    if (!rope_in_qkv() && !rope_inside && !ab.skip("rope")) {
       EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, S, H + K, h, Q, n_dev_, inv_freq_));
     }
     const auto* kc = static_cast<const std::byte*>(cache) + static_cast<std::size_t>((2 * l) * cache_rows * K * h) * es;
@@ -278,6 +280,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     a.a_constant = true;  // the prefix cache is written before the loop
+    if (rope_inside) a.rope = rope_table_;
     int o_parts = 1;  // left out (Ablation), the norm reads one stale part
     {
       // The attention's blocks release the o projection as they start: its weights are read
@@ -361,7 +364,7 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
     EDGEVLA_RETURN_IF_ERROR(convert(stream_.get(), state_, DType::kF32, sa_, act_, A));
     EDGEVLA_RETURN_IF_ERROR(gemm()(sa_, 1, A, state_proj_, state_emb_, DType::kF32, E));
   }
-  if (rope_in_qkv()) {
+  if (rope_table_used()) {
     // The action rows' positions follow the prefix: the same angles every layer and step.
     EDGEVLA_RETURN_IF_ERROR(rope_table(stream_.get(), cfg_.suffix_len(), cfg_.expert.head_dim / 2, n_dev_, inv_freq_,
                                        rope_table_));

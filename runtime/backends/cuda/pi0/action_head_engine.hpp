@@ -107,6 +107,14 @@ class ActionHeadEngine final : public CudaEngine {
   }
   bool on_wgmma(ChainRole role) const { return wgmma_shape(role).n != 0; }
   bool rope_in_qkv() const { return on_wgmma(kChainQkv) && wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope; }
+  // RoPE inside the attention (AttentionArgs::rope) instead of the rope kernel between q|k|v and
+  // the attention: bf16, unless the q|k|v epilogue rotates, or EDGEVLA_CUDA_ATTN_ROPE=0.
+  bool rope_in_attention() const {
+    if (act_ != DType::kBF16 || rope_in_qkv()) return false;
+    const char* env = std::getenv("EDGEVLA_CUDA_ATTN_ROPE");
+    return env == nullptr || std::string_view(env) != "0";
+  }
+  bool rope_table_used() const { return rope_in_qkv() || rope_in_attention(); }
   Status tile_wgmma_weights();
 
   model::ModelConfig cfg_;
@@ -120,7 +128,8 @@ class ActionHeadEngine final : public CudaEngine {
   DevLinear action_time_a_, action_time_t_;  // pi0: the action and time halves of action_time_mlp_in
   std::vector<float> inv_freq_host_;
   float* inv_freq_ = nullptr;
-  // RoPE in q|k|v's epilogue: the action rows' (cos, sin), computed once a run (rope_table).
+  // RoPE in q|k|v's epilogue or in the attention: the action rows' (cos, sin), computed once a run
+  // (rope_table).
   float* rope_table_ = nullptr;
 
   // Buffers.
