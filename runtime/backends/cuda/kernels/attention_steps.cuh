@@ -89,17 +89,29 @@ __device__ __forceinline__ void p_fragment(const float (&s)[BK / 8][4], int kk, 
 template <typename RowOf>
 __device__ __forceinline__ void rope_rows(const Params& p, bf16* tile, int ld, int count, int tid, int threads,
                                           RowOf table_row) {
-  const int half = p.h / 2;
-#pragma unroll 4
-  for (int i = tid; i < count * half; i += threads) {
-    const int r = i / half, k = i - r * half;
-    const int row = table_row(r);
-    if (row < 0) continue;
-    const float2 cs = p.rope[static_cast<long long>(row) * half + k];
-    bf16* a = tile + r * ld + k;
-    const float va = __bfloat162float(a[0]), vb = __bfloat162float(a[half]);
-    a[0] = __float2bfloat16_rn(va * cs.x - vb * cs.y);
-    a[half] = __float2bfloat16_rn(vb * cs.x + va * cs.y);
+  const int half = p.h / 2, items = count * half;
+  // kBatch items a thread at a time: their angles are loaded together (one round trip to L2 a
+  // batch, not one an item), then applied.
+  constexpr int kBatch = 8;
+  for (int base = tid; base < items; base += threads * kBatch) {
+    float2 cs[kBatch];
+    int at[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * threads;
+      const int r = i / half, k = i - r * half;
+      const int row = i < items ? table_row(r) : -1;
+      at[u] = row < 0 ? -1 : r * ld + k;
+      cs[u] = row < 0 ? make_float2(1.0f, 0.0f) : p.rope[static_cast<long long>(row) * half + k];
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (at[u] < 0) continue;
+      bf16* a = tile + at[u];
+      const float va = __bfloat162float(a[0]), vb = __bfloat162float(a[half]);
+      a[0] = __float2bfloat16_rn(va * cs[u].x - vb * cs[u].y);
+      a[half] = __float2bfloat16_rn(vb * cs[u].x + va * cs[u].y);
+    }
   }
 }
 
