@@ -227,7 +227,8 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 // f32 k parts) launched plainly, and all four with the layers as one chain of launches (the
 // default: the GEMMs' first weight tiles load before they wait for the kernel ahead), whose
 // actions must be those of the same kernels launched plainly, bit for bit; each agrees with the
-// CPU; RoPE in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) agrees with the rope kernel. Engines
+// CPU; RoPE in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) and inside the attention
+// (EDGEVLA_CUDA_ATTN_ROPE=1) agree with the rope kernel. Engines
 // opened apart time their cuBLASLt picks apart (the backbone's too), so all share one plan file,
 // and the chained engine runs every case first: the others then reuse its picks.
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
@@ -257,9 +258,11 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   auto all = open_with(dir, {{"EDGEVLA_CUDA_WGMMA", "all"}, {"EDGEVLA_CUDA_WGMMA_CHAIN", "0"}});
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
   auto rope_in = open_with(dir, "EDGEVLA_CUDA_WGMMA_ROPE", "1");
+  auto rope_att = open_with(dir, "EDGEVLA_CUDA_ATTN_ROPE", "1");
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(gu && all && blas && rope_in) << gu.status().to_string() << all.status().to_string()
-                                            << blas.status().to_string() << rope_in.status().to_string();
+  ASSERT_TRUE(gu && all && blas && rope_in && rope_att)
+      << gu.status().to_string() << all.status().to_string() << blas.status().to_string()
+      << rope_in.status().to_string() << rope_att.status().to_string();
   for (std::size_t run = 0; run < ins.size(); ++run) {
     const model::ForwardInputs& in = ins[run];
     auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, in, false);
@@ -268,7 +271,9 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     auto y = model::run_forward(*blas->backbone, *blas->head, c, in, false);
     auto y2 = model::run_forward(*blas->backbone, *blas->head, c, in, false);
     auto ra = model::run_forward(*rope_in->backbone, *rope_in->head, c, in, false);
-    ASSERT_TRUE(ref && x && y && z && y2 && ra) << x.status().to_string() << z.status().to_string();
+    auto rb = model::run_forward(*rope_att->backbone, *rope_att->head, c, in, false);
+    ASSERT_TRUE(ref && x && y && z && y2 && ra && rb) << x.status().to_string() << z.status().to_string()
+                                                      << (rb ? "" : rb.status().to_string());
     const std::int64_t na = ref->actions.numel();
     ASSERT_TRUE(all_finite(x->actions) && all_finite(z->actions) && all_finite(first[run]));
     const float* r = ref->actions.data<float>();
@@ -280,6 +285,11 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     const double cr = rel_l2(first[run].data<float>(), ra->actions.data<float>(), na);
     std::printf("[run %zu] RoPE in the epilogue vs its own kernel: rel-L2 %.2e\n", run, cr);
     EXPECT_LE(cr, 2e-2) << "run " << run;
+    // q and k rotated inside the attention (EDGEVLA_CUDA_ATTN_ROPE=1) against the rope kernel.
+    ASSERT_TRUE(all_finite(rb->actions));
+    const double ca = rel_l2(first[run].data<float>(), rb->actions.data<float>(), na);
+    std::printf("[run %zu] RoPE inside the attention vs its own kernel: rel-L2 %.2e\n", run, ca);
+    EXPECT_LE(ca, 2e-2) << "run " << run;
     std::printf("[run %zu: %d tokens, %d steps] rel-L2 vs blas: gate|up %.2e, all four %.2e, blas again %.2e; chained "
                 "vs plain %.2e; cosine vs cpu f32: gate|up %.6f, all four %.6f, chained %.6f, blas %.6f\n",
                 run, cases[run].first, cases[run].second, xy, zy, yy, cz, cosine(x->actions.data<float>(), r, na),

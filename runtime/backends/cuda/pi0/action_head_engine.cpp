@@ -87,6 +87,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(cond_f32_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * E));
   buf(n_dev_, 16);
   buf(b_limit_, bytes_of(DType::kI32, S));
+  rope_in_attention_ = act_ == DType::kBF16 && !rope_in_qkv() && rope_in_attention_asked();
   if (rope_table_used()) buf(rope_table_, bytes_of(DType::kF32, S * h));
   AttentionArgs aa{act_, 1, S, H, K, h};
   aa.a_max = P;

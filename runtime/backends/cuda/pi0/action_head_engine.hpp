@@ -108,11 +108,14 @@ class ActionHeadEngine final : public CudaEngine {
   bool on_wgmma(ChainRole role) const { return wgmma_shape(role).n != 0; }
   bool rope_in_qkv() const { return on_wgmma(kChainQkv) && wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kRope; }
   // RoPE inside the attention (AttentionArgs::rope) instead of the rope kernel between q|k|v and
-  // the attention: bf16, unless the q|k|v epilogue rotates, or EDGEVLA_CUDA_ATTN_ROPE=0.
-  bool rope_in_attention() const {
-    if (act_ != DType::kBF16 || rope_in_qkv()) return false;
+  // the attention: bf16 only, unless the q|k|v epilogue rotates, and only with
+  // EDGEVLA_CUDA_ATTN_ROPE=1 (on the H200 it made pi0.5's head 1.85 ms slower, run 40 call 6: the
+  // angles' loads wait on L2 inside the attention's critical path).
+  // Decided once, at activate (the variable is read there).
+  bool rope_in_attention() const { return rope_in_attention_; }
+  static bool rope_in_attention_asked() {
     const char* env = std::getenv("EDGEVLA_CUDA_ATTN_ROPE");
-    return env == nullptr || std::string_view(env) != "0";
+    return env != nullptr && std::string_view(env) == "1";
   }
   bool rope_table_used() const { return rope_in_qkv() || rope_in_attention(); }
   Status tile_wgmma_weights();
@@ -131,6 +134,7 @@ class ActionHeadEngine final : public CudaEngine {
   // RoPE in q|k|v's epilogue or in the attention: the action rows' (cos, sin), computed once a run
   // (rope_table).
   float* rope_table_ = nullptr;
+  bool rope_in_attention_ = false;
 
   // Buffers.
   void* cache_own_ = nullptr;        // [L, 2, P, K, h] act: a host cache converted here
