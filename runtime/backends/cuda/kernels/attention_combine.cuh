@@ -38,33 +38,18 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine(const Params p) 
   for (int s = 0; s < kShares; ++s) {
     ml[s] = s < p.splits ? *reinterpret_cast<const float2*>(ml_src + s * ml_stride) : make_float2(-INFINITY, 0.0f);
   }
-  float mx = -INFINITY;
-#pragma unroll
-  for (int s = 0; s < kShares; ++s) mx = fmaxf(mx, ml[s].x);
-  const float base = mx == -INFINITY ? 0.0f : mx;
   const float* src = p.part_o + part_row(p, 0, bg, m) * p.h + c;
   const long long split_stride = static_cast<long long>(p.batch) * p.kv_heads * p.m_rows * p.h;
-  float sum = 0.0f;
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   // Predicated loads, not a branch around them, so the compiler issues them all up front.
   float4 v[kShares];
 #pragma unroll
   for (int s = 0; s < kShares; ++s) {
     v[s] = s < p.splits ? *reinterpret_cast<const float4*>(src + s * split_stride) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
-#pragma unroll
-  for (int s = 0; s < kShares; ++s) {
-    const float w = s < p.splits ? exp2f(ml[s].x - base) : 0.0f;  // an empty share (max -inf) weighs 0
-    sum = fmaf(w, ml[s].y, sum);
-    acc.x = fmaf(w, v[s].x, acc.x);
-    acc.y = fmaf(w, v[s].y, acc.y);
-    acc.z = fmaf(w, v[s].z, acc.z);
-    acc.w = fmaf(w, v[s].w, acc.w);
-  }
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  const float4 merged = merge_shares<kShares>(ml, v, p.splits);
   const int b = bg / p.kv_heads, g = bg % p.kv_heads;
   T* dst = static_cast<T*>(p.out) + o_offset(p, b, g, m);
-  store4(dst + c, make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+  store4(dst + c, merged);
 }
 
 template <typename T>

@@ -115,6 +115,31 @@ __device__ __forceinline__ void rope_rows(const Params& p, bf16* tile, int ld, i
   }
 }
 
+// The merge of `shares` split-key partials of one stacked row (each share's running max in log2
+// units and sum, and 4 of its unnormalised output dims; entries from `shares` on are ignored):
+// every share weighed by its max against the largest, in share order, then normalised. attn_combine
+// and cluster_combine both use it, so their results are the same bit for bit.
+template <int kShares>
+__device__ __forceinline__ float4 merge_shares(const float2 (&ml)[kShares], const float4 (&v)[kShares], int shares) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int s = 0; s < kShares; ++s) mx = fmaxf(mx, ml[s].x);
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  float sum = 0.0f;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int s = 0; s < kShares; ++s) {
+    const float w = s < shares ? exp2f(ml[s].x - base) : 0.0f;  // an empty share (max -inf) weighs 0
+    sum = fmaf(w, ml[s].y, sum);
+    acc.x = fmaf(w, v[s].x, acc.x);
+    acc.y = fmaf(w, v[s].y, acc.y);
+    acc.z = fmaf(w, v[s].z, acc.z);
+    acc.w = fmaf(w, v[s].w, acc.w);
+  }
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  return make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+}
+
 // The split shares of one row tile as one cluster (Params::cluster; compute capability 9.0+):
 // instead of partials in global scratch and attn_combine, each block leaves its unnormalised
 // output and its rows' max and sum in its own shared memory (own: the block's shared memory, no
@@ -171,24 +196,8 @@ __device__ __forceinline__ void cluster_combine(const Params& p, const float (&o
         v[s] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
     }
-    float mx = -INFINITY;
-#pragma unroll
-    for (int s = 0; s < kClusterMostShares; ++s) mx = fmaxf(mx, ml[s].x);
-    const float base = mx == -INFINITY ? 0.0f : mx;
-    float sum = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int s = 0; s < kClusterMostShares; ++s) {
-      const float w = s < shares ? exp2f(ml[s].x - base) : 0.0f;  // an empty share (max -inf) weighs 0
-      sum = fmaf(w, ml[s].y, sum);
-      acc.x = fmaf(w, v[s].x, acc.x);
-      acc.y = fmaf(w, v[s].y, acc.y);
-      acc.z = fmaf(w, v[s].z, acc.z);
-      acc.w = fmaf(w, v[s].w, acc.w);
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(acc.x * inv, acc.y * inv),
-                                    __floats2bfloat162_rn(acc.z * inv, acc.w * inv)};
+    const float4 out = merge_shares<kClusterMostShares>(ml, v, shares);
+    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(out.x, out.y), __floats2bfloat162_rn(out.z, out.w)};
     bf16* dst = static_cast<bf16*>(p.out) + o_offset(p, b, g, m0 + r) + c;
     *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(pair);
   }
