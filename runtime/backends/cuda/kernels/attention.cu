@@ -315,36 +315,40 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
 
 // The bf16 kernel v launched on `grid` with each (row tile, sequence · kv head)'s shares as one
 // cluster along z (chained as launch_untyped is).
+cudaLaunchAttribute cluster_along_z(unsigned z) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 1;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = z;
+  return attribute;
+}
+
 cudaError_t launch_clustered(const Bf16Variant& v, dim3 grid, cudaStream_t stream, void** args) {
   cudaLaunchAttribute attributes[2]{};
   cudaLaunchConfig_t config =
       chain_config(grid, dim3(static_cast<unsigned>(v.threads)), static_cast<std::size_t>(v.smem), stream, &attributes[0]);
-  attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
-  attributes[config.numAttrs].val.clusterDim.x = 1;
-  attributes[config.numAttrs].val.clusterDim.y = 1;
-  attributes[config.numAttrs].val.clusterDim.z = grid.z;
+  attributes[config.numAttrs] = cluster_along_z(grid.z);
   config.attrs = attributes;
   ++config.numAttrs;
   return cudaLaunchKernelExC(&config, v.fn, args);
 }
 
 // How many clusters of grid.z blocks of v the device holds at once (0 where it cannot launch
-// them); asked of the driver once per kernel, shared memory and cluster size.
+// them); asked of the driver once per device, kernel, shared memory and cluster size.
 int clusters_resident(const Bf16Variant& v, dim3 grid, cudaStream_t stream) {
   static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, unsigned>, int> known;
-  const auto key = std::make_tuple(v.fn, v.smem, grid.z);
+  static std::map<std::tuple<int, const void*, int, unsigned>, int> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  const auto key = std::make_tuple(device, v.fn, v.smem, grid.z);
   std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = known.find(key); it != known.end()) return it->second;
   int n = 0;
   cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
   if (err == cudaSuccess && grid.z > 8) err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err == cudaSuccess) {
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = 1;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = grid.z;
+    cudaLaunchAttribute attribute = cluster_along_z(grid.z);
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = dim3(static_cast<unsigned>(v.threads));
