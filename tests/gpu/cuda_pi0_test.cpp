@@ -153,15 +153,18 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaPi0,
                            return info.param.preset + "_" + std::string(model::model_type_name(info.param.type));
                          });
 
-// pi0.5's expert layer at full size (width 1024, 8 heads of 256 over one kv head, mlp 4096),
-// two layers deep, with a small vision tower and VLM of the same head layout.
-const std::string& full_layer_checkpoint() {
-  static std::string dir;
+// pi0.5's (or pi0's) expert layer at full size (width 1024, 8 heads of 256 over one kv head, mlp
+// 4096), two layers deep, with a small vision tower and VLM of the same head layout.
+const std::string& full_layer_checkpoint(ModelType type = ModelType::kPi05) {
+  static std::map<ModelType, std::string> dirs;
+  std::string& dir = dirs[type];
   if (!dir.empty()) return dir;
-  dir = (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-fulllayer")).string();
+  dir = (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-fulllayer-" +
+                                      std::string(model::model_type_name(type))))
+            .string();
   fs::remove_all(dir);
   model::GenerateOptions g;
-  g.config = *model::preset_config("small", ModelType::kPi05);
+  g.config = *model::preset_config("small", type);
   g.config.vlm.depth = 2;
   g.config.vlm.head_dim = 256;
   g.config.expert = g.config.vlm;
@@ -303,6 +306,56 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     EXPECT_GE(cosine(z->actions.data<float>(), r, na), 0.999) << "run " << run;
   }
   fs::remove(plans);
+}
+
+// The residual add and the norm after o and down in their GEMMs (EDGEVLA_CUDA_GEMM_NORM=1, the
+// kNorm epilogue) against k parts and the norm kernels, for pi0.5 (gated adaptive norms, the final
+// norm in the last down) and pi0 (RMSNorm, the final norm still a kernel): the actions agree with
+// the default path's and the CPU's, and a second run replays the same actions bit for bit.
+TEST(CudaPi0Wgmma, TheNormsInTheGemmsAgree) {
+  REQUIRE_GPU();
+  if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
+  for (const ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
+    const std::string& dir = full_layer_checkpoint(type);
+    const std::string plans = dir + "-norm-plans.txt";
+    fs::remove(plans);
+    ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
+    auto cpu = open(dir, "cpu", Precision::kF32);
+    auto plain = open(dir, "cuda", Precision::kBF16);
+    auto normed = open_with(dir, "EDGEVLA_CUDA_GEMM_NORM", "1");
+    auto clustered = open_with(dir, "EDGEVLA_CUDA_GEMM_NORM", "cluster");
+    ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
+    ASSERT_TRUE(cpu && plain && normed && clustered) << plain.status().to_string() << normed.status().to_string()
+                                                     << clustered.status().to_string();
+    const model::ModelConfig& c = cpu->model->config();
+    int run = 0;
+    for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}}) {
+      auto in = model::random_inputs(c, 950 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
+      ASSERT_TRUE(in);
+      in->num_steps = steps;
+      auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, false);
+      auto p = model::run_forward(*plain->backbone, *plain->head, c, *in, false);
+      auto n1 = model::run_forward(*normed->backbone, *normed->head, c, *in, false);
+      auto n2 = model::run_forward(*normed->backbone, *normed->head, c, *in, false);
+      auto k1 = model::run_forward(*clustered->backbone, *clustered->head, c, *in, false);
+      ASSERT_TRUE(ref && p && n1 && n2 && k1) << (n1 ? "" : n1.status().to_string()) << (k1 ? "" : k1.status().to_string());
+      const std::int64_t na = ref->actions.numel();
+      ASSERT_TRUE(all_finite(n1->actions));
+      const double np = rel_l2(n1->actions.data<float>(), p->actions.data<float>(), na);
+      const double nn = rel_l2(n2->actions.data<float>(), n1->actions.data<float>(), na);
+      const double cn = cosine(n1->actions.data<float>(), ref->actions.data<float>(), na);
+      const double kp = rel_l2(k1->actions.data<float>(), p->actions.data<float>(), na);
+      std::printf("[%s run %d: %d tokens, %d steps] norms in the GEMMs vs kernels rel-L2 %.2e, again %.2e, in "
+                  "clusters %.2e; cosine vs cpu f32 %.6f\n",
+                  std::string(model::model_type_name(type)).c_str(), run, tokens, steps, np, nn, kp, cn);
+      EXPECT_LE(kp, 2e-2) << "run " << run;
+      EXPECT_LE(np, 2e-2) << "run " << run;
+      EXPECT_EQ(nn, 0.0) << "run " << run;
+      EXPECT_GE(cn, 0.999) << "run " << run;
+      ++run;
+    }
+    fs::remove(plans);
+  }
 }
 
 Expected<Pair> open_chained(const std::string& dir, bool chained) {

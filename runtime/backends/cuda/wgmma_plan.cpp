@@ -34,6 +34,8 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.rope = rope != nullptr && std::string_view(rope) == "1";
   const char* mlp = std::getenv("EDGEVLA_CUDA_WGMMA_MLP");
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
+  const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM");
+  c.norm = norm == nullptr ? 0 : std::string_view(norm) == "1" ? 1 : std::string_view(norm) == "cluster" ? 2 : 0;
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
     c.caps.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }
@@ -103,6 +105,32 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
   }
   EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream, g));
   return g.k_parts;
+}
+
+int wgmma_norm_parts(std::int64_t n, std::int64_t k, int max_parts, const WgmmaLaunch& how) {
+  const int parts = wgmma_k_parts(n, k, std::min(max_parts, how.max_parts), how.multiprocessors);
+  return std::min(parts, kWgmmaMaxSplit);
+}
+
+bool wgmma_linear_norm_fits(std::int64_t m, std::int64_t n, std::int64_t k, int max_parts, const WgmmaLaunch& how,
+                            bool clusters) {
+  const int parts = wgmma_norm_parts(n, k, max_parts, how);
+  return wgmma_norm_fits(m, n, clusters ? parts : 1, clusters ? 1 : parts);
+}
+
+Status wgmma_linear_norm(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
+                         const WgmmaNorm& norm, void* y, std::int64_t ldy, int max_parts, const WgmmaLaunch& how,
+                         bool clusters) {
+  WgmmaGemmArgs g;
+  g.a = a, g.m = m, g.k = w.in, g.lda = lda;
+  g.w_tiled = w.w, g.n = w.out;
+  g.d = y, g.ldd = ldy;
+  g.epilogue = WgmmaEpilogue::kNorm;
+  g.bias = w.bias;
+  g.norm = norm;
+  const int parts = wgmma_norm_parts(w.out, w.in, max_parts, how);
+  (clusters ? g.k_split : g.k_parts) = parts;
+  return wgmma_gemm(stream, g);
 }
 
 }  // namespace edgevla::backends::cuda

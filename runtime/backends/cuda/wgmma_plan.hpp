@@ -20,6 +20,12 @@
 //   EDGEVLA_CUDA_WGMMA_BACKBONE=1   also runs GR00T's backbone LLM on it (more than 56 rows: row
 //                                   tiles), off by default: slower than cuBLASLt on the H200
 //                                   (run 37 call 5);
+//   EDGEVLA_CUDA_GEMM_NORM=1        runs the residual add and the norm after the o and down
+//                                   projections in their GEMM (the kNorm epilogue, k parts in
+//                                   scratch) instead of k parts and a norm kernel; =cluster does it
+//                                   with k slices in a cluster; both slower on the H200 (pi0.5's
+//                                   head +3.3 ms in clusters, +3.9 ms in k parts, run 41 calls
+//                                   2-4), so off;
 //   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel
 //                                   each (kernels/wgmma_mlp.hpp), where the device holds all its
 //                                   clusters at once; off until measured on a GPU.
@@ -48,6 +54,9 @@ struct WgmmaChoice {
   WgmmaLaunch caps;    // k parts and slices at most (multiprocessors: the engine's device)
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   bool mlp = false;    // the MLP half as one kernel where the family has it (GR00T's DiT)
+  // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
+  // parts, 2 with k slices in a cluster.
+  int norm = 0;
   std::string list;    // "all" or the names asked for
   bool asked(std::string_view name) const;
   WgmmaLaunch launch(int multiprocessors) const { return {caps.max_parts, caps.max_split, multiprocessors}; }
@@ -79,5 +88,20 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
 Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
                            WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, const WgmmaLaunch& how,
                            const WgmmaRope& rope = {}, const float* addend = nullptr, std::int64_t ld_add = 0);
+
+// The k slices or parts of a kNorm call on a weight [n, k]: as many as the k parts wgmma_linear
+// would write for it (max_parts), at most 4, so that the residual stream gets the same bits.
+int wgmma_norm_parts(std::int64_t n, std::int64_t k, int max_parts, const WgmmaLaunch& how);
+
+// Whether a kNorm call of m rows on a weight [n, k] fits the device (wgmma_norm_fits), in k slices
+// (clusters) or k parts.
+bool wgmma_linear_norm_fits(std::int64_t m, std::int64_t n, std::int64_t k, int max_parts, const WgmmaLaunch& how,
+                            bool clusters);
+
+// x += A · Wᵀ + w.bias (gated as `norm` says), written back, and y (bf16 [m, ldy]) the normalised
+// rows: the kNorm epilogue in wgmma_norm_parts' slices (clusters) or parts.
+Status wgmma_linear_norm(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
+                         const WgmmaNorm& norm, void* y, std::int64_t ldy, int max_parts, const WgmmaLaunch& how,
+                         bool clusters);
 
 }  // namespace edgevla::backends::cuda

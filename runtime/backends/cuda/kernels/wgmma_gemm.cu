@@ -30,12 +30,16 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 #include "runtime/backends/cuda/kernels/tensor_map.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_norm.cuh"
 #include "runtime/backends/cuda/kernels/wgmma_tiles.cuh"
 
 namespace edgevla::backends::cuda {
@@ -109,6 +113,7 @@ struct Params {
   void* d;
   long long ldd, part_stride;
   int m, n, k, parts;
+  NormParams norm;  // kNorm
 };
 
 
@@ -345,8 +350,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  if constexpr (kEpilogue == WgmmaEpilogue::kNorm) {
+    // The ring's weight tiles are all read: their shared memory holds the rows' sums.
+    if constexpr (kSplit == 1) {
+      if (p.parts > 1 && !gather_parts(p.norm, acc[0], p.m, p.n, nt, part, p.parts, warp, lane,
+                                       reinterpret_cast<unsigned*>(s_w) + 5 * kBn)) {
+        return;
+      }
+    }
+    norm_epilogue(p.norm, acc[0], p.bias, static_cast<bf16*>(p.d), p.ldd, p.m, p.n, nt, warp, lane,
+                  reinterpret_cast<float*>(s_w));
+  } else {
 #pragma unroll
-  for (int t = 0; t < kTiles; ++t) epilogue_tile<kEpilogue>(p, acc[t], row0 + t * kBn, nt, part, warp, lane);
+    for (int t = 0; t < kTiles; ++t) epilogue_tile<kEpilogue>(p, acc[t], row0 + t * kBn, nt, part, warp, lane);
+  }
 #endif
 }
 
@@ -374,16 +391,18 @@ cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const 
 }
 
 // One row tile: the k parts and RoPE forms have no split, the other outputs 1 to kWgmmaMaxSplit
-// slices. Two to four row tiles: no split.
+// slices. Two to four row tiles: no split (kNorm has one row tile only).
 template <WgmmaEpilogue kEpilogue>
 cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, int tiles, const Params& p,
                         const CUtensorMap& a_map) {
   static_assert(kWgmmaMaxSplit == 4 && kMaxRowTiles == 4, "one instance a split count and a row-tile count");
-  switch (tiles) {
-    case 2: return launch_split<kEpilogue, 1, 2>(stream, grid, p, a_map);
-    case 3: return launch_split<kEpilogue, 1, 3>(stream, grid, p, a_map);
-    case 4: return launch_split<kEpilogue, 1, 4>(stream, grid, p, a_map);
-    default: break;
+  if constexpr (kEpilogue != WgmmaEpilogue::kNorm) {
+    switch (tiles) {
+      case 2: return launch_split<kEpilogue, 1, 2>(stream, grid, p, a_map);
+      case 3: return launch_split<kEpilogue, 1, 3>(stream, grid, p, a_map);
+      case 4: return launch_split<kEpilogue, 1, 4>(stream, grid, p, a_map);
+      default: break;
+    }
   }
   if constexpr (kEpilogue != WgmmaEpilogue::kF32Parts && kEpilogue != WgmmaEpilogue::kRope) {
     switch (split) {
@@ -394,6 +413,55 @@ cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, int tiles, co
     }
   }
   return launch_split<kEpilogue, 1, 1>(stream, grid, p, a_map);
+}
+
+// kNorm: how many of its calls' blocks of `split` k slices (clusters where split > 1) the current
+// device holds at once; asked of the driver once per device and split.
+template <int kSplit>
+int norm_groups_resident() {
+  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<WgmmaEpilogue::kNorm, kSplit, 1>);
+  constexpr int smem = smem_bytes(kSplit, 1);
+  int device = 0, n = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  static std::mutex mutex;
+  static std::map<int, int> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(device); it != known.end()) return it->second;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err == cudaSuccess && kSplit > 1) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = 1;
+    attribute.val.clusterDim.y = kSplit;
+    attribute.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(1, kSplit, 1);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = smem;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    err = cudaOccupancyMaxActiveClusters(&n, kernel, &config);
+  } else if (err == cudaSuccess) {
+    int per_sm = 0, sms = 0;
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    n = per_sm * sms;
+  }
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // a refusal here only means: none
+    n = 0;
+  }
+  known.emplace(device, n);
+  return n;
+}
+
+int norm_groups_resident(int split) {
+  switch (split) {
+    case 2: return norm_groups_resident<2>();
+    case 3: return norm_groups_resident<3>();
+    case 4: return norm_groups_resident<4>();
+    default: return norm_groups_resident<1>();
+  }
 }
 
 }  // namespace
@@ -420,6 +488,19 @@ bool wgmma_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, WgmmaEpilog
 
 int wgmma_row_tiles(std::int64_t m) {
   return static_cast<int>(std::clamp<std::int64_t>((m + kBn - 1) / kBn, 1, kMaxRowTiles));
+}
+
+bool wgmma_norm_fits(std::int64_t m, std::int64_t n, int k_split, int k_parts) {
+  if (m < 1 || m > kWgmmaMaxRows || n <= 0 || n % kBm != 0 || k_split < 1 || k_split > kWgmmaMaxSplit ||
+      k_parts < 1 || k_parts > kNormMaxParts || (k_split > 1 && k_parts > 1)) {
+    return false;
+  }
+  // k parts: the whole grid resident (each feature block's last part waits for the others').
+  return (n / kBm) * k_parts <= norm_groups_resident(k_split);
+}
+
+std::size_t wgmma_norm_scratch_bytes(std::int64_t n) {
+  return static_cast<std::size_t>(norm_scratch_bytes(n));
 }
 
 std::size_t wgmma_tiled_bytes(std::int64_t n, std::int64_t k) {
@@ -498,16 +579,36 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   if (args.addend != nullptr && (args.epilogue != WgmmaEpilogue::kF32 || args.ld_add < args.n)) {
     return invalid_argument("wgmma_gemm: an addend goes with the f32 output only, with a row stride of at least n");
   }
-  if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
+  const bool norm_parts = args.epilogue == WgmmaEpilogue::kNorm && args.k_split == 1 && args.k_parts <= kNormMaxParts;
+  if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out && !norm_parts) ||
       (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + out_n)) {
     return invalid_argument("wgmma_gemm: " + std::to_string(args.k_parts) +
                             " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
-                            "least rows × ldd)");
+                            "least rows × ldd, or with the norm epilogue without k slices, at most " +
+                            std::to_string(kNormMaxParts) + ")");
   }
   if (args.k_split < 1 || args.k_split > kWgmmaMaxSplit || args.k_split > args.k / kBk ||
       (args.k_split > 1 && (parts_out || args.epilogue == WgmmaEpilogue::kRope))) {
     return invalid_argument("wgmma_gemm: a k split of " + std::to_string(args.k_split) + " (1 to " +
                             std::to_string(kWgmmaMaxSplit) + " and k / 64; not with the k parts or RoPE)");
+  }
+  if (args.epilogue == WgmmaEpilogue::kNorm) {
+    const WgmmaNorm& q = args.norm;
+    if (args.m > kWgmmaMaxRows || q.x == nullptr || q.ldx < args.n || q.weight == nullptr || q.scratch == nullptr ||
+        (q.kind == WgmmaNormKind::kGatedAda && q.shift == nullptr)) {
+      return invalid_argument("wgmma_gemm: the norm epilogue needs at most " + std::to_string(kWgmmaMaxRows) +
+                              " rows, the residual stream (row stride at least n), the norm's weight (and shift for "
+                              "the adaptive norm) and its scratch (wgmma_norm_scratch_bytes)");
+    }
+    // Its feature blocks wait for each other's partial sums: all of them must be resident at once.
+    if (!wgmma_norm_fits(args.m, args.n, args.k_split, args.k_parts)) {
+      const int groups = norm_groups_resident(args.k_split);
+      return invalid_argument("wgmma_gemm: the norm epilogue's " + std::to_string(args.n / kBm) + " feature blocks in " +
+                              std::to_string(args.k_split) + " k slices or " + std::to_string(args.k_parts) +
+                              " k parts (at most " + std::to_string(kNormMaxParts) +
+                              ", not both) do not fit the device at once (it holds " + std::to_string(groups) +
+                              " such groups); run the GEMM in k parts and a norm kernel instead");
+    }
   }
   if (args.k_split > 1 && args.m > kWgmmaMaxRows) {
     return invalid_argument("wgmma_gemm: k slices need at most " + std::to_string(kWgmmaMaxRows) + " rows, got " +
@@ -524,8 +625,19 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts};
-  const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : args.k_split),
+           args.k_parts, NormParams{}};
+  if (args.epilogue == WgmmaEpilogue::kNorm) {
+    const WgmmaNorm& q = args.norm;
+    auto* sync = static_cast<unsigned*>(q.scratch);
+    auto* base = static_cast<unsigned char*>(q.scratch);
+    const long long n = args.n;
+    p.norm = NormParams{static_cast<int>(q.kind), q.x, q.ldx, q.gate, q.weight, q.shift, q.eps, sync,
+                        reinterpret_cast<float*>(base + kNormSyncBytes),
+                        reinterpret_cast<unsigned*>(base + kNormSyncBytes + norm_partials_bytes(n)),
+                        reinterpret_cast<float*>(base + kNormSyncBytes + norm_partials_bytes(n) + norm_arrived_bytes(n))};
+  }
+  const dim3 grid(static_cast<unsigned>(args.n / kBm),
+                  static_cast<unsigned>(parts_out || args.k_parts > 1 ? args.k_parts : args.k_split),
                   static_cast<unsigned>(row_blocks));
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
@@ -537,6 +649,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
     case WgmmaEpilogue::kSilu: err = launch_form<WgmmaEpilogue::kSilu>(stream, grid, args.k_split, tiles, p, a_map); break;
     case WgmmaEpilogue::kRelu: err = launch_form<WgmmaEpilogue::kRelu>(stream, grid, args.k_split, tiles, p, a_map); break;
     case WgmmaEpilogue::kF32: err = launch_form<WgmmaEpilogue::kF32>(stream, grid, args.k_split, tiles, p, a_map); break;
+    case WgmmaEpilogue::kNorm: err = launch_form<WgmmaEpilogue::kNorm>(stream, grid, args.k_split, tiles, p, a_map); break;
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();

@@ -31,7 +31,15 @@
 // (ResidualParts), as it does cuBLASLt's. kNone and kGelu add an optional f32 bias; kGelu then
 // applies GELU-tanh (GR00T's ff1), both rounded to bf16 once; kSilu and kRelu the same with SiLU
 // or ReLU (GR00T's action encoder and decoder). kF32: one f32 output, D = A · Wᵀ + bias + addend
-// (an optional f32 [m, n] table of row stride ld_add, which may be D itself: a residual add). kRope (q|k|v): the tiling pairs
+// (an optional f32 [m, n] table of row stride ld_add, which may be D itself: a residual add).
+// kNorm (WgmmaNorm): the residual add and the row norm after it, done by the GEMM that produces
+// the residual's update (the heads' o and down projections): the k slices' sums (in a cluster) or
+// k parts (in scratch, added by the last of a feature block's parts to arrive), in order as the
+// norm kernels add k parts, plus the bias go into the f32 residual stream x (gated or not), and D
+// gets the normalised rows in bf16; the feature blocks exchange their rows' partial
+// sums through global memory, so every block of the call must be resident at once (checked at
+// launch; at most 56 rows). Slower than k parts + the norm kernel in the chained heads (pi0.5's
+// head +3.3 to +3.9 ms, bench/results/issue9_h200 run 41), so the engines take it only when asked. kRope (q|k|v): the tiling pairs
 // each rotated dim with its partner in one thread's rows, and the epilogue rotates q and k as the
 // rope kernel would after the GEMM (bf16-rounded product, f32 rotation, rounded again).
 //
@@ -57,7 +65,32 @@ inline constexpr std::int64_t kWgmmaMaxAllRows = 1 << 20;
 // Row tiles a block takes for m rows (1 to 4).
 int wgmma_row_tiles(std::int64_t m);
 
-enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu, kRope, kSilu, kRelu, kF32 };
+enum class WgmmaEpilogue { kNone, kGeglu, kF32Parts, kGelu, kRope, kSilu, kRelu, kF32, kNorm };
+
+// kNorm: which norm follows the residual add, per row of x after it (x̂ = x · rsqrt(mean(x²) + eps)):
+//   kRms:      x += r,              D = x̂ · (1 + weight)           (Gemma's RMSNorm: rms_norm)
+//   kGatedAda: x += r · gate,       D = x̂ · (1 + weight) + shift   (pi0.5: gated_add_ada_rms_norm)
+// where r = A · Wᵀ (+ bias), its k slices added in order, as the norm kernels add k parts (so x is
+// the same bits as theirs; D may differ from theirs by the sum of squares' order, a bf16 step in
+// rare elements).
+enum class WgmmaNormKind { kRms, kGatedAda };
+
+struct WgmmaNorm {
+  WgmmaNormKind kind = WgmmaNormKind::kRms;
+  float* x = nullptr;             // f32 [m, n], row stride ldx: the residual stream, updated in place
+  std::int64_t ldx = 0;
+  const float* gate = nullptr;    // kGatedAda: f32 [n], or null for an ungated add
+  const float* weight = nullptr;  // f32 [n]: w (kRms) or scale (kGatedAda)
+  const float* shift = nullptr;   // kGatedAda: f32 [n]
+  float eps = 1e-6f;
+  // wgmma_norm_scratch_bytes(n) bytes of device memory, zeroed once before its first call (it
+  // is left zeroed); one call at a time may use it.
+  void* scratch = nullptr;
+};
+
+// Bytes of a kNorm call's scratch for n outputs: the rows' partial sums of each feature block and
+// the counters the blocks meet on.
+std::size_t wgmma_norm_scratch_bytes(std::int64_t n);
 
 // kRope: the first `features` outputs are heads of head_dim (a multiple of 64) that RoPE rotates
 // (dim d with d + head_dim/2, by the angle (first_pos + row) · inv_freq[d], as kernels.hpp's rope);
@@ -98,9 +131,10 @@ struct WgmmaGemmArgs {
   const float* addend = nullptr;   // kF32 only: f32 [m, n] added to the output (row stride ld_add), or null
   std::int64_t ld_add = 0;
   WgmmaRope rope;                 // kRope
-  int k_parts = 1;                // kF32Parts only: 1 to k / 64
+  WgmmaNorm norm;                 // kNorm (D: bf16 [m, n], the normalised rows)
+  int k_parts = 1;                // kF32Parts: 1 to k / 64; kNorm: 1 to 4 (then no k_split)
   std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
-  // kNone, kGelu, kSilu, kRelu, kF32, kGeglu: k split into this many slices (1 to kWgmmaMaxSplit, at most k / 64),
+  // kNone, kGelu, kSilu, kRelu, kF32, kGeglu, kNorm: k split into this many slices (1 to kWgmmaMaxSplit, at most k / 64),
   // the blocks of one feature block a thread-block cluster whose leader adds the slices' sums
   // (over distributed shared memory, in rank order) before its epilogue: for the projections
   // whose feature blocks alone leave most multiprocessors idle.
@@ -117,6 +151,11 @@ int wgmma_k_split(std::int64_t n, std::int64_t k, int max_split, int multiproces
 // How many k parts a kF32Parts product of a weight [n, k] should take on `multiprocessors`: about
 // one block a multiprocessor, at least two k blocks a part, at most max_parts.
 int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiprocessors);
+
+// Whether a kNorm call of m rows and n outputs in k_split slices or k_parts parts fits: at most 56
+// rows, at most 4 parts and not both, and the current device holds all of its n / 64 feature
+// blocks (clusters of k_split) or all its blocks (k parts) at once.
+bool wgmma_norm_fits(std::int64_t m, std::int64_t n, int k_split, int k_parts = 1);
 
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args);

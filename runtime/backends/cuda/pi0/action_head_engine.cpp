@@ -78,6 +78,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   if (act_ == DType::kBF16 && chain_asked()) buf(gu_parts_, bytes_of(DType::kF32, kGateUpParts * S * 2 * F));
   buf(g_, bytes_of(act_, S * F));
   plan_wgmma(tw);
+  if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
   buf(mods_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * (pi05_ ? (2 * L + 1) * 3 * E : E)));
@@ -97,6 +98,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), buf));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
+  // The norm epilogue's counters start at zero (each call leaves them so).
+  if (gemm_norm_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(norm_scratch_, 0, wgmma_norm_scratch_bytes(E)));
   plan_chain();
   EDGEVLA_RETURN_IF_ERROR(tile_wgmma_weights());
   if (fused_) {
@@ -237,6 +240,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   // is the down projection's gate; its parts wait in parts_).
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
+  bool normed = false;  // ys_ already holds the next norm's output (gemm_norm_)
   // From the first norm to the final one, each kernel is chained to the one before it.
   const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
   // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down.
@@ -245,7 +249,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
     const float* mod_in = mods + (2 * l) * 3 * E;
     const float* mod_post = mods + (2 * l + 1) * 3 * E;
-    if (ab.skip("norm")) {
+    const bool in_normed = normed;
+    normed = false;
+    if (ab.skip("norm") || in_normed) {
+      // The down projection before wrote this layer's normalised rows (gemm_norm_).
     } else if (pi05_ && pending != nullptr) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod_in, mod_in + E,
                                                      kNormEps, ys_, act_, down_parts));
@@ -288,12 +295,17 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
       if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      if (!ab.skip("o")) {
+      if (ab.skip("o")) {
+      } else if (gemm_norm_) {
+        // x += o (+ bias) (· gate), and the post-attention norm, in o's GEMM.
+        EDGEVLA_RETURN_IF_ERROR(layer_gemm_norm(o_, H * h, w.o, pi05_ ? mod_in + 2 * E : nullptr,
+                                                pi05_ ? mod_post : w.post_norm));
+      } else {
         EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
       }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
-    if (ab.skip("norm")) {
+    if (ab.skip("norm") || gemm_norm_) {
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
                                                      mod_post + E, kNormEps, ys_, act_, o_layout));
@@ -305,7 +317,17 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
       if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
-      if (!ab.skip("down")) {
+      // With gemm_norm_, down's GEMM also adds into the residual stream and writes the next norm's
+      // rows: the next layer's input norm, or pi0.5's final norm (pi0's final norm covers the
+      // action rows only and stays a kernel).
+      const bool last = l + 1 == L;
+      if (ab.skip("down")) {
+      } else if (gemm_norm_ && (pi05_ || !last)) {
+        const float* next = pi05_ ? mods + (2 * (l + 1)) * 3 * E : layers_[static_cast<std::size_t>(l + 1)].in_norm;
+        EDGEVLA_RETURN_IF_ERROR(layer_gemm_norm(g_, F, w.down, pi05_ ? mod_post + 2 * E : nullptr, next));
+        normed = true;
+        continue;
+      } else {
         EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
       }
     } else {
@@ -326,7 +348,9 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     if (pi05_) pending = mod_post + 2 * E;
   }
   // Final norm over the action rows only, then the output head and the Euler update.
-  if (pi05_) {
+  if (normed) {
+    // pi0.5: the last down projection's GEMM wrote it (gemm_norm_).
+  } else if (pi05_) {
     // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
     // norm in one pass.
     const float* mod = mods + 2 * L * 3 * E;

@@ -87,6 +87,11 @@ class ActionHeadEngine final : public CudaEngine {
   // floats apart). Returns the parts.
   Expected<int> layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda, const DevLinear& w,
                            void* d, std::int64_t ldd, int max_parts) const;
+  // o or down with the norm after it (gemm_norm_): xs_ += A · Wᵀ (+ bias) (· gate, pi0.5), ys_
+  // the rows normalised with `weight` (pi0: RMSNorm's w; pi0.5: the adaptive norm's scale, with
+  // shift at weight + E).
+  Status layer_gemm_norm(const void* a, std::int64_t lda, const DevLinear& w, const float* gate,
+                         const float* weight) const;
   // The warpgroup GEMM's part (EDGEVLA_CUDA_WGMMA, action_head_plans.cpp): which GEMMs, and the
   // tiling of their weights in place at load.
   struct WgmmaShape {
@@ -169,6 +174,11 @@ class ActionHeadEngine final : public CudaEngine {
     WgmmaShape qkv, o, gate_up, down;
   } wgmma_shapes_;
   bool wgmma_chain_ = false;  // the layers' kernels as one chain of launches
+  // The residual add and the norm after o and down in their GEMMs (the kNorm epilogue,
+  // EDGEVLA_CUDA_GEMM_NORM=1) instead of k parts and a norm kernel; norm_scratch_ its scratch.
+  bool gemm_norm_ = false;
+  bool norm_clusters_ = false;  // EDGEVLA_CUDA_GEMM_NORM=cluster: k slices in clusters, not k parts
+  void* norm_scratch_ = nullptr;
   WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");

@@ -95,6 +95,21 @@ void ActionHeadEngine::plan_chain() {
                (want & kChainDown) ? " down" : "", want == 0 ? " none" : "");
 }
 
+Status ActionHeadEngine::layer_gemm_norm(const void* a, std::int64_t lda, const DevLinear& w, const float* gate,
+                                         const float* weight) const {
+  const std::int64_t E = cfg_.expert.width;
+  WgmmaNorm nm;
+  nm.kind = pi05_ ? WgmmaNormKind::kGatedAda : WgmmaNormKind::kRms;
+  nm.x = xs_, nm.ldx = E;
+  nm.gate = gate;
+  nm.weight = weight;
+  nm.shift = pi05_ ? weight + E : nullptr;
+  nm.eps = kNormEps;
+  nm.scratch = norm_scratch_;
+  return wgmma_linear_norm(stream_.get(), a, cfg_.suffix_len(), lda, w, nm, ys_, E, kMaxKParts, wgmma_launch_,
+                           norm_clusters_);
+}
+
 Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
                                            const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
   const std::int64_t S = cfg_.suffix_len();
@@ -155,6 +170,22 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   }
   wgmma_chain_ = !used.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
+  // The norms in o's and down's GEMMs where asked, both run on it, and the device holds every
+  // feature block of such a call at once.
+  gemm_norm_ = false;
+  norm_clusters_ = c.norm == 2;
+  if (c.norm != 0) {
+    const WgmmaLaunch how = wgmma_launch_;
+    const bool fits = wgmma_shapes_.o.n != 0 && wgmma_shapes_.down.n != 0 &&
+                      wgmma_linear_norm_fits(S, E, HD, kMaxKParts, how, norm_clusters_) &&
+                      wgmma_linear_norm_fits(S, E, F, kMaxKParts, how, norm_clusters_);
+    gemm_norm_ = fits;
+    spdlog::info("action_head (cuda): EDGEVLA_CUDA_GEMM_NORM: {}",
+                 fits ? std::string("the norms after o and down in their GEMMs (") +
+                            (norm_clusters_ ? "k slices in clusters)" : "k parts)")
+                      : std::string("not taken (o and down on the warpgroup GEMM, at most 56 rows, every block "
+                                    "resident at once)"));
+  }
   if (!used.empty()) describe_extra_ = std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "");
   spdlog::info("action_head (cuda): warpgroup GEMM for {}{}{} (k parts at most {}, k slices at most {})",
                used.empty() ? std::string("none of the asked GEMMs (shapes)") : used,
