@@ -30,6 +30,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -114,6 +115,7 @@ struct Params {
   long long ldd, part_stride;
   int m, n, k, parts;
   NormParams norm;  // kNorm
+  int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
 };
 
 
@@ -272,9 +274,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warp == 4) {
     if (lane != 0) return;
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
-    // The weights are no kernel's output: the first stages' tiles start before the wait for the
-    // kernel ahead in the chain (which wrote A), so they load while it finishes.
-    const int ahead = kb_count < kStages ? kb_count : kStages;
+    // The weights are no kernel's output: the first stages' tiles (p.ahead of them, at most the
+    // ring) start before the wait for the kernel ahead in the chain (which wrote A), so they load
+    // while it finishes.
+    const int ahead = min(kb_count, min(kStages, p.ahead));
     for (int i = 0; i < ahead; ++i) {
       ptx::mbar_expect_tx(&full[i], kStageTx);
       ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
@@ -288,8 +291,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     chain_release();
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
-      if (i >= kStages) {
-        ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
+      if (i >= ahead) {
+        if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
         ptx::mbar_expect_tx(&full[s], kStageTx);
         ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
       }
@@ -466,6 +469,14 @@ int norm_groups_resident(int split) {
 
 }  // namespace
 
+int wgmma_stages_ahead() {
+  static const int ahead = [] {
+    const char* env = std::getenv("EDGEVLA_WGMMA_AHEAD");
+    return env == nullptr ? 8 : std::clamp(std::atoi(env), 0, 8);
+  }();
+  return ahead;
+}
+
 bool wgmma_gemm_available() {
 #if defined(EDGEVLA_CUDA_SM90A)
   int dev = 0, major = 0, minor = 0;
@@ -625,7 +636,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}};
+           args.k_parts, NormParams{}, wgmma_stages_ahead()};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     const WgmmaNorm& q = args.norm;
     auto* sync = static_cast<unsigned*>(q.scratch);

@@ -157,6 +157,10 @@ int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiproces
 // blocks (clusters of k_split) or all its blocks (k parts) at once.
 bool wgmma_norm_fits(std::int64_t m, std::int64_t n, int k_split, int k_parts = 1);
 
+// How many weight stages a block copies before it waits for the kernel ahead in a chain (0 to 8,
+// the ring's depth; EDGEVLA_WGMMA_AHEAD, read once a process; default 8, all of them).
+int wgmma_stages_ahead();
+
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args);
 
