@@ -11,7 +11,8 @@
 // counted in bytes on the stage's full barrier, so every stage of the ring is in flight at once.
 // A consumer releases a stage (empty barrier) once the multiplies that read it are done.
 // Launched inside a DependentLaunchScope (launch.cuh), it is a programmatic dependent of the
-// kernel before it: its first eight weight tiles load before it waits for that kernel's A.
+// kernel before it: its first weight tiles (wgmma_stages_ahead: four) load before it waits for
+// that kernel's A.
 // Accumulator layout (m64nNk16, f32): warp w's thread holds, for each 8 columns j, rows
 // 16w + lane/4 and + 8, columns 8j + 2(lane % 4) and + 1; here rows are output features and
 // columns the activation rows.
@@ -470,9 +471,13 @@ int norm_groups_resident(int split) {
 }  // namespace
 
 int wgmma_stages_ahead() {
+  // Four: GR00T's head 0.1-0.2 ms and pi0.5's up to 0.06 ms faster than with the whole ring (eight)
+  // in three alternations; two, three and six between them (bench/results/issue9_h200 run 41,
+  // calls 5 and 7). Copies issued before the wait share the memory system with the kernel ahead,
+  // whose own loads are on the chain's critical path.
   static const int ahead = [] {
     const char* env = std::getenv("EDGEVLA_WGMMA_AHEAD");
-    return env == nullptr ? 8 : std::clamp(std::atoi(env), 0, 8);
+    return env == nullptr ? 4 : std::clamp(std::atoi(env), 0, 8);
   }();
   return ahead;
 }

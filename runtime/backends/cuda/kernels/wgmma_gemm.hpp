@@ -158,7 +158,7 @@ int wgmma_k_parts(std::int64_t n, std::int64_t k, int max_parts, int multiproces
 bool wgmma_norm_fits(std::int64_t m, std::int64_t n, int k_split, int k_parts = 1);
 
 // How many weight stages a block copies before it waits for the kernel ahead in a chain (0 to 8,
-// the ring's depth; EDGEVLA_WGMMA_AHEAD, read once a process; default 8, all of them).
+// the ring's depth; EDGEVLA_WGMMA_AHEAD, read once a process; default 4, measured best of 2-8).
 int wgmma_stages_ahead();
 
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
