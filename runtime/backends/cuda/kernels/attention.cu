@@ -27,8 +27,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -315,62 +313,20 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
 
 // The bf16 kernel v launched on `grid` with each (row tile, sequence · kv head)'s shares as one
 // cluster along z (chained as launch_untyped is).
-cudaLaunchAttribute cluster_along_z(unsigned z) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 1;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = z;
-  return attribute;
-}
-
 cudaError_t launch_clustered(const Bf16Variant& v, dim3 grid, cudaStream_t stream, void** args) {
   cudaLaunchAttribute attributes[2]{};
   cudaLaunchConfig_t config =
       chain_config(grid, dim3(static_cast<unsigned>(v.threads)), static_cast<std::size_t>(v.smem), stream, &attributes[0]);
-  attributes[config.numAttrs] = cluster_along_z(grid.z);
-  config.attrs = attributes;
-  ++config.numAttrs;
+  add_cluster(config, attributes, dim3(1, 1, grid.z));
   return cudaLaunchKernelExC(&config, v.fn, args);
-}
-
-// How many clusters of grid.z blocks of v the device holds at once (0 where it cannot launch
-// them); asked of the driver once per device, kernel, shared memory and cluster size.
-int clusters_resident(const Bf16Variant& v, dim3 grid, cudaStream_t stream) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, const void*, int, unsigned>, int> known;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  const auto key = std::make_tuple(device, v.fn, v.smem, grid.z);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
-  int n = 0;
-  cudaError_t err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem);
-  if (err == cudaSuccess && grid.z > 8) err = cudaFuncSetAttribute(v.fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  if (err == cudaSuccess) {
-    cudaLaunchAttribute attribute = cluster_along_z(grid.z);
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(static_cast<unsigned>(v.threads));
-    config.dynamicSmemBytes = static_cast<std::size_t>(v.smem);
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    err = cudaOccupancyMaxActiveClusters(&n, v.fn, &config);
-  }
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();  // a refusal here only means: no clusters
-    n = 0;
-  }
-  known.emplace(key, n);
-  return n;
 }
 
 // Shares as clusters only where the device holds every cluster of the call at once (a second
 // wave of them would cost more than attn_combine saves).
-bool clusters_ready(const Bf16Variant& v, dim3 grid, const DeviceLimits& dev, cudaStream_t stream) {
+bool clusters_ready(const Bf16Variant& v, dim3 grid, const DeviceLimits& dev) {
   return v.fn != nullptr && v.smem <= dev.smem_per_block &&
-         clusters_resident(v, grid, stream) >= static_cast<int>(grid.x * grid.y);
+         clusters_resident(v.fn, static_cast<unsigned>(v.threads), v.smem, dim3(1, 1, grid.z)) >=
+             static_cast<int>(grid.x * grid.y);
 }
 
 Status device_limits(DeviceLimits& limits) {
@@ -448,7 +404,7 @@ bool attention_merges_in_clusters(const AttentionArgs& args) {
   const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
-  return clusters_ready(v, grid, dev, nullptr);
+  return clusters_ready(v, grid, dev);
 }
 
 Status attention(cudaStream_t stream, const AttentionArgs& args) {
@@ -512,7 +468,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
                                   ? (pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles))
                                   : Bf16Variant{};
   if (pl.cluster) {
-    pl.cluster = clusters_ready(variant, grid, dev, stream);
+    pl.cluster = clusters_ready(variant, grid, dev);
   }
   p.cluster = pl.cluster;
   if (pl.wg) {

@@ -2,7 +2,12 @@
 #include "runtime/backends/cuda/kernels/common.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
+
+#include "runtime/backends/cuda/kernels/launch.cuh"
 
 namespace edgevla::backends::cuda {
 
@@ -78,6 +83,40 @@ Status last_launch_status(const char* kernel) {
   if (err == cudaSuccess) err = last;
   if (err == cudaSuccess) return Status::ok();
   return status_for(err, std::string("launching CUDA kernel ") + kernel + " failed: " + describe(err));
+}
+
+int clusters_resident(const void* kernel, unsigned threads, int smem, dim3 cluster) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int, unsigned, unsigned, unsigned>, int> known;
+  const auto key = std::make_tuple(device, kernel, smem, cluster.x, cluster.y, cluster.z);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  const unsigned blocks = cluster.x * cluster.y * cluster.z;
+  int n = 0;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err == cudaSuccess && blocks > 8) err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (err == cudaSuccess && blocks == 1) {
+    int per_sm = 0, sms = 0;
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), smem);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    n = per_sm * sms;
+  } else if (err == cudaSuccess) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = cluster;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+    cudaLaunchAttribute attributes[1];
+    add_cluster(config, attributes, cluster);
+    err = cudaOccupancyMaxActiveClusters(&n, kernel, &config);
+  }
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // a refusal here only means: none
+    n = 0;
+  }
+  known.emplace(key, n);
+  return n;
 }
 
 }  // namespace edgevla::backends::cuda

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "runtime/backends/cuda/kernels/ptx.cuh"
+
 namespace edgevla::backends::cuda::fused_device {
 
 // ---- small device helpers ------------------------------------------------------------------
@@ -40,11 +42,6 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
@@ -63,7 +60,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* bar, unsigned long long* 
     __threadfence();
     atomicAdd(bar, 1u);
     const unsigned target = static_cast<unsigned>(bi) * gridDim.x;
-    while (static_cast<int>(ld_acquire(bar) - target) < 0) {
+    while (static_cast<int>(ptx::ld_acquire(bar) - target) < 0) {
     }
     __threadfence();
     if (trace != nullptr && blockIdx.x == 0) trace[bi * (gridDim.x + 1) + gridDim.x] = global_ns();

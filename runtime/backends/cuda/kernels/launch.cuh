@@ -65,6 +65,26 @@ inline cudaLaunchConfig_t chain_config(dim3 grid, dim3 block, std::size_t smem, 
   return config;
 }
 
+// Adds thread-block clusters of cluster.x × .y × .z blocks to a configuration chain_config made
+// (`attributes`: chain_config's attribute and room for one more).
+inline void add_cluster(cudaLaunchConfig_t& config, cudaLaunchAttribute* attributes, dim3 cluster) {
+  cudaLaunchAttribute& a = attributes[config.numAttrs];
+  a = cudaLaunchAttribute{};
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = cluster.x;
+  a.val.clusterDim.y = cluster.y;
+  a.val.clusterDim.z = cluster.z;
+  config.attrs = attributes;
+  ++config.numAttrs;
+}
+
+// How many clusters of `cluster` blocks of `kernel` (`threads` threads and `smem` bytes of dynamic
+// shared memory a block) the current device holds at once, or how many blocks where the cluster is
+// one block; 0 where it cannot launch them. Asked of the driver once per device, kernel, shared
+// memory and cluster shape; sets the kernel's dynamic shared memory limit (and allows clusters of
+// more than 8 blocks) as a launch needs them.
+int clusters_resident(const void* kernel, unsigned threads, int smem, dim3 cluster);
+
 // kernel<<<grid, block, smem, stream>>>(args...), chained as above; a failure is reported by
 // last_launch_status().
 template <typename... KernelArgs, typename... Args>

@@ -10,6 +10,13 @@
 
 namespace edgevla::backends::cuda::ptx {
 
+// A load of a counter other blocks increment, with acquire semantics at device scope (what they
+// wrote before their increment is visible after it).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }

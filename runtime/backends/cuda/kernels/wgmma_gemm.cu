@@ -32,10 +32,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
 #include "runtime/backends/cuda/kernels/launch.cuh"
@@ -381,14 +378,7 @@ cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const 
   // a split's k slices of one feature block form one cluster.
   cudaLaunchAttribute attributes[2]{};
   cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, &attributes[0]);
-  if (kSplit > 1) {
-    attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
-    attributes[config.numAttrs].val.clusterDim.x = 1;
-    attributes[config.numAttrs].val.clusterDim.y = static_cast<unsigned>(kSplit);
-    attributes[config.numAttrs].val.clusterDim.z = 1;
-    config.attrs = attributes;
-    ++config.numAttrs;
-  }
+  if (kSplit > 1) add_cluster(config, attributes, dim3(1, kSplit, 1));
   const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles>);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
   return cudaLaunchKernelExC(&config, kernel, args);
@@ -420,43 +410,11 @@ cudaError_t launch_form(cudaStream_t stream, dim3 grid, int split, int tiles, co
 }
 
 // kNorm: how many of its calls' blocks of `split` k slices (clusters where split > 1) the current
-// device holds at once; asked of the driver once per device and split.
+// device holds at once.
 template <int kSplit>
 int norm_groups_resident() {
-  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<WgmmaEpilogue::kNorm, kSplit, 1>);
-  constexpr int smem = smem_bytes(kSplit, 1);
-  int device = 0, n = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  static std::mutex mutex;
-  static std::map<int, int> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = known.find(device); it != known.end()) return it->second;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (err == cudaSuccess && kSplit > 1) {
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = 1;
-    attribute.val.clusterDim.y = kSplit;
-    attribute.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(1, kSplit, 1);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = smem;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    err = cudaOccupancyMaxActiveClusters(&n, kernel, &config);
-  } else if (err == cudaSuccess) {
-    int per_sm = 0, sms = 0;
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    n = per_sm * sms;
-  }
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();  // a refusal here only means: none
-    n = 0;
-  }
-  known.emplace(device, n);
-  return n;
+  return clusters_resident(reinterpret_cast<const void*>(wgmma_gemm_kernel<WgmmaEpilogue::kNorm, kSplit, 1>), kThreads,
+                           smem_bytes(kSplit, 1), dim3(1, kSplit, 1));
 }
 
 int norm_groups_resident(int split) {
@@ -643,6 +601,8 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
            args.k_parts, NormParams{}, wgmma_stages_ahead()};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
+    static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
+                  static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);
     const WgmmaNorm& q = args.norm;
     auto* sync = static_cast<unsigned*>(q.scratch);
     auto* base = static_cast<unsigned char*>(q.scratch);

@@ -252,12 +252,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_mlp_kernel(const Params p, 
 cudaLaunchConfig_t mlp_config(dim3 grid, int cluster, bool geglu, cudaStream_t stream, cudaLaunchAttribute (&attributes)[2]) {
   cudaLaunchConfig_t config =
       chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem_bytes(cluster, geglu)), stream, &attributes[0]);
-  attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
-  attributes[config.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attributes[config.numAttrs].val.clusterDim.y = 1;
-  attributes[config.numAttrs].val.clusterDim.z = 1;
-  config.attrs = attributes;
-  ++config.numAttrs;
+  add_cluster(config, attributes, dim3(static_cast<unsigned>(cluster), 1, 1));
   return config;
 }
 
@@ -280,17 +275,9 @@ cudaError_t launch(cudaStream_t stream, dim3 grid, int cluster, const Params& p,
 }
 
 template <int kMt, bool kGeglu>
-int resident(dim3 grid, int cluster) {
-  if (prepare<kMt, kGeglu>(cluster) != cudaSuccess) return 0;
-  cudaLaunchAttribute attributes[2]{};
-  cudaLaunchConfig_t config = mlp_config(grid, cluster, kGeglu, nullptr, attributes);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt, kGeglu>), &config) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
+int resident(int cluster) {
+  return clusters_resident(reinterpret_cast<const void*>(wgmma_mlp_kernel<kMt, kGeglu>), kThreads,
+                           smem_bytes(cluster, kGeglu), dim3(static_cast<unsigned>(cluster), 1, 1));
 }
 
 // The instance for kMt output tiles a block (1 to 4) and the form.
@@ -305,12 +292,12 @@ cudaError_t launch_form(int out_tiles, cudaStream_t stream, dim3 grid, int clust
   }
 }
 template <bool kGeglu>
-int resident_form(int out_tiles, dim3 grid, int cluster) {
+int resident_form(int out_tiles, int cluster) {
   switch (out_tiles) {
-    case 1: return resident<1, kGeglu>(grid, cluster);
-    case 2: return resident<2, kGeglu>(grid, cluster);
-    case 3: return resident<3, kGeglu>(grid, cluster);
-    default: return resident<4, kGeglu>(grid, cluster);
+    case 1: return resident<1, kGeglu>(cluster);
+    case 2: return resident<2, kGeglu>(cluster);
+    case 3: return resident<3, kGeglu>(cluster);
+    default: return resident<4, kGeglu>(cluster);
   }
 }
 
@@ -330,9 +317,8 @@ bool wgmma_mlp_fits(std::int64_t m, std::int64_t d, std::int64_t hidden, std::in
 int wgmma_mlp_resident_clusters(std::int64_t m, std::int64_t d, std::int64_t hidden, std::int64_t n_out, int cluster,
                                 bool geglu) {
   if (!wgmma_mlp_fits(m, d, hidden, n_out, cluster)) return 0;
-  const dim3 grid(static_cast<unsigned>(hidden / kBm));
   const int out_tiles = static_cast<int>(n_out / (kBm * cluster));
-  return geglu ? resident_form<true>(out_tiles, grid, cluster) : resident_form<false>(out_tiles, grid, cluster);
+  return geglu ? resident_form<true>(out_tiles, cluster) : resident_form<false>(out_tiles, cluster);
 }
 
 Status wgmma_mlp(cudaStream_t stream, const WgmmaMlpArgs& args) {

@@ -17,8 +17,11 @@
 
 namespace edgevla::backends::cuda::wgmma {
 
+// WgmmaNormKind's values (wgmma_gemm.cu checks that they agree).
+constexpr int kNormRms = 0, kNormGatedAda = 1;
+
 struct NormParams {
-  int kind;  // WgmmaNormKind
+  int kind;  // kNormRms or kNormGatedAda
   float* x;
   long long ldx;
   const float* gate;
@@ -43,11 +46,6 @@ inline long long norm_scratch_bytes(long long n) {
 }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ unsigned norm_ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
 
 // The k parts form (no cluster): every block of feature block nt writes its part, and the last of
@@ -114,7 +112,7 @@ __device__ __forceinline__ void norm_epilogue(const NormParams& q, const float (
                                               long long ldd, int m, int n, int nt, int warp, int lane, float* s_red) {
   const int tid = warp * 32 + lane;
   const int fa = nt * kBm + warp * 16 + lane / 4;  // and fa + 8
-  const bool gated = q.kind == 1 && q.gate != nullptr;
+  const bool gated = q.kind == kNormGatedAda && q.gate != nullptr;
   float ba = 0.0f, bb = 0.0f, ga = 0.0f, gb = 0.0f;
   if (bias != nullptr) ba = bias[fa], bb = bias[fa + 8];
   if (gated) ga = q.gate[fa], gb = q.gate[fa + 8];
@@ -160,7 +158,7 @@ __device__ __forceinline__ void norm_epilogue(const NormParams& q, const float (
   if (tid == 0) {
     __threadfence();
     atomicAdd(q.sync, 1u);
-    while (norm_ld_acquire(q.sync) < static_cast<unsigned>(tiles)) {
+    while (ptx::ld_acquire(q.sync) < static_cast<unsigned>(tiles)) {
     }
     __threadfence();
   }
@@ -179,7 +177,7 @@ __device__ __forceinline__ void norm_epilogue(const NormParams& q, const float (
   consumers_sync();
   const float wa = q.weight[fa], wb = q.weight[fa + 8];
   float sa = 0.0f, sb = 0.0f;
-  if (q.kind == 1) sa = q.shift[fa], sb = q.shift[fa + 8];
+  if (q.kind == kNormGatedAda) sa = q.shift[fa], sb = q.shift[fa + 8];
 #pragma unroll
   for (int j = 0; j < kBn / 8; ++j) {
 #pragma unroll
@@ -188,7 +186,7 @@ __device__ __forceinline__ void norm_epilogue(const NormParams& q, const float (
       if (row >= m) continue;
       const float a = e >= 2 ? wb : wa;
       const float inv = s_inv[row];
-      const float o = q.kind == 1 ? v[4 * j + e] * inv * (1.0f + a) + (e >= 2 ? sb : sa) : v[4 * j + e] * inv * (1.0f + a);
+      const float o = q.kind == kNormGatedAda ? v[4 * j + e] * inv * (1.0f + a) + (e >= 2 ? sb : sa) : v[4 * j + e] * inv * (1.0f + a);
       d[static_cast<long long>(row) * ldd + fa + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(o);
     }
   }
