@@ -34,8 +34,15 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.rope = rope != nullptr && std::string_view(rope) == "1";
   const char* mlp = std::getenv("EDGEVLA_CUDA_WGMMA_MLP");
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
-  const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM");
-  c.norm = norm == nullptr ? 0 : std::string_view(norm) == "1" ? 1 : std::string_view(norm) == "cluster" ? 2 : 0;
+  if (const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM"); norm != nullptr) {
+    const std::string_view v(norm);
+    c.norm = v == "1" ? 1 : v == "cluster" ? 2 : 0;
+    if (c.norm == 0 && !v.empty() && v != "0") {
+      spdlog::warn("{}: EDGEVLA_CUDA_GEMM_NORM is '{}'; use 1 (k parts), cluster (k slices) or 0 (off, the "
+                   "default); it stays off",
+                   what, v);
+    }
+  }
   if (const char* parts = std::getenv("EDGEVLA_CUDA_WGMMA_PARTS"); parts != nullptr) {
     c.caps.max_parts = std::clamp(std::atoi(parts), 1, kMaxKParts);
   }

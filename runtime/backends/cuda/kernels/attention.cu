@@ -75,15 +75,6 @@ static_assert(kMostKeyGroups == 1 || kMostKeyGroups == 2, "EDGEVLA_ATTN_KEY_GROU
 #ifndef EDGEVLA_ATTN_WIDE_ROWS
 #define EDGEVLA_ATTN_WIDE_ROWS 0
 #endif
-// A whole number in [lo, hi] from the environment variable `name`; `fallback` when it is unset,
-// empty or anything else. Read once per process by the choices below.
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return fallback;
-  char* end = nullptr;
-  const long v = std::strtol(env, &end, 10);
-  return *end == '\0' && v >= lo && v <= hi ? static_cast<int>(v) : fallback;
-}
 int wide_from_default() {
   static const int from = env_int("EDGEVLA_ATTN_WIDE_ROWS", EDGEVLA_ATTN_WIDE_ROWS, 0, 1 << 20);
   return from;

@@ -2,6 +2,8 @@
 #include "runtime/backends/cuda/kernels/common.hpp"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -117,6 +119,17 @@ int clusters_resident(const void* kernel, unsigned threads, int smem, dim3 clust
   }
   known.emplace(key, n);
   return n;
+}
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (*end == '\0' && v >= lo && v <= hi) return static_cast<int>(v);
+  std::fprintf(stderr, "edgevla: %s is '%s'; give a whole number from %d to %d (using %d)\n", name, env, lo, hi,
+               fallback);
+  return fallback;
 }
 
 }  // namespace edgevla::backends::cuda

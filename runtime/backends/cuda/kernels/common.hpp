@@ -46,6 +46,11 @@ bool dependent_launch_active();
 // Whether the current device takes programmatic dependent launches (cached per device).
 bool dependent_launch_supported();
 
+// A whole number in [lo, hi] from the environment variable `name` (the kernels' run-time knobs,
+// read once a process by their callers); `fallback` when it is unset or empty, and when it is
+// anything else, which is then reported on stderr with the range it takes.
+int env_int(const char* name, int fallback, int lo, int hi);
+
 // True for the activation dtypes kernels take (f32, bf16).
 inline bool is_activation_dtype(DType t) { return t == DType::kF32 || t == DType::kBF16; }
 

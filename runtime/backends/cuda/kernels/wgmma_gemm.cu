@@ -31,7 +31,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
@@ -433,10 +432,7 @@ int wgmma_stages_ahead() {
   // in three alternations; two, three and six between them (bench/results/issue9_h200 run 41,
   // calls 5 and 7). Copies issued before the wait share the memory system with the kernel ahead,
   // whose own loads are on the chain's critical path.
-  static const int ahead = [] {
-    const char* env = std::getenv("EDGEVLA_WGMMA_AHEAD");
-    return env == nullptr ? 4 : std::clamp(std::atoi(env), 0, 8);
-  }();
+  static const int ahead = env_int("EDGEVLA_WGMMA_AHEAD", 4, 0, 8);
   return ahead;
 }
 
