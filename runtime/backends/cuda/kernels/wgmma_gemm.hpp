@@ -38,7 +38,8 @@
 // norm kernels add k parts, plus the bias go into the f32 residual stream x (gated or not), and D
 // gets the normalised rows in bf16; the feature blocks exchange their rows' partial
 // sums through global memory, so every block of the call must be resident at once (checked at
-// launch; at most 56 rows). Slower than k parts + the norm kernel in the chained heads (pi0.5's
+// launch from the driver's occupancy figures, which do not know of an MPS client's share of the
+// multiprocessors: do not ask for it there; at most 56 rows). Slower than k parts + the norm kernel in the chained heads (pi0.5's
 // head +3.3 to +3.9 ms, bench/results/issue9_h200 run 41), so the engines take it only when asked. kRope (q|k|v): the tiling pairs
 // each rotated dim with its partner in one thread's rows, and the epilogue rotates q and k as the
 // rope kernel would after the GEMM (bf16-rounded product, f32 rotation, rounded again).
