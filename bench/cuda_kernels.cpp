@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_bench_util.hpp"
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/chain_gemm.hpp"
 #include "runtime/backends/cuda/kernels/gemm.hpp"
@@ -35,100 +36,13 @@
 
 using namespace edgevla;
 using namespace edgevla::backends::cuda;
+using namespace edgevla::bench;
 
 // bench/read_floor_kernel.cu
 cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int blocks, unsigned* sink,
                                       cudaStream_t stream);
 
 namespace {
-
-#define CHECK_CUDA(call)                                                                 \
-  do {                                                                                   \
-    const cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
-#define CHECK_OK(expr)                                                  \
-  do {                                                                  \
-    const Status s_ = (expr);                                           \
-    if (!s_.is_ok()) {                                                  \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_.to_string().c_str()); \
-      std::exit(1);                                                     \
-    }                                                                   \
-  } while (0)
-
-void* device_random_bf16(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<std::uint16_t> h(n);
-  for (auto& x : h) x = float_to_bfloat16(u(rng));
-  void* d = nullptr;
-  CHECK_CUDA(cudaMalloc(&d, n * 2));
-  CHECK_CUDA(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
-  return d;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Timer {
-  cudaStream_t s;
-  std::size_t twice_l2 = 0;  // bytes
-  cudaEvent_t a{}, b{};
-  explicit Timer(cudaStream_t stream) : s(stream) {
-    int dev = 0, l2 = 0;
-    CHECK_CUDA(cudaGetDevice(&dev));
-    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    twice_l2 = 2 * static_cast<std::size_t>(l2);
-    CHECK_CUDA(cudaEventCreate(&a));
-    CHECK_CUDA(cudaEventCreate(&b));
-  }
-  // µs per call of fn(c), c = 0..copies-1, captured into one graph and run back to back (as
-  // GEMMs follow one another in a forward pass; with c picking one of `copies` weight copies
-  // that together exceed the L2 cache, every call reads its weights from device memory). Best
-  // of `rounds` after a warm-up.
-  double per_call_us(int copies, int rounds, const std::function<void(int)>& fn) {
-    fn(0);  // plans outside the capture
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int c = 0; c < copies; ++c) fn(c);
-    CHECK_CUDA(cudaStreamEndCapture(s, &graph));
-    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    double best = 1e30;
-    for (int r = 0; r <= rounds; ++r) {
-      CHECK_CUDA(cudaEventRecord(a, s));
-      CHECK_CUDA(cudaGraphLaunch(exec, s));
-      CHECK_CUDA(cudaEventRecord(b, s));
-      CHECK_CUDA(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-      if (r > 0) best = std::min(best, 1000.0 * ms / copies);
-    }
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(graph));
-    return best;
-  }
-  // Median µs of `fn` over `reps` runs, one after another (warm caches).
-  double us(int reps, const std::function<void()>& fn) {
-    fn();
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r) {
-      CHECK_CUDA(cudaEventRecord(a, s));
-      fn();
-      CHECK_CUDA(cudaEventRecord(b, s));
-      CHECK_CUDA(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-      t.push_back(1000.0 * ms);
-    }
-    return median(t);
-  }
-};
 
 std::vector<float> download(const void* d, DType t, std::size_t n) {
   std::vector<unsigned char> b(n * dtype_size(t));

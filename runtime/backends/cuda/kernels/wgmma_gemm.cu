@@ -88,15 +88,9 @@ __global__ void tile_weight_kernel(const bf16* w, long long n, long long k, long
                                    long long rope_n, long long head_dim, bf16* out) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * k) return;
-  // i walks the output: tile (nt, kb), then its element offset.
-  const long long kbs = k / kBk;
-  const long long tile = i / kWTile;
-  const int e = static_cast<int>(i % kWTile);
-  // Core-matrix order: 8 × 8 matrices (8 rows × 16 bytes contiguous), along k first.
-  const int r = (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8;
-  const int c = ((e / 64) % (kBk / 8)) * 8 + e % 8;
-  const long long nt = tile / kbs, kb = tile % kbs;
-  out[i] = w[source_row(nt, r, n, epi, rope_n, head_dim) * ld + kb * kBk + c];
+  // i walks the output: tile (nt, kb), then its element in core-matrix order.
+  const TiledPosition t = tiled_position(i, k);
+  out[i] = w[source_row(t.nt, t.r, n, epi, rope_n, head_dim) * ld + t.kb * kBk + t.c];
 }
 
 struct Params {

@@ -17,6 +17,20 @@ constexpr int kBk = 64;                 // k a stage
 constexpr int kWTile = kBm * kBk;       // elements
 constexpr int kATile = kBn * kBk;
 
+// Where element i of a tiled weight [n, k] comes from: tiles of kBm rows × kBk columns, one
+// tile (feature block nt, k block kb) after another along k, and inside a tile core matrices of
+// 8 rows × 8 columns (16 bytes of bf16) along k first; row r and column c within the tile.
+struct TiledPosition {
+  long long nt, kb;
+  int r, c;
+};
+__host__ __device__ inline TiledPosition tiled_position(long long i, long long k) {
+  const long long kbs = k / kBk;
+  const long long tile = i / kWTile;
+  const int e = static_cast<int>(i % kWTile);
+  return {tile / kbs, tile % kbs, (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8, ((e / 64) % (kBk / 8)) * 8 + e % 8};
+}
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // The weight tile: core-matrix order, no swizzle (tile_weight_kernel's layout).
 __device__ __forceinline__ unsigned long long weight_descriptor(const void* tile) {

@@ -1,0 +1,108 @@
+// What the cuda benches share: fatal checks of CUDA and Status results, seeded bf16 data on the
+// device, and a timer of captured back-to-back calls over weight copies that exceed the L2 cache.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "runtime/core/dtype.hpp"
+#include "runtime/core/status.hpp"
+
+namespace edgevla::bench {
+
+#define CHECK_CUDA(call)                                                                 \
+  do {                                                                                   \
+    const cudaError_t e_ = (call);                                                       \
+    if (e_ != cudaSuccess) {                                                             \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
+  } while (0)
+#define CHECK_OK(expr)                                                  \
+  do {                                                                  \
+    const Status s_ = (expr);                                           \
+    if (!s_.is_ok()) {                                                  \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_.to_string().c_str()); \
+      std::exit(1);                                                     \
+    }                                                                   \
+  } while (0)
+
+inline void* device_random_bf16(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<std::uint16_t> h(n);
+  for (auto& x : h) x = float_to_bfloat16(u(rng));
+  void* d = nullptr;
+  CHECK_CUDA(cudaMalloc(&d, n * 2));
+  CHECK_CUDA(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timer {
+  cudaStream_t s;
+  std::size_t twice_l2 = 0;  // bytes
+  cudaEvent_t a{}, b{};
+  explicit Timer(cudaStream_t stream) : s(stream) {
+    int dev = 0, l2 = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    twice_l2 = 2 * static_cast<std::size_t>(l2);
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+  }
+  // µs per call of fn(c), c = 0..copies-1, captured into one graph and run back to back (as
+  // GEMMs follow one another in a forward pass; with c picking one of `copies` weight copies
+  // that together exceed the L2 cache, every call reads its weights from device memory). Best
+  // of `rounds` after a warm-up.
+  double per_call_us(int copies, int rounds, const std::function<void(int)>& fn) {
+    fn(0);  // plans outside the capture
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int c = 0; c < copies; ++c) fn(c);
+    CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    double best = 1e30;
+    for (int r = 0; r <= rounds; ++r) {
+      CHECK_CUDA(cudaEventRecord(a, s));
+      CHECK_CUDA(cudaGraphLaunch(exec, s));
+      CHECK_CUDA(cudaEventRecord(b, s));
+      CHECK_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      if (r > 0) best = std::min(best, 1000.0 * ms / copies);
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    return best;
+  }
+  // Median µs of `fn` over `reps` runs, one after another (warm caches).
+  double us(int reps, const std::function<void()>& fn) {
+    fn();
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      CHECK_CUDA(cudaEventRecord(a, s));
+      fn();
+      CHECK_CUDA(cudaEventRecord(b, s));
+      CHECK_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      t.push_back(1000.0 * ms);
+    }
+    return median(t);
+  }
+};
+
+}  // namespace edgevla::bench

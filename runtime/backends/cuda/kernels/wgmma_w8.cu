@@ -1,0 +1,274 @@
+// The warpgroup GEMM on int8 weights (contract in wgmma_w8.hpp).
+//
+// Block: 288 threads. Warps 0-3: the consumer warpgroup (wgmma.m64n56k16 over the bf16 tile and
+// A's swizzled box, as wgmma_gemm.cu). Warps 4-7: the converter warpgroup, 32 int8 → 32 bf16 a
+// thread a stage. Warp 8, lane 0: the producer. Barriers per stage: full (the int8 tile's and A's
+// bytes), converted (one arrival once the converter warpgroup's stores are fenced for the
+// multiplies' async proxy), empty (the consumer warps, once the multiplies that read the stage
+// are done; the producer then reuses the stage's int8 and A slots, and the converter its bf16
+// slot only after the producer's next copy into the stage has landed).
+#include "runtime/backends/cuda/kernels/wgmma_w8.hpp"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "runtime/backends/cuda/kernels/launch.cuh"
+#include "runtime/backends/cuda/kernels/ptx.cuh"
+#include "runtime/backends/cuda/kernels/tensor_map.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_tiles.cuh"
+
+namespace edgevla::backends::cuda {
+namespace {
+
+using namespace wgmma;
+
+constexpr int kThreads = 288;
+constexpr int kStages = 8;
+constexpr int kABytes = kATile * static_cast<int>(sizeof(bf16));  // 7 KB, a multiple of 1024
+constexpr int kW8Bytes = kWTile;                                   // 4 KB of int8
+constexpr int kWBytes = kWTile * static_cast<int>(sizeof(bf16));   // 8 KB of bf16
+constexpr int kBarBytes = 3 * kStages * 8;
+// A's ring first (its swizzle needs 1024-byte alignment), then the bf16 and the int8 rings.
+constexpr int kSmemBytes = 1024 + kBarBytes + kStages * (kABytes + kWBytes + kW8Bytes);
+static_assert(kSmemBytes <= 227 * 1024, "the rings fit a Hopper multiprocessor");
+
+struct Params {
+  const std::int8_t* w;
+  const float* scales;
+  const float* bias;
+  void* d;
+  long long ldd, part_stride;
+  int m, n, k, parts;
+  int ahead;
+};
+
+__global__ void row_scales_kernel(const bf16* w, long long k, long long ld, float* scales) {
+  __shared__ float partial[8];
+  const bf16* row = w + static_cast<long long>(blockIdx.x) * ld;
+  float mx = 0.0f;
+  for (long long c = threadIdx.x; c < k; c += blockDim.x) mx = fmaxf(mx, fabsf(__bfloat162float(row[c])));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = mx;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 1; i < static_cast<int>(blockDim.x / 32); ++i) mx = fmaxf(mx, partial[i]);
+    scales[blockIdx.x] = mx > 0.0f ? mx / 127.0f : 1.0f;
+  }
+}
+
+__global__ void quantize_tiled_kernel(const bf16* w, long long n, long long k, long long ld, const float* scales,
+                                      std::int8_t* out) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * k) return;
+  const TiledPosition t = tiled_position(i, k);
+  const long long row = t.nt * kBm + t.r;
+  const float q = rintf(__bfloat162float(w[row * ld + t.kb * kBk + t.c]) / scales[row]);
+  out[i] = static_cast<std::int8_t>(fminf(fmaxf(q, -127.0f), 127.0f));
+}
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr int kAccFloats = 28;  // a consumer thread's accumulators (m64n56)
+
+// Two int8 (bytes 2j and 2j + 1 of w) as a bf16 pair, exactly: the byte, offset to 0..255, is the
+// low mantissa of 2^23 in f32; subtracting 2^23 + 128 leaves the integer.
+__device__ __forceinline__ unsigned widen_pair(unsigned w, int j) {
+  const float lo = __uint_as_float(0x4B000000u | (((w >> (16 * j)) & 0xFFu) ^ 0x80u)) - 8388736.0f;
+  const float hi = __uint_as_float(0x4B000000u | (((w >> (16 * j + 8)) & 0xFFu) ^ 0x80u)) - 8388736.0f;
+  return ptx::pack_bf16(lo, hi);
+}
+#endif
+
+__global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, const __grid_constant__ CUtensorMap a_map,
+                                                               WgmmaW8Epilogue epilogue) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto* full = reinterpret_cast<unsigned long long*>(smem);
+  auto* converted = full + kStages;
+  auto* empty = converted + kStages;
+  const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
+  bf16* s_a = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
+  bf16* s_w = s_a + kStages * kATile;
+  auto* s_q = reinterpret_cast<std::int8_t*>(s_w + kStages * kWTile);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
+  const int kbs = p.k / kBk;
+  const int kb0 = part * kbs / p.parts, kb_count = (part + 1) * kbs / p.parts - kb0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);       // the producer's arrival, with the bytes of both copies
+      ptx::mbar_init(&converted[s], 1);  // the converter warpgroup's elected thread
+      ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  constexpr unsigned kStageTx = kW8Bytes + kABytes;
+  if (warp == 8) {
+    if (lane != 0) return;
+    const std::int8_t* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
+    // The weights are no kernel's output: the first stages load before the chain's wait.
+    const int ahead = min(kb_count, min(kStages, p.ahead));
+    for (int i = 0; i < ahead; ++i) {
+      ptx::mbar_expect_tx(&full[i], kStageTx);
+      ptx::bulk_copy(s_q + i * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &full[i]);
+    }
+    chain_wait();
+    chain_release();
+    for (int i = 0; i < kb_count; ++i) {
+      const int s = i % kStages;
+      if (i >= ahead) {
+        if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
+        ptx::mbar_expect_tx(&full[s], kStageTx);
+        ptx::bulk_copy(s_q + s * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &full[s]);
+      }
+      ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &full[s]);
+    }
+    return;
+  }
+
+  if (warp >= 4) {
+    // The converter: thread t widens bytes 32t .. 32t + 31 of the stage's int8 tile into elements
+    // 32t .. 32t + 31 of its bf16 tile (the same positions: both tiles are in core-matrix order).
+    const int t = static_cast<int>(threadIdx.x) - 128;
+    for (int i = 0; i < kb_count; ++i) {
+      const int s = i % kStages;
+      ptx::mbar_wait(&full[s], (i / kStages) & 1);
+      const uint4* src = reinterpret_cast<const uint4*>(s_q + s * kW8Bytes) + 2 * t;
+      uint4* dst = reinterpret_cast<uint4*>(s_w + s * kWTile) + 4 * t;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint4 v = src[h];
+        dst[2 * h] = make_uint4(widen_pair(v.x, 0), widen_pair(v.x, 1), widen_pair(v.y, 0), widen_pair(v.y, 1));
+        dst[2 * h + 1] = make_uint4(widen_pair(v.z, 0), widen_pair(v.z, 1), widen_pair(v.w, 0), widen_pair(v.w, 1));
+      }
+      ptx::fence_proxy_async();  // the stores, visible to the multiplies (async proxy)
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+      if (t == 0) ptx::mbar_arrive(&converted[s]);
+    }
+    return;
+  }
+
+  float acc[kAccFloats];
+#pragma unroll
+  for (int i = 0; i < kAccFloats; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kb_count; ++i) {
+    const int s = i % kStages;
+    ptx::mbar_wait(&full[s], (i / kStages) & 1);       // A's box
+    ptx::mbar_wait(&converted[s], (i / kStages) & 1);  // the bf16 tile
+    ptx::wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) {
+      wgmma_m64n56(acc, weight_descriptor(s_w + s * kWTile + kk * 128), swizzled_descriptor(s_a + s * kATile + kk * 16));
+    }
+    ptx::wg_commit();
+    ptx::wg_wait<1>();
+    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
+  }
+  ptx::wg_wait<0>();
+
+  // acc: features f and f + 8 (this thread's rows of the m64 tile), rows 8j + 2(lane % 4) + {0, 1}.
+  const int f = nt * kBm + warp * 16 + lane / 4;
+  const float sa = p.scales[f], sb = p.scales[f + 8];
+  if (epilogue == WgmmaW8Epilogue::kF32Parts) {
+    float* d = static_cast<float*>(p.d) + part * p.part_stride;
+#pragma unroll
+    for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+        if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e] * (e >= 2 ? sb : sa);
+      }
+    }
+    return;
+  }
+  const float ba = p.bias != nullptr ? p.bias[f] : 0.0f, bb = p.bias != nullptr ? p.bias[f + 8] : 0.0f;
+  auto* d = static_cast<bf16*>(p.d);
+#pragma unroll
+  for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+      const float v = acc[4 * j + e] * (e >= 2 ? sb : sa) + (e >= 2 ? bb : ba);
+      if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
+    }
+  }
+#else
+  (void)p;
+  (void)a_map;
+  (void)epilogue;
+  __trap();  // the host launches it only where wgmma_gemm_available() holds
+#endif
+}
+
+}  // namespace
+
+std::size_t wgmma_w8_tiled_bytes(std::int64_t n, std::int64_t k) {
+  return static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+}
+
+Status wgmma_w8_quantize(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld, void* tiled,
+                         float* scales) {
+  if (n <= 0 || k <= 0 || n % kBm != 0 || k % kBk != 0 || ld < k || w == nullptr || tiled == nullptr ||
+      scales == nullptr || reinterpret_cast<std::uintptr_t>(tiled) % 16 != 0) {
+    return invalid_argument("wgmma_w8_quantize: a weight of " + std::to_string(n) + " × " + std::to_string(k) +
+                            " (row stride " + std::to_string(ld) +
+                            ") does not fit (n and k multiples of 64, a 16-byte aligned output)");
+  }
+  row_scales_kernel<<<static_cast<unsigned>(n), 256, 0, stream>>>(static_cast<const bf16*>(w), k, ld, scales);
+  const long long total = n * k;
+  quantize_tiled_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
+      static_cast<const bf16*>(w), n, k, ld, scales, static_cast<std::int8_t*>(tiled));
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return internal_error(std::string("wgmma_w8_quantize: ") + cudaGetErrorString(err));
+  return Status::ok();
+}
+
+Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
+  if (!wgmma_gemm_available()) {
+    return invalid_argument("wgmma_w8_gemm: needs compute capability 9.0 and a build with sm_90a code "
+                            "(wgmma_gemm_available)");
+  }
+  const bool parts_out = args.epilogue == WgmmaW8Epilogue::kF32Parts;
+  if (args.m < 1 || args.m > kWgmmaMaxRows || args.n <= 0 || args.n % kBm != 0 || args.k <= 0 || args.k % kBk != 0 ||
+      args.n / kBm > 65535) {
+    return invalid_argument("wgmma_w8_gemm: shape " + std::to_string(args.m) + " × " + std::to_string(args.k) + " → " +
+                            std::to_string(args.n) + " does not fit (rows 1 to " + std::to_string(kWgmmaMaxRows) +
+                            "; n and k multiples of 64)");
+  }
+  if (args.a == nullptr || args.w_tiled == nullptr || args.scales == nullptr || args.d == nullptr ||
+      args.lda < args.k || args.lda % 8 != 0 || args.ldd < args.n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
+    return invalid_argument("wgmma_w8_gemm: null pointer, misaligned A, or a row stride shorter than its row");
+  }
+  if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
+      (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + args.n) ||
+      (parts_out && args.bias != nullptr)) {
+    return invalid_argument("wgmma_w8_gemm: " + std::to_string(args.k_parts) +
+                            " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
+                            "least rows × ldd; no bias with parts)");
+  }
+  CUtensorMap a_map;
+  if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
+    return internal_error("wgmma_w8_gemm: the driver could not describe A for bulk tensor copies");
+  }
+  const Params p{static_cast<const std::int8_t*>(args.w_tiled), args.scales, args.bias, args.d, args.ldd,
+                 args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
+                 args.k_parts, wgmma_stages_ahead()};
+  cudaError_t err = cudaFuncSetAttribute(wgmma_w8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  if (err == cudaSuccess) {
+    const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : 1));
+    cudaLaunchAttribute attribute{};
+    const cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), kSmemBytes, stream, &attribute);
+    WgmmaW8Epilogue epi = args.epilogue;
+    void* kargs[] = {const_cast<Params*>(&p), &a_map, &epi};
+    err = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(wgmma_w8_kernel), kargs);
+  }
+  if (err != cudaSuccess) return internal_error(std::string("wgmma_w8_gemm: launch: ") + cudaGetErrorString(err));
+  return Status::ok();
+}
+
+}  // namespace edgevla::backends::cuda
