@@ -1,7 +1,7 @@
 // The warpgroup GEMM on int8 weights (wgmma_w8.hpp) against the same GEMM on bf16 weights
 // (wgmma_gemm.hpp) in the same run, at the action heads' projection shapes: pi0.5's q|k|v, o,
 // gate|up and down (50 rows) and GR00T's cross q, ff1 and ff2 (51 rows), each in the output form
-// its engine uses (bf16 whole, or f32 k parts). Both run back to back over copies of their
+// its engine uses (bf16 whole, gate|up with its GeGLU, or f32 k parts). Both run back to back over copies of their
 // weights that together exceed twice the L2 cache, captured in a graph (cold weights, launch gaps
 // hidden). Also the read-only floor's counterpart: the bytes each reads. One JSON line a shape.
 //
@@ -39,11 +39,13 @@ int main(int argc, char** argv) {
     const char* name;
     std::int64_t m, n, k;
     int parts;  // 1: bf16 output; more: f32 k parts
+    bool geglu;  // the GeGLU form (pi0.5's gate|up as its engine runs it)
   };
   const Shape shapes[] = {
-      {"qkv", 50, 2560, 1024, 1},          {"o", 50, 1024, 2048, 4},          {"gate_up", 50, 8192, 1024, 1},
-      {"down", 50, 1024, 4096, 4},         {"groot_q", 51, 1536, 1536, 1},    {"groot_ff1", 51, 6144, 1536, 1},
-      {"groot_ff2", 51, 1536, 6144, 8},
+      {"qkv", 50, 2560, 1024, 1, false},       {"o", 50, 1024, 2048, 4, false},
+      {"gate_up", 50, 8192, 1024, 1, true},    {"down", 50, 1024, 4096, 4, false},
+      {"groot_q", 51, 1536, 1536, 1, false},   {"groot_ff1", 51, 6144, 1536, 1, false},
+      {"groot_ff2", 51, 1536, 6144, 8, false},
   };
   for (const Shape& sh : shapes) {
     const std::size_t bf16_bytes = wgmma_tiled_bytes(sh.n, sh.k), w8_bytes = wgmma_w8_tiled_bytes(sh.n, sh.k);
@@ -58,18 +60,22 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&quant, copies * w8_bytes));
     CHECK_CUDA(cudaMalloc(&scales, copies * static_cast<std::size_t>(sh.n) * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&d, static_cast<std::size_t>(sh.parts * sh.m * sh.n) * 4));
-    const WgmmaEpilogue epi = sh.parts > 1 ? WgmmaEpilogue::kF32Parts : WgmmaEpilogue::kNone;
+    const WgmmaEpilogue epi = sh.parts > 1 ? WgmmaEpilogue::kF32Parts : sh.geglu ? WgmmaEpilogue::kGeglu : WgmmaEpilogue::kNone;
+    const WgmmaW8Epilogue epi8 = sh.parts > 1 ? WgmmaW8Epilogue::kF32Parts
+                                 : sh.geglu   ? WgmmaW8Epilogue::kGeglu
+                                              : WgmmaW8Epilogue::kBf16;
     for (int c = 0; c < copies; ++c) {
       CHECK_OK(wgmma_tile_weight(s, w, sh.n, sh.k, sh.k, epi, tiled + c * bf16_bytes));
-      CHECK_OK(wgmma_w8_quantize(s, w, sh.n, sh.k, sh.k, quant + c * w8_bytes, scales + c * sh.n));
+      CHECK_OK(wgmma_w8_quantize(s, w, sh.n, sh.k, sh.k, quant + c * w8_bytes, scales + c * sh.n, epi8));
     }
     CHECK_CUDA(cudaStreamSynchronize(s));
     WgmmaGemmArgs g;
-    g.a = a, g.m = sh.m, g.k = sh.k, g.lda = sh.k, g.n = sh.n, g.epilogue = epi, g.d = d, g.ldd = sh.n;
+    const std::int64_t out_n = sh.geglu ? sh.n / 2 : sh.n;
+    g.a = a, g.m = sh.m, g.k = sh.k, g.lda = sh.k, g.n = sh.n, g.epilogue = epi, g.d = d, g.ldd = out_n;
     g.k_parts = sh.parts, g.part_stride = sh.m * sh.n;
     WgmmaW8Args q;
-    q.a = a, q.m = sh.m, q.k = sh.k, q.lda = sh.k, q.n = sh.n, q.d = d, q.ldd = sh.n;
-    q.epilogue = sh.parts > 1 ? WgmmaW8Epilogue::kF32Parts : WgmmaW8Epilogue::kBf16;
+    q.a = a, q.m = sh.m, q.k = sh.k, q.lda = sh.k, q.n = sh.n, q.d = d, q.ldd = out_n;
+    q.epilogue = epi8;
     q.k_parts = sh.parts, q.part_stride = sh.m * sh.n;
     // Alternated: bf16, int8, bf16, int8.
     double us[4];

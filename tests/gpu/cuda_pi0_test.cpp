@@ -358,6 +358,51 @@ TEST(CudaPi0Wgmma, TheNormsInTheGemmsAgree) {
   }
 }
 
+// The four projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1, wgmma_w8.hpp) for pi0.5 and pi0:
+// the actions stay within the bar against the CPU in f32 (cosine ≥ 0.999), near the bf16
+// weights' actions, finite, and a second run replays them bit for bit.
+TEST(CudaPi0Wgmma, TheInt8WeightsAgree) {
+  REQUIRE_GPU();
+  if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
+  for (const ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
+    const std::string& dir = full_layer_checkpoint(type);
+    const std::string plans = dir + "-w8-plans.txt";
+    fs::remove(plans);
+    ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
+    auto cpu = open(dir, "cpu", Precision::kF32);
+    auto plain = open(dir, "cuda", Precision::kBF16);
+    auto w8 = open_with(dir, "EDGEVLA_CUDA_WGMMA_W8", "1");
+    ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
+    ASSERT_TRUE(cpu && plain && w8) << plain.status().to_string() << w8.status().to_string();
+    const model::ModelConfig& c = cpu->model->config();
+    int run = 0;
+    for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}}) {
+      auto in = model::random_inputs(c, 970 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
+      ASSERT_TRUE(in);
+      in->num_steps = steps;
+      auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, false);
+      auto p = model::run_forward(*plain->backbone, *plain->head, c, *in, false);
+      auto q1 = model::run_forward(*w8->backbone, *w8->head, c, *in, false);
+      auto q2 = model::run_forward(*w8->backbone, *w8->head, c, *in, false);
+      ASSERT_TRUE(ref && p && q1 && q2) << (q1 ? "" : q1.status().to_string());
+      const std::int64_t na = ref->actions.numel();
+      ASSERT_TRUE(all_finite(q1->actions));
+      const double qp = rel_l2(q1->actions.data<float>(), p->actions.data<float>(), na);
+      const double qq = rel_l2(q2->actions.data<float>(), q1->actions.data<float>(), na);
+      const double cq = cosine(q1->actions.data<float>(), ref->actions.data<float>(), na);
+      const double cp = cosine(p->actions.data<float>(), ref->actions.data<float>(), na);
+      std::printf("[%s run %d: %d tokens, %d steps] int8 weights vs bf16 rel-L2 %.2e, again %.2e; cosine vs cpu "
+                  "f32: int8 %.6f, bf16 %.6f\n",
+                  std::string(model::model_type_name(type)).c_str(), run, tokens, steps, qp, qq, cq, cp);
+      EXPECT_LE(qp, 5e-2) << "run " << run;
+      EXPECT_EQ(qq, 0.0) << "run " << run;
+      EXPECT_GE(cq, 0.999) << "run " << run;
+      ++run;
+    }
+    fs::remove(plans);
+  }
+}
+
 Expected<Pair> open_chained(const std::string& dir, bool chained) {
   return open_with(dir, "EDGEVLA_CUDA_CHAIN_GEMM", chained ? "all" : "0");
 }

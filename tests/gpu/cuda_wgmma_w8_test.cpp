@@ -27,23 +27,27 @@ class CudaWgmmaW8 : public CudaKernels {
   }
 
   // The tiled int8 weight read back as a row-major [n, k] (the layout of wgmma_tile_weight: tiles
-  // of 64 × 64 along k, core matrices of 8 × 8 along k first).
-  static std::vector<std::int8_t> untile(const std::vector<std::int8_t>& t, std::int64_t n, std::int64_t k) {
+  // of 64 × 64 along k, core matrices of 8 × 8 along k first; the GeGLU form's rows paired: in
+  // each 16 rows of a tile, row i < 8 a gate feature and row i + 8 its up).
+  static std::vector<std::int8_t> untile(const std::vector<std::int8_t>& t, std::int64_t n, std::int64_t k, bool geglu) {
     std::vector<std::int8_t> w(static_cast<std::size_t>(n * k));
     const std::int64_t kbs = k / 64;
     for (std::int64_t i = 0; i < n * k; ++i) {
       const std::int64_t tile = i / 4096, e = i % 4096;
       const std::int64_t r = (e / 64 / 8) * 8 + (e % 64) / 8, c = ((e / 64) % 8) * 8 + e % 8;
-      w[static_cast<std::size_t>(((tile / kbs) * 64 + r) * k + (tile % kbs) * 64 + c)] = t[static_cast<std::size_t>(i)];
+      const std::int64_t nt = tile / kbs, feature = nt * 32 + (r / 16) * 8 + r % 8;
+      const std::int64_t row = !geglu ? nt * 64 + r : (r % 16 < 8 ? feature : n / 2 + feature);
+      w[static_cast<std::size_t>(row * k + (tile % kbs) * 64 + c)] = t[static_cast<std::size_t>(i)];
     }
     return w;
   }
 
   void check(std::int64_t m, std::int64_t n, std::int64_t k, WgmmaW8Epilogue epi, int parts, bool with_bias,
              std::uint32_t seed) {
-    const bool f32 = epi == WgmmaW8Epilogue::kF32Parts;
+    const bool f32 = epi == WgmmaW8Epilogue::kF32Parts, geglu = epi == WgmmaW8Epilogue::kGeglu;
+    const std::int64_t out_n = geglu ? n / 2 : n;
     const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
-                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : " bf16") +
+                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : geglu ? " geglu" : " bf16") +
                              (with_bias ? " bias" : "");
     const auto a = rounded(random_values(static_cast<std::size_t>(m * k), -2.0f, 2.0f, seed), DType::kBF16);
     auto w = rounded(random_values(static_cast<std::size_t>(n * k), -0.1f, 0.1f, seed + 1), DType::kBF16);
@@ -53,13 +57,13 @@ class CudaWgmmaW8 : public CudaKernels {
     const auto bias = random_values(static_cast<std::size_t>(n), -0.5f, 0.5f, seed + 2);
     DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), dbias(bias, DType::kF32);
     DeviceBuffer tiled(wgmma_w8_tiled_bytes(n, k)), scales(static_cast<std::size_t>(n * 4));
-    ASSERT_OK(wgmma_w8_quantize(stream_, dw.get(), n, k, k, tiled.get(), static_cast<float*>(scales.get())));
+    ASSERT_OK(wgmma_w8_quantize(stream_, dw.get(), n, k, k, tiled.get(), static_cast<float*>(scales.get()), epi));
     const std::int64_t part_stride = (m + 1) * n;
-    DeviceBuffer dd(static_cast<std::size_t>(f32 ? parts * part_stride * 4 : m * n * 2));
+    DeviceBuffer dd(static_cast<std::size_t>(f32 ? parts * part_stride * 4 : m * out_n * 2));
     WgmmaW8Args g;
     g.a = da.get(), g.m = m, g.k = k, g.lda = k;
     g.w_tiled = tiled.get(), g.scales = static_cast<const float*>(scales.get()), g.n = n;
-    g.epilogue = epi, g.d = dd.get(), g.ldd = n, g.k_parts = parts, g.part_stride = part_stride;
+    g.epilogue = epi, g.d = dd.get(), g.ldd = out_n, g.k_parts = parts, g.part_stride = part_stride;
     if (with_bias) g.bias = static_cast<const float*>(dbias.get());
     ASSERT_OK(wgmma_w8_gemm(stream_, g));
     sync();
@@ -67,7 +71,7 @@ class CudaWgmmaW8 : public CudaKernels {
     // The quantisation: scale = max|row| / 127 (1 for a zero row), q = round(w / scale).
     std::vector<std::int8_t> qt(static_cast<std::size_t>(n * k));
     ASSERT_CUDA(cudaMemcpy(qt.data(), tiled.get(), qt.size(), cudaMemcpyDeviceToHost));
-    const auto q = untile(qt, n, k);
+    const auto q = untile(qt, n, k, geglu);
     const auto sc = scales.download(DType::kF32, static_cast<std::size_t>(n));
     for (std::int64_t r = 0; r < n; ++r) {
       float mx = 0.0f;
@@ -87,11 +91,11 @@ class CudaWgmmaW8 : public CudaKernels {
         for (std::size_t i = 0; i < got.size(); ++i) got[i] += all[static_cast<std::size_t>(p * part_stride) + i];
       }
     } else {
-      got = dd.download(DType::kBF16, static_cast<std::size_t>(m * n));
+      got = dd.download(DType::kBF16, static_cast<std::size_t>(m * out_n));
     }
     // Against the dequantised weights (what the kernel computes), and against the bf16 weights
-    // (what quantising costs).
-    double num = 0.0, den = 0.0, qnum = 0.0;
+    // (what quantising costs). The GeGLU form: gate and up each rounded to bf16 first.
+    std::vector<double> deq(static_cast<std::size_t>(m * n)), full(static_cast<std::size_t>(m * n));
     for (std::int64_t r = 0; r < m; ++r) {
       for (std::int64_t c = 0; c < n; ++c) {
         double s = 0.0, s_bf16 = 0.0;
@@ -100,12 +104,24 @@ class CudaWgmmaW8 : public CudaKernels {
           s += x * q[static_cast<std::size_t>(c * k + t)];
           s_bf16 += x * w[static_cast<std::size_t>(c * k + t)];
         }
-        const double b = with_bias ? bias[static_cast<std::size_t>(c)] : 0.0;
-        const double ref = s * sc[static_cast<std::size_t>(c)] + b;
-        const double v = got[static_cast<std::size_t>(r * n + c)];
+        deq[static_cast<std::size_t>(r * n + c)] = s * sc[static_cast<std::size_t>(c)];
+        full[static_cast<std::size_t>(r * n + c)] = s_bf16;
+      }
+    }
+    auto out = [&](const std::vector<double>& prod, std::int64_t r, std::int64_t c) {
+      if (!geglu) return prod[static_cast<std::size_t>(r * n + c)] + (with_bias ? bias[static_cast<std::size_t>(c)] : 0.0);
+      const double gate = rounded({static_cast<float>(prod[static_cast<std::size_t>(r * n + c)])}, DType::kBF16)[0];
+      const double up = rounded({static_cast<float>(prod[static_cast<std::size_t>(r * n + out_n + c)])}, DType::kBF16)[0];
+      return gelu_ref(gate) * up;
+    };
+    double num = 0.0, den = 0.0, qnum = 0.0;
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t c = 0; c < out_n; ++c) {
+        const double ref = out(deq, r, c), ref_bf16 = out(full, r, c);
+        const double v = got[static_cast<std::size_t>(r * out_n + c)];
         num += (v - ref) * (v - ref);
         den += ref * ref;
-        qnum += (ref - (s_bf16 + b)) * (ref - (s_bf16 + b));
+        qnum += (ref - ref_bf16) * (ref - ref_bf16);
       }
     }
     const double rel = std::sqrt(num / den), quant = std::sqrt(qnum / den);
@@ -123,6 +139,8 @@ TEST_F(CudaWgmmaW8, MatchesTheHostProduct) {
   check(51, 1024, 4096, WgmmaW8Epilogue::kF32Parts, 4, false, 4);  // down
   check(7, 128, 640, WgmmaW8Epilogue::kF32Parts, 3, false, 5);     // 10 k blocks in 3 parts, 7 rows
   check(56, 64, 1024, WgmmaW8Epilogue::kBf16, 1, true, 6);         // every row, past the ring
+  check(50, 8192, 1024, WgmmaW8Epilogue::kGeglu, 1, false, 7);     // pi0.5's gate|up with its GeGLU
+  check(9, 256, 512, WgmmaW8Epilogue::kGeglu, 1, false, 8);        // two feature blocks, 9 rows
 }
 
 // Captured once and replayed: the same output every time.

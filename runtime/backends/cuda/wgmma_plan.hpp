@@ -26,6 +26,9 @@
 //                                   with k slices in a cluster; both slower on the H200 (pi0.5's
 //                                   head +3.3 ms in clusters, +3.9 ms in k parts, run 41 calls
 //                                   2-4), so off;
+//   EDGEVLA_CUDA_WGMMA_W8=1         runs pi0 / pi0.5's four expert projections on int8 weights
+//                                   (kernels/wgmma_w8.hpp, quantised at load, one scale a
+//                                   feature); not yet measured on a GPU, so off;
 //   EDGEVLA_WGMMA_AHEAD=N           weight stages a GEMM copies before it waits for the kernel
 //                                   ahead in the chain (0 to 8; default 4, run 41 calls 5, 7);
 //   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel

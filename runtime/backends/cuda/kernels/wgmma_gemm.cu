@@ -71,10 +71,7 @@ static_assert(smem_bytes(1, kMaxRowTiles) <= 227 * 1024, "the largest ring fits 
 // dim d + head_dim/2 that RoPE rotates with it; features past rope_n keep their order.
 __host__ __device__ inline long long source_row(long long nt, int r, long long n, WgmmaEpilogue epi, long long rope_n,
                                                 long long head_dim) {
-  if (epi == WgmmaEpilogue::kGeglu) {
-    const long long feature = nt * (kBm / 2) + (r / 16) * 8 + (r % 8);
-    return (r % 16) < 8 ? feature : n / 2 + feature;
-  }
+  if (epi == WgmmaEpilogue::kGeglu) return geglu_source_row(nt, r, n);
   if (epi == WgmmaEpilogue::kRope && nt * kBm < rope_n) {
     const long long per_head = head_dim / kBm;  // blocks a head
     const long long head = nt / per_head, j = nt % per_head;

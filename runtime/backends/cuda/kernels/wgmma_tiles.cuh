@@ -31,6 +31,14 @@ __host__ __device__ inline TiledPosition tiled_position(long long i, long long k
   return {tile / kbs, tile % kbs, (e / 64 / (kBk / 8)) * 8 + (e % 64) / 8, ((e / 64) % (kBk / 8)) * 8 + e % 8};
 }
 
+// The GeGLU tiling of a fused gate|up weight [n, k] (rows [gate (n/2); up (n/2)]): in warp w's 16
+// rows of feature block nt, row i < 8 is gate feature nt·32 + 8w + i and row i + 8 its up, so
+// that one thread's accumulators hold a gate and its up for the same feature and row.
+__host__ __device__ inline long long geglu_source_row(long long nt, int r, long long n) {
+  const long long feature = nt * (kBm / 2) + (r / 16) * 8 + (r % 8);
+  return (r % 16) < 8 ? feature : n / 2 + feature;
+}
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // The weight tile: core-matrix order, no swizzle (tile_weight_kernel's layout).
 __device__ __forceinline__ unsigned long long weight_descriptor(const void* tile) {

@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as the geglu kernel
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 #include "runtime/backends/cuda/kernels/tensor_map.hpp"
@@ -61,11 +62,11 @@ __global__ void row_scales_kernel(const bf16* w, long long k, long long ld, floa
 }
 
 __global__ void quantize_tiled_kernel(const bf16* w, long long n, long long k, long long ld, const float* scales,
-                                      std::int8_t* out) {
+                                      bool geglu, std::int8_t* out) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * k) return;
   const TiledPosition t = tiled_position(i, k);
-  const long long row = t.nt * kBm + t.r;
+  const long long row = geglu ? geglu_source_row(t.nt, t.r, n) : t.nt * kBm + t.r;
   const float q = rintf(__bfloat162float(w[row * ld + t.kb * kBk + t.c]) / scales[row]);
   out[i] = static_cast<std::int8_t>(fminf(fmaxf(q, -127.0f), 127.0f));
 }
@@ -171,6 +172,24 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   }
   ptx::wg_wait<0>();
 
+  if (epilogue == WgmmaW8Epilogue::kGeglu) {
+    // acc[4j + e] the gate of feature g, acc[4j + 2 + e] its up (the GeGLU tiling), each scaled by
+    // its own row's scale, rounded to bf16 (as a bf16 gate|up GEMM's output), then the GeGLU.
+    const int g = nt * (kBm / 2) + warp * 8 + lane / 4;
+    const float sg = p.scales[g], su = p.scales[p.n / 2 + g];
+    auto* d = static_cast<bf16*>(p.d);
+#pragma unroll
+    for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = 8 * j + 2 * (lane % 4) + e;
+        const float gate = __bfloat162float(__float2bfloat16_rn(acc[4 * j + e] * sg));
+        const float up = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 + e] * su));
+        if (row < p.m) d[static_cast<long long>(row) * p.ldd + g] = __float2bfloat16_rn(ew::gelu_tanh(gate) * up);
+      }
+    }
+    return;
+  }
   // acc: features f and f + 8 (this thread's rows of the m64 tile), rows 8j + 2(lane % 4) + {0, 1}.
   const int f = nt * kBm + warp * 16 + lane / 4;
   const float sa = p.scales[f], sb = p.scales[f + 8];
@@ -212,17 +231,19 @@ std::size_t wgmma_w8_tiled_bytes(std::int64_t n, std::int64_t k) {
 }
 
 Status wgmma_w8_quantize(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld, void* tiled,
-                         float* scales) {
-  if (n <= 0 || k <= 0 || n % kBm != 0 || k % kBk != 0 || ld < k || w == nullptr || tiled == nullptr ||
-      scales == nullptr || reinterpret_cast<std::uintptr_t>(tiled) % 16 != 0) {
+                         float* scales, WgmmaW8Epilogue epilogue) {
+  const bool geglu = epilogue == WgmmaW8Epilogue::kGeglu;
+  if (n <= 0 || k <= 0 || n % (geglu ? 2 * kBm : kBm) != 0 || k % kBk != 0 || ld < k || w == nullptr ||
+      tiled == nullptr || scales == nullptr || reinterpret_cast<std::uintptr_t>(tiled) % 16 != 0) {
     return invalid_argument("wgmma_w8_quantize: a weight of " + std::to_string(n) + " × " + std::to_string(k) +
                             " (row stride " + std::to_string(ld) +
-                            ") does not fit (n and k multiples of 64, a 16-byte aligned output)");
+                            ") does not fit (n a multiple of 64, 128 for the GeGLU form; k of 64; a 16-byte aligned "
+                            "output)");
   }
   row_scales_kernel<<<static_cast<unsigned>(n), 256, 0, stream>>>(static_cast<const bf16*>(w), k, ld, scales);
   const long long total = n * k;
   quantize_tiled_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
-      static_cast<const bf16*>(w), n, k, ld, scales, static_cast<std::int8_t*>(tiled));
+      static_cast<const bf16*>(w), n, k, ld, scales, geglu, static_cast<std::int8_t*>(tiled));
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return internal_error(std::string("wgmma_w8_quantize: ") + cudaGetErrorString(err));
   return Status::ok();
@@ -234,22 +255,24 @@ Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
                             "(wgmma_gemm_available)");
   }
   const bool parts_out = args.epilogue == WgmmaW8Epilogue::kF32Parts;
-  if (args.m < 1 || args.m > kWgmmaMaxRows || args.n <= 0 || args.n % kBm != 0 || args.k <= 0 || args.k % kBk != 0 ||
-      args.n / kBm > 65535) {
+  const bool geglu = args.epilogue == WgmmaW8Epilogue::kGeglu;
+  if (args.m < 1 || args.m > kWgmmaMaxRows || args.n <= 0 || args.n % (geglu ? 2 * kBm : kBm) != 0 || args.k <= 0 ||
+      args.k % kBk != 0 || args.n / kBm > 65535) {
     return invalid_argument("wgmma_w8_gemm: shape " + std::to_string(args.m) + " × " + std::to_string(args.k) + " → " +
                             std::to_string(args.n) + " does not fit (rows 1 to " + std::to_string(kWgmmaMaxRows) +
                             "; n and k multiples of 64)");
   }
   if (args.a == nullptr || args.w_tiled == nullptr || args.scales == nullptr || args.d == nullptr ||
-      args.lda < args.k || args.lda % 8 != 0 || args.ldd < args.n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
+      args.lda < args.k || args.lda % 8 != 0 || args.ldd < (geglu ? args.n / 2 : args.n) ||
+      reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
     return invalid_argument("wgmma_w8_gemm: null pointer, misaligned A, or a row stride shorter than its row");
   }
   if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
       (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + args.n) ||
-      (parts_out && args.bias != nullptr)) {
+      (args.bias != nullptr && args.epilogue != WgmmaW8Epilogue::kBf16)) {
     return invalid_argument("wgmma_w8_gemm: " + std::to_string(args.k_parts) +
                             " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
-                            "least rows × ldd; no bias with parts)");
+                            "least rows × ldd; a bias with the bf16 output only)");
   }
   CUtensorMap a_map;
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {

@@ -14,8 +14,8 @@
 // one byte an element) and A's 56 × 64 box; a converter warpgroup widens the int8 tile into the
 // bf16 tile the multiplies read (element for element: the layouts agree), then signals it; the
 // consumer warpgroup multiplies as the bf16 kernel does. Compute capability 9.0 (sm_90a) only, as
-// the bf16 kernel. Not yet taken by any engine: measured first against the bf16 kernel
-// (edgevla_bench_cuda_kernels --only w8).
+// the bf16 kernel. Opt-in in pi0 / pi0.5's action head (EDGEVLA_CUDA_WGMMA_W8=1) until measured
+// against the bf16 kernel (edgevla_bench_cuda_w8) and in the head.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,13 +30,17 @@ namespace edgevla::backends::cuda {
 // Bytes of the tiled int8 weight [n, k] (n, k multiples of 64).
 std::size_t wgmma_w8_tiled_bytes(std::int64_t n, std::int64_t k);
 
-// Quantises the row-major bf16 weight w [n, k] (row stride ld elements) into `tiled` (int8, tiled,
-// wgmma_w8_tiled_bytes, 16-byte aligned) and `scales` (f32 [n]), on `stream`. A row of zeros gets
-// scale 1 and zeros.
-Status wgmma_w8_quantize(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld, void* tiled,
-                         float* scales);
+enum class WgmmaW8Epilogue {
+  kBf16,      // bf16 D [m, n], the scale then an optional f32 bias
+  kF32Parts,  // f32 k parts, each scaled (the norm after them adds them)
+  kGeglu,     // W = [gate (n/2); up (n/2)]: bf16 D [m, n/2] = gelu_tanh(gate) · up, as wgmma_gemm's kGeglu
+};
 
-enum class WgmmaW8Epilogue { kBf16, kF32Parts };
+// Quantises the row-major bf16 weight w [n, k] (row stride ld elements) into `tiled` (int8, tiled
+// for `epilogue`'s layout, wgmma_w8_tiled_bytes, 16-byte aligned) and `scales` (f32 [n], one a row
+// of w), on `stream`. A row of zeros gets scale 1 and zeros. kGeglu: n a multiple of 128.
+Status wgmma_w8_quantize(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld, void* tiled,
+                         float* scales, WgmmaW8Epilogue epilogue = WgmmaW8Epilogue::kBf16);
 
 struct WgmmaW8Args {
   const void* a = nullptr;  // bf16 [m, k], row stride lda (a multiple of 8), 16-byte aligned; m 1 to 56
@@ -45,7 +49,7 @@ struct WgmmaW8Args {
   const float* scales = nullptr;  // its f32 [n]
   std::int64_t n = 0;
   WgmmaW8Epilogue epilogue = WgmmaW8Epilogue::kBf16;
-  void* d = nullptr;              // kBf16: bf16 [m, n]; kF32Parts: f32 parts; row stride ldd
+  void* d = nullptr;              // kBf16: bf16 [m, n]; kGeglu: bf16 [m, n/2]; kF32Parts: f32 parts; row stride ldd
   std::int64_t ldd = 0;
   const float* bias = nullptr;    // kBf16: f32 [n] added after the scale, or null
   int k_parts = 1;                // kF32Parts: 1 to k / 64 near-equal parts, each scaled
