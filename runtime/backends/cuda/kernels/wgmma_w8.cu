@@ -2,11 +2,13 @@
 //
 // Block: 288 threads. Warps 0-3: the consumer warpgroup (wgmma.m64n56k16 over the bf16 tile and
 // A's swizzled box, as wgmma_gemm.cu). Warps 4-7: the converter warpgroup, 32 int8 → 32 bf16 a
-// thread a stage. Warp 8, lane 0: the producer. Barriers per stage: full (the int8 tile's and A's
-// bytes), converted (one arrival once the converter warpgroup's stores are fenced for the
-// multiplies' async proxy), empty (the consumer warps, once the multiplies that read the stage
-// are done; the producer then reuses the stage's int8 and A slots, and the converter its bf16
-// slot only after the producer's next copy into the stage has landed).
+// thread a stage. Warp 8, lane 0: the producer. Barriers per stage: weights in (the int8 tile's
+// bytes), A in (A's box), converted (one arrival once the converter warpgroup's stores are fenced
+// for the multiplies' async proxy), empty (the consumer warps, once the multiplies that read the
+// stage are done; the producer then reuses the stage's int8 and A slots, and the converter its
+// bf16 slot only after the producer's next copy into the stage has landed). The weights' and A's
+// barriers are apart so that the stages copied before the chain's wait are widened while it
+// waits, not after A arrives.
 #include "runtime/backends/cuda/kernels/wgmma_w8.hpp"
 
 #include <cuda.h>
@@ -31,7 +33,7 @@ constexpr int kStages = 8;
 constexpr int kABytes = kATile * static_cast<int>(sizeof(bf16));  // 7 KB, a multiple of 1024
 constexpr int kW8Bytes = kWTile;                                   // 4 KB of int8
 constexpr int kWBytes = kWTile * static_cast<int>(sizeof(bf16));   // 8 KB of bf16
-constexpr int kBarBytes = 3 * kStages * 8;
+constexpr int kBarBytes = 4 * kStages * 8;
 // A's ring first (its swizzle needs 1024-byte alignment), then the bf16 and the int8 rings.
 constexpr int kSmemBytes = 1024 + kBarBytes + kStages * (kABytes + kWBytes + kW8Bytes);
 static_assert(kSmemBytes <= 227 * 1024, "the rings fit a Hopper multiprocessor");
@@ -87,8 +89,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
                                                                WgmmaW8Epilogue epilogue) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
-  auto* full = reinterpret_cast<unsigned long long*>(smem);
-  auto* converted = full + kStages;
+  auto* w_in = reinterpret_cast<unsigned long long*>(smem);
+  auto* a_in = w_in + kStages;
+  auto* converted = a_in + kStages;
   auto* empty = converted + kStages;
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   bf16* s_a = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
@@ -100,7 +103,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   const int kb0 = part * kbs / p.parts, kb_count = (part + 1) * kbs / p.parts - kb0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1);       // the producer's arrival, with the bytes of both copies
+      ptx::mbar_init(&w_in[s], 1);       // the producer's arrival, with the int8 tile's bytes
+      ptx::mbar_init(&a_in[s], 1);       // the producer's arrival, with A's box's bytes
       ptx::mbar_init(&converted[s], 1);  // the converter warpgroup's elected thread
       ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
     }
@@ -108,15 +112,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   }
   __syncthreads();
 
-  constexpr unsigned kStageTx = kW8Bytes + kABytes;
   if (warp == 8) {
     if (lane != 0) return;
     const std::int8_t* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
     // The weights are no kernel's output: the first stages load before the chain's wait.
     const int ahead = min(kb_count, min(kStages, p.ahead));
     for (int i = 0; i < ahead; ++i) {
-      ptx::mbar_expect_tx(&full[i], kStageTx);
-      ptx::bulk_copy(s_q + i * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &full[i]);
+      ptx::mbar_expect_tx(&w_in[i], kW8Bytes);
+      ptx::bulk_copy(s_q + i * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[i]);
     }
     chain_wait();
     chain_release();
@@ -124,10 +127,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
       const int s = i % kStages;
       if (i >= ahead) {
         if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-        ptx::mbar_expect_tx(&full[s], kStageTx);
-        ptx::bulk_copy(s_q + s * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &full[s]);
+        ptx::mbar_expect_tx(&w_in[s], kW8Bytes);
+        ptx::bulk_copy(s_q + s * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[s]);
       }
-      ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &full[s]);
+      ptx::mbar_expect_tx(&a_in[s], kABytes);
+      ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &a_in[s]);
     }
     return;
   }
@@ -138,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
     const int t = static_cast<int>(threadIdx.x) - 128;
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
-      ptx::mbar_wait(&full[s], (i / kStages) & 1);
+      ptx::mbar_wait(&w_in[s], (i / kStages) & 1);
       const uint4* src = reinterpret_cast<const uint4*>(s_q + s * kW8Bytes) + 2 * t;
       uint4* dst = reinterpret_cast<uint4*>(s_w + s * kWTile) + 4 * t;
 #pragma unroll
@@ -159,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   for (int i = 0; i < kAccFloats; ++i) acc[i] = 0.0f;
   for (int i = 0; i < kb_count; ++i) {
     const int s = i % kStages;
-    ptx::mbar_wait(&full[s], (i / kStages) & 1);       // A's box
+    ptx::mbar_wait(&a_in[s], (i / kStages) & 1);       // A's box
     ptx::mbar_wait(&converted[s], (i / kStages) & 1);  // the bf16 tile
     ptx::wg_fence();
 #pragma unroll
