@@ -137,19 +137,21 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   }
 
   if (warp >= 4) {
-    // The converter: thread t widens bytes 32t .. 32t + 31 of the stage's int8 tile into elements
-    // 32t .. 32t + 31 of its bf16 tile (the same positions: both tiles are in core-matrix order).
+    // The converter: thread t widens the 16-byte chunks t and t + 128 of the stage's int8 tile into
+    // elements 16c .. 16c + 15 of its bf16 tile (the same positions: both tiles are in core-matrix
+    // order); a warp's loads are 512 contiguous bytes.
     const int t = static_cast<int>(threadIdx.x) - 128;
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
       ptx::mbar_wait(&w_in[s], (i / kStages) & 1);
-      const uint4* src = reinterpret_cast<const uint4*>(s_q + s * kW8Bytes) + 2 * t;
-      uint4* dst = reinterpret_cast<uint4*>(s_w + s * kWTile) + 4 * t;
+      const uint4* src = reinterpret_cast<const uint4*>(s_q + s * kW8Bytes);
+      uint4* dst = reinterpret_cast<uint4*>(s_w + s * kWTile);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const uint4 v = src[h];
-        dst[2 * h] = make_uint4(widen_pair(v.x, 0), widen_pair(v.x, 1), widen_pair(v.y, 0), widen_pair(v.y, 1));
-        dst[2 * h + 1] = make_uint4(widen_pair(v.z, 0), widen_pair(v.z, 1), widen_pair(v.w, 0), widen_pair(v.w, 1));
+        const int c = t + 128 * h;
+        const uint4 v = src[c];
+        dst[2 * c] = make_uint4(widen_pair(v.x, 0), widen_pair(v.x, 1), widen_pair(v.y, 0), widen_pair(v.y, 1));
+        dst[2 * c + 1] = make_uint4(widen_pair(v.z, 0), widen_pair(v.z, 1), widen_pair(v.w, 0), widen_pair(v.w, 1));
       }
       ptx::fence_proxy_async();  // the stores, visible to the multiplies (async proxy)
       asm volatile("bar.sync 2, 128;\n" ::: "memory");
