@@ -339,7 +339,8 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
 // one chain of launches, against the same kernels launched plainly (EDGEVLA_CUDA_WGMMA_CHAIN=0:
 // bit for bit) and cuBLASLt (EDGEVLA_CUDA_WGMMA=0); both agree with the CPU. The backbone LLM's
 // projections on it (opt-in, EDGEVLA_CUDA_WGMMA_BACKBONE=1) against its default, cuBLASLt; the MLP
-// halves as one kernel (opt-in, EDGEVLA_CUDA_WGMMA_MLP=1) against the GEMMs. Engines opened apart time their cuBLASLt picks
+// halves as one kernel (opt-in, EDGEVLA_CUDA_WGMMA_MLP=1) and the DiT on int8 weights (opt-in,
+// EDGEVLA_CUDA_WGMMA_W8=1) against the GEMMs. Engines opened apart time their cuBLASLt picks
 // apart, so all share one plan file and the chained engine runs every case first: the others
 // reuse its picks.
 TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
@@ -373,9 +374,11 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   auto blas = opened({{"EDGEVLA_CUDA_WGMMA", "0"}});
   auto llm_wg = opened({{"EDGEVLA_CUDA_WGMMA_BACKBONE", "1"}});
   auto mlp = opened({{"EDGEVLA_CUDA_WGMMA_MLP", "1"}});
+  auto w8 = opened({{"EDGEVLA_CUDA_WGMMA_W8", "1"}});
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(plain && blas && llm_wg && mlp) << plain.status().to_string() << blas.status().to_string()
-                                              << llm_wg.status().to_string() << mlp.status().to_string();
+  ASSERT_TRUE(plain && blas && llm_wg && mlp && w8) << plain.status().to_string() << blas.status().to_string()
+                                                    << llm_wg.status().to_string() << mlp.status().to_string()
+                                                    << w8.status().to_string();
   for (std::size_t i = 0; i < ins.size(); ++i) {
     const CaseSpec& cs = cases()[i];
     SCOPED_TRACE(describe(cs));
@@ -384,8 +387,10 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     auto y = run(*blas, ins[i], cs.steps);
     auto z = run(*llm_wg, ins[i], cs.steps);
     auto f = run(*mlp, ins[i], cs.steps);
-    ASSERT_TRUE(ref && p && y && z && f) << p.status().to_string() << y.status().to_string() << z.status().to_string()
-                                         << f.status().to_string();
+    auto q = run(*w8, ins[i], cs.steps);
+    ASSERT_TRUE(ref && p && y && z && f && q) << p.status().to_string() << y.status().to_string()
+                                              << z.status().to_string() << f.status().to_string()
+                                              << (q ? "" : q.status().to_string());
     const Result& x = first[i];
     const std::int64_t na = ref->actions.numel();
     const double xy = rel_l2(x.actions.data<float>(), y->actions.data<float>(), na);
@@ -405,6 +410,15 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     EXPECT_LE(xf, 2e-2);
     EXPECT_GE(f_cos, 0.999);
     EXPECT_TRUE(all_finite(f->actions));
+    // The DiT's projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1; where the shapes take the
+    // warpgroup GEMM): near the bf16 weights' actions and within the bar against the CPU.
+    const double xq = rel_l2(x.actions.data<float>(), q->actions.data<float>(), na);
+    const double q_cos = cosine(q->actions.data<float>(), ref->actions.data<float>(), na);
+    std::printf("[%s %s] int8 weights vs bf16 rel-L2 %.2e, cosine vs cpu f32 %.6f\n", GetParam().c_str(),
+                describe(cs).c_str(), xq, q_cos);
+    EXPECT_LE(xq, 5e-2);
+    EXPECT_GE(q_cos, 0.999);
+    EXPECT_TRUE(all_finite(q->actions));
     // The backbone's features with the LLM on the warpgroup GEMM against cuBLASLt, and the CPU.
     // Both are bf16 against the CPU's f32: the warpgroup path no further from it than cuBLASLt's
     // (within half again), and the two no further apart than their two errors.

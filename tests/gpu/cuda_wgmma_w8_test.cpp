@@ -44,10 +44,11 @@ class CudaWgmmaW8 : public CudaKernels {
 
   void check(std::int64_t m, std::int64_t n, std::int64_t k, WgmmaW8Epilogue epi, int parts, bool with_bias,
              std::uint32_t seed) {
-    const bool f32 = epi == WgmmaW8Epilogue::kF32Parts, geglu = epi == WgmmaW8Epilogue::kGeglu;
+    const bool f32 = epi == WgmmaW8Epilogue::kF32Parts, geglu = epi == WgmmaW8Epilogue::kGeglu,
+               gelu = epi == WgmmaW8Epilogue::kGelu;
     const std::int64_t out_n = geglu ? n / 2 : n;
     const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
-                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : geglu ? " geglu" : " bf16") +
+                             (f32 ? " f32 in " + std::to_string(parts) + " k parts" : geglu ? " geglu" : gelu ? " gelu" : " bf16") +
                              (with_bias ? " bias" : "");
     const auto a = rounded(random_values(static_cast<std::size_t>(m * k), -2.0f, 2.0f, seed), DType::kBF16);
     auto w = rounded(random_values(static_cast<std::size_t>(n * k), -0.1f, 0.1f, seed + 1), DType::kBF16);
@@ -109,7 +110,10 @@ class CudaWgmmaW8 : public CudaKernels {
       }
     }
     auto out = [&](const std::vector<double>& prod, std::int64_t r, std::int64_t c) {
-      if (!geglu) return prod[static_cast<std::size_t>(r * n + c)] + (with_bias ? bias[static_cast<std::size_t>(c)] : 0.0);
+      if (!geglu) {
+        const double v = prod[static_cast<std::size_t>(r * n + c)] + (with_bias ? bias[static_cast<std::size_t>(c)] : 0.0);
+        return gelu ? gelu_ref(v) : v;
+      }
       const double gate = rounded({static_cast<float>(prod[static_cast<std::size_t>(r * n + c)])}, DType::kBF16)[0];
       const double up = rounded({static_cast<float>(prod[static_cast<std::size_t>(r * n + out_n + c)])}, DType::kBF16)[0];
       return gelu_ref(gate) * up;
@@ -141,6 +145,8 @@ TEST_F(CudaWgmmaW8, MatchesTheHostProduct) {
   check(56, 64, 1024, WgmmaW8Epilogue::kBf16, 1, true, 6);         // every row, past the ring
   check(50, 8192, 1024, WgmmaW8Epilogue::kGeglu, 1, false, 7);     // pi0.5's gate|up with its GeGLU
   check(9, 256, 512, WgmmaW8Epilogue::kGeglu, 1, false, 8);        // two feature blocks, 9 rows
+  check(51, 6144, 1536, WgmmaW8Epilogue::kGelu, 1, true, 9);       // GR00T's ff1: bias and GELU
+  check(51, 1536, 6144, WgmmaW8Epilogue::kF32Parts, 8, false, 10); // GR00T's ff2 in 8 parts
 }
 
 // Captured once and replayed: the same output every time.

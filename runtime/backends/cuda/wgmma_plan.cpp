@@ -34,6 +34,8 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.rope = rope != nullptr && std::string_view(rope) == "1";
   const char* mlp = std::getenv("EDGEVLA_CUDA_WGMMA_MLP");
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
+  const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8");
+  c.w8 = w8 != nullptr && std::string_view(w8) == "1";
   if (const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM"); norm != nullptr) {
     const std::string_view v(norm);
     c.norm = v == "1" ? 1 : v == "cluster" ? 2 : 0;
@@ -138,6 +140,61 @@ Status wgmma_linear_norm(cudaStream_t stream, const void* a, std::int64_t m, std
   const int parts = wgmma_norm_parts(w.out, w.in, max_parts, how);
   (clusters ? g.k_split : g.k_parts) = parts;
   return wgmma_gemm(stream, g);
+}
+
+namespace {
+std::size_t aligned256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+}  // namespace
+
+std::size_t WgmmaW8Weights::bytes(const std::vector<Entry>& entries) {
+  std::size_t total = 0;
+  for (const Entry& e : entries) {
+    total += aligned256(wgmma_w8_tiled_bytes(e.w->out, e.w->in)) + aligned256(static_cast<std::size_t>(e.w->out) * 4);
+  }
+  return total;
+}
+
+Status WgmmaW8Weights::quantize(cudaStream_t stream, void* buffer, const std::vector<Entry>& entries) {
+  map_.clear();
+  auto* at = static_cast<std::byte*>(buffer);
+  for (const Entry& e : entries) {
+    const DevLinear& w = *e.w;
+    Quantised q;
+    q.form = e.form;
+    q.q = at;
+    at += aligned256(wgmma_w8_tiled_bytes(w.out, w.in));
+    q.scales = reinterpret_cast<const float*>(at);
+    at += aligned256(static_cast<std::size_t>(w.out) * 4);
+    // The tiling follows the form (the GeGLU form pairs gate and up rows); the others share one.
+    const WgmmaW8Epilogue layout = e.form == WgmmaW8Epilogue::kGeglu ? e.form : WgmmaW8Epilogue::kBf16;
+    EDGEVLA_RETURN_IF_ERROR(wgmma_w8_quantize(stream, w.w, w.out, w.in, w.ld, const_cast<void*>(q.q),
+                                              const_cast<float*>(q.scales), layout));
+    map_.emplace(e.w, q);
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return Status::ok();
+}
+
+Expected<int> WgmmaW8Weights::linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda,
+                                     const DevLinear& w, void* d, std::int64_t ldd, int max_parts,
+                                     const WgmmaLaunch& how) const {
+  const auto it = map_.find(&w);
+  if (it == map_.end()) return internal_error("wgmma int8 weights: a projection without its int8 copy");
+  const Quantised& q = it->second;
+  WgmmaW8Args g;
+  g.a = a, g.m = m, g.k = w.in, g.lda = lda;
+  g.w_tiled = q.q, g.scales = q.scales, g.n = w.out;
+  g.d = d, g.ldd = ldd;
+  if (max_parts > 1) {
+    g.epilogue = WgmmaW8Epilogue::kF32Parts;
+    g.k_parts = wgmma_k_parts(w.out, w.in, std::min(max_parts, how.max_parts), how.multiprocessors);
+    g.part_stride = m * ldd;
+  } else {
+    g.epilogue = q.form;
+    if (q.form != WgmmaW8Epilogue::kGeglu) g.bias = w.bias;
+  }
+  EDGEVLA_RETURN_IF_ERROR(wgmma_w8_gemm(stream, g));
+  return g.k_parts;
 }
 
 }  // namespace edgevla::backends::cuda

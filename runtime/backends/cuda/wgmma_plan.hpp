@@ -26,9 +26,10 @@
 //                                   with k slices in a cluster; both slower on the H200 (pi0.5's
 //                                   head +3.3 ms in clusters, +3.9 ms in k parts, run 41 calls
 //                                   2-4), so off;
-//   EDGEVLA_CUDA_WGMMA_W8=1         runs pi0 / pi0.5's four expert projections on int8 weights
+//   EDGEVLA_CUDA_WGMMA_W8=1         runs the heads' layer projections on int8 weights
 //                                   (kernels/wgmma_w8.hpp, quantised at load, one scale a
-//                                   feature); not yet measured on a GPU, so off;
+//                                   feature; pi0 / pi0.5's four, GR00T's self q|k|v, out, ff1 and
+//                                   ff2); not yet measured on a GPU, so off;
 //   EDGEVLA_WGMMA_AHEAD=N           weight stages a GEMM copies before it waits for the kernel
 //                                   ahead in the chain (0 to 8; default 4, run 41 calls 5, 7);
 //   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel
@@ -38,10 +39,12 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/backends/cuda/engine_common.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_w8.hpp"
 
 namespace edgevla::backends::cuda {
 
@@ -59,6 +62,7 @@ struct WgmmaChoice {
   WgmmaLaunch caps;    // k parts and slices at most (multiprocessors: the engine's device)
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   bool mlp = false;    // the MLP half as one kernel where the family has it (GR00T's DiT)
+  bool w8 = false;     // the projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1)
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.
   int norm = 0;
@@ -108,5 +112,34 @@ bool wgmma_linear_norm_fits(std::int64_t m, std::int64_t n, std::int64_t k, int 
 Status wgmma_linear_norm(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w,
                          const WgmmaNorm& norm, void* y, std::int64_t ldy, int max_parts, const WgmmaLaunch& how,
                          bool clusters);
+
+// int8 copies of a head's projections (kernels/wgmma_w8.hpp), quantised once at load from their
+// row-major bf16 weights (so before wgmma_tile_in_place tiles those) into a buffer the engine
+// plans; the bf16 weights stay, for the paths that still read them.
+class WgmmaW8Weights {
+ public:
+  struct Entry {
+    const DevLinear* w = nullptr;
+    WgmmaW8Epilogue form = WgmmaW8Epilogue::kBf16;  // kGeglu / kGelu for a weight run in that form
+  };
+  // Bytes of the buffer that quantize() fills for these weights.
+  static std::size_t bytes(const std::vector<Entry>& entries);
+  // Quantises every entry into `buffer` (bytes(entries), 256-byte aligned), on `stream`, and waits.
+  Status quantize(cudaStream_t stream, void* buffer, const std::vector<Entry>& entries);
+  bool has(const DevLinear& w) const { return map_.count(&w) != 0; }
+  // D = A · Wᵀ on w's int8 copy, rows m: when max_parts > 1, f32 k parts m · ldd floats apart (as
+  // many as wgmma_linear would write, returned); else bf16 D in w's form, w.bias added where the
+  // form takes one (kBf16, kGelu).
+  Expected<int> linear(cudaStream_t stream, const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* d,
+                       std::int64_t ldd, int max_parts, const WgmmaLaunch& how) const;
+
+ private:
+  struct Quantised {
+    const void* q = nullptr;
+    const float* scales = nullptr;
+    WgmmaW8Epilogue form = WgmmaW8Epilogue::kBf16;
+  };
+  std::unordered_map<const DevLinear*, Quantised> map_;
+};
 
 }  // namespace edgevla::backends::cuda

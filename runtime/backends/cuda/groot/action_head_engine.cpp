@@ -212,6 +212,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   ca.a_max = L;
   scratch_bytes_ = std::max(attention_scratch_bytes(sa), attention_scratch_bytes(ca));
   buf(scratch_, scratch_bytes_);
+  if (wgmma_.on && wgmma_.w8) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_wgmma());
@@ -377,10 +378,12 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   ResidualParts ff2_parts{0, 0, nullptr};
   // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
   auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
+    if (wg && w8_weights_.has(w)) return w8_weights_.linear(s, h_, S, E, w, d, ldd, 1, wgmma_launch_).status();
     if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, wgmma_launch_).status();
     return mm(h_, S, E, w, d, act_, ldd, 0.0f, epi == WgmmaEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone);
   };
   auto parts_linear = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w) -> Expected<int> {
+    if (wg && w8_weights_.has(w)) return w8_weights_.linear(s, a, S, k_in, w, parts_, E, kMaxKParts, wgmma_launch_);
     if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, kMaxKParts, wgmma_launch_);
     return mm.parts(a, S, k_in, w, parts_, kMaxKParts);
   };
@@ -618,55 +621,6 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   timings_.inputs_ready_ns = input_wait.host_ready_ns();
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
-  return Status::ok();
-}
-
-Status ActionHeadEngine::plan_wgmma() {
-  const WgmmaChoice& c = wgmma_;
-  if (!c.on) return Status::ok();
-  const std::int64_t S = S_, E = E_, F = cfg_.ff_dim();
-  std::vector<WgmmaWeight> weights;
-  int counts[5] = {0, 0, 0, 0, 0};
-  for (BlockDev& b : blocks_) {
-    b.wg_qkv = c.asked(b.cross ? "q" : "qkv") && wgmma_gemm_fits(S, b.qkv.out, E, WgmmaEpilogue::kNone);
-    b.wg_out = c.asked("out") && wgmma_gemm_fits(S, E, E, WgmmaEpilogue::kF32Parts);
-    b.wg_ff1 = c.asked("ff1") && wgmma_gemm_fits(S, F, E, WgmmaEpilogue::kGelu);
-    b.wg_ff2 = c.asked("ff2") && wgmma_gemm_fits(S, E, F, WgmmaEpilogue::kF32Parts);
-    if (b.wg_qkv) weights.push_back({&b.qkv, WgmmaEpilogue::kNone}), ++counts[b.cross ? 1 : 0];
-    if (b.wg_out) weights.push_back({&b.out, WgmmaEpilogue::kF32Parts}), ++counts[2];
-    if (b.wg_ff1) weights.push_back({&b.ff1, WgmmaEpilogue::kGelu}), ++counts[3];
-    if (b.wg_ff2) weights.push_back({&b.ff2, WgmmaEpilogue::kF32Parts}), ++counts[4];
-  }
-  if (wg_edges_) weights.push_back({&proj_out_2_, WgmmaEpilogue::kNone});
-  EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
-  wgmma_chain_ = !weights.empty() && c.chain;
-  wgmma_launch_ = c.launch(info_.multiprocessors);
-  mlp_cluster_ = 0;
-  if (c.mlp) {
-    // The largest cluster (12 for the full DiT) for which every block's ff1 and ff2 are tiled, the
-    // shapes fit, the parts stay within the norms' cap and every cluster is resident at once (a
-    // second wave would cost more than the launch it saves).
-    const bool all_tiled = std::all_of(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.wg_ff1 && b.wg_ff2; });
-    for (int cluster = 12; all_tiled && mlp_cluster_ == 0 && cluster >= 2; --cluster) {
-      if (!wgmma_mlp_fits(S, E, F, E, cluster) || wgmma_mlp_parts(F, cluster) > kMaxKParts) continue;
-      if (wgmma_mlp_resident_clusters(S, E, F, E, cluster) >= static_cast<int>(F / (64 * cluster))) mlp_cluster_ = cluster;
-    }
-    if (mlp_cluster_ > 0) {
-      spdlog::info("groot action_head (cuda): MLP halves as one kernel each, clusters of {} ({} parts)", mlp_cluster_,
-                   wgmma_mlp_parts(F, mlp_cluster_));
-    } else {
-      spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_WGMMA_MLP ignored (ff1 and ff2 not all on the warpgroup "
-                   "GEMM, or no cluster size whose shapes fit and whose clusters the device holds at once)");
-    }
-  }
-  if (!weights.empty()) {
-    describe_extra_ =
-        std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "") + (mlp_cluster_ > 0 ? ", MLP halves fused" : "");
-  }
-  spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{} "
-               "(k parts at most {}, k slices at most {})",
-               counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",
-               wgmma_chain_ ? ", blocks chained" : "", c.caps.max_parts, c.caps.max_split);
   return Status::ok();
 }
 

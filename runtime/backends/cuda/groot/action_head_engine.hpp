@@ -108,6 +108,10 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // (EDGEVLA_CUDA_WGMMA_MLP=1, where every block's ff1 and ff2 are tiled for the warpgroup GEMM);
   // 0: off.
   int mlp_cluster_ = 0;
+  // int8 copies of the DiT's projections (EDGEVLA_CUDA_WGMMA_W8=1, action_head_plans.cpp).
+  void* w8_buffer_ = nullptr;
+  WgmmaW8Weights w8_weights_;
+  std::vector<WgmmaW8Weights::Entry> w8_entries() const;
   std::array<CategoryDev*, 7> categories() {
     return {&state1_, &state2_, &act1_, &act2_, &act3_, &dec1_, &dec2_};
   }

@@ -218,7 +218,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = 8 * j + 2 * (lane % 4) + (e & 1);
-      const float v = acc[4 * j + e] * (e >= 2 ? sb : sa) + (e >= 2 ? bb : ba);
+      float v = acc[4 * j + e] * (e >= 2 ? sb : sa) + (e >= 2 ? bb : ba);
+      if (epilogue == WgmmaW8Epilogue::kGelu) v = ew::gelu_tanh(v);
       if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
@@ -275,10 +276,10 @@ Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
   }
   if (args.k_parts < 1 || args.k_parts > args.k / kBk || (args.k_parts > 1 && !parts_out) ||
       (parts_out && args.k_parts > 1 && args.part_stride < (args.m - 1) * args.ldd + args.n) ||
-      (args.bias != nullptr && args.epilogue != WgmmaW8Epilogue::kBf16)) {
+      (args.bias != nullptr && (parts_out || geglu))) {
     return invalid_argument("wgmma_w8_gemm: " + std::to_string(args.k_parts) +
                             " k parts (1 to k / 64, more than 1 only with the f32 parts output, parts apart by at "
-                            "least rows × ldd; a bias with the bf16 output only)");
+                            "least rows × ldd; a bias with the bf16 and GELU outputs only)");
   }
   CUtensorMap a_map;
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {

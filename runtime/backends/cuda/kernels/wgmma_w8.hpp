@@ -34,6 +34,7 @@ enum class WgmmaW8Epilogue {
   kBf16,      // bf16 D [m, n], the scale then an optional f32 bias
   kF32Parts,  // f32 k parts, each scaled (the norm after them adds them)
   kGeglu,     // W = [gate (n/2); up (n/2)]: bf16 D [m, n/2] = gelu_tanh(gate) · up, as wgmma_gemm's kGeglu
+  kGelu,      // bf16 D [m, n] = gelu_tanh(scaled sum + bias), rounded once, as wgmma_gemm's kGelu
 };
 
 // Quantises the row-major bf16 weight w [n, k] (row stride ld elements) into `tiled` (int8, tiled
@@ -51,7 +52,7 @@ struct WgmmaW8Args {
   WgmmaW8Epilogue epilogue = WgmmaW8Epilogue::kBf16;
   void* d = nullptr;              // kBf16: bf16 [m, n]; kGeglu: bf16 [m, n/2]; kF32Parts: f32 parts; row stride ldd
   std::int64_t ldd = 0;
-  const float* bias = nullptr;    // kBf16: f32 [n] added after the scale, or null
+  const float* bias = nullptr;    // kBf16, kGelu: f32 [n] added after the scale, or null
   int k_parts = 1;                // kF32Parts: 1 to k / 64 near-equal parts, each scaled
   std::int64_t part_stride = 0;   // floats between parts (at least (m - 1) · ldd + n)
 };

@@ -79,7 +79,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(g_, bytes_of(act_, S * F));
   plan_wgmma(tw);
   if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
-  if (w8_) buf(w8_buffer_, w8_bytes());
+  if (w8_) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
   buf(mods_, bytes_of(DType::kF32, static_cast<std::int64_t>(max_steps_) * (pi05_ ? (2 * L + 1) * 3 * E : E)));
@@ -102,7 +102,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   // The norm epilogue's counters start at zero (each call leaves them so).
   if (gemm_norm_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(norm_scratch_, 0, wgmma_norm_scratch_bytes(E)));
   plan_chain();
-  EDGEVLA_RETURN_IF_ERROR(quantize_w8_weights());
+  // int8 copies from the row-major weights, before they are tiled in place.
+  if (w8_) EDGEVLA_RETURN_IF_ERROR(w8_weights_.quantize(stream_.get(), w8_buffer_, w8_entries()));
   EDGEVLA_RETURN_IF_ERROR(tile_wgmma_weights());
   if (fused_) {
     std::vector<FusedExpertLayer> table(layers_.size());

@@ -17,12 +17,10 @@
 #include <numbers>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/expert_fused.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
-#include "runtime/backends/cuda/kernels/wgmma_w8.hpp"
 #include "runtime/backends/cuda/wgmma_plan.hpp"
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
 
@@ -186,13 +184,8 @@ class ActionHeadEngine final : public CudaEngine {
   // epilogue and the other paths still read that).
   bool w8_ = false;
   void* w8_buffer_ = nullptr;
-  struct W8Weight {
-    const void* q = nullptr;
-    const float* scales = nullptr;
-  };
-  std::unordered_map<const DevLinear*, W8Weight> w8_weights_;
-  std::size_t w8_bytes() const;
-  Status quantize_w8_weights();
+  WgmmaW8Weights w8_weights_;
+  std::vector<WgmmaW8Weights::Entry> w8_entries();
   WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");

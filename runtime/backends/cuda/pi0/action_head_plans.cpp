@@ -110,61 +110,22 @@ Status ActionHeadEngine::layer_gemm_norm(const void* a, std::int64_t lda, const 
                            norm_clusters_);
 }
 
-std::size_t ActionHeadEngine::w8_bytes() const {
-  std::size_t bytes = 0;
+// The four projections of every layer, gate|up in its GeGLU form.
+std::vector<WgmmaW8Weights::Entry> ActionHeadEngine::w8_entries() {
+  std::vector<WgmmaW8Weights::Entry> entries;
   for (const ExpertLayerDev& l : layers_) {
-    for (const DevLinear* w : {&l.qkv, &l.o, &l.gate_up, &l.down}) {
-      bytes += (wgmma_w8_tiled_bytes(w->out, w->in) + 255) / 256 * 256;
-      bytes += (static_cast<std::size_t>(w->out) * sizeof(float) + 255) / 256 * 256;
-    }
+    entries.push_back({&l.qkv, WgmmaW8Epilogue::kBf16});
+    entries.push_back({&l.o, WgmmaW8Epilogue::kBf16});
+    entries.push_back({&l.gate_up, WgmmaW8Epilogue::kGeglu});
+    entries.push_back({&l.down, WgmmaW8Epilogue::kBf16});
   }
-  return bytes;
-}
-
-// Reads each projection's row-major bf16 weight (before tile_wgmma_weights tiles it in place).
-Status ActionHeadEngine::quantize_w8_weights() {
-  w8_weights_.clear();
-  if (!w8_) return Status::ok();
-  auto* at = static_cast<std::byte*>(w8_buffer_);
-  for (ExpertLayerDev& l : layers_) {
-    for (const auto& [role, w] : {std::pair{kChainQkv, &l.qkv}, std::pair{kChainO, &l.o},
-                                  std::pair{kChainGateUp, &l.gate_up}, std::pair{kChainDown, &l.down}}) {
-      W8Weight q;
-      q.q = at;
-      at += (wgmma_w8_tiled_bytes(w->out, w->in) + 255) / 256 * 256;
-      q.scales = reinterpret_cast<const float*>(at);
-      at += (static_cast<std::size_t>(w->out) * sizeof(float) + 255) / 256 * 256;
-      const WgmmaW8Epilogue form = role == kChainGateUp ? WgmmaW8Epilogue::kGeglu : WgmmaW8Epilogue::kBf16;
-      EDGEVLA_RETURN_IF_ERROR(wgmma_w8_quantize(stream_.get(), w->w, w->out, w->in, w->ld, const_cast<void*>(q.q),
-                                                const_cast<float*>(q.scales), form));
-      w8_weights_.emplace(w, q);
-    }
-  }
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  return Status::ok();
+  return entries;
 }
 
 Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
                                            const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
   const std::int64_t S = cfg_.suffix_len();
-  if (w8_ && on_wgmma(role)) {
-    const W8Weight& q = w8_weights_.at(&w);
-    WgmmaW8Args g;
-    g.a = a, g.m = S, g.k = w.in, g.lda = lda;
-    g.w_tiled = q.q, g.scales = q.scales, g.n = w.out;
-    g.d = d, g.ldd = ldd;
-    if (max_parts > 1) {
-      g.epilogue = WgmmaW8Epilogue::kF32Parts;
-      g.k_parts = wgmma_k_parts(w.out, w.in, std::min(max_parts, wgmma_launch_.max_parts), wgmma_launch_.multiprocessors);
-      g.part_stride = S * ldd;
-    } else if (role == kChainGateUp) {
-      g.epilogue = WgmmaW8Epilogue::kGeglu;
-    } else {
-      g.bias = w.bias;
-    }
-    EDGEVLA_RETURN_IF_ERROR(wgmma_w8_gemm(stream_.get(), g));
-    return g.k_parts;
-  }
+  if (w8_ && on_wgmma(role)) return w8_weights_.linear(stream_.get(), a, S, lda, w, d, ldd, max_parts, wgmma_launch_);
   if (on_wgmma(role)) {
     const WgmmaEpilogue epi = max_parts > 1 ? WgmmaEpilogue::kF32Parts : wgmma_shape(role).epilogue;
     return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, max_parts, wgmma_launch_,
@@ -227,7 +188,7 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   // int8 weights where asked, when all four projections run on it and q|k|v's epilogue does not
   // rotate (the int8 kernel has no RoPE form).
   w8_ = false;
-  if (const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8"); w8 != nullptr && std::string_view(w8) == "1") {
+  if (c.w8) {
     w8_ = wgmma_shapes_.qkv.n != 0 && wgmma_shapes_.o.n != 0 && wgmma_shapes_.gate_up.n != 0 &&
           wgmma_shapes_.down.n != 0 && wgmma_shapes_.qkv.epilogue == WgmmaEpilogue::kNone;
     spdlog::info("action_head (cuda): EDGEVLA_CUDA_WGMMA_W8=1: {}",
