@@ -1,8 +1,9 @@
 // The warpgroup GEMM on int8 weights (contract in wgmma_w8.hpp).
 //
-// Block: 288 threads. Warps 0-3: the consumer warpgroup (wgmma.m64n56k16 over the bf16 tile and
-// A's swizzled box, as wgmma_gemm.cu). Warps 4-7: the converter warpgroup, 32 int8 → 32 bf16 a
-// thread a stage. Warp 8, lane 0: the producer. Barriers per stage: weights in (the int8 tile's
+// Block: 416 threads. Warps 0-3: the consumer warpgroup (wgmma.m64n56k16 over the bf16 tile and
+// A's swizzled box, as wgmma_gemm.cu). Warps 4-11: two converter warpgroups, 16 int8 → 16 bf16 a
+// thread a stage (one converter warpgroup of 32 a thread took 1.4-1.9x the bf16 kernel's time on
+// the H200, run 42). Warp 12, lane 0: the producer. Barriers per stage: weights in (the int8 tile's
 // bytes), A in (A's box), converted (one arrival once the converter warpgroup's stores are fenced
 // for the multiplies' async proxy), empty (the consumer warps, once the multiplies that read the
 // stage are done; the producer then reuses the stage's int8 and A slots, and the converter its
@@ -28,7 +29,8 @@ namespace {
 
 using namespace wgmma;
 
-constexpr int kThreads = 288;
+constexpr int kThreads = 416;
+constexpr int kConverters = 256;  // threads of the two converter warpgroups
 constexpr int kStages = 8;
 constexpr int kABytes = kATile * static_cast<int>(sizeof(bf16));  // 7 KB, a multiple of 1024
 constexpr int kW8Bytes = kWTile;                                   // 4 KB of int8
@@ -76,12 +78,18 @@ __global__ void quantize_tiled_kernel(const bf16* w, long long n, long long k, l
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAccFloats = 28;  // a consumer thread's accumulators (m64n56)
 
-// Two int8 (bytes 2j and 2j + 1 of w) as a bf16 pair, exactly: the byte, offset to 0..255, is the
-// low mantissa of 2^23 in f32; subtracting 2^23 + 128 leaves the integer.
-__device__ __forceinline__ unsigned widen_pair(unsigned w, int j) {
-  const float lo = __uint_as_float(0x4B000000u | (((w >> (16 * j)) & 0xFFu) ^ 0x80u)) - 8388736.0f;
-  const float hi = __uint_as_float(0x4B000000u | (((w >> (16 * j + 8)) & 0xFFu) ^ 0x80u)) - 8388736.0f;
-  return ptx::pack_bf16(lo, hi);
+// Four int8 (the bytes of w) as two bf16 pairs, exactly, in 11 integer and f32 operations: each
+// byte, offset to 0..255 (one xor for all four), is placed by a byte permute as the low mantissa
+// of 2^23 in f32; subtracting 2^23 + 128 leaves the integer, and an integer of magnitude ≤ 128
+// is its f32's upper half exactly, so a second permute packs two of them.
+__device__ __forceinline__ uint2 widen4(unsigned w) {
+  const unsigned u = w ^ 0x80808080u;
+  const float f0 = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7650)) - 8388736.0f;
+  const float f1 = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7651)) - 8388736.0f;
+  const float f2 = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7652)) - 8388736.0f;
+  const float f3 = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7653)) - 8388736.0f;
+  return make_uint2(__byte_perm(__float_as_uint(f0), __float_as_uint(f1), 0x7632),
+                    __byte_perm(__float_as_uint(f2), __float_as_uint(f3), 0x7632));
 }
 #endif
 
@@ -112,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   }
   __syncthreads();
 
-  if (warp == 8) {
+  if (warp == 12) {
     if (lane != 0) return;
     const std::int8_t* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
     // The weights are no kernel's output: the first stages load before the chain's wait.
@@ -137,24 +145,22 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   }
 
   if (warp >= 4) {
-    // The converter: thread t widens the 16-byte chunks t and t + 128 of the stage's int8 tile into
-    // elements 16c .. 16c + 15 of its bf16 tile (the same positions: both tiles are in core-matrix
-    // order); a warp's loads are 512 contiguous bytes.
+    // The converters: thread t widens the 8-byte pieces t and t + 256 of the stage's int8 tile into
+    // the 16-byte pieces t and t + 256 of its bf16 tile (the same element positions: both tiles are
+    // in core-matrix order), so that a warp's loads and stores are each contiguous.
+    static_assert(kW8Bytes == 16 * kConverters, "two 8-byte pieces a converter thread");
     const int t = static_cast<int>(threadIdx.x) - 128;
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
       ptx::mbar_wait(&w_in[s], (i / kStages) & 1);
-      const uint4* src = reinterpret_cast<const uint4*>(s_q + s * kW8Bytes);
+      const uint2* src = reinterpret_cast<const uint2*>(s_q + s * kW8Bytes);
       uint4* dst = reinterpret_cast<uint4*>(s_w + s * kWTile);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = t + 128 * h;
-        const uint4 v = src[c];
-        dst[2 * c] = make_uint4(widen_pair(v.x, 0), widen_pair(v.x, 1), widen_pair(v.y, 0), widen_pair(v.y, 1));
-        dst[2 * c + 1] = make_uint4(widen_pair(v.z, 0), widen_pair(v.z, 1), widen_pair(v.w, 0), widen_pair(v.w, 1));
-      }
+      const uint2 v0 = src[t], v1 = src[t + kConverters];
+      const uint2 a = widen4(v0.x), b = widen4(v0.y), c = widen4(v1.x), d = widen4(v1.y);
+      dst[t] = make_uint4(a.x, a.y, b.x, b.y);
+      dst[t + kConverters] = make_uint4(c.x, c.y, d.x, d.y);
       ptx::fence_proxy_async();  // the stores, visible to the multiplies (async proxy)
-      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+      asm volatile("bar.sync 2, 256;\n" ::: "memory");
       if (t == 0) ptx::mbar_arrive(&converted[s]);
     }
     return;
