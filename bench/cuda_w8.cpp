@@ -3,7 +3,9 @@
 // gate|up and down (50 rows) and GR00T's cross q, ff1 and ff2 (51 rows), each in the output form
 // its engine uses (bf16 whole, gate|up with its GeGLU, or f32 k parts). Both run back to back over copies of their
 // weights that together exceed twice the L2 cache, captured in a graph (cold weights, launch gaps
-// hidden). Also the read-only floor's counterpart: the bytes each reads. One JSON line a shape.
+// hidden). Also the read-only floor's counterpart: the bytes each reads, and the int8 output's
+// rel-L2 against the bf16 weights' output (a check that the timed kernel computes the product:
+// ~4e-3 from the weights' rounding, run 42). One JSON line a shape.
 //
 //   edgevla_bench_cuda_w8 [--rounds 5]
 #include <cuda_runtime.h>
@@ -11,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cmath>
+#include <vector>
 #include <string>
 
 #include "bench/cuda_bench_util.hpp"
@@ -77,6 +81,40 @@ int main(int argc, char** argv) {
     q.a = a, q.m = sh.m, q.k = sh.k, q.lda = sh.k, q.n = sh.n, q.d = d, q.ldd = out_n;
     q.epilogue = epi8;
     q.k_parts = sh.parts, q.part_stride = sh.m * sh.n;
+    // Both outputs once, to the host: bf16 values, or the f32 k parts summed.
+    auto output = [&](auto launch) {
+      const std::int64_t count = sh.parts > 1 ? sh.parts * sh.m * sh.n : sh.m * out_n;
+      std::vector<unsigned char> raw(static_cast<std::size_t>(count) * (sh.parts > 1 ? 4 : 2));
+      launch();
+      CHECK_CUDA(cudaMemcpyAsync(raw.data(), d, raw.size(), cudaMemcpyDeviceToHost, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      std::vector<double> v(static_cast<std::size_t>(sh.parts > 1 ? sh.m * sh.n : count), 0.0);
+      for (std::int64_t i = 0; i < count; ++i) {
+        float x;
+        if (sh.parts > 1) {
+          std::memcpy(&x, raw.data() + 4 * i, 4);
+        } else {
+          std::uint32_t bits = static_cast<std::uint32_t>(raw[2 * i] | (raw[2 * i + 1] << 8)) << 16;
+          std::memcpy(&x, &bits, 4);
+        }
+        v[static_cast<std::size_t>(i % static_cast<std::int64_t>(v.size()))] += x;
+      }
+      return v;
+    };
+    const std::vector<double> ref = output([&] {
+      WgmmaGemmArgs gc = g;
+      gc.w_tiled = tiled;
+      CHECK_OK(wgmma_gemm(s, gc));
+    });
+    const std::vector<double> got = output([&] {
+      WgmmaW8Args qc = q;
+      qc.w_tiled = quant;
+      qc.scales = scales;
+      CHECK_OK(wgmma_w8_gemm(s, qc));
+    });
+    double num = 0.0, den = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+    const double rel_l2 = std::sqrt(num / std::max(den, 1e-30));
     // Alternated: bf16, int8, bf16, int8.
     double us[4];
     for (int i = 0; i < 4; ++i) {
@@ -98,10 +136,10 @@ int main(int argc, char** argv) {
     const double bf16_us = std::min(us[0], us[2]), w8_us = std::min(us[1], us[3]);
     std::printf("{\"bench\": \"w8\", \"device\": \"%s\", \"shape\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
                 "\"parts\": %d, \"copies\": %d, \"bf16_bytes\": %zu, \"w8_bytes\": %zu, \"bf16_us\": [%.2f, %.2f], "
-                "\"w8_us\": [%.2f, %.2f], \"w8_over_bf16\": %.3f}\n",
+                "\"w8_us\": [%.2f, %.2f], \"w8_over_bf16\": %.3f, \"rel_l2_vs_bf16\": %.2e}\n",
                 prop.name, sh.name, static_cast<long long>(sh.m), static_cast<long long>(sh.n),
                 static_cast<long long>(sh.k), sh.parts, copies, bf16_bytes, w8_bytes, us[0], us[2], us[1], us[3],
-                w8_us / bf16_us);
+                w8_us / bf16_us, rel_l2);
     std::fflush(stdout);
     CHECK_CUDA(cudaFree(a));
     CHECK_CUDA(cudaFree(w));

@@ -30,7 +30,6 @@ namespace {
 using namespace wgmma;
 
 constexpr int kThreads = 416;
-constexpr int kConverters = 256;  // threads of the two converter warpgroups
 constexpr int kStages = 8;
 constexpr int kABytes = kATile * static_cast<int>(sizeof(bf16));  // 7 KB, a multiple of 1024
 constexpr int kW8Bytes = kWTile;                                   // 4 KB of int8
@@ -77,6 +76,7 @@ __global__ void quantize_tiled_kernel(const bf16* w, long long n, long long k, l
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAccFloats = 28;  // a consumer thread's accumulators (m64n56)
+constexpr int kConverters = 256;  // threads of the two converter warpgroups
 
 // Four int8 (the bytes of w) as two bf16 pairs, exactly, in 11 integer and f32 operations: each
 // byte, offset to 0..255 (one xor for all four), is placed by a byte permute as the low mantissa

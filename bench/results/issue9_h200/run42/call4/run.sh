@@ -1,5 +1,6 @@
 #!/bin/bash
-# Run 42 call 4 (~6 min, the session's last device minutes): the int8-weight GEMM's converter
+# Run 42 call 4 (~5 min, the session's last device minutes; tests not built for lack of time:
+# the bench checks each int8 output against the bf16 weights' output): the int8-weight GEMM's converter
 # widened by two warpgroups (one 8-byte piece → one 16-byte piece a thread, twice a stage) with
 # byte permutes (2.75 operations a weight instead of ~6), loads and stores contiguous across a
 # warp. Call 1 measured int8 / bf16 1.42-1.95 with one converter warpgroup (~270 ns a stage more).
@@ -10,28 +11,25 @@ REPO=$PWD
 R=/tmp/re; mkdir -p $R
 trap 'tar czf $OUT/results.tgz -C $R .' EXIT
 date
-export CUDAARCHS=90; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { grep -B2 -A8 "error" $R/build.log | head -60; exit 1; }
+export CUDAARCHS=90; bash .debs/build.sh . /tmp/b -DEDGEVLA_BUILD_TESTS=OFF > $R/build.log 2>&1 || { grep -B2 -A8 "error" $R/build.log | head -60; exit 1; }
 . /tmp/edgevla-env.sh
 E=/tmp/b/bin/edgevla; BP=/tmp/b/bin
 ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
 ($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
-(cd /tmp/b && timeout 150 ctest -L gpu -R "w8|W8|Int8|WarpgroupGemmsAgree" -j4 --output-on-failure > $R/ctest_gpu.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu.log | head -20)
-cp /tmp/b/Testing/Temporary/LastTest.log $R/ 2>/dev/null
-grep -hE "int8 weights vs" $R/LastTest.log | head -12
 timeout 100 $BP/edgevla_bench_cuda_w8 --rounds 5 > $R/w8_bench.jsonl 2> $R/w8_bench.err; echo "w8 bench rc=$?"
 python3 - $R/w8_bench.jsonl <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
     if l.startswith('{'):
         d = json.loads(l)
-        print(f"{d['shape']:10s} parts {d['parts']}  bf16 {d['bf16_us']}  int8 {d['w8_us']}  ratio {d['w8_over_bf16']}")
+        print(f"{d['shape']:10s} parts {d['parts']}  bf16 {d['bf16_us']}  int8 {d['w8_us']}  ratio {d['w8_over_bf16']}  rel-L2 {d.get('rel_l2_vs_bf16')}")
 PY
 wait; date
 . $REPO/bench/results/issue9_h200/show.sh
-for v in 0 1; do
-  EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 45 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 30 --warmup 5 > $R/pi0_w8_$v.out 2> $R/pi0_w8_$v.err
+for v in 1 0; do
+  EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 40 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 30 --warmup 5 > $R/pi0_w8_$v.out 2> $R/pi0_w8_$v.err
   echo "pi0.5 int8 weights=$v"; show $R/pi0_w8_$v.out
-  EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 45 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 30 --warmup 5 > $R/groot_w8_$v.out 2> $R/groot_w8_$v.err
+  EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 40 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 30 --warmup 5 > $R/groot_w8_$v.out 2> $R/groot_w8_$v.err
   echo "groot int8 weights=$v"; show $R/groot_w8_$v.out
 done
 date
