@@ -26,15 +26,20 @@ class CudaWgmmaW8 : public CudaKernels {
     if (!wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 (sm_90a code) only";
   }
 
-  // The tiled int8 weight read back as a row-major [n, k] (the layout of wgmma_tile_weight: tiles
-  // of 64 × 64 along k, core matrices of 8 × 8 along k first; the GeGLU form's rows paired: in
-  // each 16 rows of a tile, row i < 8 a gate feature and row i + 8 its up).
+  // The tiled int8 weight read back as a row-major [n, k]. Tiles of 64 × 64 along k; inside a tile
+  // the consumer thread t's wgmma register fragments: of warp t / 32's 16 rows and each 16 columns
+  // kk, the pairs (row t%32/4, col 2(t%4)), (row + 8, same col), (row, col + 8), (row + 8, col + 8),
+  // 8 bytes a slice kk; slices 0-1 at byte 16t, slices 2-3 at 2048 + 16t. The GeGLU form's rows
+  // paired: in each 16 rows of a tile, row i < 8 a gate feature and row i + 8 its up.
   static std::vector<std::int8_t> untile(const std::vector<std::int8_t>& t, std::int64_t n, std::int64_t k, bool geglu) {
     std::vector<std::int8_t> w(static_cast<std::size_t>(n * k));
     const std::int64_t kbs = k / 64;
     for (std::int64_t i = 0; i < n * k; ++i) {
       const std::int64_t tile = i / 4096, e = i % 4096;
-      const std::int64_t r = (e / 64 / 8) * 8 + (e % 64) / 8, c = ((e / 64) % 8) * 8 + e % 8;
+      const std::int64_t thread = (e % 2048) / 16, byte = e % 16;
+      const std::int64_t slice = (e / 2048) * 2 + byte / 8, pair = (byte % 8) / 2;
+      const std::int64_t r = (thread / 32) * 16 + (thread % 32) / 4 + (pair % 2) * 8;
+      const std::int64_t c = slice * 16 + (thread % 4) * 2 + byte % 2 + (pair / 2) * 8;
       const std::int64_t nt = tile / kbs, feature = nt * 32 + (r / 16) * 8 + r % 8;
       const std::int64_t row = !geglu ? nt * 64 + r : (r % 16 < 8 ? feature : n / 2 + feature);
       w[static_cast<std::size_t>(row * k + (tile % kbs) * 64 + c)] = t[static_cast<std::size_t>(i)];

@@ -1,15 +1,20 @@
 // The warpgroup GEMM on int8 weights (contract in wgmma_w8.hpp).
 //
-// Block: 416 threads. Warps 0-3: the consumer warpgroup (wgmma.m64n56k16 over the bf16 tile and
-// A's swizzled box, as wgmma_gemm.cu). Warps 4-11: two converter warpgroups, 16 int8 → 16 bf16 a
-// thread a stage (one converter warpgroup of 32 a thread took 1.4-1.9x the bf16 kernel's time on
-// the H200, run 42). Warp 12, lane 0: the producer. Barriers per stage: weights in (the int8 tile's
-// bytes), A in (A's box), converted (one arrival once the converter warpgroup's stores are fenced
-// for the multiplies' async proxy), empty (the consumer warps, once the multiplies that read the
-// stage are done; the producer then reuses the stage's int8 and A slots, and the converter its
-// bf16 slot only after the producer's next copy into the stage has landed). The weights' and A's
-// barriers are apart so that the stages copied before the chain's wait are widened while it
-// waits, not after A arrives.
+// Block: 288 threads. Warps 0-7: two consumer warpgroups, warpgroup g taking the stages i with
+// i % 2 == g into its own accumulators. Each thread loads its own 32 int8 weights of a stage from
+// shared memory (two 16-byte loads, contiguous across the warpgroup: the tile is stored in the
+// order of the multiplies' register fragments), widens them to bf16 in registers and issues
+// wgmma.m64n56k16 with the weights as the register operand and A's swizzled box as the
+// shared-memory one, then waits for them (a fragment written while an earlier multiply is in
+// flight makes ptxas serialise every multiply), so one warpgroup widens while the other's
+// multiplies run. Warpgroup 1 hands its sums to warpgroup 0 through shared memory for the
+// epilogue. Warp 8, lane 0: the producer. Barriers per stage: weights in (the int8 tile's bytes),
+// A in (A's box), empty (the stage's warpgroup's warps, once its multiplies are done). The
+// weights' and A's barriers are apart so that the stages copied before the chain's wait are
+// widened while it waits.
+// (Run 42 measured the first form, a converter warpgroup widening each tile into a bf16 tile in
+// shared memory for the multiplies to read, at 1.2-1.9x the bf16 kernel's time: the extra pass
+// through shared memory, a proxy fence and a barrier a stage sat on the pipeline's critical path.)
 #include "runtime/backends/cuda/kernels/wgmma_w8.hpp"
 
 #include <cuda.h>
@@ -29,14 +34,13 @@ namespace {
 
 using namespace wgmma;
 
-constexpr int kThreads = 416;
+constexpr int kThreads = 288;
 constexpr int kStages = 8;
 constexpr int kABytes = kATile * static_cast<int>(sizeof(bf16));  // 7 KB, a multiple of 1024
 constexpr int kW8Bytes = kWTile;                                   // 4 KB of int8
-constexpr int kWBytes = kWTile * static_cast<int>(sizeof(bf16));   // 8 KB of bf16
-constexpr int kBarBytes = 4 * kStages * 8;
-// A's ring first (its swizzle needs 1024-byte alignment), then the bf16 and the int8 rings.
-constexpr int kSmemBytes = 1024 + kBarBytes + kStages * (kABytes + kWBytes + kW8Bytes);
+constexpr int kBarBytes = 3 * kStages * 8;
+// A's ring first (its swizzle needs 1024-byte alignment), then the int8 ring.
+constexpr int kSmemBytes = 1024 + kBarBytes + kStages * (kABytes + kW8Bytes);
 static_assert(kSmemBytes <= 227 * 1024, "the rings fit a Hopper multiprocessor");
 
 struct Params {
@@ -64,11 +68,26 @@ __global__ void row_scales_kernel(const bf16* w, long long k, long long ld, floa
   }
 }
 
+// Where byte i of the tiled int8 weight [n, k] comes from. Tiles of kBm rows × kBk columns, one
+// (feature block nt, k block kb) after another along k, as the bf16 kernel's; inside a tile, the
+// consumer thread t = 32w + l's register fragments (rows 16w + l / 4 (+ 8), columns 16kk + 2(l % 4)
+// (+ 1) (+ 8) of each k16 slice kk, in the order a0 a1 a2 a3 of the m64nNk16 A operand): slices
+// 0-1 as thread t's 16 bytes at 16t, slices 2-3 at 2048 + 16t.
+__host__ __device__ inline TiledPosition w8_position(long long i, long long k) {
+  const long long kbs = k / kBk;
+  const long long tile = i / kWTile;
+  const int e = static_cast<int>(i % kWTile);
+  const int t = (e % 2048) / 16, byte = e % 16;
+  const int kk = (e / 2048) * 2 + byte / 8, reg = (byte % 8) / 2;
+  const int w = t / 32, l = t % 32;
+  return {tile / kbs, tile % kbs, 16 * w + l / 4 + (reg & 1) * 8, 16 * kk + 2 * (l % 4) + byte % 2 + (reg >> 1) * 8};
+}
+
 __global__ void quantize_tiled_kernel(const bf16* w, long long n, long long k, long long ld, const float* scales,
                                       bool geglu, std::int8_t* out) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * k) return;
-  const TiledPosition t = tiled_position(i, k);
+  const TiledPosition t = w8_position(i, k);
   const long long row = geglu ? geglu_source_row(t.nt, t.r, n) : t.nt * kBm + t.r;
   const float q = rintf(__bfloat162float(w[row * ld + t.kb * kBk + t.c]) / scales[row]);
   out[i] = static_cast<std::int8_t>(fminf(fmaxf(q, -127.0f), 127.0f));
@@ -76,7 +95,6 @@ __global__ void quantize_tiled_kernel(const bf16* w, long long n, long long k, l
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAccFloats = 28;  // a consumer thread's accumulators (m64n56)
-constexpr int kConverters = 256;  // threads of the two converter warpgroups
 
 // Four int8 (the bytes of w) as two bf16 pairs, exactly, in 11 integer and f32 operations: each
 // byte, offset to 0..255 (one xor for all four), is placed by a byte permute as the low mantissa
@@ -91,6 +109,34 @@ __device__ __forceinline__ uint2 widen4(unsigned w) {
   return make_uint2(__byte_perm(__float_as_uint(f0), __float_as_uint(f1), 0x7632),
                     __byte_perm(__float_as_uint(f2), __float_as_uint(f3), 0x7632));
 }
+
+// One thread's fragments of a stage: [k16 slice][a0..a3], each two bf16.
+using Fragments = unsigned[kBk / 16][4];
+
+__device__ __forceinline__ void widen_stage(const std::int8_t* tile, int t, Fragments& f) {
+  const uint4 lo = reinterpret_cast<const uint4*>(tile)[t];
+  const uint4 hi = reinterpret_cast<const uint4*>(tile + kW8Bytes / 2)[t];
+  const unsigned words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+  for (int kk = 0; kk < kBk / 16; ++kk) {
+    const uint2 a01 = widen4(words[2 * kk]), a23 = widen4(words[2 * kk + 1]);
+    f[kk][0] = a01.x, f[kk][1] = a01.y, f[kk][2] = a23.x, f[kk][3] = a23.y;
+  }
+}
+
+// wgmma.m64n56k16 with the weights (M) from registers and A (N) from its swizzled box.
+__device__ __forceinline__ void wgmma_m64n56_rs(float (&d)[28], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, {%28, %29, %30, %31}, %32, p, 1, 1, "
+      "0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
 #endif
 
 __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, const __grid_constant__ CUtensorMap a_map,
@@ -99,12 +145,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   extern __shared__ __align__(128) unsigned char smem[];
   auto* w_in = reinterpret_cast<unsigned long long*>(smem);
   auto* a_in = w_in + kStages;
-  auto* converted = a_in + kStages;
-  auto* empty = converted + kStages;
+  auto* empty = a_in + kStages;
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   bf16* s_a = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
-  bf16* s_w = s_a + kStages * kATile;
-  auto* s_q = reinterpret_cast<std::int8_t*>(s_w + kStages * kWTile);
+  auto* s_q = reinterpret_cast<std::int8_t*>(s_a + kStages * kATile);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int nt = static_cast<int>(blockIdx.x), part = static_cast<int>(blockIdx.y);
   const int kbs = p.k / kBk;
@@ -113,14 +157,13 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
     for (int s = 0; s < kStages; ++s) {
       ptx::mbar_init(&w_in[s], 1);       // the producer's arrival, with the int8 tile's bytes
       ptx::mbar_init(&a_in[s], 1);       // the producer's arrival, with A's box's bytes
-      ptx::mbar_init(&converted[s], 1);  // the converter warpgroup's elected thread
       ptx::mbar_init(&empty[s], 4);      // one arrival a consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
-  if (warp == 12) {
+  if (warp == 8) {
     if (lane != 0) return;
     const std::int8_t* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
     // The weights are no kernel's output: the first stages load before the chain's wait.
@@ -144,45 +187,35 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
     return;
   }
 
-  if (warp >= 4) {
-    // The converters: thread t widens the 8-byte pieces t and t + 256 of the stage's int8 tile into
-    // the 16-byte pieces t and t + 256 of its bf16 tile (the same element positions: both tiles are
-    // in core-matrix order), so that a warp's loads and stores are each contiguous.
-    static_assert(kW8Bytes == 16 * kConverters, "two 8-byte pieces a converter thread");
-    const int t = static_cast<int>(threadIdx.x) - 128;
-    for (int i = 0; i < kb_count; ++i) {
-      const int s = i % kStages;
-      ptx::mbar_wait(&w_in[s], (i / kStages) & 1);
-      const uint2* src = reinterpret_cast<const uint2*>(s_q + s * kW8Bytes);
-      uint4* dst = reinterpret_cast<uint4*>(s_w + s * kWTile);
-      const uint2 v0 = src[t], v1 = src[t + kConverters];
-      const uint2 a = widen4(v0.x), b = widen4(v0.y), c = widen4(v1.x), d = widen4(v1.y);
-      dst[t] = make_uint4(a.x, a.y, b.x, b.y);
-      dst[t + kConverters] = make_uint4(c.x, c.y, d.x, d.y);
-      ptx::fence_proxy_async();  // the stores, visible to the multiplies (async proxy)
-      asm volatile("bar.sync 2, 256;\n" ::: "memory");
-      if (t == 0) ptx::mbar_arrive(&converted[s]);
-    }
-    return;
-  }
-
   float acc[kAccFloats];
 #pragma unroll
   for (int i = 0; i < kAccFloats; ++i) acc[i] = 0.0f;
-  for (int i = 0; i < kb_count; ++i) {
+  const int group = warp / 4, t = static_cast<int>(threadIdx.x) % 128;
+  for (int i = group; i < kb_count; i += 2) {
     const int s = i % kStages;
-    ptx::mbar_wait(&a_in[s], (i / kStages) & 1);       // A's box
-    ptx::mbar_wait(&converted[s], (i / kStages) & 1);  // the bf16 tile
+    Fragments f;
+    ptx::mbar_wait(&w_in[s], (i / kStages) & 1);  // the int8 tile
+    widen_stage(s_q + s * kW8Bytes, t, f);
+    ptx::mbar_wait(&a_in[s], (i / kStages) & 1);  // A's box
     ptx::wg_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) {
-      wgmma_m64n56(acc, weight_descriptor(s_w + s * kWTile + kk * 128), swizzled_descriptor(s_a + s * kATile + kk * 16));
-    }
+    for (int kk = 0; kk < kBk / 16; ++kk) wgmma_m64n56_rs(acc, f[kk], swizzled_descriptor(s_a + s * kATile + kk * 16));
     ptx::wg_commit();
-    ptx::wg_wait<1>();
-    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
+    ptx::wg_wait<0>();
+    if (lane == 0) ptx::mbar_arrive(&empty[s]);
   }
-  ptx::wg_wait<0>();
+  // Warpgroup 1's sums into warpgroup 0's, over A's ring once both warpgroups' multiplies are done
+  // (every copy has landed and been consumed by then).
+  float* handed = reinterpret_cast<float*>(s_a);
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  if (group == 1) {
+#pragma unroll
+    for (int e = 0; e < kAccFloats; ++e) handed[e * 128 + t] = acc[e];
+  }
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  if (group == 1) return;
+#pragma unroll
+  for (int e = 0; e < kAccFloats; ++e) acc[e] += handed[e * 128 + t];
 
   if (epilogue == WgmmaW8Epilogue::kGeglu) {
     // acc[4j + e] the gate of feature g, acc[4j + 2 + e] its up (the GeGLU tiling), each scaled by

@@ -10,12 +10,12 @@
 // epilogue (so this kernel's D is A · (q · scale)ᵀ up to the f32 sum's order).
 //
 // Pipeline of a block (64 output features × up to 56 rows × a range of k): a producer thread
-// bulk-copies each stage's 4 KB int8 tile (laid out as wgmma_tile_weight lays out bf16 tiles,
-// one byte an element) and A's 56 × 64 box; a converter warpgroup widens the int8 tile into the
-// bf16 tile the multiplies read (element for element: the layouts agree), then signals it; the
-// consumer warpgroup multiplies as the bf16 kernel does. Compute capability 9.0 (sm_90a) only, as
-// the bf16 kernel. Opt-in in pi0 / pi0.5's action head (EDGEVLA_CUDA_WGMMA_W8=1) until measured
-// against the bf16 kernel (edgevla_bench_cuda_w8) and in the head.
+// bulk-copies each stage's 4 KB int8 tile (stored in the order of the multiplies' register
+// fragments, wgmma_w8_quantize) and A's 56 × 64 box; two consumer warpgroups take alternate stages,
+// each thread widening its 32 weights of the stage into registers and multiplying them (as the
+// register operand of wgmma) with A's box, and the second warpgroup's sums join the first's for the
+// epilogue. Compute capability 9.0 (sm_90a) only, as the bf16 kernel. Opt-in in both heads
+// (EDGEVLA_CUDA_WGMMA_W8=1) until it is faster than the bf16 kernel (edgevla_bench_cuda_w8).
 #pragma once
 
 #include <cuda_runtime.h>
