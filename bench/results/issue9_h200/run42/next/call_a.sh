@@ -29,6 +29,19 @@ for l in open(sys.argv[1]):
         d = json.loads(l)
         print(f"{d['shape']:10s} parts {d['parts']}  bf16 {d['bf16_us']}  int8 {d['w8_us']}  ratio {d['w8_over_bf16']}  rel-L2 {d.get('rel_l2_vs_bf16')}")
 PY
+# One hand-over between chained kernels (bench/cuda_edges.cu): griddepcontrol.wait against counters
+# the blocks increment (all blocks, or one producer block). Predicted: grid 1.5-2.5 µs a hop (the
+# heads' measured hand-over), flag_all 0.8-1.5, flag_one 0.5-1; with 32 KB streamed a block all
+# forms slower by the stream's time. flag_all ≥ 1 µs under grid would make a counter chain for
+# the heads worth building (9 hand-overs a pi0.5 layer-step, 180 a head).
+timeout 60 $BP/edgevla_bench_cuda_edges --hops 200 --rounds 5 > $R/edges.jsonl 2> $R/edges.err; echo "edges rc=$?"
+python3 - $R/edges.jsonl <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith('{'):
+        d = json.loads(l)
+        print(f"{d['wait']:9s} blocks {d['blocks']:4d} stream {d['stream_kb']:3d} KB  {d['us_per_hop']:.3f} µs a hop (median {d['us_per_hop_median']:.3f})  wrong {d['wrong_values']}")
+PY
 wait; date
 . $REPO/bench/results/issue9_h200/show.sh
 for round in 1 2; do
