@@ -36,6 +36,8 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
   const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8");
   c.w8 = w8 != nullptr && std::string_view(w8) == "1";
+  const char* flags = std::getenv("EDGEVLA_CUDA_FLAG_EDGES");
+  c.flags = flags != nullptr && std::string_view(flags) == "1";
   if (const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM"); norm != nullptr) {
     const std::string_view v(norm);
     c.norm = v == "1" ? 1 : v == "cluster" ? 2 : 0;

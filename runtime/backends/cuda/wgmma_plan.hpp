@@ -30,6 +30,10 @@
 //                                   (kernels/wgmma_w8.hpp, quantised at load, one scale a
 //                                   feature; pi0 / pi0.5's four, GR00T's self q|k|v, out, ff1 and
 //                                   ff2); not yet measured on a GPU, so off;
+//   EDGEVLA_CUDA_FLAG_EDGES=1       the GEMMs after a norm wait for a counter the norm's blocks
+//                                   increment once their rows are written, instead of for the
+//                                   norm's completion (common.hpp: flag edges); not yet measured
+//                                   on a GPU, so off;
 //   EDGEVLA_WGMMA_AHEAD=N           weight stages a GEMM copies before it waits for the kernel
 //                                   ahead in the chain (0 to 8; default 4, run 41 calls 5, 7);
 //   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel
@@ -63,6 +67,7 @@ struct WgmmaChoice {
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   bool mlp = false;    // the MLP half as one kernel where the family has it (GR00T's DiT)
   bool w8 = false;     // the projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1)
+  bool flags = false;  // flag edges after the norms (EDGEVLA_CUDA_FLAG_EDGES=1)
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.
   int norm = 0;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "runtime/backends/cuda/kernels/launch.cuh"
 
@@ -49,7 +50,14 @@ Status cuda_status(cudaError_t err, const char* what, const char* file, int line
 namespace {
 thread_local cudaError_t g_launch_error = cudaSuccess;
 thread_local int g_chain_depth = 0;
+thread_local unsigned* g_next_signal = nullptr;
+thread_local FlagWait g_next_flag_wait;
 }  // namespace
+
+void set_next_signal(unsigned* counter) { g_next_signal = counter; }
+unsigned* take_next_signal() { return std::exchange(g_next_signal, nullptr); }
+void set_next_flag_wait(FlagWait wait) { g_next_flag_wait = wait; }
+FlagWait take_next_flag_wait() { return std::exchange(g_next_flag_wait, FlagWait{}); }
 
 void note_launch_error(cudaError_t err) {
   if (g_launch_error == cudaSuccess) g_launch_error = err;

@@ -46,6 +46,21 @@ bool dependent_launch_active();
 // Whether the current device takes programmatic dependent launches (cached per device).
 bool dependent_launch_supported();
 
+// Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1 in the action heads; an experiment, launch.cuh): a chained
+// kernel waits for a counter that the blocks of the kernel ahead increment once their stores are
+// visible, instead of for that kernel's completion. set_next_signal(c): the next norm launched on
+// this thread increments c once a block, after its stores. set_next_flag_wait(w): the next
+// warpgroup GEMM launched on this thread waits for *w.counter to reach w.target instead of the
+// chain's wait. Each setting is taken by one launch (the take_ calls clear it).
+struct FlagWait {
+  const unsigned* counter = nullptr;
+  unsigned target = 0;
+};
+void set_next_signal(unsigned* counter);
+unsigned* take_next_signal();
+void set_next_flag_wait(FlagWait wait);
+FlagWait take_next_flag_wait();
+
 // A whole number in [lo, hi] from the environment variable `name` (the kernels' run-time knobs,
 // read once a process by their callers); `fallback` when it is unset or empty, and when it is
 // anything else, which is then reported on stderr with the range it takes.

@@ -39,6 +39,38 @@ __device__ __forceinline__ void chain_wait() {
 #endif
 }
 
+// Flag edges (common.hpp): every thread of the block calls it after its last store; one thread
+// then makes the block's stores visible at device scope and counts the block in.
+__device__ __forceinline__ void chain_signal(unsigned* counter) {
+#if defined(__CUDA_ARCH__)
+  if (counter == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1u);
+  }
+#else
+  (void)counter;
+#endif
+}
+
+// Flag edges: one thread waits until `target` blocks ahead have counted themselves in (acquire),
+// then orders the bulk tensor copies it issues next (async proxy) after what it acquired.
+__device__ __forceinline__ void chain_flag_wait(const unsigned* counter, unsigned target) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (;;) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(counter) : "memory");
+    if (v >= target) break;
+    __nanosleep(32);
+  }
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#else
+  (void)counter;
+  (void)target;
+#endif
+}
+
 // The first statement of a short kernel in the chain: release the next one, then wait.
 __device__ __forceinline__ void chain_enter() {
   chain_release();

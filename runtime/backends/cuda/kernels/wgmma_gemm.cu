@@ -104,6 +104,7 @@ struct Params {
   int m, n, k, parts;
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
+  FlagWait flag;    // flag edges (common.hpp): the counter to wait for instead of the chain's wait
 };
 
 
@@ -270,7 +271,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::mbar_expect_tx(&full[i], kStageTx);
       ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
     }
-    chain_wait();
+    if (p.flag.counter != nullptr) {
+      chain_flag_wait(p.flag.counter, p.flag.target);  // A's writers have counted themselves in
+    } else {
+      chain_wait();
+    }
     // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
     // block). Released any earlier, the kernels after it, which release as they start, could be
     // scheduled while kernels before this one still run, and the attention writes its shares
@@ -586,7 +591,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead()};
+           args.k_parts, NormParams{}, wgmma_stages_ahead(), take_next_flag_wait()};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);

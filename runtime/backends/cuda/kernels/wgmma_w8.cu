@@ -51,6 +51,7 @@ struct Params {
   long long ldd, part_stride;
   int m, n, k, parts;
   int ahead;
+  FlagWait flag;  // flag edges (common.hpp): the counter to wait for instead of the chain's wait
 };
 
 __global__ void row_scales_kernel(const bf16* w, long long k, long long ld, float* scales) {
@@ -172,7 +173,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
       ptx::mbar_expect_tx(&w_in[i], kW8Bytes);
       ptx::bulk_copy(s_q + i * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[i]);
     }
-    chain_wait();
+    if (p.flag.counter != nullptr) {
+      chain_flag_wait(p.flag.counter, p.flag.target);
+    } else {
+      chain_wait();
+    }
     chain_release();
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
@@ -326,7 +331,7 @@ Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
   }
   const Params p{static_cast<const std::int8_t*>(args.w_tiled), args.scales, args.bias, args.d, args.ldd,
                  args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-                 args.k_parts, wgmma_stages_ahead()};
+                 args.k_parts, wgmma_stages_ahead(), take_next_flag_wait()};
   cudaError_t err = cudaFuncSetAttribute(wgmma_w8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   if (err == cudaSuccess) {
     const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : 1));

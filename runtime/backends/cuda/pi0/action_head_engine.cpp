@@ -79,6 +79,9 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(g_, bytes_of(act_, S * F));
   plan_wgmma(tw);
   if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
+  // Two flag edges a layer and step (after each norm), at most.
+  flag_slots_ = flag_edges_ ? 2 * L * static_cast<std::int64_t>(max_steps_) : 0;
+  if (flag_edges_) buf(flags_, bytes_of(DType::kI32, flag_slots_));
   if (w8_) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
@@ -254,6 +257,9 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     const float* mod_post = mods + (2 * l + 1) * 3 * E;
     const bool in_normed = normed;
     normed = false;
+    // Flag edges: q|k|v waits for this norm's counter (nullptr: for its completion).
+    unsigned* in_flag = ab.skip("norm") || in_normed ? nullptr : next_flag(kChainQkv);
+    set_next_signal(in_flag);
     if (ab.skip("norm") || in_normed) {
       // The down projection before wrote this layer's normalised rows (gemm_norm_).
     } else if (pi05_ && pending != nullptr) {
@@ -267,7 +273,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
+    (void)take_next_signal();  // not taken when no norm launched
+    set_next_flag_wait({in_flag, static_cast<unsigned>(S)});
     if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
+    (void)take_next_flag_wait();
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did, or the
     // attention rotates them as it loads them).
@@ -308,6 +317,8 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
+    unsigned* post_flag = ab.skip("norm") ? nullptr : next_flag(kChainGateUp);
+    set_next_signal(post_flag);
     if (ab.skip("norm") || gemm_norm_) {
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -316,10 +327,13 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
+    (void)take_next_signal();
     int count = 1;  // as o_parts
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
+      set_next_flag_wait({post_flag, static_cast<unsigned>(S)});
       if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
+      (void)take_next_flag_wait();
       // With gemm_norm_, down's GEMM also adds into the residual stream and writes the next norm's
       // rows: the next layer's input norm, or pi0.5's final norm (pi0's final norm covers the
       // action rows only and stays a kernel).
@@ -396,6 +410,11 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
     // The action rows' positions follow the prefix: the same angles every layer and step.
     EDGEVLA_RETURN_IF_ERROR(rope_table(stream_.get(), cfg_.suffix_len(), cfg_.expert.head_dim / 2, n_dev_, inv_freq_,
                                        rope_table_));
+  }
+  if (flag_edges_) {
+    // Each forward's edges count from zero (the memset is a node of the captured graph).
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flags_, 0, bytes_of(DType::kI32, flag_slots_), stream_.get()));
+    flag_cursor_ = 0;
   }
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {

@@ -122,6 +122,11 @@ std::vector<WgmmaW8Weights::Entry> ActionHeadEngine::w8_entries() {
   return entries;
 }
 
+unsigned* ActionHeadEngine::next_flag(ChainRole role) {
+  if (!flag_edges_ || gemm_norm_ || !on_wgmma(role) || flag_cursor_ >= flag_slots_) return nullptr;
+  return flags_ + flag_cursor_++;
+}
+
 Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
                                            const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
   const std::int64_t S = cfg_.suffix_len();
@@ -194,6 +199,12 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
     spdlog::info("action_head (cuda): EDGEVLA_CUDA_WGMMA_W8=1: {}",
                  w8_ ? "the four projections on int8 weights (one scale a feature)"
                      : "not taken (all four projections on the warpgroup GEMM, no RoPE in q|k|v's epilogue)");
+  }
+  flag_edges_ = c.flags && wgmma_chain_ && (wgmma_shapes_.qkv.n != 0 || wgmma_shapes_.gate_up.n != 0);
+  if (c.flags) {
+    spdlog::info("action_head (cuda): EDGEVLA_CUDA_FLAG_EDGES=1: {}",
+                 flag_edges_ ? "q|k|v and gate|up wait for their norm's counter"
+                             : "not taken (q|k|v or gate|up on the warpgroup GEMM, chained)");
   }
   gemm_norm_ = false;
   norm_clusters_ = c.norm == 2;
