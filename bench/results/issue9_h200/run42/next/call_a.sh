@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in run 42 for the next session's first call (~8-9 min): the int8-weight GEMM with the
+# Prepared in run 42 for the next session's first call (~9-10 min): the int8-weight GEMM with the
 # weights widened in the consumers' registers (wgmma's register operand, two consumer warpgroups on
 # alternate stages; built after run 42's last device call, never run on a GPU). The whole GPU suite
 # first (its test reads back the new tiled order; the engines' int8 checks against the CPU), then
@@ -50,6 +50,16 @@ for round in 1 2; do
     echo "pi0.5 int8 weights=$v"; show $R/pi0_w8_${v}_$round.out
     EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 45 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 30 --warmup 5 > $R/groot_w8_${v}_$round.out 2> $R/groot_w8_${v}_$round.err
     echo "groot int8 weights=$v"; show $R/groot_w8_${v}_$round.out
+  done
+done
+date
+# Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, built after run 42's device time): pi0.5's q|k|v and gate|up
+# wait for their norm's counter instead of its completion. Predicted from the edges bench above:
+# (grid − flag_all) µs × 2 a layer-step × 180 (pi0.5's head); ±0.05 ms if the bench shows them equal.
+for round in 1 2; do
+  for v in 0 1; do
+    EDGEVLA_CUDA_FLAG_EDGES=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 45 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 30 --warmup 5 > $R/pi0_flags_${v}_$round.out 2> $R/pi0_flags_${v}_$round.err
+    echo "pi0.5 flag edges=$v"; show $R/pi0_flags_${v}_$round.out
   done
 done
 date
