@@ -213,6 +213,9 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   scratch_bytes_ = std::max(attention_scratch_bytes(sa), attention_scratch_bytes(ca));
   buf(scratch_, scratch_bytes_);
   if (wgmma_.on && wgmma_.w8) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
+  // Two flag edges a block and step (after each LayerNorm), at most.
+  flag_slots_ = wgmma_.on && wgmma_.flags ? 2 * B * static_cast<std::int64_t>(T) : 0;
+  if (flag_slots_ > 0) buf(flags_, bytes_of(DType::kI32, flag_slots_));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_wgmma());
@@ -392,12 +395,17 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   for (std::int64_t i = 0; i < B; ++i) {
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
+    // Flag edges: q|k|v waits for this LayerNorm's counter (nullptr: for its completion).
+    unsigned* in_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_qkv);
+    set_next_signal(in_flag);
     if (ab.skip("norm")) {
     } else if (ff2_parts.count > 0) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, mod, mod + E, kBlockEps, h_, act_, ff2_parts));
     } else {
       EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
     }
+    (void)take_next_signal();
+    set_next_flag_wait({in_flag, static_cast<unsigned>(S)});
     AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
     a.q = qkv_;
     a.out = o_;
@@ -419,15 +427,19 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
+    (void)take_next_flag_wait();
     if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
     if (!ab.skip("out")) {
       EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
     }
+    unsigned* ff_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_ff1);
+    set_next_signal(ff_flag);
     if (!ab.skip("norm")) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
                                              ResidualParts{out_parts, S * E, b.out.bias}));
     }
+    (void)take_next_signal();
     if (mlp_cluster_ > 0 && !ab.skip("ff1") && !ab.skip("ff2")) {
       // ff1 → GELU → ff2 as one kernel, its parts for the next norm.
       WgmmaMlpArgs ma;
@@ -438,7 +450,9 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       ff2_parts = ResidualParts{wgmma_mlp_parts(F, mlp_cluster_), S * E, b.ff2.bias};
       continue;
     }
+    set_next_flag_wait({ff_flag, static_cast<unsigned>(S)});
     if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
+    (void)take_next_flag_wait();
     if (ab.skip("ff2")) {
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {
@@ -506,6 +520,11 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
     EDGEVLA_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
     EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, cfg_.action_horizon * cfg_.max_action_dim));
+  }
+  if (flag_edges_) {
+    // Each forward's edges count from zero (the memset is a node of the captured graph).
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flags_, 0, bytes_of(DType::kI32, flag_slots_), s));
+    flag_cursor_ = 0;
   }
   const float dt = 1.0f / static_cast<float>(steps);
   for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
