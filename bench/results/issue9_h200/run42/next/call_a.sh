@@ -44,22 +44,23 @@ for l in open(sys.argv[1]):
 PY
 wait; date
 . $REPO/bench/results/issue9_h200/show.sh
+# Both heads A/B: int8 weights (EDGEVLA_CUDA_WGMMA_W8) and flag edges (EDGEVLA_CUDA_FLAG_EDGES,
+# built after run 42's device time: q|k|v / gate|up (GR00T: q|k|v / ff1) wait for their norm's
+# counter instead of its completion; predicted (grid − flag_all) µs from the edges bench × 2 a
+# layer-step: × 180 for pi0.5's head, × 128 for GR00T's; ±0.05 ms if the bench shows them equal).
+# A second round while the call has time left.
 for round in 1 2; do
-  for v in 0 1; do
-    EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 45 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 30 --warmup 5 > $R/pi0_w8_${v}_$round.out 2> $R/pi0_w8_${v}_$round.err
-    echo "pi0.5 int8 weights=$v"; show $R/pi0_w8_${v}_$round.out
-    EDGEVLA_CUDA_WGMMA_W8=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 45 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 30 --warmup 5 > $R/groot_w8_${v}_$round.out 2> $R/groot_w8_${v}_$round.err
-    echo "groot int8 weights=$v"; show $R/groot_w8_${v}_$round.out
-  done
-done
-date
-# Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, built after run 42's device time): pi0.5's q|k|v and gate|up
-# wait for their norm's counter instead of its completion. Predicted from the edges bench above:
-# (grid − flag_all) µs × 2 a layer-step × 180 (pi0.5's head); ±0.05 ms if the bench shows them equal.
-for round in 1 2; do
-  for v in 0 1; do
-    EDGEVLA_CUDA_FLAG_EDGES=$v EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 45 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 30 --warmup 5 > $R/pi0_flags_${v}_$round.out 2> $R/pi0_flags_${v}_$round.err
-    echo "pi0.5 flag edges=$v"; show $R/pi0_flags_${v}_$round.out
+  [ $round -eq 2 ] && [ $SECONDS -gt 470 ] && break
+  for knob in "W8=0" "W8=1" "FLAGS=1"; do
+    case $knob in
+      W8=0) env="" ;;
+      W8=1) env="EDGEVLA_CUDA_WGMMA_W8=1" ;;
+      FLAGS=1) env="EDGEVLA_CUDA_FLAG_EDGES=1" ;;
+    esac
+    env $env EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 40 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 30 --warmup 5 > $R/pi0_${knob}_$round.out 2> $R/pi0_${knob}_$round.err
+    echo "pi0.5 $knob"; show $R/pi0_${knob}_$round.out
+    env $env EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 40 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 30 --warmup 5 > $R/groot_${knob}_$round.out 2> $R/groot_${knob}_$round.err
+    echo "groot $knob"; show $R/groot_${knob}_$round.out
   done
 done
 date
