@@ -199,4 +199,11 @@ Expected<int> WgmmaW8Weights::linear(cudaStream_t stream, const void* a, std::in
   return g.k_parts;
 }
 
+Status FlagEdges::reset(cudaStream_t stream) {
+  cursor_ = 0;
+  if (!on()) return Status::ok();
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counters_, 0, bytes(slots_), stream));
+  return Status::ok();
+}
+
 }  // namespace edgevla::backends::cuda

@@ -147,4 +147,25 @@ class WgmmaW8Weights {
   std::unordered_map<const DevLinear*, Quantised> map_;
 };
 
+// A head's flag edges (EDGEVLA_CUDA_FLAG_EDGES=1; common.hpp): one counter an edge and forward in
+// a buffer the engine plans (bytes(slots)), handed out in launch order and zeroed at the start of
+// each forward (a node of the captured graph).
+class FlagEdges {
+ public:
+  static std::size_t bytes(std::int64_t slots) { return static_cast<std::size_t>(slots) * sizeof(unsigned); }
+  // On with `counters` (bytes(slots)), or off when counters is null.
+  void set(unsigned* counters, std::int64_t slots) { counters_ = counters, slots_ = counters ? slots : 0; }
+  bool on() const { return counters_ != nullptr; }
+  // Zeroes the counters on `stream` and starts handing them out again; nothing when off.
+  Status reset(cudaStream_t stream);
+  // The next counter, or null (off, `eligible` false, or every slot handed out this forward: the
+  // edge then keeps the chain's wait).
+  unsigned* next(bool eligible) { return on() && eligible && cursor_ < slots_ ? counters_ + cursor_++ : nullptr; }
+
+ private:
+  unsigned* counters_ = nullptr;
+  std::int64_t slots_ = 0;
+  std::int64_t cursor_ = 0;
+};
+
 }  // namespace edgevla::backends::cuda

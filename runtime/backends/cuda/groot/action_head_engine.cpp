@@ -215,7 +215,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   if (wgmma_.on && wgmma_.w8) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   // Two flag edges a block and step (after each LayerNorm), at most.
   flag_slots_ = wgmma_.on && wgmma_.flags ? 2 * B * static_cast<std::int64_t>(T) : 0;
-  if (flag_slots_ > 0) buf(flags_, bytes_of(DType::kI32, flag_slots_));
+  if (flag_slots_ > 0) buf(flags_buffer_, FlagEdges::bytes(flag_slots_));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_wgmma());
@@ -521,11 +521,7 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
         cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
     EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, cfg_.action_horizon * cfg_.max_action_dim));
   }
-  if (flag_edges_) {
-    // Each forward's edges count from zero (the memset is a node of the captured graph).
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flags_, 0, bytes_of(DType::kI32, flag_slots_), s));
-    flag_cursor_ = 0;
-  }
+  EDGEVLA_RETURN_IF_ERROR(flags_.reset(s));  // each forward's edges count from zero
   const float dt = 1.0f / static_cast<float>(steps);
   for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
   return Status::ok();

@@ -109,13 +109,12 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // 0: off.
   int mlp_cluster_ = 0;
   // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, common.hpp): each block's q|k|v (or cross q) and ff1
-  // wait for a counter their LayerNorm's blocks increment, not for the norm's completion; one
-  // counter an edge and forward (flags_, zeroed at the start of each).
-  bool flag_edges_ = false;
-  unsigned* flags_ = nullptr;
+  // wait for a counter their LayerNorm's blocks increment, not for the norm's completion
+  // (flags_buffer_ holds the counters, planned when asked).
+  unsigned* flags_buffer_ = nullptr;
   std::int64_t flag_slots_ = 0;
-  std::int64_t flag_cursor_ = 0;
-  unsigned* next_flag(bool on_wgmma);
+  FlagEdges flags_;
+  unsigned* next_flag(bool on_wgmma) { return flags_.next(on_wgmma && mlp_cluster_ == 0); }
   // int8 copies of the DiT's projections (EDGEVLA_CUDA_WGMMA_W8=1, action_head_plans.cpp).
   void* w8_buffer_ = nullptr;
   WgmmaW8Weights w8_weights_;

@@ -21,11 +21,6 @@ std::vector<WgmmaW8Weights::Entry> ActionHeadEngine::w8_entries() const {
   return entries;
 }
 
-unsigned* ActionHeadEngine::next_flag(bool on_wgmma) {
-  if (!flag_edges_ || !on_wgmma || mlp_cluster_ > 0 || flag_cursor_ >= flag_slots_) return nullptr;
-  return flags_ + flag_cursor_++;
-}
-
 Status ActionHeadEngine::plan_wgmma() {
   const WgmmaChoice& c = wgmma_;
   if (!c.on) return Status::ok();
@@ -57,10 +52,10 @@ Status ActionHeadEngine::plan_wgmma() {
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
-  flag_edges_ = c.flags && wgmma_chain_ && flags_ != nullptr;
+  flags_.set(c.flags && wgmma_chain_ ? flags_buffer_ : nullptr, flag_slots_);
   if (c.flags) {
     spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_FLAG_EDGES=1: {}",
-                 flag_edges_ ? "q|k|v and ff1 wait for their LayerNorm's counter"
+                 flags_.on() ? "q|k|v and ff1 wait for their LayerNorm's counter"
                              : "not taken (the blocks on the warpgroup GEMM, chained)");
   }
   mlp_cluster_ = 0;

@@ -80,8 +80,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   plan_wgmma(tw);
   if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
   // Two flag edges a layer and step (after each norm), at most.
-  flag_slots_ = flag_edges_ ? 2 * L * static_cast<std::int64_t>(max_steps_) : 0;
-  if (flag_edges_) buf(flags_, bytes_of(DType::kI32, flag_slots_));
+  const std::int64_t flag_slots = 2 * L * static_cast<std::int64_t>(max_steps_);
+  if (flag_edges_) buf(flags_buffer_, FlagEdges::bytes(flag_slots));
   if (w8_) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
@@ -102,6 +102,7 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), buf));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
+  flags_.set(flag_edges_ ? flags_buffer_ : nullptr, flag_slots);
   // The norm epilogue's counters start at zero (each call leaves them so).
   if (gemm_norm_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(norm_scratch_, 0, wgmma_norm_scratch_bytes(E)));
   plan_chain();
@@ -411,11 +412,7 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
     EDGEVLA_RETURN_IF_ERROR(rope_table(stream_.get(), cfg_.suffix_len(), cfg_.expert.head_dim / 2, n_dev_, inv_freq_,
                                        rope_table_));
   }
-  if (flag_edges_) {
-    // Each forward's edges count from zero (the memset is a node of the captured graph).
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flags_, 0, bytes_of(DType::kI32, flag_slots_), stream_.get()));
-    flag_cursor_ = 0;
-  }
+  EDGEVLA_RETURN_IF_ERROR(flags_.reset(stream_.get()));  // each forward's edges count from zero
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {
     float* v = velocities != nullptr ? velocities + i * Hz * A : nullptr;

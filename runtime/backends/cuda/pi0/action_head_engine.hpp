@@ -187,13 +187,11 @@ class ActionHeadEngine final : public CudaEngine {
   WgmmaW8Weights w8_weights_;
   std::vector<WgmmaW8Weights::Entry> w8_entries();
   // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, common.hpp): q|k|v and gate|up wait for a counter their
-  // norm's blocks increment, not for the norm's completion; one counter an edge and forward
-  // (flags_, zeroed at the start of each), flag_cursor_ the next.
+  // norm's blocks increment, not for the norm's completion (flags_buffer_ holds the counters).
   bool flag_edges_ = false;
-  unsigned* flags_ = nullptr;
-  std::int64_t flag_slots_ = 0;
-  std::int64_t flag_cursor_ = 0;
-  unsigned* next_flag(ChainRole role);
+  unsigned* flags_buffer_ = nullptr;
+  FlagEdges flags_;
+  unsigned* next_flag(ChainRole role) { return flags_.next(!gemm_norm_ && on_wgmma(role)); }
   WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");

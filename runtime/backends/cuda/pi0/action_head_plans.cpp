@@ -122,11 +122,6 @@ std::vector<WgmmaW8Weights::Entry> ActionHeadEngine::w8_entries() {
   return entries;
 }
 
-unsigned* ActionHeadEngine::next_flag(ChainRole role) {
-  if (!flag_edges_ || gemm_norm_ || !on_wgmma(role) || flag_cursor_ >= flag_slots_) return nullptr;
-  return flags_ + flag_cursor_++;
-}
-
 Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const void* a, std::int64_t lda,
                                            const DevLinear& w, void* d, std::int64_t ldd, int max_parts) const {
   const std::int64_t S = cfg_.suffix_len();
