@@ -30,10 +30,10 @@
 //                                   (kernels/wgmma_w8.hpp, quantised at load, one scale a
 //                                   feature; pi0 / pi0.5's four, GR00T's self q|k|v, out, ff1 and
 //                                   ff2); not yet measured on a GPU, so off;
-//   EDGEVLA_CUDA_FLAG_EDGES=1       the GEMMs after a norm wait for a counter the norm's blocks
-//                                   increment once their rows are written, instead of for the
-//                                   norm's completion (common.hpp: flag edges); not yet measured
-//                                   on a GPU, so off;
+//   EDGEVLA_CUDA_FLAG_EDGES=1       the GEMMs after a norm, and the norms after a k-part GEMM,
+//                                   wait for a counter the kernel ahead's blocks increment once
+//                                   their outputs are written, instead of for its completion
+//                                   (common.hpp: flag edges); not yet measured on a GPU, so off;
 //   EDGEVLA_WGMMA_AHEAD=N           weight stages a GEMM copies before it waits for the kernel
 //                                   ahead in the chain (0 to 8; default 4, run 41 calls 5, 7);
 //   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel

@@ -12,6 +12,8 @@
 // (num_steps, text and image token buckets, feature dtype); token counts are read on the device.
 #include "runtime/backends/cuda/groot/action_head_engine.hpp"
 
+#include <utility>
+
 namespace edgevla::backends::cuda::groot {
 namespace action_head {
 
@@ -213,8 +215,8 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   scratch_bytes_ = std::max(attention_scratch_bytes(sa), attention_scratch_bytes(ca));
   buf(scratch_, scratch_bytes_);
   if (wgmma_.on && wgmma_.w8) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
-  // Two flag edges a block and step (after each LayerNorm), at most.
-  flag_slots_ = wgmma_.on && wgmma_.flags ? 2 * B * static_cast<std::int64_t>(T) : 0;
+  // Four a block and step (after each LayerNorm, after out and ff2), at most.
+  flag_slots_ = wgmma_.on && wgmma_.flags ? 4 * B * static_cast<std::int64_t>(T) : 0;
   if (flag_slots_ > 0) buf(flags_buffer_, FlagEdges::bytes(flag_slots_));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
@@ -379,6 +381,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // add to the residual stream (Gemm::parts); the last ff2 adds its own, as no norm over all
   // rows follows it.
   ResidualParts ff2_parts{0, 0, nullptr};
+  FlagWait ff2_done;  // flag edges: the counter of the ff2 the next LayerNorm adds (null: the chain's wait)
   // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
   auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
     if (wg && w8_weights_.has(w)) return w8_weights_.linear(s, h_, S, E, w, d, ldd, 1, wgmma_launch_).status();
@@ -390,6 +393,16 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, kMaxKParts, wgmma_launch_);
     return mm.parts(a, S, k_in, w, parts_, kMaxKParts);
   };
+  // Flag edges: a k-part projection counting its blocks (E / 64 feature blocks a part) into `done`.
+  auto counted_parts = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w,
+                           FlagWait& done) -> Expected<int> {
+    unsigned* counter = next_flag(wg);
+    set_next_signal(counter);
+    Expected<int> parts = parts_linear(wg, a, k_in, w);
+    (void)take_next_signal();
+    if (parts) done = {counter, static_cast<unsigned>(E / 64 * *parts)};
+    return parts;
+  };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
   const DependentLaunchScope chained(wgmma_chain_);
   for (std::int64_t i = 0; i < B; ++i) {
@@ -398,6 +411,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     // Flag edges: q|k|v waits for this LayerNorm's counter (nullptr: for its completion).
     unsigned* in_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_qkv);
     set_next_signal(in_flag);
+    set_next_flag_wait(std::exchange(ff2_done, FlagWait{}));
     if (ab.skip("norm")) {
     } else if (ff2_parts.count > 0) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, mod, mod + E, kBlockEps, h_, act_, ff2_parts));
@@ -405,6 +419,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
     }
     (void)take_next_signal();
+    (void)take_next_flag_wait();
     set_next_flag_wait({in_flag, static_cast<unsigned>(S)});
     AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
     a.q = qkv_;
@@ -430,16 +445,19 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     (void)take_next_flag_wait();
     if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
+    FlagWait out_done;
     if (!ab.skip("out")) {
-      EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
+      EDGEVLA_ASSIGN_OR_RETURN(out_parts, counted_parts(b.wg_out, o_, E, b.out, out_done));
     }
     unsigned* ff_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_ff1);
     set_next_signal(ff_flag);
+    set_next_flag_wait(out_done);
     if (!ab.skip("norm")) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
                                              ResidualParts{out_parts, S * E, b.out.bias}));
     }
     (void)take_next_signal();
+    (void)take_next_flag_wait();
     if (mlp_cluster_ > 0 && !ab.skip("ff1") && !ab.skip("ff2")) {
       // ff1 → GELU → ff2 as one kernel, its parts for the next norm.
       WgmmaMlpArgs ma;
@@ -457,7 +475,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {
       // The last block's parts (on the warpgroup GEMM) go to the output norm below.
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, parts_linear(b.wg_ff2, ff_, F, b.ff2));
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, counted_parts(b.wg_ff2, ff_, F, b.ff2, ff2_done));
       ff2_parts = ResidualParts{count, S * E, b.ff2.bias};
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));
@@ -469,8 +487,10 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   const float* om = mods + B * 2 * E;
   if (ab.skip("edges")) return Status::ok();
   if (ff2_parts.count > 0) {
+    set_next_flag_wait(std::exchange(ff2_done, FlagWait{}));
     EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, rows, parts_ + (S - Hz) * E, Hz, E, om + E, om, kOutputEps, h_,
                                            act_, ff2_parts));
+    (void)take_next_flag_wait();
   } else {
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
   }

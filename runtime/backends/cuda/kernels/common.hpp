@@ -48,10 +48,11 @@ bool dependent_launch_supported();
 
 // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1 in the action heads; an experiment, launch.cuh): a chained
 // kernel waits for a counter that the blocks of the kernel ahead increment once their stores are
-// visible, instead of for that kernel's completion. set_next_signal(c): the next norm launched on
-// this thread increments c once a block, after its stores. set_next_flag_wait(w): the next
-// warpgroup GEMM launched on this thread waits for *w.counter to reach w.target instead of the
-// chain's wait. Each setting is taken by one launch (the take_ calls clear it).
+// visible, instead of for that kernel's completion. set_next_signal(c): the next norm or warpgroup
+// GEMM (not its norm form) launched on this thread increments c once a block, after its stores.
+// set_next_flag_wait(w): the next warpgroup GEMM or norm launched on this thread waits for
+// *w.counter to reach w.target (the blocks of the kernel it reads) instead of the chain's wait.
+// Each setting is taken by one launch (the take_ calls clear it).
 struct FlagWait {
   const unsigned* counter = nullptr;
   unsigned target = 0;

@@ -105,7 +105,20 @@ struct Params {
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
   FlagWait flag;    // flag edges (common.hpp): the counter to wait for instead of the chain's wait
+  unsigned* done;   // flag edges: the counter each block increments once its outputs are written
 };
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Flag edges: the consumer warpgroup's stores are done; one thread counts the block in.
+__device__ __forceinline__ void count_block_in(unsigned* done) {
+  if (done == nullptr) return;
+  asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(done, 1u);
+  }
+}
+#endif
 
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -332,6 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < kAccFloats; i += 4) {
         ptx::store_async4(remote + i * 4, a0[i], a0[i + 1], a0[i + 2], a0[i + 3], remote_bar);
       }
+      count_block_in(p.done);  // the leader writes this slice's share, and counts itself in after
       return;
     }
     // The leader adds the other slices' sums in rank order (deterministic), then writes.
@@ -359,6 +373,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) epilogue_tile<kEpilogue>(p, acc[t], row0 + t * kBn, nt, part, warp, lane);
+    count_block_in(p.done);
   }
 #endif
 }
@@ -591,7 +606,10 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead(), take_next_flag_wait()};
+           args.k_parts, NormParams{}, wgmma_stages_ahead(), take_next_flag_wait(), take_next_signal()};
+  if (p.done != nullptr && args.epilogue == WgmmaEpilogue::kNorm) {
+    return invalid_argument("wgmma_gemm: flag edges do not count the norm form's blocks; no signal with kNorm");
+  }
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);

@@ -52,6 +52,7 @@ struct Params {
   int m, n, k, parts;
   int ahead;
   FlagWait flag;  // flag edges (common.hpp): the counter to wait for instead of the chain's wait
+  unsigned* done;  // flag edges: the counter each block increments once its outputs are written
 };
 
 __global__ void row_scales_kernel(const bf16* w, long long k, long long ld, float* scales) {
@@ -109,6 +110,16 @@ __device__ __forceinline__ uint2 widen4(unsigned w) {
   const float f3 = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7653)) - 8388736.0f;
   return make_uint2(__byte_perm(__float_as_uint(f0), __float_as_uint(f1), 0x7632),
                     __byte_perm(__float_as_uint(f2), __float_as_uint(f3), 0x7632));
+}
+
+// Flag edges: warpgroup 0's stores are done (warpgroup 1 has left); one thread counts the block in.
+__device__ __forceinline__ void count_block_in(unsigned* done) {
+  if (done == nullptr) return;
+  asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(done, 1u);
+  }
 }
 
 // One thread's fragments of a stage: [k16 slice][a0..a3], each two bf16.
@@ -238,6 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
         if (row < p.m) d[static_cast<long long>(row) * p.ldd + g] = __float2bfloat16_rn(ew::gelu_tanh(gate) * up);
       }
     }
+    count_block_in(p.done);
     return;
   }
   // acc: features f and f + 8 (this thread's rows of the m64 tile), rows 8j + 2(lane % 4) + {0, 1}.
@@ -253,6 +265,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
         if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e] * (e >= 2 ? sb : sa);
       }
     }
+    count_block_in(p.done);
     return;
   }
   const float ba = p.bias != nullptr ? p.bias[f] : 0.0f, bb = p.bias != nullptr ? p.bias[f + 8] : 0.0f;
@@ -267,6 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
       if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
+  count_block_in(p.done);
 #else
   (void)p;
   (void)a_map;
@@ -331,7 +345,7 @@ Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
   }
   const Params p{static_cast<const std::int8_t*>(args.w_tiled), args.scales, args.bias, args.d, args.ldd,
                  args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-                 args.k_parts, wgmma_stages_ahead(), take_next_flag_wait()};
+                 args.k_parts, wgmma_stages_ahead(), take_next_flag_wait(), take_next_signal()};
   cudaError_t err = cudaFuncSetAttribute(wgmma_w8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   if (err == cudaSuccess) {
     const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : 1));

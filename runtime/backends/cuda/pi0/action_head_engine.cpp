@@ -2,6 +2,8 @@
 // CUDA graph, and the run (the class and what it holds: action_head_engine.hpp).
 #include "runtime/backends/cuda/pi0/action_head_engine.hpp"
 
+#include <utility>
+
 namespace edgevla::backends::cuda::pi0 {
 
 Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
@@ -79,8 +81,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(g_, bytes_of(act_, S * F));
   plan_wgmma(tw);
   if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
-  // Two flag edges a layer and step (after each norm), at most.
-  const std::int64_t flag_slots = 2 * L * static_cast<std::int64_t>(max_steps_);
+  // Four flag edges a layer and step (after each norm, after o and down), at most.
+  const std::int64_t flag_slots = 4 * L * static_cast<std::int64_t>(max_steps_);
   if (flag_edges_) buf(flags_buffer_, FlagEdges::bytes(flag_slots));
   if (w8_) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   buf(at_, bytes_of(act_, Hz * E));
@@ -248,6 +250,8 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   bool normed = false;  // ys_ already holds the next norm's output (gemm_norm_)
+  // Flag edges: the counter of the down projection the next norm adds (null: the chain's wait).
+  FlagWait down_done;
   // From the first norm to the final one, each kernel is chained to the one before it.
   const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
   // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down.
@@ -261,6 +265,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     // Flag edges: q|k|v waits for this norm's counter (nullptr: for its completion).
     unsigned* in_flag = ab.skip("norm") || in_normed ? nullptr : next_flag(kChainQkv);
     set_next_signal(in_flag);
+    set_next_flag_wait(std::exchange(down_done, FlagWait{}));
     if (ab.skip("norm") || in_normed) {
       // The down projection before wrote this layer's normalised rows (gemm_norm_).
     } else if (pi05_ && pending != nullptr) {
@@ -275,6 +280,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
     (void)take_next_signal();  // not taken when no norm launched
+    (void)take_next_flag_wait();
     set_next_flag_wait({in_flag, static_cast<unsigned>(S)});
     if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     (void)take_next_flag_wait();
@@ -303,23 +309,28 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     a.a_constant = true;  // the prefix cache is written before the loop
     if (rope_inside) a.rope = rope_table_;
     int o_parts = 1;  // left out (Ablation), the norm reads one stale part
+    unsigned* o_flag = nullptr;  // flag edges: o's counter, which the norm after it waits for
     {
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
       if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      o_flag = ab.skip("o") ? nullptr : next_flag(kChainO);
       if (ab.skip("o")) {
       } else if (gemm_norm_) {
         // x += o (+ bias) (· gate), and the post-attention norm, in o's GEMM.
         EDGEVLA_RETURN_IF_ERROR(layer_gemm_norm(o_, H * h, w.o, pi05_ ? mod_in + 2 * E : nullptr,
                                                 pi05_ ? mod_post : w.post_norm));
       } else {
+        set_next_signal(o_flag);
         EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
+        (void)take_next_signal();
       }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     unsigned* post_flag = ab.skip("norm") ? nullptr : next_flag(kChainGateUp);
     set_next_signal(post_flag);
+    set_next_flag_wait({o_flag, static_cast<unsigned>(E / 64 * o_parts)});
     if (ab.skip("norm") || gemm_norm_) {
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -329,6 +340,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
     (void)take_next_signal();
+    (void)take_next_flag_wait();
     int count = 1;  // as o_parts
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
@@ -346,7 +358,11 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
         normed = true;
         continue;
       } else {
+        unsigned* done = next_flag(kChainDown);
+        set_next_signal(done);
         EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
+        (void)take_next_signal();
+        down_done = {done, static_cast<unsigned>(E / 64 * count)};
       }
     } else {
       // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
@@ -372,14 +388,18 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
     // norm in one pass.
     const float* mod = mods + 2 * L * 3 * E;
+    set_next_flag_wait(std::exchange(down_done, FlagWait{}));
     EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod, mod + E, kNormEps,
                                                    ys_, act_, down_parts));
+    (void)take_next_flag_wait();
   } else {
     // The last down projection's parts are added over the action rows only (the state row is
     // not read again), the sum written back to those rows as the norm reads them.
     const std::int64_t skip = (S - Hz) * E;
+    set_next_flag_wait(std::exchange(down_done, FlagWait{}));
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_ + skip, parts_ + skip, DType::kF32, Hz, E, final_norm_, kNormEps, ys_,
                                      act_, down_parts));
+    (void)take_next_flag_wait();
   }
   if (flow) {
     FlowStepArgs f;
