@@ -46,8 +46,9 @@ wait; date
 . $REPO/bench/results/issue9_h200/show.sh
 # Both heads A/B: int8 weights (EDGEVLA_CUDA_WGMMA_W8) and flag edges (EDGEVLA_CUDA_FLAG_EDGES,
 # built after run 42's device time: q|k|v / gate|up (GR00T: q|k|v / ff1) wait for their norm's
-# counter instead of its completion; predicted (grid − flag_all) µs from the edges bench × 2 a
-# layer-step: × 180 for pi0.5's head, × 128 for GR00T's; ±0.05 ms if the bench shows them equal).
+# counter, the norms for o's / down's (out's / ff2's), instead of the kernel ahead's completion;
+# predicted (grid − flag_all) µs from the edges bench × 4 a layer-step: × 180 for pi0.5's head,
+# × 128 for GR00T's; ±0.05 ms if the bench shows them equal).
 # A second round while the call has time left.
 for round in 1 2; do
   [ $round -eq 2 ] && [ $SECONDS -gt 470 ] && break
