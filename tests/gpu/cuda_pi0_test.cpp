@@ -404,7 +404,8 @@ TEST(CudaPi0Wgmma, TheInt8WeightsAgree) {
 }
 
 // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1): q|k|v and gate|up wait for a counter their norm's blocks
-// increment, and the norms for o's and down's, instead of for the kernel ahead's completion. The same kernels compute the same sums in the
+// increment, the norms for o's and down's, down for gate|up's, instead of for the kernel ahead's
+// completion. The same kernels compute the same sums in the
 // same order, so the actions are the same bits as the chain's, run after run (graph replays reset
 // the counters), with the int8 weights too.
 TEST(CudaPi0Wgmma, TheFlagEdgesGiveTheChainsActions) {

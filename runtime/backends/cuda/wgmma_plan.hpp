@@ -30,8 +30,9 @@
 //                                   (kernels/wgmma_w8.hpp, quantised at load, one scale a
 //                                   feature; pi0 / pi0.5's four, GR00T's self q|k|v, out, ff1 and
 //                                   ff2); not yet measured on a GPU, so off;
-//   EDGEVLA_CUDA_FLAG_EDGES=1       the GEMMs after a norm, and the norms after a k-part GEMM,
-//                                   wait for a counter the kernel ahead's blocks increment once
+//   EDGEVLA_CUDA_FLAG_EDGES=1       the GEMMs after a norm or after the MLP's first GEMM, and the
+//                                   norms after a k-part GEMM, wait for a counter the kernel
+//                                   ahead's blocks increment once
 //                                   their outputs are written, instead of for its completion
 //                                   (common.hpp: flag edges); not yet measured on a GPU, so off;
 //   EDGEVLA_WGMMA_AHEAD=N           weight stages a GEMM copies before it waits for the kernel

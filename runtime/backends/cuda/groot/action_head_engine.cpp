@@ -215,8 +215,8 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   scratch_bytes_ = std::max(attention_scratch_bytes(sa), attention_scratch_bytes(ca));
   buf(scratch_, scratch_bytes_);
   if (wgmma_.on && wgmma_.w8) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
-  // Four a block and step (after each LayerNorm, after out and ff2), at most.
-  flag_slots_ = wgmma_.on && wgmma_.flags ? 4 * B * static_cast<std::int64_t>(T) : 0;
+  // Five a block and step (after each LayerNorm, after out, ff1 and ff2), at most.
+  flag_slots_ = wgmma_.on && wgmma_.flags ? 5 * B * static_cast<std::int64_t>(T) : 0;
   if (flag_slots_ > 0) buf(flags_buffer_, FlagEdges::bytes(flag_slots_));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
@@ -393,14 +393,17 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, kMaxKParts, wgmma_launch_);
     return mm.parts(a, S, k_in, w, parts_, kMaxKParts);
   };
-  // Flag edges: a k-part projection counting its blocks (E / 64 feature blocks a part) into `done`.
-  auto counted_parts = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w,
+  // Flag edges: a k-part projection (waiting for `wait`, null: the chain) counting its blocks into
+  // `done`.
+  auto counted_parts = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w, FlagWait wait,
                            FlagWait& done) -> Expected<int> {
     unsigned* counter = next_flag(wg);
     set_next_signal(counter);
+    set_next_flag_wait(wait);
     Expected<int> parts = parts_linear(wg, a, k_in, w);
     (void)take_next_signal();
-    if (parts) done = {counter, static_cast<unsigned>(E / 64 * *parts)};
+    (void)take_next_flag_wait();
+    done = {counter, take_signal_blocks()};
     return parts;
   };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
@@ -420,7 +423,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     }
     (void)take_next_signal();
     (void)take_next_flag_wait();
-    set_next_flag_wait({in_flag, static_cast<unsigned>(S)});
+    set_next_flag_wait({in_flag, take_signal_blocks()});
     AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
     a.q = qkv_;
     a.out = o_;
@@ -447,7 +450,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     int out_parts = 1;
     FlagWait out_done;
     if (!ab.skip("out")) {
-      EDGEVLA_ASSIGN_OR_RETURN(out_parts, counted_parts(b.wg_out, o_, E, b.out, out_done));
+      EDGEVLA_ASSIGN_OR_RETURN(out_parts, counted_parts(b.wg_out, o_, E, b.out, FlagWait{}, out_done));
     }
     unsigned* ff_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_ff1);
     set_next_signal(ff_flag);
@@ -458,6 +461,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     }
     (void)take_next_signal();
     (void)take_next_flag_wait();
+    const unsigned ff_blocks = take_signal_blocks();
     if (mlp_cluster_ > 0 && !ab.skip("ff1") && !ab.skip("ff2")) {
       // ff1 → GELU → ff2 as one kernel, its parts for the next norm.
       WgmmaMlpArgs ma;
@@ -468,14 +472,19 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       ff2_parts = ResidualParts{wgmma_mlp_parts(F, mlp_cluster_), S * E, b.ff2.bias};
       continue;
     }
-    set_next_flag_wait({ff_flag, static_cast<unsigned>(S)});
+    // Flag edges: ff2 waits for ff1's counter where both run on the warpgroup GEMM.
+    unsigned* ff1_flag = ab.skip("ff1") || ab.skip("ff2") || !b.wg_ff2 ? nullptr : next_flag(b.wg_ff1);
+    set_next_flag_wait({ff_flag, ff_blocks});
+    set_next_signal(ff1_flag);
     if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
     (void)take_next_flag_wait();
+    (void)take_next_signal();
+    const FlagWait ff1_done{ff1_flag, take_signal_blocks()};
     if (ab.skip("ff2")) {
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {
       // The last block's parts (on the warpgroup GEMM) go to the output norm below.
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, counted_parts(b.wg_ff2, ff_, F, b.ff2, ff2_done));
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, counted_parts(b.wg_ff2, ff_, F, b.ff2, ff1_done, ff2_done));
       ff2_parts = ResidualParts{count, S * E, b.ff2.bias};
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));

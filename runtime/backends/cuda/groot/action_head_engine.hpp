@@ -109,9 +109,9 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // 0: off.
   int mlp_cluster_ = 0;
   // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, common.hpp): each block's q|k|v (or cross q) and ff1
-  // wait for a counter their LayerNorm's blocks increment, and each LayerNorm after out or ff2 for
-  // that GEMM's, not for the kernel ahead's completion (flags_buffer_ holds the counters, planned
-  // when asked).
+  // wait for a counter their LayerNorm's blocks increment, each LayerNorm after out or ff2 for that
+  // GEMM's, and ff2 for ff1's, not for the kernel ahead's completion (flags_buffer_ holds the
+  // counters, planned when asked).
   unsigned* flags_buffer_ = nullptr;
   std::int64_t flag_slots_ = 0;
   FlagEdges flags_;

@@ -55,7 +55,7 @@ Status ActionHeadEngine::plan_wgmma() {
   flags_.set(c.flags && wgmma_chain_ ? flags_buffer_ : nullptr, flag_slots_);
   if (c.flags) {
     spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_FLAG_EDGES=1: {}",
-                 flags_.on() ? "q|k|v and ff1 wait for their LayerNorm's counter, the LayerNorms for out's and ff2's"
+                 flags_.on() ? "q|k|v and ff1 wait for their LayerNorm's counter, the LayerNorms for out's and ff2's, ff2 for ff1's"
                              : "not taken (the blocks on the warpgroup GEMM, chained)");
   }
   mlp_cluster_ = 0;

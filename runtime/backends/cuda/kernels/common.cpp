@@ -52,7 +52,11 @@ thread_local cudaError_t g_launch_error = cudaSuccess;
 thread_local int g_chain_depth = 0;
 thread_local unsigned* g_next_signal = nullptr;
 thread_local FlagWait g_next_flag_wait;
+thread_local unsigned g_signal_blocks = 0;
 }  // namespace
+
+void note_signal_blocks(unsigned blocks) { g_signal_blocks = blocks; }
+unsigned take_signal_blocks() { return std::exchange(g_signal_blocks, 0u); }
 
 void set_next_signal(unsigned* counter) { g_next_signal = counter; }
 unsigned* take_next_signal() { return std::exchange(g_next_signal, nullptr); }

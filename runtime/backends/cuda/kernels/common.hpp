@@ -59,6 +59,10 @@ struct FlagWait {
 };
 void set_next_signal(unsigned* counter);
 unsigned* take_next_signal();
+// The blocks of the last launch that took a signal (what its counter reaches), read once: launches
+// note it, the engine reads it as the target of the wait on that counter.
+void note_signal_blocks(unsigned blocks);
+unsigned take_signal_blocks();
 void set_next_flag_wait(FlagWait wait);
 FlagWait take_next_flag_wait();
 

@@ -237,6 +237,7 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   }
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
+  if (done != nullptr) note_signal_blocks(grid.x);
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
   launch(&norm_kernel<K, TY, TR, VV, II>, grid, dim3(threads), 0, stream, x, res, gate, width, p0, p1, eps, y, \
          static_cast<int>(parts.count), parts.stride, parts.bias, done, wait)

@@ -625,6 +625,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   const dim3 grid(static_cast<unsigned>(args.n / kBm),
                   static_cast<unsigned>(parts_out || args.k_parts > 1 ? args.k_parts : args.k_split),
                   static_cast<unsigned>(row_blocks));
+  if (p.done != nullptr) note_signal_blocks(grid.x * grid.y * grid.z);
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
     case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, args.k_split, tiles, p, a_map); break;

@@ -349,6 +349,7 @@ Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
   cudaError_t err = cudaFuncSetAttribute(wgmma_w8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   if (err == cudaSuccess) {
     const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : 1));
+    if (p.done != nullptr) note_signal_blocks(grid.x * grid.y);
     cudaLaunchAttribute attribute{};
     const cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), kSmemBytes, stream, &attribute);
     WgmmaW8Epilogue epi = args.epilogue;

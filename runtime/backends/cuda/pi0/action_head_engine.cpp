@@ -81,8 +81,8 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(g_, bytes_of(act_, S * F));
   plan_wgmma(tw);
   if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
-  // Four flag edges a layer and step (after each norm, after o and down), at most.
-  const std::int64_t flag_slots = 4 * L * static_cast<std::int64_t>(max_steps_);
+  // Five flag edges a layer and step (after each norm, after o, gate|up and down), at most.
+  const std::int64_t flag_slots = 5 * L * static_cast<std::int64_t>(max_steps_);
   if (flag_edges_) buf(flags_buffer_, FlagEdges::bytes(flag_slots));
   if (w8_) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   buf(at_, bytes_of(act_, Hz * E));
@@ -281,7 +281,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     }
     (void)take_next_signal();  // not taken when no norm launched
     (void)take_next_flag_wait();
-    set_next_flag_wait({in_flag, static_cast<unsigned>(S)});
+    set_next_flag_wait({in_flag, take_signal_blocks()});
     if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     (void)take_next_flag_wait();
     auto* q = static_cast<std::byte*>(qkv_);
@@ -310,6 +310,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     if (rope_inside) a.rope = rope_table_;
     int o_parts = 1;  // left out (Ablation), the norm reads one stale part
     unsigned* o_flag = nullptr;  // flag edges: o's counter, which the norm after it waits for
+    unsigned o_blocks = 0;       // and the count it reaches
     {
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
@@ -325,12 +326,13 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
         set_next_signal(o_flag);
         EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
         (void)take_next_signal();
+        o_blocks = take_signal_blocks();
       }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
     unsigned* post_flag = ab.skip("norm") ? nullptr : next_flag(kChainGateUp);
     set_next_signal(post_flag);
-    set_next_flag_wait({o_flag, static_cast<unsigned>(E / 64 * o_parts)});
+    set_next_flag_wait({o_flag, o_blocks});
     if (ab.skip("norm") || gemm_norm_) {
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -341,12 +343,17 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     }
     (void)take_next_signal();
     (void)take_next_flag_wait();
+    const unsigned post_blocks = take_signal_blocks();
     int count = 1;  // as o_parts
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
-      set_next_flag_wait({post_flag, static_cast<unsigned>(S)});
+      unsigned* gu_flag = ab.skip("gate_up") || ab.skip("down") ? nullptr : next_flag(kChainDown);
+      set_next_flag_wait({post_flag, post_blocks});
+      set_next_signal(gu_flag);
       if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
       (void)take_next_flag_wait();
+      (void)take_next_signal();
+      const FlagWait gu_done{gu_flag, take_signal_blocks()};
       // With gemm_norm_, down's GEMM also adds into the residual stream and writes the next norm's
       // rows: the next layer's input norm, or pi0.5's final norm (pi0's final norm covers the
       // action rows only and stays a kernel).
@@ -360,9 +367,11 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       } else {
         unsigned* done = next_flag(kChainDown);
         set_next_signal(done);
+        set_next_flag_wait(gu_done);
         EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
         (void)take_next_signal();
-        down_done = {done, static_cast<unsigned>(E / 64 * count)};
+        (void)take_next_flag_wait();
+        down_done = {done, take_signal_blocks()};
       }
     } else {
       // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.

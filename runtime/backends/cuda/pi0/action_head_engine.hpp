@@ -187,8 +187,8 @@ class ActionHeadEngine final : public CudaEngine {
   WgmmaW8Weights w8_weights_;
   std::vector<WgmmaW8Weights::Entry> w8_entries();
   // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, common.hpp): q|k|v and gate|up wait for a counter their
-  // norm's blocks increment, and each norm after o or down for that GEMM's, not for the kernel
-  // ahead's completion (flags_buffer_ holds the counters).
+  // norm's blocks increment, each norm after o or down for that GEMM's, and down for gate|up's, not
+  // for the kernel ahead's completion (flags_buffer_ holds the counters).
   bool flag_edges_ = false;
   unsigned* flags_buffer_ = nullptr;
   FlagEdges flags_;

@@ -47,7 +47,8 @@ wait; date
 # Both heads A/B: int8 weights (EDGEVLA_CUDA_WGMMA_W8) and flag edges (EDGEVLA_CUDA_FLAG_EDGES,
 # built after run 42's device time: q|k|v / gate|up (GR00T: q|k|v / ff1) wait for their norm's
 # counter, the norms for o's / down's (out's / ff2's), instead of the kernel ahead's completion;
-# predicted (grid − flag_all) µs from the edges bench × 4 a layer-step: × 180 for pi0.5's head,
+# down / ff2 for gate|up's / ff1's; predicted (grid − flag_all) µs from the edges bench × 5 a
+# layer-step: × 180 for pi0.5's head,
 # × 128 for GR00T's; ±0.05 ms if the bench shows them equal).
 # A second round while the call has time left.
 for round in 1 2; do
