@@ -12,6 +12,7 @@
 // (num_steps, text and image token buckets, feature dtype); token counts are read on the device.
 #include "runtime/backends/cuda/groot/action_head_engine.hpp"
 
+#include <optional>
 #include <utility>
 
 namespace edgevla::backends::cuda::groot {
@@ -397,13 +398,9 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // `done`.
   auto counted_parts = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w, FlagWait wait,
                            FlagWait& done) -> Expected<int> {
-    unsigned* counter = next_flag(wg);
-    set_next_signal(counter);
-    set_next_flag_wait(wait);
+    FlagEdge edge(wait, next_flag(wg));
     Expected<int> parts = parts_linear(wg, a, k_in, w);
-    (void)take_next_signal();
-    (void)take_next_flag_wait();
-    done = {counter, take_signal_blocks()};
+    done = edge.done();
     return parts;
   };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
@@ -412,18 +409,15 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
     // Flag edges: q|k|v waits for this LayerNorm's counter (nullptr: for its completion).
-    unsigned* in_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_qkv);
-    set_next_signal(in_flag);
-    set_next_flag_wait(std::exchange(ff2_done, FlagWait{}));
+    FlagEdge in_edge(std::exchange(ff2_done, FlagWait{}), ab.skip("norm") ? nullptr : next_flag(b.wg_qkv));
     if (ab.skip("norm")) {
     } else if (ff2_parts.count > 0) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, mod, mod + E, kBlockEps, h_, act_, ff2_parts));
     } else {
       EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
     }
-    (void)take_next_signal();
-    (void)take_next_flag_wait();
-    set_next_flag_wait({in_flag, take_signal_blocks()});
+    std::optional<FlagEdge> qkv_edge;
+    qkv_edge.emplace(in_edge.done(), nullptr);
     AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
     a.q = qkv_;
     a.out = o_;
@@ -445,23 +439,22 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
-    (void)take_next_flag_wait();
+    qkv_edge.reset();
     if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
     FlagWait out_done;
     if (!ab.skip("out")) {
       EDGEVLA_ASSIGN_OR_RETURN(out_parts, counted_parts(b.wg_out, o_, E, b.out, FlagWait{}, out_done));
     }
-    unsigned* ff_flag = ab.skip("norm") ? nullptr : next_flag(b.wg_ff1);
-    set_next_signal(ff_flag);
-    set_next_flag_wait(out_done);
-    if (!ab.skip("norm")) {
-      EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
-                                             ResidualParts{out_parts, S * E, b.out.bias}));
+    FlagWait ff_done;
+    {
+      FlagEdge edge(out_done, ab.skip("norm") ? nullptr : next_flag(b.wg_ff1));
+      if (!ab.skip("norm")) {
+        EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
+                                               ResidualParts{out_parts, S * E, b.out.bias}));
+      }
+      ff_done = edge.done();
     }
-    (void)take_next_signal();
-    (void)take_next_flag_wait();
-    const unsigned ff_blocks = take_signal_blocks();
     if (mlp_cluster_ > 0 && !ab.skip("ff1") && !ab.skip("ff2")) {
       // ff1 → GELU → ff2 as one kernel, its parts for the next norm.
       WgmmaMlpArgs ma;
@@ -473,13 +466,12 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       continue;
     }
     // Flag edges: ff2 waits for ff1's counter where both run on the warpgroup GEMM.
-    unsigned* ff1_flag = ab.skip("ff1") || ab.skip("ff2") || !b.wg_ff2 ? nullptr : next_flag(b.wg_ff1);
-    set_next_flag_wait({ff_flag, ff_blocks});
-    set_next_signal(ff1_flag);
-    if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
-    (void)take_next_flag_wait();
-    (void)take_next_signal();
-    const FlagWait ff1_done{ff1_flag, take_signal_blocks()};
+    FlagWait ff1_done;
+    {
+      FlagEdge edge(ff_done, ab.skip("ff1") || ab.skip("ff2") || !b.wg_ff2 ? nullptr : next_flag(b.wg_ff1));
+      if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
+      ff1_done = edge.done();
+    }
     if (ab.skip("ff2")) {
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {
@@ -496,10 +488,9 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   const float* om = mods + B * 2 * E;
   if (ab.skip("edges")) return Status::ok();
   if (ff2_parts.count > 0) {
-    set_next_flag_wait(std::exchange(ff2_done, FlagWait{}));
+    const FlagEdge edge(ff2_done, nullptr);
     EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, rows, parts_ + (S - Hz) * E, Hz, E, om + E, om, kOutputEps, h_,
                                            act_, ff2_parts));
-    (void)take_next_flag_wait();
   } else {
     EDGEVLA_RETURN_IF_ERROR(layer_norm(s, rows, Hz, E, om + E, om, kOutputEps, h_, act_));
   }

@@ -66,6 +66,29 @@ unsigned take_signal_blocks();
 void set_next_flag_wait(FlagWait wait);
 FlagWait take_next_flag_wait();
 
+// One launch's flag edges, for as long as the scope lives: the wait and the signal the next launch
+// takes; whatever it did not take is dropped when the scope ends (so an error return leaves
+// nothing for a later launch). done(), after the launch: the signal's counter and the blocks the
+// launch counted, what a wait on it must reach (null counter: the chain's wait).
+class FlagEdge {
+ public:
+  FlagEdge(FlagWait wait, unsigned* signal) : signal_(signal) {
+    set_next_flag_wait(wait);
+    set_next_signal(signal);
+  }
+  ~FlagEdge() {
+    (void)take_next_flag_wait();
+    (void)take_next_signal();
+    (void)take_signal_blocks();
+  }
+  FlagEdge(const FlagEdge&) = delete;
+  FlagEdge& operator=(const FlagEdge&) = delete;
+  FlagWait done() { return {signal_, take_signal_blocks()}; }
+
+ private:
+  unsigned* signal_;
+};
+
 // A whole number in [lo, hi] from the environment variable `name` (the kernels' run-time knobs,
 // read once a process by their callers); `fallback` when it is unset or empty, and when it is
 // anything else, which is then reported on stderr with the range it takes.

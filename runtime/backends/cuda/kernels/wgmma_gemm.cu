@@ -108,18 +108,6 @@ struct Params {
   unsigned* done;   // flag edges: the counter each block increments once its outputs are written
 };
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Flag edges: the consumer warpgroup's stores are done; one thread counts the block in.
-__device__ __forceinline__ void count_block_in(unsigned* done) {
-  if (done == nullptr) return;
-  asm volatile("bar.sync 1, 128;\n" ::: "memory");
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(done, 1u);
-  }
-}
-#endif
-
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // One row tile's epilogue: acc holds features nt·64 + (this thread's rows of the m64 tile) for the
@@ -345,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < kAccFloats; i += 4) {
         ptx::store_async4(remote + i * 4, a0[i], a0[i + 1], a0[i + 2], a0[i + 3], remote_bar);
       }
-      count_block_in(p.done);  // the leader writes this slice's share, and counts itself in after
+      chain_signal_group<1, 128>(p.done);  // the leader writes this slice's share, and counts itself in after
       return;
     }
     // The leader adds the other slices' sums in rank order (deterministic), then writes.
@@ -373,7 +361,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) epilogue_tile<kEpilogue>(p, acc[t], row0 + t * kBn, nt, part, warp, lane);
-    count_block_in(p.done);
+    chain_signal_group<1, 128>(p.done);
   }
 #endif
 }

@@ -112,16 +112,6 @@ __device__ __forceinline__ uint2 widen4(unsigned w) {
                     __byte_perm(__float_as_uint(f2), __float_as_uint(f3), 0x7632));
 }
 
-// Flag edges: warpgroup 0's stores are done (warpgroup 1 has left); one thread counts the block in.
-__device__ __forceinline__ void count_block_in(unsigned* done) {
-  if (done == nullptr) return;
-  asm volatile("bar.sync 2, 128;\n" ::: "memory");
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(done, 1u);
-  }
-}
-
 // One thread's fragments of a stage: [k16 slice][a0..a3], each two bf16.
 using Fragments = unsigned[kBk / 16][4];
 
@@ -249,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
         if (row < p.m) d[static_cast<long long>(row) * p.ldd + g] = __float2bfloat16_rn(ew::gelu_tanh(gate) * up);
       }
     }
-    count_block_in(p.done);
+    chain_signal_group<2, 128>(p.done);
     return;
   }
   // acc: features f and f + 8 (this thread's rows of the m64 tile), rows 8j + 2(lane % 4) + {0, 1}.
@@ -265,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
         if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e] * (e >= 2 ? sb : sa);
       }
     }
-    count_block_in(p.done);
+    chain_signal_group<2, 128>(p.done);
     return;
   }
   const float ba = p.bias != nullptr ? p.bias[f] : 0.0f, bb = p.bias != nullptr ? p.bias[f + 8] : 0.0f;
@@ -280,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
       if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
-  count_block_in(p.done);
+  chain_signal_group<2, 128>(p.done);
 #else
   (void)p;
   (void)a_map;

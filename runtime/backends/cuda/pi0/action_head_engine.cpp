@@ -263,9 +263,8 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     const bool in_normed = normed;
     normed = false;
     // Flag edges: q|k|v waits for this norm's counter (nullptr: for its completion).
-    unsigned* in_flag = ab.skip("norm") || in_normed ? nullptr : next_flag(kChainQkv);
-    set_next_signal(in_flag);
-    set_next_flag_wait(std::exchange(down_done, FlagWait{}));
+    FlagEdge in_edge(std::exchange(down_done, FlagWait{}),
+                     ab.skip("norm") || in_normed ? nullptr : next_flag(kChainQkv));
     if (ab.skip("norm") || in_normed) {
       // The down projection before wrote this layer's normalised rows (gemm_norm_).
     } else if (pi05_ && pending != nullptr) {
@@ -279,11 +278,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    (void)take_next_signal();  // not taken when no norm launched
-    (void)take_next_flag_wait();
-    set_next_flag_wait({in_flag, take_signal_blocks()});
-    if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
-    (void)take_next_flag_wait();
+    {
+      const FlagEdge edge(in_edge.done(), nullptr);
+      if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
+    }
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did, or the
     // attention rotates them as it loads them).
@@ -309,30 +307,25 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     a.a_constant = true;  // the prefix cache is written before the loop
     if (rope_inside) a.rope = rope_table_;
     int o_parts = 1;  // left out (Ablation), the norm reads one stale part
-    unsigned* o_flag = nullptr;  // flag edges: o's counter, which the norm after it waits for
-    unsigned o_blocks = 0;       // and the count it reaches
+    FlagWait o_done;  // flag edges: o's counter, which the norm after it waits for
     {
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
       if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      o_flag = ab.skip("o") ? nullptr : next_flag(kChainO);
       if (ab.skip("o")) {
       } else if (gemm_norm_) {
         // x += o (+ bias) (· gate), and the post-attention norm, in o's GEMM.
         EDGEVLA_RETURN_IF_ERROR(layer_gemm_norm(o_, H * h, w.o, pi05_ ? mod_in + 2 * E : nullptr,
                                                 pi05_ ? mod_post : w.post_norm));
       } else {
-        set_next_signal(o_flag);
+        FlagEdge edge({}, next_flag(kChainO));
         EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
-        (void)take_next_signal();
-        o_blocks = take_signal_blocks();
+        o_done = edge.done();
       }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
-    unsigned* post_flag = ab.skip("norm") ? nullptr : next_flag(kChainGateUp);
-    set_next_signal(post_flag);
-    set_next_flag_wait({o_flag, o_blocks});
+    FlagEdge post_edge(o_done, ab.skip("norm") ? nullptr : next_flag(kChainGateUp));
     if (ab.skip("norm") || gemm_norm_) {
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -341,19 +334,16 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    (void)take_next_signal();
-    (void)take_next_flag_wait();
-    const unsigned post_blocks = take_signal_blocks();
+    const FlagWait post_done = post_edge.done();
     int count = 1;  // as o_parts
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
-      unsigned* gu_flag = ab.skip("gate_up") || ab.skip("down") ? nullptr : next_flag(kChainDown);
-      set_next_flag_wait({post_flag, post_blocks});
-      set_next_signal(gu_flag);
-      if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
-      (void)take_next_flag_wait();
-      (void)take_next_signal();
-      const FlagWait gu_done{gu_flag, take_signal_blocks()};
+      FlagWait gu_done;
+      {
+        FlagEdge edge(post_done, ab.skip("gate_up") || ab.skip("down") ? nullptr : next_flag(kChainDown));
+        if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
+        gu_done = edge.done();
+      }
       // With gemm_norm_, down's GEMM also adds into the residual stream and writes the next norm's
       // rows: the next layer's input norm, or pi0.5's final norm (pi0's final norm covers the
       // action rows only and stays a kernel).
@@ -365,13 +355,9 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
         normed = true;
         continue;
       } else {
-        unsigned* done = next_flag(kChainDown);
-        set_next_signal(done);
-        set_next_flag_wait(gu_done);
+        FlagEdge edge(gu_done, next_flag(kChainDown));
         EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
-        (void)take_next_signal();
-        (void)take_next_flag_wait();
-        down_done = {done, take_signal_blocks()};
+        down_done = edge.done();
       }
     } else {
       // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
@@ -397,18 +383,16 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
     // norm in one pass.
     const float* mod = mods + 2 * L * 3 * E;
-    set_next_flag_wait(std::exchange(down_done, FlagWait{}));
+    const FlagEdge edge(down_done, nullptr);
     EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod, mod + E, kNormEps,
                                                    ys_, act_, down_parts));
-    (void)take_next_flag_wait();
   } else {
     // The last down projection's parts are added over the action rows only (the state row is
     // not read again), the sum written back to those rows as the norm reads them.
     const std::int64_t skip = (S - Hz) * E;
-    set_next_flag_wait(std::exchange(down_done, FlagWait{}));
+    const FlagEdge edge(down_done, nullptr);
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_ + skip, parts_ + skip, DType::kF32, Hz, E, final_norm_, kNormEps, ys_,
                                      act_, down_parts));
-    (void)take_next_flag_wait();
   }
   if (flow) {
     FlowStepArgs f;
