@@ -403,60 +403,6 @@ TEST(CudaPi0Wgmma, TheInt8WeightsAgree) {
   }
 }
 
-// Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1): q|k|v and gate|up wait for a counter their norm's blocks
-// increment, the norms for o's and down's, down for gate|up's, instead of for the kernel ahead's
-// completion. The same kernels compute the same sums in the
-// same order, so the actions are the same bits as the chain's, run after run (graph replays reset
-// the counters), with the int8 weights too.
-TEST(CudaPi0Wgmma, TheFlagEdgesGiveTheChainsActions) {
-  REQUIRE_GPU();
-  if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
-  for (const ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
-    const std::string& dir = full_layer_checkpoint(type);
-    const std::string plans = dir + "-flag-plans.txt";
-    fs::remove(plans);
-    ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
-    auto plain = open(dir, "cuda", Precision::kBF16);
-    auto flagged = open_with(dir, "EDGEVLA_CUDA_FLAG_EDGES", "1");
-    auto w8 = open_with(dir, "EDGEVLA_CUDA_WGMMA_W8", "1");
-    auto w8_flagged = open_with(dir, {{"EDGEVLA_CUDA_WGMMA_W8", "1"}, {"EDGEVLA_CUDA_FLAG_EDGES", "1"}});
-    ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-    ASSERT_TRUE(plain && flagged && w8 && w8_flagged) << flagged.status().to_string() << w8_flagged.status().to_string();
-    const model::ModelConfig& c = plain->model->config();
-    int run = 0;
-    for (const auto& [tokens, steps] : {std::pair{5, 10}, std::pair{40, 10}, std::pair{17, 4}}) {
-      auto in = model::random_inputs(c, 990 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
-      ASSERT_TRUE(in);
-      in->num_steps = steps;
-      auto p = model::run_forward(*plain->backbone, *plain->head, c, *in, false);
-      auto f1 = model::run_forward(*flagged->backbone, *flagged->head, c, *in, false);
-      auto f2 = model::run_forward(*flagged->backbone, *flagged->head, c, *in, false);
-      auto f3 = model::run_forward(*flagged->backbone, *flagged->head, c, *in, false);
-      auto q = model::run_forward(*w8->backbone, *w8->head, c, *in, false);
-      auto qf = model::run_forward(*w8_flagged->backbone, *w8_flagged->head, c, *in, false);
-      auto qf2 = model::run_forward(*w8_flagged->backbone, *w8_flagged->head, c, *in, false);
-      ASSERT_TRUE(p && f1 && f2 && f3 && q && qf && qf2) << (f1 ? "" : f1.status().to_string())
-                                                        << (qf ? "" : qf.status().to_string());
-      const std::int64_t na = p->actions.numel();
-      const float* pa = p->actions.data<float>();
-      const double d1 = rel_l2(f1->actions.data<float>(), pa, na), d2 = rel_l2(f2->actions.data<float>(), pa, na),
-                   d3 = rel_l2(f3->actions.data<float>(), pa, na);
-      const double dq = rel_l2(qf->actions.data<float>(), q->actions.data<float>(), na),
-                   dq2 = rel_l2(qf2->actions.data<float>(), q->actions.data<float>(), na);
-      std::printf("[%s run %d: %d tokens, %d steps] flag edges vs the chain rel-L2 %.2e, replays %.2e %.2e; int8 "
-                  "weights %.2e, replay %.2e\n",
-                  std::string(model::model_type_name(type)).c_str(), run, tokens, steps, d1, d2, d3, dq, dq2);
-      EXPECT_EQ(d1, 0.0) << "run " << run;
-      EXPECT_EQ(d2, 0.0) << "run " << run;
-      EXPECT_EQ(d3, 0.0) << "run " << run;
-      EXPECT_EQ(dq, 0.0) << "run " << run;
-      EXPECT_EQ(dq2, 0.0) << "run " << run;
-      ++run;
-    }
-    fs::remove(plans);
-  }
-}
-
 Expected<Pair> open_chained(const std::string& dir, bool chained) {
   return open_with(dir, "EDGEVLA_CUDA_CHAIN_GEMM", chained ? "all" : "0");
 }

@@ -36,8 +36,6 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
   const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8");
   c.w8 = w8 != nullptr && std::string_view(w8) == "1";
-  const char* flags = std::getenv("EDGEVLA_CUDA_FLAG_EDGES");
-  c.flags = flags != nullptr && std::string_view(flags) == "1";
   if (const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM"); norm != nullptr) {
     const std::string_view v(norm);
     c.norm = v == "1" ? 1 : v == "cluster" ? 2 : 0;
@@ -197,13 +195,6 @@ Expected<int> WgmmaW8Weights::linear(cudaStream_t stream, const void* a, std::in
   }
   EDGEVLA_RETURN_IF_ERROR(wgmma_w8_gemm(stream, g));
   return g.k_parts;
-}
-
-Status FlagEdges::reset(cudaStream_t stream) {
-  cursor_ = 0;
-  if (!on()) return Status::ok();
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counters_, 0, bytes(slots_), stream));
-  return Status::ok();
 }
 
 }  // namespace edgevla::backends::cuda

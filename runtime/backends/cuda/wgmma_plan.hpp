@@ -30,11 +30,6 @@
 //                                   (kernels/wgmma_w8.hpp, quantised at load, one scale a
 //                                   feature; pi0 / pi0.5's four, GR00T's self q|k|v, out, ff1 and
 //                                   ff2); not yet measured on a GPU, so off;
-//   EDGEVLA_CUDA_FLAG_EDGES=1       the GEMMs after a norm or after the MLP's first GEMM, and the
-//                                   norms after a k-part GEMM, wait for a counter the kernel
-//                                   ahead's blocks increment once
-//                                   their outputs are written, instead of for its completion
-//                                   (common.hpp: flag edges); not yet measured on a GPU, so off;
 //   EDGEVLA_WGMMA_AHEAD=N           weight stages a GEMM copies before it waits for the kernel
 //                                   ahead in the chain (0 to 8; default 4, run 41 calls 5, 7);
 //   EDGEVLA_CUDA_WGMMA_MLP=1        runs GR00T's DiT MLP halves (ff1 → GELU → ff2) as one kernel
@@ -68,7 +63,6 @@ struct WgmmaChoice {
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   bool mlp = false;    // the MLP half as one kernel where the family has it (GR00T's DiT)
   bool w8 = false;     // the projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1)
-  bool flags = false;  // flag edges after the norms (EDGEVLA_CUDA_FLAG_EDGES=1)
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.
   int norm = 0;
@@ -146,27 +140,6 @@ class WgmmaW8Weights {
     WgmmaW8Epilogue form = WgmmaW8Epilogue::kBf16;
   };
   std::unordered_map<const DevLinear*, Quantised> map_;
-};
-
-// A head's flag edges (EDGEVLA_CUDA_FLAG_EDGES=1; common.hpp): one counter an edge and forward in
-// a buffer the engine plans (bytes(slots)), handed out in launch order and zeroed at the start of
-// each forward (a node of the captured graph).
-class FlagEdges {
- public:
-  static std::size_t bytes(std::int64_t slots) { return static_cast<std::size_t>(slots) * sizeof(unsigned); }
-  // On with `counters` (bytes(slots)), or off when counters is null.
-  void set(unsigned* counters, std::int64_t slots) { counters_ = counters, slots_ = counters ? slots : 0; }
-  bool on() const { return counters_ != nullptr; }
-  // Zeroes the counters on `stream` and starts handing them out again; nothing when off.
-  Status reset(cudaStream_t stream);
-  // The next counter, or null (off, `eligible` false, or every slot handed out this forward: the
-  // edge then keeps the chain's wait).
-  unsigned* next(bool eligible) { return on() && eligible && cursor_ < slots_ ? counters_ + cursor_++ : nullptr; }
-
- private:
-  unsigned* counters_ = nullptr;
-  std::int64_t slots_ = 0;
-  std::int64_t cursor_ = 0;
 };
 
 }  // namespace edgevla::backends::cuda

@@ -12,9 +12,6 @@
 // (num_steps, text and image token buckets, feature dtype); token counts are read on the device.
 #include "runtime/backends/cuda/groot/action_head_engine.hpp"
 
-#include <optional>
-#include <utility>
-
 namespace edgevla::backends::cuda::groot {
 namespace action_head {
 
@@ -216,9 +213,6 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   scratch_bytes_ = std::max(attention_scratch_bytes(sa), attention_scratch_bytes(ca));
   buf(scratch_, scratch_bytes_);
   if (wgmma_.on && wgmma_.w8) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
-  // Five a block and step (after each LayerNorm, after out, ff1 and ff2), at most.
-  flag_slots_ = wgmma_.on && wgmma_.flags ? 5 * B * static_cast<std::int64_t>(T) : 0;
-  if (flag_slots_ > 0) buf(flags_buffer_, FlagEdges::bytes(flag_slots_));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_wgmma());
@@ -382,7 +376,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // add to the residual stream (Gemm::parts); the last ff2 adds its own, as no norm over all
   // rows follows it.
   ResidualParts ff2_parts{0, 0, nullptr};
-  FlagWait ff2_done;  // flag edges: the counter of the ff2 the next LayerNorm adds (null: the chain's wait)
   // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
   auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
     if (wg && w8_weights_.has(w)) return w8_weights_.linear(s, h_, S, E, w, d, ldd, 1, wgmma_launch_).status();
@@ -394,30 +387,17 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     if (wg) return wgmma_linear(s, a, S, k_in, w, WgmmaEpilogue::kNone, parts_, E, kMaxKParts, wgmma_launch_);
     return mm.parts(a, S, k_in, w, parts_, kMaxKParts);
   };
-  // Flag edges: a k-part projection (waiting for `wait`, null: the chain) counting its blocks into
-  // `done`.
-  auto counted_parts = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w, FlagWait wait,
-                           FlagWait& done) -> Expected<int> {
-    FlagEdge edge(wait, next_flag(wg));
-    Expected<int> parts = parts_linear(wg, a, k_in, w);
-    done = edge.done();
-    return parts;
-  };
   // From the first LayerNorm to the output one, the DiT's kernels as one chain of launches.
   const DependentLaunchScope chained(wgmma_chain_);
   for (std::int64_t i = 0; i < B; ++i) {
     const BlockDev& b = blocks_[static_cast<std::size_t>(i)];
     const float* mod = mods + i * 2 * E;  // [1 + scale, shift]
-    // Flag edges: q|k|v waits for this LayerNorm's counter (nullptr: for its completion).
-    FlagEdge in_edge(std::exchange(ff2_done, FlagWait{}), ab.skip("norm") ? nullptr : next_flag(b.wg_qkv));
     if (ab.skip("norm")) {
     } else if (ff2_parts.count > 0) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, mod, mod + E, kBlockEps, h_, act_, ff2_parts));
     } else {
       EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, mod, mod + E, kBlockEps, h_, act_));
     }
-    std::optional<FlagEdge> qkv_edge;
-    qkv_edge.emplace(in_edge.done(), nullptr);
     AttentionArgs a{act_, 1, S, heads, heads, hd, scale};
     a.q = qkv_;
     a.out = o_;
@@ -439,21 +419,14 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
-    qkv_edge.reset();
     if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
-    FlagWait out_done;
     if (!ab.skip("out")) {
-      EDGEVLA_ASSIGN_OR_RETURN(out_parts, counted_parts(b.wg_out, o_, E, b.out, FlagWait{}, out_done));
+      EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
     }
-    FlagWait ff_done;
-    {
-      FlagEdge edge(out_done, ab.skip("norm") ? nullptr : next_flag(b.wg_ff1));
-      if (!ab.skip("norm")) {
-        EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
-                                               ResidualParts{out_parts, S * E, b.out.bias}));
-      }
-      ff_done = edge.done();
+    if (!ab.skip("norm")) {
+      EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
+                                             ResidualParts{out_parts, S * E, b.out.bias}));
     }
     if (mlp_cluster_ > 0 && !ab.skip("ff1") && !ab.skip("ff2")) {
       // ff1 → GELU → ff2 as one kernel, its parts for the next norm.
@@ -465,18 +438,12 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       ff2_parts = ResidualParts{wgmma_mlp_parts(F, mlp_cluster_), S * E, b.ff2.bias};
       continue;
     }
-    // Flag edges: ff2 waits for ff1's counter where both run on the warpgroup GEMM.
-    FlagWait ff1_done;
-    {
-      FlagEdge edge(ff_done, ab.skip("ff1") || ab.skip("ff2") || !b.wg_ff2 ? nullptr : next_flag(b.wg_ff1));
-      if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
-      ff1_done = edge.done();
-    }
+    if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
     if (ab.skip("ff2")) {
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {
       // The last block's parts (on the warpgroup GEMM) go to the output norm below.
-      EDGEVLA_ASSIGN_OR_RETURN(const int count, counted_parts(b.wg_ff2, ff_, F, b.ff2, ff1_done, ff2_done));
+      EDGEVLA_ASSIGN_OR_RETURN(const int count, parts_linear(b.wg_ff2, ff_, F, b.ff2));
       ff2_parts = ResidualParts{count, S * E, b.ff2.bias};
     } else {
       EDGEVLA_RETURN_IF_ERROR(mm(ff_, S, F, b.ff2, x_, DType::kF32, E, 1.0f));
@@ -488,7 +455,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   const float* om = mods + B * 2 * E;
   if (ab.skip("edges")) return Status::ok();
   if (ff2_parts.count > 0) {
-    const FlagEdge edge(ff2_done, nullptr);
     EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, rows, parts_ + (S - Hz) * E, Hz, E, om + E, om, kOutputEps, h_,
                                            act_, ff2_parts));
   } else {
@@ -541,7 +507,6 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
         cudaMemcpyAsync(x_, state_feat_, bytes_of(DType::kF32, E), cudaMemcpyDeviceToDevice, s));
     EDGEVLA_RETURN_IF_ERROR(convert(s, a_, DType::kF32, a_act_, act_, cfg_.action_horizon * cfg_.max_action_dim));
   }
-  EDGEVLA_RETURN_IF_ERROR(flags_.reset(s));  // each forward's edges count from zero
   const float dt = 1.0f / static_cast<float>(steps);
   for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
   return Status::ok();

@@ -108,14 +108,6 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // (EDGEVLA_CUDA_WGMMA_MLP=1, where every block's ff1 and ff2 are tiled for the warpgroup GEMM);
   // 0: off.
   int mlp_cluster_ = 0;
-  // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, common.hpp): each block's q|k|v (or cross q) and ff1
-  // wait for a counter their LayerNorm's blocks increment, each LayerNorm after out or ff2 for that
-  // GEMM's, and ff2 for ff1's, not for the kernel ahead's completion (flags_buffer_ holds the
-  // counters, planned when asked).
-  unsigned* flags_buffer_ = nullptr;
-  std::int64_t flag_slots_ = 0;
-  FlagEdges flags_;
-  unsigned* next_flag(bool on_wgmma) { return flags_.next(on_wgmma && mlp_cluster_ == 0); }
   // int8 copies of the DiT's projections (EDGEVLA_CUDA_WGMMA_W8=1, action_head_plans.cpp).
   void* w8_buffer_ = nullptr;
   WgmmaW8Weights w8_weights_;

@@ -52,12 +52,6 @@ Status ActionHeadEngine::plan_wgmma() {
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
-  flags_.set(c.flags && wgmma_chain_ ? flags_buffer_ : nullptr, flag_slots_);
-  if (c.flags) {
-    spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_FLAG_EDGES=1: {}",
-                 flags_.on() ? "q|k|v and ff1 wait for their LayerNorm's counter, the LayerNorms for out's and ff2's, ff2 for ff1's"
-                             : "not taken (the blocks on the warpgroup GEMM, chained)");
-  }
   mlp_cluster_ = 0;
   if (c.mlp && !w8_weights_.has(blocks_.front().ff1)) {
     // The largest cluster (12 for the full DiT) for which every block's ff1 and ff2 are tiled, the

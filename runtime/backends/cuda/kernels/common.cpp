@@ -8,7 +8,6 @@
 #include <mutex>
 #include <string>
 #include <tuple>
-#include <utility>
 
 #include "runtime/backends/cuda/kernels/launch.cuh"
 
@@ -50,18 +49,7 @@ Status cuda_status(cudaError_t err, const char* what, const char* file, int line
 namespace {
 thread_local cudaError_t g_launch_error = cudaSuccess;
 thread_local int g_chain_depth = 0;
-thread_local unsigned* g_next_signal = nullptr;
-thread_local FlagWait g_next_flag_wait;
-thread_local unsigned g_signal_blocks = 0;
 }  // namespace
-
-void note_signal_blocks(unsigned blocks) { g_signal_blocks = blocks; }
-unsigned take_signal_blocks() { return std::exchange(g_signal_blocks, 0u); }
-
-void set_next_signal(unsigned* counter) { g_next_signal = counter; }
-unsigned* take_next_signal() { return std::exchange(g_next_signal, nullptr); }
-void set_next_flag_wait(FlagWait wait) { g_next_flag_wait = wait; }
-FlagWait take_next_flag_wait() { return std::exchange(g_next_flag_wait, FlagWait{}); }
 
 void note_launch_error(cudaError_t err) {
   if (g_launch_error == cudaSuccess) g_launch_error = err;

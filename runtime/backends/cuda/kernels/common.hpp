@@ -46,49 +46,6 @@ bool dependent_launch_active();
 // Whether the current device takes programmatic dependent launches (cached per device).
 bool dependent_launch_supported();
 
-// Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1 in the action heads; an experiment, launch.cuh): a chained
-// kernel waits for a counter that the blocks of the kernel ahead increment once their stores are
-// visible, instead of for that kernel's completion. set_next_signal(c): the next norm or warpgroup
-// GEMM (not its norm form) launched on this thread increments c once a block, after its stores.
-// set_next_flag_wait(w): the next warpgroup GEMM or norm launched on this thread waits for
-// *w.counter to reach w.target (the blocks of the kernel it reads) instead of the chain's wait.
-// Each setting is taken by one launch (the take_ calls clear it).
-struct FlagWait {
-  const unsigned* counter = nullptr;
-  unsigned target = 0;
-};
-void set_next_signal(unsigned* counter);
-unsigned* take_next_signal();
-// The blocks of the last launch that took a signal (what its counter reaches), read once: launches
-// note it, the engine reads it as the target of the wait on that counter.
-void note_signal_blocks(unsigned blocks);
-unsigned take_signal_blocks();
-void set_next_flag_wait(FlagWait wait);
-FlagWait take_next_flag_wait();
-
-// One launch's flag edges, for as long as the scope lives: the wait and the signal the next launch
-// takes; whatever it did not take is dropped when the scope ends (so an error return leaves
-// nothing for a later launch). done(), after the launch: the signal's counter and the blocks the
-// launch counted, what a wait on it must reach (null counter: the chain's wait).
-class FlagEdge {
- public:
-  FlagEdge(FlagWait wait, unsigned* signal) : signal_(signal) {
-    set_next_flag_wait(wait);
-    set_next_signal(signal);
-  }
-  ~FlagEdge() {
-    (void)take_next_flag_wait();
-    (void)take_next_signal();
-    (void)take_signal_blocks();
-  }
-  FlagEdge(const FlagEdge&) = delete;
-  FlagEdge& operator=(const FlagEdge&) = delete;
-  FlagWait done() { return {signal_, take_signal_blocks()}; }
-
- private:
-  unsigned* signal_;
-};
-
 // A whole number in [lo, hi] from the environment variable `name` (the kernels' run-time knobs,
 // read once a process by their callers); `fallback` when it is unset or empty, and when it is
 // anything else, which is then reported on stderr with the range it takes.

@@ -39,77 +39,10 @@ __device__ __forceinline__ void chain_wait() {
 #endif
 }
 
-// Flag edges (common.hpp): every thread of the block calls it after its last store; one thread
-// then makes the block's stores visible at device scope and counts the block in.
-__device__ __forceinline__ void chain_signal(unsigned* counter) {
-#if defined(__CUDA_ARCH__)
-  if (counter == nullptr) return;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
-  }
-#else
-  (void)counter;
-#endif
-}
-
-// The same for kernels whose outputs are written by some warps only (a warpgroup GEMM's consumers):
-// the `kThreads` threads that wrote them call it, synchronised on named barrier `kBarrier`.
-template <int kBarrier, int kThreads>
-__device__ __forceinline__ void chain_signal_group(unsigned* counter) {
-#if defined(__CUDA_ARCH__)
-  if (counter == nullptr) return;
-  asm volatile("bar.sync %0, %1;\n" ::"n"(kBarrier), "n"(kThreads) : "memory");
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
-  }
-#else
-  (void)counter;
-#endif
-}
-
-// Flag edges: one thread waits until `target` blocks ahead have counted themselves in (acquire),
-// then orders the bulk tensor copies it issues next (async proxy) after what it acquired.
-__device__ __forceinline__ void chain_flag_wait(const unsigned* counter, unsigned target) {
-#if defined(__CUDA_ARCH__)
-  for (;;) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(counter) : "memory");
-    if (v >= target) break;
-    __nanosleep(32);
-  }
-#if __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-#endif
-#else
-  (void)counter;
-  (void)target;
-#endif
-}
-
 // The first statement of a short kernel in the chain: release the next one, then wait.
 __device__ __forceinline__ void chain_enter() {
   chain_release();
   chain_wait();
-}
-
-// The first statement of a short kernel in the chain with flag edges: release the next one, then
-// wait for `counter` to reach `target` (one thread polls, the block follows), or for the kernel
-// ahead when counter is null.
-__device__ __forceinline__ void chain_enter_flag(const unsigned* counter, unsigned target) {
-  if (counter == nullptr) {
-    chain_enter();
-    return;
-  }
-  chain_release();
-#if defined(__CUDA_ARCH__)
-  if (threadIdx.x == 0) chain_flag_wait(counter, target);
-  __syncthreads();
-#else
-  (void)target;
-#endif
 }
 
 // Records a failed launch for last_launch_status() (common.hpp).

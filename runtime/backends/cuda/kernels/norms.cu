@@ -92,10 +92,9 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
                                                              std::int64_t width, const float* __restrict__ p0,
                                                              const float* __restrict__ p1, float eps, TY* y,
                                                              int parts, std::int64_t part_stride,
-                                                             const float* __restrict__ res_bias, unsigned* done,
-                                                             FlagWait wait) {
+                                                             const float* __restrict__ res_bias) {
   __shared__ float partials[32];
-  chain_enter_flag(wait.counter, wait.target);
+  chain_enter();
   const std::int64_t row = blockIdx.x;
   float* xr = x + row * width;
   const std::int64_t chunks = width / V;
@@ -188,7 +187,6 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
       store<V>(yr + c * V, o);
     }
   }
-  chain_signal(done);  // flag edges: the row is written
 }
 
 Status check_shape(const char* kernel, std::int64_t rows, std::int64_t width, const void* x, const void* y,
@@ -211,8 +209,6 @@ template <NormKind K, class TY, class TR>
 Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* res, std::int64_t rows,
                    std::int64_t width, const float* p0, const float* p1, float eps, TY* y,
                    const float* gate = nullptr, ResidualParts parts = {}) {
-  unsigned* done = take_next_signal();
-  const FlagWait wait = take_next_flag_wait();
   if (rows == 0 || width == 0) return Status::ok();
   if (parts.count < 1 || parts.count > kMaxParts || (parts.count > 1 && parts.stride < rows * width)) {
     return invalid_argument(std::string(kernel) + ": " + std::to_string(parts.count) + " residual parts " +
@@ -237,10 +233,9 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   }
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
-  if (done != nullptr) note_signal_blocks(grid.x);
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
   launch(&norm_kernel<K, TY, TR, VV, II>, grid, dim3(threads), 0, stream, x, res, gate, width, p0, p1, eps, y, \
-         static_cast<int>(parts.count), parts.stride, parts.bias, done, wait)
+         static_cast<int>(parts.count), parts.stride, parts.bias)
   if (vec) {
     if (items == 1) {
       EDGEVLA_NORM_LAUNCH(8, 1);

@@ -104,8 +104,6 @@ struct Params {
   int m, n, k, parts;
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
-  FlagWait flag;    // flag edges (common.hpp): the counter to wait for instead of the chain's wait
-  unsigned* done;   // flag edges: the counter each block increments once its outputs are written
 };
 
 
@@ -272,11 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::mbar_expect_tx(&full[i], kStageTx);
       ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
     }
-    if (p.flag.counter != nullptr) {
-      chain_flag_wait(p.flag.counter, p.flag.target);  // A's writers have counted themselves in
-    } else {
-      chain_wait();
-    }
+    chain_wait();
     // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
     // block). Released any earlier, the kernels after it, which release as they start, could be
     // scheduled while kernels before this one still run, and the attention writes its shares
@@ -333,7 +327,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < kAccFloats; i += 4) {
         ptx::store_async4(remote + i * 4, a0[i], a0[i + 1], a0[i + 2], a0[i + 3], remote_bar);
       }
-      chain_signal_group<1, 128>(p.done);  // the leader writes this slice's share, and counts itself in after
       return;
     }
     // The leader adds the other slices' sums in rank order (deterministic), then writes.
@@ -361,7 +354,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) epilogue_tile<kEpilogue>(p, acc[t], row0 + t * kBn, nt, part, warp, lane);
-    chain_signal_group<1, 128>(p.done);
   }
 #endif
 }
@@ -594,10 +586,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead(), take_next_flag_wait(), take_next_signal()};
-  if (p.done != nullptr && args.epilogue == WgmmaEpilogue::kNorm) {
-    return invalid_argument("wgmma_gemm: flag edges do not count the norm form's blocks; no signal with kNorm");
-  }
+           args.k_parts, NormParams{}, wgmma_stages_ahead()};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);
@@ -613,7 +602,6 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   const dim3 grid(static_cast<unsigned>(args.n / kBm),
                   static_cast<unsigned>(parts_out || args.k_parts > 1 ? args.k_parts : args.k_split),
                   static_cast<unsigned>(row_blocks));
-  if (p.done != nullptr) note_signal_blocks(grid.x * grid.y * grid.z);
   cudaError_t err = cudaSuccess;
   switch (args.epilogue) {
     case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, args.k_split, tiles, p, a_map); break;

@@ -51,8 +51,6 @@ struct Params {
   long long ldd, part_stride;
   int m, n, k, parts;
   int ahead;
-  FlagWait flag;  // flag edges (common.hpp): the counter to wait for instead of the chain's wait
-  unsigned* done;  // flag edges: the counter each block increments once its outputs are written
 };
 
 __global__ void row_scales_kernel(const bf16* w, long long k, long long ld, float* scales) {
@@ -174,11 +172,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
       ptx::mbar_expect_tx(&w_in[i], kW8Bytes);
       ptx::bulk_copy(s_q + i * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[i]);
     }
-    if (p.flag.counter != nullptr) {
-      chain_flag_wait(p.flag.counter, p.flag.target);
-    } else {
-      chain_wait();
-    }
+    chain_wait();
     chain_release();
     for (int i = 0; i < kb_count; ++i) {
       const int s = i % kStages;
@@ -239,7 +233,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
         if (row < p.m) d[static_cast<long long>(row) * p.ldd + g] = __float2bfloat16_rn(ew::gelu_tanh(gate) * up);
       }
     }
-    chain_signal_group<2, 128>(p.done);
     return;
   }
   // acc: features f and f + 8 (this thread's rows of the m64 tile), rows 8j + 2(lane % 4) + {0, 1}.
@@ -255,7 +248,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
         if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = acc[4 * j + e] * (e >= 2 ? sb : sa);
       }
     }
-    chain_signal_group<2, 128>(p.done);
     return;
   }
   const float ba = p.bias != nullptr ? p.bias[f] : 0.0f, bb = p.bias != nullptr ? p.bias[f + 8] : 0.0f;
@@ -270,7 +262,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
       if (row < p.m) d[static_cast<long long>(row) * p.ldd + f + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
     }
   }
-  chain_signal_group<2, 128>(p.done);
 #else
   (void)p;
   (void)a_map;
@@ -335,11 +326,10 @@ Status wgmma_w8_gemm(cudaStream_t stream, const WgmmaW8Args& args) {
   }
   const Params p{static_cast<const std::int8_t*>(args.w_tiled), args.scales, args.bias, args.d, args.ldd,
                  args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-                 args.k_parts, wgmma_stages_ahead(), take_next_flag_wait(), take_next_signal()};
+                 args.k_parts, wgmma_stages_ahead()};
   cudaError_t err = cudaFuncSetAttribute(wgmma_w8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   if (err == cudaSuccess) {
     const dim3 grid(static_cast<unsigned>(args.n / kBm), static_cast<unsigned>(parts_out ? args.k_parts : 1));
-    if (p.done != nullptr) note_signal_blocks(grid.x * grid.y);
     cudaLaunchAttribute attribute{};
     const cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), kSmemBytes, stream, &attribute);
     WgmmaW8Epilogue epi = args.epilogue;

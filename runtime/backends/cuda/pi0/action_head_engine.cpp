@@ -2,8 +2,6 @@
 // CUDA graph, and the run (the class and what it holds: action_head_engine.hpp).
 #include "runtime/backends/cuda/pi0/action_head_engine.hpp"
 
-#include <utility>
-
 namespace edgevla::backends::cuda::pi0 {
 
 Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
@@ -81,9 +79,6 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   buf(g_, bytes_of(act_, S * F));
   plan_wgmma(tw);
   if (gemm_norm_) buf(norm_scratch_, wgmma_norm_scratch_bytes(E));
-  // Five flag edges a layer and step (after each norm, after o, gate|up and down), at most.
-  const std::int64_t flag_slots = 5 * L * static_cast<std::int64_t>(max_steps_);
-  if (flag_edges_) buf(flags_buffer_, FlagEdges::bytes(flag_slots));
   if (w8_) buf(w8_buffer_, WgmmaW8Weights::bytes(w8_entries()));
   buf(at_, bytes_of(act_, Hz * E));
   buf(hid_, bytes_of(act_, Hz * E));
@@ -104,7 +99,6 @@ Status ActionHeadEngine::load(const model::pi0::Pi0Model& m, const EngineOptions
   EDGEVLA_RETURN_IF_ERROR(plan_fused(padded_rows(P), buf));
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
-  flags_.set(flag_edges_ ? flags_buffer_ : nullptr, flag_slots);
   // The norm epilogue's counters start at zero (each call leaves them so).
   if (gemm_norm_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset(norm_scratch_, 0, wgmma_norm_scratch_bytes(E)));
   plan_chain();
@@ -250,8 +244,6 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   const float* pending = nullptr;
   ResidualParts down_parts{0, 0, nullptr};  // count 0: no down projection pending yet
   bool normed = false;  // ys_ already holds the next norm's output (gemm_norm_)
-  // Flag edges: the counter of the down projection the next norm adds (null: the chain's wait).
-  FlagWait down_done;
   // From the first norm to the final one, each kernel is chained to the one before it.
   const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
   // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down.
@@ -262,9 +254,6 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     const float* mod_post = mods + (2 * l + 1) * 3 * E;
     const bool in_normed = normed;
     normed = false;
-    // Flag edges: q|k|v waits for this norm's counter (nullptr: for its completion).
-    FlagEdge in_edge(std::exchange(down_done, FlagWait{}),
-                     ab.skip("norm") || in_normed ? nullptr : next_flag(kChainQkv));
     if (ab.skip("norm") || in_normed) {
       // The down projection before wrote this layer's normalised rows (gemm_norm_).
     } else if (pi05_ && pending != nullptr) {
@@ -278,10 +267,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     } else {
       EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_, nullptr, DType::kF32, S, E, w.in_norm, kNormEps, ys_, act_));
     }
-    {
-      const FlagEdge edge(in_edge.done(), nullptr);
-      if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
-    }
+    if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainQkv, mm, ys_, E, w.qkv, qkv_, Q, 1).status());
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k side by side in the row: one launch rotates both (or q|k|v's epilogue did, or the
     // attention rotates them as it loads them).
@@ -307,7 +293,6 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     a.a_constant = true;  // the prefix cache is written before the loop
     if (rope_inside) a.rope = rope_table_;
     int o_parts = 1;  // left out (Ablation), the norm reads one stale part
-    FlagWait o_done;  // flag edges: o's counter, which the norm after it waits for
     {
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
@@ -319,13 +304,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
         EDGEVLA_RETURN_IF_ERROR(layer_gemm_norm(o_, H * h, w.o, pi05_ ? mod_in + 2 * E : nullptr,
                                                 pi05_ ? mod_post : w.post_norm));
       } else {
-        FlagEdge edge({}, next_flag(kChainO));
         EDGEVLA_ASSIGN_OR_RETURN(o_parts, layer_gemm(kChainO, mm, o_, H * h, w.o, parts_, E, kMaxKParts));
-        o_done = edge.done();
       }
     }
     const ResidualParts o_layout{o_parts, S * E, w.o.bias};
-    FlagEdge post_edge(o_done, ab.skip("norm") ? nullptr : next_flag(kChainGateUp));
     if (ab.skip("norm") || gemm_norm_) {
     } else if (pi05_) {
       EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, mod_in + 2 * E, mod_post,
@@ -334,16 +316,10 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       EDGEVLA_RETURN_IF_ERROR(
           rms_norm(s, xs_, parts_, DType::kF32, S, E, w.post_norm, kNormEps, ys_, act_, o_layout));
     }
-    const FlagWait post_done = post_edge.done();
     int count = 1;  // as o_parts
     if (on_wgmma(kChainGateUp)) {
       // gate|up and its GeGLU in one launch, into g_.
-      FlagWait gu_done;
-      {
-        FlagEdge edge(post_done, ab.skip("gate_up") || ab.skip("down") ? nullptr : next_flag(kChainDown));
-        if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
-        gu_done = edge.done();
-      }
+      if (!ab.skip("gate_up")) EDGEVLA_RETURN_IF_ERROR(layer_gemm(kChainGateUp, mm, ys_, E, w.gate_up, g_, F, 1).status());
       // With gemm_norm_, down's GEMM also adds into the residual stream and writes the next norm's
       // rows: the next layer's input norm, or pi0.5's final norm (pi0's final norm covers the
       // action rows only and stays a kernel).
@@ -355,9 +331,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
         normed = true;
         continue;
       } else {
-        FlagEdge edge(gu_done, next_flag(kChainDown));
         EDGEVLA_ASSIGN_OR_RETURN(count, layer_gemm(kChainDown, mm, g_, F, w.down, parts_, E, kMaxKParts));
-        down_done = edge.done();
       }
     } else {
       // The chained gate|up GEMM writes bf16 or k parts (into gu_parts_) that the GeGLU sums.
@@ -383,14 +357,12 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     // pi0.5's suffix is the action rows only (S == H): the last gated residual and the final
     // norm in one pass.
     const float* mod = mods + 2 * L * 3 * E;
-    const FlagEdge edge(down_done, nullptr);
     EDGEVLA_RETURN_IF_ERROR(gated_add_ada_rms_norm(s, xs_, parts_, DType::kF32, S, E, pending, mod, mod + E, kNormEps,
                                                    ys_, act_, down_parts));
   } else {
     // The last down projection's parts are added over the action rows only (the state row is
     // not read again), the sum written back to those rows as the norm reads them.
     const std::int64_t skip = (S - Hz) * E;
-    const FlagEdge edge(down_done, nullptr);
     EDGEVLA_RETURN_IF_ERROR(rms_norm(s, xs_ + skip, parts_ + skip, DType::kF32, Hz, E, final_norm_, kNormEps, ys_,
                                      act_, down_parts));
   }
@@ -425,7 +397,6 @@ Status ActionHeadEngine::loop(int steps, const void* cache, std::int64_t cache_r
     EDGEVLA_RETURN_IF_ERROR(rope_table(stream_.get(), cfg_.suffix_len(), cfg_.expert.head_dim / 2, n_dev_, inv_freq_,
                                        rope_table_));
   }
-  EDGEVLA_RETURN_IF_ERROR(flags_.reset(stream_.get()));  // each forward's edges count from zero
   const float dt = -1.0f / static_cast<float>(steps);
   for (int i = 0; i < steps; ++i) {
     float* v = velocities != nullptr ? velocities + i * Hz * A : nullptr;

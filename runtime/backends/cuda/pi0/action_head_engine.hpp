@@ -186,13 +186,6 @@ class ActionHeadEngine final : public CudaEngine {
   void* w8_buffer_ = nullptr;
   WgmmaW8Weights w8_weights_;
   std::vector<WgmmaW8Weights::Entry> w8_entries();
-  // Flag edges (EDGEVLA_CUDA_FLAG_EDGES=1, common.hpp): q|k|v and gate|up wait for a counter their
-  // norm's blocks increment, each norm after o or down for that GEMM's, and down for gate|up's, not
-  // for the kernel ahead's completion (flags_buffer_ holds the counters).
-  bool flag_edges_ = false;
-  unsigned* flags_buffer_ = nullptr;
-  FlagEdges flags_;
-  unsigned* next_flag(ChainRole role) { return flags_.next(!gemm_norm_ && on_wgmma(role)); }
   WgmmaLaunch wgmma_launch_;  // its launches' caps on k parts and slices
   // Which launches are chained (EDGEVLA_CUDA_CHAIN_LAUNCH): around each chained GEMM only, the
   // kernels just ahead of it and itself (default: "gemms"); every kernel of the layers ("all");

@@ -195,12 +195,6 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
                  w8_ ? "the four projections on int8 weights (one scale a feature)"
                      : "not taken (all four projections on the warpgroup GEMM, no RoPE in q|k|v's epilogue)");
   }
-  flag_edges_ = c.flags && wgmma_chain_ && (wgmma_shapes_.qkv.n != 0 || wgmma_shapes_.gate_up.n != 0);
-  if (c.flags) {
-    spdlog::info("action_head (cuda): EDGEVLA_CUDA_FLAG_EDGES=1: {}",
-                 flag_edges_ ? "q|k|v and gate|up wait for their norm's counter, the norms for o's and down's, down for gate|up's"
-                             : "not taken (q|k|v or gate|up on the warpgroup GEMM, chained)");
-  }
   gemm_norm_ = false;
   norm_clusters_ = c.norm == 2;
   if (c.norm != 0) {
