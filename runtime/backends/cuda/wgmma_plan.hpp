@@ -8,8 +8,8 @@
 //   EDGEVLA_CUDA_WGMMA=0            keeps cuBLASLt for all of them;
 //   EDGEVLA_CUDA_WGMMA=a,b,...      only the named projections (the family names them);
 //   EDGEVLA_CUDA_WGMMA_CHAIN=0      launches them plainly;
-//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default: the
-//                                   family's, 4 for pi0 / pi0.5, 8 for GR00T);
+//   EDGEVLA_CUDA_WGMMA_PARTS=N      caps the k parts of the f32-parts projections (default 8,
+//                                   the most: run 43 call 2);
 //   EDGEVLA_CUDA_WGMMA_ROPE=1       rotates q and k in q|k|v's epilogue (pi0.5) instead of the
 //                                   rope kernel after it: the same bits, but slower on the H200
 //                                   (a head +0.45 ms computing the angles, run 34 call 6; +0.93 ms

@@ -147,9 +147,10 @@ void ActionHeadEngine::plan_wgmma(const cpu::TowerWeights& tw) {
   const std::string_view other = chain_asked()                                              ? "EDGEVLA_CUDA_CHAIN_GEMM"
                                  : fused != nullptr && std::string_view(fused) == "1" ? "EDGEVLA_CUDA_FUSED_EXPERT"
                                                                                       : "";
-  // o and down in at most 4 k parts: the head 0.04-0.09 ms faster than in 8 at 1 and 3 views,
-  // alternated twice (run 36 call 1; run 34 call 5 once).
-  const WgmmaChoice c = wgmma_choice(act_, other, "action_head (cuda)", 4);
+  // o and down in at most 8 k parts (the family cap): with four weight stages copied ahead of the
+  // chain's wait, the head is 0.03-0.10 ms faster than in 4 at 1 and 3 views, alternated twice
+  // (run 43 call 2; under eight stages ahead 4 had been faster, run 36 call 1).
+  const WgmmaChoice c = wgmma_choice(act_, other, "action_head (cuda)");
   wgmma_shapes_ = {};
   if (!c.on) return;
   const std::int64_t S = cfg_.suffix_len(), E = cfg_.expert.width, F = cfg_.expert.mlp_dim;
