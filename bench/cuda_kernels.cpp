@@ -6,7 +6,7 @@
 // GEMMs run back to back over copies of their weights that together exceed the L2 cache (cold
 // weights, launch gaps hidden, as inside a forward pass). Prints one JSON line per measurement.
 //
-//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|attention|attention_shapes|mlp] [--shape NAME] [--k-chunk N]
+//   edgevla_bench_cuda_kernels [--repeat 20] [--only gemm|backbone|attention|attention_shapes|mlp] [--shape NAME] [--k-chunk N]
 //                              [--rows M]
 // (--shape and --k-chunk narrow the GEMM part to one shape / one skinny share, and --shape the
 // attention_shapes part to one shape (e.g. pi05_prefix_3view), for a profiler;
@@ -306,13 +306,25 @@ int main(int argc, char** argv) {
     DType d;
     float beta;
   };
-  const Shape shapes[] = {
+  const std::vector<Shape> head_shapes = {
       {"qkv", 50, 2560, 1024, DType::kBF16, 0.0f},     {"o", 50, 1024, 2048, DType::kF32, 0.0f},
       {"gate_up", 50, 8192, 1024, DType::kBF16, 0.0f}, {"down", 50, 1024, 4096, DType::kF32, 0.0f},
       {"o_pi0", 51, 1024, 2048, DType::kF32, 1.0f},    {"down_pi0", 51, 1024, 4096, DType::kF32, 1.0f},
       // GR00T N1.6's DiT (51 rows): the cross-attention q and ff1.
       {"groot_q", 51, 1536, 1536, DType::kBF16, 0.0f}, {"groot_ff1", 51, 6144, 1536, DType::kBF16, 0.0f},
   };
+  // --only backbone: the vision towers' GEMMs at one view (256 patches; both families' SigLIP is
+  // 1152 wide with an MLP of 4304, which the warpgroup GEMM takes padded to 4352 with zero weights)
+  // and at three (768), where cuBLASLt runs at 160-300 TFLOP/s (run 42 call 3).
+  const std::vector<Shape> backbone_shapes = {
+      {"siglip_qkv", 256, 3456, 1152, DType::kBF16, 0.0f},   {"siglip_o", 256, 1152, 1152, DType::kF32, 0.0f},
+      {"siglip_fc1", 256, 4304, 1152, DType::kBF16, 0.0f},   {"siglip_fc1_pad", 256, 4352, 1152, DType::kBF16, 0.0f},
+      {"siglip_fc2", 256, 1152, 4304, DType::kF32, 0.0f},    {"siglip_fc2_pad", 256, 1152, 4352, DType::kF32, 0.0f},
+      {"siglip_qkv_3v", 768, 3456, 1152, DType::kBF16, 0.0f}, {"siglip_o_3v", 768, 1152, 1152, DType::kF32, 0.0f},
+      {"siglip_fc1_pad_3v", 768, 4352, 1152, DType::kBF16, 0.0f},
+      {"siglip_fc2_pad_3v", 768, 1152, 4352, DType::kF32, 0.0f},
+  };
+  const std::vector<Shape>& shapes = only == "backbone" ? backbone_shapes : head_shapes;
   auto lt_only = Blas::create();
   auto mixed = Blas::create();
   CHECK_OK(lt_only.status());
@@ -504,7 +516,7 @@ int main(int argc, char** argv) {
 
   // Attention: 50 action rows × 8 heads over one kv head of 256, a cache of 1024 rows holding
   // `valid` tokens, plus the 50 rows' own keys; each split count, 18 calls in one graph.
-  if (only != "gemm" && only != "attention_shapes" && only != "mlp") {
+  if (only != "gemm" && only != "backbone" && only != "attention_shapes" && only != "mlp") {
     const std::int64_t rows = 50, H = 8, K = 1, h = 256, cache_rows = 1024, Q = (H + 2 * K) * h;
     void* qkv = device_random_bf16(static_cast<std::size_t>(rows * Q), 3);
     void* cache = device_random_bf16(static_cast<std::size_t>(2 * cache_rows * K * h), 4);
