@@ -211,10 +211,13 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       int wg;             // warpgroups a block; 0: attn_bf16
       bool rot = false;
       bool tma = false;   // the warpgroup kernel's K and V by bulk tensor copies
+      bool narrow = false;  // 32-row blocks (AttentionArgs::narrow)
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
     asks.push_back({"rot", 0, false, 0, true});
+    asks.push_back({"narrow", 0, false, 0, false, false, true});
+    asks.push_back({"narrow1", 1, false, 0, false, false, true});
     if (sh.h > 192) asks.push_back({"wide", 0, true, 0});
     if (sh.h == 256) {
       for (const int groups : {1, 2}) {
@@ -230,19 +233,21 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       asks.push_back({"wgtrot", 0, false, 2, true, true});
     }
     for (const Ask& ask : asks) {
-      // --split plan | N | rot | wide | wgG | wgGsN | wgrot | wgtG | wgtGsN | wgtrot: one launch
-      // form only (for a profiler).
+      // --split plan | N | rot | narrow | narrow1 | wide | wgG | wgGsN | wgrot | wgtG | wgtGsN |
+      // wgtrot: one launch form only (for a profiler).
       if (!only_split.empty() && only_split != ask.label) continue;
       AttentionArgs one = aa;
       one.wide_from = ask.wide ? 1 : 0;
       one.wg = ask.wg;
       one.rotate = ask.rot ? 1 : 0;
       one.wg_tma = ask.tma ? 1 : 0;
-      const std::size_t one_planned = ask.wide || ask.wg > 0 ? attention_scratch_bytes(one) : planned;
+      one.narrow = ask.narrow ? 1 : 0;
+      const std::size_t one_planned = ask.wide || ask.wg > 0 || ask.narrow ? attention_scratch_bytes(one) : planned;
       const int splits = ask.splits;
       one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
       if (one.scratch_bytes > most) continue;
       if (ask.wg > 0 && !attention_takes_warpgroup_kernel(one)) continue;
+      if (ask.narrow && !attention_takes_narrow_blocks(one)) continue;
       const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;

@@ -75,6 +75,7 @@ struct Case {
   int wg_tma = -1;              // AttentionArgs::wg_tma
   int rotate = -1;              // AttentionArgs::rotate
   int cluster = -1;             // AttentionArgs::cluster
+  int narrow = -1;              // AttentionArgs::narrow
 };
 
 struct Errors {
@@ -175,6 +176,7 @@ class Problem {
     args_.wg_tma = c.wg_tma;
     args_.rotate = c.rotate;
     args_.cluster = c.cluster;
+    args_.narrow = c.narrow;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());

@@ -1,6 +1,6 @@
 // The attention's other launch forms against the double-precision reference (ctest label gpu):
-// head dim 256's wide blocks, the warpgroup kernel (attention_wg.cu) with one and two warpgroups
-// a block, and rotated walks. Each is asked for explicitly (AttentionArgs), so these run whatever
+// head dim 256's wide blocks, narrow blocks, the warpgroup kernel (attention_wg.cu) with one and
+// two warpgroups a block, and rotated walks. Each is asked for explicitly (AttentionArgs), so these run whatever
 // the process's defaults are. Without a CUDA device every test skips itself.
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
@@ -28,6 +28,63 @@ TEST(CudaAttention, WideBlocksMatch) {
     c.name += ", no scratch";
     check_case(c, DType::kBF16, false);
   }
+}
+
+// Narrow blocks (32 stacked rows, 2 warps a key group) asked for wherever they apply: the vision
+// towers' head dim 72 at one and three views, GR00T's LLM (two query heads a kv head, a padded
+// prefix) and DiT (head dim 48; its own keys, and the cross-attention over the LLM's), the action
+// experts with pi0's limits and pi0.5's none, Gemma's prefix on attn_bf16, two sequences; in
+// shares and unsplit without scratch, and a graph replayed at seven prefix lengths. The plan must
+// take them for each of these in bf16 and never in f32.
+TEST(CudaAttention, NarrowBlocksMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {action_expert(51, 833, true), action_expert(50, 968, false),
+                             action_expert(50, 456, false), action_expert(51, 37, true), gemma_prefix(464, 456)};
+  for (int views : {1, 3}) {
+    Case c{.name = "siglip " + std::to_string(views) + " view(s)", .batch = views, .rows = 256, .heads = 16,
+           .kv_heads = 16, .h = 72};
+    c.a_max = 256, c.a_len = -1, c.batch_pad = 8;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "groot llm", .rows = 144, .heads = 16, .kv_heads = 8, .h = 128};
+    c.a_max = 144, c.a_len = 131;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "groot dit self", .rows = 17, .heads = 32, .kv_heads = 32, .h = 48};
+    c.a_max = 17, c.a_len = -1;
+    cases.push_back(c);
+    c.name = "groot dit cross", c.a_max = 144, c.a_len = 131;
+    cases.push_back(c);
+  }
+  {
+    Case c = action_expert(51, 300, true);
+    c.batch = 2, c.batch_pad = 8, c.name += " batch 2";
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.narrow = 1;
+    c.wg = 0;  // attn_bf16 for the prefix, not the default warpgroup kernel
+    c.name += " narrow";
+    {
+      Problem p(c, DType::kBF16);
+      ASSERT_TRUE(p.ready()) << c.name;
+      EXPECT_TRUE(attention_takes_narrow_blocks(p.args())) << c.name;
+      AttentionArgs off = p.args();
+      off.narrow = 0;
+      EXPECT_FALSE(attention_takes_narrow_blocks(off)) << c.name;
+      Problem f(c, DType::kF32);
+      ASSERT_TRUE(f.ready()) << c.name;
+      EXPECT_FALSE(attention_takes_narrow_blocks(f.args())) << c.name;
+    }
+    check_case(c, DType::kBF16);
+    c.name += ", no scratch";
+    check_case(c, DType::kBF16, false);
+  }
+  Case c = action_expert(51, 833, true);
+  c.narrow = 1, c.name += " narrow";
+  check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
 }
 
 // Head dim 256's warpgroup kernel (attention_wg.cu) asked for wherever it applies: Gemma's prefix

@@ -79,6 +79,12 @@ int wide_from_default() {
   static const int from = env_int("EDGEVLA_ATTN_WIDE_ROWS", EDGEVLA_ATTN_WIDE_ROWS, 0, 1 << 20);
   return from;
 }
+// Narrow blocks (AttentionArgs::narrow): 2 warps a key group, 32 stacked rows a block.
+constexpr int kNarrowWarps = 2;
+bool narrow_default() {
+  static const bool on = env_int("EDGEVLA_ATTN_NARROW", 0, 0, 1) == 1;
+  return on;
+}
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
 int wg_env() {
@@ -159,14 +165,16 @@ struct Bf16Variant {
   int threads = kThreads;   // a block's threads
 };
 
-template <int HD, int BK>
+// RW: warps a key group (4: 64 stacked rows a block; kNarrowWarps: 32).
+template <int HD, int BK, int RW = 4>
 Bf16Variant bf16_variant(int key_groups) {
   if (kMostKeyGroups > 1 && key_groups == 2) {
-    return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups, 4>),
-            Bf16Tile<HD, BK, kMostKeyGroups>::kSmem, kBf16Rows, kMostKeyGroups * kThreads};
+    using Tile = Bf16Tile<HD, BK, kMostKeyGroups, RW>;
+    return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, kMostKeyGroups, RW>), Tile::kSmem, Tile::kRows,
+            kMostKeyGroups * Tile::kGroupThreads};
   }
-  return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1, 4>), Bf16Tile<HD, BK, 1>::kSmem, kBf16Rows,
-          kThreads};
+  using Tile = Bf16Tile<HD, BK, 1, RW>;
+  return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1, RW>), Tile::kSmem, Tile::kRows, Tile::kGroupThreads};
 }
 
 // Head dim 256's wide block (kWideWarps warps over 128 rows, one key group).
@@ -189,6 +197,16 @@ Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false) 
   return bf16_variant<256, kHd256Keys>(key_groups);
 }
 
+// The narrow blocks of a head dim (AttentionArgs::narrow), built for the vision towers' 72 (80),
+// GR00T's DiT (48, as 64) and LLM (128) and the Gemma experts' 256; fn is null for the others.
+Bf16Variant pick_narrow(std::int64_t h, int key_groups) {
+  if (h <= 64) return bf16_variant<64, 64, kNarrowWarps>(key_groups);
+  if (h <= 80) return bf16_variant<80, 64, kNarrowWarps>(key_groups);
+  if (h > 96 && h <= 128) return bf16_variant<128, 64, kNarrowWarps>(key_groups);
+  if (h > 192) return bf16_variant<256, kHd256Keys, kNarrowWarps>(key_groups);
+  return Bf16Variant{0, nullptr, 0};
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Launch shape of one call.
@@ -196,6 +214,7 @@ struct Plan {
   std::int64_t m_rows = 0;     // stacked rows per kv head
   std::int64_t row_tiles = 0;  // blocks along x
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
+  bool narrow = false;         // bf16: pick_narrow()'s 32-row blocks
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
@@ -223,11 +242,21 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   pl.small_tiles = bf && pick_bf16(a.h, 1).smem > dev.smem_per_block;
   pl.key_tile = bf ? pick_bf16(a.h, 1, pl.small_tiles).bk : kF32Keys;
   pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
-  const std::int64_t blocks = pl.row_tiles * a.batch * a.kv_heads;
+  const std::int64_t blocks64 = pl.row_tiles * a.batch * a.kv_heads;  // at 64 rows a block
+  std::int64_t blocks = blocks64;
   const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
   const std::int64_t most = static_cast<std::int64_t>(scratch_bytes / pl.split_bytes);
+  // Narrow blocks (AttentionArgs::narrow): the same rules over blocks of 32 rows.
+  const bool narrow_asked = a.narrow >= 0 ? a.narrow > 0 : narrow_default();
+  if (narrow_asked && bf && !pl.small_tiles && pick_narrow(a.h, 1).fn != nullptr &&
+      pick_narrow(a.h, 1).smem <= dev.smem_per_block) {
+    pl.narrow = true;
+    pl.row_tiles = ceil_div(pl.m_rows, pick_narrow(a.h, 1).rows);
+    blocks = pl.row_tiles * a.batch * a.kv_heads;
+  }
   // Two key groups a block fit the device (Orin's 163 KB is less than head dim 256 needs with two).
-  const bool two_fit = bf && kMostKeyGroups == 2 && pick_bf16(a.h, 2, pl.small_tiles).smem <= dev.smem_per_block;
+  const bool two_fit = bf && kMostKeyGroups == 2 &&
+                       (pl.narrow ? pick_narrow(a.h, 2) : pick_bf16(a.h, 2, pl.small_tiles)).smem <= dev.smem_per_block;
   std::int64_t want = 1;
   if (two_fit && blocks <= sms) {
     // One wave of two-group blocks (a multiprocessor holds one): as many shares as keep the
@@ -266,6 +295,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   if (wg_groups > 0 && a.rope == nullptr && bf && a.h == 256 && (a.b_len == 0 || tma_ok) && a.a_max > 0 && dev.major == 9 &&
       dev.minor == 0 && attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
     pl.wg = true;
+    pl.narrow = false;
     pl.wg_groups = wg_groups;
     pl.wg_tma = wg_tma;
     pl.key_groups = 1;
@@ -283,8 +313,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // filling one wave.
   const int wide_from = a.wide_from >= 0 ? a.wide_from : wide_from_default();
   const Bf16Variant wide = wide_variant();
-  if (wide_from > 0 && bf && a.h > 192 && !pl.small_tiles && blocks >= wide_from && wide.smem <= dev.smem_per_block) {
+  if (wide_from > 0 && bf && a.h > 192 && !pl.small_tiles && blocks64 >= wide_from && wide.smem <= dev.smem_per_block) {
     pl.wide = true;
+    pl.narrow = false;
     pl.key_groups = 1;
     pl.row_tiles = ceil_div(pl.m_rows, wide.rows);
     const std::int64_t wide_blocks = pl.row_tiles * a.batch * a.kv_heads;
@@ -300,6 +331,13 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   const bool cluster_asked = a.cluster >= 0 ? a.cluster > 0 : cluster_default();
   pl.cluster = cluster_asked && bf && pl.splits > 1 && pl.splits <= kClusterMostShares && dev.major >= 9;
   return pl;
+}
+
+// The bf16 kernel a plan launches.
+Bf16Variant variant_of(const Plan& pl, std::int64_t h) {
+  if (pl.wide) return wide_variant();
+  if (pl.narrow) return pick_narrow(h, pl.key_groups);
+  return pick_bf16(h, pl.key_groups, pl.small_tiles);
 }
 
 // The bf16 kernel v launched on `grid` with each (row tile, sequence · kv head)'s shares as one
@@ -386,13 +424,20 @@ bool attention_takes_warpgroup_kernel(const AttentionArgs& args) {
   return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).wg;
 }
 
+bool attention_takes_narrow_blocks(const AttentionArgs& args) {
+  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  DeviceLimits dev;
+  if (!device_limits(dev).is_ok()) return false;
+  return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).narrow;
+}
+
 bool attention_merges_in_clusters(const AttentionArgs& args) {
   if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
   DeviceLimits dev;
   if (!device_limits(dev).is_ok()) return false;
   const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
   if (!pl.cluster || pl.wg || args.act != DType::kBF16) return false;
-  const Bf16Variant v = pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles);
+  const Bf16Variant v = variant_of(pl, args.h);
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
   return clusters_ready(v, grid, dev);
@@ -455,9 +500,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
   void* kargs[] = {&p};
-  const Bf16Variant variant = args.act == DType::kBF16 && !pl.wg
-                                  ? (pl.wide ? wide_variant() : pick_bf16(args.h, pl.key_groups, pl.small_tiles))
-                                  : Bf16Variant{};
+  const Bf16Variant variant = args.act == DType::kBF16 && !pl.wg ? variant_of(pl, args.h) : Bf16Variant{};
   if (pl.cluster) {
     pl.cluster = clusters_ready(variant, grid, dev);
   }

@@ -3,10 +3,11 @@
 // where Params, kWideWarps and the device helpers are defined. It includes attention_steps.cuh.
 #pragma once
 
-// RW: warps a key group (4: 64 stacked rows a block; kWideWarps: 128, one group only).
+// RW: warps a key group (4: 64 stacked rows a block; kNarrowWarps: 32; kWideWarps: 128, one group
+// only).
 template <int HD, int BK, int KG, int RW = 4>
 struct Bf16Tile {
-  static_assert(RW == 4 || (RW == kWideWarps && KG == 1), "wide blocks have one key group");
+  static_assert(RW == 4 || RW == kNarrowWarps || (RW == kWideWarps && KG == 1), "wide blocks have one key group");
   static constexpr int kRows = 16 * RW;     // stacked rows a block
   static constexpr int kGroupThreads = 32 * RW;
   static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
