@@ -79,11 +79,16 @@ int wide_from_default() {
   static const int from = env_int("EDGEVLA_ATTN_WIDE_ROWS", EDGEVLA_ATTN_WIDE_ROWS, 0, 1 << 20);
   return from;
 }
-// Narrow blocks (AttentionArgs::narrow): 2 warps a key group, 32 stacked rows a block.
+// Narrow blocks (AttentionArgs::narrow): 2 warps a key group, 32 stacked rows a block. Unasked,
+// EDGEVLA_ATTN_NARROW picks them: 0 never (the default until the GPU suite has run with them),
+// 1 wherever they apply, 2 where the 64-row blocks fill at most half of the multiprocessors.
+// On the H200 (run 43 call 6, with 1): pi0.5's head 6.37, 6.39 against 6.50, 6.51 ms at one
+// view, 6.57, 6.58 against 6.82, 6.91 at three; SigLIP 7.9 against 8.6 µs at one view (64
+// blocks) but 13.1 against 12.6 at three (192), which 2 leaves out.
 constexpr int kNarrowWarps = 2;
-bool narrow_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_NARROW", 0, 0, 1) == 1;
-  return on;
+int narrow_mode() {
+  static const int mode = env_int("EDGEVLA_ATTN_NARROW", 0, 0, 2);
+  return mode;
 }
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
@@ -247,7 +252,8 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   const std::int64_t tiles = ceil_div(a.a_max, pl.key_tile) + ceil_div(a.b_len, pl.key_tile);
   const std::int64_t most = static_cast<std::int64_t>(scratch_bytes / pl.split_bytes);
   // Narrow blocks (AttentionArgs::narrow): the same rules over blocks of 32 rows.
-  const bool narrow_asked = a.narrow >= 0 ? a.narrow > 0 : narrow_default();
+  const bool narrow_asked = a.narrow >= 0 ? a.narrow > 0
+                                          : narrow_mode() == 1 || (narrow_mode() == 2 && 2 * blocks64 <= sms);
   if (narrow_asked && bf && !pl.small_tiles && pick_narrow(a.h, 1).fn != nullptr &&
       pick_narrow(a.h, 1).smem <= dev.smem_per_block) {
     pl.narrow = true;
