@@ -254,10 +254,10 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // Narrow blocks (AttentionArgs::narrow): the same rules over blocks of 32 rows.
   const bool narrow_asked = a.narrow >= 0 ? a.narrow > 0
                                           : narrow_mode() == 1 || (narrow_mode() == 2 && 2 * blocks64 <= sms);
-  if (narrow_asked && bf && !pl.small_tiles && pick_narrow(a.h, 1).fn != nullptr &&
-      pick_narrow(a.h, 1).smem <= dev.smem_per_block) {
+  const Bf16Variant narrow = narrow_asked && bf && !pl.small_tiles ? pick_narrow(a.h, 1) : Bf16Variant{};
+  if (narrow.fn != nullptr && narrow.smem <= dev.smem_per_block) {
     pl.narrow = true;
-    pl.row_tiles = ceil_div(pl.m_rows, pick_narrow(a.h, 1).rows);
+    pl.row_tiles = ceil_div(pl.m_rows, narrow.rows);
     blocks = pl.row_tiles * a.batch * a.kv_heads;
   }
   // Two key groups a block fit the device (Orin's 163 KB is less than head dim 256 needs with two).
