@@ -86,6 +86,12 @@ int wide_from_default() {
 // view, 6.57, 6.58 against 6.82, 6.91 at three; SigLIP 7.9 against 8.6 µs at one view (64
 // blocks) but 13.1 against 12.6 at three (192), which 2 leaves out.
 constexpr int kNarrowWarps = 2;
+// Head dims up to 48 (GR00T's DiT) on their own 48-wide instance; EDGEVLA_ATTN_HD48=0 pads them
+// to 64 as before run 44, to compare.
+bool hd48_on() {
+  static const bool on = env_int("EDGEVLA_ATTN_HD48", 1, 0, 1) == 1;
+  return on;
+}
 int narrow_mode() {
   static const int mode = env_int("EDGEVLA_ATTN_NARROW", 0, 0, 2);
   return mode;
@@ -192,6 +198,7 @@ Bf16Variant wide_variant() {
 // small_tiles: head dim 256 in 16-key tiles (68 KB a block with one key group instead of
 // 101 KB), for devices that give a block less shared memory (Ampere and Ada parts: 99 KB).
 Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false) {
+  if (h <= 48 && hd48_on()) return bf16_variant<48, 64>(key_groups);
   if (h <= 64) return bf16_variant<64, 64>(key_groups);
   if (h <= 80) return bf16_variant<80, 64>(key_groups);
   if (h <= 96) return bf16_variant<96, 64>(key_groups);
@@ -203,8 +210,9 @@ Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false) 
 }
 
 // The narrow blocks of a head dim (AttentionArgs::narrow), built for the vision towers' 72 (80),
-// GR00T's DiT (48, as 64) and LLM (128) and the Gemma experts' 256; fn is null for the others.
+// GR00T's DiT (48) and LLM (128) and the Gemma experts' 256; fn is null for the others.
 Bf16Variant pick_narrow(std::int64_t h, int key_groups) {
+  if (h <= 48 && hd48_on()) return bf16_variant<48, 64, kNarrowWarps>(key_groups);
   if (h <= 64) return bf16_variant<64, 64, kNarrowWarps>(key_groups);
   if (h <= 80) return bf16_variant<80, 64, kNarrowWarps>(key_groups);
   if (h > 96 && h <= 128) return bf16_variant<128, 64, kNarrowWarps>(key_groups);
