@@ -260,6 +260,9 @@ TEST(CudaAttention, ClusterSharesMatchTheCombine) {
   }
   for (Case c : cases) {
     if (c.wg < 0) c.wg = 0;  // attn_bf16, not the prefix's default warpgroup kernel
+    // 64-row blocks: the narrow ones' shares (twice the blocks) may not all fit as clusters at
+    // once, and then rightly fall back to the combine.
+    if (c.narrow < 0) c.narrow = 0;
     Case in_scratch = c;
     in_scratch.cluster = 0;
     c.cluster = 1;

@@ -78,11 +78,11 @@ struct AttentionArgs {
   // wherever the 64-row plan has at least this many blocks; 0: never; -1: the process's choice
   // (the EDGEVLA_ATTN_WIDE_ROWS variable, else -DEDGEVLA_ATTN_WIDE_ROWS; never by default).
   int wide_from = -1;
-  // bf16 at head dims 64, 80, 128 and 256 (not with wide blocks): blocks of 32 stacked rows (2
+  // bf16 at head dims up to 80, 128 and 256 (not with wide blocks): blocks of 32 stacked rows (2
   // warps a key group) instead of 64, so that a call with few row tiles spreads over twice the
   // multiprocessors with half the warps on each; 1 yes; 0 no; -1: the process's choice
-  // (EDGEVLA_ATTN_NARROW: 0 never, the default for now; 1 wherever they apply; 2 where the
-  // 64-row blocks fill at most half of the multiprocessors).
+  // (EDGEVLA_ATTN_NARROW: 0 never; 1 wherever they apply; 2, the default, where the 64-row
+  // blocks fill at most half of the multiprocessors).
   int narrow = -1;
   // Head dim 256, block a only, bf16, on a compute capability 9.0 device with an sm_90a build:
   // the warpgroup kernel (attention_wg.cu) instead of attn_bf16, with 1 or 2 warpgroups (64 or
