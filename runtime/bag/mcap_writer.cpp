@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/util/log.hpp"
@@ -24,6 +26,15 @@ constexpr std::size_t kMaxPendingJobs = 2;
 }  // namespace
 
 Expected<std::unique_ptr<McapWriter>> McapWriter::open(const std::string& path, McapWriterOptions options) {
+  // A bag under a folder that does not exist yet (a new run directory) gets that folder.
+  if (const std::filesystem::path parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      return unavailable("cannot create bag '" + path + "': its folder '" + parent.string() +
+                         "' cannot be made (" + ec.message() + "); record to a writable folder");
+    }
+  }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return unavailable("cannot create bag '" + path + "': " + std::strerror(errno));
   std::unique_ptr<McapWriter> w(new McapWriter(path, fd, std::move(options)));

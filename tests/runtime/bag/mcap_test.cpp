@@ -181,6 +181,33 @@ TEST(McapWriter, AFullDiskClosesTheBagCleanlyAndSaysSo) {
   fs::remove(path);
 }
 
+// A bag in a run directory that does not exist yet: the writer makes the folder. A folder that
+// cannot be made (its parent is a file) is one error naming the bag and the folder.
+TEST(McapWriter, MakesTheBagsFolderAndNamesOneItCannotMake) {
+  const fs::path dir = fs::path(temp_path("new_run")) / "nested";
+  fs::remove_all(dir.parent_path());
+  const std::string path = (dir / "run.mcap").string();
+  {
+    auto w = McapWriter::open(path);
+    ASSERT_TRUE(w.has_value()) << w.status().to_string();
+    ASSERT_TRUE((*w)->close().is_ok());
+  }
+  EXPECT_TRUE(fs::is_directory(dir));
+  auto r = McapReader::open(path);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_TRUE((*r)->summary().complete);
+
+  const fs::path file = fs::path(temp_path("a_file"));
+  std::ofstream(file) << "x";
+  const std::string under_file = (file / "sub" / "run.mcap").string();
+  auto bad = McapWriter::open(under_file);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find(under_file), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("cannot be made"), std::string::npos) << bad.status().message();
+  fs::remove(file);
+  fs::remove_all(dir.parent_path());
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Compressions,
                          ::testing::Values(Compression::kNone, Compression::kLz4, Compression::kZstd),
                          [](const auto& info) {
