@@ -76,6 +76,7 @@ struct Case {
   int rotate = -1;              // AttentionArgs::rotate
   int cluster = -1;             // AttentionArgs::cluster
   int narrow = -1;              // AttentionArgs::narrow
+  int short_keys = -1;          // AttentionArgs::short_keys
 };
 
 struct Errors {
@@ -177,6 +178,7 @@ class Problem {
     args_.rotate = c.rotate;
     args_.cluster = c.cluster;
     args_.narrow = c.narrow;
+    args_.short_keys = c.short_keys;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());

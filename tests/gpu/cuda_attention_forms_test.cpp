@@ -1,5 +1,5 @@
 // The attention's other launch forms against the double-precision reference (ctest label gpu):
-// head dim 256's wide blocks, narrow blocks, the warpgroup kernel (attention_wg.cu) with one and
+// head dim 256's wide blocks, narrow blocks, short key walks, the warpgroup kernel (attention_wg.cu) with one and
 // two warpgroups a block, and rotated walks. Each is asked for explicitly (AttentionArgs), so these run whatever
 // the process's defaults are. Without a CUDA device every test skips itself.
 #include "runtime/backends/cuda/kernels/kernels.hpp"
@@ -85,6 +85,69 @@ TEST(CudaAttention, NarrowBlocksMatch) {
   Case c = action_expert(51, 833, true);
   c.narrow = 1, c.name += " narrow";
   check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
+}
+
+// Walks of at most 32 keys at head dims up to 48 in one 32-key tile, asked for: GR00T's DiT
+// self-attention (17 keys), head dim 16 with block b beside a (10 + 20 keys, pi0's limits), a
+// ragged a_len, two sequences; 64- and 32-row blocks; with and without scratch; a graph
+// replayed at several prefix lengths. The plan must take it for each of these in bf16, never
+// in f32, never over 32 keys and never at head dim 64.
+TEST(CudaAttention, ShortKeyWalksMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases;
+  {
+    Case c{.name = "groot dit self", .rows = 17, .heads = 32, .kv_heads = 32, .h = 48};
+    c.a_max = 17, c.a_len = -1;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 16 a 10 b 20 limits", .rows = 20, .heads = 4, .kv_heads = 2, .h = 16};
+    c.a_max = 10, c.a_len = 7, c.b_len = 20, c.b_limit = pi0_limits(20, 20);
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 48 batch 2", .batch = 2, .rows = 30, .heads = 8, .kv_heads = 8, .h = 48};
+    c.a_max = 32, c.a_len = 29, c.batch_pad = 8;
+    cases.push_back(c);
+  }
+  for (Case c : cases) {
+    c.short_keys = 1;
+    c.name += " short keys";
+    for (int narrow : {0, 1}) {
+      Case n = c;
+      n.narrow = narrow;
+      n.name += narrow ? ", narrow" : ", 64 rows";
+      {
+        Problem p(n, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << n.name;
+        EXPECT_TRUE(attention_takes_short_keys(p.args())) << n.name;
+        AttentionArgs off = p.args();
+        off.short_keys = 0;
+        EXPECT_FALSE(attention_takes_short_keys(off)) << n.name;
+        Problem f(n, DType::kF32);
+        ASSERT_TRUE(f.ready()) << n.name;
+        EXPECT_FALSE(attention_takes_short_keys(f.args())) << n.name;
+      }
+      check_case(n, DType::kBF16);
+      n.name += ", no scratch";
+      check_case(n, DType::kBF16, false);
+    }
+  }
+  {
+    Case longer{.name = "h 48 33 keys", .rows = 17, .heads = 4, .kv_heads = 4, .h = 48};
+    longer.a_max = 33, longer.a_len = -1, longer.short_keys = 1;
+    Problem p(longer, DType::kBF16);
+    ASSERT_TRUE(p.ready());
+    EXPECT_FALSE(attention_takes_short_keys(p.args())) << "33 keys take two tiles";
+    Case wider{.name = "h 64 17 keys", .rows = 17, .heads = 4, .kv_heads = 4, .h = 64};
+    wider.a_max = 17, wider.a_len = -1, wider.short_keys = 1;
+    Problem q(wider, DType::kBF16);
+    ASSERT_TRUE(q.ready());
+    EXPECT_FALSE(attention_takes_short_keys(q.args())) << "head dim 64 has no short-key instance";
+  }
+  Case c = cases[1];
+  c.short_keys = 1, c.name += " short keys";
+  check_replays(c, DType::kBF16, {10, 7, 1, 0});
 }
 
 // Head dim 256's warpgroup kernel (attention_wg.cu) asked for wherever it applies: Gemma's prefix

@@ -94,6 +94,13 @@ bool hd48_on() {
   static const bool on = env_int("EDGEVLA_ATTN_HD48", 1, 0, 1) == 1;
   return on;
 }
+// AttentionArgs::short_keys unasked: walks of at most 32 keys at head dims up to 48 (GR00T's DiT
+// self-attention, 17 keys) in one 32-key tile instead of a 64-key one with 47 masked keys, with
+// EDGEVLA_ATTN_SHORT_KEYS=1 (off until measured on a GPU).
+bool short_keys_on() {
+  static const bool on = env_int("EDGEVLA_ATTN_SHORT_KEYS", 0, 0, 1) == 1;
+  return on;
+}
 int narrow_mode() {
   static const int mode = env_int("EDGEVLA_ATTN_NARROW", 2, 0, 2);
   return mode;
@@ -199,7 +206,9 @@ Bf16Variant wide_variant() {
 
 // small_tiles: head dim 256 in 16-key tiles (68 KB a block with one key group instead of
 // 101 KB), for devices that give a block less shared memory (Ampere and Ada parts: 99 KB).
-Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false) {
+// short_keys: Plan::short_keys (head dims up to 48 only).
+Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false, bool short_keys = false) {
+  if (short_keys && h <= 48) return bf16_variant<48, 32>(key_groups);
   if (h <= 48 && hd48_on()) return bf16_variant<48, 64>(key_groups);
   if (h <= 64) return bf16_variant<64, 64>(key_groups);
   if (h <= 80) return bf16_variant<80, 64>(key_groups);
@@ -213,7 +222,8 @@ Bf16Variant pick_bf16(std::int64_t h, int key_groups, bool small_tiles = false) 
 
 // The narrow blocks of a head dim (AttentionArgs::narrow), built for the vision towers' 72 (80),
 // GR00T's DiT (48) and LLM (128) and the Gemma experts' 256; fn is null for the others.
-Bf16Variant pick_narrow(std::int64_t h, int key_groups) {
+Bf16Variant pick_narrow(std::int64_t h, int key_groups, bool short_keys = false) {
+  if (short_keys && h <= 48) return bf16_variant<48, 32, kNarrowWarps>(key_groups);
   if (h <= 48 && hd48_on()) return bf16_variant<48, 64, kNarrowWarps>(key_groups);
   if (h <= 64) return bf16_variant<64, 64, kNarrowWarps>(key_groups);
   if (h <= 80) return bf16_variant<80, 64, kNarrowWarps>(key_groups);
@@ -237,6 +247,7 @@ struct Plan {
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
   bool small_tiles = false;     // bf16: pick_bf16's small_tiles
+  bool short_keys = false;      // bf16: a walk of at most 32 keys in 32-key tiles (short_keys_on)
   bool cluster = false;         // bf16 with shares: the shares merge in a cluster (no attn_combine)
   std::size_t split_bytes = 0;  // scratch per split
 };
@@ -255,7 +266,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   const bool bf = a.act == DType::kBF16;
   pl.row_tiles = ceil_div(pl.m_rows, bf ? kBf16Rows : kF32Rows);
   pl.small_tiles = bf && pick_bf16(a.h, 1).smem > dev.smem_per_block;
-  pl.key_tile = bf ? pick_bf16(a.h, 1, pl.small_tiles).bk : kF32Keys;
+  const bool short_asked = a.short_keys >= 0 ? a.short_keys > 0 : short_keys_on();
+  pl.short_keys = short_asked && bf && !pl.small_tiles && a.h <= 48 && a.a_max + a.b_len <= 32;
+  pl.key_tile = bf ? pick_bf16(a.h, 1, pl.small_tiles, pl.short_keys).bk : kF32Keys;
   pl.split_bytes = static_cast<std::size_t>(a.batch * a.kv_heads * pl.m_rows * (a.h + 2)) * sizeof(float);
   const std::int64_t blocks64 = pl.row_tiles * a.batch * a.kv_heads;  // at 64 rows a block
   std::int64_t blocks = blocks64;
@@ -264,7 +277,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // Narrow blocks (AttentionArgs::narrow): the same rules over blocks of 32 rows.
   const bool narrow_asked = a.narrow >= 0 ? a.narrow > 0
                                           : narrow_mode() == 1 || (narrow_mode() == 2 && 2 * blocks64 <= sms);
-  const Bf16Variant narrow = narrow_asked && bf && !pl.small_tiles ? pick_narrow(a.h, 1) : Bf16Variant{};
+  const Bf16Variant narrow = narrow_asked && bf && !pl.small_tiles ? pick_narrow(a.h, 1, pl.short_keys) : Bf16Variant{};
   if (narrow.fn != nullptr && narrow.smem <= dev.smem_per_block) {
     pl.narrow = true;
     pl.row_tiles = ceil_div(pl.m_rows, narrow.rows);
@@ -272,7 +285,8 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   }
   // Two key groups a block fit the device (Orin's 163 KB is less than head dim 256 needs with two).
   const bool two_fit = bf && kMostKeyGroups == 2 &&
-                       (pl.narrow ? pick_narrow(a.h, 2) : pick_bf16(a.h, 2, pl.small_tiles)).smem <= dev.smem_per_block;
+                       (pl.narrow ? pick_narrow(a.h, 2, pl.short_keys) : pick_bf16(a.h, 2, pl.small_tiles, pl.short_keys))
+                               .smem <= dev.smem_per_block;
   std::int64_t want = 1;
   if (two_fit && blocks <= sms) {
     // One wave of two-group blocks (a multiprocessor holds one): as many shares as keep the
@@ -352,8 +366,8 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
 // The bf16 kernel a plan launches.
 Bf16Variant variant_of(const Plan& pl, std::int64_t h) {
   if (pl.wide) return wide_variant();
-  if (pl.narrow) return pick_narrow(h, pl.key_groups);
-  return pick_bf16(h, pl.key_groups, pl.small_tiles);
+  if (pl.narrow) return pick_narrow(h, pl.key_groups, pl.short_keys);
+  return pick_bf16(h, pl.key_groups, pl.small_tiles, pl.short_keys);
 }
 
 // The bf16 kernel v launched on `grid` with each (row tile, sequence · kv head)'s shares as one
@@ -445,6 +459,13 @@ bool attention_takes_narrow_blocks(const AttentionArgs& args) {
   DeviceLimits dev;
   if (!device_limits(dev).is_ok()) return false;
   return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).narrow;
+}
+
+bool attention_takes_short_keys(const AttentionArgs& args) {
+  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  DeviceLimits dev;
+  if (!device_limits(dev).is_ok()) return false;
+  return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).short_keys;
 }
 
 bool attention_merges_in_clusters(const AttentionArgs& args) {

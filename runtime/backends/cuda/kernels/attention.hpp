@@ -84,6 +84,10 @@ struct AttentionArgs {
   // (EDGEVLA_ATTN_NARROW: 0 never; 1 wherever they apply; 2, the default, where the 64-row
   // blocks fill at most half of the multiprocessors).
   int narrow = -1;
+  // bf16 at head dims up to 48 with at most 32 keys in all (GR00T's DiT self-attention): one
+  // 32-key tile instead of a 64-key one; 1 yes; 0 no; -1: the process's choice
+  // (EDGEVLA_ATTN_SHORT_KEYS: 0 never, the default until measured on a GPU; 1 wherever it applies).
+  int short_keys = -1;
   // Head dim 256, block a only, bf16, on a compute capability 9.0 device with an sm_90a build:
   // the warpgroup kernel (attention_wg.cu) instead of attn_bf16, with 1 or 2 warpgroups (64 or
   // 128 stacked rows) a block wherever it applies; 0: never; -1: the process's choice (the
@@ -123,6 +127,9 @@ bool attention_takes_warpgroup_kernel(const AttentionArgs& args);
 
 // Whether this call would run on narrow blocks (AttentionArgs::narrow) on this device.
 bool attention_takes_narrow_blocks(const AttentionArgs& args);
+
+// Whether this call would walk its keys in one 32-key tile (AttentionArgs::short_keys).
+bool attention_takes_short_keys(const AttentionArgs& args);
 
 // Whether this call would merge its key shares inside clusters (AttentionArgs::cluster) on this
 // device, with the scratch it names.
