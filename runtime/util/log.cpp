@@ -14,10 +14,18 @@ spdlog::logger& logger() {
     l->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
     const char* level = std::getenv("EDGEVLA_LOG_LEVEL");
     l->set_level(level ? spdlog::level::from_str(level) : spdlog::level::info);
+    // spdlog's free functions (spdlog::info, ...) log through it too: one stream (stderr), one
+    // format and one level for every line of the process, plugins and backends included.
+    spdlog::set_default_logger(l);
     return l;
   }();
   return *instance;
 }
+
+namespace {
+// Made when the runtime library loads, before any line is logged.
+const bool kLoggerReady = (logger(), true);
+}  // namespace
 
 void RateLimitedLog::warn(std::string_view key, std::string_view message) {
   emit(spdlog::level::warn, key, message);

@@ -299,11 +299,20 @@ TEST_F(Pi05Pipeline, LaunchCheckRefusesTheOtherVariant) {
 TEST_F(Pi05Pipeline, LaunchCheckAsksTheBackendsForADevice) {
   const std::vector<std::string> env = {"EDGEVLA_DOMAIN=" + testing::unique_domain("devcheck"),
                                         "EDGEVLA_CHECKPOINT=" + checkpoint(), "EDGEVLA_RUN_DIR=" + dir_->string()};
-  auto chain = testing::run({exe(), "launch", launch_file("pi05_cuda.yaml"), "--check"}, env,
+  // A misspelt knob of the cuda backend (env_knobs.hpp) is named when the backend loads, with
+  // the knob it meant; where no cuda backend was built nothing loads it.
+  std::vector<std::string> typo_env = env;
+  typo_env.push_back("EDGEVLA_ATTN_NARROWW=1");
+  auto chain = testing::run({exe(), "launch", launch_file("pi05_cuda.yaml"), "--check"}, typo_env,
                             (*dir_ / "devcheck").string());
   EXPECT_EQ(chain.code, 0) << chain.err;
   EXPECT_NE(chain.err.find("backbone: backend '"), std::string::npos) << chain.err;
   EXPECT_NE(chain.err.find("action_head: backend '"), std::string::npos) << chain.err;
+  if (std::filesystem::exists(std::filesystem::path(testing::bin_dir()) / ".." / "lib" / "libedgevla_backend_cuda.so")) {
+    EXPECT_NE(chain.err.find("EDGEVLA_ATTN_NARROWW is set but edgevla reads no such variable"), std::string::npos)
+        << chain.err;
+    EXPECT_NE(chain.err.find("did you mean EDGEVLA_ATTN_NARROW?"), std::string::npos) << chain.err;
+  }
   auto only = testing::run({exe(), "launch", launch_file("pi05_cuda.yaml"), "--check", "--set", "backbone.backend=[cuda]"},
                            env, (*dir_ / "devcheck").string());
   if (only.code == 0) {

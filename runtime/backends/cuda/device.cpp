@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/backends/cuda/env_knobs.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 
 namespace edgevla::backends::cuda {
@@ -67,6 +68,14 @@ Expected<DeviceInfo> select_device(const EngineOptions& options, std::string_vie
 }
 
 namespace {
+
+// At load: each variable set under the backend's prefixes that it does not read (a misspelt or
+// stale knob, which would otherwise change nothing without a word) is named once, with the
+// nearest knob it does read (env_knobs.hpp).
+const bool kEnvChecked = [] {
+  for (const std::string& line : unknown_env_variables(kEnvPrefixes, kEnvKnobs)) spdlog::warn("cuda backend: {}", line);
+  return true;
+}();
 
 // `edgevla launch --check`: the device exists and is new enough, and the stage's weights in the
 // compute dtype fit its free memory and the budget (buffers come on top: a few percent).

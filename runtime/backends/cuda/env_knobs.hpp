@@ -1,0 +1,61 @@
+// The cuda backend's run-time knobs: every environment variable it reads, with what it does.
+// Most exist to compare a kernel form against the default in one run (bench/results/issue9_h200
+// holds each measurement); the defaults are what was measured fastest. At load the backend names
+// any variable set under its prefixes that is not in this list (runtime/util/env_check.hpp), so a
+// misspelt knob is not silently ignored; tests/runtime/cuda_env_knobs_test.cpp keeps this list
+// and the variables the sources read the same.
+#pragma once
+
+#include <string_view>
+
+#include "runtime/util/env_check.hpp"
+
+namespace edgevla::backends::cuda {
+
+inline constexpr std::string_view kEnvPrefixes[] = {"EDGEVLA_CUDA_", "EDGEVLA_ATTN_", "EDGEVLA_GEMM_",
+                                                    "EDGEVLA_WGMMA_"};
+
+inline constexpr EnvKnob kEnvKnobs[] = {
+    // Attention (kernels/attention.cu).
+    {"EDGEVLA_ATTN_NARROW", "narrow blocks (32 stacked rows): 0 never, 1 wherever they apply, 2 (default) where "
+                            "64-row blocks fill at most half the device"},
+    {"EDGEVLA_ATTN_HD48", "head dims up to 48 on their own instance: 1 (default), 0 pads them to 64"},
+    {"EDGEVLA_ATTN_SHORT_KEYS", "walks of at most 32 keys at head dims up to 48 in one 32-key tile: 0 (default), 1"},
+    {"EDGEVLA_ATTN_MIN_TILES", "key tiles a share at least when a call splits its keys (default 3)"},
+    {"EDGEVLA_ATTN_CLUSTER", "key shares merged inside a cluster instead of by the combine kernel: 0 (default), 1"},
+    {"EDGEVLA_ATTN_ROTATE", "rotated key walks: 0 (default), 1"},
+    {"EDGEVLA_ATTN_WIDE_ROWS", "head dim 256 in 128-row blocks from this many 64-row blocks up (0, default: never)"},
+    {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
+                        "choice)"},
+    {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},
+    {"EDGEVLA_ATTN_WG_EXPERT", "the warpgroup kernel also for the action experts' attention: 0 (default), 1"},
+    {"EDGEVLA_ATTN_WG_SHARES", "the warpgroup kernel's key shares fixed at N (1-12; unset: the plan's rule)"},
+    // GEMMs (kernels/gemm*.{cpp,hpp}, kernels/wgmma_gemm.cu, wgmma_plan.cpp).
+    {"EDGEVLA_GEMM_PLAN_FILE", "a file of GEMM picks reused instead of timing them, new picks appended (per GPU "
+                               "and cuBLASLt version)"},
+    {"EDGEVLA_GEMM_MAX_K_PARTS", "cap on the k parts of a split GEMM (1: every GEMM whole)"},
+    {"EDGEVLA_WGMMA_AHEAD", "weight stages the warpgroup GEMM copies before the chain's wait (0-8, default 4)"},
+    {"EDGEVLA_CUDA_WGMMA", "the heads' projections on the warpgroup GEMM: all (default), 0, or a comma list"},
+    {"EDGEVLA_CUDA_WGMMA_CHAIN", "the warpgroup GEMMs chained as programmatic dependents: 1 (default), 0"},
+    {"EDGEVLA_CUDA_WGMMA_PARTS", "k parts at most of the warpgroup GEMM (1-8; default 8)"},
+    {"EDGEVLA_CUDA_WGMMA_SPLIT", "k slices at most of the warpgroup GEMM in a cluster (default 4)"},
+    {"EDGEVLA_CUDA_WGMMA_ROPE", "RoPE in the q|k|v GEMM's epilogue: 0 (default), 1"},
+    {"EDGEVLA_CUDA_WGMMA_MLP", "each MLP half as one clustered kernel: 0 (default), 1"},
+    {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
+    {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
+    {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
+    {"EDGEVLA_CUDA_BACKBONE_PARTS", "the backbones' residual GEMMs in k parts (default); 0 runs them whole"},
+    // The pi0 / pi0.5 action head (pi0/).
+    {"EDGEVLA_CUDA_CHAIN_GEMM", "projections on the chained few-rows GEMM: unset (default), all, or a comma list"},
+    {"EDGEVLA_CUDA_CHAIN_LAUNCH", "which launches are chained: gemms (default), all, 0"},
+    {"EDGEVLA_CUDA_FLOW_STEP", "each Euler step's boundary in one launch: unset (default: on), 0 off"},
+    {"EDGEVLA_CUDA_ATTN_ROPE", "RoPE inside the expert's attention: 0 (default), 1"},
+    {"EDGEVLA_CUDA_FUSED_EXPERT", "each Euler step as one persistent kernel: 0 (default), 1"},
+    {"EDGEVLA_CUDA_FUSED_PREFETCH", "that kernel prefetching the next weights into L2: 0 (default), 1"},
+    {"EDGEVLA_CUDA_FUSED_TRACE", "that kernel's phase timestamps, logged: 0 (default), 1"},
+    // Every engine.
+    {"EDGEVLA_CUDA_SYNC_OUTPUTS", "outputs handed over after a host sync instead of a ready fence: 0 (default), 1"},
+    {"EDGEVLA_CUDA_ABLATE", "kernel classes left out, for profiling (builds with -DEDGEVLA_CUDA_ABLATION=ON only)"},
+};
+
+}  // namespace edgevla::backends::cuda
