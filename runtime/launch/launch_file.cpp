@@ -13,6 +13,7 @@
 
 #include "runtime/node/host.hpp"
 #include "runtime/node/node_registry.hpp"
+#include "runtime/util/edit_distance.hpp"
 #include "runtime/util/log.hpp"
 
 namespace edgevla {
@@ -573,21 +574,6 @@ Expected<LaunchDescription> parse_launch(const std::string& path, const std::vec
 }
 
 namespace {
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // "did you mean 'x'?" with the closest of `known`, or the list when nothing is close.
 std::string closest(const std::string& wrong, const std::set<std::string>& known) {

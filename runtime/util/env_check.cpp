@@ -1,30 +1,12 @@
 #include "runtime/util/env_check.hpp"
 
 #include <algorithm>
-#include <cstddef>
+
+#include "runtime/util/edit_distance.hpp"
 
 extern char** environ;
 
 namespace edgevla {
-namespace {
-
-// Edits (insert, delete, replace) between a and b.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 std::vector<std::string> unknown_env_variables(std::span<const std::string_view> prefixes,
                                                std::span<const EnvKnob> known, const char* const* env) {

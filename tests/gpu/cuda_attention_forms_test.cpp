@@ -9,6 +9,21 @@
 namespace edgevla::backends::cuda {
 namespace {
 
+// The plan takes the form `takes` reports for `c` in bf16, not once `off` takes the request
+// back, and never in f32.
+template <class Off>
+void expect_form(const Case& c, bool (*takes)(const AttentionArgs&), Off off) {
+  Problem p(c, DType::kBF16);
+  ASSERT_TRUE(p.ready()) << c.name;
+  EXPECT_TRUE(takes(p.args())) << c.name;
+  AttentionArgs without = p.args();
+  off(without);
+  EXPECT_FALSE(takes(without)) << c.name;
+  Problem f(c, DType::kF32);
+  ASSERT_TRUE(f.ready()) << c.name;
+  EXPECT_FALSE(takes(f.args())) << c.name;
+}
+
 // Head dim 256's wide blocks (128 stacked rows, 8 warps) asked for wherever they apply: Gemma's
 // prefix at one and three views (split into shares, and with no scratch unsplit), a ragged last
 // row tile, and block b beside a (not a shape that takes them by default).
@@ -67,17 +82,7 @@ TEST(CudaAttention, NarrowBlocksMatch) {
     c.narrow = 1;
     c.wg = 0;  // attn_bf16 for the prefix, not the default warpgroup kernel
     c.name += " narrow";
-    {
-      Problem p(c, DType::kBF16);
-      ASSERT_TRUE(p.ready()) << c.name;
-      EXPECT_TRUE(attention_takes_narrow_blocks(p.args())) << c.name;
-      AttentionArgs off = p.args();
-      off.narrow = 0;
-      EXPECT_FALSE(attention_takes_narrow_blocks(off)) << c.name;
-      Problem f(c, DType::kF32);
-      ASSERT_TRUE(f.ready()) << c.name;
-      EXPECT_FALSE(attention_takes_narrow_blocks(f.args())) << c.name;
-    }
+    expect_form(c, attention_takes_narrow_blocks, [](AttentionArgs& a) { a.narrow = 0; });
     check_case(c, DType::kBF16);
     c.name += ", no scratch";
     check_case(c, DType::kBF16, false);
@@ -117,17 +122,7 @@ TEST(CudaAttention, ShortKeyWalksMatch) {
       Case n = c;
       n.narrow = narrow;
       n.name += narrow ? ", narrow" : ", 64 rows";
-      {
-        Problem p(n, DType::kBF16);
-        ASSERT_TRUE(p.ready()) << n.name;
-        EXPECT_TRUE(attention_takes_short_keys(p.args())) << n.name;
-        AttentionArgs off = p.args();
-        off.short_keys = 0;
-        EXPECT_FALSE(attention_takes_short_keys(off)) << n.name;
-        Problem f(n, DType::kF32);
-        ASSERT_TRUE(f.ready()) << n.name;
-        EXPECT_FALSE(attention_takes_short_keys(f.args())) << n.name;
-      }
+      expect_form(n, attention_takes_short_keys, [](AttentionArgs& a) { a.short_keys = 0; });
       check_case(n, DType::kBF16);
       n.name += ", no scratch";
       check_case(n, DType::kBF16, false);
