@@ -8,15 +8,18 @@ extern char** environ;
 
 namespace edgevla {
 
-std::vector<std::string> unknown_env_variables(std::span<const std::string_view> prefixes,
-                                               std::span<const EnvKnob> known, const char* const* env) {
-  std::vector<std::string> lines;
+EnvCheck check_env(std::span<const std::string_view> prefixes, std::span<const EnvKnob> known, const char* const* env) {
+  EnvCheck out;
   for (; env != nullptr && *env != nullptr; ++env) {
     const std::string_view entry(*env);
-    const std::string_view name = entry.substr(0, entry.find('='));
+    const std::size_t eq = entry.find('=');
+    const std::string_view name = entry.substr(0, eq);
     const bool ours = std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
     if (!ours) continue;
-    if (std::any_of(known.begin(), known.end(), [&](const EnvKnob& k) { return k.name == name; })) continue;
+    if (std::any_of(known.begin(), known.end(), [&](const EnvKnob& k) { return k.name == name; })) {
+      if (eq != std::string_view::npos && eq + 1 < entry.size()) out.set.emplace_back(entry);
+      continue;
+    }
     std::string_view nearest;
     std::size_t best = 4;  // more edits than this is another name, not a typo of one
     for (const EnvKnob& k : known) {
@@ -25,14 +28,13 @@ std::vector<std::string> unknown_env_variables(std::span<const std::string_view>
     }
     std::string line = std::string(name) + " is set but edgevla reads no such variable, so it has no effect";
     line += nearest.empty() ? "; unset it" : "; did you mean " + std::string(nearest) + "?";
-    lines.push_back(std::move(line));
+    out.unknown.push_back(std::move(line));
   }
-  return lines;
+  return out;
 }
 
-std::vector<std::string> unknown_env_variables(std::span<const std::string_view> prefixes,
-                                               std::span<const EnvKnob> known) {
-  return unknown_env_variables(prefixes, known, environ);
+EnvCheck check_env(std::span<const std::string_view> prefixes, std::span<const EnvKnob> known) {
+  return check_env(prefixes, known, environ);
 }
 
 }  // namespace edgevla

@@ -1,7 +1,6 @@
 // Environment variables a component reads, checked against what is set: a variable under one of
 // the component's prefixes that it does not read is a typo or a stale name, and would otherwise
-// be ignored without a word. Each such variable gets one line naming it and the nearest name
-// the component reads.
+// be ignored without a word; the ones it does read change how it runs, so a log should say so.
 #pragma once
 
 #include <span>
@@ -17,14 +16,19 @@ struct EnvKnob {
   std::string_view meaning;
 };
 
-// The variables in `env` (NAME=VALUE entries, null-terminated like `environ`) that start with one
-// of `prefixes` but name no entry of `known`: a line each, with the nearest known name when one
-// is close (a few edits away). In the order `env` lists them.
-std::vector<std::string> unknown_env_variables(std::span<const std::string_view> prefixes,
-                                               std::span<const EnvKnob> known, const char* const* env);
+struct EnvCheck {
+  // A line for each variable under the prefixes that names no knob, with the nearest knob when
+  // one is close (a few edits away).
+  std::vector<std::string> unknown;
+  // NAME=VALUE of each knob set to a non-empty value.
+  std::vector<std::string> set;
+};
+
+// The variables of `env` (NAME=VALUE entries, null-terminated like `environ`) under `prefixes`,
+// against `known`, in the order `env` lists them.
+EnvCheck check_env(std::span<const std::string_view> prefixes, std::span<const EnvKnob> known, const char* const* env);
 
 // The same over this process's environment.
-std::vector<std::string> unknown_env_variables(std::span<const std::string_view> prefixes,
-                                               std::span<const EnvKnob> known);
+EnvCheck check_env(std::span<const std::string_view> prefixes, std::span<const EnvKnob> known);
 
 }  // namespace edgevla

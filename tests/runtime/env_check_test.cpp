@@ -23,30 +23,38 @@ TEST(EnvCheck, NamesEachUnreadVariableUnderThePrefixesWithTheNearestKnob) {
   const char* env[] = {"PATH=/usr/bin",       "APP_A_NARROWW=1", "APP_A_TILES=3", "APP_C_ANY=1",
                        "APP_B_SOMETHING_ELSE=x", "APP_A_NAROW=2",  "APP_B_PLAN_FILE=/tmp/p", "APP_A_=1",
                        nullptr};
-  const std::vector<std::string> lines = unknown_env_variables(kPrefixes, kKnobs, env);
-  ASSERT_EQ(lines.size(), 4u);
-  EXPECT_NE(lines[0].find("APP_A_NARROWW is set but edgevla reads no such variable"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("did you mean APP_A_NARROW?"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("APP_B_SOMETHING_ELSE"), std::string::npos) << lines[1];
-  EXPECT_NE(lines[1].find("unset it"), std::string::npos) << lines[1];  // no knob within a few edits
-  EXPECT_NE(lines[2].find("did you mean APP_A_NARROW?"), std::string::npos) << lines[2];
-  EXPECT_NE(lines[3].find("APP_A_ is set"), std::string::npos) << lines[3];
+  const EnvCheck c = check_env(kPrefixes, kKnobs, env);
+  ASSERT_EQ(c.unknown.size(), 4u);
+  EXPECT_NE(c.unknown[0].find("APP_A_NARROWW is set but edgevla reads no such variable"), std::string::npos)
+      << c.unknown[0];
+  EXPECT_NE(c.unknown[0].find("did you mean APP_A_NARROW?"), std::string::npos) << c.unknown[0];
+  EXPECT_NE(c.unknown[1].find("APP_B_SOMETHING_ELSE"), std::string::npos) << c.unknown[1];
+  EXPECT_NE(c.unknown[1].find("unset it"), std::string::npos) << c.unknown[1];  // no knob within a few edits
+  EXPECT_NE(c.unknown[2].find("did you mean APP_A_NARROW?"), std::string::npos) << c.unknown[2];
+  EXPECT_NE(c.unknown[3].find("APP_A_ is set"), std::string::npos) << c.unknown[3];
+  // The knobs that are set, as they are set.
+  EXPECT_EQ(c.set, (std::vector<std::string>{"APP_A_TILES=3", "APP_B_PLAN_FILE=/tmp/p"}));
 }
 
-TEST(EnvCheck, NothingSetOrOnlyKnownVariablesSaysNothing) {
+TEST(EnvCheck, NothingSetOrOnlyKnownVariablesSaysNothingUnknown) {
   const char* none[] = {nullptr};
-  EXPECT_TRUE(unknown_env_variables(kPrefixes, kKnobs, none).empty());
-  EXPECT_TRUE(unknown_env_variables(kPrefixes, kKnobs, nullptr).empty());
+  EXPECT_TRUE(check_env(kPrefixes, kKnobs, none).unknown.empty());
+  EXPECT_TRUE(check_env(kPrefixes, kKnobs, nullptr).unknown.empty());
   const char* known[] = {"APP_A_NARROW=0", "APP_A_TILES=", "APP_B_PLAN_FILE", "HOME=/root", nullptr};
-  EXPECT_TRUE(unknown_env_variables(kPrefixes, kKnobs, known).empty());
+  const EnvCheck c = check_env(kPrefixes, kKnobs, known);
+  EXPECT_TRUE(c.unknown.empty());
+  EXPECT_EQ(c.set, (std::vector<std::string>{"APP_A_NARROW=0"}));  // empty ones change nothing
 }
 
 TEST(EnvCheck, ReadsThisProcesssEnvironment) {
   ASSERT_EQ(::setenv("APP_A_TILESS", "4", 1), 0);
-  const std::vector<std::string> lines = unknown_env_variables(kPrefixes, kKnobs);
+  ASSERT_EQ(::setenv("APP_A_NARROW", "1", 1), 0);
+  const EnvCheck c = check_env(kPrefixes, kKnobs);
   ::unsetenv("APP_A_TILESS");
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("did you mean APP_A_TILES?"), std::string::npos) << lines[0];
+  ::unsetenv("APP_A_NARROW");
+  ASSERT_EQ(c.unknown.size(), 1u);
+  EXPECT_NE(c.unknown[0].find("did you mean APP_A_TILES?"), std::string::npos) << c.unknown[0];
+  EXPECT_EQ(c.set, (std::vector<std::string>{"APP_A_NARROW=1"}));
 }
 
 // Every environment variable the cuda backend's sources read (through env_int or getenv) is in

@@ -71,9 +71,16 @@ namespace {
 
 // At load: each variable set under the backend's prefixes that it does not read (a misspelt or
 // stale knob, which would otherwise change nothing without a word) is named once, with the
-// nearest knob it does read (env_knobs.hpp).
+// nearest knob it does read (env_knobs.hpp); the knobs that are set, in one line, so that a log
+// says what this run changed from the defaults.
 const bool kEnvChecked = [] {
-  for (const std::string& line : unknown_env_variables(kEnvPrefixes, kEnvKnobs)) spdlog::warn("cuda backend: {}", line);
+  const EnvCheck env = check_env(kEnvPrefixes, kEnvKnobs);
+  for (const std::string& line : env.unknown) spdlog::warn("cuda backend: {}", line);
+  if (!env.set.empty()) {
+    std::string knobs;
+    for (const std::string& s : env.set) knobs += (knobs.empty() ? "" : ", ") + s;
+    spdlog::info("cuda backend: knobs set in the environment: {}", knobs);
+  }
   return true;
 }();
 
