@@ -3,7 +3,8 @@
 # the prefix cache handed from backbone to action head on the device; the recorder, in its own
 # process, gets host copies), pi05_cuda_multiprocess (the cache crossing processes) and pi05_mixed (cuda
 # backbone, cpu action head: the cache copied to the host for the cpu engine). Each must make
-# action chunks and run its stages where the file says. Exits 77 (ctest: not run) where no GPU
+# action chunks and run its stages where the file says; a knob set in the environment shows in
+# the engines' description. Exits 77 (ctest: not run) where no GPU
 # is present.
 #   cuda_launch_test.sh <edgevla binary> <source dir>
 set -euo pipefail
@@ -26,7 +27,10 @@ if not ok:
     sys.exit(1)
 PY
 }
-check pi05_cuda "\"action_head: pi05 runs on backend 'cuda'\" in log"
+# A knob set in the environment (its default value here) is named in the engines' description.
+export EDGEVLA_ATTN_NARROW=2
+check pi05_cuda "\"action_head: pi05 runs on backend 'cuda'\" in log and 'knobs EDGEVLA_ATTN_NARROW=2' in log"
+unset EDGEVLA_ATTN_NARROW
 check pi05_cuda_multiprocess "\"backbone: pi05 runs on backend 'cuda'\" in log"
 check pi05_mixed "\"action_head: pi05 runs on backend 'cpu'\" in log"
 echo "all GPU launch files ran"

@@ -24,6 +24,15 @@ std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"
 
 }  // namespace
 
+const std::string& knobs_set_in_env() {
+  static const std::string knobs = [] {
+    std::string joined;
+    for (const std::string& s : check_env(kEnvPrefixes, kEnvKnobs).set) joined += (joined.empty() ? "" : ", ") + s;
+    return joined;
+  }();
+  return knobs;
+}
+
 std::int64_t process_device_bytes() { return g_device_bytes.load(); }
 
 std::string device_memory_summary() {
@@ -74,13 +83,8 @@ namespace {
 // nearest knob it does read (env_knobs.hpp); the knobs that are set, in one line, so that a log
 // says what this run changed from the defaults.
 const bool kEnvChecked = [] {
-  const EnvCheck env = check_env(kEnvPrefixes, kEnvKnobs);
-  for (const std::string& line : env.unknown) spdlog::warn("cuda backend: {}", line);
-  if (!env.set.empty()) {
-    std::string knobs;
-    for (const std::string& s : env.set) knobs += (knobs.empty() ? "" : ", ") + s;
-    spdlog::info("cuda backend: knobs set in the environment: {}", knobs);
-  }
+  for (const std::string& line : check_env(kEnvPrefixes, kEnvKnobs).unknown) spdlog::warn("cuda backend: {}", line);
+  if (!knobs_set_in_env().empty()) spdlog::info("cuda backend: knobs set in the environment: {}", knobs_set_in_env());
   return true;
 }();
 

@@ -36,6 +36,11 @@ struct DeviceInfo {
 // naming the engine (`what`) and the fix (another backend, a fallback list).
 Expected<DeviceInfo> select_device(const EngineOptions& options, std::string_view what);
 
+// The backend's knobs set in this process's environment (env_knobs.hpp), "NAME=VALUE, ...";
+// empty when none is. Read once; engines add it to describe(), so node info and the recorded
+// NodeStatus say what a run changed from the defaults.
+const std::string& knobs_set_in_env();
+
 // Bytes the cuda engines of this process hold on their devices (weights and buffers).
 std::int64_t process_device_bytes();
 

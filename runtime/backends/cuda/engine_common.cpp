@@ -197,6 +197,7 @@ bool Ablation::skip(std::string_view kernel) const { return !list_.empty() && co
 std::string CudaEngineBase::describe() const {
   return "cuda:" + std::to_string(info_.index) + " " + std::string(dtype_name(act_)) + " (" + info_.name + ")" +
          (describe_extra_.empty() ? std::string() : ", " + describe_extra_) +
+         (knobs_set_in_env().empty() ? std::string() : ", knobs " + knobs_set_in_env()) +
          (ablation_.list().empty() ? std::string() : ", PROFILING: kernels left out (" + ablation_.list() + ")");
 }
 
