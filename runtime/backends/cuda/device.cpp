@@ -24,10 +24,18 @@ std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"
 
 }  // namespace
 
+namespace {
+// The environment against the backend's knobs, read once a process.
+const EnvCheck& env_check() {
+  static const EnvCheck checked = check_env(kEnvPrefixes, kEnvKnobs);
+  return checked;
+}
+}  // namespace
+
 const std::string& knobs_set_in_env() {
   static const std::string knobs = [] {
     std::string joined;
-    for (const std::string& s : check_env(kEnvPrefixes, kEnvKnobs).set) joined += (joined.empty() ? "" : ", ") + s;
+    for (const std::string& s : env_check().set) joined += (joined.empty() ? "" : ", ") + s;
     return joined;
   }();
   return knobs;
@@ -83,7 +91,7 @@ namespace {
 // nearest knob it does read (env_knobs.hpp); the knobs that are set, in one line, so that a log
 // says what this run changed from the defaults.
 const bool kEnvChecked = [] {
-  for (const std::string& line : check_env(kEnvPrefixes, kEnvKnobs).unknown) spdlog::warn("cuda backend: {}", line);
+  for (const std::string& line : env_check().unknown) spdlog::warn("cuda backend: {}", line);
   if (!knobs_set_in_env().empty()) spdlog::info("cuda backend: knobs set in the environment: {}", knobs_set_in_env());
   return true;
 }();
