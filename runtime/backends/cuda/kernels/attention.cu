@@ -447,33 +447,39 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args) {
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
 }
 
-bool attention_takes_warpgroup_kernel(const AttentionArgs& args) {
+namespace {
+// The plan a call of `args` gets on this device (with the scratch it names), for the queries
+// below; false where the call is invalid, empty or no device answers.
+bool plan_of(const AttentionArgs& args, Plan& pl, DeviceLimits& dev) {
   if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
-  DeviceLimits dev;
   if (!device_limits(dev).is_ok()) return false;
-  return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).wg;
+  pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
+  return true;
+}
+}  // namespace
+
+bool attention_takes_warpgroup_kernel(const AttentionArgs& args) {
+  Plan pl;
+  DeviceLimits dev;
+  return plan_of(args, pl, dev) && pl.wg;
 }
 
 bool attention_takes_narrow_blocks(const AttentionArgs& args) {
-  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  Plan pl;
   DeviceLimits dev;
-  if (!device_limits(dev).is_ok()) return false;
-  return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).narrow;
+  return plan_of(args, pl, dev) && pl.narrow;
 }
 
 bool attention_takes_short_keys(const AttentionArgs& args) {
-  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  Plan pl;
   DeviceLimits dev;
-  if (!device_limits(dev).is_ok()) return false;
-  return make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes).short_keys;
+  return plan_of(args, pl, dev) && pl.short_keys;
 }
 
 bool attention_merges_in_clusters(const AttentionArgs& args) {
-  if (!validate(args).is_ok() || args.batch == 0 || args.rows == 0) return false;
+  Plan pl;
   DeviceLimits dev;
-  if (!device_limits(dev).is_ok()) return false;
-  const Plan pl = make_plan(args, dev, args.scratch == nullptr ? 0 : args.scratch_bytes);
-  if (!pl.cluster || pl.wg || args.act != DType::kBF16) return false;
+  if (!plan_of(args, pl, dev) || !pl.cluster || pl.wg || args.act != DType::kBF16) return false;
   const Bf16Variant v = variant_of(pl, args.h);
   const dim3 grid(static_cast<unsigned>(pl.row_tiles), static_cast<unsigned>(args.batch * args.kv_heads),
                   static_cast<unsigned>(pl.splits));
