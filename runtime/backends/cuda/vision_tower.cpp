@@ -26,7 +26,7 @@ void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& laye
 }
 
 Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
-                           DType out_type) const {
+                           DType out_type, const Ablation& ab) const {
   const DType act = mm.act;
   cudaStream_t s = mm.stream;
   const std::int64_t W = d.width, hd = W / d.heads;
@@ -38,6 +38,10 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   ResidualParts pending{0, M * W, nullptr};  // the last residual GEMM's parts, for the next norm
   // x += the residual GEMM's result (its parts, or nothing: it accumulated into x), then LayerNorm.
   const auto add_ln = [&](const float* w, const float* bias, void* y, DType y_type) {
+    if (ab.skip("vit_norm")) {
+      pending.count = 0;
+      return Status::ok();
+    }
     const Status st = pending.count > 0 ? add_layer_norm(s, b.x, b.parts, M, W, w, bias, d.eps, y, y_type, pending)
                                         : layer_norm(s, b.x, M, W, w, bias, d.eps, y, y_type);
     pending.count = 0;
@@ -45,9 +49,10 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   };
   for (const Layer& l : layers_) {
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, b.y, act));
-    EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.qkv, b.qkv, act, 3 * W));
+    if (!ab.skip("vit_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.qkv, b.qkv, act, 3 * W));
     std::int64_t off = 0;
     for (const Images& r : runs) {
+      if (ab.skip("vit_attention")) break;
       auto* q = static_cast<std::byte*>(b.qkv) + static_cast<std::size_t>(off * 3 * W) * es;
       AttentionArgs a{act, r.count, r.tokens, d.heads, d.heads, hd, scale};
       a.q = q;
@@ -63,10 +68,12 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
       off += r.count * r.tokens;
     }
-    EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, b.x, parts, b.max_parts, pending));
+    if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, b.x, parts, b.max_parts, pending));
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, b.y, act));
-    EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, d.mlp, 0.0f, Epilogue::kGeluTanh));
-    EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, d.mlp, l.fc2, b.x, parts, b.max_parts, pending));
+    if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, d.mlp, 0.0f, Epilogue::kGeluTanh));
+    if (!ab.skip("vit_fc2")) {
+      EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, d.mlp, l.fc2, b.x, parts, b.max_parts, pending));
+    }
   }
   return add_ln(post_w_, post_b_, out, out_type);
 }

@@ -44,9 +44,10 @@ class VisionTower {
             const std::vector<float>& post_b);
 
   // Runs the stack over b.x's rows, the images in `runs` in row order, and writes the post
-  // norm into `out` [rows, width] (out_type). Enqueues only: capturable.
+  // norm into `out` [rows, width] (out_type). Enqueues only: capturable. `ab` (profiling builds):
+  // the tower's kernel classes to leave out, vit_norm, vit_qkv, vit_attention, vit_o, vit_fc1, vit_fc2.
   Status encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
-                DType out_type) const;
+                DType out_type, const Ablation& ab = Ablation{}) const;
 
  private:
   struct Layer {

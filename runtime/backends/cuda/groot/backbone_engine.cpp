@@ -400,7 +400,7 @@ Status BackboneEngine::vision() {
   EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.intermediate_size, eps},
                                         VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
                                                              scratch_bytes_},
-                                        {runs.data(), n_runs}, vpost_, DType::kF32));
+                                        {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
   off = 0;
   std::int64_t merged = 0;
   for (const View& vw : views_) {
@@ -443,7 +443,14 @@ Status BackboneEngine::llm(std::int64_t rows) {
   ResidualParts pending{0, rows * W, nullptr};  // the last residual GEMM's parts, for the next norm
   // Qwen's RMSNorm over x: with parts pending, the kernel that adds them first (its (1 + w) with
   // w − 1); else the one-block-a-row kernel with w.
+  // Profiling builds: the LLM's kernel classes left out (llm_norm, llm_qkv, llm_rope, llm_attention,
+  // llm_o, llm_gate_up, llm_swiglu, llm_down; the tower's in vision_tower.hpp).
+  const Ablation& ab = ablation_;
   const auto norm = [&](const float* w, const float* w_m1, void* y, DType y_type) {
+    if (ab.skip("llm_norm") && y != feat_) {
+      pending.count = 0;
+      return Status::ok();
+    }
     const Status st =
         pending.count > 0
             ? rms_norm(s, x_, parts_, DType::kF32, rows, W, w_m1, eps, y, y_type, pending)
@@ -452,7 +459,8 @@ Status BackboneEngine::llm(std::int64_t rows) {
     return st;
   };
   const bool parted = rows <= kBackbonePartsMaxRows && parts_ != nullptr && max_parts_ > 1;
-  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) -> Status {
+  const auto residual_gemm = [&](std::string_view what, const void* a, std::int64_t k, const DevLinear& w) -> Status {
+    if (ab.skip(what)) return Status::ok();
     if (!wg_llm_) return mm.residual(a, rows, k, w, x_, parted ? parts_ : nullptr, max_parts_, pending);
     if (parted) {
       // k parts for the next norm to add, as on cuBLASLt.
@@ -474,12 +482,14 @@ Status BackboneEngine::llm(std::int64_t rows) {
   const DependentLaunchScope chained(wg_llm_ && wg_chain_);
   for (const QwenLayerDev& l : ql_) {
     EDGEVLA_RETURN_IF_ERROR(norm(l.in_norm, l.in_norm_m1, y_, act_));
-    EDGEVLA_RETURN_IF_ERROR(linear(y_, l.qkv, qkv_, Q));
+    if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(linear(y_, l.qkv, qkv_, Q));
     // q_norm / k_norm per head and RoPE at positions 0..rows-1 (q in place), the real tokens'
     // keys|values packed in order: causal by position is then causal by packed row, and
     // key_limit[r] (0 for padding) bounds what row r sees.
-    EDGEVLA_RETURN_IF_ERROR(qwen_qk_norm_rope(s, q, Q, rows, H, K, h, l.q_norm, l.k_norm, eps,
-                                              inv_freq_, key_limit, kvc_, act_));
+    if (!ab.skip("llm_rope")) {
+      EDGEVLA_RETURN_IF_ERROR(qwen_qk_norm_rope(s, q, Q, rows, H, K, h, l.q_norm, l.k_norm, eps,
+                                                inv_freq_, key_limit, kvc_, act_));
+    }
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;
     a.ldq = Q;
@@ -490,12 +500,12 @@ Status BackboneEngine::llm(std::int64_t rows) {
     a.b_limit = key_limit;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, l.o));
+    if (!ab.skip("llm_attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_o", o_, H * h, l.o));
     EDGEVLA_RETURN_IF_ERROR(norm(l.post_norm, l.post_norm_m1, y_, act_));
-    EDGEVLA_RETURN_IF_ERROR(linear(y_, l.gate_up, gu_, 2 * F));
-    EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
-    EDGEVLA_RETURN_IF_ERROR(residual_gemm(g_, F, l.down));
+    if (!ab.skip("llm_gate_up")) EDGEVLA_RETURN_IF_ERROR(linear(y_, l.gate_up, gu_, 2 * F));
+    if (!ab.skip("llm_swiglu")) EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_down", g_, F, l.down));
   }
   return norm(final_norm_, final_norm_m1_, feat_, DType::kF32);
 }

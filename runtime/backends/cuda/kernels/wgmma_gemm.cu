@@ -54,8 +54,15 @@ constexpr int kMaxRowTiles = 4;         // 224 rows a block (A's box at most 256
 // A stage: the weight tile and A's box of `tiles` row tiles.
 constexpr int stage_bytes(int tiles) { return (kWTile + tiles * kATile) * static_cast<int>(sizeof(bf16)); }
 // The ring: 8 stages (a ring of 6 or 12 instead was slower in both heads, run 35 call 2), fewer
-// where a block's A boxes of three or four row tiles would not fit the shared memory.
-constexpr int stages_for(int tiles) { return tiles <= 2 ? 8 : (tiles == 3 ? 7 : 6); }
+// where a block's A boxes of three or four row tiles would not fit the shared memory. Profiling
+// builds may set another depth (-DEDGEVLA_WGMMA_RING=N, 4-8) to time it.
+#ifndef EDGEVLA_WGMMA_RING
+#define EDGEVLA_WGMMA_RING 8
+#endif
+static_assert(EDGEVLA_WGMMA_RING >= 4 && EDGEVLA_WGMMA_RING <= 8, "EDGEVLA_WGMMA_RING: 4 to 8 stages");
+constexpr int stages_for(int tiles) {
+  return std::min(EDGEVLA_WGMMA_RING, tiles <= 2 ? 8 : (tiles == 3 ? 7 : 6));
+}
 // Shared memory of a block of a cluster of `split` k slices: the tiles start at the next 1024-byte
 // boundary past the barriers (the swizzle's period); the leader of a split keeps the other slices'
 // sums past them.

@@ -187,7 +187,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.mlp_dim, kNormEps},
                                           VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
                                                                scratch_, scratch_bytes_},
-                                          {&all, 1}, vy_, act_));
+                                          {&all, 1}, vy_, act_, ablation_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
     // The prefix layers update x in place: keep the image tokens for vision_embeddings.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));
@@ -200,13 +200,21 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
   const std::size_t es = dtype_size(act_);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h));
   ResidualParts pending{0, rows * D, nullptr};  // the last down projection's parts
+  // Profiling builds: the prefix layers' kernel classes left out (llm_norm, llm_qkv, llm_rope,
+  // llm_attention, llm_o, llm_gate_up, llm_geglu, llm_down; the tower's in vision_tower.hpp).
+  const Ablation& ab = ablation_;
   const auto add_rms = [&](const float* w) {
+    if (ab.skip("llm_norm")) {
+      pending.count = 0;
+      return Status::ok();
+    }
     const Status st = rms_norm(s, x_, pending.count > 0 ? parts_ : nullptr, DType::kF32, rows, D, w, kNormEps, y_,
                                act_, pending.count > 0 ? pending : ResidualParts{});
     pending.count = 0;
     return st;
   };
-  const auto residual_gemm = [&](const void* a, std::int64_t k, const DevLinear& w) {
+  const auto residual_gemm = [&](std::string_view what, const void* a, std::int64_t k, const DevLinear& w) {
+    if (ab.skip(what)) return Status::ok();
     return mm.residual(a, rows, k, w, x_, rows <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
   };
   for (std::int64_t li = 0; li < L; ++li) {
@@ -214,11 +222,12 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     auto* k_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li) * Pb * K * h) * es;
     auto* v_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li + 1) * Pb * K * h) * es;
     EDGEVLA_RETURN_IF_ERROR(add_rms(w.in_norm));
-    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
+    if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k sit side by side in the row with one head dim: one launch rotates both (the last
     // layer only needs its keys).
-    if (li == L - 1) {
+    if (ab.skip("llm_rope")) {
+    } else if (li == L - 1) {
       EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, rows, K, h, Q, zero_, inv_freq_));
     } else {
       EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H + K, h, Q, zero_, inv_freq_));
@@ -239,12 +248,12 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     a.a_max = rows;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    EDGEVLA_RETURN_IF_ERROR(residual_gemm(o_, H * h, w.o));
+    if (!ab.skip("llm_attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_o", o_, H * h, w.o));
     EDGEVLA_RETURN_IF_ERROR(add_rms(w.post_norm));
-    EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.gate_up, gu_, act_, 2 * F));
-    EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, rows, F, g_, act_));
-    EDGEVLA_RETURN_IF_ERROR(residual_gemm(g_, F, w.down));
+    if (!ab.skip("llm_gate_up")) EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.gate_up, gu_, act_, 2 * F));
+    if (!ab.skip("llm_geglu")) EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, rows, F, g_, act_));
+    EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_down", g_, F, w.down));
   }
   return Status::ok();
 }
