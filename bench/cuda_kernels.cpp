@@ -169,6 +169,8 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       {"siglip_1view", 1, 256, 16, 16, 72, 256, -1},         {"siglip_3view", 3, 256, 16, 16, 72, 256, -1},
       {"groot_llm_1view", 1, 144, 16, 8, 128, 144, 131},     {"groot_dit_self", 1, 17, 32, 32, 48, 17, -1},
       {"groot_dit_cross", 1, 17, 32, 32, 48, 144, 131},
+      // GR00T's SigLIP 2 at 252 × 252 pixels, patch 14: 18 × 18 = 324 patches a view.
+      {"groot_siglip_1view", 1, 324, 16, 16, 72, 324, -1},   {"groot_siglip_2view", 2, 324, 16, 16, 72, 324, -1},
   };
   for (const AttnShape& sh : shapes) {
     if (!only_shape.empty() && only_shape != sh.name) continue;
