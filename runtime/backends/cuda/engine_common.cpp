@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -173,12 +172,6 @@ Expected<int> Gemm::chained(const void* a, std::int64_t m, std::int64_t lda, con
 int backbone_parts() {
   const char* env = std::getenv("EDGEVLA_CUDA_BACKBONE_PARTS");
   return env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
-}
-
-std::int64_t tower_row_pad() {
-  const char* env = std::getenv("EDGEVLA_CUDA_TOWER_PAD");
-  const long n = env != nullptr ? std::strtol(env, nullptr, 10) : 1;
-  return std::clamp<std::int64_t>(n, 1, 256);
 }
 
 Ablation Ablation::from_env() {

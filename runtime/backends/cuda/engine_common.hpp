@@ -105,9 +105,6 @@ inline constexpr int kMaxBackboneParts = 4;
 inline constexpr std::int64_t kBackbonePartsMaxRows = 512;
 // kMaxBackboneParts, or 1 where EDGEVLA_CUDA_BACKBONE_PARTS=0.
 int backbone_parts();
-// The multiple GR00T's vision tower rounds its rows up to for its GEMMs and norms
-// (EDGEVLA_CUDA_TOWER_PAD, 1-256; default 1: the rows as they are).
-std::int64_t tower_row_pad();
 
 // Buffers planned before the arena exists and resolved after: buf(p, bytes) then resolve().
 class BufferPlan {

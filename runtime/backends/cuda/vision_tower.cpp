@@ -32,7 +32,6 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   const std::int64_t W = d.width, hd = W / d.heads;
   std::int64_t M = 0;
   for (const Images& r : runs) M += r.count * r.tokens;
-  M = (M + b.pad_rows - 1) / b.pad_rows * b.pad_rows;
   const std::size_t es = dtype_size(act);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float* parts = M <= kBackbonePartsMaxRows ? b.parts : nullptr;

@@ -36,10 +36,6 @@ class VisionTower {
     int max_parts = 1;
     void* scratch = nullptr;
     std::size_t scratch_bytes = 0;
-    // The GEMMs and norms run over the rows rounded up to a multiple of this (x, y, qkv, o and h
-    // then hold that many rows; the rows past the images' hold finite values and are never read
-    // back); the attention reads each image's own rows only.
-    std::int64_t pad_rows = 1;
   };
 
   // Plans every layer's device weights and the post norm's (the checkpoint's views; their device

@@ -121,7 +121,6 @@ class BackboneEngine final : public GrootCudaEngine {
   // kMaxBackboneParts).
   float* parts_ = nullptr;
   int max_parts_ = backbone_parts();
-  std::int64_t tower_pad_ = tower_row_pad();  // the vision tower's rows rounded up to a multiple of this
   std::vector<std::vector<float>> norm_m1_host_;  // the − 1 vectors, alive until the upload
   float* final_norm_m1_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
@@ -230,7 +229,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   wp.vector(inv_freq_, inv_freq_host_);
   wp.place(arena_);
 
-  const std::int64_t M = (max_patches_ + tower_pad_ - 1) / tower_pad_ * tower_pad_, Mm = max_merged_, Dv = v.hidden_size,
+  const std::int64_t M = max_patches_, Mm = max_merged_, Dv = v.hidden_size,
                      Fv = v.intermediate_size;
   const std::int64_t pp = v.patch_dim(), wide = cfg_.mlp1_in(), W = t.hidden_size, R = max_rows_;
   const std::int64_t H = t.num_heads, K = t.num_kv_heads, h = t.head_dim, F = t.intermediate_size;
@@ -381,10 +380,6 @@ Status BackboneEngine::vision() {
     M += (vw.h / P) * (vw.w / P);
   }
   EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, pp, patch_, ve_, DType::kF32, Dv));
-  if (const std::int64_t Mp = (M + tower_pad_ - 1) / tower_pad_ * tower_pad_; Mp > M) {
-    // The rows the tower pads with start each pass at zero (finite, whatever ran before).
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ve_ + M * Dv, 0, bytes_of(DType::kF32, (Mp - M) * Dv), s));
-  }
   std::int64_t off = 0;
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const std::int64_t n = (views_[k].h / P) * (views_[k].w / P);
@@ -404,7 +399,7 @@ Status BackboneEngine::vision() {
   }
   EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.intermediate_size, eps},
                                         VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
-                                                             scratch_bytes_, tower_pad_},
+                                                             scratch_bytes_},
                                         {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
   off = 0;
   std::int64_t merged = 0;
