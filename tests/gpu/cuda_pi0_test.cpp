@@ -192,6 +192,52 @@ Expected<Pair> open_fused(const std::string& dir, bool fused) {
   return open_with(dir, "EDGEVLA_CUDA_FUSED_EXPERT", fused ? "1" : "0");
 }
 
+// The vision towers' MLP padded with zeros to a multiple of 64 (VisionTower::mlp_width): a tiny
+// pi0.5 whose SigLIP MLP is 100 wide (padded to 128 on the device) gives the CPU backend's vision
+// embeddings and actions in f32, and the unpadded tower's (EDGEVLA_CUDA_TOWER_MLP_PAD=0) in bf16.
+TEST(CudaPi0Tower, AnMlpPaddedWithZerosGivesTheSameResults) {
+  REQUIRE_GPU();
+  const std::string dir =
+      (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-towerpad")).string();
+  fs::remove_all(dir);
+  model::GenerateOptions g;
+  g.config = *model::preset_config("tiny", ModelType::kPi05);
+  g.config.vision.mlp_dim = 100;
+  g.seed = 9;
+  g.dtype = DType::kBF16;
+  ASSERT_OK(model::generate_checkpoint(g, dir));
+  auto cpu = open(dir, "cpu", Precision::kF32);
+  ASSERT_TRUE(cpu) << cpu.status().to_string();
+  auto f32 = open(dir, "cuda", Precision::kF32);
+  ASSERT_TRUE(f32) << f32.status().to_string();
+  auto padded = open(dir, "cuda", Precision::kBF16);
+  ASSERT_TRUE(padded) << padded.status().to_string();
+  auto plain = open_with(dir, "EDGEVLA_CUDA_TOWER_MLP_PAD", "0");
+  ASSERT_TRUE(plain) << plain.status().to_string();
+  const model::ModelConfig& c = cpu->model->config();
+  auto in = model::random_inputs(c, 31, {}, 12);
+  ASSERT_TRUE(in);
+  auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, true);
+  ASSERT_TRUE(ref) << ref.status().to_string();
+  auto a = model::run_forward(*f32->backbone, *f32->head, c, *in, true);
+  ASSERT_TRUE(a) << a.status().to_string();
+  auto b = model::run_forward(*padded->backbone, *padded->head, c, *in, true);
+  ASSERT_TRUE(b) << b.status().to_string();
+  auto u = model::run_forward(*plain->backbone, *plain->head, c, *in, true);
+  ASSERT_TRUE(u) << u.status().to_string();
+  const std::int64_t nv = ref->vision_embeddings.numel(), na = ref->actions.numel();
+  const double vision_f32 = rel_l2(a->vision_embeddings.data<float>(), ref->vision_embeddings.data<float>(), nv);
+  const double actions_f32 = rel_l2(a->actions.data<float>(), ref->actions.data<float>(), na);
+  const double vision_pad = rel_l2(b->vision_embeddings.data<float>(), u->vision_embeddings.data<float>(), nv);
+  std::printf("tower MLP 100 -> 128: f32 vision rel-L2 %.2e, actions %.2e; bf16 padded vs unpadded vision %.2e\n",
+              vision_f32, actions_f32, vision_pad);
+  EXPECT_LE(vision_f32, 1e-4);
+  EXPECT_LE(actions_f32, 1e-4);
+  EXPECT_LE(vision_pad, 1e-2);  // the same products; only cuBLASLt's summation order may differ
+  EXPECT_GE(cosine(b->actions.data<float>(), u->actions.data<float>(), na), 0.999);
+  fs::remove_all(dir);
+}
+
 TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
   REQUIRE_GPU();
   for (const std::string& dir : {checkpoint("small", ModelType::kPi05), full_layer_checkpoint()}) {

@@ -259,6 +259,42 @@ Status Uploader::upload(const void* src, DType src_type, std::int64_t n, void* d
   return Status::ok();
 }
 
+Status Uploader::upload_rows(const void* src, DType src_type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                             void* dst, DType dst_type, std::int64_t count) {
+  const std::size_t es = dtype_size(src_type), ed = dtype_size(dst_type);
+  if (cols > ld || rows * ld > count) {
+    return invalid_argument(what_ + ": a padded weight of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                            " does not fit " + std::to_string(count) + " values " + std::to_string(ld) + " a row");
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(count) * ed, stream_));
+  const std::int64_t per_chunk = std::max<std::int64_t>(1, static_cast<std::int64_t>(pinned_.size() / es) / ld);
+  if (per_chunk * ld * static_cast<std::int64_t>(es) > static_cast<std::int64_t>(pinned_.size())) {
+    return invalid_argument(what_ + ": a padded row of " + std::to_string(ld) + " values does not fit the staging buffer");
+  }
+  for (std::int64_t first = 0; first < rows; first += per_chunk) {
+    const std::int64_t n = std::min(per_chunk, rows - first);
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    auto* stage = static_cast<std::byte*>(pinned_.get());
+    std::memset(stage, 0, static_cast<std::size_t>(n * ld) * es);
+    for (std::int64_t r = 0; r < n; ++r) {
+      std::memcpy(stage + static_cast<std::size_t>(r * ld) * es,
+                  static_cast<const std::byte*>(src) + static_cast<std::size_t>((first + r) * cols) * es,
+                  static_cast<std::size_t>(cols) * es);
+    }
+    void* out = static_cast<std::byte*>(dst) + static_cast<std::size_t>(first * ld) * ed;
+    const std::size_t bytes = static_cast<std::size_t>(n * ld) * es;
+    if (src_type == dst_type) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out, stage, bytes, cudaMemcpyHostToDevice, stream_));
+    } else {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch_.get(), stage, bytes, cudaMemcpyHostToDevice, stream_));
+      EDGEVLA_RETURN_IF_ERROR(convert(stream_, scratch_.get(), src_type, out, dst_type, n * ld));
+    }
+    done_ += n * cols * static_cast<std::int64_t>(es);
+    progress_->set(done_);
+  }
+  return Status::ok();
+}
+
 Status Uploader::finish() {
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   progress_->finish();

@@ -168,6 +168,10 @@ class Uploader {
                                    std::size_t staging_bytes = std::size_t{64} << 20);
   // n values of src (dtype src_type, host) -> dst (device, dtype dst_type).
   Status upload(const void* src, DType src_type, std::int64_t n, void* dst, DType dst_type);
+  // rows × cols values of src -> dst with rows `ld` apart and zeros past each row's cols and past
+  // the last row, up to `count` values in all (a weight padded to a wider shape).
+  Status upload_rows(const void* src, DType src_type, std::int64_t rows, std::int64_t cols, std::int64_t ld, void* dst,
+                     DType dst_type, std::int64_t count);
   // Waits for the last chunk, logs the total.
   Status finish();
   std::int64_t uploaded_bytes() const { return done_; }

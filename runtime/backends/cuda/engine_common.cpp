@@ -40,6 +40,31 @@ void WeightPlan::linear(DevLinear& dst, std::vector<const cpu::Linear*> parts) {
   }
 }
 
+void WeightPlan::linear_padded(DevLinear& dst, const cpu::Linear& src, std::int64_t out_to, std::int64_t in_to) {
+  out_to = std::max(out_to, src.out);
+  in_to = std::max(in_to, src.in);
+  if (out_to == src.out && in_to == src.in) {
+    linear(dst, {&src});
+    return;
+  }
+  dst.out = out_to;
+  dst.in = in_to;
+  dst.ld = in_to;
+  Item w{&dst.w, {{src.w, src.out * src.in}}, src.dtype, act_};
+  w.rows = src.out;
+  w.cols = src.in;
+  w.ld = in_to;
+  w.count = out_to * in_to;
+  items_.push_back(std::move(w));
+  if (!src.bias.empty()) {
+    auto b = std::make_unique<std::vector<float>>(src.bias);
+    b->resize(static_cast<std::size_t>(out_to), 0.0f);
+    items_.push_back(Item{reinterpret_cast<void**>(&dst.bias), {{b->data(), out_to}}, DType::kF32, DType::kF32});
+    if (act_ != DType::kF32) items_.push_back(Item{&dst.bias_act, {{b->data(), out_to}}, DType::kF32, act_});
+    kept_.push_back(std::move(b));
+  }
+}
+
 void WeightPlan::vector(float*& dst, const std::vector<float>& src) {
   items_.push_back(Item{reinterpret_cast<void**>(&dst), {{src.data(), static_cast<std::int64_t>(src.size())}},
                         DType::kF32, DType::kF32});
@@ -53,12 +78,13 @@ void WeightPlan::place(Arena& arena) {
   arena_bytes_ = 0;
   source_bytes_ = 0;
   for (Item& it : items_) {
-    it.count = 0;
-    for (const auto& [p, n] : it.sources) it.count += n;
+    std::int64_t read = 0;
+    for (const auto& [p, n] : it.sources) read += n;
+    if (it.ld == 0) it.count = read;  // a padded item's count is its padded size
     const std::size_t b = bytes_of(it.dst_type, it.count);
     it.offset = arena.plan(b);
     arena_bytes_ += b;
-    source_bytes_ += bytes_of(it.src_type, it.count);
+    source_bytes_ += bytes_of(it.src_type, read);
   }
 }
 
@@ -66,6 +92,11 @@ Status WeightPlan::upload(Arena& arena, Uploader& up) {
   for (Item& it : items_) {
     auto* base = static_cast<std::byte*>(arena.at(it.offset));
     *it.dst = base;
+    if (it.ld > 0) {
+      EDGEVLA_RETURN_IF_ERROR(up.upload_rows(it.sources.front().first, it.src_type, it.rows, it.cols, it.ld, base,
+                                             it.dst_type, it.count));
+      continue;
+    }
     std::size_t at = 0;
     for (const auto& [p, n] : it.sources) {
       EDGEVLA_RETURN_IF_ERROR(up.upload(p, it.src_type, n, base + at, it.dst_type));

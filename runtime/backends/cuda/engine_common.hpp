@@ -36,6 +36,9 @@ class WeightPlan {
   // One matrix made of the row blocks of `parts` (same `in`), e.g. q|k|v; biases concatenated
   // when the parts have them.
   void linear(DevLinear& dst, std::vector<const cpu::Linear*> parts);
+  // One matrix with zeros past its `out` rows up to out_to and past its `in` columns up to in_to
+  // (a bias padded with zeros too): the same products on a shape the GEMMs take better.
+  void linear_padded(DevLinear& dst, const cpu::Linear& src, std::int64_t out_to, std::int64_t in_to);
   // An f32 vector.
   void vector(float*& dst, const std::vector<float>& src);
   // A matrix kept as stored ([rows, cols], dtype), e.g. the token embedding.
@@ -55,6 +58,9 @@ class WeightPlan {
     DType dst_type;
     std::size_t offset = 0;
     std::int64_t count = 0;
+    // Padded (linear_padded): the one source's rows × cols land `ld` apart, zeros around them up
+    // to count elements. 0: the sources are laid end to end.
+    std::int64_t rows = 0, cols = 0, ld = 0;
   };
   DType act_;
   std::vector<Item> items_;

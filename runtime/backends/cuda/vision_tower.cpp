@@ -1,10 +1,18 @@
 #include "runtime/backends/cuda/vision_tower.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
 
 namespace edgevla::backends::cuda {
+
+std::int64_t VisionTower::mlp_width(std::int64_t mlp) {
+  const char* env = std::getenv("EDGEVLA_CUDA_TOWER_MLP_PAD");
+  if (env != nullptr && std::string_view(env) == "0") return mlp;
+  return (mlp + 63) / 64 * 64;
+}
 
 void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers,
                        const std::vector<float>& post_w, const std::vector<float>& post_b) {
@@ -18,8 +26,9 @@ void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& laye
     wp.vector(d.ln2_b, s.ln2_b);
     wp.linear(d.qkv, {&s.q, &s.k, &s.v});
     wp.linear(d.o, {&s.o});
-    wp.linear(d.fc1, {&s.fc1});
-    wp.linear(d.fc2, {&s.fc2});
+    const std::int64_t mlp = mlp_width(s.fc1.out);
+    wp.linear_padded(d.fc1, s.fc1, mlp, s.fc1.in);
+    wp.linear_padded(d.fc2, s.fc2, s.fc2.out, mlp);
   }
   wp.vector(post_w_, post_w);
   wp.vector(post_b_, post_b);
@@ -70,9 +79,10 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
     }
     if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, b.x, parts, b.max_parts, pending));
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, b.y, act));
-    if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, d.mlp, 0.0f, Epilogue::kGeluTanh));
+    // h is fc1.out wide (the MLP's width rounded up: mlp_width).
+    if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, l.fc1.out, 0.0f, Epilogue::kGeluTanh));
     if (!ab.skip("vit_fc2")) {
-      EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, d.mlp, l.fc2, b.x, parts, b.max_parts, pending));
+      EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, l.fc2.in, l.fc2, b.x, parts, b.max_parts, pending));
     }
   }
   return add_ln(post_w_, post_b_, out, out_type);

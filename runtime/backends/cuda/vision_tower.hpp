@@ -38,6 +38,12 @@ class VisionTower {
     std::size_t scratch_bytes = 0;
   };
 
+  // The MLP's width on the device: `mlp` rounded up to a multiple of 64 (fc1's extra features and
+  // fc2's extra inputs zero, so the products are the same), which cuBLASLt runs faster and which
+  // lets fc2's k split in parts (SigLIP's 4304 -> 4352); `mlp` as is with
+  // EDGEVLA_CUDA_TOWER_MLP_PAD=0. Size the h buffer with it.
+  static std::int64_t mlp_width(std::int64_t mlp);
+
   // Plans every layer's device weights and the post norm's (the checkpoint's views; their device
   // pointers land here when the plan uploads).
   void plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers, const std::vector<float>& post_w,

@@ -242,7 +242,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(vy_, bytes_of(act_, M * Dv));
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
-  buf(vh_, bytes_of(act_, M * Fv));
+  buf(vh_, bytes_of(act_, M * VisionTower::mlp_width(Fv)));
   buf(vpost_, bytes_of(DType::kF32, M * Dv));
   buf(merged_, bytes_of(DType::kF32, Mm * wide));
   buf(merged_act_, bytes_of(act_, Mm * wide));

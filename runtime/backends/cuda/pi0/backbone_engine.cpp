@@ -135,7 +135,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(vy_, bytes_of(act_, M * Dv));
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
-  buf(vh_, bytes_of(act_, M * Fv));
+  buf(vh_, bytes_of(act_, M * VisionTower::mlp_width(Fv)));
   const std::int64_t Pb = padded_rows(P);
   buf(x_, bytes_of(DType::kF32, Pb * D));
   buf(y_, bytes_of(act_, Pb * D));
