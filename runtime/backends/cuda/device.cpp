@@ -235,6 +235,18 @@ Expected<Uploader> Uploader::create(cudaStream_t stream, std::string what, std::
   return u;
 }
 
+// The first `count` values of the pinned buffer (src_type) to `out` (dst_type): copied as they are,
+// or through the device scratch and converted.
+Status Uploader::send_staged(std::int64_t count, DType src_type, void* out, DType dst_type) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(src_type);
+  if (src_type == dst_type) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out, pinned_.get(), bytes, cudaMemcpyHostToDevice, stream_));
+    return Status::ok();
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch_.get(), pinned_.get(), bytes, cudaMemcpyHostToDevice, stream_));
+  return convert(stream_, scratch_.get(), src_type, out, dst_type, count);
+}
+
 Status Uploader::upload(const void* src, DType src_type, std::int64_t n, void* dst, DType dst_type) {
   const std::size_t es = dtype_size(src_type), ed = dtype_size(dst_type);
   const std::int64_t per_chunk = static_cast<std::int64_t>(pinned_.size() / es);
@@ -244,15 +256,8 @@ Status Uploader::upload(const void* src, DType src_type, std::int64_t n, void* d
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     std::memcpy(pinned_.get(), static_cast<const std::byte*>(src) + static_cast<std::size_t>(first) * es,
                 static_cast<std::size_t>(count) * es);
-    void* out = static_cast<std::byte*>(dst) + static_cast<std::size_t>(first) * ed;
-    if (src_type == dst_type) {
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out, pinned_.get(), static_cast<std::size_t>(count) * es,
-                                                   cudaMemcpyHostToDevice, stream_));
-    } else {
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch_.get(), pinned_.get(), static_cast<std::size_t>(count) * es,
-                                                   cudaMemcpyHostToDevice, stream_));
-      EDGEVLA_RETURN_IF_ERROR(convert(stream_, scratch_.get(), src_type, out, dst_type, count));
-    }
+    EDGEVLA_RETURN_IF_ERROR(send_staged(count, src_type, static_cast<std::byte*>(dst) + static_cast<std::size_t>(first) * ed,
+                                        dst_type));
     done_ += count * static_cast<std::int64_t>(es);
     progress_->set(done_);
   }
@@ -281,14 +286,8 @@ Status Uploader::upload_rows(const void* src, DType src_type, std::int64_t rows,
                   static_cast<const std::byte*>(src) + static_cast<std::size_t>((first + r) * cols) * es,
                   static_cast<std::size_t>(cols) * es);
     }
-    void* out = static_cast<std::byte*>(dst) + static_cast<std::size_t>(first * ld) * ed;
-    const std::size_t bytes = static_cast<std::size_t>(n * ld) * es;
-    if (src_type == dst_type) {
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out, stage, bytes, cudaMemcpyHostToDevice, stream_));
-    } else {
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch_.get(), stage, bytes, cudaMemcpyHostToDevice, stream_));
-      EDGEVLA_RETURN_IF_ERROR(convert(stream_, scratch_.get(), src_type, out, dst_type, n * ld));
-    }
+    EDGEVLA_RETURN_IF_ERROR(
+        send_staged(n * ld, src_type, static_cast<std::byte*>(dst) + static_cast<std::size_t>(first * ld) * ed, dst_type));
     done_ += n * cols * static_cast<std::int64_t>(es);
     progress_->set(done_);
   }

@@ -177,6 +177,7 @@ class Uploader {
   std::int64_t uploaded_bytes() const { return done_; }
 
  private:
+  Status send_staged(std::int64_t count, DType src_type, void* out, DType dst_type);
   Uploader(cudaStream_t stream, std::string what, std::int64_t total, PinnedBuffer pinned, DeviceMemory scratch)
       : stream_(stream),
         what_(std::move(what)),
