@@ -16,9 +16,9 @@ namespace edgevla::backends::cuda {
 
 class VisionTower {
  public:
-  // The stack's sizes.
+  // The stack's sizes (the MLP's is its weights': mlp_width).
   struct Dims {
-    std::int64_t width = 0, heads = 0, mlp = 0;
+    std::int64_t width = 0, heads = 0;
     float eps = 0.0f;
   };
   // `count` images of `tokens` patches each, one after the other in the rows: one attention call.

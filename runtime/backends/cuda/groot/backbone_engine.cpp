@@ -397,7 +397,7 @@ Status BackboneEngine::vision() {
     runs[n_runs++] = VisionTower::Images{static_cast<std::int64_t>(same), (views_[k].h / P) * (views_[k].w / P)};
     k += same;
   }
-  EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.intermediate_size, eps},
+  EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, eps},
                                         VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
                                                              scratch_bytes_},
                                         {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));

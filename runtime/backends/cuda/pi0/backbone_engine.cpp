@@ -184,7 +184,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
     const VisionTower::Images all{cams, N};
-    EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, v.mlp_dim, kNormEps},
+    EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
                                           VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
                                                                scratch_, scratch_bytes_},
                                           {&all, 1}, vy_, act_, ablation_));
