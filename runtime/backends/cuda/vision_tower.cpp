@@ -8,11 +8,18 @@
 
 namespace edgevla::backends::cuda {
 
-std::int64_t VisionTower::mlp_width(std::int64_t mlp) {
-  const char* env = std::getenv("EDGEVLA_CUDA_TOWER_MLP_PAD");
-  if (env != nullptr && std::string_view(env) == "0") return mlp;
-  return (mlp + 63) / 64 * 64;
+namespace {
+
+// The MLP's width on the device (plan()).
+std::int64_t mlp_width(std::int64_t mlp) {
+  static const bool pad = [] {
+    const char* env = std::getenv("EDGEVLA_CUDA_TOWER_MLP_PAD");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return pad ? (mlp + 63) / 64 * 64 : mlp;
 }
+
+}  // namespace
 
 void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers,
                        const std::vector<float>& post_w, const std::vector<float>& post_b) {

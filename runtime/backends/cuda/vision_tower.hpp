@@ -27,7 +27,7 @@ class VisionTower {
   };
   // Device buffers for `rows` patch rows (the caller's arena): x [rows, width] f32 holds the
   // embedded patches and is updated in place; y [rows, width], qkv [rows, 3·width], o [rows,
-  // width] and h [rows, mlp] in the compute dtype; parts [max_parts, min(rows,
+  // width] and h [rows, mlp()] in the compute dtype; parts [max_parts, min(rows,
   // kBackbonePartsMaxRows), width] f32 (null: beta-add residual GEMMs); the attention's scratch.
   struct Buffers {
     float* x = nullptr;
@@ -38,14 +38,11 @@ class VisionTower {
     std::size_t scratch_bytes = 0;
   };
 
-  // The MLP's width on the device: `mlp` rounded up to a multiple of 64 (fc1's extra features and
-  // fc2's extra inputs zero, so the products are the same), which cuBLASLt runs faster and which
-  // lets fc2's k split in parts (SigLIP's 4304 -> 4352); `mlp` as is with
-  // EDGEVLA_CUDA_TOWER_MLP_PAD=0. Size the h buffer with it.
-  static std::int64_t mlp_width(std::int64_t mlp);
-
   // Plans every layer's device weights and the post norm's (the checkpoint's views; their device
-  // pointers land here when the plan uploads).
+  // pointers land here when the plan uploads). The MLP goes on the device rounded up to a multiple
+  // of 64 (fc1's extra features and fc2's extra inputs zero, so the products are the same), which
+  // cuBLASLt runs faster and which lets fc2's k split in parts (SigLIP's 4304 -> 4352); as stored
+  // with EDGEVLA_CUDA_TOWER_MLP_PAD=0.
   void plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers, const std::vector<float>& post_w,
             const std::vector<float>& post_b);
 
@@ -54,6 +51,8 @@ class VisionTower {
   // the tower's kernel classes to leave out, vit_norm, vit_qkv, vit_attention, vit_o, vit_fc1, vit_fc2.
   Status encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
                 DType out_type, const Ablation& ab = Ablation{}) const;
+  // The MLP's width on the device, after plan(): the h buffer's row width.
+  std::int64_t mlp() const { return layers_.empty() ? 0 : layers_.front().fc1.out; }
 
  private:
   struct Layer {

@@ -229,8 +229,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   wp.vector(inv_freq_, inv_freq_host_);
   wp.place(arena_);
 
-  const std::int64_t M = max_patches_, Mm = max_merged_, Dv = v.hidden_size,
-                     Fv = v.intermediate_size;
+  const std::int64_t M = max_patches_, Mm = max_merged_, Dv = v.hidden_size;
   const std::int64_t pp = v.patch_dim(), wide = cfg_.mlp1_in(), W = t.hidden_size, R = max_rows_;
   const std::int64_t H = t.num_heads, K = t.num_kv_heads, h = t.head_dim, F = t.intermediate_size;
   const std::int64_t Q = (H + 2 * K) * h;
@@ -242,7 +241,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(vy_, bytes_of(act_, M * Dv));
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
-  buf(vh_, bytes_of(act_, M * VisionTower::mlp_width(Fv)));
+  buf(vh_, bytes_of(act_, M * tower_.mlp()));
   buf(vpost_, bytes_of(DType::kF32, M * Dv));
   buf(merged_, bytes_of(DType::kF32, Mm * wide));
   buf(merged_act_, bytes_of(act_, Mm * wide));

@@ -78,7 +78,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   const model::Checkpoint& ck = m.checkpoint();
   const auto& v = cfg_.vision;
   const std::int64_t C = cfg_.num_cameras(), N = v.tokens(), S = v.image_size, pp = 3LL * v.patch_size * v.patch_size;
-  const std::int64_t T = cfg_.token_len(), P = cfg_.prefix_len(), Dv = v.width, Fv = v.mlp_dim;
+  const std::int64_t T = cfg_.token_len(), P = cfg_.prefix_len(), Dv = v.width;
   const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth, F = cfg_.vlm.mlp_dim;
   const std::int64_t H = cfg_.vlm.num_heads, K = cfg_.vlm.num_kv_heads, h = cfg_.vlm.head_dim;
   for (const auto& cam : cfg_.cameras) {
@@ -135,7 +135,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(vy_, bytes_of(act_, M * Dv));
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
-  buf(vh_, bytes_of(act_, M * VisionTower::mlp_width(Fv)));
+  buf(vh_, bytes_of(act_, M * tower_.mlp()));
   const std::int64_t Pb = padded_rows(P);
   buf(x_, bytes_of(DType::kF32, Pb * D));
   buf(y_, bytes_of(act_, Pb * D));
@@ -226,11 +226,9 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k sit side by side in the row with one head dim: one launch rotates both (the last
     // layer only needs its keys).
-    if (ab.skip("llm_rope")) {
-    } else if (li == L - 1) {
-      EDGEVLA_RETURN_IF_ERROR(rope(s, q + H * h * es, act_, rows, K, h, Q, zero_, inv_freq_));
-    } else {
-      EDGEVLA_RETURN_IF_ERROR(rope(s, q, act_, rows, H + K, h, Q, zero_, inv_freq_));
+    if (!ab.skip("llm_rope")) {
+      const bool last = li == L - 1;
+      EDGEVLA_RETURN_IF_ERROR(rope(s, last ? q + H * h * es : q, act_, rows, last ? K : H + K, h, Q, zero_, inv_freq_));
     }
     // Keys and values into the cache, [rows, K, h] each.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(k_cache, K * h * es, q + H * h * es, Q * es, K * h * es,
