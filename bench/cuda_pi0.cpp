@@ -5,7 +5,15 @@
 //
 //   edgevla_bench_cuda_pi0 --checkpoint DIR [--views 1,3] [--tokens 200] [--steps 10]
 //                          [--repeat 50] [--warmup 10] [--precision bf16|f32] [--log-level debug]
-//                          [--profile-last 1]
+//                          [--profile-last 1] [--overlap-probe 1]
+// --overlap-probe 1 also times, per view count, the backbone and the action head run at once from
+// two host threads (each engine on its own stream, the head reading the cache of the run before):
+// how much of a head step the device could hide under the backbone if the head's first step
+// followed the backbone layer by layer. The head's numbers in those runs are not checked (it reads
+// a cache the backbone is rewriting); only the times mean something.
+// With layer fences (EDGEVLA_CUDA_LAYER_FENCES, on by default) the backbone returns once its graph
+// is queued and the head's first step follows it layer by layer: backbone_ms is then the host's
+// part only and action_head_ms includes the wait for the backbone; e2e_ms is the measure.
 // --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
 // --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
 #include <cuda_profiler_api.h>
@@ -17,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -56,7 +65,7 @@ int fail(const Status& s) {
 int main(int argc, char** argv) {
   std::string dir, precision = "bf16", views_arg = "1,3";
   int tokens = 200, steps = 10, repeat = 50, warmup = 10;
-  bool profile_last = false;
+  bool profile_last = false, overlap_probe = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--checkpoint") dir = v;
@@ -67,6 +76,7 @@ int main(int argc, char** argv) {
     else if (k == "--warmup") warmup = std::atoi(v.c_str());
     else if (k == "--precision") precision = v;
     else if (k == "--profile-last") profile_last = v != "0";
+    else if (k == "--overlap-probe") overlap_probe = v != "0";
     else if (k == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
     else return fail(invalid_argument("unknown option " + k));
   }
@@ -152,6 +162,42 @@ int main(int argc, char** argv) {
                 static_cast<long long>(device_bytes), static_cast<long long>(free0 - free1),
                 static_cast<long long>(weight_elems));
     std::fflush(stdout);
+    if (overlap_probe) {
+      // Bindings stay from the last forward: the head reads the backbone engine's cache in place.
+      for (int hs : {1, 2, steps}) {
+        backends::RunOptions ro;
+        ro.num_steps = hs;
+        std::vector<double> alone_b, alone_h, both;
+        for (int i = 0; i < warmup + repeat; ++i) {
+          auto t0 = std::chrono::steady_clock::now();
+          if (Status st = (*bb)->run({}); !st.is_ok()) return fail(st);
+          const double b_ms = ms_since(t0);
+          t0 = std::chrono::steady_clock::now();
+          if (Status st = (*head)->run(ro); !st.is_ok()) return fail(st);
+          const double h_ms = ms_since(t0);
+          Status sb = Status::ok();
+          t0 = std::chrono::steady_clock::now();
+          std::thread tb_thread([&] { sb = (*bb)->run({}); });
+          const Status sh = (*head)->run(ro);
+          tb_thread.join();
+          const double both_ms = ms_since(t0);
+          if (!sb.is_ok()) return fail(sb);
+          if (!sh.is_ok()) return fail(sh);
+          if (i >= warmup) {
+            alone_b.push_back(b_ms);
+            alone_h.push_back(h_ms);
+            both.push_back(both_ms);
+          }
+        }
+        const Stats sb = stats(alone_b), sh = stats(alone_h), s2 = stats(both);
+        std::printf("{\"bench\": \"edgevla_cuda_pi0_overlap_probe\", \"views\": %d, \"head_steps\": %d, "
+                    "\"backbone_ms\": %.3f, \"head_ms\": %.3f, \"sum_ms\": %.3f, \"both_at_once_ms\": %.3f, "
+                    "\"hidden_ms\": %.3f}\n",
+                    nv, hs, sb.median, sh.median, sb.median + sh.median, s2.median,
+                    sb.median + sh.median - s2.median);
+        std::fflush(stdout);
+      }
+    }
     for (void* d : dev_images) cudaFree(d);
   }
   return 0;

@@ -280,6 +280,56 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 // (EDGEVLA_CUDA_ATTN_ROPE=1) agree with the rope kernel. Engines
 // opened apart time their cuBLASLt picks apart (the backbone's too), so all share one plan file,
 // and the chained engine runs every case first: the others then reuse its picks.
+// EDGEVLA_CUDA_LAYER_FENCES=1: the backbone hands its own cache out while its stream still runs,
+// with an event per layer, and the head's first step waits for layer l's event before it reads
+// layer l. Against the same engines waiting for the whole cache (same GEMM picks, from one plan
+// file), the actions are the same: a head that read a layer before it was written would read the
+// previous run's cache (each run here has other inputs, so its actions would differ).
+TEST(CudaPi0Layered, TheHeadFollowingTheBackboneLayerByLayerGivesTheSameActions) {
+  REQUIRE_GPU();
+  for (ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
+    const std::string dir = checkpoint("small", type);
+    const std::string plans = dir + "-layered-plans.txt";
+    fs::remove(plans);
+    auto layered = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}, {"EDGEVLA_CUDA_LAYER_FENCES", "1"}});
+    ASSERT_TRUE(layered) << layered.status().to_string();
+    const model::ModelConfig& c = layered->model->config();
+    const std::vector<std::pair<int, int>> cases = {{5, 10}, {40, 10}, {17, 4}, {5, 10}, {40, 1}};
+    std::vector<model::ForwardInputs> ins;
+    std::vector<Tensor> first;  // the layered engines' first runs (eager, then captured), planning every GEMM
+    for (std::size_t run = 0; run < cases.size(); ++run) {
+      auto in = model::random_inputs(c, 300 + run, {}, std::min(cases[run].first, c.token_len()));
+      ASSERT_TRUE(in);
+      in->num_steps = cases[run].second;
+      auto a = model::run_forward(*layered->backbone, *layered->head, c, *in, false);
+      ASSERT_TRUE(a) << a.status().to_string();
+      // The layered backbone returned before its device work was done.
+      ASSERT_FALSE(a->parts.empty());
+      EXPECT_EQ(a->parts.front().first, "backbone_enqueue");
+      first.push_back(a->actions);
+      ins.push_back(*in);
+    }
+    // Opened after: the same GEMM picks, from the plan file.
+    auto whole = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}, {"EDGEVLA_CUDA_LAYER_FENCES", "0"}});
+    ASSERT_TRUE(whole) << whole.status().to_string();
+    for (std::size_t run = 0; run < cases.size(); ++run) {
+      auto a = model::run_forward(*layered->backbone, *layered->head, c, ins[run], false);  // graphs replayed
+      auto b = model::run_forward(*whole->backbone, *whole->head, c, ins[run], false);
+      ASSERT_TRUE(a && b) << (a ? b.status().to_string() : a.status().to_string());
+      ASSERT_FALSE(b->parts.empty());
+      EXPECT_EQ(b->parts.front().first, "backbone_gpu");  // finished before it returned
+      ASSERT_TRUE(all_finite(a->actions) && all_finite(first[run]));
+      const std::int64_t n = b->actions.numel();
+      const double e = rel_l2(a->actions.data<float>(), b->actions.data<float>(), n);
+      const double e0 = rel_l2(first[run].data<float>(), b->actions.data<float>(), n);
+      std::printf("[small %s] run %zu (%d tokens, %d steps): layered vs whole actions rel-L2 %.2e (first run %.2e)\n",
+                  std::string(model::model_type_name(type)).c_str(), run, cases[run].first, cases[run].second, e, e0);
+      EXPECT_LE(e, 1e-6) << "run " << run;
+      EXPECT_LE(e0, 1e-6) << "run " << run;
+    }
+  }
+}
+
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";

@@ -176,9 +176,11 @@ Status Arena::allocate(std::string_view what) {
 
 // Stream, Graph, PinnedBuffer ------------------------------------------------------------------
 
-Expected<Stream> Stream::create() {
+Expected<Stream> Stream::create(bool high) {
   Stream s;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s.s_, cudaStreamNonBlocking));
+  int least = 0, greatest = 0;
+  if (high) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&s.s_, cudaStreamNonBlocking, high ? greatest : least));
   return s;
 }
 

@@ -93,11 +93,12 @@ class NvtxRange {
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
-// A stream owned by an engine.
+// A stream owned by an engine. high: the device's greatest stream priority (its blocks are
+// scheduled ahead of other streams' waiting blocks).
 class Stream {
  public:
   Stream() = default;
-  static Expected<Stream> create();
+  static Expected<Stream> create(bool high = false);
   ~Stream();
   Stream(Stream&& other) noexcept : s_(other.s_) { other.s_ = nullptr; }
   Stream& operator=(Stream&& other) noexcept;

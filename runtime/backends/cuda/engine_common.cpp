@@ -238,7 +238,10 @@ Status CudaEngineBase::init_device() {
     spdlog::warn("{} ({}): EDGEVLA_CUDA_ABLATE={}: those kernels are left out, for profiling; outputs are wrong",
                  stage(), family(), ablation_.list());
   }
-  EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create());
+  // Stages named in EDGEVLA_CUDA_PRIORITY run on a high-priority stream (for stages that share
+  // the device at once, e.g. bench/cuda_pi0.cpp --overlap-probe).
+  const char* prio = std::getenv("EDGEVLA_CUDA_PRIORITY");
+  EDGEVLA_ASSIGN_OR_RETURN(stream_, Stream::create(prio != nullptr && comma_list_has(prio, stage())));
   EDGEVLA_ASSIGN_OR_RETURN(blas_, Blas::create());
   return Status::ok();
 }

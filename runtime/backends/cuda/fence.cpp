@@ -153,6 +153,45 @@ bool device_marks_ready(const RemoteReady& remote, cudaStream_t stream) {
 
 }  // namespace
 
+Expected<std::shared_ptr<LayerEvents>> LayerEvents::create(int index, int count) {
+  std::shared_ptr<LayerEvents> l(new LayerEvents(index));
+  l->events_.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    cudaEvent_t e = nullptr;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    l->events_.push_back(e);
+  }
+  return l;
+}
+
+LayerEvents::~LayerEvents() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+namespace {
+// The external forms of event records and waits exist only while a stream is captured (the
+// runtime refuses them otherwise).
+Expected<bool> capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &status));
+  return status == cudaStreamCaptureStatusActive;
+}
+}  // namespace
+
+Status LayerEvents::record(std::size_t i, cudaStream_t stream) const {
+  EDGEVLA_ASSIGN_OR_RETURN(const bool captured, capturing(stream));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaEventRecordWithFlags(events_.at(i), stream, captured ? cudaEventRecordExternal : cudaEventRecordDefault));
+  return Status::ok();
+}
+
+Status LayerEvents::wait(std::size_t i, cudaStream_t stream) const {
+  EDGEVLA_ASSIGN_OR_RETURN(const bool captured, capturing(stream));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaStreamWaitEvent(stream, events_.at(i), captured ? cudaEventWaitExternal : cudaEventWaitDefault));
+  return Status::ok();
+}
+
 Expected<std::shared_ptr<CudaFence>> CudaFence::record(cudaStream_t stream, int index) {
   EDGEVLA_ASSIGN_OR_RETURN(cudaEvent_t event, EventPool::instance().take(index));
   std::shared_ptr<CudaFence> fence(new CudaFence(event, index));  // owns the event from here
@@ -191,8 +230,9 @@ bool may_fence(const Tensor& output, int index) {
   return !b.shm().has_value() || b.remote_ready() != nullptr;
 }
 
-Status fence_output(const Tensor& output, cudaStream_t stream, int index) {
+Status fence_output(const Tensor& output, cudaStream_t stream, int index, std::shared_ptr<const LayerEvents> layers) {
   EDGEVLA_ASSIGN_OR_RETURN(auto fence, CudaFence::record(stream, index));
+  if (layers != nullptr && layers->device() == index) fence->set_layers(std::move(layers));
   const BufferPtr& buffer = output.buffer();
   buffer->set_ready(fence);
   if (RemoteReady* remote = buffer->remote_ready(); remote != nullptr) {
@@ -214,6 +254,13 @@ Status fence_output(const Tensor& output, cudaStream_t stream, int index) {
     RemoteSignaller::instance().add(std::move(fence), buffer, sleeper, index);
   }
   return Status::ok();
+}
+
+std::shared_ptr<const LayerEvents> layer_events_of(const Tensor& input, int index) {
+  if (!input.defined() || input.device() != Device::cuda(index)) return nullptr;
+  auto* fence = dynamic_cast<CudaFence*>(input.buffer()->ready().get());
+  if (fence == nullptr || fence->layers() == nullptr || fence->layers()->device() != index) return nullptr;
+  return fence->layers();
 }
 
 InputWait::~InputWait() {

@@ -14,6 +14,31 @@
 
 namespace edgevla::backends::cuda {
 
+// Events a producer records as each of its output's parts is written (a backbone: each layer's
+// keys and values in its cache), so a consumer on the same device may start on the first parts
+// before the last is written. Recorded inside the producer's CUDA graph (external record nodes) and
+// waited for inside the consumer's (external wait nodes): the events are the producer's for its
+// lifetime, and the same ones every run.
+class LayerEvents {
+ public:
+  static Expected<std::shared_ptr<LayerEvents>> create(int index, int count);
+  ~LayerEvents();
+  LayerEvents(const LayerEvents&) = delete;
+  LayerEvents& operator=(const LayerEvents&) = delete;
+  int device() const { return index_; }
+  std::size_t size() const { return events_.size(); }
+  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
+  // Records part i's event on `stream` (a captured stream gets an external record node).
+  Status record(std::size_t i, cudaStream_t stream) const;
+  // Has `stream` wait for part i (a captured stream gets an external wait node).
+  Status wait(std::size_t i, cudaStream_t stream) const;
+
+ private:
+  explicit LayerEvents(int index) : index_(index) {}
+  int index_;
+  std::vector<cudaEvent_t> events_;
+};
+
 // A ReadyFence for work queued on a cuda stream: an event recorded there when made. wait()
 // synchronises the host with it; wait_on(stream) has another stream of this process (any of its
 // devices) wait for it on the device.
@@ -30,11 +55,15 @@ class CudaFence final : public ReadyFence {
   bool done() override;
   // The event (timing enabled: another stream's event can be measured against it).
   cudaEvent_t event() const { return event_; }
+  // The producer's per-part events when it recorded them (nullptr otherwise).
+  const std::shared_ptr<const LayerEvents>& layers() const { return layers_; }
+  void set_layers(std::shared_ptr<const LayerEvents> layers) { layers_ = std::move(layers); }
 
  private:
   CudaFence(cudaEvent_t event, int index) : event_(event), index_(index) {}
   cudaEvent_t event_;
   int index_;
+  std::shared_ptr<const LayerEvents> layers_;
 };
 
 // EDGEVLA_CUDA_SYNC_OUTPUTS set (to anything but 0): engines finish their stream before they
@@ -48,7 +77,12 @@ bool may_fence(const Tensor& output, int index);
 // Records the work queued on `stream` into a fence on `output`'s buffer (see may_fence). A shared
 // block is armed, and a thread of this process signals it written once the fence is done (the
 // producer's stream does not wait, and neither does the node that publishes it).
-Status fence_output(const Tensor& output, cudaStream_t stream, int index);
+// `layers`: the producer's per-part events of this output, for consumers on its device.
+Status fence_output(const Tensor& output, cudaStream_t stream, int index,
+                    std::shared_ptr<const LayerEvents> layers = nullptr);
+// The per-part events `input`'s producer recorded, when it is cuda work of device `index`
+// (nullptr otherwise: wait for the whole input).
+std::shared_ptr<const LayerEvents> layer_events_of(const Tensor& input, int index);
 
 // What an engine's stream waits for before it reads its inputs (wait_for_inputs): the fences of
 // cuda work, and an event marking where the stream stood before the waits.

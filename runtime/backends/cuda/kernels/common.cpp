@@ -62,6 +62,9 @@ DependentLaunchScope::~DependentLaunchScope() {
   if (on_) --g_chain_depth;
 }
 
+ChainPause::ChainPause() : saved_(g_chain_depth) { g_chain_depth = 0; }
+ChainPause::~ChainPause() { g_chain_depth = saved_; }
+
 bool dependent_launch_supported() {
   static std::atomic<int> known[64] = {};  // per device: 0 unknown, 1 no, 2 yes
   int dev = 0;

@@ -41,6 +41,19 @@ class DependentLaunchScope {
  private:
   bool on_;
 };
+// Launches inside this scope are plain, whatever scopes are alive around it (a kernel that must
+// follow a non-kernel dependency, e.g. an event wait, rather than release early behind the one
+// before it); the chain resumes after it.
+class ChainPause {
+ public:
+  ChainPause();
+  ~ChainPause();
+  ChainPause(const ChainPause&) = delete;
+  ChainPause& operator=(const ChainPause&) = delete;
+
+ private:
+  int saved_;
+};
 // Whether launches on this thread are chained now (a scope is alive and the device has it).
 bool dependent_launch_active();
 // Whether the current device takes programmatic dependent launches (cached per device).

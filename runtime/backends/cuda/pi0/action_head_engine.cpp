@@ -227,8 +227,13 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
     EDGEVLA_RETURN_IF_ERROR(silu(s, hid_, act_, Hz * E));
     EDGEVLA_RETURN_IF_ERROR(mm(hid_, Hz, E, action_time_out_, xs_ + E, DType::kF32, E));
   }
+  // The first step follows the producer's layers (layer_waits_).
+  const LayerEvents* waits = i == 0 ? layer_waits_.get() : nullptr;
   if (fused_layers) {
     // Every layer and the final norm in one kernel; then the output head and the Euler update.
+    if (waits != nullptr) {
+      for (std::size_t l = 0; l < waits->size(); ++l) EDGEVLA_RETURN_IF_ERROR(waits->wait(l, s));
+    }
     FusedExpertArgs fa = fused_args_;
     fa.mods = mods;
     fa.cache = cache;
@@ -297,7 +302,15 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
       // The attention's blocks release the o projection as they start: its weights are read
       // while the attention runs (the chain's point, launch.cuh).
       const DependentLaunchScope narrow(narrow_chain(kChainO));
-      if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      if (waits != nullptr) {
+        // Layer l of the cache written: this attention then starts as a plain launch behind that
+        // wait (not released early by the kernel before it); the chain resumes after it.
+        EDGEVLA_RETURN_IF_ERROR(waits->wait(static_cast<std::size_t>(l), s));
+        const ChainPause plain;
+        if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      } else if (!ab.skip("attention")) {
+        EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+      }
       if (ab.skip("o")) {
       } else if (gemm_norm_) {
         // x += o (+ bias) (· gate), and the post-attention norm, in o's GEMM.
@@ -416,7 +429,19 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   // Inputs still being written by queued device work: this stream waits for it, on the device. A
   // cache from another process is waited for on the host before the first device work, so the
   // host work up to there overlaps the backbone's.
-  EDGEVLA_ASSIGN_OR_RETURN(InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index, /*defer_host_waits=*/true));
+  // A cache on this device with its producer's per-layer events is waited for layer by layer in
+  // the first step (step()); the other inputs here.
+  std::vector<const Tensor*> waited = bound_inputs();
+  layer_waits_ = nullptr;
+  if (const Tensor* kv = bound_input(in_kv_); kv != nullptr) {
+    auto layers = layer_events_of(*kv, info_.index);
+    if (layers != nullptr && static_cast<std::int64_t>(layers->size()) == cfg_.expert.depth &&
+        kv->dtype() == act_) {
+      layer_waits_ = std::move(layers);
+      std::erase(waited, kv);
+    }
+  }
+  EDGEVLA_ASSIGN_OR_RETURN(InputWait input_wait, wait_for_inputs(waited, s, info_.index, /*defer_host_waits=*/true));
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
     return out_of_range("action_head num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
                         std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
@@ -515,7 +540,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   // The loop always writes every step's velocity to the device buffer (one graph for both).
   const std::int64_t attend_rows =
       std::min(cache_rows, (n + kAttendBucket - 1) / kAttendBucket * kAttendBucket);
-  auto key = std::make_tuple(options.num_steps, cache, attend_rows);
+  auto key = std::make_tuple(options.num_steps, cache, attend_rows, layer_waits_.get());
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "runtime/backends/cuda/fence.hpp"
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/expert_fused.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
@@ -156,7 +157,11 @@ class ActionHeadEngine final : public CudaEngine {
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   int prepared_steps_ = 0;
-  std::map<std::tuple<int, const void*, std::int64_t>, Graph> graphs_;
+  // (steps, cache, attended rows, the cache producer's per-layer events or nullptr).
+  std::map<std::tuple<int, const void*, std::int64_t, const LayerEvents*>, Graph> graphs_;
+  // This run's cache comes with its producer's per-layer events (fence.hpp): the first step waits
+  // for layer l's event before its attention reads layer l, instead of the whole cache first.
+  std::shared_ptr<const LayerEvents> layer_waits_;
   Tensor actions_own_;
   std::int32_t* pinned_n_ = nullptr;
   std::unique_ptr<PinnedBuffer> pinned_;

@@ -5,8 +5,12 @@
 // the bucket (16 rows), the real length is read on the device (attention), so a graph serves
 // every prompt length of its bucket.
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <string_view>
 
+#include "runtime/backends/cuda/fence.hpp"
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/backends/cuda/pi0/pi0_cuda.hpp"
@@ -72,7 +76,18 @@ class BackboneEngine final : public CudaEngine {
   std::vector<std::int32_t> prompt_ids_;  // valid prompt tokens of this run
   Tensor mask_own_;
   std::map<std::pair<std::int64_t, std::int64_t>, Graph> graphs_;  // (cameras, rows bucket)
+  // Each layer's keys and values written (EDGEVLA_CUDA_LAYER_FENCES): handed out with the cache
+  // this engine keeps (kv unbound), so an action head on this device starts its first step on
+  // layer i once layer i is done instead of after the whole pass.
+  std::shared_ptr<LayerEvents> layer_events_;
 };
+
+// Whether backbones hand their own cache out with per-layer events (EDGEVLA_CUDA_LAYER_FENCES:
+// on unless 0).
+bool layer_fences_on() {
+  const char* v = std::getenv("EDGEVLA_CUDA_LAYER_FENCES");
+  return v == nullptr || std::string_view(v) != "0";
+}
 
 Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
   const model::Checkpoint& ck = m.checkpoint();
@@ -165,6 +180,9 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, Pb * D), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{Pb}));
+  if (layer_fences_on()) {
+    EDGEVLA_ASSIGN_OR_RETURN(layer_events_, LayerEvents::create(info_.index, static_cast<int>(L)));
+  }
   ids_host_.assign(static_cast<std::size_t>(Pb), 0);
   prompt_ids_.reserve(static_cast<std::size_t>(T) + 1);
   return Status::ok();
@@ -235,6 +253,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
                                                    rows, cudaMemcpyDeviceToDevice, s));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
                                                    rows, cudaMemcpyDeviceToDevice, s));
+    if (layer_events_) EDGEVLA_RETURN_IF_ERROR(layer_events_->record(static_cast<std::size_t>(li), s));
     if (li == L - 1) break;  // the last layer only contributes its keys and values
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;
@@ -317,6 +336,7 @@ Status BackboneEngine::run(const RunOptions&) {
   const std::int64_t P = cfg_.prefix_len();
   const bool kv_whole = bkv != nullptr && bkv->device() == Device::cuda(info_.index) && bkv->dtype() == act_ &&
                         bkv->shape() == Shape{L, 2, P, K, h} && bkv->is_contiguous();
+  Tensor own_cache;  // kv unbound: the engine's cache, handed out as it is
   if (kv_whole) {
     const std::size_t row = bytes_of(act_, K * h);
     const auto halves = static_cast<std::size_t>(L * 2), pitch = static_cast<std::size_t>(P) * row;
@@ -355,6 +375,7 @@ Status BackboneEngine::run(const RunOptions&) {
     bo.writable = false;
     auto buffer = std::make_shared<Buffer>(static_cast<std::byte*>(kv_), bytes_of(act_, L * 2 * Pb * K * h), bo);
     EDGEVLA_ASSIGN_OR_RETURN(Tensor dev, Tensor::from_buffer(std::move(buffer), act_, Shape{L, 2, Pb, K, h}));
+    own_cache = dev;
     set_produced(out_kv_, std::move(dev));
   }
   if (const Tensor* ve = bound_output(out_vision_)) {
@@ -378,8 +399,13 @@ Status BackboneEngine::run(const RunOptions&) {
   // it on the device, or in another process for its producer's signal (may_fence, fence_output).
   // When an output is read on the host
   // (vision embeddings), or fences may not be used, this stream finishes here.
-  const bool fenced = kv_whole && bound_output(out_vision_) == nullptr && may_fence(*bkv, info_.index);
-  if (fenced) {
+  // The engine's own cache goes out fenced, with its per-layer events, when they are on.
+  const bool layered = layer_events_ != nullptr && own_cache.defined() && bound_output(out_vision_) == nullptr &&
+                       may_fence(own_cache, info_.index);
+  const bool fenced = layered || (kv_whole && bound_output(out_vision_) == nullptr && may_fence(*bkv, info_.index));
+  if (layered) {
+    EDGEVLA_RETURN_IF_ERROR(fence_output(own_cache, s, info_.index, layer_events_));
+  } else if (fenced) {
     EDGEVLA_RETURN_IF_ERROR(fence_output(*bkv, s, info_.index));
   } else {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
