@@ -540,7 +540,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   // The loop always writes every step's velocity to the device buffer (one graph for both).
   const std::int64_t attend_rows =
       std::min(cache_rows, (n + kAttendBucket - 1) / kAttendBucket * kAttendBucket);
-  auto key = std::make_tuple(options.num_steps, cache, attend_rows, layer_waits_.get());
+  auto key = std::make_tuple(options.num_steps, cache, attend_rows, layer_waits_);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <numbers>
 #include <string_view>
 #include <tuple>
@@ -157,8 +158,9 @@ class ActionHeadEngine final : public CudaEngine {
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   int prepared_steps_ = 0;
-  // (steps, cache, attended rows, the cache producer's per-layer events or nullptr).
-  std::map<std::tuple<int, const void*, std::int64_t, const LayerEvents*>, Graph> graphs_;
+  // (steps, cache, attended rows, the cache producer's per-layer events or null): a graph that
+  // waits for those events keeps them alive (its wait nodes name them).
+  std::map<std::tuple<int, const void*, std::int64_t, std::shared_ptr<const LayerEvents>>, Graph> graphs_;
   // This run's cache comes with its producer's per-layer events (fence.hpp): the first step waits
   // for layer l's event before its attention reads layer l, instead of the whole cache first.
   std::shared_ptr<const LayerEvents> layer_waits_;
