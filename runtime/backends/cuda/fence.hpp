@@ -27,7 +27,6 @@ class LayerEvents {
   LayerEvents& operator=(const LayerEvents&) = delete;
   int device() const { return index_; }
   std::size_t size() const { return events_.size(); }
-  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
   // Records part i's event on `stream` (a captured stream gets an external record node).
   Status record(std::size_t i, cudaStream_t stream) const;
   // Has `stream` wait for part i (a captured stream gets an external wait node).
