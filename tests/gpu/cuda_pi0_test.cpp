@@ -14,6 +14,7 @@
 #include <map>
 
 #include "runtime/backends/backend.hpp"
+#include "runtime/backends/cuda/fence.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
 #include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/pi0/generator.hpp"
@@ -326,6 +327,95 @@ TEST(CudaPi0Layered, TheHeadFollowingTheBackboneLayerByLayerGivesTheSameActions)
                   std::string(model::model_type_name(type)).c_str(), run, cases[run].first, cases[run].second, e, e0);
       EXPECT_LE(e, 1e-6) << "run " << run;
       EXPECT_LE(e0, 1e-6) << "run " << run;
+    }
+  }
+}
+
+// One forward with the backbone's cache bound to `block` (a device [L, 2, P, K, h] tensor in the
+// compute dtype, as a bus block in the node graphs) and the head reading it there.
+Expected<Tensor> forward_into(Pair& p, const model::ModelConfig& c, const model::ForwardInputs& in, const Tensor& block) {
+  p.backbone->clear_bindings();
+  for (std::size_t s = 0; s < c.cameras.size(); ++s) {
+    if (in.images[s].defined()) EDGEVLA_RETURN_IF_ERROR(p.backbone->bind("image." + c.cameras[s], in.images[s]));
+  }
+  EDGEVLA_RETURN_IF_ERROR(p.backbone->bind("tokens", in.tokens));
+  EDGEVLA_RETURN_IF_ERROR(p.backbone->bind("token_mask", in.token_mask));
+  EDGEVLA_RETURN_IF_ERROR(p.backbone->bind("kv", block));
+  EDGEVLA_RETURN_IF_ERROR(p.backbone->run({}));
+  p.head->clear_bindings();
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor kv, p.backbone->output("kv"));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor mask, p.backbone->output("mask"));
+  EDGEVLA_RETURN_IF_ERROR(p.head->bind("kv", kv));
+  EDGEVLA_RETURN_IF_ERROR(p.head->bind("mask", mask));
+  if (in.state.defined()) EDGEVLA_RETURN_IF_ERROR(p.head->bind("state", in.state));
+  EDGEVLA_RETURN_IF_ERROR(p.head->bind("noise", in.noise));
+  RunOptions ro;
+  ro.num_steps = in.num_steps;
+  EDGEVLA_RETURN_IF_ERROR(p.head->run(ro));
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor actions, p.head->output("actions"));
+  return actions.clone();
+}
+
+// EDGEVLA_CUDA_LAYER_FENCES=2: a cache bound on the device (a bus block) is written layer by layer
+// inside the backbone's pass and handed out with the layer events. Two blocks alternate (a graph
+// per block); against engines that copy the cache after the pass (0): the same actions, and the
+// same bytes in the block (the valid rows, and zeros past them).
+TEST(CudaPi0Layered, ACacheBoundOnTheDeviceIsWrittenLayerByLayerToo) {
+  REQUIRE_GPU();
+  for (ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
+    const std::string dir = checkpoint("small", type);
+    const std::string plans = dir + "-bound-plans.txt";
+    fs::remove(plans);
+    auto layered = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}, {"EDGEVLA_CUDA_LAYER_FENCES", "2"}});
+    ASSERT_TRUE(layered) << layered.status().to_string();
+    const model::ModelConfig& c = layered->model->config();
+    const Shape kv_shape{c.vlm.depth, 2, c.prefix_len(), c.vlm.num_kv_heads, c.vlm.head_dim};
+    std::vector<Tensor> blocks;
+    for (int b = 0; b < 2; ++b) {
+      auto t = Tensor::empty(DType::kBF16, kv_shape, Device::cuda(0));
+      ASSERT_TRUE(t) << t.status().to_string();
+      blocks.push_back(*t);
+    }
+    const std::vector<std::pair<int, int>> cases = {{5, 10}, {40, 10}, {17, 4}, {5, 10}};
+    std::vector<model::ForwardInputs> ins;
+    std::vector<Tensor> first;
+    for (std::size_t run = 0; run < cases.size(); ++run) {
+      auto in = model::random_inputs(c, 500 + run, {}, std::min(cases[run].first, c.token_len()));
+      ASSERT_TRUE(in);
+      in->num_steps = cases[run].second;
+      auto a = forward_into(*layered, c, *in, blocks[run % 2]);
+      ASSERT_TRUE(a) << a.status().to_string();
+      // The block went out with the backbone's layer events.
+      EXPECT_NE(backends::cuda::layer_events_of(blocks[run % 2], 0), nullptr);
+      first.push_back(*a);
+      ins.push_back(*in);
+    }
+    auto whole = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}, {"EDGEVLA_CUDA_LAYER_FENCES", "0"}});
+    ASSERT_TRUE(whole) << whole.status().to_string();
+    const std::size_t bytes = blocks[0].nbytes();
+    std::vector<std::byte> ka(bytes), kb(bytes);
+    for (std::size_t run = 0; run < cases.size(); ++run) {
+      // Each block written by the other block's run first, so stale rows would show.
+      auto a = forward_into(*layered, c, ins[run], blocks[(run + 1) % 2]);
+      ASSERT_TRUE(a) << a.status().to_string();
+      // The head waited for the layers only; the zeroing after the pass is the block's fence's.
+      ASSERT_OK(blocks[(run + 1) % 2].buffer()->wait_ready());
+      ASSERT_EQ(cudaMemcpy(ka.data(), blocks[(run + 1) % 2].raw_data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      auto b = forward_into(*whole, c, ins[run], blocks[run % 2]);
+      ASSERT_TRUE(b) << b.status().to_string();
+      EXPECT_EQ(backends::cuda::layer_events_of(blocks[run % 2], 0), nullptr);
+      ASSERT_OK(blocks[run % 2].buffer()->wait_ready());
+      ASSERT_EQ(cudaMemcpy(kb.data(), blocks[run % 2].raw_data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      const std::int64_t n = b->numel();
+      const double e = rel_l2(a->data<float>(), b->data<float>(), n);
+      const double e0 = rel_l2(first[run].data<float>(), b->data<float>(), n);
+      std::printf("[small %s] run %zu (%d tokens, %d steps): bound layered vs whole actions rel-L2 %.2e (first run "
+                  "%.2e), cache bytes %s\n",
+                  std::string(model::model_type_name(type)).c_str(), run, cases[run].first, cases[run].second, e, e0,
+                  ka == kb ? "equal" : "DIFFER");
+      EXPECT_LE(e, 1e-6) << "run " << run;
+      EXPECT_LE(e0, 1e-6) << "run " << run;
+      EXPECT_TRUE(ka == kb) << "run " << run;
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string_view>
+#include <tuple>
 
 #include "runtime/backends/cuda/fence.hpp"
 #include "runtime/backends/cuda/kernels/attention.hpp"
@@ -43,7 +44,9 @@ class BackboneEngine final : public CudaEngine {
   BackboneEngine(const model::ModelConfig& c, const model::StageSpec& spec, DeviceInfo info, DType act)
       : CudaEngine(spec, std::move(info), act), cfg_(c) {}
   Status load(const model::pi0::Pi0Model& m, const EngineOptions& o);
-  Status forward(std::int64_t cams, std::int64_t rows);
+  // `into`: a bound cache [L, 2, P, K, h] on this device that each layer's keys and values are
+  // also copied into as they are made (layer fences into a bound block), or nullptr.
+  Status forward(std::int64_t cams, std::int64_t rows, std::byte* into);
 
   model::ModelConfig cfg_;
   int in_tokens_ = -1, in_token_mask_ = -1, out_kv_ = -1, out_mask_ = -1, out_vision_ = -1;
@@ -75,18 +78,23 @@ class BackboneEngine final : public CudaEngine {
   std::vector<std::int32_t> ids_host_;    // padded to the largest bucket
   std::vector<std::int32_t> prompt_ids_;  // valid prompt tokens of this run
   Tensor mask_own_;
-  std::map<std::pair<std::int64_t, std::int64_t>, Graph> graphs_;  // (cameras, rows bucket)
+  // (cameras, rows bucket, the bound cache written inside the pass or nullptr).
+  std::map<std::tuple<std::int64_t, std::int64_t, std::byte*>, Graph> graphs_;
   // Each layer's keys and values written (EDGEVLA_CUDA_LAYER_FENCES): handed out with the cache
   // this engine keeps (kv unbound), so an action head on this device starts its first step on
-  // layer i once layer i is done instead of after the whole pass.
+  // layer i once layer i is done instead of after the whole pass; with layer_fences_bound_, also
+  // with a cache bound on this device (a bus block), written layer by layer inside the pass.
   std::shared_ptr<LayerEvents> layer_events_;
+  bool layer_fences_bound_ = false;
 };
 
-// Whether backbones hand their own cache out with per-layer events (EDGEVLA_CUDA_LAYER_FENCES:
-// on unless 0).
-bool layer_fences_on() {
+// EDGEVLA_CUDA_LAYER_FENCES: 0 off; 1 (default) per-layer events with the engine's own cache; 2
+// also with a bound cache on the device.
+int layer_fences() {
   const char* v = std::getenv("EDGEVLA_CUDA_LAYER_FENCES");
-  return v == nullptr || std::string_view(v) != "0";
+  if (v == nullptr || *v == '\0') return 1;
+  const std::string_view s(v);
+  return s == "0" ? 0 : s == "2" ? 2 : 1;
 }
 
 Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
@@ -180,8 +188,9 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, Pb * D), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{Pb}));
-  if (layer_fences_on()) {
+  if (const int lf = layer_fences(); lf > 0) {
     EDGEVLA_ASSIGN_OR_RETURN(layer_events_, LayerEvents::create(info_.index, static_cast<int>(L)));
+    layer_fences_bound_ = lf == 2;
   }
   ids_host_.assign(static_cast<std::size_t>(Pb), 0);
   prompt_ids_.reserve(static_cast<std::size_t>(T) + 1);
@@ -189,7 +198,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
 }
 
 // The pass over `cams` cameras (images_ holds them) and `rows` prefix rows (a bucket).
-Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
+Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* into) {
   const auto& v = cfg_.vision;
   const std::int64_t N = v.tokens(), Dv = v.width, M = cams * N;
   const std::int64_t D = cfg_.vlm.width, L = cfg_.vlm.depth, F = cfg_.vlm.mlp_dim;
@@ -253,6 +262,16 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows) {
                                                    rows, cudaMemcpyDeviceToDevice, s));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
                                                    rows, cudaMemcpyDeviceToDevice, s));
+    if (into != nullptr) {
+      // Both halves of this layer into the bound cache (its P rows a half; rows past P are padding).
+      const std::int64_t P = cfg_.prefix_len();
+      const std::size_t row = static_cast<std::size_t>(K * h) * es;
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(into + static_cast<std::size_t>(2 * li * P) * row,
+                                                     static_cast<std::size_t>(P) * row, k_cache,
+                                                     static_cast<std::size_t>(Pb) * row,
+                                                     static_cast<std::size_t>(std::min(rows, P)) * row, 2,
+                                                     cudaMemcpyDeviceToDevice, s));
+    }
     if (layer_events_) EDGEVLA_RETURN_IF_ERROR(layer_events_->record(static_cast<std::size_t>(li), s));
     if (li == L - 1) break;  // the last layer only contributes its keys and values
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
@@ -316,19 +335,6 @@ Status BackboneEngine::run(const RunOptions&) {
                                                cudaMemcpyHostToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(n_dev_, &n32, sizeof n32, cudaMemcpyHostToDevice, s));
 
-  // The pass: captured once per (cameras, bucket) after a first eager run (which plans GEMMs).
-  auto key = std::make_pair(cams, rows);
-  auto it = graphs_.find(key);
-  if (it == graphs_.end()) {
-    EDGEVLA_RETURN_IF_ERROR(forward(cams, rows));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(cams, rows); }));
-    log_plans();
-    graphs_.emplace(key, std::move(g));
-  } else {
-    EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
-  }
-
   // Outputs. kv: bound on this device as [L, 2, P, K, h] in the compute dtype, each layer half's
   // n valid rows copied there and the rest zeroed (mask: n leading trues of P); bound elsewhere,
   // the n valid rows into [L, 2, n, K, h] in the bound dtype; unbound, the engine's cache itself.
@@ -336,12 +342,39 @@ Status BackboneEngine::run(const RunOptions&) {
   const std::int64_t P = cfg_.prefix_len();
   const bool kv_whole = bkv != nullptr && bkv->device() == Device::cuda(info_.index) && bkv->dtype() == act_ &&
                         bkv->shape() == Shape{L, 2, P, K, h} && bkv->is_contiguous();
+  // A bound cache written layer by layer inside the pass, and handed out with the layer events.
+  const bool layered_bound = layer_fences_bound_ && kv_whole && bound_output(out_vision_) == nullptr &&
+                             may_fence(*bkv, info_.index);
+  std::byte* into = layered_bound ? bkv->raw_data() : nullptr;
+
+  // The pass: captured once per (cameras, bucket, bound cache) after a first eager run (which
+  // plans GEMMs).
+  auto key = std::make_tuple(cams, rows, into);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    EDGEVLA_RETURN_IF_ERROR(forward(cams, rows, into));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(cams, rows, into); }));
+    log_plans();
+    // One graph per bound block (a pool's few) and bucket; should blocks keep changing, old graphs
+    // are dropped rather than kept without bound.
+    if (into != nullptr && graphs_.size() >= 32) graphs_.clear();
+    graphs_.emplace(key, std::move(g));
+  } else {
+    EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
+  }
+
   Tensor own_cache;  // kv unbound: the engine's cache, handed out as it is
   if (kv_whole) {
     const std::size_t row = bytes_of(act_, K * h);
     const auto halves = static_cast<std::size_t>(L * 2), pitch = static_cast<std::size_t>(P) * row;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(bkv->raw_data(), pitch, kv_, static_cast<std::size_t>(Pb) * row,
-                                                   static_cast<std::size_t>(n) * row, halves, cudaMemcpyDeviceToDevice, s));
+    if (into == nullptr) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(bkv->raw_data(), pitch, kv_, static_cast<std::size_t>(Pb) * row,
+                                                     static_cast<std::size_t>(n) * row, halves,
+                                                     cudaMemcpyDeviceToDevice, s));
+    }
+    // Written inside the pass, the rows past n hold the bucket's padding rows: zeroed here too (a
+    // layered reader never reads past n).
     if (n < P) {
       EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemset2DAsync(bkv->raw_data() + static_cast<std::size_t>(n) * row, pitch, 0,
                                                      static_cast<std::size_t>(P - n) * row, halves, s));
@@ -405,6 +438,8 @@ Status BackboneEngine::run(const RunOptions&) {
   const bool fenced = layered || (kv_whole && bound_output(out_vision_) == nullptr && may_fence(*bkv, info_.index));
   if (layered) {
     EDGEVLA_RETURN_IF_ERROR(fence_output(own_cache, s, info_.index, layer_events_));
+  } else if (layered_bound) {
+    EDGEVLA_RETURN_IF_ERROR(fence_output(*bkv, s, info_.index, layer_events_));
   } else if (fenced) {
     EDGEVLA_RETURN_IF_ERROR(fence_output(*bkv, s, info_.index));
   } else {
