@@ -55,8 +55,8 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_FUSED_PREFETCH", "that kernel prefetching the next weights into L2: 0 (default), 1"},
     {"EDGEVLA_CUDA_FUSED_TRACE", "that kernel's phase timestamps, logged: 0 (default), 1"},
     {"EDGEVLA_CUDA_LAYER_FENCES", "the backbone hands its own cache out with per-layer events, the action head's first "
-                                  "step following it layer by layer: 1 (default), 0 off, 2 also a cache bound on the "
-                                  "device (written layer by layer inside the pass)"},
+                                  "step following it layer by layer: 2 (default: also a cache bound on the device, "
+                                  "written layer by layer inside the pass), 1 the backbone's own cache only, 0 off"},
     // Every engine.
     {"EDGEVLA_CUDA_SYNC_OUTPUTS", "outputs handed over after a host sync instead of a ready fence: 0 (default), 1"},
     {"EDGEVLA_CUDA_PRIORITY", "stages (a comma list, e.g. action_head) whose stream gets the device's greatest "

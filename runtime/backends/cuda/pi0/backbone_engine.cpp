@@ -88,13 +88,13 @@ class BackboneEngine final : public CudaEngine {
   bool layer_fences_bound_ = false;
 };
 
-// EDGEVLA_CUDA_LAYER_FENCES: 0 off; 1 (default) per-layer events with the engine's own cache; 2
+// EDGEVLA_CUDA_LAYER_FENCES: 0 off; 1 per-layer events with the engine's own cache only; 2 (default)
 // also with a bound cache on the device.
 int layer_fences() {
   const char* v = std::getenv("EDGEVLA_CUDA_LAYER_FENCES");
-  if (v == nullptr || *v == '\0') return 1;
+  if (v == nullptr || *v == '\0') return 2;
   const std::string_view s(v);
-  return s == "0" ? 0 : s == "2" ? 2 : 1;
+  return s == "0" ? 0 : s == "1" ? 1 : 2;
 }
 
 Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
