@@ -420,6 +420,51 @@ TEST(CudaPi0Layered, ACacheBoundOnTheDeviceIsWrittenLayerByLayerToo) {
   }
 }
 
+// A backbone writes at most kMaxLayeredBlocks bound blocks inside its pass (a graph each); the
+// blocks after them get the cache copied after the pass and no layer events, with the same actions
+// and bytes, and the first blocks keep the layered form.
+TEST(CudaPi0Layered, BlocksPastTheLayeredOnesTakeTheCopy) {
+  REQUIRE_GPU();
+  const std::string dir = checkpoint("small", ModelType::kPi05);
+  const std::string plans = dir + "-many-blocks-plans.txt";
+  fs::remove(plans);
+  auto p = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}});  // the default: layer fences 2
+  ASSERT_TRUE(p) << p.status().to_string();
+  const model::ModelConfig& c = p->model->config();
+  const Shape kv_shape{c.vlm.depth, 2, c.prefix_len(), c.vlm.num_kv_heads, c.vlm.head_dim};
+  auto in = model::random_inputs(c, 700, {}, std::min(9, c.token_len()));
+  ASSERT_TRUE(in);
+  in->num_steps = 3;
+  const std::size_t count = backends::cuda::kMaxLayeredBlocks + 2;
+  std::vector<Tensor> blocks;
+  std::vector<std::vector<std::byte>> bytes;
+  Tensor first;
+  for (std::size_t b = 0; b <= count; ++b) {
+    if (b < count) {
+      auto t = Tensor::empty(DType::kBF16, kv_shape, Device::cuda(0));
+      ASSERT_TRUE(t) << t.status().to_string();
+      ASSERT_EQ(cudaMemset(t->raw_data(), 0xff, t->nbytes()), cudaSuccess);  // stale rows would show
+      blocks.push_back(*t);
+    }
+    const Tensor& block = blocks[b % count];  // the last run: the first block again
+    auto a = forward_into(*p, c, *in, block);
+    ASSERT_TRUE(a) << a.status().to_string();
+    const bool layered = b % count < backends::cuda::kMaxLayeredBlocks;
+    EXPECT_EQ(backends::cuda::layer_events_of(block, 0) != nullptr, layered) << "block " << b;
+    ASSERT_OK(block.buffer()->wait_ready());
+    std::vector<std::byte> kb(block.nbytes());
+    ASSERT_EQ(cudaMemcpy(kb.data(), block.raw_data(), kb.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    if (b == 0) {
+      first = *a;
+    } else {
+      const double e = rel_l2(first.data<float>(), a->data<float>(), first.numel());
+      EXPECT_LE(e, 1e-6) << "block " << b;
+      EXPECT_TRUE(kb == bytes[0]) << "block " << b << ": its cache bytes differ from the first block's";
+    }
+    bytes.push_back(std::move(kb));
+  }
+}
+
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -13,6 +14,11 @@
 #include "runtime/core/tensor.hpp"
 
 namespace edgevla::backends::cuda {
+
+// Bound output blocks a producer writes part by part inside its graphs (a graph per block): the
+// first this many it is given; any further block gets the output copied after the pass, so a pool
+// that keeps handing out new blocks costs no capture per run and no graph without bound.
+inline constexpr std::size_t kMaxLayeredBlocks = 8;
 
 // Events a producer records as each of its output's parts is written (a backbone: each layer's
 // keys and values in its cache), so a consumer on the same device may start on the first parts

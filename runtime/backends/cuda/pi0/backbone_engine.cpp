@@ -4,12 +4,14 @@
 // The whole pass is one CUDA graph per (cameras, prefix-length bucket): rows are padded up to
 // the bucket (16 rows), the real length is read on the device (attention), so a graph serves
 // every prompt length of its bucket.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "runtime/backends/cuda/fence.hpp"
 #include "runtime/backends/cuda/kernels/attention.hpp"
@@ -86,6 +88,9 @@ class BackboneEngine final : public CudaEngine {
   // with a cache bound on this device (a bus block), written layer by layer inside the pass.
   std::shared_ptr<LayerEvents> layer_events_;
   bool layer_fences_bound_ = false;
+  // The bound blocks written inside the pass (at most kMaxLayeredBlocks, the first ones seen).
+  std::vector<std::byte*> layered_blocks_;
+  bool admit_layered_block(std::byte* block);
 };
 
 // EDGEVLA_CUDA_LAYER_FENCES: 0 off; 1 per-layer events with the engine's own cache only; 2 (default)
@@ -195,6 +200,13 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   ids_host_.assign(static_cast<std::size_t>(Pb), 0);
   prompt_ids_.reserve(static_cast<std::size_t>(T) + 1);
   return Status::ok();
+}
+
+bool BackboneEngine::admit_layered_block(std::byte* block) {
+  if (std::find(layered_blocks_.begin(), layered_blocks_.end(), block) != layered_blocks_.end()) return true;
+  if (layered_blocks_.size() >= kMaxLayeredBlocks) return false;
+  layered_blocks_.push_back(block);
+  return true;
 }
 
 // The pass over `cams` cameras (images_ holds them) and `rows` prefix rows (a bucket).
@@ -344,7 +356,7 @@ Status BackboneEngine::run(const RunOptions&) {
                         bkv->shape() == Shape{L, 2, P, K, h} && bkv->is_contiguous();
   // A bound cache written layer by layer inside the pass, and handed out with the layer events.
   const bool layered_bound = layer_fences_bound_ && kv_whole && bound_output(out_vision_) == nullptr &&
-                             may_fence(*bkv, info_.index);
+                             may_fence(*bkv, info_.index) && admit_layered_block(bkv->raw_data());
   std::byte* into = layered_bound ? bkv->raw_data() : nullptr;
 
   // The pass: captured once per (cameras, bucket, bound cache) after a first eager run (which
@@ -356,9 +368,6 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] { return forward(cams, rows, into); }));
     log_plans();
-    // One graph per bound block (a pool's few) and bucket; should blocks keep changing, old graphs
-    // are dropped rather than kept without bound.
-    if (into != nullptr && graphs_.size() >= 32) graphs_.clear();
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
