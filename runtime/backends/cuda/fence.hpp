@@ -102,7 +102,8 @@ class InputWait {
         host_waited_ms_(other.host_waited_ms_),
         host_ready_ns_(other.host_ready_ns_),
         deferred_(std::move(other.deferred_)),
-        fences_(std::move(other.fences_)) {
+        fences_(std::move(other.fences_)),
+        timed_(std::move(other.timed_)) {
     other.start_ = nullptr;
   }
   InputWait& operator=(InputWait&&) = delete;
@@ -118,6 +119,11 @@ class InputWait {
   // Waits for the host waits wait_for_inputs deferred (defer_host_waits): call before the first
   // device work or host read of the inputs.
   Status finish_host_waits();
+  // An input on `stream`'s device whose producer this stream does not wait for as a whole (a
+  // cache followed layer by layer): its producer's end is timed against the stream's start all the
+  // same, so waited_ms() counts the part of this stage's time that ran beside its producer (the
+  // producer's time, as a stage's wait for its inputs is). Nothing is waited for.
+  Status time_producer(const Tensor& input, cudaStream_t stream, int index);
 
  private:
   friend Expected<InputWait> wait_for_inputs(const std::vector<const Tensor*>&, cudaStream_t, int, bool);
@@ -129,6 +135,8 @@ class InputWait {
   std::vector<const Tensor*> deferred_;  // device inputs whose host wait is deferred
   Status host_wait(const Tensor& t);
   std::vector<std::shared_ptr<CudaFence>> fences_;  // those on the stream's device (timed against start_)
+  std::vector<std::shared_ptr<CudaFence>> timed_;   // time_producer's (not waited for by the stream)
+  Status record_start(cudaStream_t stream, int index);
 };
 
 // Before an engine on device `index` reads its bound inputs on `stream`: each input still being

@@ -442,6 +442,9 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     }
   }
   EDGEVLA_ASSIGN_OR_RETURN(InputWait input_wait, wait_for_inputs(waited, s, info_.index, /*defer_host_waits=*/true));
+  // Followed layer by layer, the cache's backbone still counts as the producer it is: this run's
+  // time up to the backbone's end is the backbone's in the stage timings (input_wait_ms).
+  if (layer_waits_ != nullptr) EDGEVLA_RETURN_IF_ERROR(input_wait.time_producer(*bound_input(in_kv_), s, info_.index));
   if (options.num_steps < 1 || options.num_steps > max_steps_) {
     return out_of_range("action_head num_steps " + std::to_string(options.num_steps) + " is outside 1.." +
                         std::to_string(max_steps_) + " (raise the engine's max_steps to allow more)");
