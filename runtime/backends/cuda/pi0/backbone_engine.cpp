@@ -354,9 +354,10 @@ Status BackboneEngine::run(const RunOptions&) {
   const std::int64_t P = cfg_.prefix_len();
   const bool kv_whole = bkv != nullptr && bkv->device() == Device::cuda(info_.index) && bkv->dtype() == act_ &&
                         bkv->shape() == Shape{L, 2, P, K, h} && bkv->is_contiguous();
+  const bool vision_on_host = bound_output(out_vision_) != nullptr;
   // A bound cache written layer by layer inside the pass, and handed out with the layer events.
-  const bool layered_bound = layer_fences_bound_ && kv_whole && bound_output(out_vision_) == nullptr &&
-                             may_fence(*bkv, info_.index) && admit_layered_block(bkv->raw_data());
+  const bool layered_bound = layer_fences_bound_ && kv_whole && !vision_on_host && may_fence(*bkv, info_.index) &&
+                             admit_layered_block(bkv->raw_data());
   std::byte* into = layered_bound ? bkv->raw_data() : nullptr;
 
   // The pass: captured once per (cameras, bucket, bound cache) after a first eager run (which
@@ -441,16 +442,14 @@ Status BackboneEngine::run(const RunOptions&) {
   // it on the device, or in another process for its producer's signal (may_fence, fence_output).
   // When an output is read on the host
   // (vision embeddings), or fences may not be used, this stream finishes here.
-  // The engine's own cache goes out fenced, with its per-layer events, when they are on.
-  const bool layered = layer_events_ != nullptr && own_cache.defined() && bound_output(out_vision_) == nullptr &&
-                       may_fence(own_cache, info_.index);
-  const bool fenced = layered || (kv_whole && bound_output(out_vision_) == nullptr && may_fence(*bkv, info_.index));
-  if (layered) {
-    EDGEVLA_RETURN_IF_ERROR(fence_output(own_cache, s, info_.index, layer_events_));
-  } else if (layered_bound) {
-    EDGEVLA_RETURN_IF_ERROR(fence_output(*bkv, s, info_.index, layer_events_));
-  } else if (fenced) {
-    EDGEVLA_RETURN_IF_ERROR(fence_output(*bkv, s, info_.index));
+  // The engine's own cache goes out fenced with its per-layer events when they are on; a bound one
+  // with them when it was written inside the pass.
+  const bool own_layered = own_cache.defined() && layer_events_ != nullptr;
+  const Tensor* handed = own_layered ? &own_cache : kv_whole ? bkv : nullptr;
+  const bool fenced = handed != nullptr && !vision_on_host && may_fence(*handed, info_.index);
+  if (fenced) {
+    EDGEVLA_RETURN_IF_ERROR(
+        fence_output(*handed, s, info_.index, own_layered || layered_bound ? layer_events_ : nullptr));
   } else {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
