@@ -197,31 +197,6 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
-Expected<std::unique_ptr<SideStream>> SideStream::create() {
-  auto side = std::unique_ptr<SideStream>(new SideStream());
-  EDGEVLA_ASSIGN_OR_RETURN(side->stream_, Stream::create());
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&side->forked_, cudaEventDisableTiming));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&side->joined_, cudaEventDisableTiming));
-  return side;
-}
-
-SideStream::~SideStream() {
-  if (forked_ != nullptr) cudaEventDestroy(forked_);
-  if (joined_ != nullptr) cudaEventDestroy(joined_);
-}
-
-Status SideStream::fork(cudaStream_t main) const {
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(forked_, main));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_.get(), forked_, 0));
-  return Status::ok();
-}
-
-Status SideStream::join(cudaStream_t main) const {
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(joined_, stream_.get()));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(main, joined_, 0));
-  return Status::ok();
-}
-
 Graph::~Graph() {
   if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
 }

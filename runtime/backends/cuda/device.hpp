@@ -110,25 +110,6 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
-// A second stream for work an engine takes off its critical path: fork() has it wait, on the
-// device, for what `main` has queued so far; join() has `main` wait for what it has queued since.
-// Under stream capture both become edges of the graph.
-class SideStream {
- public:
-  static Expected<std::unique_ptr<SideStream>> create();
-  ~SideStream();
-  SideStream(const SideStream&) = delete;
-  SideStream& operator=(const SideStream&) = delete;
-  cudaStream_t get() const { return stream_.get(); }
-  Status fork(cudaStream_t main) const;
-  Status join(cudaStream_t main) const;
-
- private:
-  SideStream() = default;
-  Stream stream_;
-  cudaEvent_t forked_ = nullptr, joined_ = nullptr;
-};
-
 // A captured CUDA graph, instantiated; destroyed RAII.
 class Graph {
  public:

@@ -88,9 +88,6 @@ class BackboneEngine final : public CudaEngine {
   // with a cache bound on this device (a bus block), written layer by layer inside the pass.
   std::shared_ptr<LayerEvents> layer_events_;
   bool layer_fences_bound_ = false;
-  // Each layer's keys and values copied into the cache on this stream, beside the layer
-  // (EDGEVLA_CUDA_CACHE_SIDE; null: on the engine's stream, before the attention).
-  std::unique_ptr<SideStream> side_;
   // The bound blocks written inside the pass (at most kMaxLayeredBlocks, the first ones seen).
   std::vector<std::byte*> layered_blocks_;
   bool admit_layered_block(std::byte* block);
@@ -103,13 +100,6 @@ int layer_fences() {
   if (v == nullptr || *v == '\0') return 2;
   const std::string_view s(v);
   return s == "0" ? 0 : s == "1" ? 1 : 2;
-}
-
-// EDGEVLA_CUDA_CACHE_SIDE: 1 (default) the per-layer cache copies on a side stream, 0 on the
-// engine's stream.
-bool cache_side() {
-  const char* v = std::getenv("EDGEVLA_CUDA_CACHE_SIDE");
-  return v == nullptr || std::string_view(v) != "0";
 }
 
 Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& o) {
@@ -207,9 +197,6 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
     EDGEVLA_ASSIGN_OR_RETURN(layer_events_, LayerEvents::create(info_.index, static_cast<int>(L)));
     layer_fences_bound_ = lf == 2;
   }
-  if (cache_side()) {
-    EDGEVLA_ASSIGN_OR_RETURN(side_, SideStream::create());
-  }
   ids_host_.assign(static_cast<std::size_t>(Pb), 0);
   prompt_ids_.reserve(static_cast<std::size_t>(T) + 1);
   return Status::ok();
@@ -231,15 +218,6 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
   const std::int64_t Pb = padded_rows(cfg_.prefix_len());
   cudaStream_t s = stream_.get();
   const Gemm mm = gemm();
-  // Where the copies off the layers' path go (side_: joined back before what they read is
-  // rewritten), else this stream.
-  cudaStream_t cs = side_ ? side_->get() : s;
-  bool copies_pending = false;
-  const auto join_copies = [&]() -> Status {
-    if (!copies_pending) return Status::ok();
-    copies_pending = false;
-    return side_->join(s);
-  };
   if (cams > 0) {
     EDGEVLA_RETURN_IF_ERROR(im2col_patches(s, images_, cams, v.image_size, v.patch_size, patches_, act_));
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
@@ -250,13 +228,8 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
                                                                scratch_, scratch_bytes_},
                                           {&all, 1}, vy_, act_, ablation_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
-    // The prefix layers update x in place: keep the image tokens for vision_embeddings (on the
-    // side stream: joined before the first layer's o projection writes x).
-    if (side_) {
-      EDGEVLA_RETURN_IF_ERROR(side_->fork(s));
-      copies_pending = true;
-    }
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, cs));
+    // The prefix layers update x in place: keep the image tokens for vision_embeddings.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));
   }
   // Text rows after the image rows, up to the bucket (ids past the prompt are padding: 0).
   if (rows > M) {
@@ -288,8 +261,6 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     auto* k_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li) * Pb * K * h) * es;
     auto* v_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li + 1) * Pb * K * h) * es;
     EDGEVLA_RETURN_IF_ERROR(add_rms(w.in_norm));
-    // The last layer's copies out of qkv_ (on the side stream) end before this GEMM rewrites it.
-    if (li > 0) EDGEVLA_RETURN_IF_ERROR(join_copies());
     if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k sit side by side in the row with one head dim: one launch rotates both (the last
@@ -298,16 +269,11 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
       const bool last = li == L - 1;
       EDGEVLA_RETURN_IF_ERROR(rope(s, last ? q + H * h * es : q, act_, rows, last ? K : H + K, h, Q, zero_, inv_freq_));
     }
-    // Keys and values into the cache, [rows, K, h] each: with a side stream, there while the
-    // layer goes on (its attention reads them where the GEMM wrote them).
-    if (side_) {
-      EDGEVLA_RETURN_IF_ERROR(side_->fork(s));
-      copies_pending = true;
-    }
+    // Keys and values into the cache, [rows, K, h] each.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(k_cache, K * h * es, q + H * h * es, Q * es, K * h * es,
-                                                   rows, cudaMemcpyDeviceToDevice, cs));
+                                                   rows, cudaMemcpyDeviceToDevice, s));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
-                                                   rows, cudaMemcpyDeviceToDevice, cs));
+                                                   rows, cudaMemcpyDeviceToDevice, s));
     if (into != nullptr) {
       // Both halves of this layer into the bound cache (its P rows a half; rows past P are padding).
       const std::int64_t P = cfg_.prefix_len();
@@ -316,29 +282,28 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
                                                      static_cast<std::size_t>(P) * row, k_cache,
                                                      static_cast<std::size_t>(Pb) * row,
                                                      static_cast<std::size_t>(std::min(rows, P)) * row, 2,
-                                                     cudaMemcpyDeviceToDevice, cs));
+                                                     cudaMemcpyDeviceToDevice, s));
     }
-    if (layer_events_) EDGEVLA_RETURN_IF_ERROR(layer_events_->record(static_cast<std::size_t>(li), cs));
+    if (layer_events_) EDGEVLA_RETURN_IF_ERROR(layer_events_->record(static_cast<std::size_t>(li), s));
     if (li == L - 1) break;  // the last layer only contributes its keys and values
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;
     a.ldq = Q;
     a.out = o_;
     a.ldo = H * h;
-    a.a = side_ ? KvBlock{q + H * h * es, q + (H + K) * h * es, Q, 0} : KvBlock{k_cache, v_cache, K * h, 0};
+    a.a = KvBlock{k_cache, v_cache, K * h, 0};
     a.a_len = n_dev_;
     a.a_max = rows;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     if (!ab.skip("llm_attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    if (li == 0) EDGEVLA_RETURN_IF_ERROR(join_copies());  // the image tokens kept before x changes
     EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_o", o_, H * h, w.o));
     EDGEVLA_RETURN_IF_ERROR(add_rms(w.post_norm));
     if (!ab.skip("llm_gate_up")) EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.gate_up, gu_, act_, 2 * F));
     if (!ab.skip("llm_geglu")) EDGEVLA_RETURN_IF_ERROR(geglu(s, gu_, rows, F, g_, act_));
     EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_down", g_, F, w.down));
   }
-  return join_copies();  // the cache is whole when this stream's work is
+  return Status::ok();
 }
 
 Status BackboneEngine::run(const RunOptions&) {
