@@ -2,8 +2,6 @@
 # every test skips itself and ctest reports the executable as not run (exit 77), never passed.
 edgevla_add_test(cuda_kernels_test SOURCES gpu/cuda_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
-edgevla_add_test(cuda_rope_cache_test SOURCES gpu/cuda_rope_cache_test.cpp
-                 LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_attention_test SOURCES gpu/cuda_attention_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 # The attention's other forms: wide blocks, the warpgroup kernel (Hopper only), rotated walks.

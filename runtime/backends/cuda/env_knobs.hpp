@@ -57,8 +57,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_LAYER_FENCES", "the backbone hands its own cache out with per-layer events, the action head's first "
                                   "step following it layer by layer: 2 (default: also a cache bound on the device, "
                                   "written layer by layer inside the pass), 1 the backbone's own cache only, 0 off"},
-    {"EDGEVLA_CUDA_ROPE_CACHE", "the pi0 backbone's RoPE launch also writing each layer's keys and values into the "
-                                "cache: 1 (default), 0 copies them after it"},
     // Every engine.
     {"EDGEVLA_CUDA_SYNC_OUTPUTS", "outputs handed over after a host sync instead of a ready fence: 0 (default), 1"},
     {"EDGEVLA_CUDA_PRIORITY", "stages (a comma list, e.g. action_head) whose stream gets the device's greatest "

@@ -50,65 +50,6 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
   });
 }
 
-// rope_kernel that also writes a cache's rows: the last c.kv_heads heads it rotates (the keys) into
-// c.k, and the c.kv_heads heads right after them in x (the values, as they are) into c.v; rows
-// below c.rows2 also into c.k2 / c.v2 where given. One launch instead of the rotation and two or
-// three copies.
-template <class T>
-struct RopeCacheArgs {
-  T *k, *v, *k2, *v2;
-  std::int64_t ld, ld2, rows2, kv_heads;
-};
-
-template <class T, int V>
-__global__ void rope_cache_kernel(T* x, std::int64_t rows, std::int64_t heads, std::int64_t h, std::int64_t ldx,
-                                  const std::int32_t* first_pos, const float* __restrict__ inv_freq,
-                                  const RopeCacheArgs<T> c) {
-  chain_enter();
-  const std::int64_t half = h / 2;
-  const std::int64_t per_head = half / V;
-  const std::int64_t rotations = heads * per_head;
-  const std::int64_t first_key = heads - c.kv_heads;
-  const std::int64_t p0 = *first_pos;
-  for_rows(rows, rotations + c.kv_heads * h / V, [&](std::int64_t r, std::int64_t ch) {
-    const bool second = c.k2 != nullptr && r < c.rows2;
-    if (ch >= rotations) {  // a value chunk
-      const std::int64_t e = (ch - rotations) * V;
-      float val[V];
-      load<V>(x + r * ldx + heads * h + e, val);
-      store<V>(c.v + r * c.ld + e, val);
-      if (second) store<V>(c.v2 + r * c.ld2 + e, val);
-      return;
-    }
-    const std::int64_t head = ch / per_head;
-    const std::int64_t k = (ch - head * per_head) * V;
-    T* a = x + r * ldx + head * h + k;
-    T* b = a + half;
-    const float pos = static_cast<float>(p0 + r);
-    float va[V], vb[V], oa[V], ob[V];
-    load<V>(a, va);
-    load<V>(b, vb);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      float sn, co;
-      sincosf(pos * inv_freq[k + i], &sn, &co);
-      oa[i] = va[i] * co - vb[i] * sn;
-      ob[i] = vb[i] * co + va[i] * sn;
-    }
-    store<V>(a, oa);
-    store<V>(b, ob);
-    if (head >= first_key) {
-      const std::int64_t off = (head - first_key) * h + k;
-      store<V>(c.k + r * c.ld + off, oa);
-      store<V>(c.k + r * c.ld + off + half, ob);
-      if (second) {
-        store<V>(c.k2 + r * c.ld2 + off, oa);
-        store<V>(c.k2 + r * c.ld2 + off + half, ob);
-      }
-    }
-  });
-}
-
 // RoPE's (cos, sin) for rows positions from *first_pos, the same expression as rope_kernel's.
 __global__ void rope_table_kernel(std::int64_t rows, std::int64_t half, const std::int32_t* first_pos,
                                   const float* __restrict__ inv_freq, float2* table) {
@@ -308,54 +249,6 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     } else {
       launch(&rope_kernel<T, 1>, dim3(grid_rows(rows, heads * half)), dim3(kThreads), 0, stream, p, rows, heads, h,
              ldx, first_pos, inv_freq);
-    }
-    return last_launch_status(kName);
-  });
-}
-
-Status rope_cache(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
-                  std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq, const RopeCacheOut& out) {
-  constexpr const char* kName = "rope_cache";
-  EDGEVLA_CHECK_NONNEG(kName, rows);
-  EDGEVLA_CHECK_NONNEG(kName, h);
-  if (h % 2 != 0) return invalid_argument("rope_cache: head size " + std::to_string(h) + " must be even");
-  if (out.kv_heads <= 0 || out.kv_heads > heads) {
-    return invalid_argument("rope_cache: kv_heads " + std::to_string(out.kv_heads) + " must be in 1.." +
-                            std::to_string(heads) + " (the last heads rotated are the keys)");
-  }
-  if (ldx < (heads + out.kv_heads) * h) {
-    return invalid_argument("rope_cache: row stride " + std::to_string(ldx) + " is smaller than (heads + kv_heads)·h = " +
-                            std::to_string((heads + out.kv_heads) * h) + " (the values follow the keys)");
-  }
-  if (out.ld < out.kv_heads * h || (out.k2 != nullptr && out.ld2 < out.kv_heads * h)) {
-    return invalid_argument("rope_cache: a cache row stride is smaller than kv_heads·h = " +
-                            std::to_string(out.kv_heads * h));
-  }
-  if (rows == 0 || h == 0) return with_act(act, kName, "activation", [](auto) { return Status::ok(); });
-  EDGEVLA_CHECK_PTR(kName, x);
-  EDGEVLA_CHECK_PTR(kName, first_pos);
-  EDGEVLA_CHECK_PTR(kName, inv_freq);
-  EDGEVLA_CHECK_PTR(kName, out.k);
-  EDGEVLA_CHECK_PTR(kName, out.v);
-  if ((out.k2 == nullptr) != (out.v2 == nullptr)) return invalid_argument("rope_cache: give both k2 and v2, or neither");
-  return with_act(act, kName, "activation", [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    T* p = static_cast<T*>(x);
-    const RopeCacheArgs<T> c{static_cast<T*>(out.k),  static_cast<T*>(out.v), static_cast<T*>(out.k2),
-                             static_cast<T*>(out.v2), out.ld,                 out.ld2,
-                             out.k2 != nullptr ? out.rows2 : 0, out.kv_heads};
-    const std::int64_t half = h / 2;
-    const bool wide = rows * heads * half / 8 >= kWideThreads;
-    const bool second_ok = out.k2 == nullptr || (all_aligned16(out.k2, out.v2) && out.ld2 % 8 == 0);
-    if (wide && half % 8 == 0 && ldx % 8 == 0 && out.ld % 8 == 0 && second_ok && all_aligned16(p, inv_freq, out.k, out.v)) {
-      launch(&rope_cache_kernel<T, 8>, dim3(grid_rows(rows, heads * half / 8 + out.kv_heads * h / 8)), dim3(kThreads),
-             0, stream, p, rows, heads, h, ldx, first_pos, inv_freq, c);
-    } else if (half % 2 == 0) {
-      launch(&rope_cache_kernel<T, 2>, dim3(grid_rows(rows, heads * half / 2 + out.kv_heads * h / 2)), dim3(kThreads),
-             0, stream, p, rows, heads, h, ldx, first_pos, inv_freq, c);
-    } else {
-      launch(&rope_cache_kernel<T, 1>, dim3(grid_rows(rows, heads * half + out.kv_heads * h)), dim3(kThreads), 0,
-             stream, p, rows, heads, h, ldx, first_pos, inv_freq, c);
     }
     return last_launch_status(kName);
   });

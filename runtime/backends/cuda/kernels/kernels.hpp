@@ -58,26 +58,6 @@ Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std:
 Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
             std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq);
 
-// Where rope_cache() writes a cache's rows besides rotating x in place: the keys (the last kv_heads
-// of the heads it rotates) into k and the values (the kv_heads heads right after them in x, as
-// they are) into v, act [rows, kv_heads, h] with row stride ld; the first rows2 rows also into k2
-// and v2 (row stride ld2) where those are given.
-struct RopeCacheOut {
-  void* k = nullptr;
-  void* v = nullptr;
-  std::int64_t ld = 0;
-  void* k2 = nullptr;
-  void* v2 = nullptr;
-  std::int64_t ld2 = 0;
-  std::int64_t rows2 = 0;
-  std::int64_t kv_heads = 0;
-};
-
-// rope() over `heads` heads of x, then the cache's rows (RopeCacheOut), in one launch: the keys
-// written there are the rotated values rope() leaves in x, bit for bit. ldx ≥ (heads + kv_heads)·h.
-Status rope_cache(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
-                  std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq, const RopeCacheOut& out);
-
 // RoPE's angles as (cos, sin) pairs, the values rope() uses: table f32 [rows][half][2] (16-byte
 // aligned) for positions *first_pos + r and frequencies inv_freq [half]. For a consumer that
 // rotates the same rows many times (the warpgroup GEMM's RoPE epilogue, every layer and step).

@@ -88,9 +88,6 @@ class BackboneEngine final : public CudaEngine {
   // with a cache bound on this device (a bus block), written layer by layer inside the pass.
   std::shared_ptr<LayerEvents> layer_events_;
   bool layer_fences_bound_ = false;
-  // The cache's keys and values written by the RoPE launch (EDGEVLA_CUDA_ROPE_CACHE, default) or
-  // copied after it.
-  bool rope_cache_ = true;
   // The bound blocks written inside the pass (at most kMaxLayeredBlocks, the first ones seen).
   std::vector<std::byte*> layered_blocks_;
   bool admit_layered_block(std::byte* block);
@@ -200,9 +197,6 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
     EDGEVLA_ASSIGN_OR_RETURN(layer_events_, LayerEvents::create(info_.index, static_cast<int>(L)));
     layer_fences_bound_ = lf == 2;
   }
-  if (const char* rc = std::getenv("EDGEVLA_CUDA_ROPE_CACHE"); rc != nullptr && std::string_view(rc) == "0") {
-    rope_cache_ = false;
-  }
   ids_host_.assign(static_cast<std::size_t>(Pb), 0);
   prompt_ids_.reserve(static_cast<std::size_t>(T) + 1);
   return Status::ok();
@@ -270,38 +264,25 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
     // q and k sit side by side in the row with one head dim: one launch rotates both (the last
-    // layer only needs its keys) and writes the keys and values into the cache, [rows, K, h] each,
-    // and into the bound cache where it is written inside the pass (its first P rows a half; rows
-    // past P are padding). A profiling build leaving out llm_rope leaves out these writes too.
+    // layer only needs its keys).
     if (!ab.skip("llm_rope")) {
       const bool last = li == L - 1;
-      RopeCacheOut cache{k_cache, v_cache, K * h};
-      cache.kv_heads = K;
-      if (into != nullptr) {
-        const std::int64_t P = cfg_.prefix_len();
-        const std::size_t half = static_cast<std::size_t>(P * K * h) * es;
-        cache.k2 = into + 2 * static_cast<std::size_t>(li) * half;
-        cache.v2 = into + (2 * static_cast<std::size_t>(li) + 1) * half;
-        cache.ld2 = K * h;
-        cache.rows2 = std::min(rows, P);
-      }
-      if (rope_cache_) {
-        EDGEVLA_RETURN_IF_ERROR(
-            rope_cache(s, last ? q + H * h * es : q, act_, rows, last ? K : H + K, h, Q, zero_, inv_freq_, cache));
-      } else {
-        // EDGEVLA_CUDA_ROPE_CACHE=0: the rotation, then a copy a cache half and a bound half.
-        EDGEVLA_RETURN_IF_ERROR(rope(s, last ? q + H * h * es : q, act_, rows, last ? K : H + K, h, Q, zero_, inv_freq_));
-        const std::size_t row = static_cast<std::size_t>(K * h) * es;
-        const std::pair<void*, const std::byte*> halves[2] = {{k_cache, q + H * h * es}, {v_cache, q + (H + K) * h * es}};
-        for (int i = 0; i < 2; ++i) {
-          const auto [to, from] = halves[i];
-          EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(to, row, from, Q * es, row, rows, cudaMemcpyDeviceToDevice, s));
-          if (into != nullptr) {
-            EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(i == 0 ? cache.k2 : cache.v2, row, from, Q * es, row,
-                                                           cache.rows2, cudaMemcpyDeviceToDevice, s));
-          }
-        }
-      }
+      EDGEVLA_RETURN_IF_ERROR(rope(s, last ? q + H * h * es : q, act_, rows, last ? K : H + K, h, Q, zero_, inv_freq_));
+    }
+    // Keys and values into the cache, [rows, K, h] each.
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(k_cache, K * h * es, q + H * h * es, Q * es, K * h * es,
+                                                   rows, cudaMemcpyDeviceToDevice, s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
+                                                   rows, cudaMemcpyDeviceToDevice, s));
+    if (into != nullptr) {
+      // Both halves of this layer into the bound cache (its P rows a half; rows past P are padding).
+      const std::int64_t P = cfg_.prefix_len();
+      const std::size_t row = static_cast<std::size_t>(K * h) * es;
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(into + static_cast<std::size_t>(2 * li * P) * row,
+                                                     static_cast<std::size_t>(P) * row, k_cache,
+                                                     static_cast<std::size_t>(Pb) * row,
+                                                     static_cast<std::size_t>(std::min(rows, P)) * row, 2,
+                                                     cudaMemcpyDeviceToDevice, s));
     }
     if (layer_events_) EDGEVLA_RETURN_IF_ERROR(layer_events_->record(static_cast<std::size_t>(li), s));
     if (li == L - 1) break;  // the last layer only contributes its keys and values
