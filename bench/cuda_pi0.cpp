@@ -5,7 +5,7 @@
 //
 //   edgevla_bench_cuda_pi0 --checkpoint DIR [--views 1,3] [--tokens 200] [--steps 10]
 //                          [--repeat 50] [--warmup 10] [--precision bf16|f32] [--log-level debug]
-//                          [--profile-last 1] [--overlap-probe 1]
+//                          [--profile-last 1] [--overlap-probe 1] [--stages-alone 1]
 // --overlap-probe 1 also times, per view count, the backbone and the action head run at once from
 // two host threads (each engine on its own stream, the head reading the cache of the run before):
 // how much of a head step the device could hide under the backbone if the head's first step
@@ -14,6 +14,8 @@
 // With layer fences (EDGEVLA_CUDA_LAYER_FENCES, on by default) the backbone returns once its graph
 // is queued and the head's first step follows it layer by layer: backbone_ms is then the host's
 // part only and action_head_ms includes the wait for the backbone; e2e_ms is the measure.
+// --stages-alone 1 also times, per view count, the backbone to the end of its device work and then
+// the head alone on the finished cache.
 // --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
 // --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
 #include <cuda_profiler_api.h>
@@ -65,7 +67,7 @@ int fail(const Status& s) {
 int main(int argc, char** argv) {
   std::string dir, precision = "bf16", views_arg = "1,3";
   int tokens = 200, steps = 10, repeat = 50, warmup = 10;
-  bool profile_last = false, overlap_probe = false;
+  bool profile_last = false, overlap_probe = false, stages_alone = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--checkpoint") dir = v;
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
     else if (k == "--precision") precision = v;
     else if (k == "--profile-last") profile_last = v != "0";
     else if (k == "--overlap-probe") overlap_probe = v != "0";
+    else if (k == "--stages-alone") stages_alone = v != "0";
     else if (k == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
     else return fail(invalid_argument("unknown option " + k));
   }
@@ -162,6 +165,33 @@ int main(int argc, char** argv) {
                 static_cast<long long>(device_bytes), static_cast<long long>(free0 - free1),
                 static_cast<long long>(weight_elems));
     std::fflush(stdout);
+    if (stages_alone) {
+      // Each stage timed with nothing beside it: the backbone to the end of its device work, then
+      // the head on the finished cache (bindings from the last forward; with layer fences its
+      // first step still holds the per-layer waits, all met). Against EDGEVLA_CUDA_LAYER_FENCES=0,
+      // what the layered hand-over's event records and waits cost where nothing overlaps.
+      backends::RunOptions ro;
+      ro.num_steps = steps;
+      std::vector<double> alone_b, alone_h;
+      for (int i = 0; i < warmup + repeat; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        if (Status st = (*bb)->run({}); !st.is_ok()) return fail(st);
+        cudaDeviceSynchronize();
+        const double b_ms = ms_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        if (Status st = (*head)->run(ro); !st.is_ok()) return fail(st);
+        const double h_ms = ms_since(t0);
+        if (i >= warmup) {
+          alone_b.push_back(b_ms);
+          alone_h.push_back(h_ms);
+        }
+      }
+      const Stats sb = stats(alone_b), sh = stats(alone_h);
+      std::printf("{\"bench\": \"edgevla_cuda_pi0_stages_alone\", \"views\": %d, \"backbone_synced_ms\": %.3f, "
+                  "\"head_after_ms\": %.3f}\n",
+                  nv, sb.median, sh.median);
+      std::fflush(stdout);
+    }
     if (overlap_probe) {
       // Bindings stay from the last forward: the head reads the backbone engine's cache in place.
       for (int hs : {1, 2, steps}) {
