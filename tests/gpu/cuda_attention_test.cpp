@@ -1,8 +1,8 @@
 // GPU tests of the cuda backend's attention kernel (runtime/backends/cuda/kernels/attention.hpp)
 // against a double-precision host reference written here: the shapes edgevla runs (SigLIP's
 // vision tower, Gemma's prefix, the action expert's suffix with and without pi0's per-row
-// limit), odd shapes, split keys with and without scratch, and a captured CUDA graph replayed
-// after the device-side block-a length changed. Also prints the time per call of the real
+// limit), odd shapes, split keys with and without scratch, a captured CUDA graph replayed after
+// the device-side block-a length changed, and the scratch a family of calls needs. Also prints the time per call of the real
 // shapes in bf16. Without a CUDA device every test skips itself.
 #include "tests/gpu/cuda_attention_cases.hpp"
 
@@ -266,6 +266,50 @@ TEST(CudaAttention, Timing) {
     }
   }
   cudaStreamDestroy(stream);
+}
+
+// attention_scratch_bytes_upto: the most any member of the family takes (each batch up to the
+// call's, each row bucket up to its rows, a self-attention's keys shortened with the rows), which
+// on a large GPU is more than the largest member's: pi0.5's one-view prefix (464 rows) splits its
+// keys where the three-view one (976) does not.
+TEST(CudaAttention, ScratchUptoCoversEveryShorterCall) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  struct Family {
+    AttentionArgs args;
+    std::int64_t step;
+  };
+  AttentionArgs prefix{DType::kBF16, 1, 976, 8, 1, 256};
+  prefix.a_max = 976;
+  AttentionArgs tower{DType::kBF16, 3, 256, 16, 16, 72};
+  tower.a_max = 256;
+  AttentionArgs llm{DType::kBF16, 1, 320, 16, 8, 128};
+  llm.b_len = 320;
+  for (const Family& f : {Family{prefix, 16}, Family{tower, 256}, Family{llm, 16}}) {
+    std::size_t want = 0;
+    for (std::int64_t b = 1; b <= f.args.batch; ++b) {
+      for (std::int64_t r = f.step; r <= f.args.rows; r += f.step) {
+        AttentionArgs a = f.args;
+        a.batch = b;
+        a.rows = r;
+        if (f.args.a_max == f.args.rows) a.a_max = r;
+        if (f.args.b_len == f.args.rows) a.b_len = r;
+        want = std::max(want, attention_scratch_bytes(a));
+      }
+    }
+    EXPECT_EQ(attention_scratch_bytes_upto(f.args, f.step), want) << f.args.rows << " rows";
+    EXPECT_GE(want, attention_scratch_bytes(f.args));
+  }
+  AttentionArgs one_view = prefix;
+  one_view.rows = one_view.a_max = 464;
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::printf("prefix scratch: 976 rows %zu bytes, 464 rows %zu, every bucket %zu (%d multiprocessors)\n",
+              attention_scratch_bytes(prefix), attention_scratch_bytes(one_view),
+              attention_scratch_bytes_upto(prefix, 16), sms);
+  if (sms >= 100) {
+    EXPECT_GT(attention_scratch_bytes(one_view), attention_scratch_bytes(prefix));
+  }
+  EXPECT_EQ(attention_scratch_bytes_upto(prefix, 0), 0u);  // no step: nothing to size
 }
 
 }  // namespace

@@ -447,6 +447,23 @@ std::size_t attention_scratch_bytes(const AttentionArgs& args) {
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
 }
 
+std::size_t attention_scratch_bytes_upto(const AttentionArgs& args, std::int64_t step) {
+  if (step < 1 || args.rows <= 0 || args.batch <= 0) return 0;
+  std::size_t most = 0;
+  for (std::int64_t b = 1; b <= args.batch; ++b) {
+    for (std::int64_t r = std::min(step, args.rows);; r = std::min(r + step, args.rows)) {
+      AttentionArgs a = args;
+      a.batch = b;
+      a.rows = r;
+      if (args.a_max == args.rows) a.a_max = r;
+      if (args.b_len == args.rows) a.b_len = r;
+      most = std::max(most, attention_scratch_bytes(a));
+      if (r == args.rows) break;
+    }
+  }
+  return most;
+}
+
 namespace {
 // The plan a call of `args` gets on this device (with the scratch it names), for the queries
 // below; false where the call is invalid, empty or no device answers.

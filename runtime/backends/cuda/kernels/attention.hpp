@@ -122,6 +122,14 @@ struct AttentionArgs {
 // and scratch fields of args are ignored.
 std::size_t attention_scratch_bytes(const AttentionArgs& args);
 
+// The most scratch any call of a family takes: `args` at batch 1..args.batch and at rows from
+// `step` up to args.rows in steps of `step` (a length bucket), a key block whose length is args.rows
+// (a_max or b_len: a self-attention) shortened with them. Fewer rows or sequences make fewer
+// blocks and so more shares, so the largest call is not the one that needs the most: sized for
+// it alone, the shorter calls split less than their plan asks (pi0.5's prefix and vision tower
+// at one view ran unsplit that way until run 48).
+std::size_t attention_scratch_bytes_upto(const AttentionArgs& args, std::int64_t step);
+
 // Whether this call would run on the warpgroup kernel (AttentionArgs::wg) on this device.
 bool attention_takes_warpgroup_kernel(const AttentionArgs& args);
 

@@ -180,12 +180,13 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(ids_, bytes_of(DType::kI32, Pb));
   buf(n_dev_, 16);
   buf(zero_, 16);
-  // Attention scratch: the largest of SigLIP's and the prefix's needs.
+  // Attention scratch: the most SigLIP takes at any camera count and the prefix at any bucket
+  // (one view's prefix splits its keys, three views' does not).
   AttentionArgs va{act_, C, N, v.num_heads, v.num_heads, Dv / v.num_heads};
   va.a_max = N;
   AttentionArgs pa{act_, 1, Pb, H, K, h};
   pa.a_max = Pb;
-  scratch_bytes_ = std::max(attention_scratch_bytes(va), attention_scratch_bytes(pa));
+  scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, N), attention_scratch_bytes_upto(pa, kRowBucket));
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
