@@ -205,7 +205,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     // The warpgroup kernel with G = 1 or 2 warpgroups a block ("wgG" at its plan's pick, "wgGsN"
     // at N shares), and with rotated walks (AttentionArgs::rotate) attn_bf16 ("rot") and the
     // two-warpgroup kernel ("wgrot") at their plans' picks; "wgt..." the same with bulk tensor
-    // copies (AttentionArgs::wg_tma); "wgtp..." the paired one-stage form (AttentionArgs::wg_pair).
+    // copies (AttentionArgs::wg_tma).
     struct Ask {
       std::string label;  // for --split
       int splits;         // 0: the plan's pick
@@ -214,7 +214,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       bool rot = false;
       bool tma = false;   // the warpgroup kernel's K and V by bulk tensor copies
       bool narrow = false;  // 32-row blocks (AttentionArgs::narrow)
-      bool pair = false;    // the paired one-stage form (AttentionArgs::wg_pair)
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -234,10 +233,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
         for (const int n : {0, 2, 4}) asks.push_back({n == 0 ? g : g + "s" + std::to_string(n), n, false, groups, false, true});
       }
       asks.push_back({"wgtrot", 0, false, 2, true, true});
-      // The paired one-stage form, two blocks a multiprocessor ("wgtp", "wgtpsN").
-      for (const int n : {0, 2, 4}) {
-        asks.push_back({n == 0 ? "wgtp" : "wgtps" + std::to_string(n), n, false, 1, false, true, false, true});
-      }
     }
     for (const Ask& ask : asks) {
       // --split plan | N | rot | narrow | narrow1 | wide | wgG | wgGsN | wgrot | wgtG | wgtGsN |
@@ -249,7 +244,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.rotate = ask.rot ? 1 : 0;
       one.wg_tma = ask.tma ? 1 : 0;
       one.narrow = ask.narrow ? 1 : 0;
-      one.wg_pair = ask.pair ? 1 : 0;
       const std::size_t one_planned = ask.wide || ask.wg > 0 || ask.narrow ? attention_scratch_bytes(one) : planned;
       const int splits = ask.splits;
       one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);

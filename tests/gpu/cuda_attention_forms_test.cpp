@@ -176,12 +176,11 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int form : {1, 2, 11, 12, 21}) {  // warpgroups, + 10: bulk tensor copies, + 20: paired
+    for (int form : {1, 2, 11, 12}) {  // warpgroups, + 10: bulk tensor copies
       Case c = base;
       c.wg = form % 10;
       c.wg_tma = form > 10 ? 1 : 0;
-      c.wg_pair = form > 20 ? 1 : 0;
-      c.name += " wg" + std::to_string(c.wg) + (form > 10 ? " tma" : "") + (form > 20 ? " pair" : "");
+      c.name += " wg" + std::to_string(c.wg) + (form > 10 ? " tma" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -248,13 +247,12 @@ TEST(CudaAttention, WarpgroupKernelTakesBlockB) {
 // prefix before (the replays run longest first), which V's zeroed tail must keep out of the output.
 TEST(CudaAttention, WarpgroupKernelFollowsALen) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
-  for (int tma : {0, 1, 2}) {  // 2: the paired bulk-copy form
+  for (int tma : {0, 1}) {
     for (int rows : {464, 976}) {
       Case c = gemma_prefix(rows, rows - 8);
-      c.wg = rows == 464 || tma == 2 ? 1 : 2;
-      c.wg_tma = tma > 0 ? 1 : 0;
-      c.wg_pair = tma == 2 ? 1 : 0;
-      c.name += " wg" + std::to_string(c.wg) + (tma ? " tma" : "") + (tma == 2 ? " pair" : "");
+      c.wg = rows == 464 ? 1 : 2;
+      c.wg_tma = tma;
+      c.name += " wg" + std::to_string(c.wg) + (tma ? " tma" : "");
       check_replays(c, DType::kBF16, {rows, 300, 64, 65, 1, 0});
     }
   }

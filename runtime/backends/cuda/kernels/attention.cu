@@ -111,11 +111,6 @@ int wg_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG", -1, 0, 2);
   return groups;
 }
-// AttentionArgs::wg_pair's default: EDGEVLA_ATTN_WG_PAIR=1, off otherwise.
-bool wg_pair_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG_PAIR", 0, 0, 1) == 1;
-  return on;
-}
 // AttentionArgs::wg_tma's default: on, unless EDGEVLA_ATTN_WG_TMA=0.
 bool wg_tma_default() {
   static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 1, 0, 1) == 1;
@@ -248,7 +243,6 @@ struct Plan {
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
-  bool wg_pair = false;        // its one-stage form, two blocks a multiprocessor
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -334,17 +328,13 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     pl.narrow = false;
     pl.wg_groups = wg_groups;
     pl.wg_tma = wg_tma;
-    pl.wg_pair = wg_groups == 1 && wg_tma && a.b_len == 0 && (a.wg_pair >= 0 ? a.wg_pair > 0 : wg_pair_default()) &&
-                 attn::wg_smem_bytes(1, true, true) <= dev.smem_per_block;
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
     const std::int64_t wg_blocks = pl.row_tiles * a.batch * a.kv_heads;
     const std::int64_t wg_tiles = ceil_div(a.a_max, attn::kWgKeys) + ceil_div(a.b_len, attn::kWgKeys);
     std::int64_t shares = 1;
-    // One wave: one block a multiprocessor, or two in the paired form.
-    const std::int64_t slots = pl.wg_pair ? 2 * static_cast<std::int64_t>(sms) : sms;
-    if (wg_blocks < slots && wg_tiles > 2) shares = std::min<std::int64_t>({slots / wg_blocks, wg_tiles / 2, kMaxSplits});
+    if (wg_blocks < sms && wg_tiles > 2) shares = std::min<std::int64_t>({sms / wg_blocks, wg_tiles / 2, kMaxSplits});
     if (const int asked = wg_shares_asked(); asked > 0) shares = std::min<std::int64_t>({asked, wg_tiles, kMaxSplits});
     pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(shares, most)));
     return pl;
@@ -576,7 +566,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   }
   p.cluster = pl.cluster;
   if (pl.wg) {
-    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, pl.wg_pair);
+    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant& v = variant;

@@ -98,11 +98,6 @@ struct AttentionArgs {
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
   // choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; on by default).
   int wg_tma = -1;
-  // The warpgroup kernel's paired form (one warpgroup, bulk copies, block a only): one stage of K
-  // and of V (~101 KB a block), so that two blocks share a multiprocessor, and key shares for two
-  // blocks on each; 1 yes; 0 no; -1: the process's choice (EDGEVLA_ATTN_WG_PAIR, 0 or 1; off until
-  // measured on a GPU).
-  int wg_pair = -1;
   // Each row tile's block walks its share of the key tiles from a different tile (bf16 kernels),
   // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the
   // process's choice (EDGEVLA_ATTN_ROTATE, 0 or 1; off by default, not yet measured).

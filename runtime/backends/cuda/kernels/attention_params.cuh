@@ -87,16 +87,14 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
 constexpr int kWgKeys = 64;
 constexpr int wg_rows(int groups) { return 64 * groups; }
 bool wg_built();
-// Its shared memory a block, in the cp.async form or (tma) the bulk-tensor-copy form; `paired`: the
-// bulk-copy form with one stage of K and of V, two blocks a multiprocessor (one warpgroup, block a).
-int wg_smem_bytes(int groups, bool tma, bool paired = false);
+// Its shared memory a block, in the cp.async form or (tma) the bulk-tensor-copy form.
+int wg_smem_bytes(int groups, bool tma);
 // Whether the call's K and V (blocks a and b) can come by bulk tensor copies: 16-byte aligned
 // bases and strides, and a driver with the encoder (checked without encoding the maps).
 bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
 // V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:
-// cudaErrorNotSupported for a call with block b); `paired` (one warpgroup, bulk copies, block a
-// only; otherwise ignored): the one-stage form, two blocks a multiprocessor.
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, bool paired = false);
+// cudaErrorNotSupported for a call with block b).
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma);
 
 }  // namespace edgevla::backends::cuda::attn

@@ -53,7 +53,7 @@ using namespace ptx;
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
 
 constexpr int kHd = 256;
-constexpr int kStages = 2;  // of K and of V each (the paired form: one, two blocks a multiprocessor)
+constexpr int kStages = 2;                         // of K and of V each
 // Profiling builds only (-DEDGEVLA_ATTN_WG_ABLATE=mask; outputs wrong, timings only): 1 leaves out
 // the copies of K and V after the first two tiles, 2 the softmax, 4 p·v, 8 q·kᵀ after the first
 // tile. Each part's cost is the time it takes off; 0 (the default) leaves everything in.
@@ -69,9 +69,7 @@ constexpr int smem_bytes(int wg) { return 8 * wg * kGroupBytes + 2 * kStages * k
 // of 32 KB tiles, then four mbarriers (K's two stages, V's two).
 constexpr int kBoxBytes = kWgKeys * 128;  // 64 keys × 64 dims
 constexpr int kTmaTileBytes = 4 * kBoxBytes;
-constexpr int smem_bytes_tma(int wg, int stages = kStages) {
-  return 1024 + 8 * wg * kGroupBytes + 2 * stages * kTmaTileBytes + 64;
-}
+constexpr int smem_bytes_tma(int wg) { return 1024 + 8 * wg * kGroupBytes + 2 * kStages * kTmaTileBytes + 64; }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
@@ -140,17 +138,10 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 
 // kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
 // keeps the code and registers it was measured with.
-// kSt: stages of K and of V. 2: K of the tile after next is copied as this tile's q·kᵀ starts (the
-// stage it takes was read by the last tile's), V of the tile after next once this tile's p·v is
-// done. 1 (the paired form: bulk copies, block a, one warpgroup): ~101 KB a block, so that two
-// blocks share a multiprocessor and each runs its softmax and copies while the other's multiplies
-// keep the tensor cores busy; K of the next tile is copied once this tile's q·kᵀ is done, V of the
-// next tile once p·v is done, so a block waits for each V it needs and its neighbour covers it.
-template <int WG, bool kTma, bool kB, int kSt = kStages>
-__global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
+template <int WG, bool kTma, bool kB>
+__global__ void __launch_bounds__(128 * WG, 1)
     attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
-  static_assert(kSt == kStages || (kSt == 1 && kTma && !kB && WG == 1), "one stage: the paired bulk-copy form only");
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
@@ -158,9 +149,9 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
   unsigned char* base = smem;
   if constexpr (kTma) base += (1024 - (smem_addr(smem) & 1023)) & 1023;
   bf16* s_q = reinterpret_cast<bf16*>(base);  // q
-  bf16* s_k = s_q + 8 * WG * kGroupElems;  // [kSt] K tiles
-  bf16* s_v = s_k + kSt * kStageElems;     // [kSt] V tiles
-  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kSt * kStageElems);  // kTma: K stages, V stages
+  bf16* s_k = s_q + 8 * WG * kGroupElems;     // [kStages] K tiles
+  bf16* s_v = s_k + kStages * kStageElems;    // [kStages] V tiles
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kStages * kStageElems);  // kTma: K, K, V, V
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -170,7 +161,7 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
 
   if constexpr (kTma) {
     if (tid == 0) {
-      for (int i = 0; i < 2 * kSt; ++i) mbar_init(&bars[i], 1);  // the copying thread's arrival
+      for (int i = 0; i < 2 * kStages; ++i) mbar_init(&bars[i], 1);  // the copying thread's arrival
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -229,7 +220,7 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
     for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
   };
   auto load_k = [&](int t) {
-    const int s = (t - t_begin) % kSt;
+    const int s = (t - t_begin) % kStages;
     if constexpr (kTma) {
       copy(true, s_k + s * kStageElems, &bars[s], t);
     } else {
@@ -237,9 +228,9 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
     }
   };
   auto load_v = [&](int t) {
-    const int s = (t - t_begin) % kSt;
+    const int s = (t - t_begin) % kStages;
     if constexpr (kTma) {
-      copy(false, s_v + s * kStageElems, &bars[kSt + s], t);
+      copy(false, s_v + s * kStageElems, &bars[kStages + s], t);
     } else {
       load(av, s_v + s * kStageElems, t);
     }
@@ -248,15 +239,15 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
   // p.a_constant, so it may be copied before the chain's wait).
   auto early = [&](int w) { return w < t_end && (!kB || walk_tile(p, w, t_begin, t_end) < na); };
   // kTma: wait for K / V of walk position w (each stage's barrier completes once a use).
-  auto wait_k = [&](int w) { mbar_wait(&bars[(w - t_begin) % kSt], ((w - t_begin) / kSt) & 1); };
+  auto wait_k = [&](int w) { mbar_wait(&bars[(w - t_begin) % kStages], ((w - t_begin) / kStages) & 1); };
   auto wait_v = [&](int w) {
-    mbar_wait(&bars[kSt + (w - t_begin) % kSt], ((w - t_begin) / kSt) & 1);
+    mbar_wait(&bars[kStages + (w - t_begin) % kStages], ((w - t_begin) / kStages) & 1);
     // The copies read rows up to a_max: V's rows past *a_len become 0 (whole 128-byte rows of
     // each box, so the swizzle does not matter).
     const int t = walk_tile(p, w, t_begin, t_end);
     const int r0 = a_len - t * kWgKeys;
     if ((!kB || t < na) && r0 < kWgKeys) {
-      bf16* v = s_v + ((w - t_begin) % kSt) * kStageElems;
+      bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
       for (int i = tid; i < (kWgKeys - r0) * 32; i += kThreads) {
         const int r = r0 + i / 32, box = (i % 32) / 8, c = i % 8;
         *reinterpret_cast<uint4*>(v + box * (kBoxBytes / 2) + r * 64 + c * 8) = make_uint4(0, 0, 0, 0);
@@ -266,10 +257,10 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
   };
 
   if (t_begin < t_end) {  // the same for the whole block
-    bool issued[2] = {false, false};  // kTma: walk positions t_begin and (two stages) t_begin + 1
+    bool issued[2] = {false, false};  // kTma: walk positions t_begin and t_begin + 1
     if (p.a_constant) {
       if constexpr (kTma) {
-        for (int i = 0; i < kSt; ++i) {
+        for (int i = 0; i < 2; ++i) {
           if (early(t_begin + i)) {
             load_k(t_begin + i);
             load_v(t_begin + i);
@@ -291,7 +282,7 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
       cp_async16(s_q + tile_offset(r, c), q + off, ok);
     }
     if constexpr (kTma) {
-      for (int i = 0; i < kSt; ++i) {
+      for (int i = 0; i < 2; ++i) {
         if (!issued[i] && t_begin + i < t_end) {
           load_k(t_begin + i);
           load_v(t_begin + i);
@@ -341,7 +332,7 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
       }
     };
     auto qk = [&](int t) {
-      const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kSt) * kStageStep;
+      const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
       for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
     };
@@ -350,10 +341,6 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
     wg_commit();
     wg_wait<0>();
     pin(s_flat);
-    if constexpr (kSt == 1) {
-      __syncthreads();  // every warp is done with K of t_begin: its stage takes the next tile
-      if (t_begin + 1 < t_end) load_k(t_begin + 1);
-    }
     // Scores to probabilities for walk position w: block a's keys below *a_len, block b's below
     // each row's limit.
     auto probs = [&](int w) {
@@ -368,8 +355,7 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
     // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
     // next softmax under p·v. Straight-line code, so that the compiler keeps the multiplies
     // asynchronous (a branch around them makes it serialise them). In flight at the top of tile
-    // t: V of t (copied after tile t - 2's p·v), K of t + 1 (after tile t - 1's q·kᵀ), V of t + 1;
-    // with one stage, K of t + 1 and V of t (both copied at the end of tile t - 1).
+    // t: V of t (copied after tile t - 2's p·v), K of t + 1 (after tile t - 1's q·kᵀ), V of t + 1.
     for (int t = t_begin; t + 1 < t_end; ++t) {
       if constexpr (kTma) {
         wait_k(t + 1);
@@ -379,14 +365,12 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
         fence_proxy_async();
       }
       __syncthreads();  // ... for every thread; and every warp is done with K of t
-      if constexpr (kSt == kStages) {
-        if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_k(t + 2);
-      }
+      if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_k(t + 2);
       if constexpr (!kTma) cp_async_commit();
       wg_fence();
       if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
-      if constexpr (!(kAblate & 4)) pv<kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kSt) * kStageStep);
+      if constexpr (!(kAblate & 4)) pv<kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
@@ -406,15 +390,8 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
         o[d][3] *= alpha[1];
       }
       pack_probs(s, pf);
-      __syncthreads();  // every warp is done with V of t (and with K of t + 1)
-      if constexpr (kSt == kStages) {
-        if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_v(t + 2);
-      } else {
-        // One stage each: K of the tile after next into K of t + 1's stage, V of the next tile
-        // into V of t's (no branch between the multiplies' issue and their waits above).
-        if (t + 2 < t_end) load_k(t + 2);
-        load_v(t + 1);
-      }
+      __syncthreads();  // every warp is done with V of t
+      if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_v(t + 2);
       if constexpr (!kTma) cp_async_commit();
     }
     if constexpr (kTma) {
@@ -425,7 +402,7 @@ __global__ void __launch_bounds__(128 * WG, kSt == 1 ? 2 : 1)
     }
     __syncthreads();
     wg_fence();
-    pv<kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kSt) * kStageStep);
+    pv<kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
@@ -453,9 +430,7 @@ bool wg_built() {
 #endif
 }
 
-int wg_smem_bytes(int groups, bool tma, bool paired) {
-  return tma ? smem_bytes_tma(groups, paired ? 1 : kStages) : smem_bytes(groups);
-}
+int wg_smem_bytes(int groups, bool tma) { return tma ? smem_bytes_tma(groups) : smem_bytes(groups); }
 
 namespace {
 // A block's K or V (rows of stride ld elements, `batch_stride` apart a sequence, `rows` of them) as
@@ -497,15 +472,12 @@ bool wg_tma_ready(const Params& p) {
                            kv_copyable(p.bv, p.b_ld, p.b_batch, p.b_len, p.batch)));
 }
 
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, bool paired) {
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   if (!tma && p.b_len > 0) return cudaErrorNotSupported;
-  paired = paired && tma && p.b_len == 0 && groups == 1;
   const void* fn = nullptr;
-  if (paired) {
-    fn = reinterpret_cast<const void*>(&attn_wg256<1, true, false, 1>);
-  } else if (tma && p.b_len > 0) {
+  if (tma && p.b_len > 0) {
     fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true>)
                      : reinterpret_cast<const void*>(&attn_wg256<1, true, true>);
   } else if (tma) {
@@ -515,7 +487,7 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
     fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false>)
                      : reinterpret_cast<const void*>(&attn_wg256<1, false, false>);
   }
-  const int smem = wg_smem_bytes(groups, tma, paired);
+  const int smem = wg_smem_bytes(groups, tma);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;
