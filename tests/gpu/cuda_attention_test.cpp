@@ -2,8 +2,8 @@
 // against a double-precision host reference written here: the shapes edgevla runs (SigLIP's
 // vision tower, Gemma's prefix, the action expert's suffix with and without pi0's per-row
 // limit), odd shapes, split keys with and without scratch, a captured CUDA graph replayed after
-// the device-side block-a length changed, and the scratch a family of calls needs. Also prints the time per call of the real
-// shapes in bf16. Without a CUDA device every test skips itself.
+// the device-side block-a length changed, and the scratch a family of calls needs. Also prints the
+// time per call of the real shapes in bf16. Without a CUDA device every test skips itself.
 #include "tests/gpu/cuda_attention_cases.hpp"
 
 namespace edgevla::backends::cuda {

@@ -265,10 +265,9 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   va.a_max = max_grid_ * max_grid_;
   AttentionArgs la{act_, 1, R, H, K, h};
   la.b_len = R;
-  AttentionArgs va1 = va;
-  va1.batch = 1;
-  scratch_bytes_ = std::max(
-      {attention_scratch_bytes(va), attention_scratch_bytes(va1), attention_scratch_bytes(la)});
+  // The most the tower takes at any view count and view size (patches a view), and the LLM at any
+  // prompt bucket.
+  scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, 1), attention_scratch_bytes_upto(la, kRowBucket));
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
