@@ -1,7 +1,8 @@
 #!/bin/bash
 # Prepared in run 48 for the next session's first call (~7 min): the whole GPU suite at run 48's
 # last commit (the attention scratch sized for every bucket; 39/39 of the pi0 and attention tests in
-# call 6, the whole suite not yet), then both families beside PyTorch in one run. Run 48 call 1
+# call 6, the whole suite not yet; GR00T's backbone sized by the same helper after the device time,
+# not yet run on a GPU), then both families beside PyTorch in one run. Run 48 call 1
 # (run 47's code): pi0.5 10.86 / 14.77 ms against torch.compile + graph 16.15 / 21.92 (1.49x /
 # 1.48x), GR00T 7.38 / 8.21 against 9.89 / 10.52. Predicted: 120/120; the same within ±0.1 ms.
 exec > $OUT/run.log 2>&1
