@@ -436,19 +436,28 @@ Status validate(const AttentionArgs& a) {
 
 }  // namespace
 
-std::size_t attention_scratch_bytes(const AttentionArgs& args) {
+namespace {
+// The scratch a call of `args` takes on a device of these limits (0 where it never splits or is
+// invalid).
+std::size_t scratch_on(const AttentionArgs& args, const DeviceLimits& dev) {
   if (args.heads <= 0 || args.kv_heads <= 0 || args.heads % args.kv_heads != 0 || args.rows <= 0 || args.batch <= 0 ||
       args.h < 8 || args.h > 256 || args.h % 8 != 0 || !is_activation_dtype(args.act)) {
     return 0;
   }
-  DeviceLimits dev;
-  if (!device_limits(dev).is_ok()) return 0;
   const Plan pl = make_plan(args, dev, static_cast<std::size_t>(-1));
   return pl.splits > 1 ? pl.split_bytes * static_cast<std::size_t>(pl.splits) : 0;
 }
+}  // namespace
+
+std::size_t attention_scratch_bytes(const AttentionArgs& args) {
+  DeviceLimits dev;
+  if (!device_limits(dev).is_ok()) return 0;
+  return scratch_on(args, dev);
+}
 
 std::size_t attention_scratch_bytes_upto(const AttentionArgs& args, std::int64_t step) {
-  if (step < 1 || args.rows <= 0 || args.batch <= 0) return 0;
+  DeviceLimits dev;  // asked once for the whole family
+  if (step < 1 || args.rows <= 0 || args.batch <= 0 || !device_limits(dev).is_ok()) return 0;
   std::size_t most = 0;
   for (std::int64_t b = 1; b <= args.batch; ++b) {
     for (std::int64_t r = std::min(step, args.rows);; r = std::min(r + step, args.rows)) {
@@ -457,7 +466,7 @@ std::size_t attention_scratch_bytes_upto(const AttentionArgs& args, std::int64_t
       a.rows = r;
       if (args.a_max == args.rows) a.a_max = r;
       if (args.b_len == args.rows) a.b_len = r;
-      most = std::max(most, attention_scratch_bytes(a));
+      most = std::max(most, scratch_on(a, dev));
       if (r == args.rows) break;
     }
   }
