@@ -79,14 +79,6 @@ constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
 // Element offset of row r, 16-byte chunk c in a tile.
 __device__ __forceinline__ int tile_offset(int r, int c) { return (r / 8) * kGroupElems + c * kChunkElems + (r % 8) * 8; }
 
-// kQSw: q as K is laid out (each warpgroup's 64 rows as four boxes of 64 rows × 64 dims, 128-byte
-// swizzle: 16-byte chunk c of row r at chunk c ^ (r % 8) of the row's 128 bytes), so that q·kᵀ
-// reads both operands in the swizzled form. Element offset of row r (of the block), chunk c.
-__device__ __forceinline__ int q_sw_offset(int r, int c) {
-  const int w = r / 64, rr = r % 64, box = c / 8, cc = c % 8;
-  return (w * kTmaTileBytes + box * kBoxBytes + rr * 128 + ((cc ^ (rr % 8)) * 16)) / 2;
-}
-
 // Registers a multiply in flight reads or writes: the compiler must neither reuse them nor move
 // their uses across the wait that ends it.
 template <int N>
@@ -146,7 +138,7 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 
 // kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
 // keeps the code and registers it was measured with.
-template <int WG, bool kTma, bool kB, bool kQSw>
+template <int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
     attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
@@ -180,7 +172,6 @@ __global__ void __launch_bounds__(128 * WG, 1)
   // Key tiles: block a's na (with *a_len), then block b's (kTma only; b_len is fixed).
   const int na = (a_len + kWgKeys - 1) / kWgKeys;
   static_assert(kTma || !kB, "block b only in the bulk-copy form");
-  static_assert(kTma || !kQSw, "q swizzled only in the bulk-copy form (1024-byte aligned tiles)");
   const int nb = kB ? (p.b_len + kWgKeys - 1) / kWgKeys : 0;
   int t_begin = 0, t_end = 0;
   split_range(na + nb, p.splits, t_begin, t_end);
@@ -288,7 +279,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
       const int m = m0 + r;
       const bool ok = m < p.m_rows;
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
-      cp_async16(s_q + (kQSw ? q_sw_offset(r, c) : tile_offset(r, c)), q + off, ok);
+      cp_async16(s_q + tile_offset(r, c), q + off, ok);
     }
     if constexpr (kTma) {
       for (int i = 0; i < 2; ++i) {
@@ -325,9 +316,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
     // This warpgroup's 64 rows of q.
     // kTma: k's descriptor has the swizzled K-major layout (the leading offset unused), v's the
     // swizzled MN-major one.
-    const unsigned long long desc_q =
-        kQSw ? wg_descriptor_sw128(s_q + (warp / 4) * (kTmaTileBytes / 2), 16, 1024)
-             : wg_descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_q = wg_descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
     const unsigned long long desc_k0 =
         kTma ? wg_descriptor_sw128(s_k, 16, 1024) : wg_descriptor(s_k, kChunkBytes, kGroupBytes);
     const unsigned long long desc_v0 =
@@ -345,10 +334,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
     auto qk = [&](int t) {
       const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk) {
-        const unsigned long long q_step = kQSw ? k_step(kk) : kk * kQStep;
-        ss_m64n64(s_flat, desc_q + q_step, desc_k + k_step(kk), kk > 0 ? 1 : 0);
-      }
+      for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
     };
     wg_fence();
     qk(t_begin);
@@ -491,19 +477,15 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   if (!tma && p.b_len > 0) return cudaErrorNotSupported;
   const void* fn = nullptr;
-  static const bool q_sw = env_int("EDGEVLA_ATTN_WG_QSW", 1, 0, 1) == 1;
   if (tma && p.b_len > 0) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true, false>);
-  } else if (tma && q_sw) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false, true>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false, true>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true>);
   } else if (tma) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false>);
   } else {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false>);
   }
   const int smem = wg_smem_bytes(groups, tma);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
