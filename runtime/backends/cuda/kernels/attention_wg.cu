@@ -138,7 +138,7 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 
 // kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
 // keeps the code and registers it was measured with.
-template <int WG, bool kTma, bool kB, bool kMc>
+template <int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
     attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
@@ -151,10 +151,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
   bf16* s_q = reinterpret_cast<bf16*>(base);  // q
   bf16* s_k = s_q + 8 * WG * kGroupElems;     // [kStages] K tiles
   bf16* s_v = s_k + kStages * kStageElems;    // [kStages] V tiles
-  // kTma: K, K, V, V (full); kMc: then K, K, V, V (empty: both blocks of the pair are done with it)
-  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kStages * kStageElems);
-  static_assert(!kMc || (kTma && !kB), "pairs share copies in the bulk-copy form over block a only");
-  const unsigned rank = kMc ? cluster_rank() : 0;
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kStages * kStageElems);  // kTma: K, K, V, V
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -165,16 +162,9 @@ __global__ void __launch_bounds__(128 * WG, 1)
   if constexpr (kTma) {
     if (tid == 0) {
       for (int i = 0; i < 2 * kStages; ++i) mbar_init(&bars[i], 1);  // the copying thread's arrival
-      if constexpr (kMc) {
-        for (int i = 0; i < 2 * kStages; ++i) mbar_init(&bars[2 * kStages + i], 2);  // one a block
-      }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    if constexpr (kMc) {
-      cluster_sync();  // the partner's barriers are set before any copy or arrival reaches them
-    } else {
-      __syncthreads();
-    }
+    __syncthreads();
   }
   chain_release();
   if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
@@ -225,31 +215,9 @@ __global__ void __launch_bounds__(128 * WG, 1)
     const bool in_a = !kB || t < na;
     const CUtensorMap* map = in_a ? (k ? &k_map : &v_map) : (k ? &kb_map : &vb_map);
     const int row0 = (in_a ? t : t - na) * kWgKeys;
-    if constexpr (kMc) {
-      // The stage's earlier tile: both blocks must be done with it before either refills it.
-      const int use = (w - t_begin) / kStages;
-      if (use > 0) mbar_wait_cluster(bar + 2 * kStages, (use - 1) & 1);
-      mbar_expect_tx(bar, kTmaTileBytes);  // the whole tile: this block's two boxes and the partner's
+    mbar_expect_tx(bar, kTmaTileBytes);
 #pragma unroll
-      for (int j = 2 * static_cast<int>(rank); j < 2 * static_cast<int>(rank) + 2; ++j) {
-        tma_load_3d_multicast(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar, 0x3);
-      }
-    } else {
-      mbar_expect_tx(bar, kTmaTileBytes);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
-    }
-  };
-  // kMc: this block is done with the K (or V) stage of walk position w; both blocks' empty
-  // barriers hear of it (only where a refill follows, so no arrival reaches a block that has left).
-  auto release = [&](bool k, int w) {
-    if constexpr (kMc) {
-      if (tid == 0 && w + kStages < t_end) {
-        const unsigned at = smem_addr(&bars[2 * kStages + (k ? 0 : kStages) + (w - t_begin) % kStages]);
-        mbar_arrive_cluster(cluster_map(at, 0));
-        mbar_arrive_cluster(cluster_map(at, 1));
-      }
-    }
+    for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
   };
   auto load_k = [&](int t) {
     const int s = (t - t_begin) % kStages;
@@ -397,7 +365,6 @@ __global__ void __launch_bounds__(128 * WG, 1)
         fence_proxy_async();
       }
       __syncthreads();  // ... for every thread; and every warp is done with K of t
-      release(true, t);
       if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_k(t + 2);
       if constexpr (!kTma) cp_async_commit();
       wg_fence();
@@ -424,7 +391,6 @@ __global__ void __launch_bounds__(128 * WG, 1)
       }
       pack_probs(s, pf);
       __syncthreads();  // every warp is done with V of t
-      release(false, t);
       if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_v(t + 2);
       if constexpr (!kTma) cp_async_commit();
     }
@@ -510,37 +476,23 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   if (!tma && p.b_len > 0) return cudaErrorNotSupported;
-  // Pairs of row tiles sharing each K/V copy (multicast to a cluster of two; run 49 call 4 found
-  // the copies alone, every block reading all of K and V from L2, taking 20 of the 33.6 µs at
-  // three views): the grid's row tiles rounded up to even, the extra tile's rows past m_rows
-  // (read as zeros, written nowhere).
-  static const bool pairs_env = env_int("EDGEVLA_ATTN_WG_PAIRS", 1, 0, 1) == 1;
-  const bool pairs = tma && p.b_len == 0 && !p.rotate && pairs_env;  // a pair walks the same tiles
   const void* fn = nullptr;
   if (tma && p.b_len > 0) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true, false>);
-  } else if (pairs) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false, true>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false, true>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true>);
   } else if (tma) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false>);
   } else {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false>);
   }
   const int smem = wg_smem_bytes(groups, tma);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;
   void* args[] = {&copy, &maps[0], &maps[1], &maps[2], &maps[3]};
-  if (!pairs) return launch_untyped(fn, grid, dim3(128 * groups), static_cast<std::size_t>(smem), stream, args);
-  cudaLaunchAttribute attributes[2]{};
-  cudaLaunchConfig_t config = chain_config(dim3((grid.x + 1) / 2 * 2, grid.y, grid.z), dim3(128 * groups),
-                                           static_cast<std::size_t>(smem), stream, &attributes[0]);
-  add_cluster(config, attributes, dim3(2, 1, 1));
-  return cudaLaunchKernelExC(&config, fn, args);
+  return launch_untyped(fn, grid, dim3(128 * groups), static_cast<std::size_t>(smem), stream, args);
 }
 
 }  // namespace edgevla::backends::cuda::attn

@@ -94,31 +94,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const void* map, int x, i
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
       : "memory");
 }
-// The same box multicast to the blocks of the cluster in `mask` (bit r: rank r): each gets it at
-// dst and counts it on its own barrier at bar's offset.
-__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const void* map, int x, int y, int z,
-                                                      unsigned long long* bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
-      "%3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar)), "h"(mask)
-      : "memory");
-}
-// This block's rank in its cluster.
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of every block of the cluster meets here (release / acquire at cluster scope).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// One arrival on the barrier at a shared::cluster address (cluster_map's), released at cluster
-// scope: what this block read before it is done before the barrier's waiter goes on.
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
 // Thread-block clusters (compute capability 9.0+). The shared::cluster address of the same
 // location (a shared::cta address) in the block of cluster rank `rank`.
 __device__ __forceinline__ unsigned cluster_map(unsigned cta_addr, unsigned rank) {
@@ -184,18 +159,6 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
   do {
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (done == 0);
-}
-// mbar_wait, acquiring at cluster scope (for arrivals from other blocks of the cluster).
-__device__ __forceinline__ void mbar_wait_cluster(unsigned long long* bar, unsigned parity) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, "
-        "p;\n}\n"
         : "=r"(done)
         : "r"(smem_addr(bar)), "r"(parity)
         : "memory");
