@@ -214,7 +214,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       bool rot = false;
       bool tma = false;   // the warpgroup kernel's K and V by bulk tensor copies
       bool narrow = false;  // 32-row blocks (AttentionArgs::narrow)
-      int stages = -1;      // AttentionArgs::wg_stages
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -234,14 +233,10 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
         for (const int n : {0, 2, 4}) asks.push_back({n == 0 ? g : g + "s" + std::to_string(n), n, false, groups, false, true});
       }
       asks.push_back({"wgtrot", 0, false, 2, true, true});
-      // One warpgroup, three stages of K and V ("wgt1d", "wgt1dsN").
-      for (const int n : {0, 2, 4}) {
-        asks.push_back({n == 0 ? "wgt1d" : "wgt1ds" + std::to_string(n), n, false, 1, false, true, false, 3});
-      }
     }
     for (const Ask& ask : asks) {
       // --split plan | N | rot | narrow | narrow1 | wide | wgG | wgGsN | wgrot | wgtG | wgtGsN |
-      // wgtrot | wgt1d | wgt1dsN: one launch form only (for a profiler).
+      // wgtrot: one launch form only (for a profiler).
       if (!only_split.empty() && only_split != ask.label) continue;
       AttentionArgs one = aa;
       one.wide_from = ask.wide ? 1 : 0;
@@ -249,7 +244,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.rotate = ask.rot ? 1 : 0;
       one.wg_tma = ask.tma ? 1 : 0;
       one.narrow = ask.narrow ? 1 : 0;
-      one.wg_stages = ask.stages;
       const std::size_t one_planned = ask.wide || ask.wg > 0 || ask.narrow ? attention_scratch_bytes(one) : planned;
       const int splits = ask.splits;
       one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);

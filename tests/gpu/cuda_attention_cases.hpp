@@ -73,7 +73,6 @@ struct Case {
   int wide_from = -1;           // AttentionArgs::wide_from
   int wg = -1;                  // AttentionArgs::wg
   int wg_tma = -1;              // AttentionArgs::wg_tma
-  int wg_stages = -1;           // AttentionArgs::wg_stages
   int rotate = -1;              // AttentionArgs::rotate
   int cluster = -1;             // AttentionArgs::cluster
   int narrow = -1;              // AttentionArgs::narrow
@@ -176,7 +175,6 @@ class Problem {
     args_.wide_from = c.wide_from;
     args_.wg = c.wg;
     args_.wg_tma = c.wg_tma;
-    args_.wg_stages = c.wg_stages;
     args_.rotate = c.rotate;
     args_.cluster = c.cluster;
     args_.narrow = c.narrow;

@@ -28,8 +28,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
                         "choice)"},
     {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},
-    {"EDGEVLA_ATTN_WG_STAGES", "AttentionArgs::wg_stages's default: stages of K and of V in the one-warpgroup bulk-copy "
-                               "kernel over block a, 2 (default) or 3"},
     {"EDGEVLA_ATTN_WG_EXPERT", "the warpgroup kernel also for the action experts' attention: 0 (default), 1"},
     {"EDGEVLA_ATTN_WG_SHARES", "the warpgroup kernel's key shares fixed at N (1-12; unset: the plan's rule)"},
     // GEMMs (kernels/gemm*.{cpp,hpp}, kernels/wgmma_gemm.cu, wgmma_plan.cpp).

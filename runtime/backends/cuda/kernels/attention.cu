@@ -116,11 +116,6 @@ bool wg_tma_default() {
   static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 1, 0, 1) == 1;
   return on;
 }
-// AttentionArgs::wg_stages's default: EDGEVLA_ATTN_WG_STAGES (2 or 3), 2 unless set.
-int wg_stages_default() {
-  static const int stages = env_int("EDGEVLA_ATTN_WG_STAGES", 2, 2, 3);
-  return stages;
-}
 // EDGEVLA_ATTN_WG_EXPERT=1: the unasked warpgroup kernel also for calls with block b (the action
 // experts' attention over the cached prefix and their own keys); off until measured.
 bool wg_expert_default() {
@@ -580,8 +575,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   }
   p.cluster = pl.cluster;
   if (pl.wg) {
-    const int stages = args.wg_stages == 2 || args.wg_stages == 3 ? args.wg_stages : wg_stages_default();
-    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, stages);
+    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant& v = variant;

@@ -98,10 +98,6 @@ struct AttentionArgs {
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
   // choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; on by default).
   int wg_tma = -1;
-  // The one-warpgroup bulk-copy kernel over block a with 3 stages of K and of V (q in K's
-  // swizzled layout, 225 KB of shared memory) instead of 2: 3 or 2; -1: the process's choice
-  // (EDGEVLA_ATTN_WG_STAGES, 2 by default). Other forms keep 2.
-  int wg_stages = -1;
   // Each row tile's block walks its share of the key tiles from a different tile (bf16 kernels),
   // so that a call's blocks do not read the same K/V tile together. 1: always; 0: never; -1: the
   // process's choice (EDGEVLA_ATTN_ROTATE, 0 or 1; off by default, not yet measured).

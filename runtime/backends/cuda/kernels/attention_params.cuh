@@ -94,8 +94,7 @@ int wg_smem_bytes(int groups, bool tma);
 bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
 // V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:
-// cudaErrorNotSupported for a call with block b); stages 3 (one warpgroup, bulk copies, block a
-// alone) takes the deep form, three stages of K and of V, else two.
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int stages = 2);
+// cudaErrorNotSupported for a call with block b).
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma);
 
 }  // namespace edgevla::backends::cuda::attn

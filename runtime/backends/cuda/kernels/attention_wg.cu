@@ -70,10 +70,6 @@ constexpr int smem_bytes(int wg) { return 8 * wg * kGroupBytes + 2 * kStages * k
 constexpr int kBoxBytes = kWgKeys * 128;  // 64 keys × 64 dims
 constexpr int kTmaTileBytes = 4 * kBoxBytes;
 constexpr int smem_bytes_tma(int wg) { return 1024 + 8 * wg * kGroupBytes + 2 * kStages * kTmaTileBytes + 64; }
-// The deep form (one warpgroup, bulk copies, block a only): three stages of K and of V, which fit
-// beside q only with q in K's swizzled layout (32 KB instead of 36): 225 KB.
-constexpr int kDeepStages = 3;
-constexpr int smem_bytes_deep() { return 1024 + kTmaTileBytes + 2 * kDeepStages * kTmaTileBytes + 64; }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
@@ -82,14 +78,6 @@ constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
 
 // Element offset of row r, 16-byte chunk c in a tile.
 __device__ __forceinline__ int tile_offset(int r, int c) { return (r / 8) * kGroupElems + c * kChunkElems + (r % 8) * 8; }
-
-// The deep form's q as K is laid out (four boxes of 64 rows × 64 dims, 128-byte swizzle: 16-byte
-// chunk c of row r at chunk c ^ (r % 8) of the row's 128 bytes; run 49 call 3 measured this layout
-// alone: no faster, ~0.4 µs slower). Element offset of row r, chunk c.
-__device__ __forceinline__ int q_sw_offset(int r, int c) {
-  const int box = c / 8, cc = c % 8;
-  return (box * kBoxBytes + r * 128 + ((cc ^ (r % 8)) * 16)) / 2;
-}
 
 // Registers a multiply in flight reads or writes: the compiler must neither reuse them nor move
 // their uses across the wait that ends it.
@@ -150,7 +138,7 @@ __device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWg
 
 // kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
 // keeps the code and registers it was measured with.
-template <int WG, bool kTma, bool kB, int kSt>
+template <int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
     attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
@@ -161,12 +149,9 @@ __global__ void __launch_bounds__(128 * WG, 1)
   unsigned char* base = smem;
   if constexpr (kTma) base += (1024 - (smem_addr(smem) & 1023)) & 1023;
   bf16* s_q = reinterpret_cast<bf16*>(base);  // q
-  // kSt 3 (the deep form): q in K's swizzled layout, three stages of K and of V.
-  static_assert(kSt == kStages || (kSt == kDeepStages && kTma && !kB && WG == 1), "three stages: one warpgroup, block a");
-  constexpr bool kQSw = kSt == kDeepStages;
-  bf16* s_k = s_q + (kQSw ? kTmaTileBytes / 2 : 8 * WG * kGroupElems);  // [kSt] K tiles
-  bf16* s_v = s_k + kSt * kStageElems;                                    // [kSt] V tiles
-  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kSt * kStageElems);  // kTma: kSt of K, kSt of V
+  bf16* s_k = s_q + 8 * WG * kGroupElems;     // [kStages] K tiles
+  bf16* s_v = s_k + kStages * kStageElems;    // [kStages] V tiles
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(s_v + kStages * kStageElems);  // kTma: K, K, V, V
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -176,7 +161,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
 
   if constexpr (kTma) {
     if (tid == 0) {
-      for (int i = 0; i < 2 * kSt; ++i) mbar_init(&bars[i], 1);  // the copying thread's arrival
+      for (int i = 0; i < 2 * kStages; ++i) mbar_init(&bars[i], 1);  // the copying thread's arrival
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -235,7 +220,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
     for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
   };
   auto load_k = [&](int t) {
-    const int s = (t - t_begin) % kSt;
+    const int s = (t - t_begin) % kStages;
     if constexpr (kTma) {
       copy(true, s_k + s * kStageElems, &bars[s], t);
     } else {
@@ -243,9 +228,9 @@ __global__ void __launch_bounds__(128 * WG, 1)
     }
   };
   auto load_v = [&](int t) {
-    const int s = (t - t_begin) % kSt;
+    const int s = (t - t_begin) % kStages;
     if constexpr (kTma) {
-      copy(false, s_v + s * kStageElems, &bars[kSt + s], t);
+      copy(false, s_v + s * kStageElems, &bars[kStages + s], t);
     } else {
       load(av, s_v + s * kStageElems, t);
     }
@@ -254,15 +239,15 @@ __global__ void __launch_bounds__(128 * WG, 1)
   // p.a_constant, so it may be copied before the chain's wait).
   auto early = [&](int w) { return w < t_end && (!kB || walk_tile(p, w, t_begin, t_end) < na); };
   // kTma: wait for K / V of walk position w (each stage's barrier completes once a use).
-  auto wait_k = [&](int w) { mbar_wait(&bars[(w - t_begin) % kSt], ((w - t_begin) / kSt) & 1); };
+  auto wait_k = [&](int w) { mbar_wait(&bars[(w - t_begin) % kStages], ((w - t_begin) / kStages) & 1); };
   auto wait_v = [&](int w) {
-    mbar_wait(&bars[kSt + (w - t_begin) % kSt], ((w - t_begin) / kSt) & 1);
+    mbar_wait(&bars[kStages + (w - t_begin) % kStages], ((w - t_begin) / kStages) & 1);
     // The copies read rows up to a_max: V's rows past *a_len become 0 (whole 128-byte rows of
     // each box, so the swizzle does not matter).
     const int t = walk_tile(p, w, t_begin, t_end);
     const int r0 = a_len - t * kWgKeys;
     if ((!kB || t < na) && r0 < kWgKeys) {
-      bf16* v = s_v + ((w - t_begin) % kSt) * kStageElems;
+      bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
       for (int i = tid; i < (kWgKeys - r0) * 32; i += kThreads) {
         const int r = r0 + i / 32, box = (i % 32) / 8, c = i % 8;
         *reinterpret_cast<uint4*>(v + box * (kBoxBytes / 2) + r * 64 + c * 8) = make_uint4(0, 0, 0, 0);
@@ -272,10 +257,10 @@ __global__ void __launch_bounds__(128 * WG, 1)
   };
 
   if (t_begin < t_end) {  // the same for the whole block
-    bool issued[kSt] = {};  // kTma: walk positions t_begin to t_begin + kSt - 1
+    bool issued[2] = {false, false};  // kTma: walk positions t_begin and t_begin + 1
     if (p.a_constant) {
       if constexpr (kTma) {
-        for (int i = 0; i < kSt; ++i) {
+        for (int i = 0; i < 2; ++i) {
           if (early(t_begin + i)) {
             load_k(t_begin + i);
             load_v(t_begin + i);
@@ -294,10 +279,10 @@ __global__ void __launch_bounds__(128 * WG, 1)
       const int m = m0 + r;
       const bool ok = m < p.m_rows;
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
-      cp_async16(s_q + (kQSw ? q_sw_offset(r, c) : tile_offset(r, c)), q + off, ok);
+      cp_async16(s_q + tile_offset(r, c), q + off, ok);
     }
     if constexpr (kTma) {
-      for (int i = 0; i < kSt; ++i) {
+      for (int i = 0; i < 2; ++i) {
         if (!issued[i] && t_begin + i < t_end) {
           load_k(t_begin + i);
           load_v(t_begin + i);
@@ -331,8 +316,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
     // This warpgroup's 64 rows of q.
     // kTma: k's descriptor has the swizzled K-major layout (the leading offset unused), v's the
     // swizzled MN-major one.
-    const unsigned long long desc_q = kQSw ? wg_descriptor_sw128(s_q, 16, 1024)
-                                           : wg_descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
+    const unsigned long long desc_q = wg_descriptor(s_q + (warp / 4) * 8 * kGroupElems, kChunkBytes, kGroupBytes);
     const unsigned long long desc_k0 =
         kTma ? wg_descriptor_sw128(s_k, 16, 1024) : wg_descriptor(s_k, kChunkBytes, kGroupBytes);
     const unsigned long long desc_v0 =
@@ -348,11 +332,9 @@ __global__ void __launch_bounds__(128 * WG, 1)
       }
     };
     auto qk = [&](int t) {
-      const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kSt) * kStageStep;
+      const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk) {
-        ss_m64n64(s_flat, desc_q + (kQSw ? k_step(kk) : kk * kQStep), desc_k + k_step(kk), kk > 0 ? 1 : 0);
-      }
+      for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
     };
     wg_fence();
     qk(t_begin);
@@ -383,12 +365,12 @@ __global__ void __launch_bounds__(128 * WG, 1)
         fence_proxy_async();
       }
       __syncthreads();  // ... for every thread; and every warp is done with K of t
-      if ((kTma || !(kAblate & 1)) && t + kSt < t_end) load_k(t + kSt);
+      if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_k(t + 2);
       if constexpr (!kTma) cp_async_commit();
       wg_fence();
       if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
-      if constexpr (!(kAblate & 4)) pv<kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kSt) * kStageStep);
+      if constexpr (!(kAblate & 4)) pv<kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
@@ -409,7 +391,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
       }
       pack_probs(s, pf);
       __syncthreads();  // every warp is done with V of t
-      if ((kTma || !(kAblate & 1)) && t + kSt < t_end) load_v(t + kSt);
+      if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_v(t + 2);
       if constexpr (!kTma) cp_async_commit();
     }
     if constexpr (kTma) {
@@ -420,7 +402,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
     }
     __syncthreads();
     wg_fence();
-    pv<kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kSt) * kStageStep);
+    pv<kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
@@ -490,28 +472,22 @@ bool wg_tma_ready(const Params& p) {
                            kv_copyable(p.bv, p.b_ld, p.b_batch, p.b_len, p.batch)));
 }
 
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int stages) {
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   if (!tma && p.b_len > 0) return cudaErrorNotSupported;
-  // The deep form (stages 3, AttentionArgs::wg_stages; off by default): run 49 call 4 found the
-  // copies, waits and barriers alone taking 20 of the 33.6 µs at three views and the compute
-  // adding to them; a third stage gives each copy two tiles of compute to land under, not one.
-  const bool deep = tma && p.b_len == 0 && groups == 1 && stages == kDeepStages;
   const void* fn = nullptr;
   if (tma && p.b_len > 0) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true, kStages>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true, kStages>);
-  } else if (deep) {
-    fn = reinterpret_cast<const void*>(&attn_wg256<1, true, false, kDeepStages>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true>);
   } else if (tma) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false, kStages>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false, kStages>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false>);
   } else {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false, kStages>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false, kStages>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false>)
+                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false>);
   }
-  const int smem = deep ? smem_bytes_deep() : wg_smem_bytes(groups, tma);
+  const int smem = wg_smem_bytes(groups, tma);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;
