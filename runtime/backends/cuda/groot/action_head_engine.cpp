@@ -377,9 +377,13 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // rows follows it.
   ResidualParts ff2_parts{0, 0, nullptr};
   // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
+  // Profiling (EDGEVLA_CUDA_ABLATE=norm,norm_probe): the GEMMs after a norm read the residual stream
+  // in their prologue, as they would if they did the norm.
+  WgmmaLaunch after_norm = wgmma_launch_;
+  if (ab.skip("norm_probe")) after_norm.probe_x = x_, after_norm.probe_ld = E;
   auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
     if (wg && w8_weights_.has(w)) return w8_weights_.linear(s, h_, S, E, w, d, ldd, 1, wgmma_launch_).status();
-    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, wgmma_launch_).status();
+    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, after_norm).status();
     return mm(h_, S, E, w, d, act_, ldd, 0.0f, epi == WgmmaEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone);
   };
   auto parts_linear = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w) -> Expected<int> {

@@ -111,6 +111,8 @@ struct Params {
   int m, n, k, parts;
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
+  const float* probe_x;  // profiling builds: WgmmaGemmArgs::probe_x
+  long long probe_ld;
 };
 
 
@@ -297,6 +299,34 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
+#if defined(EDGEVLA_CUDA_ABLATION)
+  if (p.probe_x != nullptr) {
+    // A norm in the prologue's reads (WgmmaGemmArgs::probe_x): x is the kernel ahead's output.
+    chain_wait();
+    float keep = 0.0f;
+    const int k4 = p.k / 4;
+    constexpr int kConsumerWarps = kConsumers / 32;
+    for (int r = warp; r < p.m; r += 2 * kConsumerWarps) {
+      const int r2 = r + kConsumerWarps;
+      const float4* row = reinterpret_cast<const float4*>(p.probe_x + static_cast<long long>(r) * p.probe_ld);
+      const float4* row2 = reinterpret_cast<const float4*>(p.probe_x + static_cast<long long>(r2 < p.m ? r2 : r) * p.probe_ld);
+      float ss = 0.0f, ss2 = 0.0f;
+#pragma unroll 4
+      for (int c = lane; c < k4; c += 32) {
+        const float4 v = row[c], u = row2[c];
+        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        ss2 += u.x * u.x + u.y * u.y + u.z * u.z + u.w * u.w;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        ss2 += __shfl_xor_sync(0xffffffffu, ss2, o);
+      }
+      keep += rsqrtf(ss / static_cast<float>(p.k) + 1e-6f) + rsqrtf(ss2 / static_cast<float>(p.k) + 1e-6f);
+    }
+    if (keep == -1.0f) static_cast<float*>(p.d)[0] = keep;  // never: keeps the reads
+  }
+#endif
   float acc[kTiles][kAccFloats];
 #pragma unroll
   for (int t = 0; t < kTiles; ++t) {
@@ -593,7 +623,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead()};
+           args.k_parts, NormParams{}, wgmma_stages_ahead(), args.probe_x, args.probe_ld};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);

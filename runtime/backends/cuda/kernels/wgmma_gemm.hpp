@@ -140,6 +140,13 @@ struct WgmmaGemmArgs {
   // (over distributed shared memory, in rank order) before its epilogue: for the projections
   // whose feature blocks alone leave most multiprocessors idle.
   int k_split = 1;
+  // Profiling builds only (-DEDGEVLA_CUDA_ABLATION=ON; ignored otherwise): what a norm done in this
+  // GEMM's prologue would cost on its critical path. The consumers read probe_x (f32 [m, k], row
+  // stride probe_ld: the residual stream) after the chain's wait, each warp summing its rows'
+  // squares, before their first multiply; the result is not used (the engine leaves the norm
+  // kernel out and A stale: outputs wrong, timings only).
+  const float* probe_x = nullptr;
+  std::int64_t probe_ld = 0;
 };
 
 inline constexpr int kWgmmaMaxSplit = 4;
