@@ -348,7 +348,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   const float* mods = mods_ + static_cast<std::int64_t>(k) * (B + 1) * 2 * E;
   // Kernels a profiling build may leave out (Ablation): edges (this step's action encoder before
   // the DiT and its output norm and decoder after), norm, qkv (and cross q), attention, out, ff1,
-  // ff2.
+  // ff2; norm_probe: the GEMMs after a norm also read the residual stream first (probe_x).
   const Ablation& ab = ablation_;
   float* rows = x_ + E;
   if (wg_edges_) {

@@ -251,7 +251,8 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   bool normed = false;  // ys_ already holds the next norm's output (gemm_norm_)
   // From the first norm to the final one, each kernel is chained to the one before it.
   const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
-  // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down.
+  // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down;
+  // norm_probe: q|k|v and gate|up also read the residual stream first (WgmmaGemmArgs::probe_x).
   const Ablation& ab = ablation_;
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
