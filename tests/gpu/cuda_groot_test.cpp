@@ -487,6 +487,33 @@ TEST_P(CudaGroot, GraphsAndEmbodimentSwitchesGiveTheEagerResult) {
   EXPECT_LE(e, 1e-4);
 }
 
+// EDGEVLA_CUDA_L2_PERSIST=1 (read once a process; ctest runs each test in its own): the head's
+// graphs carry an access-policy window over the cross-attention keys and values. It changes what
+// stays cached, never a result: eager runs and graph replays match the CPU backend as without it.
+TEST_P(CudaGroot, KeepingTheCrossKeysInL2LeavesTheActions) {
+  REQUIRE_GPU();
+  ASSERT_EQ(::setenv("EDGEVLA_CUDA_L2_PERSIST", "1", 1), 0);
+  const std::string& dir = checkpoint(GetParam());
+  auto cpu = open(dir, "cpu", Precision::kF32);
+  auto gpu = open(dir, "cuda", Precision::kF32);
+  ASSERT_TRUE(cpu) << cpu.status().to_string();
+  ASSERT_TRUE(gpu) << gpu.status().to_string();
+  const std::vector<int> emb = embodiment_ids(dir);
+  ASSERT_GE(emb.size(), 1u);
+  const mg::GrootConfig& c = config_of(*cpu);
+  const std::vector<CaseSpec> runs = {{{{224, 224}}, 0, 20, 0, 4}, {{{224, 224}}, 0, 21, 0, 4}, {{{224, 224}}, 0, 20, 0, 4}};
+  std::uint32_t seed = 120;
+  for (const CaseSpec& cs : runs) {
+    SCOPED_TRACE(describe(cs));
+    const Inputs in = make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
+    auto ref = run(*cpu, in, cs.steps);
+    auto dev = run(*gpu, in, cs.steps);
+    ASSERT_TRUE(ref) << ref.status().to_string();
+    ASSERT_TRUE(dev) << dev.status().to_string();
+    EXPECT_LE(rel_l2(dev->actions.data<float>(), ref->actions.data<float>(), ref->actions.numel()), 1e-4);
+  }
+}
+
 void expect_invalid(const Status& s, const std::string& needle) {
   EXPECT_FALSE(s.is_ok()) << "expected an error naming '" << needle << "'";
   EXPECT_NE(s.message().find(needle), std::string::npos) << s.to_string();

@@ -117,6 +117,31 @@ TEST_P(CudaPi0, TheDeviceCacheHandOverAndTheGraphsGiveTheEagerResult) {
   }
 }
 
+// EDGEVLA_CUDA_L2_PERSIST=1 (read once a process; ctest runs each test in its own): the head's
+// graphs carry an access-policy window over the prefix cache, with L2 set aside for it. Where the
+// device has persisting L2 that changes what stays cached, never a result: the eager first run and
+// the graph replays after it match the CPU backend as without it.
+TEST(CudaPi0L2, KeepingTheCacheInL2LeavesTheActions) {
+  REQUIRE_GPU();
+  ASSERT_EQ(::setenv("EDGEVLA_CUDA_L2_PERSIST", "1", 1), 0);
+  const std::string& dir = checkpoint("small", ModelType::kPi05);
+  auto cpu = open(dir, "cpu", Precision::kF32);
+  auto gpu = open(dir, "cuda", Precision::kF32);
+  ASSERT_TRUE(cpu && gpu) << gpu.status().to_string();
+  const model::ModelConfig& c = cpu->model->config();
+  int run = 0;
+  for (const int tokens : {5, 6, 5}) {
+    auto in = model::random_inputs(c, 300 + static_cast<std::uint64_t>(run), {}, std::min(tokens, c.token_len()));
+    ASSERT_TRUE(in);
+    auto ref = model::run_forward(*cpu->backbone, *cpu->head, c, *in, false);
+    auto dev = model::run_forward(*gpu->backbone, *gpu->head, c, *in, false);
+    ASSERT_TRUE(ref && dev) << dev.status().to_string();
+    const double e = rel_l2(dev->actions.data<float>(), ref->actions.data<float>(), ref->actions.numel());
+    EXPECT_LE(e, 1e-4) << "run " << run << ": " << tokens << " tokens";
+    ++run;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Configs, CudaPi0,
                          ::testing::Values(Case{"tiny", ModelType::kPi0}, Case{"tiny", ModelType::kPi05},
                                            Case{"small", ModelType::kPi0}, Case{"small", ModelType::kPi05}),

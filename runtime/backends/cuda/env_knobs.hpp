@@ -61,6 +61,8 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_SYNC_OUTPUTS", "outputs handed over after a host sync instead of a ready fence: 0 (default), 1"},
     {"EDGEVLA_CUDA_PRIORITY", "stages (a comma list, e.g. action_head) whose stream gets the device's greatest "
                               "priority; unset (default): none"},
+    {"EDGEVLA_CUDA_L2_PERSIST", "the action heads keep what each Euler step re-reads (the prefix cache, GR00T's "
+                                "cross-attention keys and values) resident in L2: 0 (default), 1"},
     {"EDGEVLA_CUDA_ABLATE", "kernel classes left out, for profiling (builds with -DEDGEVLA_CUDA_ABLATION=ON only)"},
 };
 

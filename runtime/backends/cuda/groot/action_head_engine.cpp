@@ -590,9 +590,17 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.
     EDGEVLA_RETURN_IF_ERROR(forward(options.num_steps, text_rows, image_rows, f->dtype()));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] {
-                               return forward(options.num_steps, text_rows, image_rows, f->dtype());
-                             }));
+    // Every step's cross-attention blocks re-read the text and image keys and values (two
+    // neighbouring buffers): kept in L2 where asked (EDGEVLA_CUDA_L2_PERSIST).
+    const auto* text = static_cast<const std::byte*>(text_kv_.kv);
+    const auto* image = static_cast<const std::byte*>(image_kv_.kv);
+    const std::byte* lo = std::min(text, image);
+    const std::byte* hi = std::max(text + bytes_of(act_, max_tokens_ * text_kv_.w.out),
+                                   image + bytes_of(act_, max_tokens_ * image_kv_.w.out));
+    EDGEVLA_ASSIGN_OR_RETURN(const auto window, l2_persist_window(lo, static_cast<std::size_t>(hi - lo)));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(
+                                          s, [&] { return forward(options.num_steps, text_rows, image_rows, f->dtype()); },
+                                          window));
     log_plans();
     if (graphs_.size() >= 32) graphs_.clear();
     graphs_.emplace(key, std::move(g));
