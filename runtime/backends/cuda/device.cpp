@@ -3,10 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -197,52 +195,6 @@ Stream& Stream::operator=(Stream&& o) noexcept {
     o.s_ = nullptr;
   }
   return *this;
-}
-
-bool l2_persist_asked() {
-  static const bool on = env_int("EDGEVLA_CUDA_L2_PERSIST", 0, 0, 1) == 1;
-  return on;
-}
-
-Expected<std::optional<cudaAccessPolicyWindow>> l2_persist_window(const void* base, std::size_t bytes) {
-  if (!l2_persist_asked() || base == nullptr || bytes == 0) return std::optional<cudaAccessPolicyWindow>{};
-  int dev = 0, most_kept = 0, most_window = 0;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&most_kept, cudaDevAttrMaxPersistingL2CacheSize, dev));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&most_window, cudaDevAttrMaxAccessPolicyWindowSize, dev));
-  if (most_kept <= 0 || most_window <= 0) return std::optional<cudaAccessPolicyWindow>{};
-  const std::size_t span = std::min(bytes, static_cast<std::size_t>(most_window));
-  std::size_t kept = 0;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetLimit(&kept, cudaLimitPersistingL2CacheSize));
-  const std::size_t want = std::min(span, static_cast<std::size_t>(most_kept));
-  if (kept < want) {
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaDeviceGetLimit(&kept, cudaLimitPersistingL2CacheSize));
-    spdlog::info("EDGEVLA_CUDA_L2_PERSIST=1: {:.1f} MB of L2 set aside for persisting lines", kept / 1e6);
-  }
-  cudaAccessPolicyWindow w{};
-  w.base_ptr = const_cast<void*>(base);
-  w.num_bytes = span;
-  w.hitRatio = std::min(1.0f, static_cast<float>(kept) / static_cast<float>(span));
-  w.hitProp = cudaAccessPropertyPersisting;
-  w.missProp = cudaAccessPropertyStreaming;
-  return std::optional<cudaAccessPolicyWindow>{w};
-}
-
-Status set_access_window(cudaGraph_t graph, const cudaAccessPolicyWindow& window) {
-  std::size_t n = 0;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(graph, nodes.data(), &n));
-  cudaLaunchAttributeValue value{};
-  value.accessPolicyWindow = window;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGraphNodeGetType(node, &type));
-    if (type != cudaGraphNodeTypeKernel) continue;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeAccessPolicyWindow, &value));
-  }
-  return Status::ok();
 }
 
 Graph::~Graph() {

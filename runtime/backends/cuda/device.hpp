@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 
@@ -111,19 +110,6 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
-// EDGEVLA_CUDA_L2_PERSIST=1 (off by default until measured on a GPU): an action head keeps what
-// each of its Euler steps re-reads (pi0's prefix cache, GR00T's cross-attention keys and values)
-// resident in L2 while the weights stream past, as an access-policy window over those bytes on
-// every kernel of its captured graph, with that much of L2 set aside as persisting for the
-// process (at most the device's limit). Without it each step reads them back from device memory.
-bool l2_persist_asked();
-// The window over [base, base + bytes): persisting hits, streaming misses, the hit ratio scaled
-// to the L2 the device sets aside (raised here as needed; call outside any capture). nullopt
-// where not asked or where the device has no persisting L2.
-Expected<std::optional<cudaAccessPolicyWindow>> l2_persist_window(const void* base, std::size_t bytes);
-// Puts `window` on every kernel node of `graph`.
-Status set_access_window(cudaGraph_t graph, const cudaAccessPolicyWindow& window);
-
 // A captured CUDA graph, instantiated; destroyed RAII.
 class Graph {
  public:
@@ -133,15 +119,13 @@ class Graph {
   Graph& operator=(Graph&& other) noexcept;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
-  // Captures what `body` enqueues on `stream` and instantiates it (with `window` on its kernels
-  // where given: l2_persist_window).
+  // Captures what `body` enqueues on `stream` and instantiates it.
   template <class F>
-  static Expected<Graph> capture(cudaStream_t stream, F&& body, const std::optional<cudaAccessPolicyWindow>& window = {}) {
+  static Expected<Graph> capture(cudaStream_t stream, F&& body) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     Status s = body();
     cudaGraph_t graph = nullptr;
     const cudaError_t end = cudaStreamEndCapture(stream, &graph);
-    if (s.is_ok() && end == cudaSuccess && window) s = set_access_window(graph, *window);
     if (!s.is_ok()) {
       if (graph != nullptr) cudaGraphDestroy(graph);
       return s;

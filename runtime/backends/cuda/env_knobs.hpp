@@ -35,6 +35,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
                                "and cuBLASLt version)"},
     {"EDGEVLA_GEMM_MAX_K_PARTS", "cap on the k parts of a split GEMM (1: every GEMM whole)"},
     {"EDGEVLA_WGMMA_AHEAD", "weight stages the warpgroup GEMM copies before the chain's wait (0-8, default 4)"},
+    {"EDGEVLA_WGMMA_EVICT_FIRST", "the warpgroup GEMM's weight copies marked first to evict from L2: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA", "the heads' projections on the warpgroup GEMM: all (default), 0, or a comma list"},
     {"EDGEVLA_CUDA_WGMMA_CHAIN", "the warpgroup GEMMs chained as programmatic dependents: 1 (default), 0"},
     {"EDGEVLA_CUDA_WGMMA_PARTS", "k parts at most of the warpgroup GEMM (1-8; default 8)"},
@@ -61,8 +62,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_SYNC_OUTPUTS", "outputs handed over after a host sync instead of a ready fence: 0 (default), 1"},
     {"EDGEVLA_CUDA_PRIORITY", "stages (a comma list, e.g. action_head) whose stream gets the device's greatest "
                               "priority; unset (default): none"},
-    {"EDGEVLA_CUDA_L2_PERSIST", "the action heads keep what each Euler step re-reads (the prefix cache, GR00T's "
-                                "cross-attention keys and values) resident in L2: 0 (default), 1"},
     {"EDGEVLA_CUDA_ABLATE", "kernel classes left out, for profiling (builds with -DEDGEVLA_CUDA_ABLATION=ON only)"},
 };
 

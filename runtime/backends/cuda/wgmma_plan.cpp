@@ -97,7 +97,6 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
                            const WgmmaRope& rope, const float* addend, std::int64_t ld_add) {
   WgmmaGemmArgs g;
   g.addend = addend, g.ld_add = ld_add;
-  g.probe_x = how.probe_x, g.probe_ld = how.probe_ld;
   g.a = a, g.m = m, g.k = w.in, g.lda = lda;
   g.w_tiled = w.w, g.n = w.out;
   g.d = d, g.ldd = ldd;

@@ -54,10 +54,6 @@ struct WgmmaLaunch {
   int max_parts = kMaxKParts;
   int max_split = kWgmmaMaxSplit;
   int multiprocessors = 0;
-  // Profiling builds only (WgmmaGemmArgs::probe_x): the residual stream a norm in the GEMM's
-  // prologue would read (f32 [m, k], row stride probe_ld), or null.
-  const float* probe_x = nullptr;
-  std::int64_t probe_ld = 0;
 };
 
 struct WgmmaChoice {

@@ -348,7 +348,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   const float* mods = mods_ + static_cast<std::int64_t>(k) * (B + 1) * 2 * E;
   // Kernels a profiling build may leave out (Ablation): edges (this step's action encoder before
   // the DiT and its output norm and decoder after), norm, qkv (and cross q), attention, out, ff1,
-  // ff2; norm_probe: the GEMMs after a norm also read the residual stream first (probe_x).
+  // ff2.
   const Ablation& ab = ablation_;
   float* rows = x_ + E;
   if (wg_edges_) {
@@ -377,13 +377,9 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   // rows follows it.
   ResidualParts ff2_parts{0, 0, nullptr};
   // One projection of the DiT: on the warpgroup GEMM when planned, else through Blas.
-  // Profiling (EDGEVLA_CUDA_ABLATE=norm,norm_probe): the GEMMs after a norm read the residual stream
-  // in their prologue, as they would if they did the norm.
-  WgmmaLaunch after_norm = wgmma_launch_;
-  if (ab.skip("norm_probe")) after_norm.probe_x = x_, after_norm.probe_ld = E;
   auto bf16_linear = [&](bool wg, const DevLinear& w, WgmmaEpilogue epi, void* d, std::int64_t ldd) -> Status {
     if (wg && w8_weights_.has(w)) return w8_weights_.linear(s, h_, S, E, w, d, ldd, 1, wgmma_launch_).status();
-    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, after_norm).status();
+    if (wg) return wgmma_linear(s, h_, S, E, w, epi, d, ldd, 1, wgmma_launch_).status();
     return mm(h_, S, E, w, d, act_, ldd, 0.0f, epi == WgmmaEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone);
   };
   auto parts_linear = [&](bool wg, const void* a, std::int64_t k_in, const DevLinear& w) -> Expected<int> {
@@ -590,17 +586,9 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.
     EDGEVLA_RETURN_IF_ERROR(forward(options.num_steps, text_rows, image_rows, f->dtype()));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-    // Every step's cross-attention blocks re-read the text and image keys and values (two
-    // neighbouring buffers): kept in L2 where asked (EDGEVLA_CUDA_L2_PERSIST).
-    const auto* text = static_cast<const std::byte*>(text_kv_.kv);
-    const auto* image = static_cast<const std::byte*>(image_kv_.kv);
-    const std::byte* lo = std::min(text, image);
-    const std::byte* hi = std::max(text + bytes_of(act_, max_tokens_ * text_kv_.w.out),
-                                   image + bytes_of(act_, max_tokens_ * image_kv_.w.out));
-    EDGEVLA_ASSIGN_OR_RETURN(const auto window, l2_persist_window(lo, static_cast<std::size_t>(hi - lo)));
-    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(
-                                          s, [&] { return forward(options.num_steps, text_rows, image_rows, f->dtype()); },
-                                          window));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] {
+                               return forward(options.num_steps, text_rows, image_rows, f->dtype());
+                             }));
     log_plans();
     if (graphs_.size() >= 32) graphs_.clear();
     graphs_.emplace(key, std::move(g));

@@ -77,6 +77,22 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                "l"(src), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
 }
+// The same with an L2 eviction policy (from l2_evict_first_policy) for the bytes read.
+__device__ __forceinline__ void bulk_copy_hint(void* dst, const void* src, unsigned bytes, unsigned long long* bar,
+                                               unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+// A policy marking every line a copy reads as the first to evict from L2: for bytes read once (a
+// weight streamed through), so that what is read again stays.
+__device__ __forceinline__ unsigned long long l2_evict_first_policy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
 // One 2-d box of the tensor map at `map` (a __grid_constant__ parameter's address), element
 // coordinates (x: the inner dimension, y: rows), into shared memory at dst, counted in bytes on
 // `bar` (the whole box, zero-filled parts included).

@@ -111,8 +111,7 @@ struct Params {
   int m, n, k, parts;
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
-  const float* probe_x;  // profiling builds: WgmmaGemmArgs::probe_x
-  long long probe_ld;
+  int evict_first;  // the weights' lines marked first to evict from L2 (wgmma_weights_evict_first)
 };
 
 
@@ -275,9 +274,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ring) start before the wait for the kernel ahead in the chain (which wrote A), so they load
     // while it finishes.
     const int ahead = min(kb_count, min(kStages, p.ahead));
+    const unsigned long long policy = p.evict_first ? ptx::l2_evict_first_policy() : 0ull;
+    const auto copy_w = [&](int slot, int i) {
+      if (p.evict_first) {
+        ptx::bulk_copy_hint(s_w + slot * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[slot],
+                            policy);
+      } else {
+        ptx::bulk_copy(s_w + slot * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[slot]);
+      }
+    };
     for (int i = 0; i < ahead; ++i) {
       ptx::mbar_expect_tx(&full[i], kStageTx);
-      ptx::bulk_copy(s_w + i * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[i]);
+      copy_w(i, i);
     }
     chain_wait();
     // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
@@ -291,7 +299,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (i >= ahead) {
         if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
         ptx::mbar_expect_tx(&full[s], kStageTx);
-        ptx::bulk_copy(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[s]);
+        copy_w(s, i);
       }
       // One box of A: the block's 56 · kTiles rows (past m zero-filled), tile t at t · 7 KB.
       ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + i) * kBk, row0, &full[s]);
@@ -299,34 +307,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-#if defined(EDGEVLA_CUDA_ABLATION)
-  if (p.probe_x != nullptr) {
-    // A norm in the prologue's reads (WgmmaGemmArgs::probe_x): x is the kernel ahead's output.
-    chain_wait();
-    float keep = 0.0f;
-    const int k4 = p.k / 4;
-    constexpr int kConsumerWarps = kConsumers / 32;
-    for (int r = warp; r < p.m; r += 2 * kConsumerWarps) {
-      const int r2 = r + kConsumerWarps;
-      const float4* row = reinterpret_cast<const float4*>(p.probe_x + static_cast<long long>(r) * p.probe_ld);
-      const float4* row2 = reinterpret_cast<const float4*>(p.probe_x + static_cast<long long>(r2 < p.m ? r2 : r) * p.probe_ld);
-      float ss = 0.0f, ss2 = 0.0f;
-#pragma unroll 4
-      for (int c = lane; c < k4; c += 32) {
-        const float4 v = row[c], u = row2[c];
-        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-        ss2 += u.x * u.x + u.y * u.y + u.z * u.z + u.w * u.w;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        ss2 += __shfl_xor_sync(0xffffffffu, ss2, o);
-      }
-      keep += rsqrtf(ss / static_cast<float>(p.k) + 1e-6f) + rsqrtf(ss2 / static_cast<float>(p.k) + 1e-6f);
-    }
-    if (keep == -1.0f) static_cast<float*>(p.d)[0] = keep;  // never: keeps the reads
-  }
-#endif
   float acc[kTiles][kAccFloats];
 #pragma unroll
   for (int t = 0; t < kTiles; ++t) {
@@ -462,6 +442,11 @@ int wgmma_stages_ahead() {
   // whose own loads are on the chain's critical path.
   static const int ahead = env_int("EDGEVLA_WGMMA_AHEAD", 4, 0, 8);
   return ahead;
+}
+
+bool wgmma_weights_evict_first() {
+  static const bool on = env_int("EDGEVLA_WGMMA_EVICT_FIRST", 0, 0, 1) == 1;
+  return on;
 }
 
 bool wgmma_gemm_available() {
@@ -623,7 +608,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead(), args.probe_x, args.probe_ld};
+           args.k_parts, NormParams{}, wgmma_stages_ahead(), wgmma_weights_evict_first() ? 1 : 0};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);

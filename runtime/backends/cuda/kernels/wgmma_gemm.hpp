@@ -140,13 +140,6 @@ struct WgmmaGemmArgs {
   // (over distributed shared memory, in rank order) before its epilogue: for the projections
   // whose feature blocks alone leave most multiprocessors idle.
   int k_split = 1;
-  // Profiling builds only (-DEDGEVLA_CUDA_ABLATION=ON; ignored otherwise): what a norm done in this
-  // GEMM's prologue would cost on its critical path. The consumers read probe_x (f32 [m, k], row
-  // stride probe_ld: the residual stream) after the chain's wait, each warp summing its rows'
-  // squares, before their first multiply; the result is not used (the engine leaves the norm
-  // kernel out and A stale: outputs wrong, timings only).
-  const float* probe_x = nullptr;
-  std::int64_t probe_ld = 0;
 };
 
 inline constexpr int kWgmmaMaxSplit = 4;
@@ -168,6 +161,11 @@ bool wgmma_norm_fits(std::int64_t m, std::int64_t n, int k_split, int k_parts = 
 // How many weight stages a block copies before it waits for the kernel ahead in a chain (0 to 8,
 // the ring's depth; EDGEVLA_WGMMA_AHEAD, read once a process; default 4, measured best of 2-8).
 int wgmma_stages_ahead();
+
+// Whether the weights' bulk copies mark their L2 lines first to evict (EDGEVLA_WGMMA_EVICT_FIRST,
+// 0 or 1, read once a process; default 0): a head streams ~0.6 GB of weights a step through L2,
+// which otherwise evicts what every step reads again (activations, the prefix cache, cross keys).
+bool wgmma_weights_evict_first();
 
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args);

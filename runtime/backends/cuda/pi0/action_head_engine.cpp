@@ -251,8 +251,7 @@ Status ActionHeadEngine::step(int i, int steps, float dt, const void* cache, std
   bool normed = false;  // ys_ already holds the next norm's output (gemm_norm_)
   // From the first norm to the final one, each kernel is chained to the one before it.
   const DependentLaunchScope chained((chain_ && chain_launch_ == ChainLaunch::kAll) || wgmma_chain_);
-  // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down;
-  // norm_probe: q|k|v and gate|up also read the residual stream first (WgmmaGemmArgs::probe_x).
+  // Kernels a profiling build may leave out (Ablation): norm, qkv, rope, attention, o, gate_up, down.
   const Ablation& ab = ablation_;
   for (std::int64_t l = 0; l < L; ++l) {
     const ExpertLayerDev& w = layers_[static_cast<std::size_t>(l)];
@@ -550,15 +549,10 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     // First run of this key: eager (plans the GEMMs), then captured for the next runs.
     EDGEVLA_RETURN_IF_ERROR(loop(options.num_steps, cache, cache_rows, attend_rows, vel_all_));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-    // Every step re-reads the whole cache: kept in L2 where asked (EDGEVLA_CUDA_L2_PERSIST).
-    const std::size_t cache_bytes = static_cast<std::size_t>(cfg_.expert.depth * 2 * cache_rows *
-                                                             cfg_.expert.num_kv_heads * cfg_.expert.head_dim) *
-                                    dtype_size(act_);
-    EDGEVLA_ASSIGN_OR_RETURN(const auto window, l2_persist_window(cache, cache_bytes));
     // Capturing records without running: x keeps this run's result.
-    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(
-                                          s, [&] { return loop(options.num_steps, cache, cache_rows, attend_rows, vel_all_); },
-                                          window));
+    EDGEVLA_ASSIGN_OR_RETURN(Graph g, Graph::capture(s, [&] {
+                               return loop(options.num_steps, cache, cache_rows, attend_rows, vel_all_);
+                             }));
     log_plans();
     // One graph per cache block a producer hands over (a pool's few blocks) and prefix bucket;
     // should they keep changing, old graphs are dropped rather than kept without bound.

@@ -128,12 +128,7 @@ Expected<int> ActionHeadEngine::layer_gemm(ChainRole role, const Gemm& mm, const
   if (w8_ && on_wgmma(role)) return w8_weights_.linear(stream_.get(), a, S, lda, w, d, ldd, max_parts, wgmma_launch_);
   if (on_wgmma(role)) {
     const WgmmaEpilogue epi = max_parts > 1 ? WgmmaEpilogue::kF32Parts : wgmma_shape(role).epilogue;
-    WgmmaLaunch how = wgmma_launch_;
-    if ((role == kChainQkv || role == kChainGateUp) && ablation_.skip("norm_probe")) {
-      // Profiling: what reading the residual stream in this GEMM's prologue would cost.
-      how.probe_x = xs_, how.probe_ld = cfg_.expert.width;
-    }
-    return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, max_parts, how,
+    return wgmma_linear(stream_.get(), a, S, lda, w, epi, d, ldd, max_parts, wgmma_launch_,
                         epi == WgmmaEpilogue::kRope ? qkv_rope(n_dev_) : WgmmaRope{});
   }
   if ((chain_gemms_ & role) != 0) return mm.chained(a, S, lda, w, d, ldd, max_parts);
