@@ -445,7 +445,10 @@ int wgmma_stages_ahead() {
 }
 
 bool wgmma_weights_evict_first() {
-  static const bool on = env_int("EDGEVLA_WGMMA_EVICT_FIRST", 0, 0, 1) == 1;
+  // On: both heads 0.2-0.3 ms faster at one view (pi0.5 6.27-6.29 against 6.47-6.52 ms, GR00T
+  // 4.51-4.52 against 4.69-4.79), pi0.5 at three views 0.03-0.1 (bench/results/issue9_h200 run 50,
+  // call 3, alternated twice); the backbones, on cuBLASLt, unchanged.
+  static const bool on = env_int("EDGEVLA_WGMMA_EVICT_FIRST", 1, 0, 1) == 1;
   return on;
 }
 

@@ -163,7 +163,7 @@ bool wgmma_norm_fits(std::int64_t m, std::int64_t n, int k_split, int k_parts = 
 int wgmma_stages_ahead();
 
 // Whether the weights' bulk copies mark their L2 lines first to evict (EDGEVLA_WGMMA_EVICT_FIRST,
-// 0 or 1, read once a process; default 0): a head streams ~0.6 GB of weights a step through L2,
+// 0 or 1, read once a process; default 1): a head streams ~0.6 GB of weights a step through L2,
 // which otherwise evicts what every step reads again (activations, the prefix cache, cross keys).
 bool wgmma_weights_evict_first();
 
