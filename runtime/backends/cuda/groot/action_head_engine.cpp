@@ -412,7 +412,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{k, k + E * es, ck.w.out, 0};
       a.a_len = b.text ? n_text : n_image;
       a.a_max = b.text ? text_rows : image_rows;
-      a.a_reread = true;
     } else {
       if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, 3 * E));
       a.ldq = 3 * E;

@@ -140,12 +140,6 @@ bool cluster_default() {
 }
 // EDGEVLA_ATTN_WG_SHARES=N (1-12): the warpgroup kernel's key shares fixed at N (where the scratch
 // allows), to compare share counts; unset: the plan's rule.
-// EDGEVLA_ATTN_KEEP_CACHE=1: a constant block a (an action head's prefix cache, GR00T's cross keys
-// and values, read again every step) loaded with an L2 evict-last policy.
-bool attention_keep_cache() {
-  static const bool on = env_int("EDGEVLA_ATTN_KEEP_CACHE", 0, 0, 1) == 1;
-  return on;
-}
 int wg_shares_asked() {
   static const int n = env_int("EDGEVLA_ATTN_WG_SHARES", 0, 1, kMaxSplits);
   return n;
@@ -556,7 +550,6 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.batch = static_cast<int>(args.batch);
   p.scale_log2 = args.scale * kLog2e;
   p.a_constant = args.a_constant;
-  p.a_keep = (args.a_constant || args.a_reread) && attention_keep_cache();
   p.rotate = args.rotate >= 0 ? args.rotate > 0 : rotate_default();
   p.rope = reinterpret_cast<const float2*>(args.rope);
   // The warpgroup kernel's bulk copies need 16-byte aligned bases, which the plan (made from the

@@ -74,9 +74,6 @@ struct AttentionArgs {
   // Chained launches (launch.cuh): true when no kernel of the chain writes block a or *a_len
   // (a cached prefix), so the kernel reads them before it waits for the kernel ahead of it.
   bool a_constant = false;
-  // Block a is read again by later calls (GR00T's cross keys and values, each step): with
-  // a_constant, what EDGEVLA_ATTN_KEEP_CACHE=1 loads with an L2 evict-last policy (attn_bf16).
-  bool a_reread = false;
   // Head dim 256 (bf16): blocks of 128 stacked rows (8 warps, one key group) instead of 64
   // wherever the 64-row plan has at least this many blocks; 0: never; -1: the process's choice
   // (the EDGEVLA_ATTN_WIDE_ROWS variable, else -DEDGEVLA_ATTN_WIDE_ROWS; never by default).

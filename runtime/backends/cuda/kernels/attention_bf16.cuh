@@ -62,8 +62,6 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
   float row_sum[2] = {0.0f, 0.0f};
 
   const bf16* q = static_cast<const bf16*>(p.q);
-  unsigned long long keep = 0;
-  if (p.a_keep) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(keep));
   auto load_kv = [&](int w, int stage) {  // the tile at walk position w
     const int t = walk_tile(p, w, t_begin, t_end);
     const bool in_a = t < na;
@@ -79,13 +77,8 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
       const int r = i / kChunks, c = i % kChunks;
       const bool ok = key0 + r < len && c * 8 < p.h;
       const long long off = ok ? base + (key0 + r) * ld + c * 8 : 0;
-      if (in_a && p.a_keep) {
-        cp_async16_hint(dk + r * kLds + c * 8, kb + off, ok, keep);
-        cp_async16_hint(dv + r * kLds + c * 8, vb + off, ok, keep);
-      } else {
-        cp_async16(dk + r * kLds + c * 8, kb + off, ok);
-        cp_async16(dv + r * kLds + c * 8, vb + off, ok);
-      }
+      cp_async16(dk + r * kLds + c * 8, kb + off, ok);
+      cp_async16(dv + r * kLds + c * 8, vb + off, ok);
     }
   };
 

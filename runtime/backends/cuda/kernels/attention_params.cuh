@@ -31,7 +31,6 @@ struct Params {
   bool a_constant;  // block a is read before the chain's wait (AttentionArgs::a_constant)
   bool rotate;      // each row tile walks its share from a different tile (AttentionArgs::rotate)
   bool cluster;     // the shares of a row tile are one cluster and merge in it (attn_bf16 only)
-  bool a_keep;      // block a's lines marked last to evict from L2 (attn_bf16 only; attention_keep_cache)
   const float2* rope;  // q rows and block b keys rotated by these (cos, sin) rows (attn_bf16 only)
 };
 

@@ -26,12 +26,6 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool ok) 
   const int n = ok ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(n));
 }
-// The same with an L2 eviction policy (createpolicy) for the line read.
-__device__ __forceinline__ void cp_async16_hint(void* dst, const void* src, bool ok, unsigned long long policy) {
-  const unsigned n = ok ? 16u : 0u;
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(n),
-               "l"(policy));
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 // Waits until at most N of this thread's committed cp.async groups are still in flight.
