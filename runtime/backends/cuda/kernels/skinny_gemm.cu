@@ -145,8 +145,7 @@ __global__ void __launch_bounds__(kThreads)
   const int w_rows = min(64, p.n - n0);
 
   if (warp == kProducer) {
-    unsigned long long policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    const unsigned long long policy = ptx::l2_evict_first_policy();
     unsigned long long keep;
     asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(keep));
     for (int st = 0; st < stages && lane == 0; ++st) {
