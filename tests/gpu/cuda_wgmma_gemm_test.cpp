@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -112,64 +111,6 @@ class CudaWgmmaGemm : public CudaKernels {
     std::printf("  %-40s rel-L2 %.2e\n", what.c_str(), rel);
     // bf16 output: its rounding (2^-9 a value) and the summation order; f32: the order only.
     EXPECT_LE(rel, f32 ? 1e-5 : 6e-3) << what;
-  }
-
-  // The k parts of A · Wᵀ where A is the self-attention over m rows made in the prologue
-  // (WgmmaAttnA), against the host: the softmax in double, A rounded to bf16 as the prologue writes
-  // it, the product in double. q, k and v in one buffer whose row stride is longer than its row.
-  void check_attn(std::int64_t m, std::int64_t heads, std::int64_t hd, std::uint32_t seed) {
-    const std::int64_t e = heads * hd, ldq = 3 * e + 8;
-    const std::string what = "m " + std::to_string(m) + ", " + std::to_string(heads) + " heads of " + std::to_string(hd);
-    const auto qkv = rounded(random_values(static_cast<std::size_t>(m * ldq), -1.5f, 1.5f, seed), DType::kBF16);
-    const auto w = rounded(random_values(static_cast<std::size_t>(e * e), -0.1f, 0.1f, seed + 1), DType::kBF16);
-    DeviceBuffer dq(qkv, DType::kBF16), dw(w, DType::kBF16), tiled(wgmma_tiled_bytes(e, e));
-    ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), e, e, e, WgmmaEpilogue::kF32Parts, tiled.get()));
-    const int parts = wgmma_attn_a_parts(m, e, e, hd, 8, 132);
-    ASSERT_GT(parts, 0) << what;
-    DeviceBuffer dd(static_cast<std::size_t>(parts * m * e * 4));
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    WgmmaGemmArgs g;
-    g.attn.qkv = dq.get(), g.attn.ldq = ldq, g.attn.q_col = 0, g.attn.k_col = e, g.attn.v_col = 2 * e;
-    g.attn.head_dim = hd, g.attn.scale = scale;
-    g.m = m, g.k = e, g.w_tiled = tiled.get(), g.n = e, g.epilogue = WgmmaEpilogue::kF32Parts;
-    g.d = dd.get(), g.ldd = e, g.k_parts = parts, g.part_stride = m * e;
-    ASSERT_OK(wgmma_gemm(stream_, g));
-    sync();
-    const auto all = dd.download(DType::kF32, static_cast<std::size_t>(parts * m * e));
-    std::vector<float> a(static_cast<std::size_t>(m * e));
-    for (std::int64_t h = 0; h < heads; ++h) {
-      for (std::int64_t r = 0; r < m; ++r) {
-        std::vector<double> p(static_cast<std::size_t>(m));
-        double top = -1e300, sum = 0.0;
-        for (std::int64_t j = 0; j < m; ++j) {
-          double s = 0.0;
-          for (std::int64_t d = 0; d < hd; ++d) s += static_cast<double>(qkv[r * ldq + h * hd + d]) * qkv[j * ldq + e + h * hd + d];
-          p[j] = s * scale;
-          top = std::max(top, p[j]);
-        }
-        for (double& v : p) sum += (v = std::exp(v - top));
-        for (std::int64_t d = 0; d < hd; ++d) {
-          double o = 0.0;
-          for (std::int64_t j = 0; j < m; ++j) o += p[j] * qkv[j * ldq + 2 * e + h * hd + d];
-          a[r * e + h * hd + d] = static_cast<float>(o / sum);
-        }
-      }
-    }
-    a = rounded(a, DType::kBF16);
-    double num = 0.0, den = 0.0;
-    for (std::int64_t r = 0; r < m; ++r) {
-      for (std::int64_t c = 0; c < e; ++c) {
-        double ref = 0.0, got = 0.0;
-        for (std::int64_t t = 0; t < e; ++t) ref += static_cast<double>(a[r * e + t]) * w[c * e + t];
-        for (int q = 0; q < parts; ++q) got += all[q * m * e + r * e + c];
-        num += (got - ref) * (got - ref);
-        den += ref * ref;
-      }
-    }
-    const double rel = std::sqrt(num / den);
-    std::printf("  attention in the prologue, %-28s %d parts rel-L2 %.2e\n", what.c_str(), parts, rel);
-    // A single element of A may land one bf16 step apart (exp2f against exp); the rest is order.
-    EXPECT_LE(rel, 2e-3) << what;
   }
 };
 
@@ -350,28 +291,6 @@ TEST_F(CudaWgmmaGemm, AGraphReplaysBitForBit) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-}
-
-// WgmmaAttnA: the self-attention made in the out projection's prologue, at GR00T's DiT shapes
-// (full: 32 heads of 48, small: 8 of 32), more rows at head dim 64, one row; and what it refuses.
-TEST_F(CudaWgmmaGemm, AttentionInThePrologueMatches) {
-  check_attn(17, 32, 48, 61);
-  check_attn(17, 8, 32, 62);
-  check_attn(49, 8, 64, 63);
-  check_attn(1, 4, 16, 64);
-  EXPECT_EQ(wgmma_attn_a_parts(17, 1536, 1536, 48, 8, 132), 4);  // 5 would split heads
-  DeviceBuffer buf(1 << 20);
-  WgmmaGemmArgs g;
-  g.attn.qkv = buf.get(), g.attn.ldq = 3 * 1536, g.attn.k_col = 1536, g.attn.v_col = 3072, g.attn.head_dim = 48;
-  g.m = 17, g.k = 1536, g.w_tiled = buf.get(), g.n = 1536, g.epilogue = WgmmaEpilogue::kF32Parts;
-  g.d = buf.get(), g.ldd = 1536, g.k_parts = 5, g.part_stride = 17 * 1536;
-  const Status heads = wgmma_gemm(stream_, g);
-  EXPECT_NE(heads.to_string().find("whole heads"), std::string::npos) << heads.to_string();
-  g.k_parts = 4, g.attn.head_dim = 72;
-  const Status dim = wgmma_gemm(stream_, g);
-  EXPECT_NE(dim.to_string().find("head dims"), std::string::npos) << dim.to_string();
-  g.attn.head_dim = 48, g.epilogue = WgmmaEpilogue::kNone, g.k_parts = 1;
-  EXPECT_FALSE(wgmma_gemm(stream_, g).is_ok());  // the f32 parts output only
 }
 
 TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {

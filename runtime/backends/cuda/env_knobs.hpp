@@ -29,7 +29,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
                         "choice)"},
     {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},
     {"EDGEVLA_ATTN_WG_EXPERT", "the warpgroup kernel also for the action experts' attention: 0 (default), 1"},
-    {"EDGEVLA_CUDA_ATTN_IN_OUT", "GR00T's self-attention computed in its out projection's prologue: 0 (default), 1"},
     {"EDGEVLA_ATTN_WG_SHARES", "the warpgroup kernel's key shares fixed at N (1-12; unset: the plan's rule)"},
     // GEMMs (kernels/gemm*.{cpp,hpp}, kernels/wgmma_gemm.cu, wgmma_plan.cpp).
     {"EDGEVLA_GEMM_PLAN_FILE", "a file of GEMM picks reused instead of timing them, new picks appended (per GPU "

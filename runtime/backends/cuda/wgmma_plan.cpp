@@ -116,23 +116,6 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
   return g.k_parts;
 }
 
-Expected<int> wgmma_linear_attn(cudaStream_t stream, const WgmmaAttnA& attn, std::int64_t m, const DevLinear& w, void* d,
-                                std::int64_t ldd, int max_parts, const WgmmaLaunch& how) {
-  WgmmaGemmArgs g;
-  g.attn = attn, g.m = m, g.k = w.in;
-  g.w_tiled = w.w, g.n = w.out;
-  g.d = d, g.ldd = ldd;
-  g.epilogue = WgmmaEpilogue::kF32Parts;
-  g.k_parts = wgmma_attn_a_parts(m, w.out, w.in, attn.head_dim, std::min(max_parts, how.max_parts), how.multiprocessors);
-  if (g.k_parts == 0) {
-    return invalid_argument("wgmma_linear_attn: no k part count fits attention in the prologue for " + std::to_string(m) +
-                            " rows, k " + std::to_string(w.in) + ", head dim " + std::to_string(attn.head_dim));
-  }
-  g.part_stride = m * ldd;
-  EDGEVLA_RETURN_IF_ERROR(wgmma_gemm(stream, g));
-  return g.k_parts;
-}
-
 int wgmma_norm_parts(std::int64_t n, std::int64_t k, int max_parts, const WgmmaLaunch& how) {
   const int parts = wgmma_k_parts(n, k, std::min(max_parts, how.max_parts), how.multiprocessors);
   return std::min(parts, kWgmmaMaxSplit);

@@ -98,12 +98,6 @@ Expected<int> wgmma_linear(cudaStream_t stream, const void* a, std::int64_t m, s
                            WgmmaEpilogue epilogue, void* d, std::int64_t ldd, int max_parts, const WgmmaLaunch& how,
                            const WgmmaRope& rope = {}, const float* addend = nullptr, std::int64_t ld_add = 0);
 
-// f32 k parts (S · ldd floats apart, at most max_parts) of A · Wᵀ where A is the self-attention of
-// `attn` over m rows, made in the GEMM's prologue (WgmmaAttnA); returns the parts written, an error
-// where no part count fits.
-Expected<int> wgmma_linear_attn(cudaStream_t stream, const WgmmaAttnA& attn, std::int64_t m, const DevLinear& w, void* d,
-                                std::int64_t ldd, int max_parts, const WgmmaLaunch& how);
-
 // The k slices or parts of a kNorm call on a weight [n, k]: as many as the k parts wgmma_linear
 // would write for it (max_parts), at most 4, so that the residual stream gets the same bits.
 int wgmma_norm_parts(std::int64_t n, std::int64_t k, int max_parts, const WgmmaLaunch& how);

@@ -419,17 +419,10 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
+    if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
-    if (attn_in_out_ && !b.cross && b.wg_out && !ab.skip("attention") && !ab.skip("out")) {
-      // The self-attention in the out projection's prologue (EDGEVLA_CUDA_ATTN_IN_OUT=1).
-      WgmmaAttnA at;
-      at.qkv = qkv_, at.ldq = 3 * E, at.q_col = 0, at.k_col = E, at.v_col = 2 * E, at.head_dim = hd, at.scale = scale;
-      EDGEVLA_ASSIGN_OR_RETURN(out_parts, wgmma_linear_attn(s, at, S, b.out, parts_, E, kMaxKParts, wgmma_launch_));
-    } else {
-      if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-      if (!ab.skip("out")) {
-        EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
-      }
+    if (!ab.skip("out")) {
+      EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
     }
     if (!ab.skip("norm")) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,

@@ -108,10 +108,6 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // (EDGEVLA_CUDA_WGMMA_MLP=1, where every block's ff1 and ff2 are tiled for the warpgroup GEMM);
   // 0: off.
   int mlp_cluster_ = 0;
-  // The self-attention blocks' attention computed by their out projection's prologue
-  // (EDGEVLA_CUDA_ATTN_IN_OUT=1, where every self block's out is on the warpgroup GEMM in bf16 and
-  // its shapes fit WgmmaAttnA): one launch fewer a self block and step.
-  bool attn_in_out_ = false;
   // int8 copies of the DiT's projections (EDGEVLA_CUDA_WGMMA_W8=1, action_head_plans.cpp).
   void* w8_buffer_ = nullptr;
   WgmmaW8Weights w8_weights_;

@@ -3,9 +3,6 @@
 // halves as one kernel where asked, and int8 copies of the DiT's projections where asked.
 #include "runtime/backends/cuda/groot/action_head_engine.hpp"
 
-#include <cstdlib>
-#include <string_view>
-
 namespace edgevla::backends::cuda::groot {
 namespace action_head {
 
@@ -55,17 +52,6 @@ Status ActionHeadEngine::plan_wgmma() {
   EDGEVLA_RETURN_IF_ERROR(wgmma_tile_in_place(stream_.get(), weights, "groot action_head (cuda)"));
   wgmma_chain_ = !weights.empty() && c.chain;
   wgmma_launch_ = c.launch(info_.multiprocessors);
-  attn_in_out_ = false;
-  if (const char* env = std::getenv("EDGEVLA_CUDA_ATTN_IN_OUT"); env != nullptr && std::string_view(env) == "1") {
-    const bool all_out = std::all_of(blocks_.begin(), blocks_.end(), [&](const BlockDev& b) {
-      return b.cross || (b.wg_out && !w8_weights_.has(b.out));
-    });
-    attn_in_out_ = all_out && wgmma_attn_a_parts(S, E, E, cfg_.dit.head_dim, std::min(kMaxKParts, c.caps.max_parts),
-                                                 info_.multiprocessors) > 0;
-    spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_ATTN_IN_OUT=1: {}",
-                 attn_in_out_ ? "self-attention in the out projection's prologue"
-                              : "not taken (out not on the bf16 warpgroup GEMM, or the shapes do not fit)");
-  }
   mlp_cluster_ = 0;
   if (c.mlp && !w8_weights_.has(blocks_.front().ff1)) {
     // The largest cluster (12 for the full DiT) for which every block's ff1 and ff2 are tiled, the

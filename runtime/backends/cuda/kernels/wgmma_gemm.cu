@@ -37,7 +37,6 @@
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 #include "runtime/backends/cuda/kernels/tensor_map.hpp"
-#include "runtime/backends/cuda/kernels/wgmma_attn_a.cuh"
 #include "runtime/backends/cuda/kernels/wgmma_norm.cuh"
 #include "runtime/backends/cuda/kernels/wgmma_tiles.cuh"
 
@@ -67,12 +66,10 @@ constexpr int stages_for(int tiles) {
 // Shared memory of a block of a cluster of `split` k slices: the tiles start at the next 1024-byte
 // boundary past the barriers (the swizzle's period); the leader of a split keeps the other slices'
 // sums past them.
-constexpr int smem_bytes(int split, int tiles, bool attn_a = false) {
-  return 1024 + kBarBytes + stages_for(tiles) * stage_bytes(tiles) + (split - 1) * kSliceBytes +
-         (attn_a ? kAttnStageBytes : 0);
+constexpr int smem_bytes(int split, int tiles) {
+  return 1024 + kBarBytes + stages_for(tiles) * stage_bytes(tiles) + (split - 1) * kSliceBytes;
 }
 static_assert(smem_bytes(1, kMaxRowTiles) <= 227 * 1024, "the largest ring fits a Hopper multiprocessor");
-static_assert(smem_bytes(1, 1, true) <= 227 * 1024, "the attention prologue's staging fits beside the ring");
 
 // Which weight row tile row r of feature block nt holds. kGeglu: in warp w's 16 rows, row i < 8
 // is gate feature nt·32 + 8w + i and row i + 8 its up (rows n/2 on). kRope: in the first
@@ -115,7 +112,6 @@ struct Params {
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
   int evict_first;  // the weights' lines marked first to evict from L2 (wgmma_weights_evict_first)
-  AttnParams attn;  // A made by attention in the prologue (WgmmaGemmArgs::attn; kAttnA kernels)
 };
 
 
@@ -230,14 +226,11 @@ __device__ __forceinline__ void epilogue_tile(const Params& p, const float (&acc
 // kSplit: k slices of one cluster whose sums the leader (rank 0) adds before its epilogue (1: none;
 // a compile-time count, as the reduction's code in the one-slice kernel cost its main loop 1.7 µs
 // a launch, run 35 call 2). kTiles: row tiles of 56 a block (blockIdx.z: the block's rows, 56 ·
-// kTiles of them); more than one only without a split. kAttnA: A made by attention in the
-// prologue (wgmma_attn_a.cuh), k parts of one row tile only.
-template <WgmmaEpilogue kEpilogue, int kSplit, int kTiles, bool kAttnA = false>
+// kTiles of them); more than one only without a split.
+template <WgmmaEpilogue kEpilogue, int kSplit, int kTiles>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
   static_assert(kSplit == 1 || kTiles == 1, "k slices only with one row tile");
-  static_assert(!kAttnA || (kEpilogue == WgmmaEpilogue::kF32Parts && kSplit == 1 && kTiles == 1),
-                "the attention prologue feeds k parts of one row tile");
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kStages = stages_for(kTiles);
   constexpr int kABox = kTiles * kATile;  // elements of A a stage
@@ -273,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // every thread arrives here (all are still running); only the slices' consumers wait, later.
   if constexpr (kSplit > 1) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 
-  constexpr unsigned kStageTx = (kWTile + (kAttnA ? 0 : kABox)) * static_cast<unsigned>(sizeof(bf16));
+  constexpr unsigned kStageTx = (kWTile + kABox) * static_cast<unsigned>(sizeof(bf16));
   if (warp == 4) {
     if (lane != 0) return;
     const bf16* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
@@ -309,17 +302,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         copy_w(s, i);
       }
       // One box of A: the block's 56 · kTiles rows (past m zero-filled), tile t at t · 7 KB.
-      if constexpr (!kAttnA) ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + i) * kBk, row0, &full[s]);
+      ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + i) * kBk, row0, &full[s]);
     }
     return;
   }
 
-  if constexpr (kAttnA) {
-    // A's tiles, one a stage's slot (kb_count <= kStages, checked at launch), made here.
-    chain_wait();
-    attention_into_a(p.attn, p.m, kb0 * kBk, kb_count * kBk, s_a, kABox, s_a + kStages * kABox,
-                     static_cast<int>(threadIdx.x));
-  }
   float acc[kTiles][kAccFloats];
 #pragma unroll
   for (int t = 0; t < kTiles; ++t) {
@@ -388,10 +375,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <WgmmaEpilogue kEpilogue, int kSplit, int kTiles, bool kAttnA = false>
+template <WgmmaEpilogue kEpilogue, int kSplit, int kTiles>
 cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const CUtensorMap& a_map) {
-  constexpr int smem = smem_bytes(kSplit, kTiles, kAttnA);
-  const cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles, kAttnA>,
+  constexpr int smem = smem_bytes(kSplit, kTiles);
+  const cudaError_t err = cudaFuncSetAttribute(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   // Chained to the kernel before it inside a DependentLaunchScope (launch.cuh), plain otherwise;
@@ -399,7 +386,7 @@ cudaError_t launch_split(cudaStream_t stream, dim3 grid, const Params& p, const 
   cudaLaunchAttribute attributes[2]{};
   cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, &attributes[0]);
   if (kSplit > 1) add_cluster(config, attributes, dim3(1, kSplit, 1));
-  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles, kAttnA>);
+  const void* kernel = reinterpret_cast<const void*>(wgmma_gemm_kernel<kEpilogue, kSplit, kTiles>);
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
   return cudaLaunchKernelExC(&config, kernel, args);
 }
@@ -561,16 +548,9 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   }
   const bool parts_out = args.epilogue == WgmmaEpilogue::kF32Parts;
   const std::int64_t out_n = args.epilogue == WgmmaEpilogue::kGeglu ? args.n / 2 : args.n;
-  const bool attn = args.attn.qkv != nullptr;
-  if (attn) {
-    if (const std::string why = wgmma_attn_a_problem(args.m, args.k, args.k_parts, args.epilogue, args.attn); !why.empty()) {
-      return invalid_argument("wgmma_gemm: " + why);
-    }
-  } else if (args.a == nullptr || args.lda < args.k || args.lda % 8 != 0 || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
-    return invalid_argument("wgmma_gemm: A null or misaligned, or its row stride shorter than its row");
-  }
-  if (args.w_tiled == nullptr || args.d == nullptr || args.ldd < out_n) {
-    return invalid_argument("wgmma_gemm: null pointer, or a row stride shorter than its row");
+  if (args.a == nullptr || args.w_tiled == nullptr || args.d == nullptr || args.lda < args.k || args.lda % 8 != 0 ||
+      args.ldd < out_n || reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0) {
+    return invalid_argument("wgmma_gemm: null pointer, misaligned A, or a row stride shorter than its row");
   }
   if (args.epilogue == WgmmaEpilogue::kRope &&
       (!rope_layout_ok(args.n, args.rope) || args.rope.first_pos == nullptr || args.rope.inv_freq == nullptr ||
@@ -625,18 +605,13 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   const int tiles = wgmma_row_tiles(args.m);
   const std::int64_t row_blocks = (args.m + kBn * tiles - 1) / (kBn * tiles);
   CUtensorMap a_map;
-  // (With attention in the prologue the map is not read; it describes qkv.)
-  if (!encode_bf16_boxes(a_map, attn ? args.attn.qkv : args.a, args.k, args.m, attn ? args.attn.ldq : args.lda,
-                         kBn * tiles)) {
+  if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn * tiles)) {
     return internal_error("wgmma_gemm: the driver could not describe A for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead(), wgmma_weights_evict_first() ? 1 : 0,
-           AttnParams{static_cast<const bf16*>(args.attn.qkv), args.attn.ldq, static_cast<int>(args.attn.q_col),
-                      static_cast<int>(args.attn.k_col), static_cast<int>(args.attn.v_col),
-                      static_cast<int>(args.attn.head_dim), args.attn.scale * 1.4426950408889634f}};
+           args.k_parts, NormParams{}, wgmma_stages_ahead(), wgmma_weights_evict_first() ? 1 : 0};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);
@@ -653,11 +628,6 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
                   static_cast<unsigned>(parts_out || args.k_parts > 1 ? args.k_parts : args.k_split),
                   static_cast<unsigned>(row_blocks));
   cudaError_t err = cudaSuccess;
-  if (attn) {
-    err = launch_split<WgmmaEpilogue::kF32Parts, 1, 1, true>(stream, grid, p, a_map);
-    if (err != cudaSuccess) return internal_error(std::string("wgmma_gemm: launch: ") + cudaGetErrorString(err));
-    return Status::ok();
-  }
   switch (args.epilogue) {
     case WgmmaEpilogue::kNone: err = launch_form<WgmmaEpilogue::kNone>(stream, grid, args.k_split, tiles, p, a_map); break;
     case WgmmaEpilogue::kGeglu: err = launch_form<WgmmaEpilogue::kGeglu>(stream, grid, args.k_split, tiles, p, a_map); break;

@@ -105,27 +105,6 @@ struct WgmmaRope {
   const float* table = nullptr;
 };
 
-// A made by attention in the GEMM's prologue (the output projection after a short self-attention,
-// GR00T's DiT): A[r, h · head_dim + d] = softmax_j(q_h[r] · k_h[j] · scale) · v_h[j][d] over the
-// m rows (which are also the keys, no mask), q, k and v bf16 in one row-major buffer. Each k part
-// covers whole heads and computes them itself (kernels/wgmma_attn_a.cuh), so no attention launch
-// and no copy of A: the kF32Parts output only, one row tile (m <= 56), parts of equal width (k /
-// 64 divisible by k_parts, at most 8 k blocks a part, width a multiple of head_dim), head_dim a
-// multiple of 8 up to 64, m · 3 · width · 2 bytes at most 48 KB (wgmma_attn_a_parts picks such a
-// count). args.a is not read.
-struct WgmmaAttnA {
-  const void* qkv = nullptr;  // bf16 [m, ldq], 16-byte aligned; null: A from args.a
-  std::int64_t ldq = 0;       // a multiple of 8
-  std::int64_t q_col = 0, k_col = 0, v_col = 0;  // head 0's q, k and v in a row (multiples of 8)
-  std::int64_t head_dim = 0;
-  float scale = 0.0f;         // on the scores, before the softmax
-};
-
-// The k parts (at most max_parts, preferring wgmma_k_parts' count and going down from it) a
-// WgmmaAttnA call of m rows on a weight [n, k] can take; 0 where none fits.
-int wgmma_attn_a_parts(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t head_dim, int max_parts,
-                       int multiprocessors);
-
 // Whether the build holds sm_90a code for it and the current device is of compute capability 9.0.
 bool wgmma_gemm_available();
 
@@ -161,7 +140,6 @@ struct WgmmaGemmArgs {
   // (over distributed shared memory, in rank order) before its epilogue: for the projections
   // whose feature blocks alone leave most multiprocessors idle.
   int k_split = 1;
-  WgmmaAttnA attn;                // kF32Parts: A made by attention in the prologue (args.a unused)
 };
 
 inline constexpr int kWgmmaMaxSplit = 4;

@@ -46,6 +46,8 @@ inline long long norm_scratch_bytes(long long n) {
 }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
+
 // The k parts form (no cluster): every block of feature block nt writes its part, and the last of
 // them to arrive adds all parts in part order (its own from its registers) into acc, as the norm
 // kernels add k parts. Returns false in the blocks that are not last (they are done).

@@ -40,9 +40,6 @@ __host__ __device__ inline long long geglu_source_row(long long nt, int r, long 
 }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// The consumer warpgroup's named barrier (the producer warp does not take part).
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
-
 // The weight tile: core-matrix order, no swizzle (tile_weight_kernel's layout).
 __device__ __forceinline__ unsigned long long weight_descriptor(const void* tile) {
   return ptx::wg_descriptor(tile, 128, kBk * 16);
