@@ -275,12 +275,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     // while it finishes.
     const int ahead = min(kb_count, min(kStages, p.ahead));
     const unsigned long long policy = p.evict_first ? ptx::l2_evict_first_policy() : 0ull;
+    // Weight tile i into ring slot `slot`.
     const auto copy_w = [&](int slot, int i) {
+      bf16* dst = s_w + slot * kWTile;
+      const bf16* src = w + static_cast<long long>(i) * kWTile;
+      constexpr unsigned kBytes = kWTile * sizeof(bf16);
       if (p.evict_first) {
-        ptx::bulk_copy_hint(s_w + slot * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[slot],
-                            policy);
+        ptx::bulk_copy_hint(dst, src, kBytes, &full[slot], policy);
       } else {
-        ptx::bulk_copy(s_w + slot * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * sizeof(bf16), &full[slot]);
+        ptx::bulk_copy(dst, src, kBytes, &full[slot]);
       }
     };
     for (int i = 0; i < ahead; ++i) {
