@@ -204,7 +204,7 @@ TEST(CudaPi0Tower, AnMlpPaddedWithZerosGivesTheSameResults) {
 // (each input run twice), at three cameras and with one masked. One GEMM plan file for all.
 TEST(CudaPi0Tower, WeightsReadAheadChangeNothing) {
   REQUIRE_GPU();
-  const std::string& dir = checkpoint("small", ModelType::kPi05);
+  const std::string dir = checkpoint("small", ModelType::kPi05);
   const std::string plans = dir + "-prefetch-plans.txt";
   fs::remove(plans);
   ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);

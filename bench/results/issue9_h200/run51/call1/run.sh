@@ -10,7 +10,7 @@
 #    graph against 31.5 back to back with weights in L2), -0.05 to -0.25 from the LLM; pi0.5
 #    backbone -0.05 to -0.2 (tower at 256 / 768 rows). Risk: the prefetches delay the kernels'
 #    own reads (runs 16-17 on the heads).
-# 3. PyTorch's GR00T once (same-run ratios).
+# 3. PyTorch once, both families (same-run ratios).
 exec > $OUT/run.log 2>&1
 REPO=$PWD
 R=/tmp/r1; mkdir -p $R
@@ -44,6 +44,8 @@ done
 cd $REPO/bench
 timeout 100 python3 torch_groot.py --checkpoint /tmp/groot --views 1,2 --variants graph,compile --floor --repeat 20 --warmup 5 --json $R/torch_groot.jsonl > /dev/null 2> $R/torch_groot.err
 echo "torch groot rc=$?"; date
+timeout 150 python3 torch_pi0_cuda.py --checkpoint /tmp/pi05 --views 1,3 --variants graph,compile --floor --repeat 20 --warmup 5 --json $R/torch_pi0.jsonl > /dev/null 2> $R/torch_pi0.err
+echo "torch pi0 rc=$?"; date
 python3 - $R <<'PY'
 import json, sys
 R = sys.argv[1]
