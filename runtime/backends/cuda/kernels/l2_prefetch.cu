@@ -6,27 +6,38 @@ namespace edgevla::backends::cuda {
 
 namespace {
 
-constexpr unsigned kThreads = 128;
-// Bytes one prefetch instruction asks for (a multiple of 16, as the bulk form needs).
+constexpr unsigned kThreads = 32;
+// Bytes one prefetch instruction asks for (a multiple of 16, as the bulk form needs), and one
+// block's share: one block a range ran at ~0.3-0.4 TB/s on the H200 (run 51 call 1), too slow
+// for the 2.6-25 MB ranges the engines ask for, so a range is spread over blocks of 512 KB.
 constexpr std::size_t kChunk = std::size_t{16} << 10;
+constexpr std::size_t kBlockBytes = kChunk * kThreads;
 
-// Block b asks for range b, its threads striding over the range's chunks. Fire and forget: the
-// kernel ends once the requests are issued; the lines arrive in L2 meanwhile.
+std::size_t blocks_of(std::size_t bytes) { return (bytes + kBlockBytes - 1) / kBlockBytes; }
+
+// Each block takes kBlockBytes of one range (blocks numbered through the ranges in order), one
+// chunk a thread. Fire and forget: the kernel ends once the requests are issued.
 __global__ void l2_prefetch_kernel(L2Ranges r) {
-  const auto* base = static_cast<const char*>(r.at[blockIdx.x].p);
-  const std::size_t bytes = r.at[blockIdx.x].bytes;
-  for (std::size_t off = threadIdx.x * kChunk; off < bytes; off += kThreads * kChunk) {
-    const std::size_t left = bytes - off;
-#if __CUDA_ARCH__ >= 900
-    // The bulk form: one request for the whole chunk (its size rounded down to 16 bytes).
-    const unsigned n = static_cast<unsigned>((left < kChunk ? left : kChunk) & ~std::size_t{15});
-    if (n > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(base + off), "r"(n) : "memory");
-#else
-    // Before Hopper: one request a 128-byte line.
-    const std::size_t n = left < kChunk ? left : kChunk;
-    for (std::size_t l = 0; l < n; l += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + off + l));
-#endif
+  std::size_t b = blockIdx.x;
+  int i = 0;
+  for (; i < r.count; ++i) {
+    const std::size_t n = (r.at[i].bytes + kBlockBytes - 1) / kBlockBytes;
+    if (b < n) break;
+    b -= n;
   }
+  if (i == r.count) return;
+  const std::size_t off = b * kBlockBytes + threadIdx.x * kChunk, bytes = r.at[i].bytes;
+  if (off >= bytes) return;
+  const char* p = static_cast<const char*>(r.at[i].p) + off;
+  const std::size_t left = bytes - off, n = left < kChunk ? left : kChunk;
+#if __CUDA_ARCH__ >= 900
+  // The bulk form: one request for the whole chunk (its size rounded down to 16 bytes).
+  const unsigned m = static_cast<unsigned>(n & ~std::size_t{15});
+  if (m > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(m) : "memory");
+#else
+  // Before Hopper: one request a 128-byte line.
+  for (std::size_t l = 0; l < n; l += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p + l));
+#endif
 }
 
 }  // namespace
@@ -41,8 +52,10 @@ Status l2_prefetch(cudaStream_t stream, const L2Ranges& ranges) {
       return invalid_argument("l2_prefetch: range " + std::to_string(i) + " is not 16-byte aligned");
     }
   }
-  if (ranges.count == 0) return Status::ok();
-  l2_prefetch_kernel<<<static_cast<unsigned>(ranges.count), kThreads, 0, stream>>>(ranges);
+  std::size_t blocks = 0;
+  for (int i = 0; i < ranges.count; ++i) blocks += blocks_of(ranges.at[i].bytes);
+  if (blocks == 0) return Status::ok();
+  l2_prefetch_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(ranges);
   return last_launch_status("l2_prefetch");
 }
 

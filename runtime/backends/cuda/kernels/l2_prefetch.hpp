@@ -27,7 +27,7 @@ struct L2Ranges {
   }
 };
 
-// One block a range; enqueues only (capturable).
+// One block a 512 KB piece of a range; enqueues only (capturable).
 Status l2_prefetch(cudaStream_t stream, const L2Ranges& ranges);
 
 }  // namespace edgevla::backends::cuda
