@@ -15,8 +15,11 @@ bash .debs/build.sh . /tmp/b > $R/build.log 2>&1; echo "build rc=$?"
 grep -q "FAILED" $R/build.log && { grep -A12 "FAILED" $R/build.log | head -40; exit 1; }
 date
 . /tmp/edgevla-env.sh
-BP=/tmp/b/bin
+BP=/tmp/b/bin; E=$BP/edgevla
+[ -d /tmp/pi05 ] || ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
+[ -d /tmp/groot ] || ($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
 (cd /tmp/b && timeout 120 ctest -L gpu -R "WeightsReadAhead|L2Prefetch" -j4 --output-on-failure > $R/ctest_prefetch.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_prefetch.log | head)
+wait
 . $REPO/bench/results/issue9_h200/show.sh
 for round in 1 2; do
   for v in "0 0" "1 0" "2 0" "0 16" "0 32" "1 16"; do
