@@ -437,56 +437,6 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   fs::remove(plans);
 }
 
-// The weights read into L2 ahead on side streams change no bit of the features or actions, eager
-// and in the captured graphs (every case run twice): the vision tower's one and two GEMMs ahead
-// (EDGEVLA_CUDA_TOWER_PREFETCH 1, 2) and the LLM's (EDGEVLA_CUDA_LLM_PREFETCH, with 1 MB of gate|up)
-// beside the tower's. The engines share one GEMM plan file, so their cuBLASLt picks are the same.
-TEST_P(CudaGroot, WeightsReadAheadChangeNothing) {
-  REQUIRE_GPU();
-  const std::string& dir = checkpoint(GetParam());
-  const std::string plans = dir + "-prefetch-plans.txt";
-  fs::remove(plans);
-  ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
-  auto opened = [&](const char* tower, const char* llm) {
-    ::setenv("EDGEVLA_CUDA_TOWER_PREFETCH", tower, 1);
-    ::setenv("EDGEVLA_CUDA_LLM_PREFETCH", llm, 1);
-    auto e = open(dir, "cuda", Precision::kBF16);
-    ::unsetenv("EDGEVLA_CUDA_TOWER_PREFETCH");
-    ::unsetenv("EDGEVLA_CUDA_LLM_PREFETCH");
-    return e;
-  };
-  auto plain = opened("0", "0");
-  ASSERT_TRUE(plain) << plain.status().to_string();
-  const std::vector<int> emb = embodiment_ids(dir);
-  const mg::GrootConfig& c = config_of(*plain);
-  std::vector<Inputs> ins;
-  std::vector<Result> ref;
-  std::uint32_t seed = 130;
-  for (const CaseSpec& cs : cases()) {
-    ins.push_back(make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++));
-    auto r = run(*plain, ins.back(), cs.steps);
-    ASSERT_TRUE(r) << r.status().to_string();
-    ref.push_back(std::move(*r));
-  }
-  for (const auto& [tower, llm] : {std::pair{"1", "0"}, std::pair{"2", "0"}, std::pair{"1", "1"}}) {
-    auto ahead = opened(tower, llm);
-    ASSERT_TRUE(ahead) << ahead.status().to_string();
-    for (int round = 0; round < 2; ++round) {
-      for (std::size_t i = 0; i < ins.size(); ++i) {
-        const CaseSpec& cs = cases()[i];
-        SCOPED_TRACE(describe(cs) + ", tower " + tower + ", llm " + llm + ", round " + std::to_string(round));
-        auto r = run(*ahead, ins[i], cs.steps);
-        ASSERT_TRUE(r) << r.status().to_string();
-        const std::int64_t na = ref[i].actions.numel();
-        EXPECT_EQ(feature_errors(*r, ref[i]).first, 0.0) << "reading weights ahead changed the features";
-        EXPECT_EQ(rel_l2(r->actions.data<float>(), ref[i].actions.data<float>(), na), 0.0);
-      }
-    }
-  }
-  ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  fs::remove(plans);
-}
-
 // Runs 2.. replay captured graphs; the prompt length changes within and across buckets, views
 // change size, the step count changes (new graphs, new modulations) and the embodiment switches
 // (a new slot transposed); each run agrees with the CPU in f32. The head also reads the

@@ -6,47 +6,10 @@
 #include <cmath>
 #include <tuple>
 
-#include "runtime/backends/cuda/kernels/l2_prefetch.hpp"
 #include "tests/gpu/cuda_test_util.hpp"
 
 namespace edgevla::backends::cuda {
 namespace {
-
-// ---- L2 prefetch ---------------------------------------------------------------------------
-
-// Asking for ranges (whole 16 KB chunks, a ragged tail, a piece under 16 bytes, a range at an
-// offset) leaves memory as it was and the stream without error; a range not 16-byte aligned or
-// more ranges than it takes are refused by name, before anything is launched.
-TEST_F(CudaKernels, L2PrefetchLeavesMemoryAsItWasAndRefusesBadRanges) {
-  const std::size_t n = (std::size_t{3} << 20) / sizeof(float) + 37;
-  const auto v = random_values(n, -1.0f, 1.0f, 5);
-  DeviceBuffer d(v, DType::kF32);
-  const auto* base = static_cast<const unsigned char*>(d.get());
-  L2Ranges r;
-  r.add(base, n * sizeof(float));
-  r.add(base + 4096, 16 << 10);
-  r.add(base + 256, 8);
-  r.add(base + 512, 100);
-  ASSERT_OK(l2_prefetch(stream_, r));
-  sync();
-  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  expect_close(d.download(DType::kF32, n), to_double(v), Tolerance{0, 0, 0}, "memory after l2_prefetch");
-  ASSERT_OK(l2_prefetch(stream_, L2Ranges{}));  // nothing asked: nothing launched
-  L2Ranges odd;
-  odd.add(base + 8, 64);
-  const Status s = l2_prefetch(stream_, odd);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("l2_prefetch"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("16-byte"), std::string::npos) << s.message();
-  L2Ranges many;
-  many.count = kL2MaxRanges + 1;
-  EXPECT_EQ(l2_prefetch(stream_, many).code(), StatusCode::kInvalidArgument);
-  // add() keeps to kL2MaxRanges and skips empty ranges.
-  L2Ranges full;
-  for (int i = 0; i < kL2MaxRanges + 3; ++i) full.add(base, 16);
-  full.add(nullptr, 64);
-  EXPECT_EQ(full.count, kL2MaxRanges);
-}
 
 // ---- norms ----------------------------------------------------------------------------------
 

@@ -199,46 +199,6 @@ TEST(CudaPi0Tower, AnMlpPaddedWithZerosGivesTheSameResults) {
   fs::remove_all(dir);
 }
 
-// The vision tower's weights read into L2 ahead on a side stream (EDGEVLA_CUDA_TOWER_PREFETCH 1
-// and 2) change no bit of the vision embeddings or actions, eager and in the captured graphs
-// (each input run twice), at three cameras and with one masked. One GEMM plan file for all.
-TEST(CudaPi0Tower, WeightsReadAheadChangeNothing) {
-  REQUIRE_GPU();
-  const std::string dir = checkpoint("small", ModelType::kPi05);
-  const std::string plans = dir + "-prefetch-plans.txt";
-  fs::remove(plans);
-  ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
-  auto plain = open(dir, "cuda", Precision::kBF16);
-  ASSERT_TRUE(plain) << plain.status().to_string();
-  const model::ModelConfig& c = plain->model->config();
-  std::vector<model::ForwardInputs> ins;
-  std::vector<model::ForwardOutputs> ref;
-  for (const auto& [masked, tokens] : {std::pair{std::vector<int>{}, 23}, std::pair{std::vector<int>{1}, 9}}) {
-    auto in = model::random_inputs(c, 60 + static_cast<std::uint64_t>(tokens), masked, tokens);
-    ASSERT_TRUE(in);
-    auto r = model::run_forward(*plain->backbone, *plain->head, c, *in, true);
-    ASSERT_TRUE(r) << r.status().to_string();
-    ins.push_back(std::move(*in));
-    ref.push_back(std::move(*r));
-  }
-  for (const char* lead : {"1", "2"}) {
-    auto ahead = open_with(dir, "EDGEVLA_CUDA_TOWER_PREFETCH", lead);
-    ASSERT_TRUE(ahead) << ahead.status().to_string();
-    for (int round = 0; round < 2; ++round) {
-      for (std::size_t i = 0; i < ins.size(); ++i) {
-        SCOPED_TRACE(std::string("lead ") + lead + ", input " + std::to_string(i) + ", round " + std::to_string(round));
-        auto r = model::run_forward(*ahead->backbone, *ahead->head, c, ins[i], true);
-        ASSERT_TRUE(r) << r.status().to_string();
-        const std::int64_t nv = ref[i].vision_embeddings.numel(), na = ref[i].actions.numel();
-        EXPECT_EQ(rel_l2(r->vision_embeddings.data<float>(), ref[i].vision_embeddings.data<float>(), nv), 0.0);
-        EXPECT_EQ(rel_l2(r->actions.data<float>(), ref[i].actions.data<float>(), na), 0.0);
-      }
-    }
-  }
-  ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  fs::remove(plans);
-}
-
 TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
   REQUIRE_GPU();
   for (const std::string& dir : {checkpoint("small", ModelType::kPi05), full_layer_checkpoint()}) {

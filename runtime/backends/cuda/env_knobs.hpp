@@ -46,10 +46,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
     {"EDGEVLA_CUDA_TOWER_MLP_PAD", "the vision towers' MLP padded with zeros to a multiple of 64 (default); 0 as stored"},
-    {"EDGEVLA_CUDA_TOWER_PREFETCH", "the vision towers' weights read into L2 this many GEMMs ahead on a side stream "
-                                    "(0-4; default 0: none)"},
-    {"EDGEVLA_CUDA_LLM_PREFETCH", "GR00T's LLM weights read into L2 on a side stream under its norms, attention and "
-                                  "SwiGLU, with this many MB of gate|up (0, default: none)"},
     {"EDGEVLA_CUDA_BACKBONE_PARTS", "the backbones' residual GEMMs in k parts (default); 0 runs them whole"},
     // The pi0 / pi0.5 action head (pi0/).
     {"EDGEVLA_CUDA_CHAIN_GEMM", "projections on the chained few-rows GEMM: unset (default), all, or a comma list"},

@@ -21,29 +21,6 @@ std::int64_t mlp_width(std::int64_t mlp) {
 
 }  // namespace
 
-int VisionTower::prefetch_lead() { return env_int("EDGEVLA_CUDA_TOWER_PREFETCH", 0, 0, 4); }
-
-Status VisionTower::use_prefetch(int lead) {
-  lead_ = lead;
-  prefetch_.reset();
-  if (lead <= 0) return Status::ok();
-  EDGEVLA_ASSIGN_OR_RETURN(prefetch_, L2Prefetcher::create());
-  return Status::ok();
-}
-
-Status VisionTower::prefetch_ahead(cudaStream_t s, std::int64_t j, std::size_t es) const {
-  if (prefetch_ == nullptr) return Status::ok();
-  const auto gemms = static_cast<std::int64_t>(layers_.size()) * 4;
-  const std::int64_t from = j < 0 ? 0 : j + lead_, to = j + lead_;
-  L2Ranges r;
-  for (std::int64_t g = from; g <= to && g < gemms; ++g) {
-    const Layer& l = layers_[static_cast<std::size_t>(g / 4)];
-    const DevLinear& w = g % 4 == 0 ? l.qkv : g % 4 == 1 ? l.o : g % 4 == 2 ? l.fc1 : l.fc2;
-    r.add(w.w, static_cast<std::size_t>(w.out * w.ld) * es);
-  }
-  return prefetch_->fork(s, r);
-}
-
 void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers,
                        const std::vector<float>& post_w, const std::vector<float>& post_b) {
   layers_.assign(layers.size(), Layer{});  // sized once: the plan keeps pointers into it
@@ -86,12 +63,8 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
     pending.count = 0;
     return st;
   };
-  std::int64_t g = 0;  // the stack's GEMMs so far (prefetch_ahead)
-  const auto ahead = [&] { return prefetch_ahead(s, g++, es); };
-  EDGEVLA_RETURN_IF_ERROR(prefetch_ahead(s, -1, es));
   for (const Layer& l : layers_) {
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, b.y, act));
-    EDGEVLA_RETURN_IF_ERROR(ahead());
     if (!ab.skip("vit_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.qkv, b.qkv, act, 3 * W));
     std::int64_t off = 0;
     for (const Images& r : runs) {
@@ -111,19 +84,15 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
       off += r.count * r.tokens;
     }
-    EDGEVLA_RETURN_IF_ERROR(ahead());
     if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, b.x, parts, b.max_parts, pending));
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, b.y, act));
     // h is fc1.out wide (the MLP's width rounded up: mlp_width).
-    EDGEVLA_RETURN_IF_ERROR(ahead());
     if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, l.fc1.out, 0.0f, Epilogue::kGeluTanh));
-    EDGEVLA_RETURN_IF_ERROR(ahead());
     if (!ab.skip("vit_fc2")) {
       EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, l.fc2.in, l.fc2, b.x, parts, b.max_parts, pending));
     }
   }
-  EDGEVLA_RETURN_IF_ERROR(add_ln(post_w_, post_b_, out, out_type));
-  return prefetch_ != nullptr ? prefetch_->join(s) : Status::ok();
+  return add_ln(post_w_, post_b_, out, out_type);
 }
 
 }  // namespace edgevla::backends::cuda

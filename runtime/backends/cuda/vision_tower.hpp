@@ -6,13 +6,11 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
 #include "runtime/backends/cpu/weight_views.hpp"
 #include "runtime/backends/cuda/engine_common.hpp"
-#include "runtime/backends/cuda/l2_prefetcher.hpp"
 
 namespace edgevla::backends::cuda {
 
@@ -53,14 +51,6 @@ class VisionTower {
   // the tower's kernel classes to leave out, vit_norm, vit_qkv, vit_attention, vit_o, vit_fc1, vit_fc2.
   Status encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
                 DType out_type, const Ablation& ab = Ablation{}) const;
-  // Weights read into L2 ahead (l2_prefetcher.hpp): before each of the stack's GEMMs (q|k|v, o,
-  // fc1, fc2 of each layer in turn) the one `lead` GEMMs after it is asked for, the first `lead`
-  // at the start of the pass. Lead 0 (the default): none. Makes the side stream on the current
-  // device: call at activate.
-  Status use_prefetch(int lead);
-  // EDGEVLA_CUDA_TOWER_PREFETCH, read at each call (engines read it when made): the lead they give
-  // use_prefetch (0, the default: none).
-  static int prefetch_lead();
   // The MLP's width on the device, after plan(): the h buffer's row width.
   std::int64_t mlp() const { return layers_.empty() ? 0 : layers_.front().fc1.out; }
 
@@ -69,12 +59,7 @@ class VisionTower {
     float *ln1_w = nullptr, *ln1_b = nullptr, *ln2_w = nullptr, *ln2_b = nullptr;
     DevLinear qkv, o, fc1, fc2;
   };
-  // Asks for the weights of GEMM j + lead (j counts the stack's GEMMs) before GEMM j runs; j = -1:
-  // the first lead GEMMs'.
-  Status prefetch_ahead(cudaStream_t s, std::int64_t j, std::size_t es) const;
   std::vector<Layer> layers_;
-  std::unique_ptr<L2Prefetcher> prefetch_;
-  int lead_ = 0;
   float *post_w_ = nullptr, *post_b_ = nullptr;
 };
 

@@ -15,7 +15,6 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
-#include <initializer_list>
 #include <map>
 #include <string_view>
 
@@ -88,12 +87,6 @@ class BackboneEngine final : public GrootCudaEngine {
   // device idle without k slices.
   Status plan_llm_wgmma();
   std::int64_t grid_offset(std::int64_t g) const { return g * (g - 1) / 2 * side_; }
-  // Opt-in (EDGEVLA_CUDA_LLM_PREFETCH=N, megabytes): the LLM's weights read into L2 on a side
-  // stream (l2_prefetcher.hpp) while the memory bus idles under its norms, RoPE, attention and
-  // SwiGLU: each layer's q|k|v before its first norm, o and the first N MB of gate|up before the
-  // RoPE and attention, down before the SwiGLU. Null when off.
-  std::unique_ptr<L2Prefetcher> llm_prefetch_;
-  std::size_t llm_prefetch_bytes_ = 0;
 
   mg::GrootConfig cfg_;
   std::int64_t max_edge_ = 0, merge_ = 0, side_ = 0, max_grid_ = 0, max_tokens_ = 0, max_rows_ = 0;
@@ -279,11 +272,6 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_llm_wgmma());
-  EDGEVLA_RETURN_IF_ERROR(tower_.use_prefetch(VisionTower::prefetch_lead()));
-  if (const int mb = env_int("EDGEVLA_CUDA_LLM_PREFETCH", 0, 0, 1024); mb > 0) {
-    EDGEVLA_ASSIGN_OR_RETURN(llm_prefetch_, L2Prefetcher::create());
-    llm_prefetch_bytes_ = static_cast<std::size_t>(mb) << 20;
-  }
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
@@ -490,19 +478,9 @@ Status BackboneEngine::llm(std::int64_t rows) {
   // On the warpgroup GEMM, the layers as one chain of launches (each GEMM's first weight tiles load
   // while the kernel before it runs).
   const DependentLaunchScope chained(wg_llm_ && wg_chain_);
-  // Weights asked into L2 on the side stream from this point of the pass (llm_prefetch_).
-  const auto ask = [&](std::initializer_list<std::pair<const DevLinear*, std::size_t>> ws) -> Status {
-    if (llm_prefetch_ == nullptr) return Status::ok();
-    L2Ranges r;
-    for (const auto& [w, most] : ws) r.add(w->w, std::min(most, static_cast<std::size_t>(w->out * w->ld) * es));
-    return llm_prefetch_->fork(s, r);
-  };
-  constexpr std::size_t kAll = ~std::size_t{0};
   for (const QwenLayerDev& l : ql_) {
-    EDGEVLA_RETURN_IF_ERROR(ask({{&l.qkv, kAll}}));
     EDGEVLA_RETURN_IF_ERROR(norm(l.in_norm, l.in_norm_m1, y_, act_));
     if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(linear(y_, l.qkv, qkv_, Q));
-    EDGEVLA_RETURN_IF_ERROR(ask({{&l.o, kAll}, {&l.gate_up, llm_prefetch_bytes_}}));
     // q_norm / k_norm per head and RoPE at positions 0..rows-1 (q in place), the real tokens'
     // keys|values packed in order: causal by position is then causal by packed row, and
     // key_limit[r] (0 for padding) bounds what row r sees.
@@ -524,12 +502,10 @@ Status BackboneEngine::llm(std::int64_t rows) {
     EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_o", o_, H * h, l.o));
     EDGEVLA_RETURN_IF_ERROR(norm(l.post_norm, l.post_norm_m1, y_, act_));
     if (!ab.skip("llm_gate_up")) EDGEVLA_RETURN_IF_ERROR(linear(y_, l.gate_up, gu_, 2 * F));
-    EDGEVLA_RETURN_IF_ERROR(ask({{&l.down, kAll}}));
     if (!ab.skip("llm_swiglu")) EDGEVLA_RETURN_IF_ERROR(swiglu(s, gu_, rows, F, g_, act_));
     EDGEVLA_RETURN_IF_ERROR(residual_gemm("llm_down", g_, F, l.down));
   }
-  EDGEVLA_RETURN_IF_ERROR(norm(final_norm_, final_norm_m1_, feat_, DType::kF32));
-  return llm_prefetch_ != nullptr ? llm_prefetch_->join(s) : Status::ok();
+  return norm(final_norm_, final_norm_m1_, feat_, DType::kF32);
 }
 
 Status BackboneEngine::forward(std::int64_t rows) {

@@ -191,7 +191,6 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
-  EDGEVLA_RETURN_IF_ERROR(tower_.use_prefetch(VisionTower::prefetch_lead()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, Pb * D), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(mask_own_, Tensor::empty(DType::kBool, Shape{Pb}));
