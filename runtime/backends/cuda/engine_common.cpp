@@ -205,10 +205,6 @@ int backbone_parts() {
   return env != nullptr && std::string_view(env) == "0" ? 1 : kMaxBackboneParts;
 }
 
-std::int64_t backbone_parts_rows() {
-  return env_int("EDGEVLA_CUDA_BACKBONE_PARTS_ROWS", static_cast<int>(kBackbonePartsMaxRows), 0, 1 << 16);
-}
-
 Ablation Ablation::from_env() {
   Ablation a;
 #if defined(EDGEVLA_CUDA_ABLATION)

@@ -111,9 +111,6 @@ inline constexpr int kMaxBackboneParts = 4;
 inline constexpr std::int64_t kBackbonePartsMaxRows = 512;
 // kMaxBackboneParts, or 1 where EDGEVLA_CUDA_BACKBONE_PARTS=0.
 int backbone_parts();
-// The most rows for which they do: kBackbonePartsMaxRows, or EDGEVLA_CUDA_BACKBONE_PARTS_ROWS (to
-// compare; the engines read it when made and size their parts buffers for it).
-std::int64_t backbone_parts_rows();
 
 // Buffers planned before the arena exists and resolved after: buf(p, bytes) then resolve().
 class BufferPlan {

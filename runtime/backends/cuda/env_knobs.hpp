@@ -47,7 +47,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
     {"EDGEVLA_CUDA_TOWER_MLP_PAD", "the vision towers' MLP padded with zeros to a multiple of 64 (default); 0 as stored"},
     {"EDGEVLA_CUDA_BACKBONE_PARTS", "the backbones' residual GEMMs in k parts (default); 0 runs them whole"},
-    {"EDGEVLA_CUDA_BACKBONE_PARTS_ROWS", "the most rows for which they run in parts (default 512)"},
     // The pi0 / pi0.5 action head (pi0/).
     {"EDGEVLA_CUDA_CHAIN_GEMM", "projections on the chained few-rows GEMM: unset (default), all, or a comma list"},
     {"EDGEVLA_CUDA_CHAIN_LAUNCH", "which launches are chained: gemms (default), all, 0"},

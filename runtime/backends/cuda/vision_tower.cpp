@@ -50,7 +50,7 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   for (const Images& r : runs) M += r.count * r.tokens;
   const std::size_t es = dtype_size(act);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  float* parts = M <= b.parts_rows ? b.parts : nullptr;
+  float* parts = M <= kBackbonePartsMaxRows ? b.parts : nullptr;
   ResidualParts pending{0, M * W, nullptr};  // the last residual GEMM's parts, for the next norm
   // x += the residual GEMM's result (its parts, or nothing: it accumulated into x), then LayerNorm.
   const auto add_ln = [&](const float* w, const float* bias, void* y, DType y_type) {

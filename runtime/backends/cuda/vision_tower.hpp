@@ -27,15 +27,13 @@ class VisionTower {
   };
   // Device buffers for `rows` patch rows (the caller's arena): x [rows, width] f32 holds the
   // embedded patches and is updated in place; y [rows, width], qkv [rows, 3·width], o [rows,
-  // width] and h [rows, mlp()] in the compute dtype; parts [max_parts, min(rows, parts_rows),
-  // width] f32 (null: beta-add residual GEMMs), used for runs of at most parts_rows rows
-  // (backbone_parts_rows()); the attention's scratch.
+  // width] and h [rows, mlp()] in the compute dtype; parts [max_parts, min(rows,
+  // kBackbonePartsMaxRows), width] f32 (null: beta-add residual GEMMs); the attention's scratch.
   struct Buffers {
     float* x = nullptr;
     void *y = nullptr, *qkv = nullptr, *o = nullptr, *h = nullptr;
     float* parts = nullptr;
     int max_parts = 1;
-    std::int64_t parts_rows = kBackbonePartsMaxRows;
     void* scratch = nullptr;
     std::size_t scratch_bytes = 0;
   };

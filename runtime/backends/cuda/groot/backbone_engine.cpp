@@ -121,7 +121,6 @@ class BackboneEngine final : public GrootCudaEngine {
   // kMaxBackboneParts).
   float* parts_ = nullptr;
   int max_parts_ = backbone_parts();
-  std::int64_t parts_rows_ = backbone_parts_rows();  // the most rows run in parts
   std::vector<std::vector<float>> norm_m1_host_;  // the − 1 vectors, alive until the upload
   float* final_norm_m1_ = nullptr;
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
@@ -249,7 +248,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(mh_, bytes_of(act_, Mm * W));
   buf(img_, bytes_of(DType::kF32, Mm * W));
   if (max_parts_ > 1) {
-    const std::int64_t cap = parts_rows_;
+    const std::int64_t cap = kBackbonePartsMaxRows;
     buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(R, cap) * W)));
   }
   buf(x_, bytes_of(DType::kF32, R * W));
@@ -397,8 +396,8 @@ Status BackboneEngine::vision() {
     k += same;
   }
   EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, eps},
-                                        VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, parts_rows_,
-                                                             scratch_, scratch_bytes_},
+                                        VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
+                                                             scratch_bytes_},
                                         {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
   off = 0;
   std::int64_t merged = 0;
@@ -457,7 +456,7 @@ Status BackboneEngine::llm(std::int64_t rows) {
     pending.count = 0;
     return st;
   };
-  const bool parted = rows <= parts_rows_ && parts_ != nullptr && max_parts_ > 1;
+  const bool parted = rows <= kBackbonePartsMaxRows && parts_ != nullptr && max_parts_ > 1;
   const auto residual_gemm = [&](std::string_view what, const void* a, std::int64_t k, const DevLinear& w) -> Status {
     if (ab.skip(what)) return Status::ok();
     if (!wg_llm_) return mm.residual(a, rows, k, w, x_, parted ? parts_ : nullptr, max_parts_, pending);

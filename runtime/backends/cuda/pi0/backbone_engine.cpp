@@ -68,7 +68,6 @@ class BackboneEngine final : public CudaEngine {
   // stream: [max_parts_, rows, width] f32 (engine_common.hpp: kMaxBackboneParts).
   float* parts_ = nullptr;
   int max_parts_ = backbone_parts();
-  std::int64_t parts_rows_ = backbone_parts_rows();  // the most rows run in parts
   void* kv_conv_ = nullptr;
   float* vis_ = nullptr;  // the projector's output per valid camera, kept for the diagnostic output
   void *y_ = nullptr, *qkv_ = nullptr, *o_ = nullptr, *gu_ = nullptr, *g_ = nullptr, *kv_ = nullptr;
@@ -173,7 +172,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(gu_, bytes_of(act_, Pb * 2 * F));
   buf(g_, bytes_of(act_, Pb * F));
   if (max_parts_ > 1) {
-    const std::int64_t cap = parts_rows_;
+    const std::int64_t cap = kBackbonePartsMaxRows;
     buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(Pb, cap) * D)));
   }
   buf(kv_, bytes_of(act_, L * 2 * Pb * K * h));
@@ -227,7 +226,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     const VisionTower::Images all{cams, N};
     EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
                                           VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
-                                                               parts_rows_, scratch_, scratch_bytes_},
+                                                               scratch_, scratch_bytes_},
                                           {&all, 1}, vy_, act_, ablation_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
     // The prefix layers update x in place: keep the image tokens for vision_embeddings.
@@ -256,7 +255,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
   };
   const auto residual_gemm = [&](std::string_view what, const void* a, std::int64_t k, const DevLinear& w) {
     if (ab.skip(what)) return Status::ok();
-    return mm.residual(a, rows, k, w, x_, rows <= parts_rows_ ? parts_ : nullptr, max_parts_, pending);
+    return mm.residual(a, rows, k, w, x_, rows <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
   };
   for (std::int64_t li = 0; li < L; ++li) {
     const GemmaLayerDev& w = gl_[static_cast<std::size_t>(li)];
