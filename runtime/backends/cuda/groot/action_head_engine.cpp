@@ -491,10 +491,13 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
   EDGEVLA_RETURN_IF_ERROR(
       layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
-  EDGEVLA_RETURN_IF_ERROR(
-      mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
-  EDGEVLA_RETURN_IF_ERROR(
-      mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
+  // Profiling builds: `cross_kv` leaves these two GEMMs out (what they cost ahead of the first step).
+  if (!ablation_.skip("cross_kv")) {
+    EDGEVLA_RETURN_IF_ERROR(
+        mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
+    EDGEVLA_RETURN_IF_ERROR(
+        mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
+  }
   // The state token (relu between the layers), and W2's τ half plus its bias per step.
   EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
   EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
