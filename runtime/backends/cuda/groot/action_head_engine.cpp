@@ -158,6 +158,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
     const auto cross = static_cast<std::size_t>(
         std::count_if(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.cross; }));
     EDGEVLA_ASSIGN_OR_RETURN(kv_stream_, Stream::create());
+    EDGEVLA_ASSIGN_OR_RETURN(kv_blas_, Blas::create());
     EDGEVLA_ASSIGN_OR_RETURN(kv_events_, Events::create(cross + 1));
     kv_aside_ = true;
   }
@@ -491,6 +492,8 @@ Status ActionHeadEngine::cross_kv(std::int64_t text_rows, std::int64_t image_row
   }
   const cudaEvent_t fork = kv_events_[kv_events_.size() - 1];
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(fork, mm.stream));
+  // The side stream's GEMMs run beside the first step's: their own Blas (workspace).
+  mm.blas = kv_blas_.get();
   mm.stream = kv_stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(mm.stream, fork, 0));
   const std::size_t es = dtype_size(act_);

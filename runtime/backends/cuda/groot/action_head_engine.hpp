@@ -109,6 +109,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // call 4); block by block beside the first step's chain, only the first block's waits.
   bool kv_aside_ = false;
   Stream kv_stream_;
+  std::unique_ptr<Blas> kv_blas_;  // its own workspace: one Blas serves one stream at a time
   Events kv_events_;  // one a cross block, then the fork off stream_
   WgmmaChoice wgmma_;  // what the environment asked (at load)
   bool wg_edges_ = false;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Run 51, call 5 (the session's last ~5 device minutes): GR00T's cross keys|values made block by
+# Run 51, call 5 (the session's last ~5 device minutes; run again as call 6 after the side GEMMs got their own cuBLASLt workspace): GR00T's cross keys|values made block by
 # block on a side stream beside the first step (EDGEVLA_CUDA_CROSS_KV_ASIDE=1, new, off by
 # default). Only the targets needed are built. 1. The new GPU test (f32 within 1e-4 of the CPU,
 # bf16 within the bar and near the default, replays) and the head's CPU comparison. 2. Alternated
