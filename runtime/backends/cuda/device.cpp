@@ -197,33 +197,6 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
-Expected<Events> Events::create(std::size_t count) {
-  Events e;
-  e.events_.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    cudaEvent_t ev = nullptr;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    e.events_.push_back(ev);
-  }
-  return e;
-}
-
-void Events::destroy() {
-  for (cudaEvent_t ev : events_) cudaEventDestroy(ev);
-  events_.clear();
-}
-
-Events::~Events() { destroy(); }
-
-Events& Events::operator=(Events&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    events_ = std::move(other.events_);
-    other.events_.clear();
-  }
-  return *this;
-}
-
 Graph::~Graph() {
   if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
 }

@@ -15,7 +15,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/fence.hpp"
@@ -109,25 +108,6 @@ class Stream {
 
  private:
   cudaStream_t s_ = nullptr;
-};
-
-// Events an engine owns (timing disabled), e.g. one a part of its pass that another of its
-// streams waits for; inside a capture each record and wait is an edge of the graph.
-class Events {
- public:
-  Events() = default;
-  static Expected<Events> create(std::size_t count);
-  ~Events();
-  Events(Events&& other) noexcept : events_(std::move(other.events_)) { other.events_.clear(); }
-  Events& operator=(Events&& other) noexcept;
-  Events(const Events&) = delete;
-  Events& operator=(const Events&) = delete;
-  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
-  std::size_t size() const { return events_.size(); }
-
- private:
-  void destroy();
-  std::vector<cudaEvent_t> events_;
 };
 
 // A captured CUDA graph, instantiated; destroyed RAII.

@@ -58,9 +58,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_LAYER_FENCES", "the backbone hands its own cache out with per-layer events, the action head's first "
                                   "step following it layer by layer: 2 (default: also a cache bound on the device, "
                                   "written layer by layer inside the pass), 1 the backbone's own cache only, 0 off"},
-    // The GR00T action head (groot/).
-    {"EDGEVLA_CUDA_CROSS_KV_ASIDE", "the cross blocks' keys|values made block by block on a side stream beside the "
-                                    "first step: 0 (default), 1"},
     // Every engine.
     {"EDGEVLA_CUDA_SYNC_OUTPUTS", "outputs handed over after a host sync instead of a ready fence: 0 (default), 1"},
     {"EDGEVLA_CUDA_PRIORITY", "stages (a comma list, e.g. action_head) whose stream gets the device's greatest "

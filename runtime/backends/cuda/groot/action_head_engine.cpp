@@ -92,7 +92,6 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
       wp.linear(d.qkv, {&q});
       std::vector<cpu::Linear>& parts = d.text ? text_kv_parts : image_kv_parts;
       d.kv_column = static_cast<std::int64_t>(parts.size()) * E;
-      d.kv_event = text_kv_parts.size() / 2 + image_kv_parts.size() / 2;
       parts.push_back(std::move(k));
       parts.push_back(std::move(v));
     } else {
@@ -154,14 +153,6 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   wp.place(arena_);
 
   const std::int64_t L = max_tokens_, T = max_steps_;
-  if (env_int("EDGEVLA_CUDA_CROSS_KV_ASIDE", 0, 0, 1) == 1) {
-    const auto cross = static_cast<std::size_t>(
-        std::count_if(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.cross; }));
-    EDGEVLA_ASSIGN_OR_RETURN(kv_stream_, Stream::create());
-    EDGEVLA_ASSIGN_OR_RETURN(kv_blas_, Blas::create());
-    EDGEVLA_ASSIGN_OR_RETURN(kv_events_, Events::create(cross + 1));
-    kv_aside_ = true;
-  }
   wgmma_ = wgmma_choice(act_, "", "groot action_head (cuda)");
   // The step's edges on the warpgroup GEMM when every one of their products fits it.
   wg_edges_ = wgmma_.on && wgmma_.asked("edges") && act1_.in == A && act1_.out == E && act3_.in == E &&
@@ -428,10 +419,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
-    // cross_kv's side form: the first step waits for this block's keys|values here.
-    if (b.cross && kv_aside_ && k == 0 && !ab.skip("cross_kv")) {
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, kv_events_[b.kv_event], 0));
-    }
     if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
     if (!ab.skip("out")) {
@@ -483,37 +470,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
   return euler_step(s, a_, vel, dt, Hz * A, nullptr);
 }
 
-Status ActionHeadEngine::cross_kv(std::int64_t text_rows, std::int64_t image_rows) {
-  const std::int64_t W = cfg_.backbone_embedding_dim;
-  Gemm mm = gemm();
-  if (!kv_aside_) {
-    EDGEVLA_RETURN_IF_ERROR(mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
-    return mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out);
-  }
-  const cudaEvent_t fork = kv_events_[kv_events_.size() - 1];
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(fork, mm.stream));
-  // The side stream's GEMMs run beside the first step's: their own Blas (workspace).
-  mm.blas = kv_blas_.get();
-  mm.stream = kv_stream_.get();
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(mm.stream, fork, 0));
-  const std::size_t es = dtype_size(act_);
-  for (const BlockDev& b : blocks_) {
-    if (!b.cross) continue;
-    const CrossKv& ck = b.text ? text_kv_ : image_kv_;
-    // This block's rows of the fused weight (k then v), into its columns of the k|v rows.
-    DevLinear w = ck.w;
-    w.w = static_cast<std::byte*>(ck.w.w) + static_cast<std::size_t>(b.kv_column * ck.w.ld) * es;
-    if (w.bias != nullptr) w.bias += b.kv_column;
-    if (w.bias_act != nullptr) w.bias_act = static_cast<std::byte*>(w.bias_act) + static_cast<std::size_t>(b.kv_column) * es;
-    w.out = 2 * E_;
-    void* d = static_cast<std::byte*>(ck.kv) + static_cast<std::size_t>(b.kv_column) * es;
-    EDGEVLA_RETURN_IF_ERROR(
-        mm(b.text ? vl_text_ : vl_image_, b.text ? text_rows : image_rows, W, w, d, act_, ck.w.out));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(kv_events_[b.kv_event], mm.stream));
-  }
-  return Status::ok();
-}
-
 Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t image_rows,
                                  DType feature_type) {
   const std::int64_t W = cfg_.backbone_embedding_dim, E = E_, L = max_tokens_,
@@ -535,8 +491,13 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
   EDGEVLA_RETURN_IF_ERROR(
       layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
-  // Profiling builds: `cross_kv` leaves them out (what they cost ahead of the first step).
-  if (!ablation_.skip("cross_kv")) EDGEVLA_RETURN_IF_ERROR(cross_kv(text_rows, image_rows));
+  // Profiling builds: `cross_kv` leaves these two GEMMs out (what they cost ahead of the first step).
+  if (!ablation_.skip("cross_kv")) {
+    EDGEVLA_RETURN_IF_ERROR(
+        mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
+    EDGEVLA_RETURN_IF_ERROR(
+        mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
+  }
   // The state token (relu between the layers), and W2's τ half plus its bias per step.
   EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
   EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));

@@ -49,7 +49,6 @@ struct BlockDev {
   // Which of them run on the warpgroup GEMM (plan_wgmma; their weights then tiled in place).
   bool wg_qkv = false, wg_out = false, wg_ff1 = false, wg_ff2 = false;
   std::int64_t kv_column = 0;  // cross blocks: where their k|v start in the text or image k|v rows
-  std::size_t kv_event = 0;    // cross blocks: their event in kv_events_ (cross_kv's side form)
 };
 
 // The k|v projections of every cross block that reads the same tokens (text or image), as one
@@ -88,10 +87,6 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // Per chunk (vlln, cross keys|values, state token, the sinusoid's projection), then the loop.
   Status forward(int steps, std::int64_t text_rows, std::int64_t image_rows, DType feature_type);
   Status step(int k, float dt, std::int64_t text_rows, std::int64_t image_rows);
-  // Every cross block's keys|values from the normalised text and image tokens: two GEMMs ahead of
-  // the first step, or (kv_aside_) one GEMM a block on kv_stream_ in block order, each recording
-  // its block's event, which the first step waits for just before that block's attention.
-  Status cross_kv(std::int64_t text_rows, std::int64_t image_rows);
   // The DiT's projections on the warpgroup GEMM (wgmma_plan.hpp; names qkv (self-attention),
   // q (cross-attention), out, ff1, ff2, edges), their weights tiled in place; at load, after upload.
   // `edges`: each step's action encoder and its output projection and decoder on it too, in the
@@ -104,13 +99,6 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // residual stream) or after it (output projection, decoder, Euler update).
   Status encode_on_wgmma(int k);
   Status decode_on_wgmma(int k, float dt);
-  // EDGEVLA_CUDA_CROSS_KV_ASIDE=1 (off by default): cross_kv's side form. Its two GEMMs cost the
-  // head ~0.04-0.07 ms ahead of the first step on the H200 (bench/results/issue9_h200 run 51
-  // call 4); block by block beside the first step's chain, only the first block's waits.
-  bool kv_aside_ = false;
-  Stream kv_stream_;
-  std::unique_ptr<Blas> kv_blas_;  // its own workspace: one Blas serves one stream at a time
-  Events kv_events_;  // one a cross block, then the fork off stream_
   WgmmaChoice wgmma_;  // what the environment asked (at load)
   bool wg_edges_ = false;
   DevLinear act1_wg_, act2_wg_, act3_wg_, dec1_wg_, dec2_wg_;  // tiled copies of the selected slot
