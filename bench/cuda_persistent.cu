@@ -102,6 +102,10 @@ enum Flag : int {
   kRelaxedPoll = 8,         // poll with relaxed loads, one acquire fence once the count is reached
   kNoWeights = 16,          // no weight copies at all (wrong results): the hand-overs' chain alone
   kParamMaps = 32,          // the activations' tensor maps from the kernel's parameters, not global memory
+  kRedNoReturn = 64,        // the count as red.release.gpu (no value returned; no completion stamps)
+  kEpilogueByRef = 128,     // the GEMM epilogue reading the operation's fields through its reference
+  kRotateK = 256,           // each tile walks its k blocks from (feature block mod count), wrapping, so
+                            // that an operation's tiles do not all read the same activation box at once
 };
 // The three activation tensor maps as a kernel parameter (kParamMaps).
 struct Maps {
@@ -126,24 +130,36 @@ __device__ __forceinline__ void wait_count(const unsigned* c, unsigned target, i
 
 // This task's results are written (by all 128 consumer threads): count it; the task that
 // completes the operation stamps the time (times: one per operation, or null).
+__device__ __forceinline__ unsigned long long now_ns();
+// split (profiled GEMM tasks): the longest wait at the consumers' barrier and the longest count.
 __device__ __forceinline__ void signal(unsigned* done, int tid, int flags, unsigned target,
-                                       unsigned long long* stamp) {
+                                       unsigned long long* stamp, unsigned long long* split = nullptr) {
+  const unsigned long long t0 = split != nullptr && tid == 0 ? now_ns() : 0;
   consumers_sync();
   if (tid == 0) {
+    const unsigned long long t1 = split != nullptr ? now_ns() : 0;
     if (!(flags & kNoWriterProxyFence)) asm volatile("fence.proxy.async.global;\n" ::: "memory");
-    unsigned old;
-    if (flags & kReleaseAdd) {
+    unsigned old = 0;
+    if (flags & kRedNoReturn) {
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(done) : "memory");
+    } else if (flags & kReleaseAdd) {
       asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(done) : "memory");
     } else {
       __threadfence();
       old = atomicAdd(done, 1u);
     }
-    if (stamp != nullptr && old + 1 == target) {
-      unsigned long long t;
-      asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-      *stamp = t;
+    if (stamp != nullptr && !(flags & kRedNoReturn) && old + 1 == target) *stamp = now_ns();
+    if (split != nullptr) {
+      atomicMax(split, t1 - t0);
+      atomicMax(split + 1, now_ns() - t1);
     }
   }
+}
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
 }
 
 // The earliest time any task of an operation saw its dependency met (times[n_ops + op]).
@@ -227,8 +243,37 @@ __device__ void rows_task(const Op& op_ref, int index, int m, float* red, int ti
   }
 }
 
-__device__ __forceinline__ void gemm_epilogue(const Op& op, const float (&acc)[28], int nt, int part, int m, int warp,
-                                              int lane) {
+// The operation's output fields are taken by value: read through a reference after each store,
+// they are loaded again (a store through d may alias them), one round trip a store.
+__device__ __forceinline__ void gemm_epilogue(void* d, int out, int ldd, long long part_stride, const float (&acc)[28],
+                                              int nt, int part, int m, int warp, int lane) {
+  const int f = nt * kBm + warp * 16 + lane / 4;
+  float* df = static_cast<float*>(d) + part * part_stride;
+  bf16* db = static_cast<bf16*>(d);
+#pragma unroll
+  for (int j = 0; j < kBn / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 8 * j + 2 * (lane % 4) + (e & 1);
+      const int col = f + (e >= 2 ? 8 : 0);
+      if (row >= m) continue;
+      if (out == kOutParts) {
+        df[static_cast<long long>(row) * ldd + col] = acc[4 * j + e];
+      } else {
+        float v = acc[4 * j + e];
+        if (out == kOutGelu) {
+          const float u = 0.7978845608f * (v + 0.044715f * v * v * v);
+          v = 0.5f * v * (1.0f + tanhf(u));
+        }
+        db[static_cast<long long>(row) * ldd + col] = __float2bfloat16_rn(v);
+      }
+    }
+  }
+}
+
+// Call 1-7's form: the fields read through the reference.
+__device__ __forceinline__ void gemm_epilogue_ref(const Op& op, const float (&acc)[28], int nt, int part, int m,
+                                                  int warp, int lane) {
   const int f = nt * kBm + warp * 16 + lane / 4;
 #pragma unroll
   for (int j = 0; j < kBn / 8; ++j) {
@@ -296,11 +341,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       int nt, part, kb0, count;
       k_range(op, tasks[t].index, nt, part, kb0, count);
       const bf16* w = op.w + (static_cast<long long>(nt) * (op.k / kBk) + kb0) * kWTile;
+      const int rot = (flags & kRotateK) ? nt % count : 0;
       for (int i = 0; i < count; ++i, ++ws) {
         const int s = ws % SW;
+        const int kb = i + rot < count ? i + rot : i + rot - count;
         if (ws >= SW) ptx::mbar_wait(&empty_w[s], ((ws / SW) - 1) & 1);
         ptx::mbar_expect_tx(&full_w[s], kWTile * 2);
-        ptx::bulk_copy_hint(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * 2, &full_w[s], policy);
+        ptx::bulk_copy_hint(s_w + s * kWTile, w + static_cast<long long>(kb) * kWTile, kWTile * 2, &full_w[s], policy);
       }
     }
     return;
@@ -320,12 +367,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       int nt, part, kb0, count;
       k_range(op, tasks[t].index, nt, part, kb0, count);
+      const int rot = (flags & kRotateK) ? nt % count : 0;
       for (int i = 0; i < count; ++i, ++as) {
         const int s = as % SA;
+        const int kb = i + rot < count ? i + rot : i + rot - count;
         if (as >= SA) ptx::mbar_wait(&empty_a[s], ((as / SA) - 1) & 1);
         ptx::mbar_expect_tx(&full_a[s], kATile * 2);
         const CUtensorMap* map = (flags & kParamMaps) ? &pmaps.m[op.map] : &maps[op.map];
-        ptx::tma_load_2d(s_a + s * kATile, map, (kb0 + i) * kBk, 0, &full_a[s]);
+        ptx::tma_load_2d(s_a + s * kATile, map, (kb0 + kb) * kBk, 0, &full_a[s]);
       }
     }
     return;
@@ -354,10 +403,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[28];
 #pragma unroll
     for (int i = 0; i < 28; ++i) acc[i] = 0.0f;
+    // Profiled launches: per operation, the latest first arrival of a tile's activations, the
+    // earliest, the longest k loop and the longest epilogue + count (times[2 n_ops + 4 op ..]).
+    unsigned long long* prof = times != nullptr ? times + 2 * n_ops + 6 * oi : nullptr;
+    unsigned long long t_first = 0, t_loop = 0;
     for (int i = 0; i < count; ++i, ++ws, ++as) {
       const int sw = ws % SW, sa = as % SA;
       if (!(flags & kNoWeights)) ptx::mbar_wait(&full_w[sw], (ws / SW) & 1);
       ptx::mbar_wait(&full_a[sa], (as / SA) & 1);
+      if (i == 0 && prof != nullptr) t_first = now_ns();
       ptx::wg_fence();
 #pragma unroll
       for (int kk = 0; kk < kBk / 16; ++kk) {
@@ -376,9 +430,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (!(flags & kNoWeights)) ptx::mbar_arrive(&empty_w[(ws - 1) % SW]);
       ptx::mbar_arrive(&empty_a[(as - 1) % SA]);
     }
-    gemm_epilogue(op, acc, nt, part, m, warp, lane);
+    if (prof != nullptr) t_loop = now_ns();
+    if (flags & kEpilogueByRef) {
+      gemm_epilogue_ref(op, acc, nt, part, m, warp, lane);
+    } else {
+      gemm_epilogue(op.d, op.out, op.ldd, op.part_stride, acc, nt, part, m, warp, lane);
+    }
+    if (prof != nullptr && tid == 0) {
+      atomicMax(prof + 0, t_first);
+      atomicMin(prof + 1, t_first);
+      atomicMax(prof + 2, t_loop - t_first);
+      atomicMax(prof + 3, now_ns() - t_loop);
+    }
     signal(done + oi, tid, flags, epoch * static_cast<unsigned>(op.n / kBm * op.parts),
-           times != nullptr ? times + oi : nullptr);
+           times != nullptr ? times + oi : nullptr, prof != nullptr ? prof + 4 : nullptr);
   }
 #endif
 }
@@ -621,14 +686,12 @@ int main(int argc, char** argv) {
   };
   const std::vector<Form> forms = {
       {"w12_a12_all", 12, 12, 0, kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll},
-      {"w12_a12_all_param_maps", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kParamMaps},
-      {"w12_a12_all_no_weights", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kNoWeights},
-      {"w12_a12_all_param_maps_no_weights", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kNoWeights | kParamMaps},
+      {"w12_a12_all_rotate_k", 12, 12, 0,
+       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kRotateK},
+      {"w12_a12_all_rotate_k_no_weights", 12, 12, 0,
+       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kRotateK | kNoWeights},
   };
-  auto* times = static_cast<unsigned long long*>(alloc(2 * ops.size() * sizeof(unsigned long long)));
+  auto* times = static_cast<unsigned long long*>(alloc(8 * ops.size() * sizeof(unsigned long long)));
   auto persistent = [&](const Form& f, unsigned long long* stamps) {
     ++epoch;
     if (f.sw == 12) {
@@ -643,25 +706,49 @@ int main(int argc, char** argv) {
   // averaged per kind of operation (one stamped launch).
   const char* kinds[] = {"norm", "qkv", "stand_in", "out", "norm", "ff1", "ff2"};
   auto gaps = [&](const Form& f) {
-    CHECK_CUDA(cudaMemset(times, 0xff, 2 * ops.size() * 8));
+    {
+      std::vector<unsigned long long> init(8 * ops.size(), 0);
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        init[ops.size() + i] = ~0ull;               // seen: a minimum
+        init[2 * ops.size() + 6 * i + 1] = ~0ull;   // earliest first arrival: a minimum
+      }
+      CHECK_CUDA(cudaMemcpy(times, init.data(), init.size() * 8, cudaMemcpyHostToDevice));
+    }
     persistent(f, times);
-    std::vector<unsigned long long> t(2 * ops.size());
+    std::vector<unsigned long long> t(8 * ops.size());
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK_CUDA(cudaMemcpy(t.data(), times, t.size() * 8, cudaMemcpyDeviceToHost));
     // gap = (first task saw its dependency − the dependency's completion) + (completion − that).
-    double sum[7] = {}, seen[7] = {}, n[7] = {};
+    double sum[7] = {}, seen[7] = {}, n[7] = {}, first_late[7] = {}, first_early[7] = {}, kloop[7] = {}, epi[7] = {},
+           bar[7] = {}, cnt[7] = {};
     const std::size_t no = ops.size();
     for (std::size_t i = 1; i + 1 < no; ++i) {
       sum[i % 7] += static_cast<double>(t[i] - t[i - 1]) / 1e3;
       seen[i % 7] += static_cast<double>(t[no + i] - t[i - 1]) / 1e3;
       n[i % 7] += 1;
+      if (ops[i].kind == kGemm) {
+        const unsigned long long* pr = &t[2 * no + 6 * i];
+        first_late[i % 7] += static_cast<double>(pr[0] - t[no + i]) / 1e3;
+        first_early[i % 7] += static_cast<double>(pr[1] - t[no + i]) / 1e3;
+        kloop[i % 7] += static_cast<double>(pr[2]) / 1e3;
+        epi[i % 7] += static_cast<double>(pr[3]) / 1e3;
+        bar[i % 7] += static_cast<double>(pr[4]) / 1e3;
+        cnt[i % 7] += static_cast<double>(pr[5]) / 1e3;
+      }
     }
     std::string out = std::string("{\"gaps_us\": \"") + f.name + "\"";
     for (int k = 0; k < 7; ++k) {
       out += ", \"" + std::to_string(k) + "_" + kinds[k] + "\": [" + std::to_string(sum[k] / n[k]) + ", " +
              std::to_string(seen[k] / n[k]) + "]";
     }
-    out += ", \"step_us\": " + std::to_string(static_cast<double>(t.back() - t.front()) / 1e3) + "}";
+ for (int k = 0; k < 7; ++k) {
+      if (kloop[k] == 0) continue;
+      out += ", \"" + std::to_string(k) + "_" + kinds[k] + "_first_a_late_early_kloop_epi_bar_count\": [" +
+             std::to_string(first_late[k] / n[k]) + ", " + std::to_string(first_early[k] / n[k]) + ", " +
+             std::to_string(kloop[k] / n[k]) + ", " + std::to_string(epi[k] / n[k]) + ", " +
+             std::to_string(bar[k] / n[k]) + ", " + std::to_string(cnt[k] / n[k]) + "]";
+    }
+    out += ", \"step_us\": " + std::to_string(static_cast<double>(t[no - 1] - t[0]) / 1e3) + "}";
     std::printf("%s\n", out.c_str());
   };
 
