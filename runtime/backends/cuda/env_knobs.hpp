@@ -35,7 +35,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
                                "and cuBLASLt version)"},
     {"EDGEVLA_GEMM_MAX_K_PARTS", "cap on the k parts of a split GEMM (1: every GEMM whole)"},
     {"EDGEVLA_WGMMA_AHEAD", "weight stages the warpgroup GEMM copies before the chain's wait (0-8, default 4)"},
-    {"EDGEVLA_WGMMA_ROTATE_K", "the warpgroup GEMM's blocks walk k from their own offset: 0 (default), 1"},
     {"EDGEVLA_WGMMA_EVICT_FIRST", "the warpgroup GEMM's weight copies marked first to evict from L2: 1 (default), 0"},
     {"EDGEVLA_CUDA_WGMMA", "the heads' projections on the warpgroup GEMM: all (default), 0, or a comma list"},
     {"EDGEVLA_CUDA_WGMMA_CHAIN", "the warpgroup GEMMs chained as programmatic dependents: 1 (default), 0"},

@@ -112,7 +112,6 @@ struct Params {
   NormParams norm;  // kNorm
   int ahead;        // weight stages copied before the chain's wait (wgmma_stages_ahead)
   int evict_first;  // the weights' lines marked first to evict from L2 (wgmma_weights_evict_first)
-  int rotate_k;     // each feature block walks its k blocks from nt mod count (wgmma_rotate_k)
 };
 
 
@@ -275,10 +274,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ring) start before the wait for the kernel ahead in the chain (which wrote A), so they load
     // while it finishes.
     const int ahead = min(kb_count, min(kStages, p.ahead));
-    // The k block of the i-th stage: in order, or (rotate_k) from nt mod kb_count on, wrapping,
-    // so that the feature blocks do not all read the same box of A from L2 at the same moment.
-    const int rot = p.rotate_k ? nt % kb_count : 0;
-    const auto kb_at = [&](int i) { return i + rot < kb_count ? i + rot : i + rot - kb_count; };
     const unsigned long long policy = p.evict_first ? ptx::l2_evict_first_policy() : 0ull;
     // Weight tile i into ring slot `slot`.
     const auto copy_w = [&](int slot, int i) {
@@ -293,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     for (int i = 0; i < ahead; ++i) {
       ptx::mbar_expect_tx(&full[i], kStageTx);
-      copy_w(i, kb_at(i));
+      copy_w(i, i);
     }
     chain_wait();
     // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
@@ -307,10 +302,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (i >= ahead) {
         if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
         ptx::mbar_expect_tx(&full[s], kStageTx);
-        copy_w(s, kb_at(i));
+        copy_w(s, i);
       }
       // One box of A: the block's 56 · kTiles rows (past m zero-filled), tile t at t · 7 KB.
-      ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + kb_at(i)) * kBk, row0, &full[s]);
+      ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + i) * kBk, row0, &full[s]);
     }
     return;
   }
@@ -450,12 +445,6 @@ int wgmma_stages_ahead() {
   // whose own loads are on the chain's critical path.
   static const int ahead = env_int("EDGEVLA_WGMMA_AHEAD", 4, 0, 8);
   return ahead;
-}
-
-bool wgmma_rotate_k() {
-  // Off until measured (bench/results/issue9_h200 run 52).
-  static const bool on = env_int("EDGEVLA_WGMMA_ROTATE_K", 0, 0, 1) != 0;
-  return on;
 }
 
 bool wgmma_weights_evict_first() {
@@ -625,8 +614,7 @@ Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args) {
   Params p{static_cast<const bf16*>(args.w_tiled), args.bias, args.addend, args.ld_add, args.rope.first_pos, args.rope.inv_freq,
            reinterpret_cast<const float2*>(args.rope.table), args.rope.features, args.rope.head_dim, args.d, args.ldd,
            args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n), static_cast<int>(args.k),
-           args.k_parts, NormParams{}, wgmma_stages_ahead(), wgmma_weights_evict_first() ? 1 : 0,
-           wgmma_rotate_k() ? 1 : 0};
+           args.k_parts, NormParams{}, wgmma_stages_ahead(), wgmma_weights_evict_first() ? 1 : 0};
   if (args.epilogue == WgmmaEpilogue::kNorm) {
     static_assert(static_cast<int>(WgmmaNormKind::kRms) == kNormRms &&
                   static_cast<int>(WgmmaNormKind::kGatedAda) == kNormGatedAda);

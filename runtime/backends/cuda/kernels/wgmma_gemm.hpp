@@ -167,12 +167,6 @@ int wgmma_stages_ahead();
 // which otherwise evicts what every step reads again (activations, the prefix cache, cross keys).
 bool wgmma_weights_evict_first();
 
-// Whether each feature block walks its k blocks starting at its own index (mod the count) instead
-// of from the first, so that the blocks of one call do not all read the same box of A at once
-// (EDGEVLA_WGMMA_ROTATE_K, 0 or 1, read once a process; default 0). The sums' order changes, not
-// which terms they hold.
-bool wgmma_rotate_k();
-
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
 Status wgmma_gemm(cudaStream_t stream, const WgmmaGemmArgs& args);
 
