@@ -60,6 +60,17 @@ namespace {
 
 using namespace persistent;
 
+// A stamp after one of the chain's operations: the time the operation before it finished (plus
+// this kernel's own hand-over, ~1 µs).
+__global__ void stamp_kernel(unsigned long long* at) {
+  chain_enter();
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    *at = t;
+  }
+}
+
 // The chain's stand-in for the attention: rows of q copied to the out projection's input.
 __global__ void stand_in_kernel(const bf16* q, int ldq, bf16* out, int m, int width) {
   chain_enter();
@@ -107,8 +118,9 @@ void launch_persistent(cudaStream_t s, int grid, const Op* ops, const Task* task
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeat = 20, rounds = 2;
+  int repeat = 20, rounds = 2, chain_only = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--chain-only") == 0) chain_only = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
   }
@@ -183,9 +195,14 @@ int main(int argc, char** argv) {
 
   // --- The chain (today's form). ---
   const int o_parts = wgmma_k_parts(E, E, kMaxParts, sms), ff2_parts = wgmma_k_parts(E, F, kMaxParts, sms);
+  unsigned long long* chain_stamps = nullptr;  // when set: a stamp kernel after every operation
   auto chain_step = [&](const Acts& a) {
     const DependentLaunchScope chained(true);
     ResidualParts prev{0, 0, nullptr};
+    int stamp = 0;
+    auto stamped = [&] {
+      if (chain_stamps != nullptr) launch(stamp_kernel, dim3(1), dim3(32), 0, s, chain_stamps + stamp++);
+    };
     auto gemm = [&](const void* in, int k, const bf16* w, int n, WgmmaEpilogue epi, void* d, int ldd, int parts,
                     int split) {
       WgmmaGemmArgs g;
@@ -200,17 +217,25 @@ int main(int argc, char** argv) {
       } else {
         CHECK_OK(layer_norm(s, a.x, m, E, ln_w, ln_b, 1e-6f, a.h, DType::kBF16));
       }
+      stamped();
       gemm(a.h, E, b.qkv, b.n_qkv, WgmmaEpilogue::kNone, a.qkv, b.n_qkv, 1,
            wgmma_k_split(b.n_qkv, E, kWgmmaMaxSplit, sms));
+      stamped();
       launch(stand_in_kernel, dim3(17), dim3(256), 0, s, a.qkv, b.n_qkv, a.att, m, E);
+      stamped();
       gemm(a.att, E, b.o, E, WgmmaEpilogue::kF32Parts, a.parts, E, o_parts, 1);
+      stamped();
       CHECK_OK(add_layer_norm(s, a.x, a.parts, m, E, ln_w, ln_b, 1e-6f, a.h, DType::kBF16,
                               ResidualParts{o_parts, static_cast<long long>(m) * E, nullptr}));
+      stamped();
       gemm(a.h, E, b.ff1, F, WgmmaEpilogue::kGelu, a.ff, F, 1, 1);
+      stamped();
       gemm(a.ff, F, b.ff2, E, WgmmaEpilogue::kF32Parts, a.parts, E, ff2_parts, 1);
+      stamped();
       prev = ResidualParts{ff2_parts, static_cast<long long>(m) * E, nullptr};
     }
     CHECK_OK(add_layer_norm(s, a.x, a.parts, m, E, ln_w, ln_b, 1e-6f, a.h, DType::kBF16, prev));
+    stamped();
     CHECK_OK(last_launch_status("chain step"));
   };
 
@@ -304,12 +329,8 @@ int main(int argc, char** argv) {
   };
   const std::vector<Form> forms = {
       {"w12_a12_all", 12, 12, 0, kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll},
-      {"w12_a12_all_maps_56_rows", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kParamMaps},
-      {"w12_a12_all_no_mma", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kNoMma},
-      {"w12_a12_all_no_mma_no_weights", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kNoMma | kNoWeights},
+      {"w12_a12_all_no_weights", 12, 12, 0,
+       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kNoWeights},
   };
   auto* times = static_cast<unsigned long long*>(alloc(8 * ops.size() * sizeof(unsigned long long)));
   auto persistent = [&](const Form& f, unsigned long long* stamps) {
@@ -394,6 +415,7 @@ int main(int argc, char** argv) {
   const std::vector<float> x_chain = read_x(ca);
   double worst = 0.0;
   for (const Form& f : forms) {
+    if (chain_only) break;
     reset_x(pa);
     persistent(f, nullptr);
     CHECK_CUDA(cudaGetLastError());
@@ -402,7 +424,9 @@ int main(int argc, char** argv) {
     std::printf("{\"check\": \"%s\", \"x_rel_l2_vs_chain\": %.3e}\n", f.name, d);
     std::fflush(stdout);
   }
-  for (const Form& f : forms) gaps(f);
+  for (const Form& f : forms) {
+    if (!chain_only) gaps(f);
+  }
   std::vector<float> x_in(hx0.begin(), hx0.end());
   std::printf("{\"check\": \"chain\", \"x_rel_l2_vs_input\": %.3e}\n", rel_l2(x_chain, x_in));
 
@@ -413,6 +437,16 @@ int main(int argc, char** argv) {
   chain_step(ca);
   CHECK_CUDA(cudaStreamEndCapture(s, &graph));
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  // The same chain with a stamp kernel after every operation (each operation then hands over twice).
+  auto* stamps_d = static_cast<unsigned long long*>(alloc(ops.size() * sizeof(unsigned long long)));
+  cudaGraph_t stamped_graph;
+  cudaGraphExec_t stamped_exec;
+  chain_stamps = stamps_d;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  chain_step(ca);
+  CHECK_CUDA(cudaStreamEndCapture(s, &stamped_graph));
+  CHECK_CUDA(cudaGraphInstantiate(&stamped_exec, stamped_graph, 0));
+  chain_stamps = nullptr;
   cudaEvent_t ea, eb;
   CHECK_CUDA(cudaEventCreate(&ea));
   CHECK_CUDA(cudaEventCreate(&eb));
@@ -440,12 +474,30 @@ int main(int argc, char** argv) {
   });
   const double read_gbps = 2.0 * B * F * E * 2 / (copy_us * 1e3);  // read + write bytes per ns
   const double floor_us = static_cast<double>(weight_bytes) / (read_gbps * 1e3);
+  {
+    // Where the chain's step goes: the stamps' gaps per kind of operation, as the persistent form's.
+    const double stamped_us = time_us([&] { CHECK_CUDA(cudaGraphLaunch(stamped_exec, s)); });
+    std::vector<unsigned long long> t(ops.size());
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaMemcpy(t.data(), stamps_d, t.size() * 8, cudaMemcpyDeviceToHost));
+    double sum[7] = {}, n[7] = {};
+    for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+      sum[i % 7] += static_cast<double>(t[i] - t[i - 1]) / 1e3;
+      n[i % 7] += 1;
+    }
+    std::string out = "{\"chain_gaps_us\": \"a stamp kernel after each operation\"";
+    for (int k = 0; k < 7; ++k) out += ", \"" + std::to_string(k) + "_" + kinds[k] + "\": " + std::to_string(sum[k] / n[k]);
+    out += ", \"stamped_us_per_step\": " + std::to_string(stamped_us) +
+           ", \"stamps_span_us\": " + std::to_string(static_cast<double>(t.back() - t.front()) / 1e3) + "}";
+    std::printf("%s\n", out.c_str());
+  }
   for (int round = 0; round < rounds; ++round) {
     const double chain_us = time_us([&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); });
     std::printf("{\"bench\": \"persistent_probe\", \"device\": \"%s\", \"round\": %d, \"form\": \"chain\", "
                 "\"us_per_step\": %.1f, \"launches\": %d, \"weight_mb\": %.1f, \"floor_us\": %.1f, \"copy_gbps\": %.0f}\n",
                 prop.name, round, chain_us, 7 * B + 1, weight_bytes / 1e6, floor_us, read_gbps);
     for (const Form& f : forms) {
+      if (chain_only) break;
       const double us = time_us([&] { persistent(f, nullptr); });
       std::printf("{\"bench\": \"persistent_probe\", \"device\": \"%s\", \"round\": %d, \"form\": \"%s\", "
                   "\"us_per_step\": %.1f, \"vs_chain\": %.3f, \"vs_floor\": %.2f, \"ops\": %zu, \"tasks\": %zu, "
