@@ -98,8 +98,8 @@ struct Block {
 template <int SW, int SA>
 void launch_persistent(cudaStream_t s, int grid, const Op* ops, const Task* tasks, const int* begin,
                        const CUtensorMap* maps, unsigned* done, unsigned epoch, int m, int w_waits, int flags,
-                       unsigned long long* times, int n_ops, const Maps& pmaps) {
-  constexpr int smem = smem_bytes(SW, SA);
+                       unsigned long long* times, int n_ops, const Maps& pmaps, int smem_extra) {
+  const int smem = smem_bytes(SW, SA) + ((flags & kSmemOps) ? smem_extra : 0);
   CHECK_CUDA(cudaFuncSetAttribute(persistent_step<SW, SA>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeCooperative;
@@ -196,7 +196,12 @@ int main(int argc, char** argv) {
   // --- The chain (today's form). ---
   const int o_parts = wgmma_k_parts(E, E, kMaxParts, sms), ff2_parts = wgmma_k_parts(E, F, kMaxParts, sms);
   unsigned long long* chain_stamps = nullptr;  // when set: a stamp kernel after every operation
-  auto chain_step = [&](const Acts& a) {
+  // L2-resident weights (timing only, wrong results): every projection reads the same F × E buffer
+  // (18.9 MB, inside the 50 MB L2), so the step runs without weight reads from device memory.
+  bf16* l2_weight = nullptr;
+  CHECK_CUDA(cudaMalloc(&l2_weight, static_cast<std::size_t>(F) * E * 2));
+  fill_kernel<<<1024, 256, 0, s>>>(l2_weight, 1LL * F * E, 4242u, 1.0f / std::sqrt(static_cast<float>(F)));
+  auto chain_step = [&](const Acts& a, bool l2 = false) {
     const DependentLaunchScope chained(true);
     ResidualParts prev{0, 0, nullptr};
     int stamp = 0;
@@ -211,7 +216,8 @@ int main(int argc, char** argv) {
       CHECK_OK(wgmma_gemm(s, g));
     };
     for (int i = 0; i < B; ++i) {
-      const Block& b = blocks[static_cast<std::size_t>(i)];
+      Block b = blocks[static_cast<std::size_t>(i)];
+      if (l2) b.qkv = b.o = b.ff1 = b.ff2 = l2_weight;
       if (prev.count > 0) {
         CHECK_OK(add_layer_norm(s, a.x, a.parts, m, E, ln_w, ln_b, 1e-6f, a.h, DType::kBF16, prev));
       } else {
@@ -311,6 +317,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "edgevla_bench_cuda_persistent: tensor maps refused\n");
     return 1;
   }
+  std::vector<Op> ops_l2 = ops;
+  for (Op& op : ops_l2) {
+    if (op.kind == kGemm) op.w = l2_weight;
+  }
+  auto* ops_l2_d = static_cast<Op*>(alloc(ops.size() * sizeof(Op)));
+  CHECK_CUDA(cudaMemcpy(ops_l2_d, ops_l2.data(), ops.size() * sizeof(Op), cudaMemcpyHostToDevice));
+  std::size_t max_tasks = 0;
+  for (const auto& v : per) max_tasks = std::max(max_tasks, v.size());
+  // kSmemOps: the operations and the block's tasks copied into shared memory past the rings.
+  const int smem_extra = static_cast<int>(ops.size() * sizeof(Op) + max_tasks * sizeof(Task) + 16);
+  std::printf("{\"op_bytes\": %zu, \"ops\": %zu, \"max_tasks_a_block\": %zu, \"smem_ring_bytes\": %d, \"smem_extra\": %d}\n",
+              sizeof(Op), ops.size(), max_tasks, smem_bytes(12, 12), smem_extra);
   auto* ops_d = static_cast<Op*>(alloc(ops.size() * sizeof(Op)));
   auto* tasks_d = static_cast<Task*>(alloc(tasks_h.size() * sizeof(Task)));
   auto* begin_d = static_cast<int*>(alloc(begin_h.size() * sizeof(int)));
@@ -327,20 +345,24 @@ int main(int argc, char** argv) {
     const char* name;
     int sw, sa, w_waits, flags;
   };
+  constexpr int kBest = kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll;
   const std::vector<Form> forms = {
-      {"w12_a12_all", 12, 12, 0, kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll},
-      {"w12_a12_all_no_weights", 12, 12, 0,
-       kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll | kNoWeights},
+      {"w12_a12_all", 12, 12, 0, kBest},
+      {"w12_a12_all_smem_ops", 12, 12, 0, kBest | kSmemOps},
+      {"w12_a12_all_smem_ops_fast_tanh", 12, 12, 0, kBest | kSmemOps | kFastTanh},
+      {"w12_a12_all_smem_ops_fast_tanh_l2_weights", 12, 12, 0, kBest | kSmemOps | kFastTanh | kL2Weights},
+      {"w12_a12_all_no_weights", 12, 12, 0, kBest | kNoWeights},
   };
   auto* times = static_cast<unsigned long long*>(alloc(8 * ops.size() * sizeof(unsigned long long)));
   auto persistent = [&](const Form& f, unsigned long long* stamps) {
     ++epoch;
+    const Op* table = (f.flags & kL2Weights) ? ops_l2_d : ops_d;
     if (f.sw == 12) {
-      launch_persistent<12, 12>(s, sms, ops_d, tasks_d, begin_d, maps_d, done, epoch, m, f.w_waits, f.flags, stamps,
-                                static_cast<int>(ops.size()), pmaps);
+      launch_persistent<12, 12>(s, sms, table, tasks_d, begin_d, maps_d, done, epoch, m, f.w_waits, f.flags, stamps,
+                                static_cast<int>(ops.size()), pmaps, smem_extra);
     } else {
-      launch_persistent<20, 6>(s, sms, ops_d, tasks_d, begin_d, maps_d, done, epoch, m, f.w_waits, f.flags, stamps,
-                                static_cast<int>(ops.size()), pmaps);
+      launch_persistent<20, 6>(s, sms, table, tasks_d, begin_d, maps_d, done, epoch, m, f.w_waits, f.flags, stamps,
+                               static_cast<int>(ops.size()), pmaps, smem_extra);
     }
   };
   // Where a step's time goes: the gap between an operation's completion and the one before it,
@@ -420,7 +442,7 @@ int main(int argc, char** argv) {
     persistent(f, nullptr);
     CHECK_CUDA(cudaGetLastError());
     const double d = rel_l2(read_x(pa), x_chain);
-    if (!(f.flags & (kNoWeights | kNoMma))) worst = d < 0 ? 1e30 : std::max(worst, d);
+    if (!(f.flags & (kNoWeights | kNoMma | kL2Weights))) worst = d < 0 ? 1e30 : std::max(worst, d);
     std::printf("{\"check\": \"%s\", \"x_rel_l2_vs_chain\": %.3e}\n", f.name, d);
     std::fflush(stdout);
   }
@@ -447,6 +469,12 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaStreamEndCapture(s, &stamped_graph));
   CHECK_CUDA(cudaGraphInstantiate(&stamped_exec, stamped_graph, 0));
   chain_stamps = nullptr;
+  cudaGraph_t l2_graph;
+  cudaGraphExec_t l2_exec;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  chain_step(ca, true);
+  CHECK_CUDA(cudaStreamEndCapture(s, &l2_graph));
+  CHECK_CUDA(cudaGraphInstantiate(&l2_exec, l2_graph, 0));
   cudaEvent_t ea, eb;
   CHECK_CUDA(cudaEventCreate(&ea));
   CHECK_CUDA(cudaEventCreate(&eb));
@@ -496,6 +524,10 @@ int main(int argc, char** argv) {
     std::printf("{\"bench\": \"persistent_probe\", \"device\": \"%s\", \"round\": %d, \"form\": \"chain\", "
                 "\"us_per_step\": %.1f, \"launches\": %d, \"weight_mb\": %.1f, \"floor_us\": %.1f, \"copy_gbps\": %.0f}\n",
                 prop.name, round, chain_us, 7 * B + 1, weight_bytes / 1e6, floor_us, read_gbps);
+    const double chain_l2_us = time_us([&] { CHECK_CUDA(cudaGraphLaunch(l2_exec, s)); });
+    std::printf("{\"bench\": \"persistent_probe\", \"device\": \"%s\", \"round\": %d, \"form\": \"chain_l2_weights\", "
+                "\"us_per_step\": %.1f, \"vs_chain\": %.3f}\n",
+                prop.name, round, chain_l2_us, chain_us / chain_l2_us);
     for (const Form& f : forms) {
       if (chain_only) break;
       const double us = time_us([&] { persistent(f, nullptr); });

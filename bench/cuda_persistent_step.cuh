@@ -58,6 +58,7 @@ struct Op {
 struct Task {
   int op, index;
 };
+static_assert(sizeof(Op) % 8 == 0 && sizeof(Task) == 8, "copied to shared memory in 8-byte words");
 
 constexpr int kThreads = 192;  // the consumer warpgroup, the weights' producer warp, A's producer warp
 
@@ -73,7 +74,10 @@ enum Flag : int {
   kParamMaps = 32,          // the activations' tensor maps from the kernel's parameters, not global memory
   kRedNoReturn = 64,        // the count as red.release.gpu (no value returned; no completion stamps)
   kNoMma = 512,             // the k loop waits for its boxes and releases them, no multiply (wrong results)
-  kRotateK = 256,           // each tile walks its k blocks from (feature block mod count), wrapping, so
+  kRotateK = 256,
+  kSmemOps = 1024,          // the operations and the block's tasks read from shared memory (copied at start)
+  kFastTanh = 2048,         // GELU's tanh as tanh.approx.f32
+  kL2Weights = 4096,        // host side: every GEMM reads one L2-resident weight (timing only)           // each tile walks its k blocks from (feature block mod count), wrapping, so
                             // that an operation's tiles do not all read the same activation box at once
 };
 // The three activation tensor maps as a kernel parameter (kParamMaps).
@@ -215,7 +219,7 @@ __device__ void rows_task(const Op& op_ref, int index, int m, float* red, int ti
 // The operation's output fields are taken by value: read through a reference after each store,
 // they are loaded again (a store through d may alias them), one round trip a store.
 __device__ __forceinline__ void gemm_epilogue(void* d, int out, int ldd, long long part_stride, const float (&acc)[28],
-                                              int nt, int part, int m, int warp, int lane) {
+                                              int nt, int part, int m, int warp, int lane, bool fast_tanh) {
   const int f = nt * kBm + warp * 16 + lane / 4;
   float* df = static_cast<float*>(d) + part * part_stride;
   bf16* db = static_cast<bf16*>(d);
@@ -232,7 +236,13 @@ __device__ __forceinline__ void gemm_epilogue(void* d, int out, int ldd, long lo
         float v = acc[4 * j + e];
         if (out == kOutGelu) {
           const float u = 0.7978845608f * (v + 0.044715f * v * v * v);
-          v = 0.5f * v * (1.0f + tanhf(u));
+          float th;
+          if (fast_tanh) {
+            asm("tanh.approx.f32 %0, %1;" : "=f"(th) : "f"(u));
+          } else {
+            th = tanhf(u);
+          }
+          v = 0.5f * v * (1.0f + th);
         }
         db[static_cast<long long>(row) * ldd + col] = __float2bfloat16_rn(v);
       }
@@ -266,6 +276,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* s_a = s_w + SW * kWTile;
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int t0 = begin[blockIdx.x], t1 = begin[blockIdx.x + 1];
+  if (flags & kSmemOps) {
+    // Past the rings: the operations, then this block's tasks (re-based so that tasks[t] holds).
+    auto* s_ops = reinterpret_cast<Op*>(s_a + SA * kATile);
+    auto* s_tasks = reinterpret_cast<Task*>(s_ops + n_ops);
+    const auto* src = reinterpret_cast<const unsigned long long*>(ops);
+    auto* dst = reinterpret_cast<unsigned long long*>(s_ops);
+    const int words = n_ops * static_cast<int>(sizeof(Op) / 8);
+    for (int i = tid; i < words; i += kThreads) dst[i] = src[i];
+    for (int i = t0 + tid; i < t1; i += kThreads) s_tasks[i - t0] = tasks[i];
+    ops = s_ops;
+    tasks = s_tasks - t0;
+  }
   if (tid == 0) {
     for (int s = 0; s < SW; ++s) ptx::mbar_init(&full_w[s], 1), ptx::mbar_init(&empty_w[s], 4);
     for (int s = 0; s < SA; ++s) ptx::mbar_init(&full_a[s], 1), ptx::mbar_init(&empty_a[s], 4);
@@ -377,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::mbar_arrive(&empty_a[(as - 1) % SA]);
     }
     if (prof != nullptr) t_loop = now_ns();
-    gemm_epilogue(op.d, op.out, op.ldd, op.part_stride, acc, nt, part, m, warp, lane);
+    gemm_epilogue(op.d, op.out, op.ldd, op.part_stride, acc, nt, part, m, warp, lane, (flags & kFastTanh) != 0);
     if (prof != nullptr && tid == 0) {
       atomicMax(prof + 0, t_first);
       atomicMin(prof + 1, t_first);
