@@ -12,8 +12,7 @@
 //               runs ahead across operations; a second producer copies each tile's activations once
 //               the operation it reads has finished (a counter each task increments, release /
 //               acquire at device scope); the consumer warpgroup multiplies, and also runs the
-//               LayerNorm and stand-in rows. `w_waits` makes the weight producer wait as the
-//               activations' does: what the running ahead is worth.
+//               LayerNorm and stand-in rows.
 // The attention is a stand-in in both (its rows copied from q: one hand-over, no work) because the
 // question is what the hand-overs and the weight stream cost; the attention's own work would be
 // the same in both. Outputs: the residual stream after the step from both forms, compared (a race
@@ -97,8 +96,8 @@ struct Block {
 
 template <int SW, int SA>
 void launch_persistent(cudaStream_t s, int grid, const Op* ops, const Task* tasks, const int* begin,
-                       const CUtensorMap* maps, unsigned* done, unsigned epoch, int m, int w_waits, int flags,
-                       unsigned long long* times, int n_ops, const Maps& pmaps, int smem_extra) {
+                       const CUtensorMap* maps, unsigned* done, unsigned epoch, int m, int flags,
+                       unsigned long long* times, int n_ops, int smem_extra) {
   const int smem = smem_bytes(SW, SA) + ((flags & kSmemOps) ? smem_extra : 0);
   CHECK_CUDA(cudaFuncSetAttribute(persistent_step<SW, SA>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaLaunchAttribute attr{};
@@ -111,8 +110,8 @@ void launch_persistent(cudaStream_t s, int grid, const Op* ops, const Task* task
   config.stream = s;
   config.attrs = &attr;
   config.numAttrs = 1;
-  CHECK_CUDA(cudaLaunchKernelEx(&config, persistent_step<SW, SA>, ops, tasks, begin, maps, done, epoch, m, w_waits,
-                                flags, times, n_ops, pmaps));
+  CHECK_CUDA(cudaLaunchKernelEx(&config, persistent_step<SW, SA>, ops, tasks, begin, maps, done, epoch, m, flags,
+                                times, n_ops));
 }
 
 }  // namespace
@@ -247,7 +246,6 @@ int main(int argc, char** argv) {
 
   // --- The persistent form: operations, tasks, tensor maps. ---
   std::vector<CUtensorMap> maps_h(3);
-  Maps pmaps{};
   if (!encode_bf16_boxes(maps_h[0], pa.h, E, m, E, kBn) || !encode_bf16_boxes(maps_h[1], pa.att, E, m, E, kBn) ||
       !encode_bf16_boxes(maps_h[2], pa.ff, F, m, F, kBn)) {
     std::fprintf(stderr, "edgevla_bench_cuda_persistent: tensor maps refused\n");
@@ -310,13 +308,6 @@ int main(int argc, char** argv) {
     tasks_h.insert(tasks_h.end(), v.begin(), v.end());
   }
   begin_h.push_back(static_cast<int>(tasks_h.size()));
-  // The parameter maps cover 56 rows (the buffers hold 56, the last 5 zero): no box reads past
-  // the map's rows (kParamMaps), against the global ones over 51.
-  if (!encode_bf16_boxes(pmaps.m[0], pa.h, E, kBn, E, kBn) || !encode_bf16_boxes(pmaps.m[1], pa.att, E, kBn, E, kBn) ||
-      !encode_bf16_boxes(pmaps.m[2], pa.ff, F, kBn, F, kBn)) {
-    std::fprintf(stderr, "edgevla_bench_cuda_persistent: tensor maps refused\n");
-    return 1;
-  }
   std::vector<Op> ops_l2 = ops;
   for (Op& op : ops_l2) {
     if (op.kind == kGemm) op.w = l2_weight;
@@ -343,27 +334,22 @@ int main(int argc, char** argv) {
   unsigned epoch = 0;
   struct Form {
     const char* name;
-    int sw, sa, w_waits, flags;
+    int flags;
   };
-  constexpr int kBest = kNoWriterProxyFence | kNoReaderProxyFence | kReleaseAdd | kRelaxedPoll;
+  // Run 52's best form (12 weight and 12 activation stages) and what was built after it.
   const std::vector<Form> forms = {
-      {"w12_a12_all", 12, 12, 0, kBest},
-      {"w12_a12_all_smem_ops", 12, 12, 0, kBest | kSmemOps},
-      {"w12_a12_all_smem_ops_fast_tanh", 12, 12, 0, kBest | kSmemOps | kFastTanh},
-      {"w12_a12_all_smem_ops_fast_tanh_l2_weights", 12, 12, 0, kBest | kSmemOps | kFastTanh | kL2Weights},
-      {"w12_a12_all_no_weights", 12, 12, 0, kBest | kNoWeights},
+      {"run52", 0},
+      {"smem_ops", kSmemOps},
+      {"smem_ops_fast_tanh", kSmemOps | kFastTanh},
+      {"smem_ops_fast_tanh_l2_weights", kSmemOps | kFastTanh | kL2Weights},
+      {"run52_no_weights", kNoWeights},
   };
   auto* times = static_cast<unsigned long long*>(alloc(8 * ops.size() * sizeof(unsigned long long)));
   auto persistent = [&](const Form& f, unsigned long long* stamps) {
     ++epoch;
     const Op* table = (f.flags & kL2Weights) ? ops_l2_d : ops_d;
-    if (f.sw == 12) {
-      launch_persistent<12, 12>(s, sms, table, tasks_d, begin_d, maps_d, done, epoch, m, f.w_waits, f.flags, stamps,
-                                static_cast<int>(ops.size()), pmaps, smem_extra);
-    } else {
-      launch_persistent<20, 6>(s, sms, table, tasks_d, begin_d, maps_d, done, epoch, m, f.w_waits, f.flags, stamps,
-                               static_cast<int>(ops.size()), pmaps, smem_extra);
-    }
+    launch_persistent<12, 12>(s, sms, table, tasks_d, begin_d, maps_d, done, epoch, m, f.flags, stamps,
+                              static_cast<int>(ops.size()), smem_extra);
   };
   // Where a step's time goes: the gap between an operation's completion and the one before it,
   // averaged per kind of operation (one stamped launch).

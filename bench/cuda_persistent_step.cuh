@@ -64,64 +64,46 @@ constexpr int kThreads = 192;  // the consumer warpgroup, the weights' producer 
 
 constexpr int smem_bytes(int sw, int sa) { return 2048 + sw * kWTile * 2 + sa * kATile * 2; }
 
-// Probe switches (the `flags` argument), to find what a hand-over costs.
+// Probe switches (the `flags` argument). Run 52 also measured, and dropped: acquire polls with
+// __nanosleep (+40 % a step against relaxed polls), no async-proxy fences, a returning add or a
+// red.release for the count, tensor maps as parameters, 56-row maps, each tile's k walk rotated,
+// the weight producer waiting for the activations, a 20 + 6 stage ring (no difference or slower).
 enum Flag : int {
-  kNoWriterProxyFence = 1,  // no fence.proxy.async.global before a task's count
-  kNoReaderProxyFence = 2,  // none after the activations' producer has seen its count
-  kReleaseAdd = 4,          // the count as one red.release.gpu instead of __threadfence + atomicAdd
-  kRelaxedPoll = 8,         // poll with relaxed loads, one acquire fence once the count is reached
-  kNoWeights = 16,          // no weight copies at all (wrong results): the hand-overs' chain alone
-  kParamMaps = 32,          // the activations' tensor maps from the kernel's parameters, not global memory
-  kRedNoReturn = 64,        // the count as red.release.gpu (no value returned; no completion stamps)
-  kNoMma = 512,             // the k loop waits for its boxes and releases them, no multiply (wrong results)
-  kRotateK = 256,
-  kSmemOps = 1024,          // the operations and the block's tasks read from shared memory (copied at start)
-  kFastTanh = 2048,         // GELU's tanh as tanh.approx.f32
-  kL2Weights = 4096,        // host side: every GEMM reads one L2-resident weight (timing only)           // each tile walks its k blocks from (feature block mod count), wrapping, so
-                            // that an operation's tiles do not all read the same activation box at once
-};
-// The three activation tensor maps as a kernel parameter (kParamMaps).
-struct Maps {
-  CUtensorMap m[3];
+  kNoWeights = 16,   // no weight copies at all (wrong results): the operations' chain alone
+  kNoMma = 512,      // the k loop waits for its boxes and releases them, no multiply (wrong results)
+  kSmemOps = 1024,   // the operations and the block's tasks read from shared memory (copied at start)
+  kFastTanh = 2048,  // GELU's tanh as tanh.approx.f32
+  kL2Weights = 4096, // host side: every GEMM reads one L2-resident weight (timing only)
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
 
-
-__device__ __forceinline__ void wait_count(const unsigned* c, unsigned target, int flags) {
-  if (flags & kRelaxedPoll) {
-    unsigned v;
-    do {
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(c) : "memory");
-    } while (v < target);
-    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    return;
-  }
-  while (ptx::ld_acquire(c) < target) __nanosleep(20);
+// Until the counter reaches target: relaxed polls, then one acquire fence (what the counting
+// tasks wrote before their release is visible after it).
+__device__ __forceinline__ void wait_count(const unsigned* c, unsigned target) {
+  unsigned v;
+  do {
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(c) : "memory");
+  } while (v < target);
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
 }
 
-// This task's results are written (by all 128 consumer threads): count it; the task that
-// completes the operation stamps the time (times: one per operation, or null).
 __device__ __forceinline__ unsigned long long now_ns();
-// split (profiled GEMM tasks): the longest wait at the consumers' barrier and the longest count.
-__device__ __forceinline__ void signal(unsigned* done, int tid, int flags, unsigned target,
-                                       unsigned long long* stamp, unsigned long long* split = nullptr) {
+// This task's results are written (by all 128 consumer threads): count it with a release add
+// (after an async-proxy fence, as the readers copy them with bulk tensor copies); the task that
+// completes the operation stamps the time (stamp: null unless profiled). split (profiled GEMM
+// tasks): the longest wait at the consumers' barrier and the longest count.
+__device__ __forceinline__ void signal(unsigned* done, int tid, unsigned target, unsigned long long* stamp,
+                                       unsigned long long* split = nullptr) {
   const unsigned long long t0 = split != nullptr && tid == 0 ? now_ns() : 0;
   consumers_sync();
   if (tid == 0) {
     const unsigned long long t1 = split != nullptr ? now_ns() : 0;
-    if (!(flags & kNoWriterProxyFence)) asm volatile("fence.proxy.async.global;\n" ::: "memory");
-    unsigned old = 0;
-    if (flags & kRedNoReturn) {
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(done) : "memory");
-    } else if (flags & kReleaseAdd) {
-      asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(done) : "memory");
-    } else {
-      __threadfence();
-      old = atomicAdd(done, 1u);
-    }
-    if (stamp != nullptr && !(flags & kRedNoReturn) && old + 1 == target) *stamp = now_ns();
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+    unsigned old;
+    asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(done) : "memory");
+    if (stamp != nullptr && old + 1 == target) *stamp = now_ns();
     if (split != nullptr) {
       atomicMax(split, t1 - t0);
       atomicMax(split + 1, now_ns() - t1);
@@ -262,8 +244,7 @@ __device__ __forceinline__ void k_range(const Op& op, int index, int& nt, int& p
 template <int SW, int SA>
 __global__ void __launch_bounds__(kThreads, 1)
     persistent_step(const Op* ops, const Task* tasks, const int* begin, const CUtensorMap* maps, unsigned* done,
-                    unsigned epoch, int m, int w_waits, int flags, unsigned long long* times, int n_ops,
-                    const __grid_constant__ Maps pmaps) {
+                    unsigned epoch, int m, int flags, unsigned long long* times, int n_ops) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
   auto* full_w = reinterpret_cast<unsigned long long*>(smem);
@@ -303,17 +284,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int t = t0; t < t1; ++t) {
       const Op& op = ops[tasks[t].op];
       if (op.kind != kGemm) continue;
-      if (w_waits && op.dep >= 0) wait_count(done + op.dep, epoch * static_cast<unsigned>(op.dep_count), flags);
       int nt, part, kb0, count;
       k_range(op, tasks[t].index, nt, part, kb0, count);
       const bf16* w = op.w + (static_cast<long long>(nt) * (op.k / kBk) + kb0) * kWTile;
-      const int rot = (flags & kRotateK) ? nt % count : 0;
       for (int i = 0; i < count; ++i, ++ws) {
         const int s = ws % SW;
-        const int kb = i + rot < count ? i + rot : i + rot - count;
         if (ws >= SW) ptx::mbar_wait(&empty_w[s], ((ws / SW) - 1) & 1);
         ptx::mbar_expect_tx(&full_w[s], kWTile * 2);
-        ptx::bulk_copy_hint(s_w + s * kWTile, w + static_cast<long long>(kb) * kWTile, kWTile * 2, &full_w[s], policy);
+        ptx::bulk_copy_hint(s_w + s * kWTile, w + static_cast<long long>(i) * kWTile, kWTile * 2, &full_w[s], policy);
       }
     }
     return;
@@ -326,21 +304,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       const Op& op = ops[tasks[t].op];
       if (op.kind != kGemm) continue;
       if (op.dep >= 0 && op.dep != waited) {
-        wait_count(done + op.dep, epoch * static_cast<unsigned>(op.dep_count), flags);
+        wait_count(done + op.dep, epoch * static_cast<unsigned>(op.dep_count));
         stamp_seen(times != nullptr ? times + n_ops + tasks[t].op : nullptr);
-        if (!(flags & kNoReaderProxyFence)) asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
         waited = op.dep;
       }
       int nt, part, kb0, count;
       k_range(op, tasks[t].index, nt, part, kb0, count);
-      const int rot = (flags & kRotateK) ? nt % count : 0;
       for (int i = 0; i < count; ++i, ++as) {
         const int s = as % SA;
-        const int kb = i + rot < count ? i + rot : i + rot - count;
         if (as >= SA) ptx::mbar_wait(&empty_a[s], ((as / SA) - 1) & 1);
         ptx::mbar_expect_tx(&full_a[s], kATile * 2);
-        const CUtensorMap* map = (flags & kParamMaps) ? &pmaps.m[op.map] : &maps[op.map];
-        ptx::tma_load_2d(s_a + s * kATile, map, (kb0 + kb) * kBk, 0, &full_a[s]);
+        ptx::tma_load_2d(s_a + s * kATile, &maps[op.map], (kb0 + i) * kBk, 0, &full_a[s]);
       }
     }
     return;
@@ -354,13 +329,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (op.kind == kRows) {
       if (op.dep >= 0) {
         if (tid == 0) {
-          wait_count(done + op.dep, epoch * static_cast<unsigned>(op.dep_count), flags);
+          wait_count(done + op.dep, epoch * static_cast<unsigned>(op.dep_count));
           stamp_seen(times != nullptr ? times + n_ops + oi : nullptr);
         }
         consumers_sync();
       }
       rows_task(op, tasks[t].index, m, red, tid);
-      signal(done + oi, tid, flags, epoch * static_cast<unsigned>((m + op.rows - 1) / op.rows),
+      signal(done + oi, tid, epoch * static_cast<unsigned>((m + op.rows - 1) / op.rows),
              times != nullptr ? times + oi : nullptr);
       continue;
     }
@@ -406,7 +381,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       atomicMax(prof + 2, t_loop - t_first);
       atomicMax(prof + 3, now_ns() - t_loop);
     }
-    signal(done + oi, tid, flags, epoch * static_cast<unsigned>(op.n / kBm * op.parts),
+    signal(done + oi, tid, epoch * static_cast<unsigned>(op.n / kBm * op.parts),
            times != nullptr ? times + oi : nullptr, prof != nullptr ? prof + 4 : nullptr);
   }
 #endif
