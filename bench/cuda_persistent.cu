@@ -26,7 +26,10 @@
 // row task ~6.4 µs, a GEMM tile's k loop ~0.3 µs a k step, its epilogue and count ~2.5 µs) add up
 // to more than the chain's launches do.
 //
-//   edgevla_bench_cuda_persistent [--repeat 20] [--rounds 2]
+//   edgevla_bench_cuda_persistent [--repeat 20] [--rounds 2] [--chain-only 1]
+//                                 [--only norm|qkv|out|ff1|ff2]
+// --only times one kind of operation alone in both forms: 32 of them (one a block's weights), each
+// after the one before, so the forms are compared operation by operation.
 //
 // Only compute capability 9.0 runs it (sm_90a code: warpgroup multiplies, bulk tensor copies).
 #include <cuda.h>
@@ -118,10 +121,16 @@ void launch_persistent(cudaStream_t s, int grid, const Op* ops, const Task* task
 
 int main(int argc, char** argv) {
   int repeat = 20, rounds = 2, chain_only = 0;
+  std::string only;  // one operation kind alone, repeated (norm, qkv, out, ff1, ff2), or the whole step
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--chain-only") == 0) chain_only = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
+  }
+  if (!only.empty() && only != "norm" && only != "qkv" && only != "out" && only != "ff1" && only != "ff2") {
+    std::fprintf(stderr, "edgevla_bench_cuda_persistent: --only takes norm, qkv, out, ff1 or ff2, not '%s'\n", only.c_str());
+    return 2;
   }
   if (!wgmma_gemm_available()) {
     std::fprintf(stderr, "edgevla_bench_cuda_persistent: needs the warpgroup GEMM (compute capability 9.0, sm_90a build)\n");
@@ -214,6 +223,29 @@ int main(int argc, char** argv) {
       g.k_parts = parts, g.part_stride = static_cast<long long>(m) * E, g.k_split = split;
       CHECK_OK(wgmma_gemm(s, g));
     };
+    if (!only.empty()) {
+      // One kind of operation alone, once for each block's weights, each after the one before.
+      for (int i = 0; i < B; ++i) {
+        Block b = blocks[static_cast<std::size_t>(i)];
+        if (l2) b.qkv = b.o = b.ff1 = b.ff2 = l2_weight;
+        if (only == "norm") {
+          CHECK_OK(add_layer_norm(s, a.x, a.parts, m, E, ln_w, ln_b, 1e-6f, a.h, DType::kBF16,
+                                  ResidualParts{o_parts, static_cast<long long>(m) * E, nullptr}));
+        } else if (only == "qkv") {
+          gemm(a.h, E, b.qkv, b.n_qkv, WgmmaEpilogue::kNone, a.qkv, b.n_qkv, 1,
+               wgmma_k_split(b.n_qkv, E, kWgmmaMaxSplit, sms));
+        } else if (only == "out") {
+          gemm(a.att, E, b.o, E, WgmmaEpilogue::kF32Parts, a.parts, E, o_parts, 1);
+        } else if (only == "ff1") {
+          gemm(a.h, E, b.ff1, F, WgmmaEpilogue::kGelu, a.ff, F, 1, 1);
+        } else {
+          gemm(a.ff, F, b.ff2, E, WgmmaEpilogue::kF32Parts, a.parts, E, ff2_parts, 1);
+        }
+        stamped();
+      }
+      CHECK_OK(last_launch_status("chain, one kind"));
+      return;
+    }
     for (int i = 0; i < B; ++i) {
       Block b = blocks[static_cast<std::size_t>(i)];
       if (l2) b.qkv = b.o = b.ff1 = b.ff2 = l2_weight;
@@ -271,7 +303,16 @@ int main(int argc, char** argv) {
     return op;
   };
   int prev_parts = 0;
-  for (int i = 0; i < B; ++i) {
+  for (int i = 0; i < B && !only.empty(); ++i) {
+    const Block& b = blocks[static_cast<std::size_t>(i)];
+    const int q_parts = wgmma_k_parts(b.n_qkv, E, kMaxParts, sms);
+    if (only == "norm") add(rows_op(1, 1, pa.parts, o_parts, E, nullptr, pa.h));
+    if (only == "qkv") add(gemm_op(b.qkv, 0, kOutParts, b.n_qkv, E, q_parts, pa.parts, b.n_qkv));
+    if (only == "out") add(gemm_op(b.o, 1, kOutParts, E, E, o_parts, pa.parts, E));
+    if (only == "ff1") add(gemm_op(b.ff1, 0, kOutGelu, F, E, 1, pa.ff, F));
+    if (only == "ff2") add(gemm_op(b.ff2, 2, kOutParts, E, F, ff2_parts, pa.parts, E));
+  }
+  for (int i = 0; i < B && only.empty(); ++i) {
     const Block& b = blocks[static_cast<std::size_t>(i)];
     add(rows_op(1, 1, pa.parts, prev_parts, E, nullptr, pa.h));
     const int q_parts = wgmma_k_parts(b.n_qkv, E, kMaxParts, sms);
@@ -283,7 +324,7 @@ int main(int argc, char** argv) {
     add(gemm_op(b.ff2, 2, kOutParts, E, F, ff2_parts, pa.parts, E));
     prev_parts = ff2_parts;
   }
-  add(rows_op(1, 1, pa.parts, prev_parts, E, nullptr, pa.h));
+  if (only.empty()) add(rows_op(1, 1, pa.parts, prev_parts, E, nullptr, pa.h));
   // Tasks: each operation's tasks go to the blocks with the least work so far (k blocks for GEMM
   // tiles, a few for rows), so an operation spreads over distinct multiprocessors.
   std::vector<std::vector<Task>> per(static_cast<std::size_t>(sms));
@@ -354,6 +395,9 @@ int main(int argc, char** argv) {
   // Where a step's time goes: the gap between an operation's completion and the one before it,
   // averaged per kind of operation (one stamped launch).
   const char* kinds[] = {"norm", "qkv", "stand_in", "out", "norm", "ff1", "ff2"};
+  // Operation i's kind in the step (--only: one kind).
+  const auto kind_of = [&](std::size_t i) -> std::size_t { return only.empty() ? i % 7 : 0; };
+  const auto kind_name = [&](int k) -> std::string { return only.empty() ? kinds[k] : only; };
   auto gaps = [&](const Form& f) {
     {
       std::vector<unsigned long long> init(8 * ops.size(), 0);
@@ -372,27 +416,29 @@ int main(int argc, char** argv) {
            bar[7] = {}, cnt[7] = {};
     const std::size_t no = ops.size();
     for (std::size_t i = 1; i + 1 < no; ++i) {
-      sum[i % 7] += static_cast<double>(t[i] - t[i - 1]) / 1e3;
-      seen[i % 7] += static_cast<double>(t[no + i] - t[i - 1]) / 1e3;
-      n[i % 7] += 1;
+      const std::size_t k = kind_of(i);
+      sum[k] += static_cast<double>(t[i] - t[i - 1]) / 1e3;
+      seen[k] += static_cast<double>(t[no + i] - t[i - 1]) / 1e3;
+      n[k] += 1;
       if (ops[i].kind == kGemm) {
         const unsigned long long* pr = &t[2 * no + 6 * i];
-        first_late[i % 7] += static_cast<double>(pr[0] - t[no + i]) / 1e3;
-        first_early[i % 7] += static_cast<double>(pr[1] - t[no + i]) / 1e3;
-        kloop[i % 7] += static_cast<double>(pr[2]) / 1e3;
-        epi[i % 7] += static_cast<double>(pr[3]) / 1e3;
-        bar[i % 7] += static_cast<double>(pr[4]) / 1e3;
-        cnt[i % 7] += static_cast<double>(pr[5]) / 1e3;
+        first_late[k] += static_cast<double>(pr[0] - t[no + i]) / 1e3;
+        first_early[k] += static_cast<double>(pr[1] - t[no + i]) / 1e3;
+        kloop[k] += static_cast<double>(pr[2]) / 1e3;
+        epi[k] += static_cast<double>(pr[3]) / 1e3;
+        bar[k] += static_cast<double>(pr[4]) / 1e3;
+        cnt[k] += static_cast<double>(pr[5]) / 1e3;
       }
     }
     std::string out = std::string("{\"gaps_us\": \"") + f.name + "\"";
     for (int k = 0; k < 7; ++k) {
-      out += ", \"" + std::to_string(k) + "_" + kinds[k] + "\": [" + std::to_string(sum[k] / n[k]) + ", " +
+      if (n[k] == 0) continue;
+      out += ", \"" + std::to_string(k) + "_" + kind_name(k) + "\": [" + std::to_string(sum[k] / n[k]) + ", " +
              std::to_string(seen[k] / n[k]) + "]";
     }
- for (int k = 0; k < 7; ++k) {
+    for (int k = 0; k < 7; ++k) {
       if (kloop[k] == 0) continue;
-      out += ", \"" + std::to_string(k) + "_" + kinds[k] + "_first_a_late_early_kloop_epi_bar_count\": [" +
+      out += ", \"" + std::to_string(k) + "_" + kind_name(k) + "_first_a_late_early_kloop_epi_bar_count\": [" +
              std::to_string(first_late[k] / n[k]) + ", " + std::to_string(first_early[k] / n[k]) + ", " +
              std::to_string(kloop[k] / n[k]) + ", " + std::to_string(epi[k] / n[k]) + ", " +
              std::to_string(bar[k] / n[k]) + ", " + std::to_string(cnt[k] / n[k]) + "]";
@@ -428,7 +474,9 @@ int main(int argc, char** argv) {
     persistent(f, nullptr);
     CHECK_CUDA(cudaGetLastError());
     const double d = rel_l2(read_x(pa), x_chain);
-    if (!(f.flags & (kNoWeights | kNoMma | kL2Weights))) worst = d < 0 ? 1e30 : std::max(worst, d);
+    // --only runs one kind repeatedly: the two forms' parts differ (q as parts or bf16), so only the
+    // whole step is compared.
+    if (only.empty() && !(f.flags & (kNoWeights | kNoMma | kL2Weights))) worst = d < 0 ? 1e30 : std::max(worst, d);
     std::printf("{\"check\": \"%s\", \"x_rel_l2_vs_chain\": %.3e}\n", f.name, d);
     std::fflush(stdout);
   }
@@ -496,11 +544,13 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemcpy(t.data(), stamps_d, t.size() * 8, cudaMemcpyDeviceToHost));
     double sum[7] = {}, n[7] = {};
     for (std::size_t i = 1; i + 1 < t.size(); ++i) {
-      sum[i % 7] += static_cast<double>(t[i] - t[i - 1]) / 1e3;
-      n[i % 7] += 1;
+      sum[kind_of(i)] += static_cast<double>(t[i] - t[i - 1]) / 1e3;
+      n[kind_of(i)] += 1;
     }
     std::string out = "{\"chain_gaps_us\": \"a stamp kernel after each operation\"";
-    for (int k = 0; k < 7; ++k) out += ", \"" + std::to_string(k) + "_" + kinds[k] + "\": " + std::to_string(sum[k] / n[k]);
+    for (int k = 0; k < 7; ++k) {
+      if (n[k] > 0) out += ", \"" + std::to_string(k) + "_" + kind_name(k) + "\": " + std::to_string(sum[k] / n[k]);
+    }
     out += ", \"stamped_us_per_step\": " + std::to_string(stamped_us) +
            ", \"stamps_span_us\": " + std::to_string(static_cast<double>(t.back() - t.front()) / 1e3) + "}";
     std::printf("%s\n", out.c_str());
@@ -509,7 +559,7 @@ int main(int argc, char** argv) {
     const double chain_us = time_us([&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); });
     std::printf("{\"bench\": \"persistent_probe\", \"device\": \"%s\", \"round\": %d, \"form\": \"chain\", "
                 "\"us_per_step\": %.1f, \"launches\": %d, \"weight_mb\": %.1f, \"floor_us\": %.1f, \"copy_gbps\": %.0f}\n",
-                prop.name, round, chain_us, 7 * B + 1, weight_bytes / 1e6, floor_us, read_gbps);
+                prop.name, round, chain_us, static_cast<int>(ops.size()), weight_bytes / 1e6, floor_us, read_gbps);
     const double chain_l2_us = time_us([&] { CHECK_CUDA(cudaGraphLaunch(l2_exec, s)); });
     std::printf("{\"bench\": \"persistent_probe\", \"device\": \"%s\", \"round\": %d, \"form\": \"chain_l2_weights\", "
                 "\"us_per_step\": %.1f, \"vs_chain\": %.3f}\n",

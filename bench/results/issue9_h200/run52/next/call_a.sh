@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in run 52 for the next session's first call (~2.5 min cold): the persistent-step probe
+# Prepared in run 52 for the next session's first call (~3.5 min cold): the persistent-step probe
 # with the fixes built after run 52's device time, each against run 52's best form in the same run:
 #   smem_ops    the operations (225 x 160 B) and the block's tasks copied into shared memory at the
 #               start, so no task reads its fields from global memory after a count's fence (call
@@ -7,6 +7,8 @@
 #   fast_tanh   GELU's tanh as tanh.approx.f32 (ff1's epilogue ~1 us longer than the others');
 #   l2_weights  every projection reading one 18.9 MB L2-resident weight (timing only): what the
 #               weight reads from device memory cost each form; also run for the chain.
+# Then each operation kind alone (--only: 32 of one kind, each after the one before) in both forms,
+# with the chain's stamps and the persistent tasks' stamps side by side.
 # Predicted: smem_ops -0.1 to -0.2 ms a step (rows tasks ~1 us each, 65 a step on the critical
 # path); fast_tanh -0.03; the chain with L2-resident weights ~0.1 ms faster (run 32: ~0.85 us a
 # GEMM, 129 GEMMs a step), the persistent form ~0.12 (its no-weights figure).
@@ -23,5 +25,13 @@ grep '"round": 1' $R/probe.out | python3 -c "
 import sys,json
 for l in sys.stdin:
     d=json.loads(l); print(d['form'], d['us_per_step'], d.get('vs_chain'))"
+for k in norm qkv out ff1 ff2; do
+  timeout 40 /tmp/b/bin/edgevla_bench_cuda_persistent --only $k --repeat 20 --rounds 1 > $R/only_$k.out 2> $R/only_$k.err
+  echo "only $k rc=$?"; grep -h "chain_gaps\|gaps_us" $R/only_$k.out | cut -c1-400
+  grep '"round": 0' $R/only_$k.out | python3 -c "
+import sys,json
+for l in sys.stdin:
+    d=json.loads(l); print(' ', d['form'], d['us_per_step'], d.get('vs_chain'))"
+done
 rm -f $R/build.log
 date
