@@ -1,16 +1,16 @@
 #!/bin/bash
 # Prepared in run 52 for the next session's first call (~3.5 min cold): the persistent-step probe
-# with the fixes built after run 52's device time, each against run 52's best form in the same run:
+# with the fixes built after run 52's device time, each against run 52's best form ("base", its GELU
+# now the engines' gelu_tanh instead of tanhf: ff1's epilogue ~1 us shorter) in the same run:
 #   smem_ops    the operations (225 x 160 B) and the block's tasks copied into shared memory at the
 #               start, so no task reads its fields from global memory after a count's fence (call
 #               12: 7 % of the stall samples on one such load a rows task);
-#   fast_tanh   GELU's tanh as tanh.approx.f32 (ff1's epilogue ~1 us longer than the others');
 #   l2_weights  every projection reading one 18.9 MB L2-resident weight (timing only): what the
 #               weight reads from device memory cost each form; also run for the chain.
 # Then each operation kind alone (--only: 32 of one kind, each after the one before) in both forms,
 # with the chain's stamps and the persistent tasks' stamps side by side.
 # Predicted: smem_ops -0.1 to -0.2 ms a step (rows tasks ~1 us each, 65 a step on the critical
-# path); fast_tanh -0.03; the chain with L2-resident weights ~0.1 ms faster (run 32: ~0.85 us a
+# path); the chain with L2-resident weights ~0.1 ms faster (run 32: ~0.85 us a
 # GEMM, 129 GEMMs a step), the persistent form ~0.12 (its no-weights figure).
 exec > $OUT/run.log 2>&1
 R=/tmp/rp; mkdir -p $R
