@@ -375,10 +375,11 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   auto llm_wg = opened({{"EDGEVLA_CUDA_WGMMA_BACKBONE", "1"}});
   auto mlp = opened({{"EDGEVLA_CUDA_WGMMA_MLP", "1"}});
   auto w8 = opened({{"EDGEVLA_CUDA_WGMMA_W8", "1"}});
+  auto heads = opened({{"EDGEVLA_CUDA_WGMMA_HEADS", "1"}});
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(plain && blas && llm_wg && mlp && w8) << plain.status().to_string() << blas.status().to_string()
-                                                    << llm_wg.status().to_string() << mlp.status().to_string()
-                                                    << w8.status().to_string();
+  ASSERT_TRUE(plain && blas && llm_wg && mlp && w8 && heads)
+      << plain.status().to_string() << blas.status().to_string() << llm_wg.status().to_string()
+      << mlp.status().to_string() << w8.status().to_string() << heads.status().to_string();
   for (std::size_t i = 0; i < ins.size(); ++i) {
     const CaseSpec& cs = cases()[i];
     SCOPED_TRACE(describe(cs));
@@ -388,9 +389,11 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     auto z = run(*llm_wg, ins[i], cs.steps);
     auto f = run(*mlp, ins[i], cs.steps);
     auto q = run(*w8, ins[i], cs.steps);
-    ASSERT_TRUE(ref && p && y && z && f && q) << p.status().to_string() << y.status().to_string()
-                                              << z.status().to_string() << f.status().to_string()
-                                              << (q ? "" : q.status().to_string());
+    auto hk = run(*heads, ins[i], cs.steps);
+    ASSERT_TRUE(ref && p && y && z && f && q && hk) << p.status().to_string() << y.status().to_string()
+                                                    << z.status().to_string() << f.status().to_string()
+                                                    << (q ? "" : q.status().to_string())
+                                                    << (hk ? "" : hk.status().to_string());
     const Result& x = first[i];
     const std::int64_t na = ref->actions.numel();
     const double xy = rel_l2(x.actions.data<float>(), y->actions.data<float>(), na);
@@ -419,6 +422,15 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     EXPECT_LE(xq, 5e-2);
     EXPECT_GE(q_cos, 0.999);
     EXPECT_TRUE(all_finite(q->actions));
+    // Each attention block's projection and attention as one kernel (EDGEVLA_CUDA_WGMMA_HEADS=1; where
+    // the shapes take it: small, not tiny): the same products, the softmax in other tiles.
+    const double xh = rel_l2(x.actions.data<float>(), hk->actions.data<float>(), na);
+    const double h_cos = cosine(hk->actions.data<float>(), ref->actions.data<float>(), na);
+    std::printf("[%s %s] heads kernel vs the GEMM + attention rel-L2 %.2e, cosine vs cpu f32 %.6f\n", GetParam().c_str(),
+                describe(cs).c_str(), xh, h_cos);
+    EXPECT_LE(xh, 2e-2);
+    EXPECT_GE(h_cos, 0.999);
+    EXPECT_TRUE(all_finite(hk->actions));
     // The backbone's features with the LLM on the warpgroup GEMM against cuBLASLt, and the CPU.
     // Both are bf16 against the CPU's f32: the warpgroup path no further from it than cuBLASLt's
     // (within half again), and the two no further apart than their two errors.

@@ -32,6 +32,9 @@ edgevla_add_test(cuda_wgmma_gemm_test SOURCES gpu/cuda_wgmma_gemm_test.cpp
 # Its norm epilogue (Hopper only): the residual the same bits as k parts + the norm kernel.
 edgevla_add_test(cuda_wgmma_norm_test SOURCES gpu/cuda_wgmma_norm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
+# A head's projections and attention in one kernel (Hopper only): against the host, replays, refusals.
+edgevla_add_test(cuda_wgmma_heads_test SOURCES gpu/cuda_wgmma_heads_test.cpp
+                 LIBS edgevla_cuda_kernels LABELS gpu)
 # The warpgroup GEMM on int8 weights (Hopper only): quantisation, products, replays, refusals.
 edgevla_add_test(cuda_wgmma_w8_test SOURCES gpu/cuda_wgmma_w8_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)

@@ -36,6 +36,15 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
   const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8");
   c.w8 = w8 != nullptr && std::string_view(w8) == "1";
+  if (const char* heads = std::getenv("EDGEVLA_CUDA_WGMMA_HEADS"); heads != nullptr) {
+    const std::string_view v(heads);
+    c.heads = v == "1" || v == "all" ? 3 : v == "self" ? 1 : v == "cross" ? 2 : 0;
+    if (c.heads == 0 && !v.empty() && v != "0") {
+      spdlog::warn("{}: EDGEVLA_CUDA_WGMMA_HEADS is '{}'; use 1 (every attention block), self, cross or 0 (off, the "
+                   "default); it stays off",
+                   what, v);
+    }
+  }
   if (const char* norm = std::getenv("EDGEVLA_CUDA_GEMM_NORM"); norm != nullptr) {
     const std::string_view v(norm);
     c.norm = v == "1" ? 1 : v == "cluster" ? 2 : 0;
@@ -58,7 +67,7 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
   std::size_t largest = 0;
   for (const WgmmaWeight& t : weights) {
     const DevLinear& w = *t.w;
-    if (w.ld != w.in || !wgmma_gemm_fits(1, w.out, w.in, t.epilogue)) {
+    if (w.ld != w.in || !wgmma_gemm_fits(1, w.out, w.in, t.epilogue) || (t.head_dim > 0 && w.out % t.head_dim != 0)) {
       return internal_error(std::string(what) + ": a weight of " + std::to_string(w.out) + " x " +
                             std::to_string(w.in) + " (row stride " + std::to_string(w.ld) +
                             ") does not fit the warpgroup GEMM it was planned for");
@@ -76,7 +85,8 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
   Status st = Status::ok();
   for (const WgmmaWeight& t : weights) {
     DevLinear& w = *t.w;
-    st = wgmma_tile_weight(stream, w.w, w.out, w.in, w.ld, t.epilogue, scratch, t.rope);
+    st = t.head_dim > 0 ? wgmma_heads_tile_weight(stream, w.w, w.out, w.in, w.ld, t.head_dim, scratch)
+                        : wgmma_tile_weight(stream, w.w, w.out, w.in, w.ld, t.epilogue, scratch, t.rope);
     if (!st.is_ok()) break;
     const cudaError_t copied =
         cudaMemcpyAsync(w.w, scratch, wgmma_tiled_bytes(w.out, w.in), cudaMemcpyDeviceToDevice, stream);

@@ -44,6 +44,7 @@
 
 #include "runtime/backends/cuda/engine_common.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
+#include "runtime/backends/cuda/kernels/wgmma_heads.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_w8.hpp"
 
 namespace edgevla::backends::cuda {
@@ -63,6 +64,10 @@ struct WgmmaChoice {
   bool rope = false;   // RoPE in the q|k|v epilogue where the family has it
   bool mlp = false;    // the MLP half as one kernel where the family has it (GR00T's DiT)
   bool w8 = false;     // the projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1)
+  // A head's projections and attention in one kernel (wgmma_heads.hpp) where the family has such
+  // heads (GR00T's DiT), EDGEVLA_CUDA_WGMMA_HEADS: bit 0 the self-attention blocks, bit 1 the
+  // cross-attention ones.
+  int heads = 0;
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.
   int norm = 0;
@@ -83,6 +88,9 @@ struct WgmmaWeight {
   DevLinear* w = nullptr;
   WgmmaEpilogue epilogue = WgmmaEpilogue::kNone;
   WgmmaRope rope;  // kRope: which outputs are rotated heads
+  // Above 0: laid out for the heads kernel (wgmma_heads_tile_weight) in heads of this many rows
+  // instead of for the GEMM.
+  std::int64_t head_dim = 0;
 };
 
 // Tiles every weight in place on `stream` through one scratch buffer (freed before it returns).

@@ -404,7 +404,19 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     a.ldo = E;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    if (b.cross) {
+    if (b.wg_heads) {
+      // q|k|v (cross: q) and the attention as one kernel.
+      WgmmaHeadsArgs ha;
+      ha.mode = b.cross ? WgmmaHeadsMode::kCross : WgmmaHeadsMode::kSelf;
+      ha.a = h_, ha.m = S, ha.k = E, ha.lda = E, ha.w_tiled = b.qkv.w, ha.bias = b.qkv.bias;
+      ha.heads = heads, ha.head_dim = hd, ha.scale = scale, ha.out = o_, ha.ldo = E;
+      if (b.cross) {
+        const CrossKv& ck = b.text ? text_kv_ : image_kv_;
+        auto* k = static_cast<std::byte*>(ck.kv) + static_cast<std::size_t>(b.kv_column) * es;
+        ha.keys = k, ha.values = k + E * es, ha.ld_kv = ck.w.out, ha.key_count = b.text ? n_text : n_image;
+      }
+      if (!ab.skip("qkv") && !ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(wgmma_heads_attention(s, ha));
+    } else if (b.cross) {
       if (!ab.skip("qkv")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_qkv, b.qkv, WgmmaEpilogue::kNone, qkv_, E));
       a.ldq = E;
       const CrossKv& ck = b.text ? text_kv_ : image_kv_;
@@ -419,7 +431,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a = KvBlock{q + E * es, q + 2 * E * es, 3 * E, 0};
       a.a_max = S;
     }
-    if (!ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    if (!b.wg_heads && !ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
     if (!ab.skip("out")) {
       EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));

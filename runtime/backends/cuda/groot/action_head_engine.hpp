@@ -48,6 +48,8 @@ struct BlockDev {
   DevLinear out, ff1, ff2;
   // Which of them run on the warpgroup GEMM (plan_wgmma; their weights then tiled in place).
   bool wg_qkv = false, wg_out = false, wg_ff1 = false, wg_ff2 = false;
+  // q|k|v (or cross q) and the attention as one kernel (wgmma_heads.hpp; its weight laid out for it).
+  bool wg_heads = false;
   std::int64_t kv_column = 0;  // cross blocks: where their k|v start in the text or image k|v rows
 };
 

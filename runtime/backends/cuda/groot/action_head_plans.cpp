@@ -26,13 +26,21 @@ Status ActionHeadEngine::plan_wgmma() {
   if (!c.on) return Status::ok();
   const std::int64_t S = S_, E = E_, F = cfg_.ff_dim();
   std::vector<WgmmaWeight> weights;
-  int counts[5] = {0, 0, 0, 0, 0};
+  int counts[5] = {0, 0, 0, 0, 0}, heads_blocks = 0;
+  const std::int64_t heads = cfg_.dit.num_heads, hd = cfg_.dit.head_dim;
   for (BlockDev& b : blocks_) {
     b.wg_qkv = c.asked(b.cross ? "q" : "qkv") && wgmma_gemm_fits(S, b.qkv.out, E, WgmmaEpilogue::kNone);
+    // The heads kernel in place of q|k|v (cross q) and the attention kernel: not with int8 weights.
+    b.wg_heads = b.wg_qkv && !c.w8 && (c.heads & (b.cross ? 2 : 1)) != 0 &&
+                 wgmma_heads_fits(S, heads, hd, E, b.cross ? WgmmaHeadsMode::kCross : WgmmaHeadsMode::kSelf);
     b.wg_out = c.asked("out") && wgmma_gemm_fits(S, E, E, WgmmaEpilogue::kF32Parts);
     b.wg_ff1 = c.asked("ff1") && wgmma_gemm_fits(S, F, E, WgmmaEpilogue::kGelu);
     b.wg_ff2 = c.asked("ff2") && wgmma_gemm_fits(S, E, F, WgmmaEpilogue::kF32Parts);
-    if (b.wg_qkv) weights.push_back({&b.qkv, WgmmaEpilogue::kNone}), ++counts[b.cross ? 1 : 0];
+    if (b.wg_heads) {
+      weights.push_back({&b.qkv, WgmmaEpilogue::kNone, {}, hd}), ++heads_blocks;
+    } else if (b.wg_qkv) {
+      weights.push_back({&b.qkv, WgmmaEpilogue::kNone}), ++counts[b.cross ? 1 : 0];
+    }
     if (b.wg_out) weights.push_back({&b.out, WgmmaEpilogue::kF32Parts}), ++counts[2];
     if (b.wg_ff1) weights.push_back({&b.ff1, WgmmaEpilogue::kGelu}), ++counts[3];
     if (b.wg_ff2) weights.push_back({&b.ff2, WgmmaEpilogue::kF32Parts}), ++counts[4];
@@ -72,12 +80,13 @@ Status ActionHeadEngine::plan_wgmma() {
   }
   if (!weights.empty()) {
     describe_extra_ =
-        std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "") + (mlp_cluster_ > 0 ? ", MLP halves fused" : "");
+        std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "") + (mlp_cluster_ > 0 ? ", MLP halves fused" : "") +
+        (heads_blocks > 0 ? ", attention blocks fused" : "");
   }
-  spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{} "
-               "(k parts at most {}, k slices at most {})",
+  spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{}; "
+               "{} attention blocks as one heads kernel each (k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",
-               wgmma_chain_ ? ", blocks chained" : "", c.caps.max_parts, c.caps.max_split);
+               wgmma_chain_ ? ", blocks chained" : "", heads_blocks, c.caps.max_parts, c.caps.max_split);
   return Status::ok();
 }
 
