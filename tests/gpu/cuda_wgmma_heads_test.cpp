@@ -147,7 +147,10 @@ class CudaWgmmaHeads : public CudaKernels {
       num += (got[i] - ref[i]) * (got[i] - ref[i]);
       den += ref[i] * ref[i];
     }
-    std::printf("  %-48s rel-L2 %.2e\n", what.c_str(), std::sqrt(num / den));
+    std::printf("  %-48s rel-L2 %.2e%s\n", what.c_str(), std::sqrt(num / den),
+                c.mode == WgmmaHeadsMode::kCross
+                    ? (" (clusters of " + std::to_string(wgmma_heads_cross_split(c.heads, c.hd)) + ")").c_str()
+                    : "");
     // The output's bf16 rounding and the probabilities rounded to bf16 for p · v.
     expect_close(got, ref, Tolerance{1e-2, 2e-2, 2e-2}, what);
   }

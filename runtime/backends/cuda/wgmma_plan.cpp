@@ -36,12 +36,13 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   c.mlp = mlp != nullptr && std::string_view(mlp) == "1";
   const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8");
   c.w8 = w8 != nullptr && std::string_view(w8) == "1";
+  c.heads = 3;
   if (const char* heads = std::getenv("EDGEVLA_CUDA_WGMMA_HEADS"); heads != nullptr) {
     const std::string_view v(heads);
-    c.heads = v == "1" || v == "all" ? 3 : v == "self" ? 1 : v == "cross" ? 2 : 0;
-    if (c.heads == 0 && !v.empty() && v != "0") {
-      spdlog::warn("{}: EDGEVLA_CUDA_WGMMA_HEADS is '{}'; use 1 (every attention block), self, cross or 0 (off, the "
-                   "default); it stays off",
+    c.heads = v == "1" || v == "all" || v.empty() ? 3 : v == "self" ? 1 : v == "cross" ? 2 : 0;
+    if (c.heads == 0 && v != "0") {
+      spdlog::warn("{}: EDGEVLA_CUDA_WGMMA_HEADS is '{}'; use 1 (every attention block, the default), self, cross or "
+                   "0 (off); it is off",
                    what, v);
     }
   }

@@ -66,7 +66,7 @@ struct WgmmaChoice {
   bool w8 = false;     // the projections on int8 weights (EDGEVLA_CUDA_WGMMA_W8=1)
   // A head's projections and attention in one kernel (wgmma_heads.hpp) where the family has such
   // heads (GR00T's DiT), EDGEVLA_CUDA_WGMMA_HEADS: bit 0 the self-attention blocks, bit 1 the
-  // cross-attention ones.
+  // cross-attention ones (both by default).
   int heads = 0;
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.

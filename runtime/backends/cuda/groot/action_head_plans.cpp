@@ -83,10 +83,13 @@ Status ActionHeadEngine::plan_wgmma() {
         std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "") + (mlp_cluster_ > 0 ? ", MLP halves fused" : "") +
         (heads_blocks > 0 ? ", attention blocks fused" : "");
   }
+  const bool cross_heads = std::any_of(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.cross && b.wg_heads; });
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{}; "
-               "{} attention blocks as one heads kernel each (k parts at most {}, k slices at most {})",
+               "{} attention blocks as one heads kernel each{} (k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",
-               wgmma_chain_ ? ", blocks chained" : "", heads_blocks, c.caps.max_parts, c.caps.max_split);
+               wgmma_chain_ ? ", blocks chained" : "", heads_blocks,
+               cross_heads ? ", cross blocks in clusters of " + std::to_string(wgmma_heads_cross_split(heads, hd)) : "",
+               c.caps.max_parts, c.caps.max_split);
   return Status::ok();
 }
 

@@ -55,9 +55,9 @@ struct Shape {
   static constexpr int kTBytes = HD * kLdT * 2;                         // one transposed tile
 };
 
-template <int HD, bool kCross>
+template <int HD, bool kCross, int kSplitCount>
 struct Layout {
-  static constexpr int kSplit = kCross ? 4 : 3;
+  static constexpr int kSplit = kSplitCount;
   static constexpr int kStages = kCross ? 4 : 8;
   static constexpr int kRing = kStages * Shape<HD>::kStage + Shape<HD>::kSlack;
   static constexpr int kSums = kCross ? (kSplit - 1) * kConsumers * kAccFloats * 4 : 0;
@@ -179,10 +179,10 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[HD / 16][4], co
 }
 #endif
 
-template <int HD, bool kCross>
+template <int HD, bool kCross, int kSplitCount>
 __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = Layout<HD, kCross>;
+  using L = Layout<HD, kCross, kSplitCount>;
   using Sh = Shape<HD>;
   constexpr int kSplit = L::kSplit, kStages = L::kStages;
   // What the leader's barrier counts from the other ranks: kSelf, hd × 56 bf16 each; kCross, the
@@ -404,10 +404,27 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
 #endif
 }
 
-template <int HD, bool kCross>
+template <int HD, bool kCross, int kSplit>
+const void* heads_kernel_address() {
+  return reinterpret_cast<const void*>(heads_kernel<HD, kCross, kSplit>);
+}
+
+// kCross: the most k slices (4, 3 or 2) for which the device holds every head's cluster at once.
+// A cluster's blocks share one GPC; four-block clusters of ~164 KB blocks do not all fit on an
+// H200 for 32 heads, and a second wave would double the kernel.
+template <int HD>
+int cross_split(int heads) {
+  static const int by4 = clusters_resident(heads_kernel_address<HD, true, 4>(), kThreads, Layout<HD, true, 4>::kBytes,
+                                           dim3(1, 4, 1));
+  static const int by3 = clusters_resident(heads_kernel_address<HD, true, 3>(), kThreads, Layout<HD, true, 3>::kBytes,
+                                           dim3(1, 3, 1));
+  return by4 >= heads ? 4 : by3 >= heads ? 3 : 2;
+}
+
+template <int HD, bool kCross, int kSplit>
 cudaError_t launch_heads(cudaStream_t stream, const Params& p, const CUtensorMap& a_map) {
-  using L = Layout<HD, kCross>;
-  const auto kernel = heads_kernel<HD, kCross>;
+  using L = Layout<HD, kCross, kSplit>;
+  const auto kernel = heads_kernel<HD, kCross, kSplit>;
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes);
   if (err != cudaSuccess) return err;
   cudaLaunchAttribute attributes[2]{};
@@ -419,6 +436,11 @@ cudaError_t launch_heads(cudaStream_t stream, const Params& p, const CUtensorMap
 }
 
 }  // namespace
+
+int wgmma_heads_cross_split(std::int64_t heads, std::int64_t head_dim) {
+  const int h = static_cast<int>(std::min<std::int64_t>(heads, 65535));
+  return head_dim == 48 ? cross_split<48>(h) : cross_split<32>(h);
+}
 
 bool wgmma_heads_fits(std::int64_t m, std::int64_t heads, std::int64_t head_dim, std::int64_t k, WgmmaHeadsMode mode) {
   const std::int64_t min_kbs = mode == WgmmaHeadsMode::kCross ? 4 : 1;
@@ -482,10 +504,17 @@ Status wgmma_heads_attention(cudaStream_t stream, const WgmmaHeadsArgs& args) {
                  wgmma_stages_ahead(),
                  wgmma_weights_evict_first() ? 1 : 0};
   cudaError_t err = cudaSuccess;
+  const int split = cross ? wgmma_heads_cross_split(args.heads, args.head_dim) : 3;
   if (args.head_dim == 48) {
-    err = cross ? launch_heads<48, true>(stream, p, a_map) : launch_heads<48, false>(stream, p, a_map);
+    err = !cross ? launch_heads<48, false, 3>(stream, p, a_map)
+          : split == 4 ? launch_heads<48, true, 4>(stream, p, a_map)
+          : split == 3 ? launch_heads<48, true, 3>(stream, p, a_map)
+                       : launch_heads<48, true, 2>(stream, p, a_map);
   } else {
-    err = cross ? launch_heads<32, true>(stream, p, a_map) : launch_heads<32, false>(stream, p, a_map);
+    err = !cross ? launch_heads<32, false, 3>(stream, p, a_map)
+          : split == 4 ? launch_heads<32, true, 4>(stream, p, a_map)
+          : split == 3 ? launch_heads<32, true, 3>(stream, p, a_map)
+                       : launch_heads<32, true, 2>(stream, p, a_map);
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_heads_attention: launch: ") + cudaGetErrorString(err));
   return Status::ok();

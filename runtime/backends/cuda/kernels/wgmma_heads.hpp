@@ -8,7 +8,7 @@
 //           of [3 · heads · hd, k]). Each block's product, plus its bias, rounded to bf16 (as the
 //           GEMM's output), goes to the leader's shared memory (k and v over distributed shared
 //           memory), which then runs the head's attention over the m rows, unmasked.
-//   kCross: four blocks, each a quarter of k of the head's q (the weight [heads · hd, k]); the
+//   kCross: four blocks (or three or two: wgmma_heads_cross_split), each a slice of k of the head's q (the weight [heads · hd, k]); the
 //           leader adds the others' sums in rank order (as wgmma_gemm's k slices), adds the bias,
 //           rounds to bf16, and attends to the first *key_count rows of the head's keys and values
 //           (bf16, ld_kv apart, head h's at column h · hd), which it copies into shared memory
@@ -43,6 +43,10 @@ inline constexpr std::int64_t kWgmmaHeadsKeyChunk = 256;
 
 // Whether rows m, heads of head_dim and k inputs fit the kernel.
 bool wgmma_heads_fits(std::int64_t m, std::int64_t heads, std::int64_t head_dim, std::int64_t k, WgmmaHeadsMode mode);
+
+// kCross: how many blocks a head's cluster takes (k slices: 4, or 3 or 2 where the current device
+// cannot hold every head's cluster of 4 at once).
+int wgmma_heads_cross_split(std::int64_t heads, std::int64_t head_dim);
 
 // Lays out the row-major bf16 weight w [n, k] (row stride ld; n a multiple of head_dim) in groups
 // of head_dim rows into `out` (n · k bf16, 16-byte aligned), on `stream`.
