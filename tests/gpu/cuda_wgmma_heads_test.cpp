@@ -63,7 +63,7 @@ class CudaWgmmaHeads : public CudaKernels {
     s->tiled = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(s->n * c.k * 2));
     s->dbias = std::make_unique<DeviceBuffer>(s->bias, DType::kF32);
     s->dout = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(c.m * s->width * 2));
-    EXPECT_OK(wgmma_heads_tile_weight(stream_, s->dw->get(), s->n, c.k, c.k, c.hd, c.mode, s->tiled->get()));
+    EXPECT_OK(wgmma_heads_tile_weight(stream_, s->dw->get(), s->n, c.k, c.k, c.hd, s->tiled->get()));
     WgmmaHeadsArgs& g = s->args;
     g.mode = c.mode, g.a = s->da->get(), g.m = c.m, g.k = c.k, g.lda = c.lda;
     g.w_tiled = s->tiled->get(), g.bias = s->dbias->as<float>(), g.heads = c.heads, g.head_dim = c.hd;
@@ -209,8 +209,7 @@ TEST_F(CudaWgmmaHeads, RefusesShapesItDoesNotRun) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("null pointer"), std::string::npos) << st.to_string();
   DeviceBuffer w(16);
-  EXPECT_FALSE(wgmma_heads_tile_weight(stream_, w.get(), 100, 64, 64, 48, WgmmaHeadsMode::kCross, w.get()).is_ok());
-  EXPECT_FALSE(wgmma_heads_tile_weight(stream_, w.get(), 96, 64, 64, 48, WgmmaHeadsMode::kSelf, w.get()).is_ok());
+  EXPECT_FALSE(wgmma_heads_tile_weight(stream_, w.get(), 100, 64, 64, 48, w.get()).is_ok());  // not whole heads
 }
 
 }  // namespace

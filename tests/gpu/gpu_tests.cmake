@@ -35,11 +35,6 @@ edgevla_add_test(cuda_wgmma_norm_test SOURCES gpu/cuda_wgmma_norm_test.cpp
 # A head's projections and attention in one kernel (Hopper only): against the host, replays, refusals.
 edgevla_add_test(cuda_wgmma_heads_test SOURCES gpu/cuda_wgmma_heads_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
-# The self blocks' other form (one projection a block over all of k), chosen once a process.
-add_test(NAME cuda_wgmma_heads_proj COMMAND cuda_wgmma_heads_test
-         --gtest_filter=CudaWgmmaHeads.SelfAttentionMatchesTheHost:CudaWgmmaHeads.AGraphReplaysBitForBit)
-set_tests_properties(cuda_wgmma_heads_proj PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
-                     ENVIRONMENT EDGEVLA_CUDA_WGMMA_HEADS_SELF=proj)
 # The warpgroup GEMM on int8 weights (Hopper only): quantisation, products, replays, refusals.
 edgevla_add_test(cuda_wgmma_w8_test SOURCES gpu/cuda_wgmma_w8_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)

@@ -86,7 +86,7 @@ Status wgmma_tile_in_place(cudaStream_t stream, const std::vector<WgmmaWeight>& 
   Status st = Status::ok();
   for (const WgmmaWeight& t : weights) {
     DevLinear& w = *t.w;
-    st = t.head_dim > 0 ? wgmma_heads_tile_weight(stream, w.w, w.out, w.in, w.ld, t.head_dim, t.heads_mode, scratch)
+    st = t.head_dim > 0 ? wgmma_heads_tile_weight(stream, w.w, w.out, w.in, w.ld, t.head_dim, scratch)
                         : wgmma_tile_weight(stream, w.w, w.out, w.in, w.ld, t.epilogue, scratch, t.rope);
     if (!st.is_ok()) break;
     const cudaError_t copied =

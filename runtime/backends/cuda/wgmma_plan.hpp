@@ -91,7 +91,6 @@ struct WgmmaWeight {
   // Above 0: laid out for the heads kernel (wgmma_heads_tile_weight) in heads of this many rows
   // instead of for the GEMM.
   std::int64_t head_dim = 0;
-  WgmmaHeadsMode heads_mode = WgmmaHeadsMode::kSelf;
 };
 
 // Tiles every weight in place on `stream` through one scratch buffer (freed before it returns).

@@ -37,8 +37,7 @@ Status ActionHeadEngine::plan_wgmma() {
     b.wg_ff1 = c.asked("ff1") && wgmma_gemm_fits(S, F, E, WgmmaEpilogue::kGelu);
     b.wg_ff2 = c.asked("ff2") && wgmma_gemm_fits(S, E, F, WgmmaEpilogue::kF32Parts);
     if (b.wg_heads) {
-      weights.push_back({&b.qkv, WgmmaEpilogue::kNone, {}, hd, b.cross ? WgmmaHeadsMode::kCross : WgmmaHeadsMode::kSelf});
-      ++heads_blocks;
+      weights.push_back({&b.qkv, WgmmaEpilogue::kNone, {}, hd}), ++heads_blocks;
     } else if (b.wg_qkv) {
       weights.push_back({&b.qkv, WgmmaEpilogue::kNone}), ++counts[b.cross ? 1 : 0];
     }
@@ -86,10 +85,9 @@ Status ActionHeadEngine::plan_wgmma() {
   }
   const bool cross_heads = std::any_of(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.cross && b.wg_heads; });
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{}; "
-               "{} attention blocks as one heads kernel each{}{} (k parts at most {}, k slices at most {})",
+               "{} attention blocks as one heads kernel each{} (k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",
                wgmma_chain_ ? ", blocks chained" : "", heads_blocks,
-               heads_blocks > 0 && (c.heads & 1) != 0 ? (wgmma_heads_self_k_slices() ? ", self blocks over k thirds" : ", self blocks one projection each") : "",
                cross_heads ? ", cross blocks in clusters of " + std::to_string(wgmma_heads_cross_split(heads, hd)) : "",
                c.caps.max_parts, c.caps.max_split);
   return Status::ok();

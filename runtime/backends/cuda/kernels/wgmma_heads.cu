@@ -24,9 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
-#include <string_view>
 
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
@@ -47,35 +45,26 @@ constexpr int kLdT = 72;                      // a transposed tile's row: 64 row
 constexpr int kABytes = kATile * 2;           // A's box a stage (7 KB, 1024-byte multiple)
 constexpr int kChunk = static_cast<int>(kWgmmaHeadsKeyChunk);
 
-// kProj: self-attention, rank j makes projection j over all of k; kSelfK: self-attention, rank j
-// makes all three projections over k slice j, then owns projection j (the others send it their
-// sums); kCross: rank j makes q over k slice j, the leader owns it.
-enum class Form { kProj, kSelfK, kCross };
-
 template <int HD>
 struct Shape {
   static_assert(HD % 16 == 0 && HD <= kBm, "head dim a multiple of 16, at most 64");
   static constexpr int kWBytes = HD * kBk * 2;                          // a weight tile
+  static constexpr int kStage = kABytes + (kWBytes + 1023) / 1024 * 1024;  // A's box, then the weight tile
   static constexpr int kSlack = (kBm - HD) * kBk * 2;                   // what the last tile's unused rows read
   static constexpr int kLdKv = HD + 8;                                  // a staged key's row (odd 16-byte chunks)
   static constexpr int kTBytes = HD * kLdT * 2;                         // one transposed tile
 };
 
-template <int HD, Form F, int kSplitCount>
+template <int HD, bool kCross, int kSplitCount>
 struct Layout {
-  static constexpr bool kCross = F == Form::kCross;
   static constexpr int kSplit = kSplitCount;
-  static constexpr int kP = F == Form::kSelfK ? 3 : 1;  // weight tiles a stage (one bulk copy)
-  static constexpr int kStage = kABytes + (kP * Shape<HD>::kWBytes + 1023) / 1024 * 1024;  // A's box, then the tiles
-  static constexpr int kStages = F == Form::kProj ? 8 : F == Form::kSelfK ? 6 : 4;
-  static constexpr int kRing = kStages * kStage + Shape<HD>::kSlack;
-  static constexpr int kSlice = kConsumers * kAccFloats * 4;  // one rank's sums of one projection
-  static constexpr int kSums = F == Form::kProj ? 0 : (kSplit - 1) * kSlice;
+  static constexpr int kStages = kCross ? 4 : 8;
+  static constexpr int kRing = kStages * Shape<HD>::kStage + Shape<HD>::kSlack;
+  static constexpr int kSums = kCross ? (kSplit - 1) * kConsumers * kAccFloats * 4 : 0;
   static constexpr int kTiles = kCross ? 1 : 3;
   static constexpr int kKv = kCross ? 2 * kChunk * Shape<HD>::kLdKv * 2 : 0;
   static constexpr int kBytes = 1024 + kBarBytes + kRing + kSums + kTiles * Shape<HD>::kTBytes + kKv;
   static_assert(kBytes <= 227 * 1024, "fits a Hopper multiprocessor");
-  static_assert(F != Form::kSelfK || kSplit == 3, "kSelfK: one rank a projection");
 };
 
 struct Params {
@@ -92,19 +81,17 @@ struct Params {
   int ahead, evict_first;
 };
 
-// hd rows × 64 k tiles in core-matrix order. proj 1: one group of hd rows after another; proj 3
-// (kSelfK, the weight [q; k; v] of `heads` heads): for each head and k block, its q, k and v tiles
-// side by side.
-__global__ void heads_tile_kernel(const bf16* w, long long n, long long k, long long ld, int hd, int proj, bf16* out) {
+// hd rows × 64 k tiles in core-matrix order, one group of hd rows after another.
+__global__ void heads_tile_kernel(const bf16* w, long long n, long long k, long long ld, int hd, bf16* out) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * k) return;
-  const long long tile_elems = static_cast<long long>(hd) * kBk, kbs = k / kBk, heads = n / (hd * proj);
-  const long long tile = i / tile_elems;
-  const long long j = tile % proj, kb = (tile / proj) % kbs, head = tile / (proj * kbs);
+  const long long tile_elems = static_cast<long long>(hd) * kBk;
+  const long long group = i / (hd * k);
+  const long long kb = (i % (hd * k)) / tile_elems;
   const int e = static_cast<int>(i % tile_elems);
   const int cm = e / 64;  // core matrix: 8 along k, then the next 8 rows
   const int r = (cm / (kBk / 8)) * 8 + (e % 64) / 8, c = (cm % (kBk / 8)) * 8 + e % 8;
-  out[i] = w[((j * heads + head) * hd + r) * ld + kb * kBk + c];
+  out[i] = w[(group * hd + r) * ld + kb * kBk + c];
 }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -192,74 +179,59 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[HD / 16][4], co
 }
 #endif
 
-template <int HD, Form F, int kSplitCount>
+template <int HD, bool kCross, int kSplitCount>
 __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = Layout<HD, F, kSplitCount>;
+  using L = Layout<HD, kCross, kSplitCount>;
   using Sh = Shape<HD>;
-  constexpr bool kCross = L::kCross;
-  constexpr int kSplit = L::kSplit, kStages = L::kStages, kP = L::kP;
-  // What in_bar counts: the leader's, kProj: the other ranks' bf16 products (hd × 56 each); kCross:
-  // their sums; every rank's, kSelfK: the other ranks' sums of its projection. t_bar (kSelfK, the
-  // leader): the owners of k and v's bf16 products.
-  constexpr unsigned kInBytes = F == Form::kProj ? (kSplit - 1) * HD * kBn * 2 : (kSplit - 1) * L::kSlice;
-  constexpr unsigned kTBytesIn = (kSplit - 1) * HD * kBn * 2;
+  constexpr int kSplit = L::kSplit, kStages = L::kStages;
+  // What the leader's barrier counts from the other ranks: kSelf, hd × 56 bf16 each; kCross, the
+  // consumers' sums.
+  constexpr unsigned kInBytes = kCross ? (kSplit - 1) * kConsumers * kAccFloats * 4 : (kSplit - 1) * HD * kBn * 2;
   extern __shared__ __align__(128) unsigned char smem[];
   auto* full = reinterpret_cast<unsigned long long*>(smem);
   auto* empty = full + kStages;
-  auto* in_bar = empty + kStages;
-  auto* t_bar = in_bar + 1;
+  auto* in_bar = empty + kStages;  // the leader: the other ranks' products (kSelf) or sums (kCross) are in
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   unsigned char* ring = smem + kBarBytes + pad;
-  auto* s_sums = reinterpret_cast<float*>(ring + L::kRing);                       // [kSplit - 1][128][28]
+  auto* s_sums = reinterpret_cast<float*>(ring + L::kRing);                       // kCross: [3][128][28]
   auto* s_t = reinterpret_cast<bf16*>(ring + L::kRing + L::kSums);                // [kTiles][HD][kLdT]
   auto* s_kv = reinterpret_cast<bf16*>(ring + L::kRing + L::kSums + L::kTiles * Sh::kTBytes);  // K, V [kChunk][kLdKv]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int head = static_cast<int>(blockIdx.x), rank = static_cast<int>(blockIdx.y);
+  const int group = kCross ? head : rank * p.heads + head;  // the block's hd weight rows
   const int kbs = p.k / kBk;
-  const bool sliced = F != Form::kProj;
-  const int kb0 = sliced ? rank * kbs / kSplit : 0;
-  const int kb_count = sliced ? (rank + 1) * kbs / kSplit - kb0 : kbs;
-  // The projection this block owns (its bias and transposed tile): kProj and kSelfK j = rank.
-  const int proj = kCross ? 0 : rank;
-  const long long bias_row = (static_cast<long long>(proj) * p.heads + head) * HD;
+  const int kb0 = kCross ? rank * kbs / kSplit : 0;
+  const int kb_count = kCross ? (rank + 1) * kbs / kSplit - kb0 : kbs;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       ptx::mbar_init(&full[s], 1);
       ptx::mbar_init(&empty[s], 4);
     }
-    if (rank == 0 || F == Form::kSelfK) {
+    if (rank == 0) {
       ptx::mbar_init(in_bar, 1);
       ptx::mbar_expect_tx(in_bar, kInBytes);
-    }
-    if (F == Form::kSelfK && rank == 0) {
-      ptx::mbar_init(t_bar, 1);
-      ptx::mbar_expect_tx(t_bar, kTBytesIn);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  // Other ranks write into this block once its barriers are set up: every thread arrives here;
+  // The other ranks write into the leader once its barrier is set up: every thread arrives here;
   // only the writers wait, later.
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 
-  constexpr unsigned kStageTx = static_cast<unsigned>(kP * Sh::kWBytes + kABytes);
+  constexpr unsigned kStageTx = static_cast<unsigned>(Sh::kWBytes + kABytes);
   if (warp == 4) {
     if (lane != 0) return;
-    // The block's first weight tile: kProj, group (rank, head) of the [q; k; v] groups; kCross,
-    // group head; kSelfK, the head's q|k|v tiles at k block kb0.
-    const long long first_tile = F == Form::kProj ? (static_cast<long long>(rank) * p.heads + head) * kbs
-                                                  : (static_cast<long long>(head) * kbs + kb0) * kP;
-    const bf16* w = p.w + first_tile * (HD * kBk);
+    const bf16* w = p.w + (static_cast<long long>(group) * kbs + kb0) * (HD * kBk);
     const int ahead = min(kb_count, min(kStages, p.ahead));
     const unsigned long long policy = p.evict_first ? ptx::l2_evict_first_policy() : 0ull;
     const auto copy_w = [&](int slot, int i) {
-      void* dst = ring + slot * L::kStage + kABytes;
-      const bf16* src = w + static_cast<long long>(i) * (kP * HD * kBk);
+      void* dst = ring + slot * Sh::kStage + kABytes;
+      const bf16* src = w + static_cast<long long>(i) * (HD * kBk);
       if (p.evict_first) {
-        ptx::bulk_copy_hint(dst, src, kP * Sh::kWBytes, &full[slot], policy);
+        ptx::bulk_copy_hint(dst, src, Sh::kWBytes, &full[slot], policy);
       } else {
-        ptx::bulk_copy(dst, src, kP * Sh::kWBytes, &full[slot]);
+        ptx::bulk_copy(dst, src, Sh::kWBytes, &full[slot]);
       }
     };
     for (int i = 0; i < ahead; ++i) {
@@ -275,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
         ptx::mbar_expect_tx(&full[s], kStageTx);
         copy_w(s, i);
       }
-      ptx::tma_load_2d(ring + s * L::kStage, &a_map, (kb0 + i) * kBk, 0, &full[s]);
+      ptx::tma_load_2d(ring + s * Sh::kStage, &a_map, (kb0 + i) * kBk, 0, &full[s]);
     }
     return;
   }
@@ -305,24 +277,17 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
     }
   }
 
-  float acc[kP][kAccFloats];
+  float acc[kAccFloats];
 #pragma unroll
-  for (int j = 0; j < kP; ++j) {
-#pragma unroll
-    for (int i = 0; i < kAccFloats; ++i) acc[j][i] = 0.0f;
-  }
+  for (int i = 0; i < kAccFloats; ++i) acc[i] = 0.0f;
   for (int i = 0; i < kb_count; ++i) {
     const int s = i % kStages;
     ptx::mbar_wait(&full[s], (i / kStages) & 1);
     ptx::wg_fence();
-    const unsigned char* stage = ring + s * L::kStage;
+    const unsigned char* stage = ring + s * Sh::kStage;
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
-#pragma unroll
-      for (int j = 0; j < kP; ++j) {
-        wgmma_m64n56(acc[j], weight_descriptor(stage + kABytes + j * Sh::kWBytes + kk * 256),
-                     swizzled_descriptor(stage + kk * 32));
-      }
+      wgmma_m64n56(acc, weight_descriptor(stage + kABytes + kk * 256), swizzled_descriptor(stage + kk * 32));
     }
     ptx::wg_commit();
     ptx::wg_wait<1>();
@@ -330,75 +295,48 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
   }
   ptx::wg_wait<0>();
 
-  // res: this block's owned projection summed over k (slices added in rank order).
-  float res[kAccFloats];
-  if constexpr (F == Form::kProj) {
-#pragma unroll
-    for (int i = 0; i < kAccFloats; ++i) res[i] = acc[0][i];
-  } else {
-    const int owner_rank_count = kCross ? 1 : kSplit;  // ranks that own a projection
-    const bool sends = kCross ? rank != 0 : true;
-    if (sends) {
+  if constexpr (kCross) {
+    if (rank != 0) {
       asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+      const unsigned slot = ptx::smem_addr(s_sums + (static_cast<long long>(rank - 1) * kConsumers + tid) * kAccFloats);
+      const unsigned remote = ptx::cluster_map(slot, 0), remote_bar = ptx::cluster_map(ptx::smem_addr(in_bar), 0);
 #pragma unroll
-      for (int j = 0; j < kP; ++j) {
-        // kCross: acc[0] to the leader; kSelfK: projection j's sums to rank j (not to itself).
-        const int to = kCross ? 0 : j;
-        if (to == rank || to >= owner_rank_count) continue;
-        const int slot = rank < to ? rank : rank - 1;
-        const unsigned local = ptx::smem_addr(s_sums + (static_cast<long long>(slot) * kConsumers + tid) * kAccFloats);
-        const unsigned remote = ptx::cluster_map(local, to), remote_bar = ptx::cluster_map(ptx::smem_addr(in_bar), to);
-#pragma unroll
-        for (int i = 0; i < kAccFloats; i += 4) {
-          ptx::store_async4(remote + i * 4, acc[j][i], acc[j][i + 1], acc[j][i + 2], acc[j][i + 3], remote_bar);
-        }
+      for (int i = 0; i < kAccFloats; i += 4) {
+        ptx::store_async4(remote + i * 4, acc[i], acc[i + 1], acc[i + 2], acc[i + 3], remote_bar);
       }
+      return;
     }
-    if (kCross && rank != 0) return;
     ptx::mbar_wait(in_bar, 0);
 #pragma unroll
-    for (int i = 0; i < kAccFloats; ++i) res[i] = 0.0f;
+    for (int r = 0; r < kSplit - 1; ++r) {
+      const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
 #pragma unroll
-    for (int r = 0; r < kSplit; ++r) {
-      if (r == rank) {
-#pragma unroll
-        for (int j = 0; j < kP; ++j) {
-          if (kCross || j == rank) {
-#pragma unroll
-            for (int i = 0; i < kAccFloats; ++i) res[i] += acc[j][i];
-          }
-        }
-      } else {
-        const float4* src = reinterpret_cast<const float4*>(
-            s_sums + (static_cast<long long>(r < rank ? r : r - 1) * kConsumers + tid) * kAccFloats);
-#pragma unroll
-        for (int i = 0; i < kAccFloats / 4; ++i) {
-          const float4 v = src[i];
-          res[4 * i] += v.x, res[4 * i + 1] += v.y, res[4 * i + 2] += v.z, res[4 * i + 3] += v.w;
-        }
+      for (int i = 0; i < kAccFloats / 4; ++i) {
+        const float4 v = src[i];
+        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
       }
     }
   }
 
-  // The owned product plus its bias in bf16, transposed: thread holds features f and f + 8, rows
+  // The product plus its bias in bf16, transposed: thread holds features f and f + 8, rows
   // 8j + 2 (lane % 4) + {0, 1}.
   if (warp * 16 < HD) {
     const int f = warp * 16 + lane / 4;
-    const float b0 = p.bias != nullptr ? p.bias[bias_row + f] : 0.0f;
-    const float b8 = p.bias != nullptr ? p.bias[bias_row + f + 8] : 0.0f;
-    bf16* t = s_t + proj * HD * kLdT;
+    const long long brow = static_cast<long long>(group) * HD;
+    const float b0 = p.bias != nullptr ? p.bias[brow + f] : 0.0f, b8 = p.bias != nullptr ? p.bias[brow + f + 8] : 0.0f;
+    bf16* t = s_t + (kCross ? 0 : rank) * HD * kLdT;
     const bool remote = !kCross && rank != 0;
     unsigned base = ptx::smem_addr(t), bar = 0;
     if (remote) {
-      if (F == Form::kProj) asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+      asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
       base = ptx::cluster_map(base, 0);
-      bar = ptx::cluster_map(ptx::smem_addr(F == Form::kProj ? in_bar : t_bar), 0);
+      bar = ptx::cluster_map(ptx::smem_addr(in_bar), 0);
     }
 #pragma unroll
     for (int j = 0; j < kBn / 8; ++j) {
       const int row = 8 * j + 2 * (lane % 4);
-      const unsigned lo = ptx::pack_bf16(res[4 * j] + b0, res[4 * j + 1] + b0);
-      const unsigned hi = ptx::pack_bf16(res[4 * j + 2] + b8, res[4 * j + 3] + b8);
+      const unsigned lo = ptx::pack_bf16(acc[4 * j] + b0, acc[4 * j + 1] + b0);
+      const unsigned hi = ptx::pack_bf16(acc[4 * j + 2] + b8, acc[4 * j + 3] + b8);
       const unsigned at_lo = base + static_cast<unsigned>((f * kLdT + row) * 2);
       const unsigned at_hi = base + static_cast<unsigned>(((f + 8) * kLdT + row) * 2);
       if (remote) {
@@ -415,10 +353,8 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
   // The leader attends.
   if constexpr (kCross) {
     ptx::cp_async_wait_all();
-  } else if constexpr (F == Form::kProj) {
-    ptx::mbar_wait(in_bar, 0);
   } else {
-    ptx::mbar_wait(t_bar, 0);
+    ptx::mbar_wait(in_bar, 0);
   }
   consumers_sync();
   unsigned qa[HD / 16][4];
@@ -468,9 +404,9 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
 #endif
 }
 
-template <int HD, Form F, int kSplit>
+template <int HD, bool kCross, int kSplit>
 const void* heads_kernel_address() {
-  return reinterpret_cast<const void*>(heads_kernel<HD, F, kSplit>);
+  return reinterpret_cast<const void*>(heads_kernel<HD, kCross, kSplit>);
 }
 
 // kCross: the most k slices (4, 3 or 2) for which the device holds every head's cluster at once.
@@ -478,18 +414,17 @@ const void* heads_kernel_address() {
 // H200 for 32 heads, and a second wave would double the kernel.
 template <int HD>
 int cross_split(int heads) {
-  constexpr Form kC = Form::kCross;
-  static const int by4 = clusters_resident(heads_kernel_address<HD, kC, 4>(), kThreads, Layout<HD, kC, 4>::kBytes,
+  static const int by4 = clusters_resident(heads_kernel_address<HD, true, 4>(), kThreads, Layout<HD, true, 4>::kBytes,
                                            dim3(1, 4, 1));
-  static const int by3 = clusters_resident(heads_kernel_address<HD, kC, 3>(), kThreads, Layout<HD, kC, 3>::kBytes,
+  static const int by3 = clusters_resident(heads_kernel_address<HD, true, 3>(), kThreads, Layout<HD, true, 3>::kBytes,
                                            dim3(1, 3, 1));
   return by4 >= heads ? 4 : by3 >= heads ? 3 : 2;
 }
 
-template <int HD, Form F, int kSplit>
+template <int HD, bool kCross, int kSplit>
 cudaError_t launch_heads(cudaStream_t stream, const Params& p, const CUtensorMap& a_map) {
-  using L = Layout<HD, F, kSplit>;
-  const auto kernel = heads_kernel<HD, F, kSplit>;
+  using L = Layout<HD, kCross, kSplit>;
+  const auto kernel = heads_kernel<HD, kCross, kSplit>;
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes);
   if (err != cudaSuccess) return err;
   cudaLaunchAttribute attributes[2]{};
@@ -513,27 +448,17 @@ bool wgmma_heads_fits(std::int64_t m, std::int64_t heads, std::int64_t head_dim,
          k % kBk == 0 && k / kBk >= min_kbs;
 }
 
-bool wgmma_heads_self_k_slices() {
-  // k slices: rank j makes q, k and v over a third of k, then owns projection j (run 53 call 3).
-  static const bool by_k = [] {
-    const char* v = std::getenv("EDGEVLA_CUDA_WGMMA_HEADS_SELF");
-    return !(v != nullptr && std::string_view(v) == "proj");
-  }();
-  return by_k;
-}
-
 Status wgmma_heads_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld,
-                               std::int64_t head_dim, WgmmaHeadsMode mode, void* out) {
-  const int proj = mode == WgmmaHeadsMode::kSelf && wgmma_heads_self_k_slices() ? 3 : 1;
-  if (w == nullptr || out == nullptr || (head_dim != 32 && head_dim != 48) || n <= 0 || n % (head_dim * proj) != 0 ||
-      k <= 0 || k % kBk != 0 || ld < k) {
+                               std::int64_t head_dim, void* out) {
+  if (w == nullptr || out == nullptr || (head_dim != 32 && head_dim != 48) || n <= 0 || n % head_dim != 0 || k <= 0 ||
+      k % kBk != 0 || ld < k) {
     return invalid_argument("wgmma_heads_tile_weight: a weight of " + std::to_string(n) + " × " + std::to_string(k) +
                             " (row stride " + std::to_string(ld) + ") in heads of " + std::to_string(head_dim) +
                             " (32 or 48, whole heads; k a multiple of 64)");
   }
   const long long total = n * k;
   heads_tile_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
-      static_cast<const bf16*>(w), n, k, ld, static_cast<int>(head_dim), proj, static_cast<bf16*>(out));
+      static_cast<const bf16*>(w), n, k, ld, static_cast<int>(head_dim), static_cast<bf16*>(out));
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return internal_error(std::string("wgmma_heads_tile_weight: ") + cudaGetErrorString(err));
   return Status::ok();
@@ -580,18 +505,16 @@ Status wgmma_heads_attention(cudaStream_t stream, const WgmmaHeadsArgs& args) {
                  wgmma_weights_evict_first() ? 1 : 0};
   cudaError_t err = cudaSuccess;
   const int split = cross ? wgmma_heads_cross_split(args.heads, args.head_dim) : 3;
-  const bool by_k = wgmma_heads_self_k_slices();
-  constexpr Form kC = Form::kCross, kK = Form::kSelfK, kJ = Form::kProj;
   if (args.head_dim == 48) {
-    err = !cross ? (by_k ? launch_heads<48, kK, 3>(stream, p, a_map) : launch_heads<48, kJ, 3>(stream, p, a_map))
-          : split == 4 ? launch_heads<48, kC, 4>(stream, p, a_map)
-          : split == 3 ? launch_heads<48, kC, 3>(stream, p, a_map)
-                       : launch_heads<48, kC, 2>(stream, p, a_map);
+    err = !cross ? launch_heads<48, false, 3>(stream, p, a_map)
+          : split == 4 ? launch_heads<48, true, 4>(stream, p, a_map)
+          : split == 3 ? launch_heads<48, true, 3>(stream, p, a_map)
+                       : launch_heads<48, true, 2>(stream, p, a_map);
   } else {
-    err = !cross ? (by_k ? launch_heads<32, kK, 3>(stream, p, a_map) : launch_heads<32, kJ, 3>(stream, p, a_map))
-          : split == 4 ? launch_heads<32, kC, 4>(stream, p, a_map)
-          : split == 3 ? launch_heads<32, kC, 3>(stream, p, a_map)
-                       : launch_heads<32, kC, 2>(stream, p, a_map);
+    err = !cross ? launch_heads<32, false, 3>(stream, p, a_map)
+          : split == 4 ? launch_heads<32, true, 4>(stream, p, a_map)
+          : split == 3 ? launch_heads<32, true, 3>(stream, p, a_map)
+                       : launch_heads<32, true, 2>(stream, p, a_map);
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_heads_attention: launch: ") + cudaGetErrorString(err));
   return Status::ok();

@@ -4,12 +4,10 @@
 // fold into the projection before it.
 //
 // One thread-block cluster a head:
-//   kSelf:  three blocks (the weight [q; k; v] of [3 · heads · hd, k]), each making q, k and v over a
-//           third of k and sending the other two their sums, so that block j holds projection j
-//           summed (or, EDGEVLA_CUDA_WGMMA_HEADS_SELF=proj, block j making projection j over all
-//           of k). Each one's product, plus its bias, rounded to bf16 (as the GEMM's output), goes
-//           to the leader's shared memory (k and v over distributed shared memory), which then runs
-//           the head's attention over the m rows, unmasked.
+//   kSelf:  three blocks, one for each of the head's q, k and v over all of k (the weight [q; k; v]
+//           of [3 · heads · hd, k]). Each block's product, plus its bias, rounded to bf16 (as the
+//           GEMM's output), goes to the leader's shared memory (k and v over distributed shared
+//           memory), which then runs the head's attention over the m rows, unmasked.
 //   kCross: four blocks (or three or two: wgmma_heads_cross_split), each a slice of k of the head's q (the weight [heads · hd, k]); the
 //           leader adds the others' sums in rank order (as wgmma_gemm's k slices), adds the bias,
 //           rounds to bf16, and attends to the first *key_count rows of the head's keys and values
@@ -20,9 +18,9 @@
 // f32 sums, the probabilities rounded to bf16 for p · v (as attention.hpp's bf16 kernel).
 //
 // The weight is laid out once (wgmma_heads_tile_weight) in tiles of hd rows × 64 k, core-matrix
-// order (wgmma_gemm's layout with hd rows instead of 64): one group of hd output rows after another,
-// or (kSelf over k thirds) a head's q, k and v tiles of one k block side by side, so that a block's
-// stage is one bulk copy; the multiply is m64n56k16 with the rows past hd not used.
+// order (wgmma_gemm's layout with hd rows instead of 64), one group of hd output rows after another,
+// so that a block's stage is one bulk copy of hd · 128 bytes; the multiply is m64n56k16 with the
+// rows past hd not used.
 //
 // Only compute capability 9.0 runs it (sm_90a code): wgmma_gemm_available() says whether this
 // build and device do. hd 32 or 48, rows 1 to 56, k a multiple of 64 (at least 256 for kCross).
@@ -50,16 +48,10 @@ bool wgmma_heads_fits(std::int64_t m, std::int64_t heads, std::int64_t head_dim,
 // cannot hold every head's cluster of 4 at once).
 int wgmma_heads_cross_split(std::int64_t heads, std::int64_t head_dim);
 
-// kSelf: whether each of a head's three blocks makes q, k and v over a third of k and then owns one
-// of them (the others send it their sums; the default), rather than one projection over all of
-// k (EDGEVLA_CUDA_WGMMA_HEADS_SELF=proj). Read once a process; the weights' layout follows it.
-bool wgmma_heads_self_k_slices();
-
-// Lays out the row-major bf16 weight w [n, k] (row stride ld; whole heads of head_dim: kSelf's
-// [q; k; v] of 3 · heads · head_dim rows) for `mode` into `out` (n · k bf16, 16-byte aligned), on
-// `stream`.
+// Lays out the row-major bf16 weight w [n, k] (row stride ld; n a multiple of head_dim) in groups
+// of head_dim rows into `out` (n · k bf16, 16-byte aligned), on `stream`.
 Status wgmma_heads_tile_weight(cudaStream_t stream, const void* w, std::int64_t n, std::int64_t k, std::int64_t ld,
-                               std::int64_t head_dim, WgmmaHeadsMode mode, void* out);
+                               std::int64_t head_dim, void* out);
 
 struct WgmmaHeadsArgs {
   WgmmaHeadsMode mode = WgmmaHeadsMode::kSelf;
