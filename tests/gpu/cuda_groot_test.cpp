@@ -375,7 +375,7 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   auto llm_wg = opened({{"EDGEVLA_CUDA_WGMMA_BACKBONE", "1"}});
   auto mlp = opened({{"EDGEVLA_CUDA_WGMMA_MLP", "1"}});
   auto w8 = opened({{"EDGEVLA_CUDA_WGMMA_W8", "1"}});
-  auto heads = opened({{"EDGEVLA_CUDA_WGMMA_HEADS", "0"}, {"EDGEVLA_CUDA_WGMMA_FF1_TILE", "64"}});
+  auto heads = opened({{"EDGEVLA_CUDA_WGMMA_HEADS", "0"}});
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
   ASSERT_TRUE(plain && blas && llm_wg && mlp && w8 && heads)
       << plain.status().to_string() << blas.status().to_string() << llm_wg.status().to_string()
@@ -422,10 +422,9 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     EXPECT_LE(xq, 5e-2);
     EXPECT_GE(q_cos, 0.999);
     EXPECT_TRUE(all_finite(q->actions));
-    // Each attention block's projection and attention as one kernel and ff1 in narrow feature tiles
-    // (the defaults where the shapes take them: small, not tiny) against the GEMMs and the attention
-    // kernel (EDGEVLA_CUDA_WGMMA_HEADS=0, EDGEVLA_CUDA_WGMMA_FF1_TILE=64): the same products, the
-    // softmax in other tiles.
+    // Each attention block's projection and attention as one kernel (the default where the shapes
+    // take it: small, not tiny) against the GEMM and the attention kernel (EDGEVLA_CUDA_WGMMA_HEADS=0):
+    // the same products, the softmax in other tiles.
     const double xh = rel_l2(x.actions.data<float>(), hk->actions.data<float>(), na);
     const double h_cos = cosine(hk->actions.data<float>(), ref->actions.data<float>(), na);
     std::printf("[%s %s] heads kernel vs the GEMM + attention kernel rel-L2 %.2e, cosine vs cpu f32 %.6f\n", GetParam().c_str(),

@@ -172,61 +172,6 @@ TEST_F(CudaWgmmaHeads, CrossAttentionMatchesTheHost) {
   check({WgmmaHeadsMode::kCross, 51, 2, 48, 256, 256, 1}, 16);       // one key
 }
 
-// The projection alone in narrow feature tiles (wgmma_heads_gemm): GR00T's ff1 (bias + GELU) and
-// plain forms, against the host in double, and bit for bit the 64-feature warpgroup GEMM.
-TEST_F(CudaWgmmaHeads, TheNarrowGemmMatchesTheHostAndTheGemm) {
-  struct GemmCase {
-    std::int64_t m, n, k, lda;
-    bool gelu;
-  };
-  for (const GemmCase& c : {GemmCase{51, 6144, 1536, 1536, true}, GemmCase{51, 1024, 256, 256, true},
-                            GemmCase{56, 480, 320, 328, false}, GemmCase{1, 96, 64, 64, false}}) {
-    const int rows = wgmma_heads_gemm_rows(c.m, c.n, c.k);
-    const std::string what = "m " + std::to_string(c.m) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
-                             (c.gelu ? " gelu" : "") + " in tiles of " + std::to_string(rows);
-    SCOPED_TRACE(what);
-    ASSERT_GT(rows, 0);
-    const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -2.0f, 2.0f, 31), DType::kBF16);
-    const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.k), -0.1f, 0.1f, 32), DType::kBF16);
-    const auto bias = random_values(static_cast<std::size_t>(c.n), -0.5f, 0.5f, 33);
-    DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), dbias(bias, DType::kF32);
-    DeviceBuffer narrow_w(static_cast<std::size_t>(c.n * c.k * 2)), wide_w(wgmma_tiled_bytes(c.n, c.k));
-    DeviceBuffer narrow_d(static_cast<std::size_t>(c.m * c.n * 2)), wide_d(static_cast<std::size_t>(c.m * c.n * 2));
-    ASSERT_OK(wgmma_heads_tile_weight(stream_, dw.get(), c.n, c.k, c.k, rows, narrow_w.get()));
-    WgmmaHeadsGemmArgs g;
-    g.a = da.get(), g.m = c.m, g.k = c.k, g.lda = c.lda, g.w_tiled = narrow_w.get(), g.n = c.n, g.tile_rows = rows;
-    g.bias = dbias.as<float>(), g.gelu = c.gelu, g.d = narrow_d.get(), g.ldd = c.n;
-    ASSERT_OK(wgmma_heads_gemm(stream_, g));
-    const WgmmaEpilogue epi = c.gelu ? WgmmaEpilogue::kGelu : WgmmaEpilogue::kNone;
-    const bool wide = c.n % 64 == 0;
-    if (wide) {
-      ASSERT_OK(wgmma_tile_weight(stream_, dw.get(), c.n, c.k, c.k, epi, wide_w.get()));
-      WgmmaGemmArgs q;
-      q.a = da.get(), q.m = c.m, q.k = c.k, q.lda = c.lda, q.w_tiled = wide_w.get(), q.n = c.n, q.epilogue = epi;
-      q.bias = dbias.as<float>(), q.d = wide_d.get(), q.ldd = c.n;
-      ASSERT_OK(wgmma_gemm(stream_, q));
-    }
-    sync();
-    const auto got = narrow_d.download(DType::kBF16, static_cast<std::size_t>(c.m * c.n));
-    std::vector<double> ref(got.size());
-    for (std::int64_t r = 0; r < c.m; ++r) {
-      for (std::int64_t f = 0; f < c.n; ++f) {
-        double v = bias[static_cast<std::size_t>(f)];
-        for (std::int64_t t = 0; t < c.k; ++t) v += static_cast<double>(a[r * c.lda + t]) * w[f * c.k + t];
-        ref[static_cast<std::size_t>(r * c.n + f)] = c.gelu ? gelu_ref(v) : v;
-      }
-    }
-    expect_close(got, ref, Tolerance{6e-3, 2e-2, 1e-2}, what);
-    if (wide) {
-      EXPECT_EQ(got, wide_d.download(DType::kBF16, got.size())) << "not the 64-feature GEMM's bits";
-    }
-  }
-  WgmmaHeadsGemmArgs bad;
-  bad.m = 51, bad.n = 100, bad.k = 64, bad.lda = 64;
-  EXPECT_EQ(wgmma_heads_gemm_rows(51, 100, 64), 0);
-  EXPECT_FALSE(wgmma_heads_gemm(stream_, bad).is_ok());
-}
-
 TEST_F(CudaWgmmaHeads, AGraphReplaysBitForBit) {
   for (const Case& c : {Case{WgmmaHeadsMode::kSelf, 51, 32, 48, 1536, 1536, 0},
                         Case{WgmmaHeadsMode::kCross, 51, 32, 48, 1536, 1536, 162}}) {

@@ -43,7 +43,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_ROPE", "RoPE in the q|k|v GEMM's epilogue: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_MLP", "each MLP half as one clustered kernel: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_HEADS", "GR00T's attention blocks as one kernel a block (projection + attention): 1 (default), self, cross, 0"},
-    {"EDGEVLA_CUDA_WGMMA_FF1_TILE", "GR00T's ff1 in feature tiles of 48 (default; the heads kernel's GEMM form) or 64"},
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},

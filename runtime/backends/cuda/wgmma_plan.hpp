@@ -68,9 +68,6 @@ struct WgmmaChoice {
   // heads (GR00T's DiT), EDGEVLA_CUDA_WGMMA_HEADS: bit 0 the self-attention blocks, bit 1 the
   // cross-attention ones (both by default).
   int heads = 0;
-  // GR00T's ff1 in narrow feature tiles (wgmma_heads_gemm) where they fit, EDGEVLA_CUDA_WGMMA_FF1_TILE
-  // (48, the default, or 64: wgmma_gemm).
-  bool narrow_ff1 = false;
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.
   int norm = 0;

@@ -450,15 +450,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       ff2_parts = ResidualParts{wgmma_mlp_parts(F, mlp_cluster_), S * E, b.ff2.bias};
       continue;
     }
-    if (ab.skip("ff1")) {
-    } else if (b.ff1_rows > 0) {
-      WgmmaHeadsGemmArgs g;
-      g.a = h_, g.m = S, g.k = E, g.lda = E, g.w_tiled = b.ff1.w, g.n = F, g.tile_rows = b.ff1_rows;
-      g.bias = b.ff1.bias, g.gelu = true, g.d = ff_, g.ldd = F;
-      EDGEVLA_RETURN_IF_ERROR(wgmma_heads_gemm(s, g));
-    } else {
-      EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
-    }
+    if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
     if (ab.skip("ff2")) {
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {

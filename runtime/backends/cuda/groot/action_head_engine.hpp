@@ -50,8 +50,6 @@ struct BlockDev {
   bool wg_qkv = false, wg_out = false, wg_ff1 = false, wg_ff2 = false;
   // q|k|v (or cross q) and the attention as one kernel (wgmma_heads.hpp; its weight laid out for it).
   bool wg_heads = false;
-  // ff1 in feature tiles of ff1_rows (wgmma_heads_gemm) instead of wgmma_gemm's 64; 0: not.
-  int ff1_rows = 0;
   std::int64_t kv_column = 0;  // cross blocks: where their k|v start in the text or image k|v rows
 };
 

@@ -26,7 +26,7 @@ Status ActionHeadEngine::plan_wgmma() {
   if (!c.on) return Status::ok();
   const std::int64_t S = S_, E = E_, F = cfg_.ff_dim();
   std::vector<WgmmaWeight> weights;
-  int counts[5] = {0, 0, 0, 0, 0}, heads_blocks = 0, narrow_ff1 = 0;
+  int counts[5] = {0, 0, 0, 0, 0}, heads_blocks = 0;
   const std::int64_t heads = cfg_.dit.num_heads, hd = cfg_.dit.head_dim;
   for (BlockDev& b : blocks_) {
     b.wg_qkv = c.asked(b.cross ? "q" : "qkv") && wgmma_gemm_fits(S, b.qkv.out, E, WgmmaEpilogue::kNone);
@@ -42,14 +42,7 @@ Status ActionHeadEngine::plan_wgmma() {
       weights.push_back({&b.qkv, WgmmaEpilogue::kNone}), ++counts[b.cross ? 1 : 0];
     }
     if (b.wg_out) weights.push_back({&b.out, WgmmaEpilogue::kF32Parts}), ++counts[2];
-    // ff1 in narrow tiles: not with int8 weights or the MLP halves as one kernel (both read its
-    // 64-feature tiling).
-    b.ff1_rows = b.wg_ff1 && c.narrow_ff1 && !c.w8 && !c.mlp ? wgmma_heads_gemm_rows(S, F, E) : 0;
-    if (b.ff1_rows > 0) {
-      weights.push_back({&b.ff1, WgmmaEpilogue::kGelu, {}, b.ff1_rows}), ++narrow_ff1;
-    } else if (b.wg_ff1) {
-      weights.push_back({&b.ff1, WgmmaEpilogue::kGelu}), ++counts[3];
-    }
+    if (b.wg_ff1) weights.push_back({&b.ff1, WgmmaEpilogue::kGelu}), ++counts[3];
     if (b.wg_ff2) weights.push_back({&b.ff2, WgmmaEpilogue::kF32Parts}), ++counts[4];
   }
   if (wg_edges_) weights.push_back({&proj_out_2_, WgmmaEpilogue::kNone});
@@ -92,11 +85,11 @@ Status ActionHeadEngine::plan_wgmma() {
   }
   const bool cross_heads = std::any_of(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.cross && b.wg_heads; });
   spdlog::info("groot action_head (cuda): warpgroup GEMM for {} self q|k|v, {} cross q, {} out, {} ff1, {} ff2{}{}; "
-               "{} attention blocks as one heads kernel each{}; {} ff1 in tiles of {} (k parts at most {}, k slices at most {})",
+               "{} attention blocks as one heads kernel each{} (k parts at most {}, k slices at most {})",
                counts[0], counts[1], counts[2], counts[3], counts[4], wg_edges_ ? ", the steps' encoder and decoder" : "",
                wgmma_chain_ ? ", blocks chained" : "", heads_blocks,
                cross_heads ? ", cross blocks in clusters of " + std::to_string(wgmma_heads_cross_split(heads, hd)) : "",
-               narrow_ff1, narrow_ff1 > 0 ? blocks_.front().ff1_rows : 64, c.caps.max_parts, c.caps.max_split);
+               c.caps.max_parts, c.caps.max_split);
   return Status::ok();
 }
 

@@ -26,7 +26,6 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/backends/cuda/kernels/elementwise_common.cuh"  // gelu_tanh, as wgmma_gemm
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 #include "runtime/backends/cuda/kernels/tensor_map.hpp"
@@ -56,18 +55,13 @@ struct Shape {
   static constexpr int kTBytes = HD * kLdT * 2;                         // one transposed tile
 };
 
-// What a launch runs: a head's self-attention block, its cross-attention block, or a projection
-// alone in narrow feature tiles (wgmma_heads_gemm).
-enum Kind : int { kSelfKind, kCrossKind, kGemmKind };
-
-template <int HD, int kKind, int kSplitCount>
+template <int HD, bool kCross, int kSplitCount>
 struct Layout {
-  static constexpr bool kCross = kKind == kCrossKind;
   static constexpr int kSplit = kSplitCount;
   static constexpr int kStages = kCross ? 4 : 8;
   static constexpr int kRing = kStages * Shape<HD>::kStage + Shape<HD>::kSlack;
   static constexpr int kSums = kCross ? (kSplit - 1) * kConsumers * kAccFloats * 4 : 0;
-  static constexpr int kTiles = kKind == kGemmKind ? 0 : kCross ? 1 : 3;
+  static constexpr int kTiles = kCross ? 1 : 3;
   static constexpr int kKv = kCross ? 2 * kChunk * Shape<HD>::kLdKv * 2 : 0;
   static constexpr int kBytes = 1024 + kBarBytes + kRing + kSums + kTiles * Shape<HD>::kTBytes + kKv;
   static_assert(kBytes <= 227 * 1024, "fits a Hopper multiprocessor");
@@ -85,7 +79,6 @@ struct Params {
   int m, k, heads;
   float scale_log2;
   int ahead, evict_first;
-  int gelu;  // kGemmKind: GELU-tanh after the bias
 };
 
 // hd rows × 64 k tiles in core-matrix order, one group of hd rows after another.
@@ -186,11 +179,10 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[HD / 16][4], co
 }
 #endif
 
-template <int HD, int kKind, int kSplitCount>
+template <int HD, bool kCross, int kSplitCount>
 __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, const __grid_constant__ CUtensorMap a_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = Layout<HD, kKind, kSplitCount>;
-  constexpr bool kCross = L::kCross, kGemm = kKind == kGemmKind;
+  using L = Layout<HD, kCross, kSplitCount>;
   using Sh = Shape<HD>;
   constexpr int kSplit = L::kSplit, kStages = L::kStages;
   // What the leader's barrier counts from the other ranks: kSelf, hd × 56 bf16 each; kCross, the
@@ -207,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
   auto* s_kv = reinterpret_cast<bf16*>(ring + L::kRing + L::kSums + L::kTiles * Sh::kTBytes);  // K, V [kChunk][kLdKv]
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int head = static_cast<int>(blockIdx.x), rank = static_cast<int>(blockIdx.y);
-  const int group = kCross || kGemm ? head : rank * p.heads + head;  // the block's hd weight rows
+  const int group = kCross ? head : rank * p.heads + head;  // the block's hd weight rows
   const int kbs = p.k / kBk;
   const int kb0 = kCross ? rank * kbs / kSplit : 0;
   const int kb_count = kCross ? (rank + 1) * kbs / kSplit - kb0 : kbs;
@@ -216,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
       ptx::mbar_init(&full[s], 1);
       ptx::mbar_init(&empty[s], 4);
     }
-    if (rank == 0 && !kGemm) {
+    if (rank == 0) {
       ptx::mbar_init(in_bar, 1);
       ptx::mbar_expect_tx(in_bar, kInBytes);
     }
@@ -225,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
   __syncthreads();
   // The other ranks write into the leader once its barrier is set up: every thread arrives here;
   // only the writers wait, later.
-  if constexpr (!kGemm) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 
   constexpr unsigned kStageTx = static_cast<unsigned>(Sh::kWBytes + kABytes);
   if (warp == 4) {
@@ -302,26 +294,6 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
     if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
   }
   ptx::wg_wait<0>();
-
-  if constexpr (kGemm) {
-    // Features group · hd + f and + 8 (bias, then GELU where asked, rounded once, as wgmma_gemm's
-    // bf16 outputs), rows 8j + 2 (lane % 4) + {0, 1}.
-    if (warp * 16 < HD) {
-      const long long col = static_cast<long long>(group) * HD + warp * 16 + lane / 4;
-      const float b0 = p.bias != nullptr ? p.bias[col] : 0.0f, b8 = p.bias != nullptr ? p.bias[col + 8] : 0.0f;
-#pragma unroll
-      for (int j = 0; j < kBn / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = 8 * j + 2 * (lane % 4) + (e & 1);
-          float v = acc[4 * j + e] + (e >= 2 ? b8 : b0);
-          if (p.gelu) v = ew::gelu_tanh(v);
-          if (row < p.m) p.out[row * p.ldo + col + (e >= 2 ? 8 : 0)] = __float2bfloat16_rn(v);
-        }
-      }
-    }
-    return;
-  }
 
   if constexpr (kCross) {
     if (rank != 0) {
@@ -432,9 +404,9 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
 #endif
 }
 
-template <int HD, int kKind, int kSplit>
+template <int HD, bool kCross, int kSplit>
 const void* heads_kernel_address() {
-  return reinterpret_cast<const void*>(heads_kernel<HD, kKind, kSplit>);
+  return reinterpret_cast<const void*>(heads_kernel<HD, kCross, kSplit>);
 }
 
 // kCross: the most k slices (4, 3 or 2) for which the device holds every head's cluster at once.
@@ -442,23 +414,23 @@ const void* heads_kernel_address() {
 // H200 for 32 heads, and a second wave would double the kernel.
 template <int HD>
 int cross_split(int heads) {
-  static const int by4 = clusters_resident(heads_kernel_address<HD, kCrossKind, 4>(), kThreads, Layout<HD, kCrossKind, 4>::kBytes,
+  static const int by4 = clusters_resident(heads_kernel_address<HD, true, 4>(), kThreads, Layout<HD, true, 4>::kBytes,
                                            dim3(1, 4, 1));
-  static const int by3 = clusters_resident(heads_kernel_address<HD, kCrossKind, 3>(), kThreads, Layout<HD, kCrossKind, 3>::kBytes,
+  static const int by3 = clusters_resident(heads_kernel_address<HD, true, 3>(), kThreads, Layout<HD, true, 3>::kBytes,
                                            dim3(1, 3, 1));
   return by4 >= heads ? 4 : by3 >= heads ? 3 : 2;
 }
 
-template <int HD, int kKind, int kSplit>
+template <int HD, bool kCross, int kSplit>
 cudaError_t launch_heads(cudaStream_t stream, const Params& p, const CUtensorMap& a_map) {
-  using L = Layout<HD, kKind, kSplit>;
-  const auto kernel = heads_kernel<HD, kKind, kSplit>;
+  using L = Layout<HD, kCross, kSplit>;
+  const auto kernel = heads_kernel<HD, kCross, kSplit>;
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes);
   if (err != cudaSuccess) return err;
   cudaLaunchAttribute attributes[2]{};
   cudaLaunchConfig_t config = chain_config(dim3(static_cast<unsigned>(p.heads), L::kSplit), dim3(kThreads),
                                            static_cast<std::size_t>(L::kBytes), stream, &attributes[0]);
-  if (kKind != kGemmKind) add_cluster(config, attributes, dim3(1, L::kSplit, 1));
+  add_cluster(config, attributes, dim3(1, L::kSplit, 1));
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map)};
   return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), args);
 }
@@ -530,65 +502,21 @@ Status wgmma_heads_attention(cudaStream_t stream, const WgmmaHeadsArgs& args) {
                  static_cast<int>(args.heads),
                  args.scale * 1.4426950408889634f,
                  wgmma_stages_ahead(),
-                 wgmma_weights_evict_first() ? 1 : 0,
-                 0};
+                 wgmma_weights_evict_first() ? 1 : 0};
   cudaError_t err = cudaSuccess;
   const int split = cross ? wgmma_heads_cross_split(args.heads, args.head_dim) : 3;
   if (args.head_dim == 48) {
-    err = !cross ? launch_heads<48, kSelfKind, 3>(stream, p, a_map)
-          : split == 4 ? launch_heads<48, kCrossKind, 4>(stream, p, a_map)
-          : split == 3 ? launch_heads<48, kCrossKind, 3>(stream, p, a_map)
-                       : launch_heads<48, kCrossKind, 2>(stream, p, a_map);
+    err = !cross ? launch_heads<48, false, 3>(stream, p, a_map)
+          : split == 4 ? launch_heads<48, true, 4>(stream, p, a_map)
+          : split == 3 ? launch_heads<48, true, 3>(stream, p, a_map)
+                       : launch_heads<48, true, 2>(stream, p, a_map);
   } else {
-    err = !cross ? launch_heads<32, kSelfKind, 3>(stream, p, a_map)
-          : split == 4 ? launch_heads<32, kCrossKind, 4>(stream, p, a_map)
-          : split == 3 ? launch_heads<32, kCrossKind, 3>(stream, p, a_map)
-                       : launch_heads<32, kCrossKind, 2>(stream, p, a_map);
+    err = !cross ? launch_heads<32, false, 3>(stream, p, a_map)
+          : split == 4 ? launch_heads<32, true, 4>(stream, p, a_map)
+          : split == 3 ? launch_heads<32, true, 3>(stream, p, a_map)
+                       : launch_heads<32, true, 2>(stream, p, a_map);
   }
   if (err != cudaSuccess) return internal_error(std::string("wgmma_heads_attention: launch: ") + cudaGetErrorString(err));
-  return Status::ok();
-}
-
-int wgmma_heads_gemm_rows(std::int64_t m, std::int64_t n, std::int64_t k) {
-  if (m < 1 || m > kBn || k <= 0 || k % kBk != 0 || n <= 0) return 0;
-  if (n % 48 == 0 && n / 48 <= 65535) return 48;
-  if (n % 32 == 0 && n / 32 <= 65535) return 32;
-  return 0;
-}
-
-Status wgmma_heads_gemm(cudaStream_t stream, const WgmmaHeadsGemmArgs& args) {
-  const int rows = wgmma_heads_gemm_rows(args.m, args.n, args.k);
-  if (rows == 0 || rows != args.tile_rows) {
-    return invalid_argument("wgmma_heads_gemm: " + std::to_string(args.m) + " rows, " + std::to_string(args.k) + " → " +
-                            std::to_string(args.n) + " in tiles of " + std::to_string(args.tile_rows) +
-                            " features do not fit (rows 1 to 56, k a multiple of 64, tiles of wgmma_heads_gemm_rows)");
-  }
-  if (args.a == nullptr || args.w_tiled == nullptr || args.d == nullptr || args.lda < args.k || args.lda % 8 != 0 ||
-      reinterpret_cast<std::uintptr_t>(args.a) % 16 != 0 || args.ldd < args.n) {
-    return invalid_argument("wgmma_heads_gemm: null pointer, misaligned A, or a row stride shorter than its row");
-  }
-  CUtensorMap a_map;
-  if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, kBn)) {
-    return internal_error("wgmma_heads_gemm: the driver could not describe A for bulk tensor copies");
-  }
-  const Params p{static_cast<const bf16*>(args.w_tiled),
-                 args.bias,
-                 nullptr,
-                 nullptr,
-                 0,
-                 nullptr,
-                 static_cast<bf16*>(args.d),
-                 args.ldd,
-                 static_cast<int>(args.m),
-                 static_cast<int>(args.k),
-                 static_cast<int>(args.n / rows),
-                 0.0f,
-                 wgmma_stages_ahead(),
-                 wgmma_weights_evict_first() ? 1 : 0,
-                 args.gelu ? 1 : 0};
-  const cudaError_t err = rows == 48 ? launch_heads<48, kGemmKind, 1>(stream, p, a_map)
-                                     : launch_heads<32, kGemmKind, 1>(stream, p, a_map);
-  if (err != cudaSuccess) return internal_error(std::string("wgmma_heads_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();
 }
 

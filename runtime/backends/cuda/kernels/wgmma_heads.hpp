@@ -74,27 +74,4 @@ struct WgmmaHeadsArgs {
 // synchronisation (capturable).
 Status wgmma_heads_attention(cudaStream_t stream, const WgmmaHeadsArgs& args);
 
-// The same kernel without the attention: D = A · Wᵀ + bias (then GELU-tanh where asked), bf16 [m, n],
-// in feature tiles of 48 (or 32) instead of wgmma_gemm's 64, one block a tile over all of k: for
-// the outputs whose 64-feature blocks leave a quarter of the multiprocessors idle (GR00T's ff1,
-// 6144 features: 96 blocks of 64 against 128 of 48). W laid out by wgmma_heads_tile_weight with
-// head_dim = the tile's rows.
-struct WgmmaHeadsGemmArgs {
-  const void* a = nullptr;  // bf16 [m, k], row stride lda (a multiple of 8), 16-byte aligned
-  std::int64_t m = 0, k = 0, lda = 0;
-  const void* w_tiled = nullptr;
-  std::int64_t n = 0;
-  int tile_rows = 48;           // wgmma_heads_gemm_rows(m, n, k)
-  const float* bias = nullptr;  // f32 [n], or null
-  bool gelu = false;
-  void* d = nullptr;  // bf16 [m, n], row stride ldd
-  std::int64_t ldd = 0;
-};
-
-// The feature tile for rows m and a weight [n, k]: 48 where n is a multiple of 48, else 32 where
-// of 32; 0 where it does not fit (rows past 56, k not a multiple of 64).
-int wgmma_heads_gemm_rows(std::int64_t m, std::int64_t n, std::int64_t k);
-
-Status wgmma_heads_gemm(cudaStream_t stream, const WgmmaHeadsGemmArgs& args);
-
 }  // namespace edgevla::backends::cuda
