@@ -26,6 +26,8 @@ from collections import defaultdict
 # (edgevla::backends::cuda::...), torch.compile's Triton kernels (triton_{poi,per,red}_fused_*),
 # PyTorch's own (at::native::*, flash / cudnn / efficient attention).
 CATEGORIES = [
+    # edgevla's heads kernel: a head's projections and its attention in one launch.
+    ("projection+attention", r"heads_kernel"),
     ("attention", r"attention|attn|flash|fmha|sdpa|softmax|cudnn"),
     ("gemm", r"nvjet|gemm|xmma|cutlass|cublas|skinny|Kernel2|splitKreduce|_mm_|wgmma"),
     ("norm", r"norm|rms_|rsqrt|triton_per_|triton_red_"),
