@@ -286,27 +286,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::bulk_copy(dst, src, kBytes, &full[slot]);
       }
     };
-    for (int i = 0; i < ahead; ++i) {
-      ptx::mbar_expect_tx(&full[i], kStageTx);
-      copy_w(i, i);
-    }
-    chain_wait();
-    // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
-    // block). Released any earlier, the kernels after it, which release as they start, could be
-    // scheduled while kernels before this one still run, and the attention writes its shares
-    // before it waits (it reads only the constant prefix there): run 34 call 3 saw different
-    // actions when this kernel released at its start.
-    chain_release();
-    for (int i = 0; i < kb_count; ++i) {
-      const int s = i % kStages;
-      if (i >= ahead) {
-        if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-        ptx::mbar_expect_tx(&full[s], kStageTx);
-        copy_w(s, i);
-      }
-      // One box of A: the block's 56 · kTiles rows (past m zero-filled), tile t at t · 7 KB.
+    // One box of A a stage: the block's 56 · kTiles rows (past m zero-filled), tile t at t · 7 KB.
+    produce_stages(kb_count, kStages, ahead, kStageTx, full, empty, copy_w, [&](int s, int i) {
       ptx::tma_load_2d(s_a + s * kABox, &a_map, (kb0 + i) * kBk, row0, &full[s]);
-    }
+    });
     return;
   }
 
@@ -341,25 +324,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       // A slice: its sums into the leader's shared memory (slot part - 1), counted in bytes on the
       // leader's barrier; then this block is done.
       asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-      const unsigned slot = ptx::smem_addr(s_sums + (static_cast<long long>(part - 1) * kConsumers + tid) * kAccFloats);
-      const unsigned remote = ptx::cluster_map(slot, 0), remote_bar = ptx::cluster_map(ptx::smem_addr(sums_in), 0);
-#pragma unroll
-      for (int i = 0; i < kAccFloats; i += 4) {
-        ptx::store_async4(remote + i * 4, a0[i], a0[i + 1], a0[i + 2], a0[i + 3], remote_bar);
-      }
+      send_slice_sums(a0, s_sums, part - 1, tid, sums_in, 0);
       return;
     }
     // The leader adds the other slices' sums in rank order (deterministic), then writes.
     ptx::mbar_wait(sums_in, 0);
-#pragma unroll
-    for (int r = 0; r < kSplit - 1; ++r) {
-      const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
-#pragma unroll
-      for (int i = 0; i < kAccFloats / 4; ++i) {
-        const float4 v = src[i];
-        a0[4 * i] += v.x, a0[4 * i + 1] += v.y, a0[4 * i + 2] += v.z, a0[4 * i + 3] += v.w;
-      }
-    }
+    add_slice_sums<kSplit - 1>(a0, s_sums, tid);
   }
   if constexpr (kEpilogue == WgmmaEpilogue::kNorm) {
     // The ring's weight tiles are all read: their shared memory holds the rows' sums.

@@ -234,21 +234,9 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
         ptx::bulk_copy(dst, src, Sh::kWBytes, &full[slot]);
       }
     };
-    for (int i = 0; i < ahead; ++i) {
-      ptx::mbar_expect_tx(&full[i], kStageTx);
-      copy_w(i, i);
-    }
-    chain_wait();
-    chain_release();  // after the wait, as wgmma_gemm (its comment says why)
-    for (int i = 0; i < kb_count; ++i) {
-      const int s = i % kStages;
-      if (i >= ahead) {
-        if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-        ptx::mbar_expect_tx(&full[s], kStageTx);
-        copy_w(s, i);
-      }
+    produce_stages(kb_count, kStages, ahead, kStageTx, full, empty, copy_w, [&](int s, int i) {
       ptx::tma_load_2d(ring + s * Sh::kStage, &a_map, (kb0 + i) * kBk, 0, &full[s]);
-    }
+    });
     return;
   }
 
@@ -298,24 +286,11 @@ __global__ void __launch_bounds__(kThreads, 1) heads_kernel(const Params p, cons
   if constexpr (kCross) {
     if (rank != 0) {
       asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-      const unsigned slot = ptx::smem_addr(s_sums + (static_cast<long long>(rank - 1) * kConsumers + tid) * kAccFloats);
-      const unsigned remote = ptx::cluster_map(slot, 0), remote_bar = ptx::cluster_map(ptx::smem_addr(in_bar), 0);
-#pragma unroll
-      for (int i = 0; i < kAccFloats; i += 4) {
-        ptx::store_async4(remote + i * 4, acc[i], acc[i + 1], acc[i + 2], acc[i + 3], remote_bar);
-      }
+      send_slice_sums(acc, s_sums, rank - 1, tid, in_bar, 0);
       return;
     }
     ptx::mbar_wait(in_bar, 0);
-#pragma unroll
-    for (int r = 0; r < kSplit - 1; ++r) {
-      const float4* src = reinterpret_cast<const float4*>(s_sums + (static_cast<long long>(r) * kConsumers + tid) * kAccFloats);
-#pragma unroll
-      for (int i = 0; i < kAccFloats / 4; ++i) {
-        const float4 v = src[i];
-        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-      }
-    }
+    add_slice_sums<kSplit - 1>(acc, s_sums, tid);
   }
 
   // The product plus its bias in bf16, transposed: thread holds features f and f + 8, rows

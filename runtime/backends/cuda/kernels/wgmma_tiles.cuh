@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 
+#include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
 
 namespace edgevla::backends::cuda::wgmma {
@@ -52,6 +53,62 @@ __device__ __forceinline__ unsigned long long swizzled_descriptor(const void* at
   return static_cast<unsigned long long>((ptx::smem_addr(at) >> 4) & 0x3fff) | (1ull << 16) |
          (static_cast<unsigned long long>((kStride >> 4) & 0x3fff) << 32) | (1ull << 62);
 }
+// The producer's walk (one thread; wgmma_gemm, wgmma_heads): the first `ahead` stages' weight tiles
+// before the wait for the kernel ahead in a chain (the weights are no kernel's output, so they
+// load while it finishes), then every k block's weight tile (once the consumers released its ring
+// slot) and A's box. copy_w(slot, i) and copy_a(slot, i) issue copies counted on full[slot], whose
+// expected bytes (stage_tx, both copies) this raises first.
+template <class CopyW, class CopyA>
+__device__ __forceinline__ void produce_stages(int kb_count, int stages, int ahead, unsigned stage_tx,
+                                               unsigned long long* full, unsigned long long* empty, CopyW copy_w,
+                                               CopyA copy_a) {
+  for (int i = 0; i < ahead; ++i) {
+    ptx::mbar_expect_tx(&full[i], stage_tx);
+    copy_w(i, i);
+  }
+  chain_wait();
+  // Only now may the next kernel of the chain be scheduled (one thread's release counts for the
+  // block). Released any earlier, the kernels after it, which release as they start, could be
+  // scheduled while kernels before this one still run, and the attention writes its shares
+  // before it waits (it reads only the constant prefix there): run 34 call 3 saw different
+  // actions when the GEMM released at its start.
+  chain_release();
+  for (int i = 0; i < kb_count; ++i) {
+    const int s = i % stages;
+    if (i >= ahead) {
+      if (i >= stages) ptx::mbar_wait(&empty[s], ((i / stages) - 1) & 1);
+      ptx::mbar_expect_tx(&full[s], stage_tx);
+      copy_w(s, i);
+    }
+    copy_a(s, i);
+  }
+}
+
+// k slices in a cluster (wgmma_gemm, wgmma_heads): a consumer thread's 28 sums into slot `slot` of
+// the [slices][128][28] region at `sums` in the block of cluster rank `to` (sums and bar: this
+// block's addresses of the same places), counted in bytes on that block's barrier. The caller has
+// waited for the cluster barrier that follows the barriers' set-up.
+__device__ __forceinline__ void send_slice_sums(const float (&acc)[28], float* sums, int slot, int tid,
+                                                unsigned long long* bar, unsigned to) {
+  const unsigned local = ptx::smem_addr(sums + (static_cast<long long>(slot) * 128 + tid) * 28);
+  const unsigned remote = ptx::cluster_map(local, to), remote_bar = ptx::cluster_map(ptx::smem_addr(bar), to);
+#pragma unroll
+  for (int i = 0; i < 28; i += 4) ptx::store_async4(remote + i * 4, acc[i], acc[i + 1], acc[i + 2], acc[i + 3], remote_bar);
+}
+// The receiver adds kCount slots' sums to its own in slot order (deterministic: rank order).
+template <int kCount>
+__device__ __forceinline__ void add_slice_sums(float (&acc)[28], const float* sums, int tid) {
+#pragma unroll
+  for (int r = 0; r < kCount; ++r) {
+    const float4* src = reinterpret_cast<const float4*>(sums + (static_cast<long long>(r) * 128 + tid) * 28);
+#pragma unroll
+    for (int i = 0; i < 7; ++i) {
+      const float4 v = src[i];
+      acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+    }
+  }
+}
+
 __device__ __forceinline__ void wgmma_m64n56(float (&d)[28], unsigned long long a, unsigned long long b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
