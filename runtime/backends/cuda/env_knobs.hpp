@@ -43,6 +43,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_ROPE", "RoPE in the q|k|v GEMM's epilogue: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_MLP", "each MLP half as one clustered kernel: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_HEADS", "GR00T's attention blocks as one kernel a block (projection + attention): 1 (default), self, cross, 0"},
+    {"EDGEVLA_CUDA_WGMMA_RESIDUAL", "GR00T's out and ff2 add into the residual stream in their epilogue (k slices): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
