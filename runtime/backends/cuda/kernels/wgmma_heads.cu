@@ -11,7 +11,7 @@
 //   kSelf:  rank j makes projection j (q, k, v); each writes its bf16 product transposed,
 //           [feature][row], into the leader's tile j (ranks 1 and 2 by st.async, counted in bytes
 //           on the leader's barrier).
-//   kCross: rank j multiplies k slice j; ranks 1-3 store their f32 sums into the leader (as
+//   kCross: rank j multiplies k slice j; the other ranks store their f32 sums into the leader (as
 //           wgmma_gemm's k slices), which adds them in rank order and writes q transposed. Its
 //           consumers copy the head's keys and values into shared memory ([key][dim]) with cp.async
 //           at the start (no kernel of the chain writes them), longer walks chunk by chunk.
