@@ -166,24 +166,19 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_w8_kernel(const Params p, c
   if (warp == 8) {
     if (lane != 0) return;
     const std::int8_t* w = p.w + (static_cast<long long>(nt) * kbs + kb0) * kWTile;
-    // The weights are no kernel's output: the first stages load before the chain's wait.
+    // The weights are no kernel's output: the first stages load before the chain's wait. The int8
+    // tile and A's box each have their own barrier (the consumers widen the one before the other
+    // has arrived).
     const int ahead = min(kb_count, min(kStages, p.ahead));
-    for (int i = 0; i < ahead; ++i) {
-      ptx::mbar_expect_tx(&w_in[i], kW8Bytes);
-      ptx::bulk_copy(s_q + i * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[i]);
-    }
-    chain_wait();
-    chain_release();
-    for (int i = 0; i < kb_count; ++i) {
-      const int s = i % kStages;
-      if (i >= ahead) {
-        if (i >= kStages) ptx::mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-        ptx::mbar_expect_tx(&w_in[s], kW8Bytes);
-        ptx::bulk_copy(s_q + s * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[s]);
-      }
-      ptx::mbar_expect_tx(&a_in[s], kABytes);
-      ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &a_in[s]);
-    }
+    produce_stages(
+        kb_count, kStages, ahead, kW8Bytes, w_in, empty,
+        [&](int s, int i) {
+          ptx::bulk_copy(s_q + s * kW8Bytes, w + static_cast<long long>(i) * kWTile, kW8Bytes, &w_in[s]);
+        },
+        [&](int s, int i) {
+          ptx::mbar_expect_tx(&a_in[s], kABytes);
+          ptx::tma_load_2d(s_a + s * kATile, &a_map, (kb0 + i) * kBk, 0, &a_in[s]);
+        });
     return;
   }
 
