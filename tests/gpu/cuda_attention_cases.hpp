@@ -77,6 +77,8 @@ struct Case {
   int cluster = -1;             // AttentionArgs::cluster
   int narrow = -1;              // AttentionArgs::narrow
   int short_keys = -1;          // AttentionArgs::short_keys
+  int key_groups = 0;           // AttentionArgs::key_groups
+  int shares = 0;               // AttentionArgs::shares
 };
 
 struct Errors {
@@ -179,6 +181,8 @@ class Problem {
     args_.cluster = c.cluster;
     args_.narrow = c.narrow;
     args_.short_keys = c.short_keys;
+    args_.key_groups = c.key_groups;
+    args_.shares = c.shares;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());

@@ -282,6 +282,44 @@ TEST(CudaAttention, RotatedWalksMatch) {
   }
 }
 
+// One or two key groups a block at one to three key shares, asked for (AttentionArgs::key_groups,
+// ::shares): GR00T's vision tower at one and two views (324 patches, head dim 72), its LLM (two
+// query heads a kv head, a padded prefix) at two views, the action expert with pi0's limits, two
+// sequences. The plan must take each shape as asked (two groups only where a share has two
+// tiles) and every form must match the reference.
+TEST(CudaAttention, KeyGroupsAndSharesAsAskedMatch) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases = {action_expert(51, 833, true)};
+  for (int views : {1, 2}) {
+    Case c{.name = "groot siglip " + std::to_string(views) + " view(s)", .batch = views, .rows = 324, .heads = 16,
+           .kv_heads = 16, .h = 72};
+    c.a_max = 324, c.a_len = -1, c.batch_pad = 8;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "groot llm 2 views", .rows = 224, .heads = 16, .kv_heads = 8, .h = 128};
+    c.a_max = 224, c.a_len = 212;
+    cases.push_back(c);
+  }
+  for (const Case& base : cases) {
+    for (int groups : {1, 2}) {
+      for (int shares : {1, 2, 3}) {
+        Case c = base;
+        c.key_groups = groups, c.shares = shares, c.narrow = 0, c.wg = 0;
+        c.name += " g" + std::to_string(groups) + "s" + std::to_string(shares);
+        Problem p(c, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << c.name;
+        const AttentionShape got = attention_launch_shape(p.args());
+        EXPECT_EQ(got.shares, shares) << c.name;
+        const int bk = c.h > 128 ? 32 : 64;  // attn_bf16's key tile
+        const int tiles = (c.a_max + bk - 1) / bk + (c.b_len + bk - 1) / bk;
+        EXPECT_EQ(got.key_groups, (tiles + shares - 1) / shares >= 2 ? groups : 1) << c.name;
+        check_case(c, DType::kBF16);
+      }
+    }
+  }
+}
+
 // Key shares merged inside a cluster (AttentionArgs::cluster) against partials in scratch merged
 // by attn_combine: the same arithmetic in the same share order, so the outputs must agree bit
 // for bit, and each against the reference. The action experts (pi0's limits and pi0.5's none,

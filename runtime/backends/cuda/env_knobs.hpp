@@ -24,6 +24,8 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_MIN_TILES", "key tiles a share at least when a call splits its keys (default 3)"},
     {"EDGEVLA_ATTN_CLUSTER", "key shares merged inside a cluster instead of by the combine kernel: 0 (default), 1"},
     {"EDGEVLA_ATTN_ROTATE", "rotated key walks: 0 (default), 1"},
+    {"EDGEVLA_ATTN_TWO_BLOCKS", "two key groups a block also where the blocks fill one wave of two a multiprocessor: "
+                                "0 (default), 1"},
     {"EDGEVLA_ATTN_WIDE_ROWS", "head dim 256 in 128-row blocks from this many 64-row blocks up (0, default: never)"},
     {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
                         "choice)"},
@@ -43,7 +45,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_ROPE", "RoPE in the q|k|v GEMM's epilogue: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_MLP", "each MLP half as one clustered kernel: 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_HEADS", "GR00T's attention blocks as one kernel a block (projection + attention): 1 (default), self, cross, 0"},
-    {"EDGEVLA_CUDA_WGMMA_RESIDUAL", "GR00T's out and ff2 add into the residual stream in their epilogue (k slices): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},

@@ -37,8 +37,6 @@ WgmmaChoice wgmma_choice(DType act, std::string_view other_mode, std::string_vie
   const char* w8 = std::getenv("EDGEVLA_CUDA_WGMMA_W8");
   c.w8 = w8 != nullptr && std::string_view(w8) == "1";
   c.heads = 3;
-  const char* residual = std::getenv("EDGEVLA_CUDA_WGMMA_RESIDUAL");
-  c.residual = residual != nullptr && std::string_view(residual) == "1";
   if (const char* heads = std::getenv("EDGEVLA_CUDA_WGMMA_HEADS"); heads != nullptr) {
     const std::string_view v(heads);
     c.heads = v == "1" || v == "all" || v.empty() ? 3 : v == "self" ? 1 : v == "cross" ? 2 : 0;

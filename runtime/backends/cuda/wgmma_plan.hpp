@@ -68,9 +68,6 @@ struct WgmmaChoice {
   // heads (GR00T's DiT), EDGEVLA_CUDA_WGMMA_HEADS: bit 0 the self-attention blocks, bit 1 the
   // cross-attention ones (both by default).
   int heads = 0;
-  // The residual add in the GEMM that makes the update (f32 out with an addend, k slices in a
-  // cluster) instead of k parts the norm adds (EDGEVLA_CUDA_WGMMA_RESIDUAL=1; GR00T's DiT).
-  bool residual = false;
   // The residual add and the norm after it in the GEMM (EDGEVLA_CUDA_GEMM_NORM): 0 off, 1 with k
   // parts, 2 with k slices in a cluster.
   int norm = 0;

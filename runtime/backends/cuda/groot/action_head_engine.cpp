@@ -433,17 +433,10 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     }
     if (!b.wg_heads && !ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
     int out_parts = 1;
-    if (residual_gemm_) {
-      // x += o · outᵀ + bias in the GEMM's epilogue; the norm reads x alone.
-      if (!ab.skip("out")) {
-        EDGEVLA_RETURN_IF_ERROR(
-            wgmma_linear(s, o_, S, E, b.out, WgmmaEpilogue::kF32, x_, E, 1, wgmma_launch_, {}, x_, E).status());
-      }
-      if (!ab.skip("norm")) EDGEVLA_RETURN_IF_ERROR(layer_norm(s, x_, S, E, ones_, zeros_, kBlockEps, h_, act_));
-    } else if (!ab.skip("out")) {
+    if (!ab.skip("out")) {
       EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
     }
-    if (!residual_gemm_ && !ab.skip("norm")) {
+    if (!ab.skip("norm")) {
       EDGEVLA_RETURN_IF_ERROR(add_layer_norm(s, x_, parts_, S, E, ones_, zeros_, kBlockEps, h_, act_,
                                              ResidualParts{out_parts, S * E, b.out.bias}));
     }
@@ -459,11 +452,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     }
     if (!ab.skip("ff1")) EDGEVLA_RETURN_IF_ERROR(bf16_linear(b.wg_ff1, b.ff1, WgmmaEpilogue::kGelu, ff_, F));
     if (ab.skip("ff2")) {
-      ff2_parts = ResidualParts{0, 0, nullptr};
-    } else if (residual_gemm_) {
-      // x += ff · ff2ᵀ + bias in the GEMM's epilogue: no parts for the next norm.
-      EDGEVLA_RETURN_IF_ERROR(
-          wgmma_linear(s, ff_, S, F, b.ff2, WgmmaEpilogue::kF32, x_, E, 1, wgmma_launch_, {}, x_, E).status());
       ff2_parts = ResidualParts{0, 0, nullptr};
     } else if (i + 1 < B || b.wg_ff2) {
       // The last block's parts (on the warpgroup GEMM) go to the output norm below.

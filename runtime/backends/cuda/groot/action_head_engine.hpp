@@ -110,10 +110,6 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // (EDGEVLA_CUDA_WGMMA_MLP=1, where every block's ff1 and ff2 are tiled for the warpgroup GEMM);
   // 0: off.
   int mlp_cluster_ = 0;
-  // out and ff2 add their product (bias included) into the residual stream in their epilogue, k
-  // split over a cluster, so that the LayerNorms after them read the stream alone instead of it and
-  // k parts (EDGEVLA_CUDA_WGMMA_RESIDUAL=1, where every block's out and ff2 are on bf16 weights).
-  bool residual_gemm_ = false;
   // int8 copies of the DiT's projections (EDGEVLA_CUDA_WGMMA_W8=1, action_head_plans.cpp).
   void* w8_buffer_ = nullptr;
   WgmmaW8Weights w8_weights_;

@@ -78,13 +78,6 @@ Status ActionHeadEngine::plan_wgmma() {
                    "GEMM, or no cluster size whose shapes fit and whose clusters the device holds at once)");
     }
   }
-  residual_gemm_ = c.residual && !w8_weights_.has(blocks_.front().out) && mlp_cluster_ == 0 &&
-                   std::all_of(blocks_.begin(), blocks_.end(), [](const BlockDev& b) { return b.wg_out && b.wg_ff2; });
-  if (c.residual) {
-    spdlog::info("groot action_head (cuda): EDGEVLA_CUDA_WGMMA_RESIDUAL=1: {}",
-                 residual_gemm_ ? "out and ff2 add into the residual stream in their epilogue"
-                                : "not taken (out and ff2 not all on the bf16 warpgroup GEMM, or the MLP halves fused)");
-  }
   if (!weights.empty()) {
     describe_extra_ =
         std::string("warpgroup GEMM") + (wgmma_chain_ ? ", chained" : "") + (mlp_cluster_ > 0 ? ", MLP halves fused" : "") +

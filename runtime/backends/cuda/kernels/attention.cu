@@ -101,6 +101,14 @@ bool short_keys_on() {
   static const bool on = env_int("EDGEVLA_ATTN_SHORT_KEYS", 0, 0, 1) == 1;
   return on;
 }
+// EDGEVLA_ATTN_TWO_BLOCKS=1: two-group blocks also where the call's blocks fill one wave of two
+// blocks a multiprocessor (GR00T's vision tower at two views: 192 blocks of 64 rows on 132
+// multiprocessors, each block walking all six key tiles in one group); 0 (the default until
+// measured): only where they fill one wave of one.
+bool two_blocks_on() {
+  static const bool on = env_int("EDGEVLA_ATTN_TWO_BLOCKS", 0, 0, 1) == 1;
+  return on;
+}
 int narrow_mode() {
   static const int mode = env_int("EDGEVLA_ATTN_NARROW", 2, 0, 2);
   return mode;
@@ -256,6 +264,7 @@ struct Plan {
 struct DeviceLimits {
   int sms = 0;
   int smem_per_block = 0;  // opt-in maximum, bytes
+  int smem_per_sm = 0;     // a multiprocessor's, bytes
   int major = 0, minor = 0;  // compute capability
 };
 
@@ -284,9 +293,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     blocks = pl.row_tiles * a.batch * a.kv_heads;
   }
   // Two key groups a block fit the device (Orin's 163 KB is less than head dim 256 needs with two).
-  const bool two_fit = bf && kMostKeyGroups == 2 &&
-                       (pl.narrow ? pick_narrow(a.h, 2, pl.short_keys) : pick_bf16(a.h, 2, pl.small_tiles, pl.short_keys))
-                               .smem <= dev.smem_per_block;
+  const int two_smem =
+      (pl.narrow ? pick_narrow(a.h, 2, pl.short_keys) : pick_bf16(a.h, 2, pl.small_tiles, pl.short_keys)).smem;
+  const bool two_fit = bf && kMostKeyGroups == 2 && two_smem <= dev.smem_per_block;
   std::int64_t want = 1;
   if (two_fit && blocks <= sms) {
     // One wave of two-group blocks (a multiprocessor holds one): as many shares as keep the
@@ -304,11 +313,16 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     want = std::min<std::int64_t>({2 * static_cast<std::int64_t>(sms) / blocks, ceil_div(tiles, min_tiles_per_split()),
                                    kMaxSplits});
   }
+  if (a.shares > 0) want = std::min<std::int64_t>(a.shares, kMaxSplits);
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(want, most)));
   // Two key groups a block when the blocks fit one wave and a share has a tile for each. The
   // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
-  // slower (pi0.5's expert at 3 views, run 28).
-  if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
+  // slower (pi0.5's expert at 3 views, run 28). With EDGEVLA_ATTN_TWO_BLOCKS=1 also where they fill
+  // one wave of two blocks a multiprocessor (1 KB a block the runtime keeps).
+  const bool two_a_sm = two_blocks_on() && blocks * pl.splits <= 2 * static_cast<std::int64_t>(sms) &&
+                        2 * (two_smem + 1024) <= dev.smem_per_sm;
+  if (two_fit && (blocks * pl.splits <= sms || two_a_sm) && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
+  if (a.key_groups > 0) pl.key_groups = a.key_groups == 2 && two_fit && ceil_div(tiles, pl.splits) >= 2 ? 2 : 1;
   // The warpgroup kernel (AttentionArgs::wg): 64 rows a warpgroup, one or two a block, 64-key
   // tiles; the shares fill one wave of one block a multiprocessor, none shorter than two tiles.
   // Unasked, it runs with one warpgroup a block and K/V by bulk tensor copies wherever the K/V
@@ -395,6 +409,9 @@ Status device_limits(DeviceLimits& limits) {
   err = cudaDeviceGetAttribute(&limits.sms, cudaDevAttrMultiProcessorCount, dev);
   if (err == cudaSuccess) {
     err = cudaDeviceGetAttribute(&limits.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  }
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&limits.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
   }
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.major, cudaDevAttrComputeCapabilityMajor, dev);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.minor, cudaDevAttrComputeCapabilityMinor, dev);
@@ -494,6 +511,13 @@ bool attention_takes_narrow_blocks(const AttentionArgs& args) {
   Plan pl;
   DeviceLimits dev;
   return plan_of(args, pl, dev) && pl.narrow;
+}
+
+AttentionShape attention_launch_shape(const AttentionArgs& args) {
+  Plan pl;
+  DeviceLimits dev;
+  if (!plan_of(args, pl, dev)) return {};
+  return {pl.key_groups, pl.splits};
 }
 
 bool attention_takes_short_keys(const AttentionArgs& args) {

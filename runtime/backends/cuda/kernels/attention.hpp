@@ -109,6 +109,11 @@ struct AttentionArgs {
   // process's choice (EDGEVLA_ATTN_CLUSTER, 0 or 1; off by default: no faster than the combine
   // kernel inside the chained heads on the H200, run 40).
   int cluster = -1;
+  // bf16 on attn_bf16 (not the warpgroup or wide kernels), to compare launch shapes (the kernel
+  // bench): key groups a block (1, or 2 where two fit the device and a share has a tile for each)
+  // and key shares (at least 1; at most kMaxSplits and what the scratch holds); 0: the plan's.
+  int key_groups = 0;
+  int shares = 0;
   // RoPE inside the call (the bf16 kernel; f32 activations refuse it): q's row r and block b's key
   // j are rotated (rotate-half pairs (i, i + h/2)) by row r / row j of this table before their
   // products, exactly as rope() would have rotated them in memory (q and k stay as they are). The
@@ -135,6 +140,14 @@ bool attention_takes_warpgroup_kernel(const AttentionArgs& args);
 
 // Whether this call would run on narrow blocks (AttentionArgs::narrow) on this device.
 bool attention_takes_narrow_blocks(const AttentionArgs& args);
+
+// The key groups a block and the key shares this call would run with on this device (zeros where
+// the call is invalid or no device answers).
+struct AttentionShape {
+  int key_groups = 0;
+  int shares = 0;
+};
+AttentionShape attention_launch_shape(const AttentionArgs& args);
 
 // Whether this call would walk its keys in one 32-key tile (AttentionArgs::short_keys).
 bool attention_takes_short_keys(const AttentionArgs& args);
