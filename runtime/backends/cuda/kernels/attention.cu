@@ -101,12 +101,9 @@ bool short_keys_on() {
   static const bool on = env_int("EDGEVLA_ATTN_SHORT_KEYS", 0, 0, 1) == 1;
   return on;
 }
-// EDGEVLA_ATTN_TWO_BLOCKS=1: two-group blocks also where the call's blocks fill one wave of two
-// blocks a multiprocessor (GR00T's vision tower at two views: 192 blocks of 64 rows on 132
-// multiprocessors, each block walking all six key tiles in one group); 0 (the default until
-// measured): only where they fill one wave of one.
-bool two_blocks_on() {
-  static const bool on = env_int("EDGEVLA_ATTN_TWO_BLOCKS", 0, 0, 1) == 1;
+// AttentionArgs::paired's default: EDGEVLA_ATTN_PAIRED=1 on, 0 (the default until measured) off.
+bool paired_on() {
+  static const bool on = env_int("EDGEVLA_ATTN_PAIRED", 0, 0, 1) == 1;
   return on;
 }
 int narrow_mode() {
@@ -205,6 +202,14 @@ Bf16Variant bf16_variant(int key_groups) {
   return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1, RW>), Tile::kSmem, Tile::kRows, Tile::kGroupThreads};
 }
 
+// Paired rows (AttentionArgs::paired): head dims 65-80 in 128-row blocks, 4 warps of two 16-row
+// tiles each, one key group.
+Bf16Variant paired_variant() {
+  using Tile = Bf16Tile<80, 64, 1, 4, 2>;
+  return {64, reinterpret_cast<const void*>(&attn_bf16<80, 64, 1, 4, 2>), Tile::kSmem, Tile::kRows,
+          Tile::kGroupThreads};
+}
+
 // Head dim 256's wide block (kWideWarps warps over 128 rows, one key group).
 Bf16Variant wide_variant() {
   using Tile = Bf16Tile<256, kHd256Keys, 1, kWideWarps>;
@@ -248,6 +253,7 @@ struct Plan {
   std::int64_t row_tiles = 0;  // blocks along x
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
   bool narrow = false;         // bf16: pick_narrow()'s 32-row blocks
+  bool paired = false;         // bf16 head dims 65-80: paired_variant()'s 128-row blocks
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
@@ -264,7 +270,6 @@ struct Plan {
 struct DeviceLimits {
   int sms = 0;
   int smem_per_block = 0;  // opt-in maximum, bytes
-  int smem_per_sm = 0;     // a multiprocessor's, bytes
   int major = 0, minor = 0;  // compute capability
 };
 
@@ -293,9 +298,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     blocks = pl.row_tiles * a.batch * a.kv_heads;
   }
   // Two key groups a block fit the device (Orin's 163 KB is less than head dim 256 needs with two).
-  const int two_smem =
-      (pl.narrow ? pick_narrow(a.h, 2, pl.short_keys) : pick_bf16(a.h, 2, pl.small_tiles, pl.short_keys)).smem;
-  const bool two_fit = bf && kMostKeyGroups == 2 && two_smem <= dev.smem_per_block;
+  const bool two_fit = bf && kMostKeyGroups == 2 &&
+                       (pl.narrow ? pick_narrow(a.h, 2, pl.short_keys) : pick_bf16(a.h, 2, pl.small_tiles, pl.short_keys))
+                               .smem <= dev.smem_per_block;
   std::int64_t want = 1;
   if (two_fit && blocks <= sms) {
     // One wave of two-group blocks (a multiprocessor holds one): as many shares as keep the
@@ -317,12 +322,22 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min(want, most)));
   // Two key groups a block when the blocks fit one wave and a share has a tile for each. The
   // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
-  // slower (pi0.5's expert at 3 views, run 28). With EDGEVLA_ATTN_TWO_BLOCKS=1 also where they fill
-  // one wave of two blocks a multiprocessor (1 KB a block the runtime keeps).
-  const bool two_a_sm = two_blocks_on() && blocks * pl.splits <= 2 * static_cast<std::int64_t>(sms) &&
-                        2 * (two_smem + 1024) <= dev.smem_per_sm;
-  if (two_fit && (blocks * pl.splits <= sms || two_a_sm) && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
+  // slower (pi0.5's expert at 3 views, run 28). Two key groups at two blocks a multiprocessor
+  // (GR00T's tower at two views: 192 blocks of 64 rows) were no faster than one (run 54 call 2).
+  if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
   if (a.key_groups > 0) pl.key_groups = a.key_groups == 2 && two_fit && ceil_div(tiles, pl.splits) >= 2 ? 2 : 1;
+  // Paired rows (AttentionArgs::paired) where the 64-row blocks need more than one wave (the vision
+  // towers at two and three views: every warp loads each K/V fragment for 32 rows, not 16), unsplit
+  // unless shares are asked for, never with RoPE inside.
+  const bool paired_asked = a.paired >= 0 ? a.paired > 0 : paired_on() && blocks64 > sms;
+  if (paired_asked && bf && !pl.small_tiles && a.h > 64 && a.h <= 80 && a.rope == nullptr &&
+      paired_variant().smem <= dev.smem_per_block) {
+    pl.paired = true;
+    pl.narrow = false;
+    pl.key_groups = 1;
+    pl.row_tiles = ceil_div(pl.m_rows, paired_variant().rows);
+    pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(a.shares > 0 ? std::min(a.shares, kMaxSplits) : 1, most)));
+  }
   // The warpgroup kernel (AttentionArgs::wg): 64 rows a warpgroup, one or two a block, 64-key
   // tiles; the shares fill one wave of one block a multiprocessor, none shorter than two tiles.
   // Unasked, it runs with one warpgroup a block and K/V by bulk tensor copies wherever the K/V
@@ -373,13 +388,14 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // compute capability 9.0+, at most 16 shares); attention() still checks that the device holds
   // every cluster of the call at once, else it writes partials for attn_combine.
   const bool cluster_asked = a.cluster >= 0 ? a.cluster > 0 : cluster_default();
-  pl.cluster = cluster_asked && bf && pl.splits > 1 && pl.splits <= kClusterMostShares && dev.major >= 9;
+  pl.cluster = cluster_asked && bf && !pl.paired && pl.splits > 1 && pl.splits <= kClusterMostShares && dev.major >= 9;
   return pl;
 }
 
 // The bf16 kernel a plan launches.
 Bf16Variant variant_of(const Plan& pl, std::int64_t h) {
   if (pl.wide) return wide_variant();
+  if (pl.paired) return paired_variant();
   if (pl.narrow) return pick_narrow(h, pl.key_groups, pl.short_keys);
   return pick_bf16(h, pl.key_groups, pl.small_tiles, pl.short_keys);
 }
@@ -409,9 +425,6 @@ Status device_limits(DeviceLimits& limits) {
   err = cudaDeviceGetAttribute(&limits.sms, cudaDevAttrMultiProcessorCount, dev);
   if (err == cudaSuccess) {
     err = cudaDeviceGetAttribute(&limits.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  }
-  if (err == cudaSuccess) {
-    err = cudaDeviceGetAttribute(&limits.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
   }
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.major, cudaDevAttrComputeCapabilityMajor, dev);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&limits.minor, cudaDevAttrComputeCapabilityMinor, dev);
@@ -518,6 +531,12 @@ AttentionShape attention_launch_shape(const AttentionArgs& args) {
   DeviceLimits dev;
   if (!plan_of(args, pl, dev)) return {};
   return {pl.key_groups, pl.splits};
+}
+
+bool attention_takes_paired_rows(const AttentionArgs& args) {
+  Plan pl;
+  DeviceLimits dev;
+  return plan_of(args, pl, dev) && pl.paired;
 }
 
 bool attention_takes_short_keys(const AttentionArgs& args) {
