@@ -167,8 +167,8 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
   const AttnShape shapes[] = {
       {"pi05_prefix_1view", 1, 464, 8, 1, 256, 464, 456},   {"pi05_prefix_3view", 1, 976, 8, 1, 256, 976, 968},
       {"siglip_1view", 1, 256, 16, 16, 72, 256, -1},         {"siglip_3view", 3, 256, 16, 16, 72, 256, -1},
-      {"groot_llm_1view", 1, 144, 16, 8, 128, 144, 131},     {"groot_llm_2view", 1, 224, 16, 8, 128, 224, 212},     {"groot_dit_self", 1, 17, 32, 32, 48, 17, -1},
-      {"groot_dit_cross", 1, 17, 32, 32, 48, 144, 131},
+      {"groot_llm_1view", 1, 144, 16, 8, 128, 144, 131},     {"groot_llm_2view", 1, 224, 16, 8, 128, 224, 212},
+      {"groot_dit_self", 1, 17, 32, 32, 48, 17, -1},         {"groot_dit_cross", 1, 17, 32, 32, 48, 144, 131},
       // GR00T's SigLIP 2 at 252 × 252 pixels, patch 14: 18 × 18 = 324 patches a view.
       {"groot_siglip_1view", 1, 324, 16, 16, 72, 324, -1},   {"groot_siglip_2view", 2, 324, 16, 16, 72, 324, -1},
   };
@@ -215,7 +215,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       bool tma = false;   // the warpgroup kernel's K and V by bulk tensor copies
       bool narrow = false;  // 32-row blocks (AttentionArgs::narrow)
       int groups = 0;       // attn_bf16's key groups a block (AttentionArgs::key_groups); 0: the plan's
-      bool paired = false;  // 128-row blocks of two row tiles a warp (AttentionArgs::paired)
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -229,7 +228,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       }
     }
     asks.push_back({"narrow_g2s1", 1, false, 0, false, false, true, 2});
-    for (const int n : {1, 2}) asks.push_back({"paired_s" + std::to_string(n), n, false, 0, false, false, false, 0, true});
     if (sh.h > 192) asks.push_back({"wide", 0, true, 0});
     if (sh.h == 256) {
       for (const int groups : {1, 2}) {
@@ -255,7 +253,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.wg_tma = ask.tma ? 1 : 0;
       one.narrow = ask.narrow ? 1 : 0;
       one.key_groups = ask.groups;
-      one.paired = ask.paired ? 1 : 0;
       const int splits = ask.splits;
       if (ask.wg == 0 && !ask.wide) one.shares = splits;  // exactly that many where the scratch allows
       const std::size_t one_planned = ask.wide || ask.wg > 0 || ask.narrow ? attention_scratch_bytes(one) : planned;
@@ -263,7 +260,6 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       if (one.scratch_bytes > most) continue;
       if (ask.wg > 0 && !attention_takes_warpgroup_kernel(one)) continue;
       if (ask.narrow && !attention_takes_narrow_blocks(one)) continue;
-      if (ask.paired && !attention_takes_paired_rows(one)) continue;
       const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));
       if (ref.empty()) ref = got;

@@ -320,38 +320,6 @@ TEST(CudaAttention, KeyGroupsAndSharesAsAskedMatch) {
   }
 }
 
-// Paired rows (128-row blocks, two 16-row tiles a warp) asked for wherever they apply: the vision
-// towers' head dim 72 (GR00T's 324 patches at one and two views, pi0.5's 256 at three, a ragged
-// 200), head dim 80 with two query heads a kv head, a ragged prefix and block b under pi0's limits;
-// unsplit, in two and three shares asked for, and a graph replayed at several prefix lengths. The
-// plan must take them for each in bf16 and never in f32.
-TEST(CudaAttention, PairedRowsMatch) {
-  EDGEVLA_SKIP_WITHOUT_DEVICE();
-  std::vector<Case> cases;
-  for (const auto& [views, patches] : std::vector<std::pair<int, int>>{{1, 324}, {2, 324}, {3, 256}, {3, 200}}) {
-    Case c{.name = "tower " + std::to_string(views) + " view(s) " + std::to_string(patches), .batch = views,
-           .rows = patches, .heads = 16, .kv_heads = 16, .h = 72};
-    c.a_max = patches, c.a_len = -1, c.batch_pad = 8;
-    cases.push_back(c);
-  }
-  Case mixed{.name = "h 80 group 2 b limits", .rows = 100, .heads = 4, .kv_heads = 2, .h = 80};
-  mixed.a_max = 300, mixed.a_len = 211, mixed.b_len = 100, mixed.b_limit = pi0_limits(100, 100);
-  cases.push_back(mixed);
-  for (Case c : cases) {
-    c.paired = 1;
-    c.name += " paired";
-    expect_form(c, attention_takes_paired_rows, [](AttentionArgs& a) { a.paired = 0; });
-    check_case(c, DType::kBF16);
-    for (int shares : {2, 3}) {
-      Case sc = c;
-      sc.shares = shares, sc.name += " s" + std::to_string(shares);
-      check_case(sc, DType::kBF16);
-    }
-  }
-  mixed.paired = 1, mixed.name += " paired";
-  check_replays(mixed, DType::kBF16, {300, 211, 64, 65, 1, 0});
-}
-
 // Key shares merged inside a cluster (AttentionArgs::cluster) against partials in scratch merged
 // by attn_combine: the same arithmetic in the same share order, so the outputs must agree bit
 // for bit, and each against the reference. The action experts (pi0's limits and pi0.5's none,

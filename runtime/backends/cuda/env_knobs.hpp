@@ -24,8 +24,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_MIN_TILES", "key tiles a share at least when a call splits its keys (default 3)"},
     {"EDGEVLA_ATTN_CLUSTER", "key shares merged inside a cluster instead of by the combine kernel: 0 (default), 1"},
     {"EDGEVLA_ATTN_ROTATE", "rotated key walks: 0 (default), 1"},
-    {"EDGEVLA_ATTN_PAIRED", "head dims 65-80 in 128-row blocks of two row tiles a warp where 64-row blocks need "
-                            "more than one wave: 0 (default), 1"},
     {"EDGEVLA_ATTN_WIDE_ROWS", "head dim 256 in 128-row blocks from this many 64-row blocks up (0, default: never)"},
     {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
                         "choice)"},

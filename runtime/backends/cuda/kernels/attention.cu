@@ -101,11 +101,6 @@ bool short_keys_on() {
   static const bool on = env_int("EDGEVLA_ATTN_SHORT_KEYS", 0, 0, 1) == 1;
   return on;
 }
-// AttentionArgs::paired's default: EDGEVLA_ATTN_PAIRED=1 on, 0 (the default until measured) off.
-bool paired_on() {
-  static const bool on = env_int("EDGEVLA_ATTN_PAIRED", 0, 0, 1) == 1;
-  return on;
-}
 int narrow_mode() {
   static const int mode = env_int("EDGEVLA_ATTN_NARROW", 2, 0, 2);
   return mode;
@@ -202,14 +197,6 @@ Bf16Variant bf16_variant(int key_groups) {
   return {BK, reinterpret_cast<const void*>(&attn_bf16<HD, BK, 1, RW>), Tile::kSmem, Tile::kRows, Tile::kGroupThreads};
 }
 
-// Paired rows (AttentionArgs::paired): head dims 65-80 in 128-row blocks, 4 warps of two 16-row
-// tiles each, one key group.
-Bf16Variant paired_variant() {
-  using Tile = Bf16Tile<80, 64, 1, 4, 2>;
-  return {64, reinterpret_cast<const void*>(&attn_bf16<80, 64, 1, 4, 2>), Tile::kSmem, Tile::kRows,
-          Tile::kGroupThreads};
-}
-
 // Head dim 256's wide block (kWideWarps warps over 128 rows, one key group).
 Bf16Variant wide_variant() {
   using Tile = Bf16Tile<256, kHd256Keys, 1, kWideWarps>;
@@ -253,7 +240,6 @@ struct Plan {
   std::int64_t row_tiles = 0;  // blocks along x
   bool wide = false;           // bf16 head dim 256: wide_variant()'s 128-row blocks
   bool narrow = false;         // bf16: pick_narrow()'s 32-row blocks
-  bool paired = false;         // bf16 head dims 65-80: paired_variant()'s 128-row blocks
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
@@ -323,21 +309,11 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // Two key groups a block when the blocks fit one wave and a share has a tile for each. The
   // shares stay as they are: making them an even number of tiles (fewer, longer shares) was
   // slower (pi0.5's expert at 3 views, run 28). Two key groups at two blocks a multiprocessor
-  // (GR00T's tower at two views: 192 blocks of 64 rows) were no faster than one (run 54 call 2).
+  // (GR00T's tower at two views: 192 blocks of 64 rows) were no faster than one (run 54 call 2),
+  // nor were 128-row blocks with two row tiles a warp (half the K/V fragment loads a row; 16.8
+  // against 15.9 µs, run 54 call 3).
   if (two_fit && blocks * pl.splits <= sms && ceil_div(tiles, pl.splits) >= 2) pl.key_groups = 2;
   if (a.key_groups > 0) pl.key_groups = a.key_groups == 2 && two_fit && ceil_div(tiles, pl.splits) >= 2 ? 2 : 1;
-  // Paired rows (AttentionArgs::paired) where the 64-row blocks need more than one wave (the vision
-  // towers at two and three views: every warp loads each K/V fragment for 32 rows, not 16), unsplit
-  // unless shares are asked for, never with RoPE inside.
-  const bool paired_asked = a.paired >= 0 ? a.paired > 0 : paired_on() && blocks64 > sms;
-  if (paired_asked && bf && !pl.small_tiles && a.h > 64 && a.h <= 80 && a.rope == nullptr &&
-      paired_variant().smem <= dev.smem_per_block) {
-    pl.paired = true;
-    pl.narrow = false;
-    pl.key_groups = 1;
-    pl.row_tiles = ceil_div(pl.m_rows, paired_variant().rows);
-    pl.splits = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(a.shares > 0 ? std::min(a.shares, kMaxSplits) : 1, most)));
-  }
   // The warpgroup kernel (AttentionArgs::wg): 64 rows a warpgroup, one or two a block, 64-key
   // tiles; the shares fill one wave of one block a multiprocessor, none shorter than two tiles.
   // Unasked, it runs with one warpgroup a block and K/V by bulk tensor copies wherever the K/V
@@ -388,14 +364,13 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // compute capability 9.0+, at most 16 shares); attention() still checks that the device holds
   // every cluster of the call at once, else it writes partials for attn_combine.
   const bool cluster_asked = a.cluster >= 0 ? a.cluster > 0 : cluster_default();
-  pl.cluster = cluster_asked && bf && !pl.paired && pl.splits > 1 && pl.splits <= kClusterMostShares && dev.major >= 9;
+  pl.cluster = cluster_asked && bf && pl.splits > 1 && pl.splits <= kClusterMostShares && dev.major >= 9;
   return pl;
 }
 
 // The bf16 kernel a plan launches.
 Bf16Variant variant_of(const Plan& pl, std::int64_t h) {
   if (pl.wide) return wide_variant();
-  if (pl.paired) return paired_variant();
   if (pl.narrow) return pick_narrow(h, pl.key_groups, pl.short_keys);
   return pick_bf16(h, pl.key_groups, pl.small_tiles, pl.short_keys);
 }
@@ -531,12 +506,6 @@ AttentionShape attention_launch_shape(const AttentionArgs& args) {
   DeviceLimits dev;
   if (!plan_of(args, pl, dev)) return {};
   return {pl.key_groups, pl.splits};
-}
-
-bool attention_takes_paired_rows(const AttentionArgs& args) {
-  Plan pl;
-  DeviceLimits dev;
-  return plan_of(args, pl, dev) && pl.paired;
 }
 
 bool attention_takes_short_keys(const AttentionArgs& args) {

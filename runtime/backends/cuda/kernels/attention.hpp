@@ -114,11 +114,6 @@ struct AttentionArgs {
   // and key shares (at least 1; at most kMaxSplits and what the scratch holds); 0: the plan's.
   int key_groups = 0;
   int shares = 0;
-  // bf16 at head dims 65-80 (the vision towers' 72): blocks of 128 stacked rows, 4 warps of two
-  // 16-row tiles each (one key group), so that each K/V fragment a warp reads from shared memory
-  // serves 32 rows; 1 yes; 0 no; -1: the process's choice (EDGEVLA_ATTN_PAIRED: 0 never, the
-  // default until measured on a GPU; 1 where the 64-row blocks need more than one wave).
-  int paired = -1;
   // RoPE inside the call (the bf16 kernel; f32 activations refuse it): q's row r and block b's key
   // j are rotated (rotate-half pairs (i, i + h/2)) by row r / row j of this table before their
   // products, exactly as rope() would have rotated them in memory (q and k stay as they are). The
@@ -145,9 +140,6 @@ bool attention_takes_warpgroup_kernel(const AttentionArgs& args);
 
 // Whether this call would run on narrow blocks (AttentionArgs::narrow) on this device.
 bool attention_takes_narrow_blocks(const AttentionArgs& args);
-
-// Whether this call would run on paired rows (AttentionArgs::paired) on this device.
-bool attention_takes_paired_rows(const AttentionArgs& args);
 
 // The key groups a block and the key shares this call would run with on this device (zeros where
 // the call is invalid or no device answers).

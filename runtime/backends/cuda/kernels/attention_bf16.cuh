@@ -4,13 +4,11 @@
 #pragma once
 
 // RW: warps a key group (4: 64 stacked rows a block; kNarrowWarps: 32; kWideWarps: 128, one group
-// only). MT: 16-row tiles a warp (2: paired rows, one key group: each K/V fragment a warp loads from
-// shared memory serves two row tiles, half the loads a row).
-template <int HD, int BK, int KG, int RW = 4, int MT = 1>
+// only).
+template <int HD, int BK, int KG, int RW = 4>
 struct Bf16Tile {
   static_assert(RW == 4 || RW == kNarrowWarps || (RW == kWideWarps && KG == 1), "wide blocks have one key group");
-  static_assert(MT == 1 || (MT == 2 && KG == 1), "paired rows have one key group");
-  static constexpr int kRows = 16 * RW * MT;  // stacked rows a block
+  static constexpr int kRows = 16 * RW;     // stacked rows a block
   static constexpr int kGroupThreads = 32 * RW;
   static constexpr int kLds = HD + 8;  // shared row stride: an odd count of 16-byte chunks (no bank conflicts)
   static constexpr int kKvElems = 4 * BK * KG * kLds;  // K and V, two stages a key group
@@ -23,11 +21,11 @@ struct Bf16Tile {
 
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
 
-template <int HD, int BK, int KG, int RW, int MT = 1>
+template <int HD, int BK, int KG, int RW>
 __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
   static_assert(HD % 16 == 0 && BK % 16 == 0, "tile shapes");
   static_assert(KG == 1 || KG == 2, "one or two key groups");
-  using Tile = Bf16Tile<HD, BK, KG, RW, MT>;
+  using Tile = Bf16Tile<HD, BK, KG, RW>;
   static_assert(Tile::kRows * (HD + 4 + 2) * 4 <= Tile::kSmem, "cluster_combine's rows fit the block's shared memory");
   constexpr int kLds = Tile::kLds;
   constexpr int kRows = Tile::kRows;
@@ -53,21 +51,15 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
   int t_begin = 0, t_end = 0;
   split_range(na + nb, p.splits, t_begin, t_end);
 
-  // This thread's two rows of each of its warp's row tiles (16 rows each): lane / 4 and lane / 4 + 8.
-  int my_m[MT][2], lim_b[MT][2];
-  float o[MT][HD / 8][4];
-  float row_max[MT][2], row_sum[MT][2];
+  // This thread's two rows of its warp's 16: lane / 4 and lane / 4 + 8.
+  const int my_m[2] = {m0 + warp * 16 + lane / 4, m0 + warp * 16 + lane / 4 + 8};
+  const int lim_b[2] = {b_visible(p, my_m[0]), b_visible(p, my_m[1])};
+
+  float o[HD / 8][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    my_m[mt][0] = m0 + (warp * MT + mt) * 16 + lane / 4;
-    my_m[mt][1] = my_m[mt][0] + 8;
-    lim_b[mt][0] = b_visible(p, my_m[mt][0]);
-    lim_b[mt][1] = b_visible(p, my_m[mt][1]);
-#pragma unroll
-    for (int d = 0; d < HD / 8; ++d) o[mt][d][0] = o[mt][d][1] = o[mt][d][2] = o[mt][d][3] = 0.0f;
-    row_max[mt][0] = row_max[mt][1] = -INFINITY;
-    row_sum[mt][0] = row_sum[mt][1] = 0.0f;
-  }
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
 
   const bf16* q = static_cast<const bf16*>(p.q);
   auto load_kv = [&](int w, int stage) {  // the tile at walk position w
@@ -117,7 +109,7 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
       __syncthreads();
     }
 
-    const bf16* q_warp = s_q + warp * 16 * MT * kLds;
+    const bf16* q_warp = s_q + warp * 16 * kLds;
     for (int t = first; t < t_end; t += KG) {
       const int stage = ((t - first) / KG) & 1;
       if (t != first) {
@@ -134,65 +126,43 @@ __global__ void __launch_bounds__(32 * RW * KG) attn_bf16(const Params p) {
       if (t + KG < t_end) load_kv(t + KG, stage ^ 1);
       cp_async_commit();
 
-      // s = q · kᵀ for this warp's 16 · MT rows × BK keys; each K fragment serves every row tile.
+      // s = q · kᵀ for this warp's 16 rows × BK keys.
       const bf16* k_s = s_k + (kg * 2 + stage) * BK * kLds;
-      float s[MT][BK / 8][4];
+      float s[BK / 8][4];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int n = 0; n < BK / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
-      }
+      for (int n = 0; n < BK / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
-        unsigned a[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          ldmatrix_x4(a[mt], q_warp + (mt * 16 + lane % 16) * kLds + kk * 16 + (lane / 16) * 8);
-        }
+        unsigned a[4];
+        ldmatrix_x4(a, q_warp + (lane % 16) * kLds + kk * 16 + (lane / 16) * 8);
 #pragma unroll
         for (int nn = 0; nn < BK / 16; ++nn) {
           unsigned kf[4];
           ldmatrix_x4(kf, k_s + (nn * 16 + (lane / 16) * 8 + lane % 8) * kLds + kk * 16 + ((lane / 8) % 2) * 8);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            mma_bf16(s[mt][2 * nn], a[mt], kf[0], kf[1]);
-            mma_bf16(s[mt][2 * nn + 1], a[mt], kf[2], kf[3]);
-          }
+          mma_bf16(s[2 * nn], a, kf[0], kf[1]);
+          mma_bf16(s[2 * nn + 1], a, kf[2], kf[3]);
         }
       }
 
       const int tt = walk_tile(p, t, t_begin, t_end);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        softmax_step<HD, BK>(p, s[mt], o[mt], row_max[mt], row_sum[mt], tt < na, tt < na ? tt * BK : (tt - na) * BK,
-                             a_len, lim_b[mt], lane);
-      }
+      softmax_step<HD, BK>(p, s, o, row_max, row_sum, tt < na, tt < na ? tt * BK : (tt - na) * BK, a_len, lim_b, lane);
 
       // o += p · v; p's accumulator layout is the A fragment layout of the next product.
       const bf16* v_s = s_v + (kg * 2 + stage) * BK * kLds;
 #pragma unroll
       for (int kk = 0; kk < BK / 16; ++kk) {
-        unsigned a[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) p_fragment<BK>(s[mt], kk, a[mt]);
+        unsigned a[4];
+        p_fragment<BK>(s, kk, a);
 #pragma unroll
         for (int dd = 0; dd < HD / 16; ++dd) {
           unsigned vf[4];
           ldmatrix_x4_trans(vf, v_s + (kk * 16 + lane % 16) * kLds + dd * 16 + (lane / 16) * 8);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            mma_bf16(o[mt][2 * dd], a[mt], vf[0], vf[1]);
-            mma_bf16(o[mt][2 * dd + 1], a[mt], vf[2], vf[3]);
-          }
+          mma_bf16(o[2 * dd], a, vf[0], vf[1]);
+          mma_bf16(o[2 * dd + 1], a, vf[2], vf[3]);
         }
       }
     }
   }
 
-  // Paired rows never merge shares in a cluster (the plan), whose merge assumes 16 rows a warp.
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    finish_rows<HD, KG, kGroupThreads>(p, o[mt], row_max[mt], row_sum[mt], MT == 1 ? reinterpret_cast<float*>(smem) : nullptr,
-                                       kg, b, g, bg, my_m[mt], lane);
-  }
+  finish_rows<HD, KG, kGroupThreads>(p, o, row_max, row_sum, reinterpret_cast<float*>(smem), kg, b, g, bg, my_m, lane);
 }
