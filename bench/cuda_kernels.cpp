@@ -215,6 +215,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       bool tma = false;   // the warpgroup kernel's K and V by bulk tensor copies
       bool narrow = false;  // 32-row blocks (AttentionArgs::narrow)
       int groups = 0;       // attn_bf16's key groups a block (AttentionArgs::key_groups); 0: the plan's
+      int wg_narrow = 0;    // head dims 65-128 on the warpgroup kernel, warpgroups a block (AttentionArgs::wg_narrow)
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -228,6 +229,16 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       }
     }
     asks.push_back({"narrow_g2s1", 1, false, 0, false, false, true, 2});
+    // Head dims 65-128 on the warpgroup kernel at head dim 128, one or two warpgroups a block, at
+    // the plan's shares and at one ("wg128_2s1").
+    if (sh.h > 64 && sh.h <= 128) {
+      for (const int groups : {1, 2}) {
+        for (const int n : {0, 1}) {
+          const std::string label = "wg128_" + std::to_string(groups) + (n == 1 ? "s1" : "");
+          asks.push_back({label, n, false, 0, false, false, false, 0, groups});
+        }
+      }
+    }
     if (sh.h > 192) asks.push_back({"wide", 0, true, 0});
     if (sh.h == 256) {
       for (const int groups : {1, 2}) {
@@ -253,12 +264,14 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.wg_tma = ask.tma ? 1 : 0;
       one.narrow = ask.narrow ? 1 : 0;
       one.key_groups = ask.groups;
+      one.wg_narrow = ask.wg_narrow;
       const int splits = ask.splits;
-      if (ask.wg == 0 && !ask.wide) one.shares = splits;  // exactly that many where the scratch allows
-      const std::size_t one_planned = ask.wide || ask.wg > 0 || ask.narrow ? attention_scratch_bytes(one) : planned;
+      if (ask.wg == 0 && !ask.wide && ask.wg_narrow == 0) one.shares = splits;  // exactly that many where the scratch allows
+      const std::size_t one_planned =
+          ask.wide || ask.wg > 0 || ask.narrow || ask.wg_narrow > 0 ? attention_scratch_bytes(one) : planned;
       one.scratch_bytes = splits == 0 ? one_planned : splits == 1 ? 0 : split_bytes * static_cast<std::size_t>(splits);
       if (one.scratch_bytes > most) continue;
-      if (ask.wg > 0 && !attention_takes_warpgroup_kernel(one)) continue;
+      if ((ask.wg > 0 || ask.wg_narrow > 0) && !attention_takes_warpgroup_kernel(one)) continue;
       if (ask.narrow && !attention_takes_narrow_blocks(one)) continue;
       const double us = attention_graph_us(s, timer, repeat, one);
       const auto got = download(out, DType::kBF16, static_cast<std::size_t>(sh.batch * sh.rows * sh.heads * sh.h));

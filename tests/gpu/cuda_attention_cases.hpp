@@ -79,6 +79,7 @@ struct Case {
   int short_keys = -1;          // AttentionArgs::short_keys
   int key_groups = 0;           // AttentionArgs::key_groups
   int shares = 0;               // AttentionArgs::shares
+  int wg_narrow = -1;           // AttentionArgs::wg_narrow
 };
 
 struct Errors {
@@ -183,6 +184,7 @@ class Problem {
     args_.short_keys = c.short_keys;
     args_.key_groups = c.key_groups;
     args_.shares = c.shares;
+    args_.wg_narrow = c.wg_narrow;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());

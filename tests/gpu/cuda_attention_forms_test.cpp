@@ -198,6 +198,72 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
   }
 }
 
+// The warpgroup kernel at head dim 128 for head dims 65-128 (AttentionArgs::wg_narrow), asked for
+// with one and two warpgroups a block: the vision towers' 72 (GR00T's 324 patches at one and two
+// views, pi0.5's 256 at three, a ragged 200 rows), q, k and v side by side in one row with padding,
+// GR00T's LLM (head dim 128, two query heads a kv head, a padded prefix) at one and two views, head
+// dim 80 with a prefix shorter than one key tile; in shares and unsplit, and a graph replayed at
+// several prefix lengths. Where the warpgroup GEMM runs the plan must take it in bf16, never in f32,
+// never with block b, and never once wg_narrow is 0.
+TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  std::vector<Case> cases;
+  for (const auto& [views, patches] : std::vector<std::pair<int, int>>{{1, 324}, {2, 324}, {3, 256}, {3, 200}}) {
+    Case c{.name = "tower " + std::to_string(views) + " view(s) " + std::to_string(patches), .batch = views,
+           .rows = patches, .heads = 16, .kv_heads = 16, .h = 72};
+    c.a_max = patches, c.a_len = -1, c.batch_pad = 8;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "tower fused", .rows = 256, .heads = 16, .kv_heads = 16, .h = 72};
+    c.a_max = 256, c.a_len = -1, c.fused = true, c.pad = 8;
+    cases.push_back(c);
+  }
+  for (const auto& [rows, len] : std::vector<std::pair<int, int>>{{144, 131}, {224, 212}}) {
+    Case c{.name = "groot llm " + std::to_string(len), .rows = rows, .heads = 16, .kv_heads = 8, .h = 128};
+    c.a_max = rows, c.a_len = len;
+    cases.push_back(c);
+  }
+  {
+    Case c{.name = "h 80 short prefix", .rows = 40, .heads = 2, .kv_heads = 2, .h = 80};
+    c.a_max = 100, c.a_len = 37;
+    cases.push_back(c);
+  }
+  for (const Case& base : cases) {
+    for (int groups : {1, 2}) {
+      Case c = base;
+      c.wg_narrow = groups;
+      c.name += " wg128 " + std::to_string(groups);
+      {
+        Problem p(c, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << c.name;
+        if (wgmma_gemm_available()) {
+          EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+        }
+        AttentionArgs off = p.args();
+        off.wg_narrow = 0;
+        EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
+        Problem f(c, DType::kF32);
+        ASSERT_TRUE(f.ready()) << c.name;
+        EXPECT_FALSE(attention_takes_warpgroup_kernel(f.args())) << c.name;
+      }
+      check_case(c, DType::kBF16);
+      c.name += ", no scratch";
+      check_case(c, DType::kBF16, false);
+    }
+  }
+  {
+    Case c = action_expert(51, 300, true);
+    c.h = 128, c.wg_narrow = 2, c.name += " h 128 with block b";
+    Problem p(c, DType::kBF16);
+    ASSERT_TRUE(p.ready()) << c.name;
+    EXPECT_FALSE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+  }
+  Case c = cases[6];  // GR00T's LLM at two views
+  c.wg_narrow = 2, c.nan_tail = false, c.name += " wg128 2";
+  check_replays(c, DType::kBF16, {224, 212, 131, 64, 65, 1, 0});
+}
+
 // The warpgroup kernel's bulk-copy form over blocks a and b (the action experts: the cached
 // prefix, then the action rows' own keys with pi0's per-row limits or none), asked for: one and
 // three views, a prefix of 0 and of 37 keys, two sequences; in shares and unsplit. Without bulk

@@ -27,6 +27,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_WIDE_ROWS", "head dim 256 in 128-row blocks from this many 64-row blocks up (0, default: never)"},
     {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
                         "choice)"},
+    {"EDGEVLA_ATTN_WG128", "head dims 65-128 on the warpgroup kernel: 0 (default), 1 or 2 warpgroups a block"},
     {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},
     {"EDGEVLA_ATTN_WG_EXPERT", "the warpgroup kernel also for the action experts' attention: 0 (default), 1"},
     {"EDGEVLA_ATTN_WG_SHARES", "the warpgroup kernel's key shares fixed at N (1-12; unset: the plan's rule)"},

@@ -107,6 +107,12 @@ int narrow_mode() {
 }
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
+// Head dims 65-128 on the warpgroup kernel (AttentionArgs::wg_narrow = -1): EDGEVLA_ATTN_WG128=1 or
+// 2 warpgroups a block; 0 (the default until measured on a GPU) never.
+int wg128_env() {
+  static const int groups = env_int("EDGEVLA_ATTN_WG128", 0, 0, 2);
+  return groups;
+}
 int wg_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG", -1, 0, 2);
   return groups;
@@ -326,13 +332,19 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   const bool tma_ok = wg_tma && copyable(a.a) && (a.b_len == 0 || copyable(a.b));
   const int wg_asked = a.wg >= 0 ? a.wg : wg_env();
   const bool wg_auto = tma_ok && (a.b_len == 0 || wg_expert_default());
-  const int wg_groups = std::clamp(wg_asked >= 0 ? wg_asked : (wg_auto ? 1 : 0), 0, 2);
-  if (wg_groups > 0 && a.rope == nullptr && bf && a.h == 256 && (a.b_len == 0 || tma_ok) && a.a_max > 0 && dev.major == 9 &&
-      dev.minor == 0 && attn::wg_built() && attn::wg_smem_bytes(wg_groups, wg_tma) <= dev.smem_per_block) {
+  // Head dims 65-128 (AttentionArgs::wg_narrow): at head dim 128 (the dims past h zero), in the
+  // bulk-copy form, block a only.
+  const int wg128_groups = std::clamp(a.wg_narrow >= 0 ? a.wg_narrow : wg128_env(), 0, 2);
+  const bool hd128 = attn::wg_head_dim(a.h) == 128 && wg128_groups > 0 && a.b_len == 0 && tma_ok;
+  const int wg_groups = hd128 ? wg128_groups : std::clamp(wg_asked >= 0 ? wg_asked : (wg_auto ? 1 : 0), 0, 2);
+  const bool wg_form_tma = hd128 || wg_tma;
+  if (wg_groups > 0 && a.rope == nullptr && bf && (hd128 || (a.h == 256 && (a.b_len == 0 || tma_ok))) && a.a_max > 0 &&
+      dev.major == 9 && dev.minor == 0 && attn::wg_built() &&
+      attn::wg_smem_bytes(wg_groups, wg_form_tma, attn::wg_head_dim(a.h)) <= dev.smem_per_block) {
     pl.wg = true;
     pl.narrow = false;
     pl.wg_groups = wg_groups;
-    pl.wg_tma = wg_tma;
+    pl.wg_tma = wg_form_tma;
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
@@ -567,9 +579,11 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   // The warpgroup kernel's bulk copies need 16-byte aligned bases, which the plan (made from the
   // shapes alone) cannot see: where they are not, a call with block b or an unasked one runs on
   // attn_bf16 (re-planned within the same scratch), an asked one on the cp.async form.
-  if (pl.wg && pl.wg_tma && !attn::wg_tma_ready(p) && (args.b_len > 0 || (args.wg < 0 && wg_env() < 0))) {
+  if (pl.wg && pl.wg_tma && !attn::wg_tma_ready(p) &&
+      (args.b_len > 0 || args.h != 256 || (args.wg < 0 && wg_env() < 0))) {
     AttentionArgs plain = args;
     plain.wg = 0;
+    plain.wg_narrow = 0;
     pl = make_plan(plain, dev, scratch_bytes);
   }
   p.splits = pl.splits;
@@ -588,7 +602,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   p.cluster = pl.cluster;
   if (pl.wg) {
     const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma);
-    if (err != cudaSuccess) return cuda_error(err, "launch attn_wg256");
+    if (err != cudaSuccess) return cuda_error(err, "launch attn_wg");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant& v = variant;
     if (v.smem > dev.smem_per_block) {

@@ -80,21 +80,25 @@ __device__ __forceinline__ long long part_row(const Params& p, int split, int bg
   return (static_cast<long long>(split) * p.batch * p.kv_heads + bg) * p.m_rows + m;
 }
 
-// The warpgroup kernel (attention_wg.cu): head dim 256, bf16, 64 stacked rows a warpgroup and one
-// or two warpgroups a block (`groups`), 64-key tiles, q·kᵀ of the next tile and p·v of this one in
-// flight while the softmax runs; block b (with its limits) only in the bulk-copy form. Runs on
-// compute capability 9.0 only, from a build with sm_90a code (wg_built()).
+// The warpgroup kernel (attention_wg.cu): head dim 256 (or, in the bulk-copy form with block a
+// only, head dims 65-128 padded to 128), bf16, 64 stacked rows a warpgroup and one or two
+// warpgroups a block (`groups`), 64-key tiles, q·kᵀ of the next tile and p·v of this one in flight
+// while the softmax runs; block b (with its limits) only in the bulk-copy form. Runs on compute
+// capability 9.0 only, from a build with sm_90a code (wg_built()).
 constexpr int kWgKeys = 64;
 constexpr int wg_rows(int groups) { return 64 * groups; }
+// The head dim a call's head dim h runs at (256 or 128; 0: none).
+constexpr int wg_head_dim(long long h) { return h == 256 ? 256 : h > 64 && h <= 128 && h % 8 == 0 ? 128 : 0; }
 bool wg_built();
-// Its shared memory a block, in the cp.async form or (tma) the bulk-tensor-copy form.
-int wg_smem_bytes(int groups, bool tma);
+// Its shared memory a block at head dim hd (wg_head_dim), in the cp.async form or (tma) the
+// bulk-tensor-copy form.
+int wg_smem_bytes(int groups, bool tma, int hd = 256);
 // Whether the call's K and V (blocks a and b) can come by bulk tensor copies: 16-byte aligned
 // bases and strides, and a driver with the encoder (checked without encoding the maps).
 bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
 // V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:
-// cudaErrorNotSupported for a call with block b).
+// cudaErrorNotSupported for a call with block b, or at head dims below 256).
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma);
 
 }  // namespace edgevla::backends::cuda::attn

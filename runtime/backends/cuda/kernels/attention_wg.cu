@@ -1,4 +1,5 @@
-// Head dim 256's attention on Hopper's warpgroup multiply (wgmma, sm_90a), for Gemma's prefix:
+// Head dim 256's attention on Hopper's warpgroup multiply (wgmma, sm_90a), for Gemma's prefix
+// (and, at head dim 128 with the dims past h zero, head dims 65-128 when asked: see attn_wg):
 // many stacked rows (8 query heads over one kv head) and a long walk (456-968 keys), where
 // attn_bf16 issues ~8 instructions a tensor-core multiply and reaches 80-160 TFLOP/s; in the
 // bulk-copy form also for the action experts (the cached prefix as block a, the action rows' own
@@ -52,7 +53,6 @@ using namespace ptx;
 
 #include "runtime/backends/cuda/kernels/attention_steps.cuh"
 
-constexpr int kHd = 256;
 constexpr int kStages = 2;                         // of K and of V each
 // Profiling builds only (-DEDGEVLA_ATTN_WG_ABLATE=mask; outputs wrong, timings only): 1 leaves out
 // the copies of K and V after the first two tiles, 2 the softmax, 4 p·v, 8 q·kᵀ after the first
@@ -61,23 +61,32 @@ constexpr int kStages = 2;                         // of K and of V each
 #define EDGEVLA_ATTN_WG_ABLATE 0
 #endif
 constexpr int kChunkBytes = 144;                   // core matrix to core matrix along a row
-constexpr int kGroupBytes = (kHd / 8) * kChunkBytes;  // one row group of 8 rows: 4608 bytes
-constexpr int kTileBytes = (kWgKeys / 8) * kGroupBytes;
+// At head dim HD (256, or 128 for head dims 65-128): one row group of 8 rows (4608 bytes at 256),
+// and a tile of 64 rows.
+template <int HD>
+constexpr int group_bytes() { return (HD / 8) * kChunkBytes; }
+template <int HD>
+constexpr int tile_bytes() { return (kWgKeys / 8) * group_bytes<HD>(); }
 // Shared memory of the WG-warpgroup kernel: q (64 · WG rows), then the K and V rings.
-constexpr int smem_bytes(int wg) { return 8 * wg * kGroupBytes + 2 * kStages * kTileBytes; }
+template <int HD>
+constexpr int smem_bytes(int wg) { return 8 * wg * group_bytes<HD>() + 2 * kStages * tile_bytes<HD>(); }
 // The bulk-copy form: 1 KB of slack to align the tiles to the swizzle's 1024 bytes, q, the rings
-// of 32 KB tiles, then four mbarriers (K's two stages, V's two).
+// of tiles of HD / 64 boxes (32 KB at 256), then four mbarriers (K's two stages, V's two).
 constexpr int kBoxBytes = kWgKeys * 128;  // 64 keys × 64 dims
-constexpr int kTmaTileBytes = 4 * kBoxBytes;
-constexpr int smem_bytes_tma(int wg) { return 1024 + 8 * wg * kGroupBytes + 2 * kStages * kTmaTileBytes + 64; }
+template <int HD>
+constexpr int tma_tile_bytes() { return (HD / 64) * kBoxBytes; }
+template <int HD>
+constexpr int smem_bytes_tma(int wg) { return 1024 + 8 * wg * group_bytes<HD>() + 2 * kStages * tma_tile_bytes<HD>() + 64; }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
-constexpr int kChunks = kHd / 8;                      // 16-byte chunks a row
-constexpr int kChunkElems = kChunkBytes / 2, kGroupElems = kGroupBytes / 2;
+constexpr int kChunkElems = kChunkBytes / 2;
 
-// Element offset of row r, 16-byte chunk c in a tile.
-__device__ __forceinline__ int tile_offset(int r, int c) { return (r / 8) * kGroupElems + c * kChunkElems + (r % 8) * 8; }
+// Element offset of row r, 16-byte chunk c in a tile at head dim HD.
+template <int HD>
+__device__ __forceinline__ int tile_offset(int r, int c) {
+  return (r / 8) * (group_bytes<HD>() / 2) + c * kChunkElems + (r % 8) * 8;
+}
 
 // Registers a multiply in flight reads or writes: the compiler must neither reuse them nor move
 // their uses across the wait that ends it.
@@ -115,6 +124,17 @@ __device__ __forceinline__ void rs_m64n256(float (&d)[128], const unsigned (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
+// d (64 rows × 128 dims, f32) += a (64 × 16 keys, registers) · b (16 keys × 128, shared, MN-major).
+__device__ __forceinline__ void rs_m64n128(float (&d)[64], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
 // p's A fragments for p·v, one per 16 keys (the accumulator layout of q·kᵀ is the A layout).
 __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], unsigned (&pf)[kWgKeys / 16][4]) {
 #pragma unroll
@@ -128,24 +148,37 @@ __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], uns
 
 // o += p · v for one 64-key tile (4 multiplies of 16 keys; v is the MN-major operand, desc_v the
 // descriptor of its start, 16 keys `step` bytes / 16 further on).
-template <unsigned long long kStep>
-__device__ __forceinline__ void pv(float (&o)[kHd / 2], const unsigned (&pf)[kWgKeys / 16][4],
+template <int HD, unsigned long long kStep>
+__device__ __forceinline__ void pv(float (&o)[HD / 2], const unsigned (&pf)[kWgKeys / 16][4],
                                    unsigned long long desc_v) {
 #pragma unroll
-  for (int kk = 0; kk < kWgKeys / 16; ++kk) rs_m64n256(o, pf[kk], desc_v + kk * kStep);
+  for (int kk = 0; kk < kWgKeys / 16; ++kk) {
+    if constexpr (HD == 256) {
+      rs_m64n256(o, pf[kk], desc_v + kk * kStep);
+    } else {
+      rs_m64n128(o, pf[kk], desc_v + kk * kStep);
+    }
+  }
 }
 #endif
 
 // kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
-// keeps the code and registers it was measured with.
-template <int WG, bool kTma, bool kB>
+// keeps the code and registers it was measured with. HD 128 (head dims 65-128, the vision towers'
+// 72 and GR00T's LLM): bulk-copy form with block a only; K and V by 4-d maps whose inner dimension
+// is the head dim, so the copies fill dims h-127 with zeros, as q's copies do.
+template <int HD, int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
-    attn_wg256(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
+    attn_wg(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
                const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
+  static_assert(HD == 256 || (HD == 128 && kTma && !kB), "head dim 128 in the bulk-copy form, block a only");
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
-  constexpr int kStageElems = (kTma ? kTmaTileBytes : kTileBytes) / 2;
+  constexpr int kChunks = HD / 8;  // 16-byte chunks a row
+  constexpr int kGroupElems = group_bytes<HD>() / 2, kGroupBytes = group_bytes<HD>();
+  constexpr int kTmaTileBytes = tma_tile_bytes<HD>();
+  constexpr int kBoxes = HD / 64;  // 64-dim boxes a K or V tile
+  constexpr int kStageElems = (kTma ? kTmaTileBytes : tile_bytes<HD>()) / 2;
   unsigned char* base = smem;
   if constexpr (kTma) base += (1024 - (smem_addr(smem) & 1023)) & 1023;
   bf16* s_q = reinterpret_cast<bf16*>(base);  // q
@@ -179,10 +212,10 @@ __global__ void __launch_bounds__(128 * WG, 1)
   const int my_m[2] = {m0 + warp * 16 + lane / 4, m0 + warp * 16 + lane / 4 + 8};
   int lim_b[2] = {0, 0};
   if constexpr (kB) lim_b[0] = b_visible(p, my_m[0]), lim_b[1] = b_visible(p, my_m[1]);
-  float o[kHd / 8][4];
+  float o[HD / 8][4];
 #pragma unroll
-  for (int d = 0; d < kHd / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  float(&o_flat)[kHd / 2] = *reinterpret_cast<float(*)[kHd / 2]>(&o[0][0]);
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float(&o_flat)[HD / 2] = *reinterpret_cast<float(*)[HD / 2]>(&o[0][0]);
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.0f, 0.0f};
 
@@ -194,7 +227,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
   // kWarps rows and its destination a fixed offset per row, so a copy is a few instructions.
   const long long step = kWarps * p.a_ld;
   const long long thread_src = kv_base + static_cast<long long>(warp) * p.a_ld + lane * 8;
-  const int thread_dst = tile_offset(warp, lane);
+  const int thread_dst = tile_offset<HD>(warp, lane);
   auto load = [&](const bf16* src, bf16* dst, int w) {  // the tile at walk position w
     const int t = walk_tile(p, w, t_begin, t_end);
     const int rows = a_len - t * kWgKeys - warp;  // this thread's rows below it are keys
@@ -203,12 +236,13 @@ __global__ void __launch_bounds__(128 * WG, 1)
 #pragma unroll
     for (int j = 0; j < kWgKeys / kWarps; ++j) {
       const bool ok = kWarps * j < rows;
-      cp_async16(to + tile_offset(kWarps * j, 0), ok ? from : src, ok);
+      cp_async16(to + tile_offset<HD>(kWarps * j, 0), ok ? from : src, ok);
       from += step;
     }
   };
-  // kTma: thread 0 copies the tile at walk position w as four 64-dim boxes, from block a's map or
-  // block b's (whose rows end at b_len, so the copy fills the rest of its last tile with zeros).
+  // kTma: thread 0 copies the tile at walk position w as HD / 64 boxes of 64 dims, from block a's
+  // map or block b's (whose rows end at b_len, so the copy fills the rest of its last tile with
+  // zeros); at HD 128 from a 4-d map (dims, kv heads, rows, sequences).
   auto copy = [&](bool k, bf16* dst, unsigned long long* bar, int w) {
     if (tid != 0) return;
     const int t = walk_tile(p, w, t_begin, t_end);
@@ -217,7 +251,13 @@ __global__ void __launch_bounds__(128 * WG, 1)
     const int row0 = (in_a ? t : t - na) * kWgKeys;
     mbar_expect_tx(bar, kTmaTileBytes);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
+    for (int j = 0; j < kBoxes; ++j) {
+      if constexpr (HD == 256) {
+        tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
+      } else {
+        tma_load_4d(dst + j * (kBoxBytes / 2), map, 64 * j, g, row0, b, bar);
+      }
+    }
   };
   auto load_k = [&](int t) {
     const int s = (t - t_begin) % kStages;
@@ -248,8 +288,8 @@ __global__ void __launch_bounds__(128 * WG, 1)
     const int r0 = a_len - t * kWgKeys;
     if ((!kB || t < na) && r0 < kWgKeys) {
       bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
-      for (int i = tid; i < (kWgKeys - r0) * 32; i += kThreads) {
-        const int r = r0 + i / 32, box = (i % 32) / 8, c = i % 8;
+      for (int i = tid; i < (kWgKeys - r0) * 8 * kBoxes; i += kThreads) {
+        const int r = r0 + i / (8 * kBoxes), box = (i % (8 * kBoxes)) / 8, c = i % 8;
         *reinterpret_cast<uint4*>(v + box * (kBoxBytes / 2) + r * 64 + c * 8) = make_uint4(0, 0, 0, 0);
       }
       fence_proxy_async();
@@ -277,9 +317,9 @@ __global__ void __launch_bounds__(128 * WG, 1)
     for (int i = tid; i < kRows * kChunks; i += kThreads) {
       const int r = i / kChunks, c = i % kChunks;
       const int m = m0 + r;
-      const bool ok = m < p.m_rows;
+      const bool ok = m < p.m_rows && c * 8 < p.h;  // dims from h on (HD 128) are zeros
       const long long off = ok ? q_offset(p, b, g, m) + c * 8 : 0;
-      cp_async16(s_q + tile_offset(r, c), q + off, ok);
+      cp_async16(s_q + tile_offset<HD>(r, c), q + off, ok);
     }
     if constexpr (kTma) {
       for (int i = 0; i < 2; ++i) {
@@ -334,7 +374,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
     auto qk = [&](int t) {
       const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
+      for (int kk = 0; kk < HD / 16; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
     };
     wg_fence();
     qk(t_begin);
@@ -370,7 +410,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
       wg_fence();
       if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
-      if constexpr (!(kAblate & 4)) pv<kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
+      if constexpr (!(kAblate & 4)) pv<HD, kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
@@ -383,7 +423,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
       pin(o_flat);
       pin(pf);
 #pragma unroll
-      for (int d = 0; d < kHd / 8; ++d) {
+      for (int d = 0; d < HD / 8; ++d) {
         o[d][0] *= alpha[0];
         o[d][1] *= alpha[0];
         o[d][2] *= alpha[1];
@@ -402,14 +442,14 @@ __global__ void __launch_bounds__(128 * WG, 1)
     }
     __syncthreads();
     wg_fence();
-    pv<kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
+    pv<HD, kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
     pin(pf);
   }
 
-  finish_rows<kHd, 1, kThreads>(p, o, row_max, row_sum, nullptr, 0, b, g, bg, my_m, lane);
+  finish_rows<HD, 1, kThreads>(p, o, row_max, row_sum, nullptr, 0, b, g, bg, my_m, lane);
 #else
   (void)p;
   (void)k_map;
@@ -430,7 +470,10 @@ bool wg_built() {
 #endif
 }
 
-int wg_smem_bytes(int groups, bool tma) { return tma ? smem_bytes_tma(groups) : smem_bytes(groups); }
+int wg_smem_bytes(int groups, bool tma, int hd) {
+  if (hd == 128) return tma ? smem_bytes_tma<128>(groups) : 0x7fffffff;  // no cp.async form at 128
+  return tma ? smem_bytes_tma<256>(groups) : smem_bytes<256>(groups);
+}
 
 namespace {
 // A block's K or V (rows of stride ld elements, `batch_stride` apart a sequence, `rows` of them) as
@@ -453,9 +496,30 @@ bool encode_kv_map(CUtensorMap& map, const void* base, long long ld, long long b
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
+// Head dims 65-128: a block's K or V as a 4-d map (h dims, kv heads, rows, sequences) of boxes
+// 64 dims × 1 × 64 keys × 1 with the 128-byte swizzle: the dims from h to 127 and the rows past
+// `rows` read as zeros.
+bool encode_kv_map_heads(CUtensorMap& map, const void* base, int h, int heads, long long ld, long long batch_stride,
+                         int rows, int batch) {
+  const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
+  if (fn == nullptr || h % 8 != 0 || !kv_copyable(base, ld, batch_stride, rows, batch)) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(h), static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(h) * 2, static_cast<cuuint64_t>(ld) * 2,
+                                 static_cast<cuuint64_t>(batch > 1 ? batch_stride : ld * rows) * 2};
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(kWgKeys), 1};
+  const cuuint32_t elem[4] = {1, 1, 1, 1};
+  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims, strides, box, elem,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
 // The call's four maps (block b's only where it has keys); false where one cannot be made.
 bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
-  if (p.h != kHd || !encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) ||
+  if (wg_head_dim(p.h) == 128) {
+    return p.b_len == 0 && encode_kv_map_heads(maps[0], p.ak, p.h, p.kv_heads, p.a_ld, p.a_batch, p.a_max, p.batch) &&
+           encode_kv_map_heads(maps[1], p.av, p.h, p.kv_heads, p.a_ld, p.a_batch, p.a_max, p.batch);
+  }
+  if (p.h != 256 || !encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) ||
       !encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch)) {
     return false;
   }
@@ -466,7 +530,8 @@ bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
 
 bool wg_tma_ready(const Params& p) {
   // The checks encode_maps makes before the driver's, without encoding (launch_wg does that once).
-  return tensor_map_encoder() != nullptr && p.h == kHd && kv_copyable(p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) &&
+  if (wg_head_dim(p.h) == 128 && p.b_len > 0) return false;
+  return tensor_map_encoder() != nullptr && wg_head_dim(p.h) > 0 && kv_copyable(p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) &&
          kv_copyable(p.av, p.a_ld, p.a_batch, p.a_max, p.batch) &&
          (p.b_len == 0 || (kv_copyable(p.bk, p.b_ld, p.b_batch, p.b_len, p.batch) &&
                            kv_copyable(p.bv, p.b_ld, p.b_batch, p.b_len, p.batch)));
@@ -475,19 +540,23 @@ bool wg_tma_ready(const Params& p) {
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
-  if (!tma && p.b_len > 0) return cudaErrorNotSupported;
+  const int hd = wg_head_dim(p.h);
+  if (!tma && (p.b_len > 0 || hd != 256)) return cudaErrorNotSupported;
   const void* fn = nullptr;
-  if (tma && p.b_len > 0) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, true>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, true>);
+  if (hd == 128) {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<128, 2, true, false>)
+                     : reinterpret_cast<const void*>(&attn_wg<128, 1, true, false>);
+  } else if (tma && p.b_len > 0) {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<256, 2, true, true>)
+                     : reinterpret_cast<const void*>(&attn_wg<256, 1, true, true>);
   } else if (tma) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, true, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, true, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<256, 2, true, false>)
+                     : reinterpret_cast<const void*>(&attn_wg<256, 1, true, false>);
   } else {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg256<2, false, false>)
-                     : reinterpret_cast<const void*>(&attn_wg256<1, false, false>);
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<256, 2, false, false>)
+                     : reinterpret_cast<const void*>(&attn_wg<256, 1, false, false>);
   }
-  const int smem = wg_smem_bytes(groups, tma);
+  const int smem = wg_smem_bytes(groups, tma, hd);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;

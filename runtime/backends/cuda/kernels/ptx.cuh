@@ -110,6 +110,15 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const void* map, int x, i
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
       : "memory");
 }
+// The same for a 4-d box (x: the inner dimension, then y, z, w outwards).
+__device__ __forceinline__ void tma_load_4d(void* dst, const void* map, int x, int y, int z, int w,
+                                            unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(smem_addr(bar))
+      : "memory");
+}
 // Thread-block clusters (compute capability 9.0+). The shared::cluster address of the same
 // location (a shared::cta address) in the block of cluster rank `rank`.
 __device__ __forceinline__ unsigned cluster_map(unsigned cta_addr, unsigned rank) {
