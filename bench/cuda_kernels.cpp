@@ -261,7 +261,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.wide_from = ask.wide ? 1 : 0;
       one.wg = ask.wg;
       one.rotate = ask.rot ? 1 : 0;
-      one.wg_tma = ask.tma ? 1 : 0;
+      one.wg_tma = ask.tma || ask.wg_narrow > 0 ? 1 : 0;  // head dims 65-128 take bulk copies only
       one.narrow = ask.narrow ? 1 : 0;
       one.key_groups = ask.groups;
       one.wg_narrow = ask.wg_narrow;
