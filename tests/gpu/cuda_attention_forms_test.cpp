@@ -81,6 +81,7 @@ TEST(CudaAttention, NarrowBlocksMatch) {
   for (Case c : cases) {
     c.narrow = 1;
     c.wg = 0;  // attn_bf16 for the prefix, not the default warpgroup kernel
+    c.wg_narrow = 0;  // nor, at head dims 72 and 128, the warpgroup kernel at head dim 128
     c.name += " narrow";
     expect_form(c, attention_takes_narrow_blocks, [](AttentionArgs& a) { a.narrow = 0; });
     check_case(c, DType::kBF16);
@@ -371,7 +372,7 @@ TEST(CudaAttention, KeyGroupsAndSharesAsAskedMatch) {
     for (int groups : {1, 2}) {
       for (int shares : {1, 2, 3}) {
         Case c = base;
-        c.key_groups = groups, c.shares = shares, c.narrow = 0, c.wg = 0;
+        c.key_groups = groups, c.shares = shares, c.narrow = 0, c.wg = 0, c.wg_narrow = 0;
         c.name += " g" + std::to_string(groups) + "s" + std::to_string(shares);
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -422,6 +423,7 @@ TEST(CudaAttention, ClusterSharesMatchTheCombine) {
   }
   for (Case c : cases) {
     if (c.wg < 0) c.wg = 0;  // attn_bf16, not the prefix's default warpgroup kernel
+    if (c.wg_narrow < 0) c.wg_narrow = 0;  // nor head dim 128's
     // 64-row blocks: the narrow ones' shares (twice the blocks) may not all fit as clusters at
     // once, and then rightly fall back to the combine.
     if (c.narrow < 0) c.narrow = 0;
