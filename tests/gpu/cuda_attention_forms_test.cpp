@@ -55,12 +55,7 @@ TEST(CudaAttention, NarrowBlocksMatch) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases = {action_expert(51, 833, true), action_expert(50, 968, false),
                              action_expert(50, 456, false), action_expert(51, 37, true), gemma_prefix(464, 456)};
-  for (int views : {1, 3}) {
-    Case c{.name = "siglip " + std::to_string(views) + " view(s)", .batch = views, .rows = 256, .heads = 16,
-           .kv_heads = 16, .h = 72};
-    c.a_max = 256, c.a_len = -1, c.batch_pad = 8;
-    cases.push_back(c);
-  }
+  for (int views : {1, 3}) cases.push_back(tower(views, 256));
   {
     Case c{.name = "groot llm", .rows = 144, .heads = 16, .kv_heads = 8, .h = 128};
     c.a_max = 144, c.a_len = 131;
@@ -210,10 +205,7 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases;
   for (const auto& [views, patches] : std::vector<std::pair<int, int>>{{1, 324}, {2, 324}, {3, 256}, {3, 200}}) {
-    Case c{.name = "tower " + std::to_string(views) + " view(s) " + std::to_string(patches), .batch = views,
-           .rows = patches, .heads = 16, .kv_heads = 16, .h = 72};
-    c.a_max = patches, c.a_len = -1, c.batch_pad = 8;
-    cases.push_back(c);
+    cases.push_back(tower(views, patches));
   }
   {
     Case c{.name = "tower fused", .rows = 256, .heads = 16, .kv_heads = 16, .h = 72};
@@ -357,12 +349,7 @@ TEST(CudaAttention, RotatedWalksMatch) {
 TEST(CudaAttention, KeyGroupsAndSharesAsAskedMatch) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases = {action_expert(51, 833, true)};
-  for (int views : {1, 2}) {
-    Case c{.name = "groot siglip " + std::to_string(views) + " view(s)", .batch = views, .rows = 324, .heads = 16,
-           .kv_heads = 16, .h = 72};
-    c.a_max = 324, c.a_len = -1, c.batch_pad = 8;
-    cases.push_back(c);
-  }
+  for (int views : {1, 2}) cases.push_back(tower(views, 324));
   {
     Case c{.name = "groot llm 2 views", .rows = 224, .heads = 16, .kv_heads = 8, .h = 128};
     c.a_max = 224, c.a_len = 212;
