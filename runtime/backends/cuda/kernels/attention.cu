@@ -105,8 +105,6 @@ int narrow_mode() {
   static const int mode = env_int("EDGEVLA_ATTN_NARROW", 2, 0, 2);
   return mode;
 }
-// The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
-// never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
 // Head dims 65-128 on the warpgroup kernel (AttentionArgs::wg_narrow = -1): EDGEVLA_ATTN_WG128=1 or
 // 2 warpgroups a block; 0 never, the default until the whole GPU suite has run with it (run 54
 // call 5 measured 2 against attn_bf16: GR00T's backbone −0.04 ms at one and two views, pi0.5 −0.08
@@ -115,6 +113,8 @@ int wg128_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG128", 0, 0, 2);
   return groups;
 }
+// The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
+// never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
 int wg_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG", -1, 0, 2);
   return groups;

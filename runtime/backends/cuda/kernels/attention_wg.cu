@@ -169,7 +169,7 @@ __device__ __forceinline__ void pv(float (&o)[HD / 2], const unsigned (&pf)[kWgK
 template <int HD, int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
     attn_wg(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
-               const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
+            const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
   static_assert(HD == 256 || (HD == 128 && kTma && !kB), "head dim 128 in the bulk-copy form, block a only");
