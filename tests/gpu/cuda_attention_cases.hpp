@@ -365,7 +365,7 @@ std::vector<int> pi0_limits(int rows, int b_len) {
 
 // A vision tower's self-attention (16 heads of 72 dims, every patch its own key, no mask): `views`
 // sequences of `patches` rows, padded apart.
-Case tower(int views, int patches) {
+[[maybe_unused]] Case tower(int views, int patches) {
   Case c{.name = "tower " + std::to_string(views) + " view(s) " + std::to_string(patches), .batch = views,
          .rows = patches, .heads = 16, .kv_heads = 16, .h = 72};
   c.a_max = patches, c.a_len = -1, c.batch_pad = 8;
