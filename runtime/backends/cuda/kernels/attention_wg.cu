@@ -477,47 +477,38 @@ int wg_smem_bytes(int groups, bool tma, int hd) {
 
 namespace {
 // A block's K or V (rows of stride ld elements, `batch_stride` apart a sequence, `rows` of them) as
-// a 3-d tensor map of bf16 boxes 64 dims × 64 keys × 1 with the 128-byte swizzle; rows past
-// `rows` read as zeros. False where the layout does not allow bulk tensor copies.
+// a tensor map of bf16 boxes of 64 dims × 64 keys with the 128-byte swizzle; rows past `rows`
+// read as zeros. heads = 0 (head dim 256): 3-d (the whole row, rows, sequences), a box's dims
+// found by its column. heads > 0 (head dims 65-128): 4-d (h dims, heads, rows, sequences), so
+// that dims h-127 of a box read as zeros too. False where the layout does not allow bulk tensor
+// copies.
 // What such a map needs of the block: a 16-byte aligned base and strides, and some rows.
 bool kv_copyable(const void* base, long long ld, long long batch_stride, int rows, int batch) {
   return reinterpret_cast<std::uintptr_t>(base) % 16 == 0 && ld % 8 == 0 && (batch == 1 || batch_stride % 8 == 0) &&
          rows > 0;
 }
-bool encode_kv_map(CUtensorMap& map, const void* base, long long ld, long long batch_stride, int rows, int batch) {
-  const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
-  if (fn == nullptr || !kv_copyable(base, ld, batch_stride, rows, batch)) return false;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(ld), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
-                                 static_cast<cuuint64_t>(batch > 1 ? batch_stride : ld * rows) * 2};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(kWgKeys), 1};
-  const cuuint32_t elem[3] = {1, 1, 1};
-  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box, elem,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-// Head dims 65-128: a block's K or V as a 4-d map (h dims, kv heads, rows, sequences) of boxes
-// 64 dims × 1 × 64 keys × 1 with the 128-byte swizzle: the dims from h to 127 and the rows past
-// `rows` read as zeros.
-bool encode_kv_map_heads(CUtensorMap& map, const void* base, int h, int heads, long long ld, long long batch_stride,
-                         int rows, int batch) {
+bool encode_kv_map(CUtensorMap& map, const void* base, long long ld, long long batch_stride, int rows, int batch,
+                   int h = 0, int heads = 0) {
   const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
   if (fn == nullptr || h % 8 != 0 || !kv_copyable(base, ld, batch_stride, rows, batch)) return false;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(h), static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(h) * 2, static_cast<cuuint64_t>(ld) * 2,
-                                 static_cast<cuuint64_t>(batch > 1 ? batch_stride : ld * rows) * 2};
-  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(kWgKeys), 1};
+  const auto u64 = [](long long v) { return static_cast<cuuint64_t>(v); };
+  const cuuint64_t seq_stride = u64(batch > 1 ? batch_stride : ld * rows) * 2;
+  const cuuint32_t keys = static_cast<cuuint32_t>(kWgKeys);
+  const bool by_head = heads > 0;
+  const cuuint64_t dims[4] = {u64(by_head ? h : ld), u64(by_head ? heads : rows), u64(by_head ? rows : batch),
+                              u64(batch)};
+  const cuuint64_t strides[3] = {u64(by_head ? h : ld) * 2, by_head ? u64(ld) * 2 : seq_stride, seq_stride};
+  const cuuint32_t box[4] = {64, by_head ? 1 : keys, by_head ? keys : 1, 1};
   const cuuint32_t elem[4] = {1, 1, 1, 1};
-  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims, strides, box, elem,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+  return fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, by_head ? 4 : 3, const_cast<void*>(base), dims, strides, box,
+            elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 // The call's four maps (block b's only where it has keys); false where one cannot be made.
 bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
   if (wg_head_dim(p.h) == 128) {
-    return p.b_len == 0 && encode_kv_map_heads(maps[0], p.ak, p.h, p.kv_heads, p.a_ld, p.a_batch, p.a_max, p.batch) &&
-           encode_kv_map_heads(maps[1], p.av, p.h, p.kv_heads, p.a_ld, p.a_batch, p.a_max, p.batch);
+    return p.b_len == 0 && encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch, p.h, p.kv_heads) &&
+           encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch, p.h, p.kv_heads);
   }
   if (p.h != 256 || !encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) ||
       !encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch)) {
