@@ -165,10 +165,11 @@ TEST_F(CudaGrootKernels, RmsNormRowsAndHeads) {
 }
 
 // Qwen3's q/k norm, RoPE and key|value packing: padding rows (key_limit 0) write no key, real
-// rows land at their rank; q is normalised and rotated in place.
+// rows land at their rank; q is normalised and rotated in place. Head dims 16, 128 and 192 take
+// the paired form (one and two pairs a lane), 18 the scalar one.
 TEST_F(CudaGrootKernels, QwenQkNormRopeAndPacking) {
   for (const DType act : kActs) {
-    for (const std::int64_t h : {std::int64_t{16}, std::int64_t{128}}) {
+    for (const std::int64_t h : {std::int64_t{16}, std::int64_t{18}, std::int64_t{128}, std::int64_t{192}}) {
       const std::int64_t rows = 21, H = 4, K = 2, Q = (H + 2 * K) * h, half = h / 2;
       const auto qkv = rounded(random_values(static_cast<std::size_t>(rows * Q), -3, 3, 21), act);
       const auto qw = random_values(static_cast<std::size_t>(h), 0.5f, 1.5f, 22);
@@ -229,20 +230,24 @@ TEST_F(CudaGrootKernels, QwenQkNormRopeAndPacking) {
   }
 }
 
+// SwiGLU at f = 96 (eight columns a thread) and 94 (one), then the bias + activation kernel.
 TEST_F(CudaGrootKernels, SwigluAndActivations) {
   for (const DType act : kActs) {
-    const std::int64_t rows = 13, f = 96;
-    const auto gu = rounded(random_values(static_cast<std::size_t>(rows * 2 * f), -4, 4, 5), act);
-    Dev dgu(gu, act), dout(static_cast<std::size_t>(rows * f) * 4);
-    ASSERT_TRUE(swiglu(s_, dgu.get(), rows, f, dout.get(), act).is_ok());
-    std::vector<double> ref(static_cast<std::size_t>(rows * f));
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t i = 0; i < f; ++i) {
-        const double g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
-        ref[r * f + i] = g / (1.0 + std::exp(-g)) * u;
+    const std::int64_t rows = 13;
+    for (const std::int64_t f : {std::int64_t{96}, std::int64_t{94}}) {
+      const auto gu = rounded(random_values(static_cast<std::size_t>(rows * 2 * f), -4, 4, 5), act);
+      Dev dgu(gu, act), dout(static_cast<std::size_t>(rows * f) * 4);
+      ASSERT_TRUE(swiglu(s_, dgu.get(), rows, f, dout.get(), act).is_ok());
+      std::vector<double> ref(static_cast<std::size_t>(rows * f));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t i = 0; i < f; ++i) {
+          const double g = gu[r * 2 * f + i], u = gu[r * 2 * f + f + i];
+          ref[r * f + i] = g / (1.0 + std::exp(-g)) * u;
+        }
       }
+      expect_close(dout.download(act, ref.size()), ref, act,
+                   "swiglu f=" + std::to_string(f) + " " + name(act));
     }
-    expect_close(dout.download(act, ref.size()), ref, act, std::string("swiglu ") + name(act));
     const std::int64_t n = 40, ld = 48;
     const auto x = rounded(random_values(static_cast<std::size_t>(rows * ld), -4, 4, 6), act);
     const auto bias = random_values(static_cast<std::size_t>(n), -1, 1, 7);

@@ -27,7 +27,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_WIDE_ROWS", "head dim 256 in 128-row blocks from this many 64-row blocks up (0, default: never)"},
     {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
                         "choice)"},
-    {"EDGEVLA_ATTN_WG128", "head dims 65-128 on the warpgroup kernel: 0 (default), 1 or 2 warpgroups a block"},
+    {"EDGEVLA_ATTN_WG128", "head dims 65-128 on the warpgroup kernel: 2 warpgroups a block (default), 1, or 0 never"},
     {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},
     {"EDGEVLA_ATTN_WG_EXPERT", "the warpgroup kernel also for the action experts' attention: 0 (default), 1"},
     {"EDGEVLA_ATTN_WG_SHARES", "the warpgroup kernel's key shares fixed at N (1-12; unset: the plan's rule)"},
@@ -47,6 +47,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
+    {"EDGEVLA_CUDA_GROOT_SCALAR", "GR00T's LLM SwiGLU and q/k norm + RoPE in their scalar forms: 0 (default), 1"},
     {"EDGEVLA_CUDA_TOWER_MLP_PAD", "the vision towers' MLP padded with zeros to a multiple of 64 (default); 0 as stored"},
     {"EDGEVLA_CUDA_BACKBONE_PARTS", "the backbones' residual GEMMs in k parts (default); 0 runs them whole"},
     // The pi0 / pi0.5 action head (pi0/).

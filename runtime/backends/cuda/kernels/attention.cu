@@ -106,11 +106,13 @@ int narrow_mode() {
   return mode;
 }
 // Head dims 65-128 on the warpgroup kernel (AttentionArgs::wg_narrow = -1): EDGEVLA_ATTN_WG128=1 or
-// 2 warpgroups a block; 0 never, the default until the whole GPU suite has run with it (run 54
-// call 5 measured 2 against attn_bf16: GR00T's backbone −0.04 ms at one and two views, pi0.5 −0.08
-// / −0.12 ms at one / three views; its kernel test and both families' CPU comparisons passed).
+// 2 (the default) warpgroups a block; 0 never. Against attn_bf16 in the engines (run 54 call 5,
+// run 55 call 1, alternated twice): GR00T E2E 6.64 / 7.33 ms with 2 against 6.67-6.70 / 7.39-7.41
+// (1 / 2 views), 6.64 / 7.37 with 1; pi0.5 10.52 / 14.63 against 10.63 / 14.75. The kernel bench
+// alone (back to back in a graph) favours attn_bf16 at one view (GR00T's tower 10.9 against 11.5
+// µs), the engines do not; the GPU suite passed with 2 (run 55 call 1).
 int wg128_env() {
-  static const int groups = env_int("EDGEVLA_ATTN_WG128", 0, 0, 2);
+  static const int groups = env_int("EDGEVLA_ATTN_WG128", 2, 0, 2);
   return groups;
 }
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0

@@ -97,8 +97,7 @@ struct AttentionArgs {
   // Head dims 65-128 (the vision towers' 72, GR00T's LLM's 128), block a only, bf16, on a compute
   // capability 9.0 device with an sm_90a build: the warpgroup kernel at head dim 128 (the dims past
   // h zero) with K and V by bulk tensor copies, 1 or 2 warpgroups a block; 0: never; -1: the
-  // process's choice (EDGEVLA_ATTN_WG128: 0, the default until the whole GPU suite has run with
-  // it, 1 or 2).
+  // process's choice (EDGEVLA_ATTN_WG128: 2, the default, 1 or 0).
   int wg_narrow = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
