@@ -169,7 +169,8 @@ TEST_F(CudaGrootKernels, RmsNormRowsAndHeads) {
 // the paired form (one and two pairs a lane), 18 the scalar one.
 TEST_F(CudaGrootKernels, QwenQkNormRopeAndPacking) {
   for (const DType act : kActs) {
-    for (const std::int64_t h : {std::int64_t{16}, std::int64_t{18}, std::int64_t{128}, std::int64_t{192}}) {
+    for (const std::int64_t h :
+         {std::int64_t{16}, std::int64_t{18}, std::int64_t{128}, std::int64_t{192}}) {
       const std::int64_t rows = 21, H = 4, K = 2, Q = (H + 2 * K) * h, half = h / 2;
       const auto qkv = rounded(random_values(static_cast<std::size_t>(rows * Q), -3, 3, 21), act);
       const auto qw = random_values(static_cast<std::size_t>(h), 0.5f, 1.5f, 22);
@@ -307,18 +308,22 @@ TEST_F(CudaGrootKernels, StepEndSumsPartsAndUpdates) {
     expect_close(got_x, nx, DType::kF32, "step end actions");
     // The rounded copy is the updated actions as computed, rounded once.
     const auto want_act = rounded(got_x, act);
-    expect_close(dact.download(act, x.size()), std::vector<double>(want_act.begin(), want_act.end()),
-                 DType::kF32, std::string("step end actions in ") + name(act));
-    expect_close(ddst.download(DType::kF32, row.size()), std::vector<double>(row.begin(), row.end()),
-                 DType::kF32, "step end state row");
+    expect_close(dact.download(act, x.size()),
+                 std::vector<double>(want_act.begin(), want_act.end()), DType::kF32,
+                 std::string("step end actions in ") + name(act));
+    expect_close(ddst.download(DType::kF32, row.size()),
+                 std::vector<double>(row.begin(), row.end()), DType::kF32, "step end state row");
   }
   Dev dummy(1024);
   auto* f = static_cast<float*>(dummy.get());
-  const Status none = groot_step_end(s_, f, 0, 64, nullptr, 4, 16, dt, f, f, f, DType::kF32, f, f, 4);
+  const Status none =
+      groot_step_end(s_, f, 0, 64, nullptr, 4, 16, dt, f, f, f, DType::kF32, f, f, 4);
   EXPECT_FALSE(none.is_ok());
   EXPECT_NE(none.to_string().find("groot_step_end"), std::string::npos) << none.to_string();
-  EXPECT_FALSE(groot_step_end(s_, f, 2, 32, nullptr, 4, 16, dt, f, f, f, DType::kF32, f, f, 4).is_ok());
-  EXPECT_FALSE(groot_step_end(s_, f, 1, 64, nullptr, 4, 16, dt, f, nullptr, f, DType::kF32, f, f, 4).is_ok());
+  EXPECT_FALSE(
+      groot_step_end(s_, f, 2, 32, nullptr, 4, 16, dt, f, f, f, DType::kF32, f, f, 4).is_ok());
+  EXPECT_FALSE(groot_step_end(s_, f, 1, 64, nullptr, 4, 16, dt, f, nullptr, f, DType::kF32, f, f, 4)
+                   .is_ok());
 }
 
 TEST_F(CudaGrootKernels, GatherRows) {
@@ -368,6 +373,25 @@ TEST_F(CudaGrootKernels, PatchesPositionsUnshuffleTranspose) {
     }
   }
   expect_close(dpat.download(DType::kF32, want.size()), want, DType::kF32, "image_patches");
+  // Rows 640 apart (the patch GEMM's k padded): the same values, zeros after each row's 588, the
+  // stale bytes there overwritten.
+  {
+    const std::int64_t pp = p * p * 3, ld = 640, n = gh * gw;
+    const std::vector<float> stale(static_cast<std::size_t>(n * ld), 7.0f);
+    Dev dpad(stale, DType::kBF16);
+    ASSERT_TRUE(
+        image_patches(s_, dimg.get(), DType::kF32, h, w, p, dpad.get(), DType::kBF16, ld).is_ok());
+    std::vector<double> want_pad(static_cast<std::size_t>(n * ld), 0.0);
+    const auto want_bf16 = rounded(std::vector<float>(want.begin(), want.end()), DType::kBF16);
+    for (std::int64_t r = 0; r < n; ++r) {
+      for (std::int64_t c = 0; c < pp; ++c) want_pad[r * ld + c] = want_bf16[r * pp + c];
+    }
+    expect_close(dpad.download(DType::kBF16, want_pad.size()), want_pad, DType::kF32,
+                 "image_patches ld=640");
+    EXPECT_FALSE(
+        image_patches(s_, dimg.get(), DType::kF32, h, w, p, dpad.get(), DType::kBF16, pp - 1)
+            .is_ok());
+  }
   // Grid positions: pos(a, b) = Σ wy[a, i] wx[b, j] table[i·side + j].
   const std::int64_t side = 16, width = 40, ph = 6, pw = 10;
   const auto table = random_values(static_cast<std::size_t>(side * side * width), -1, 1, 10);
@@ -394,27 +418,30 @@ TEST_F(CudaGrootKernels, PatchesPositionsUnshuffleTranspose) {
     }
   }
   expect_close(dx.download(DType::kF32, pos.size()), pos, DType::kF32, "add_grid_positions");
-  // Pixel unshuffle by 2.
-  const std::int64_t uh = 4, uw = 6, d = 5, r = 2;
-  const auto tok = random_values(static_cast<std::size_t>(uh * uw * d), -1, 1, 14);
-  Dev dtok(tok, DType::kF32), dm(tok.size() * 4);
-  ASSERT_TRUE(pixel_unshuffle(s_, static_cast<float*>(dtok.get()), uh, uw, d, r,
-                              static_cast<float*>(dm.get()))
-                  .is_ok());
-  std::vector<double> un(tok.size());
-  for (std::int64_t i = 0; i < uh / r; ++i) {
-    for (std::int64_t j = 0; j < uw / r; ++j) {
-      for (std::int64_t c = 0; c < d; ++c) {
-        for (std::int64_t dy = 0; dy < r; ++dy) {
-          for (std::int64_t dxx = 0; dxx < r; ++dxx) {
-            un[(i * (uw / r) + j) * d * r * r + c * r * r + dy * r + dxx] =
-                tok[((i * r + dy) * uw + j * r + dxx) * d + c];
+  // Pixel unshuffle by 2 (four values a 16-byte store) and by 3 (the general form).
+  for (const std::int64_t r : {std::int64_t{2}, std::int64_t{3}}) {
+    const std::int64_t uh = 6, uw = 12, d = 5;
+    const auto tok = random_values(static_cast<std::size_t>(uh * uw * d), -1, 1, 14);
+    Dev dtok(tok, DType::kF32), dm(tok.size() * 4);
+    ASSERT_TRUE(pixel_unshuffle(s_, static_cast<float*>(dtok.get()), uh, uw, d, r,
+                                static_cast<float*>(dm.get()))
+                    .is_ok());
+    std::vector<double> un(tok.size());
+    for (std::int64_t i = 0; i < uh / r; ++i) {
+      for (std::int64_t j = 0; j < uw / r; ++j) {
+        for (std::int64_t c = 0; c < d; ++c) {
+          for (std::int64_t dy = 0; dy < r; ++dy) {
+            for (std::int64_t dxx = 0; dxx < r; ++dxx) {
+              un[(i * (uw / r) + j) * d * r * r + c * r * r + dy * r + dxx] =
+                  tok[((i * r + dy) * uw + j * r + dxx) * d + c];
+            }
           }
         }
       }
     }
+    expect_close(dm.download(DType::kF32, un.size()), un, DType::kF32,
+                 "pixel_unshuffle r=" + std::to_string(r));
   }
-  expect_close(dm.download(DType::kF32, un.size()), un, DType::kF32, "pixel_unshuffle");
   // Transpose (a category linear's [in, out] slot to [out, in]).
   for (const DType t : kActs) {
     const std::int64_t rows = 70, cols = 45;

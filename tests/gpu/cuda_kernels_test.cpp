@@ -495,6 +495,19 @@ TEST_F(CudaKernels, Im2colPatchesMatchesReference) {
       expect_close(dout.download(act, ref.size()), to_double(rounded(ref, act)), Tolerance{0, 0, 0},
                    std::string("im2col_patches act=") + name(act) + " s=" + std::to_string(c.s) +
                        " p=" + std::to_string(c.p));
+      // Rows padded to a multiple of 64 (the patch GEMM's k padded): the same values, zeros after.
+      const std::int64_t ld = (pp + 63) / 64 * 64 + 64;
+      const std::vector<float> stale(static_cast<std::size_t>(rows * ld), 5.0f);
+      DeviceBuffer dpad(stale, act);
+      ASSERT_OK(im2col_patches(stream_, di.as<float>(), c.cams, c.s, c.p, dpad.get(), act, ld));
+      sync();
+      std::vector<float> ref_pad(static_cast<std::size_t>(rows * ld), 0.0f);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t k = 0; k < pp; ++k) ref_pad[r * ld + k] = ref[r * pp + k];
+      }
+      expect_close(dpad.download(act, ref_pad.size()), to_double(rounded(ref_pad, act)), Tolerance{0, 0, 0},
+                   std::string("im2col_patches ld act=") + name(act) + " p=" + std::to_string(c.p));
+      EXPECT_FALSE(im2col_patches(stream_, di.as<float>(), c.cams, c.s, c.p, dpad.get(), act, pp - 1).is_ok());
     }
   }
 }

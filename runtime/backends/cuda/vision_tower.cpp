@@ -21,6 +21,14 @@ std::int64_t mlp_width(std::int64_t mlp) {
 
 }  // namespace
 
+std::int64_t VisionTower::patch_width(std::int64_t in) {
+  static const bool pad = [] {
+    const char* env = std::getenv("EDGEVLA_CUDA_PATCH_PAD");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return pad ? (in + 63) / 64 * 64 : in;
+}
+
 void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers,
                        const std::vector<float>& post_w, const std::vector<float>& post_b) {
   layers_.assign(layers.size(), Layer{});  // sized once: the plan keeps pointers into it

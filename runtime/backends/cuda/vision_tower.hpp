@@ -51,6 +51,12 @@ class VisionTower {
   // the tower's kernel classes to leave out, vit_norm, vit_qkv, vit_attention, vit_o, vit_fc1, vit_fc2.
   Status encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
                 DType out_type, const Ablation& ab = Ablation{}) const;
+  // The patch embedding's k on the device for `in` values a patch (3·14·14 = 588 in both
+  // families): rounded up to a multiple of 64, the patch rows and the weight's extra columns
+  // zero, so the products are the same. At 588 the rows are not 16-byte aligned and cuBLASLt
+  // falls back to a kernel that took 17 µs at GR00T's 648 rows on an H200 (run 55 call 2, and
+  // PyTorch's the same). As stored with EDGEVLA_CUDA_PATCH_PAD=0.
+  static std::int64_t patch_width(std::int64_t in);
   // The MLP's width on the device, after plan(): the h buffer's row width.
   std::int64_t mlp() const { return layers_.empty() ? 0 : layers_.front().fc1.out; }
 

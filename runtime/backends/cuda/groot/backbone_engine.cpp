@@ -181,7 +181,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   EDGEVLA_ASSIGN_OR_RETURN(cg::Mlp1Weights mw, cg::load_mlp1(ck));
   EDGEVLA_ASSIGN_OR_RETURN(cg::Qwen3Weights qw, cg::load_qwen3(ck));
   WeightPlan wp(act_);
-  wp.linear(patch_, {&sw.patch});
+  wp.linear_padded(patch_, sw.patch, sw.patch.out, VisionTower::patch_width(sw.patch.in));
   wp.vector(position_, sw.position);
   tower_.plan(wp, sw.layers, sw.post_w, sw.post_b);
   wp.vector(mlp1_ln_w_, mw.ln_w);
@@ -235,7 +235,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   const std::int64_t Q = (H + 2 * K) * h;
   BufferPlan buf(arena_);
   buf(images_, static_cast<std::size_t>(views * image_slot_));
-  buf(patches_, bytes_of(act_, M * pp));
+  buf(patches_, bytes_of(act_, M * VisionTower::patch_width(pp)));
   buf(ve_, bytes_of(DType::kF32, M * Dv));
   buf(positions_, bytes_of(DType::kF32, M * Dv));
   buf(vy_, bytes_of(act_, M * Dv));
@@ -363,7 +363,7 @@ Status BackboneEngine::check_prompt(const Tensor*& ids, const Tensor*& mask,
 // SigLIP2, unshuffle and mlp1 over this run's views → img_ [merged tokens, W] f32.
 Status BackboneEngine::vision() {
   const auto& v = cfg_.vision;
-  const std::int64_t P = v.patch_size, Dv = v.hidden_size, pp = v.patch_dim();
+  const std::int64_t P = v.patch_size, Dv = v.hidden_size;
   const std::int64_t r = cfg_.unshuffle_factor, wide = cfg_.mlp1_in(), W = cfg_.text.hidden_size;
   const std::size_t es = dtype_size(act_);
   const float eps = static_cast<float>(v.layer_norm_eps);
@@ -374,10 +374,10 @@ Status BackboneEngine::vision() {
     const View& vw = views_[k];
     EDGEVLA_RETURN_IF_ERROR(image_patches(
         s, images_ + static_cast<std::int64_t>(k) * image_slot_, vw.dtype, vw.h, vw.w, P,
-        static_cast<std::byte*>(patches_) + static_cast<std::size_t>(M * pp) * es, act_));
+        static_cast<std::byte*>(patches_) + static_cast<std::size_t>(M * patch_.in) * es, act_, patch_.in));
     M += (vw.h / P) * (vw.w / P);
   }
-  EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, pp, patch_, ve_, DType::kF32, Dv));
+  EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
   std::int64_t off = 0;
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const std::int64_t n = (views_[k].h / P) * (views_[k].w / P);

@@ -58,8 +58,9 @@ Status gather_rows(cudaStream_t stream, const void* src, DType src_type, std::in
 
 // One view's pixels [3, h, w] (dtype src_type: f32 or bf16) as patch rows for SigLIP2's
 // Linear patch embedding: out act [(h/p)·(w/p), p·p·3], row a·(w/p) + b, column (py·p + px)·3 + c.
+// ld > 0: rows ld apart, columns p·p·3 to ld zero (a patch GEMM whose k is padded).
 Status image_patches(cudaStream_t stream, const void* image, DType src_type, std::int64_t h,
-                     std::int64_t w, std::int64_t p, void* out, DType act);
+                     std::int64_t w, std::int64_t p, void* out, DType act, std::int64_t ld = 0);
 
 // x f32 [gh·gw, width] += the position table f32 [side·side, width] interpolated to a gh × gw
 // grid: pos(a, b) = Σ_i Σ_j wy[a, i] · wx[b, j] · table[i·side + j] (wy f32 [gh, side], wx f32

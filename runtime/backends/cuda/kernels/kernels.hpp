@@ -90,8 +90,9 @@ Status silu(cudaStream_t stream, void* x, DType type, std::int64_t n);
 
 // Patches of images f32 [cams, 3, S, S] (one image after the other) as GEMM rows:
 //   out act [cams · g², 3·p·p], row c·g² + pr·g + pc, column (ch·p + u)·p + w, g = S / p.
+// ld > 0: rows ld apart, columns 3·p·p to ld zero (a patch GEMM whose k is padded).
 Status im2col_patches(cudaStream_t stream, const float* images, std::int64_t cams, std::int64_t s,
-                      std::int64_t p, void* out, DType act);
+                      std::int64_t p, void* out, DType act, std::int64_t ld = 0);
 
 // x f32 [rows, width] += table f32 [period, width] at row (r % period) (position embeddings).
 Status add_periodic_rows(cudaStream_t stream, float* x, std::int64_t rows, std::int64_t width,

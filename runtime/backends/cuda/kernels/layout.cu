@@ -10,13 +10,18 @@ using namespace ew;
 
 namespace {
 
+// Rows ld apart; columns from 3·p·p to ld are zeros (the patch GEMM's k padded).
 template <class T>
 __global__ void im2col_kernel(const float* __restrict__ images, std::int64_t s, std::int64_t p, std::int64_t g,
-                              std::int64_t rows, T* out) {
+                              std::int64_t rows, std::int64_t ld, T* out) {
   const std::int64_t pp = p * p;
   const std::int64_t cols = 3 * pp;
   const std::int64_t gg = g * g;
-  for_rows(rows, cols, [&](std::int64_t row, std::int64_t col) {
+  for_rows(rows, ld, [&](std::int64_t row, std::int64_t col) {
+    if (col >= cols) {
+      out[row * ld + col] = from_f32<T>(0.0f);
+      return;
+    }
     const std::int64_t cam = row / gg;
     const std::int64_t pr = (row - cam * gg) / g;
     const std::int64_t pc = row - cam * gg - pr * g;
@@ -24,7 +29,7 @@ __global__ void im2col_kernel(const float* __restrict__ images, std::int64_t s, 
     const std::int64_t u = (col - ch * pp) / p;
     const std::int64_t w = col - ch * pp - u * p;
     const float v = images[((cam * 3 + ch) * s + pr * p + u) * s + pc * p + w];
-    out[row * cols + col] = from_f32<T>(v);
+    out[row * ld + col] = from_f32<T>(v);
   });
 }
 
@@ -76,12 +81,17 @@ __global__ void convert_kernel(const TS* src, TD* dst, std::int64_t n) {
 }  // namespace
 
 Status im2col_patches(cudaStream_t stream, const float* images, std::int64_t cams, std::int64_t s, std::int64_t p,
-                      void* out, DType act) {
+                      void* out, DType act, std::int64_t ld) {
   constexpr const char* kName = "im2col_patches";
   EDGEVLA_CHECK_NONNEG(kName, cams);
   if (p <= 0 || s < p) {
     return invalid_argument("im2col_patches: patch size " + std::to_string(p) +
                             " must be positive and at most the image size " + std::to_string(s));
+  }
+  if (ld == 0) ld = 3 * p * p;
+  if (ld < 3 * p * p) {
+    return invalid_argument("im2col_patches: row stride " + std::to_string(ld) + " is shorter than a patch (" +
+                            std::to_string(3 * p * p) + " values); give 0 or at least that");
   }
   return with_act(act, kName, "activation (out)", [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
@@ -90,8 +100,7 @@ Status im2col_patches(cudaStream_t stream, const float* images, std::int64_t cam
     EDGEVLA_CHECK_PTR(kName, out);
     const std::int64_t g = s / p;
     const std::int64_t rows = cams * g * g;
-    im2col_kernel<T><<<grid_rows(rows, 3 * p * p), kThreads, 0, stream>>>(images, s, p, g, rows,
-                                                                           static_cast<T*>(out));
+    im2col_kernel<T><<<grid_rows(rows, ld), kThreads, 0, stream>>>(images, s, p, g, rows, ld, static_cast<T*>(out));
     return last_launch_status(kName);
   });
 }

@@ -133,7 +133,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   EDGEVLA_ASSIGN_OR_RETURN(cpu::Embedding emb, cpu::load_embedding(ck));
   EDGEVLA_ASSIGN_OR_RETURN(cpu::TowerWeights tw, cpu::load_vlm(ck));
   WeightPlan wp(act_);
-  wp.linear(patch_, {&vw.patch});
+  wp.linear_padded(patch_, vw.patch, vw.patch.out, VisionTower::patch_width(vw.patch.in));
   wp.vector(position_, vw.position);
   tower_.plan(wp, vw.layers, vw.post_w, vw.post_b);
   wp.linear(projector_, {&vw.projector});
@@ -157,7 +157,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   const std::int64_t M = C * N, Q = (H + 2 * K) * h;
   BufferPlan buf(arena_);
   buf(images_, bytes_of(DType::kF32, C * 3 * S * S));
-  buf(patches_, bytes_of(act_, M * pp));
+  buf(patches_, bytes_of(act_, M * VisionTower::patch_width(pp)));
   buf(ve_, bytes_of(DType::kF32, M * Dv));
   buf(vis_, bytes_of(DType::kF32, M * D));
   buf(vy_, bytes_of(act_, M * Dv));
@@ -220,7 +220,8 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
   cudaStream_t s = stream_.get();
   const Gemm mm = gemm();
   if (cams > 0) {
-    EDGEVLA_RETURN_IF_ERROR(im2col_patches(s, images_, cams, v.image_size, v.patch_size, patches_, act_));
+    EDGEVLA_RETURN_IF_ERROR(
+        im2col_patches(s, images_, cams, v.image_size, v.patch_size, patches_, act_, patch_.in));
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
     const VisionTower::Images all{cams, N};
