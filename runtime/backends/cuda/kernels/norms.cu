@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "runtime/backends/cuda/kernels/elementwise_common.cuh"
 #include "runtime/backends/cuda/kernels/kernels.hpp"
@@ -190,78 +189,6 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
   }
 }
 
-// LayerNorm (kLayer, same arguments as norm_kernel's plus rows) with one warp a row instead of a
-// block: each lane holds CH chunks of 8 (rows 8·32·(CH-1) < width ≤ 8·32·CH), both sums by warp
-// shuffles alone, no barrier. For the vision towers' 1152-wide rows (CH = 5), where the block form
-// spent 4.7 µs a call at GR00T's 648 rows on an H200 for 4.5 MB of traffic (run 55 call 3).
-constexpr int kWarpRowsPerBlock = 4;
-
-template <class TY, int CH>
-__global__ void __launch_bounds__(32 * kWarpRowsPerBlock)
-    layer_norm_warp_kernel(float* x, const float* res, std::int64_t rows, std::int64_t width,
-                           const float* __restrict__ p0, const float* __restrict__ p1, float eps, TY* y, int parts,
-                           std::int64_t part_stride, const float* __restrict__ res_bias) {
-  chain_enter();
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  float* xr = x + row * width;
-  const std::int64_t chunks = width / 8;
-  float v[CH][8];
-  float s = 0.0f;
-#pragma unroll
-  for (int it = 0; it < CH; ++it) {
-    const std::int64_t c = lane + 32 * it;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[it][j] = 0.0f;
-    if (c < chunks) {
-      load<8>(xr + c * 8, v[it]);
-      if (res != nullptr) {
-        float r[8];
-        load_residual<float, 8>(res, row * width + c * 8, parts, part_stride, res_bias, c * 8, r);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) v[it][j] += r[j];
-        store<8>(xr + c * 8, v[it]);
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) s += v[it][j];
-    }
-  }
-  const float inv_width = 1.0f / static_cast<float>(width);
-  const float mean = warp_sum(s) * inv_width;
-  float q = 0.0f;
-#pragma unroll
-  for (int it = 0; it < CH; ++it) {
-    if (lane + 32 * it < chunks) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float d = v[it][j] - mean;
-        q += d * d;
-      }
-    }
-  }
-  const float inv = rsqrtf(warp_sum(q) * inv_width + eps);
-  TY* yr = y + row * width;
-#pragma unroll
-  for (int it = 0; it < CH; ++it) {
-    const std::int64_t c = lane + 32 * it;
-    if (c < chunks) {
-      float a[8], b[8], o[8];
-      load<8>(p0 + c * 8, a);
-      load<8>(p1 + c * 8, b);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) o[j] = (v[it][j] - mean) * inv * a[j] + b[j];
-      store<8>(yr + c * 8, o);
-    }
-  }
-}
-
-// LayerNorms of 769-1280-wide rows on layer_norm_warp_kernel unless EDGEVLA_CUDA_NORM_WARP=0.
-bool norm_warp_on() {
-  static const bool on = env_int("EDGEVLA_CUDA_NORM_WARP", 1, 0, 1) == 1;
-  return on;
-}
-
 Status check_shape(const char* kernel, std::int64_t rows, std::int64_t width, const void* x, const void* y,
                    const void* p0, const void* p1, bool need_p1) {
   if (rows < 0 || width < 0) {
@@ -303,16 +230,6 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
                             std::to_string(kMaxThreads * kMaxItems * 8) +
                             " for 16-byte aligned rows whose width is a multiple of 8, else " +
                             std::to_string(kMaxThreads * kMaxItems) + ")");
-  }
-  if constexpr (K == NormKind::kLayer && std::is_same_v<TR, float>) {
-    const std::int64_t lane_chunks = (chunks + 31) / 32;
-    if (vec && norm_warp_on() && (lane_chunks == 4 || lane_chunks == 5)) {
-      const dim3 blocks(static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock));
-      const auto fn = lane_chunks == 4 ? &layer_norm_warp_kernel<TY, 4> : &layer_norm_warp_kernel<TY, 5>;
-      launch(fn, blocks, dim3(32 * kWarpRowsPerBlock), 0, stream, x, res, rows, width, p0, p1, eps, y,
-             static_cast<int>(parts.count), parts.stride, parts.bias);
-      return last_launch_status(kernel);
-    }
   }
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
