@@ -95,9 +95,37 @@ __global__ void __launch_bounds__(kWideThreads)
     yr[i] = from_f32<TY>(to_f32(xr[i]) * inv * w[i]);
 }
 
-// ---- Qwen3 q/k norm + RoPE + key|value packing, one warp per (row, head) --------------------
+// ---- Qwen3 q/k norm + RoPE + key|value packing ---------------------------------------------
 
-template <class T>
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Two adjacent elements as one access (4 bytes at bf16, 8 at f32).
+__device__ __forceinline__ void load2(const float* p, float& a, float& b) {
+  const float2 v = *reinterpret_cast<const float2*>(p);
+  a = v.x, b = v.y;
+}
+__device__ __forceinline__ void load2(const __nv_bfloat16* p, float& a, float& b) {
+  const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  a = v.x, b = v.y;
+}
+__device__ __forceinline__ void store2(float* p, float a, float b) {
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+// Qwen3's q/k norm + RoPE + key|value packing, one warp per (row, head). P > 0: each lane holds P
+// pairs of adjacent elements of each half of a head (head dims h % 4 == 0, h ≤ 128 · P), every
+// element loaded once, two at a time, and rotated from registers. P = 0: an element at a time,
+// for any even h (and EDGEVLA_CUDA_GROOT_SCALAR=1). The element form ran 6.2 µs at the LLM's
+// 224 rows on an H200 where PyTorch's fused q/k norm + RoPE took 4.4 (run 54 call 1); the pairs
+// 5.0 (run 55 call 2).
+template <class T, int P>
 __global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows, int heads,
                                     int kv_heads, int h, const float* __restrict__ q_norm,
                                     const float* __restrict__ k_norm, float eps,
@@ -118,80 +146,40 @@ __global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows,
     if (j >= heads + kv_heads) {  // a v head: packed as it is
       if (limit <= 0) continue;
       T* dst = kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
-      for (int i = lane; i < h; i += 32) dst[i] = src[i];
-      continue;
-    }
-    const bool is_q = j < heads;
-    if (!is_q && limit <= 0) continue;  // a padding row's key is never read
-    const float* w = is_q ? q_norm : k_norm;
-    float ss = 0.0f;
-    for (int i = lane; i < h; i += 32) {
-      const float v = to_f32(src[i]);
-      ss += v * v;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    const float inv = rsqrtf(ss / static_cast<float>(h) + eps);
-    T* dst = is_q ? src : kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
-    const float pos = static_cast<float>(r);
-    for (int i = lane; i < half; i += 32) {
-      const float a = to_f32(src[i]) * inv * w[i];
-      const float b = to_f32(src[i + half]) * inv * w[i + half];
-      float sn, cs;
-      sincosf(pos * inv_freq[i], &sn, &cs);
-      dst[i] = from_f32<T>(a * cs - b * sn);
-      dst[i + half] = from_f32<T>(b * cs + a * sn);
-    }
-  }
-}
-
-// Two adjacent elements as one access (4 bytes at bf16, 8 at f32).
-__device__ __forceinline__ void load2(const float* p, float& a, float& b) {
-  const float2 v = *reinterpret_cast<const float2*>(p);
-  a = v.x, b = v.y;
-}
-__device__ __forceinline__ void load2(const __nv_bfloat16* p, float& a, float& b) {
-  const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-  a = v.x, b = v.y;
-}
-__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
-__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-}
-
-// qk_norm_rope_kernel's work with each lane holding P pairs of adjacent elements of each half of
-// a head (head dims h % 4 == 0, h ≤ 128 · P): every element loaded once, two at a time, and
-// rotated from registers. The scalar form ran 6.2 µs at the LLM's 224 rows on an H200 where
-// PyTorch's fused q/k norm + RoPE took 4.4 (run 54 call 1).
-template <class T, int P>
-__global__ void qk_norm_rope_vec_kernel(T* qkv, std::int64_t ldq, std::int64_t rows, int heads, int kv_heads, int h,
-                                        const float* __restrict__ q_norm, const float* __restrict__ k_norm, float eps,
-                                        const float* __restrict__ inv_freq, const std::int32_t* __restrict__ key_limit,
-                                        T* kv) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int all_heads = heads + 2 * kv_heads, half = h / 2;
-  const std::int64_t items = rows * all_heads;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x >> 5);
-  for (std::int64_t it = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); it < items;
-       it += warps) {
-    const std::int64_t r = it / all_heads;
-    const int j = static_cast<int>(it % all_heads);
-    T* src = qkv + r * ldq + static_cast<std::int64_t>(j) * h;
-    const int limit = key_limit[r];
-    const std::int64_t kv_row = static_cast<std::int64_t>(limit - 1) * 2 * kv_heads * h;
-    if (j >= heads + kv_heads) {  // a v head: packed as it is
-      if (limit <= 0) continue;
-      T* dst = kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
-      for (int i = 2 * lane; i < h; i += 64) {
-        float a, b;
-        load2(src + i, a, b);
-        store2(dst + i, a, b);
+      if constexpr (P == 0) {
+        for (int i = lane; i < h; i += 32) dst[i] = src[i];
+      } else {
+        for (int i = 2 * lane; i < h; i += 64) {
+          float a, b;
+          load2(src + i, a, b);
+          store2(dst + i, a, b);
+        }
       }
       continue;
     }
     const bool is_q = j < heads;
     if (!is_q && limit <= 0) continue;  // a padding row's key is never read
-    float a[P][2], b[P][2];
+    const float* w = is_q ? q_norm : k_norm;
+    T* dst = is_q ? src : kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
+    const float pos = static_cast<float>(r);
+    if constexpr (P == 0) {
+      float ss = 0.0f;
+      for (int i = lane; i < h; i += 32) {
+        const float v = to_f32(src[i]);
+        ss += v * v;
+      }
+      const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(h) + eps);
+      for (int i = lane; i < half; i += 32) {
+        const float a = to_f32(src[i]) * inv * w[i];
+        const float b = to_f32(src[i + half]) * inv * w[i + half];
+        float sn, cs;
+        sincosf(pos * inv_freq[i], &sn, &cs);
+        dst[i] = from_f32<T>(a * cs - b * sn);
+        dst[i + half] = from_f32<T>(b * cs + a * sn);
+      }
+      continue;
+    }
+    float a[P > 0 ? P : 1][2], b[P > 0 ? P : 1][2];
     float ss = 0.0f;
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -202,12 +190,7 @@ __global__ void qk_norm_rope_vec_kernel(T* qkv, std::int64_t ldq, std::int64_t r
         ss += a[p][0] * a[p][0] + a[p][1] * a[p][1] + b[p][0] * b[p][0] + b[p][1] * b[p][1];
       }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    const float inv = rsqrtf(ss / static_cast<float>(h) + eps);
-    const float* w = is_q ? q_norm : k_norm;
-    T* dst = is_q ? src : kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
-    const float pos = static_cast<float>(r);
+    const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(h) + eps);
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       const int i = 2 * lane + 64 * p;
@@ -228,8 +211,8 @@ __global__ void qk_norm_rope_vec_kernel(T* qkv, std::int64_t ldq, std::int64_t r
   }
 }
 
-// The vectorised forms (swiglu_vec_kernel, qk_norm_rope_vec_kernel) unless
-// EDGEVLA_CUDA_GROOT_SCALAR=1 asks for the scalar ones, to compare the two in one run.
+// The vectorised forms (swiglu_kernel with V = 8, qk_norm_rope_kernel with P > 0) unless
+// EDGEVLA_CUDA_GROOT_SCALAR=1 asks for an element at a time, to compare the two in one run.
 bool groot_vec_on() {
   static const bool on = env_int("EDGEVLA_CUDA_GROOT_SCALAR", 0, 0, 1) == 0;
   return on;
@@ -239,22 +222,12 @@ bool groot_vec_on() {
 
 __device__ __forceinline__ float silu_exact(float x) { return x / (1.0f + expf(-x)); }
 
-template <class T>
-__global__ void swiglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
-  const std::int64_t n = rows * f;
-  for (std::int64_t i = global_id(); i < n; i += global_stride()) {
-    const std::int64_t r = i / f, c = i % f;
-    const float g = to_f32(gu[r * 2 * f + c]);
-    const float u = to_f32(gu[r * 2 * f + f + c]);
-    out[i] = from_f32<T>(silu_exact(g) * u);
-  }
-}
-
-// The same, V columns a thread on a rows × columns grid (no division per element, 16-byte
-// accesses at V = 8): the scalar form above ran 7.4 µs at the LLM's 224 rows × 6144 on an H200
-// where PyTorch's fused kernel took 3.9 (run 54 call 1). Same arithmetic, so the same bits.
+// SiLU(gate) · up, V columns a thread on a rows × columns grid (no division per element, 16-byte
+// accesses at V = 8). An element a thread with two 64-bit divisions ran 7.4 µs at the LLM's 224
+// rows × 6144 on an H200 where PyTorch's fused kernel took 3.9 (run 54 call 1); V = 8 4.3 (run
+// 55 call 2).
 template <class T, int V>
-__global__ void swiglu_vec_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
+__global__ void swiglu_kernel(const T* gu, std::int64_t rows, std::int64_t f, T* out) {
   ew::for_rows(rows, f / V, [&](std::int64_t r, std::int64_t c) {
     const T* g = gu + r * 2 * f + c * V;
     float vg[V], vu[V], o[V];
@@ -410,9 +383,8 @@ Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int6
     return with_act(y_type, kName, "y", [&](auto ty) -> Status {
       using TY = typename decltype(ty)::type;
       if (width >= 512 && rows <= kMaxBlocks) {
-        rms_rows_wide_kernel<TX, TY><<<static_cast<unsigned>(rows), kWideThreads, 0,
-                                        stream>>>(static_cast<const TX*>(x), ldx, group, width, w,
-                                                  eps, static_cast<TY*>(y), ldy);
+        rms_rows_wide_kernel<TX, TY><<<static_cast<unsigned>(rows), kWideThreads, 0, stream>>>(
+            static_cast<const TX*>(x), ldx, group, width, w, eps, static_cast<TY*>(y), ldy);
       } else {
         rms_rows_kernel<TX, TY><<<blocks, kThreads, 0, stream>>>(
             static_cast<const TX*>(x), ldx, rows, group, width, w, eps, static_cast<TY*>(y), ldy);
@@ -442,14 +414,10 @@ Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::
   const auto bits = reinterpret_cast<std::uintptr_t>(qkv) | reinterpret_cast<std::uintptr_t>(kv);
   return with_act(act, kName, "activation", [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    if (pairs && bits % (2 * sizeof(T)) == 0) {
-      const auto kernel = h <= 128 ? &qk_norm_rope_vec_kernel<T, 1> : &qk_norm_rope_vec_kernel<T, 2>;
-      kernel<<<blocks, kThreads, 0, stream>>>(static_cast<T*>(qkv), ldq, rows, static_cast<int>(heads),
-                                              static_cast<int>(kv_heads), static_cast<int>(h), q_norm, k_norm, eps,
-                                              inv_freq, key_limit, static_cast<T*>(kv));
-      return last_launch_status(kName);
-    }
-    qk_norm_rope_kernel<T><<<blocks, kThreads, 0, stream>>>(
+    const auto kernel = !(pairs && bits % (2 * sizeof(T)) == 0) ? &qk_norm_rope_kernel<T, 0>
+                        : h <= 128                              ? &qk_norm_rope_kernel<T, 1>
+                                                                : &qk_norm_rope_kernel<T, 2>;
+    kernel<<<blocks, kThreads, 0, stream>>>(
         static_cast<T*>(qkv), ldq, rows, static_cast<int>(heads), static_cast<int>(kv_heads),
         static_cast<int>(h), q_norm, k_norm, eps, inv_freq, key_limit, static_cast<T*>(kv));
     return last_launch_status(kName);
@@ -467,11 +435,9 @@ Status swiglu(cudaStream_t stream, const void* gu, std::int64_t rows, std::int64
     const auto* g = static_cast<const T*>(gu);
     auto* o = static_cast<T*>(out);
     if (groot_vec_on() && f % 8 == 0 && ew::all_aligned16(gu, out)) {
-      swiglu_vec_kernel<T, 8><<<ew::grid_rows(rows, f / 8), kThreads, 0, stream>>>(g, rows, f, o);
-    } else if (groot_vec_on()) {
-      swiglu_vec_kernel<T, 1><<<ew::grid_rows(rows, f), kThreads, 0, stream>>>(g, rows, f, o);
+      swiglu_kernel<T, 8><<<ew::grid_rows(rows, f / 8), kThreads, 0, stream>>>(g, rows, f, o);
     } else {
-      swiglu_kernel<T><<<blocks_for(rows * f), kThreads, 0, stream>>>(g, rows, f, o);
+      swiglu_kernel<T, 1><<<ew::grid_rows(rows, f), kThreads, 0, stream>>>(g, rows, f, o);
     }
     return last_launch_status(kName);
   });
@@ -568,10 +534,10 @@ namespace {
 
 // Threads [0, rows·n) update one element each; threads [rows·n, rows·n + width) copy the row.
 template <class T>
-__global__ void step_end_kernel(const float* __restrict__ parts, int count, std::int64_t part_stride,
-                                const float* __restrict__ bias, std::int64_t rows, std::int64_t n,
-                                float dt, float* x, float* vel, T* x_act,
-                                const float* __restrict__ row_src, float* row_dst,
+__global__ void step_end_kernel(const float* __restrict__ parts, int count,
+                                std::int64_t part_stride, const float* __restrict__ bias,
+                                std::int64_t rows, std::int64_t n, float dt, float* x, float* vel,
+                                T* x_act, const float* __restrict__ row_src, float* row_dst,
                                 std::int64_t width) {
   chain_enter();
   const std::int64_t total = rows * n;
