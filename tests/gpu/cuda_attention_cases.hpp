@@ -80,6 +80,7 @@ struct Case {
   int key_groups = 0;           // AttentionArgs::key_groups
   int shares = 0;               // AttentionArgs::shares
   int wg_narrow = -1;           // AttentionArgs::wg_narrow
+  int wg_narrow_b = -1;         // AttentionArgs::wg_narrow_b
 };
 
 struct Errors {
@@ -185,6 +186,7 @@ class Problem {
     args_.key_groups = c.key_groups;
     args_.shares = c.shares;
     args_.wg_narrow = c.wg_narrow;
+    args_.wg_narrow_b = c.wg_narrow_b;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());

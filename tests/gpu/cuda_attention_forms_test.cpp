@@ -257,6 +257,59 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
   check_replays(c, DType::kBF16, {224, 212, 131, 64, 65, 1, 0});
 }
 
+// The warpgroup kernel at head dim 128 with block b, asked for (AttentionArgs::wg_narrow_b):
+// GR00T's LLM (block b alone, causal over packed keys: padding rows see nothing, the others their
+// rank, holes between), the same without limits, and a head-dim-128 expert (a prefix as block a,
+// pi0's limits on block b); one and two warpgroups, with and without scratch, and a replayed
+// graph. Unasked (wg_narrow_b 0) the plan keeps such calls on attn_bf16.
+TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
+  EDGEVLA_SKIP_WITHOUT_DEVICE();
+  const auto llm = [](int rows, int real, bool causal) {
+    Case c{.name = "groot llm block b " + std::to_string(rows) + "/" + std::to_string(real) +
+                   (causal ? " causal" : " no limits"),
+           .rows = rows, .heads = 16, .kv_heads = 8, .h = 128};
+    c.b_len = rows;
+    if (causal) {
+      c.b_limit.assign(static_cast<std::size_t>(rows), 0);
+      int rank = 0;
+      for (int r = rows - real; r < rows; ++r) {
+        if (r % 37 == 5) continue;  // a hole: a padding row among the real ones
+        c.b_limit[static_cast<std::size_t>(r)] = ++rank;
+      }
+    }
+    return c;
+  };
+  std::vector<Case> cases = {llm(144, 131, true), llm(224, 212, true), llm(224, 224, false), llm(64, 20, true)};
+  {
+    Case c = action_expert(51, 300, true);
+    c.h = 128, c.name += " h 128";
+    cases.push_back(c);
+  }
+  for (const Case& base : cases) {
+    for (int groups : {1, 2}) {
+      Case c = base;
+      c.wg_narrow = groups, c.wg_narrow_b = 1;
+      c.name += " wg128 " + std::to_string(groups);
+      {
+        Problem p(c, DType::kBF16);
+        ASSERT_TRUE(p.ready()) << c.name;
+        if (wgmma_gemm_available()) {
+          EXPECT_TRUE(attention_takes_warpgroup_kernel(p.args())) << c.name;
+        }
+        AttentionArgs off = p.args();
+        off.wg_narrow_b = 0;
+        EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
+      }
+      check_case(c, DType::kBF16);
+      c.name += ", no scratch";
+      check_case(c, DType::kBF16, false);
+    }
+  }
+  Case c = cases[1];
+  c.wg_narrow = 2, c.wg_narrow_b = 1, c.name += " wg128 2 replayed";
+  check_replays(c, DType::kBF16, {0});
+}
+
 // The warpgroup kernel's bulk-copy form over blocks a and b (the action experts: the cached
 // prefix, then the action rows' own keys with pi0's per-row limits or none), asked for: one and
 // three views, a prefix of 0 and of 37 keys, two sequences; in shares and unsplit. Without bulk

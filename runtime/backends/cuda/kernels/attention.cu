@@ -115,6 +115,13 @@ int wg128_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG128", 2, 0, 2);
   return groups;
 }
+// The same for calls with block b (AttentionArgs::wg_narrow_b = -1): EDGEVLA_ATTN_WG128_B=1; 0
+// (the default) until measured in the engines (GR00T's LLM: 13.5 µs a layer on attn_bf16 at two
+// views, run 55 call 3, against ~10.7 for PyTorch's cuDNN).
+bool wg128_b_env() {
+  static const bool on = env_int("EDGEVLA_ATTN_WG128_B", 0, 0, 1) == 1;
+  return on;
+}
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
 int wg_env() {
@@ -337,12 +344,15 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   const int wg_asked = a.wg >= 0 ? a.wg : wg_env();
   const bool wg_auto = tma_ok && (a.b_len == 0 || wg_expert_default());
   // Head dims 65-128 (AttentionArgs::wg_narrow): at head dim 128 (the dims past h zero), in the
-  // bulk-copy form, block a only.
+  // bulk-copy form; with block b only where asked (AttentionArgs::wg_narrow_b), block a then
+  // possibly empty (GR00T's LLM).
   const int wg128_groups = std::clamp(a.wg_narrow >= 0 ? a.wg_narrow : wg128_env(), 0, 2);
-  const bool hd128 = attn::wg_head_dim(a.h) == 128 && wg128_groups > 0 && a.b_len == 0 && tma_ok;
+  const bool wg128_b = a.wg_narrow_b >= 0 ? a.wg_narrow_b > 0 : wg128_b_env();
+  const bool hd128 = attn::wg_head_dim(a.h) == 128 && wg128_groups > 0 && (a.b_len == 0 || wg128_b) && tma_ok;
   const int wg_groups = hd128 ? wg128_groups : std::clamp(wg_asked >= 0 ? wg_asked : (wg_auto ? 1 : 0), 0, 2);
   const bool wg_form_tma = hd128 || wg_tma;
-  if (wg_groups > 0 && a.rope == nullptr && bf && (hd128 || (a.h == 256 && (a.b_len == 0 || tma_ok))) && a.a_max > 0 &&
+  if (wg_groups > 0 && a.rope == nullptr && bf && (hd128 || (a.h == 256 && (a.b_len == 0 || tma_ok))) &&
+      (a.a_max > 0 || (hd128 && a.b_len > 0)) &&
       dev.major == 9 && dev.minor == 0 && attn::wg_built() &&
       attn::wg_smem_bytes(wg_groups, wg_form_tma, attn::wg_head_dim(a.h)) <= dev.smem_per_block) {
     pl.wg = true;

@@ -99,6 +99,10 @@ struct AttentionArgs {
   // h zero) with K and V by bulk tensor copies, 1 or 2 warpgroups a block; 0: never; -1: the
   // process's choice (EDGEVLA_ATTN_WG128: 2, the default, 1 or 0).
   int wg_narrow = -1;
+  // The same kernel at head dim 128 also for calls with block b (its keys' per-row limits: GR00T's
+  // LLM, causal over packed keys, has only block b): 1 yes; 0 no; -1: the process's choice
+  // (EDGEVLA_ATTN_WG128_B, 0 by default until measured on a GPU).
+  int wg_narrow_b = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
   // choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; on by default).

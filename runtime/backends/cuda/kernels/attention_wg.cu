@@ -164,15 +164,16 @@ __device__ __forceinline__ void pv(float (&o)[HD / 2], const unsigned (&pf)[kWgK
 
 // kB: the call has block b (bulk-copy form only), a separate instance so that the prefix's form
 // keeps the code and registers it was measured with. HD 128 (head dims 65-128, the vision towers'
-// 72 and GR00T's LLM): bulk-copy form with block a only; K and V by 4-d maps whose inner dimension
-// is the head dim, so the copies fill dims h-127 with zeros, as q's copies do.
+// 72 and GR00T's LLM): bulk-copy form; K and V by 4-d maps whose inner dimension is the head dim,
+// so the copies fill dims h-127 with zeros, as q's copies do. With block b (GR00T's LLM: causal
+// over packed keys, block a empty) the same maps over block b's rows.
 template <int HD, int WG, bool kTma, bool kB>
 __global__ void __launch_bounds__(128 * WG, 1)
     attn_wg(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
             const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) unsigned char smem[];
-  static_assert(HD == 256 || (HD == 128 && kTma && !kB), "head dim 128 in the bulk-copy form, block a only");
+  static_assert(HD == 256 || (HD == 128 && kTma), "head dim 128 in the bulk-copy form only");
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
   constexpr int kChunks = HD / 8;  // 16-byte chunks a row
   constexpr int kGroupElems = group_bytes<HD>() / 2, kGroupBytes = group_bytes<HD>();
@@ -504,11 +505,17 @@ bool encode_kv_map(CUtensorMap& map, const void* base, long long ld, long long b
             elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
-// The call's four maps (block b's only where it has keys); false where one cannot be made.
+// The call's four maps (block b's only where it has keys; at head dim 128 block a's only where it
+// has some, the kernel never reading an empty block's); false where one cannot be made.
 bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
   if (wg_head_dim(p.h) == 128) {
-    return p.b_len == 0 && encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch, p.h, p.kv_heads) &&
-           encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch, p.h, p.kv_heads);
+    const bool a_ok = p.a_max == 0 ||
+                      (encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch, p.h, p.kv_heads) &&
+                       encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch, p.h, p.kv_heads));
+    const bool b_ok = p.b_len == 0 ||
+                      (encode_kv_map(maps[2], p.bk, p.b_ld, p.b_batch, p.b_len, p.batch, p.h, p.kv_heads) &&
+                       encode_kv_map(maps[3], p.bv, p.b_ld, p.b_batch, p.b_len, p.batch, p.h, p.kv_heads));
+    return (p.a_max > 0 || p.b_len > 0) && a_ok && b_ok;
   }
   if (p.h != 256 || !encode_kv_map(maps[0], p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) ||
       !encode_kv_map(maps[1], p.av, p.a_ld, p.a_batch, p.a_max, p.batch)) {
@@ -521,9 +528,10 @@ bool encode_maps(const Params& p, CUtensorMap (&maps)[4]) {
 
 bool wg_tma_ready(const Params& p) {
   // The checks encode_maps makes before the driver's, without encoding (launch_wg does that once).
-  if (wg_head_dim(p.h) == 128 && p.b_len > 0) return false;
-  return tensor_map_encoder() != nullptr && wg_head_dim(p.h) > 0 && kv_copyable(p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) &&
-         kv_copyable(p.av, p.a_ld, p.a_batch, p.a_max, p.batch) &&
+  const bool a_empty_ok = wg_head_dim(p.h) == 128 && p.a_max == 0 && p.b_len > 0;
+  return tensor_map_encoder() != nullptr && wg_head_dim(p.h) > 0 &&
+         (a_empty_ok ||
+          (kv_copyable(p.ak, p.a_ld, p.a_batch, p.a_max, p.batch) && kv_copyable(p.av, p.a_ld, p.a_batch, p.a_max, p.batch))) &&
          (p.b_len == 0 || (kv_copyable(p.bk, p.b_ld, p.b_batch, p.b_len, p.batch) &&
                            kv_copyable(p.bv, p.b_ld, p.b_batch, p.b_len, p.batch)));
 }
@@ -534,7 +542,10 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   const int hd = wg_head_dim(p.h);
   if (!tma && (p.b_len > 0 || hd != 256)) return cudaErrorNotSupported;
   const void* fn = nullptr;
-  if (hd == 128) {
+  if (hd == 128 && p.b_len > 0) {
+    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<128, 2, true, true>)
+                     : reinterpret_cast<const void*>(&attn_wg<128, 1, true, true>);
+  } else if (hd == 128) {
     fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<128, 2, true, false>)
                      : reinterpret_cast<const void*>(&attn_wg<128, 1, true, false>);
   } else if (tma && p.b_len > 0) {
