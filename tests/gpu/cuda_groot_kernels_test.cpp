@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/backends/cuda/kernels/groot_kernels.hpp"
+#include "runtime/backends/cuda/kernels/kernels.hpp"
 #include "runtime/core/dtype.hpp"
 
 namespace edgevla::backends::cuda {
@@ -227,6 +228,22 @@ TEST_F(CudaGrootKernels, QwenQkNormRopeAndPacking) {
       expect_close(dq.download(act, qkv.size()), want_q, act, "qwen_qk_norm_rope q " + tag);
       expect_close(dkv.download(act, zeros.size()), want_kv, act,
                    "qwen_qk_norm_rope packed k|v " + tag);
+      // The angles from rope_table() (positions 0..rows-1) instead of computed: the same bits.
+      Dev dq2(qkv, act), dkv2(zeros, act), dfirst(sizeof(std::int32_t)),
+          dang(static_cast<std::size_t>(rows * h) * sizeof(float));
+      ASSERT_EQ(cudaMemset(dfirst.get(), 0, sizeof(std::int32_t)), cudaSuccess);
+      ASSERT_TRUE(rope_table(s_, rows, half, static_cast<std::int32_t*>(dfirst.get()),
+                             static_cast<float*>(dinv.get()), static_cast<float*>(dang.get()))
+                      .is_ok());
+      ASSERT_TRUE(qwen_qk_norm_rope(s_, dq2.get(), Q, rows, H, K, h, static_cast<float*>(dqw.get()),
+                                    static_cast<float*>(dkw.get()), 1e-6f,
+                                    static_cast<float*>(dinv.get()),
+                                    static_cast<std::int32_t*>(dlim.get()), dkv2.get(), act,
+                                    static_cast<float*>(dang.get()))
+                      .is_ok());
+      EXPECT_EQ(dq2.download(act, qkv.size()), dq.download(act, qkv.size())) << "q, table " << tag;
+      EXPECT_EQ(dkv2.download(act, zeros.size()), dkv.download(act, zeros.size()))
+          << "k|v, table " << tag;
     }
   }
 }

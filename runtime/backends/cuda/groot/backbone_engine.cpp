@@ -126,6 +126,8 @@ class BackboneEngine final : public GrootCudaEngine {
   void *y_ = nullptr, *qkv_ = nullptr, *kvc_ = nullptr, *o_ = nullptr, *gu_ = nullptr,
        *g_ = nullptr;
   std::int32_t* ints_ = nullptr;  // ids | image row | key limit, max_rows_ each
+  float* rope_angles_ = nullptr;   // the LLM's RoPE (cos, sin) for positions 0..max_rows_-1
+  std::int32_t* rope_first_ = nullptr;  // 0: the table's first position
   std::int32_t* bad_ = nullptr;   // non-finite pixels per view (f32 views)
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
@@ -260,6 +262,8 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(gu_, bytes_of(act_, R * 2 * F));
   buf(g_, bytes_of(act_, R * F));
   buf(ints_, bytes_of(DType::kI32, 3 * R));
+  buf(rope_angles_, bytes_of(DType::kF32, R * h));  // [R][h/2] (cos, sin)
+  buf(rope_first_, bytes_of(DType::kI32, 1));
   buf(bad_, bytes_of(DType::kI32, mg::kMaxViews));
   AttentionArgs va{act_, views, max_grid_ * max_grid_, v.num_heads, v.num_heads, v.head_dim()};
   va.a_max = max_grid_ * max_grid_;
@@ -273,6 +277,10 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_llm_wgmma());
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x_, 0, bytes_of(DType::kF32, R * W), stream_.get()));
+  // The LLM's RoPE angles for positions 0..R-1 (a row's position is its index), made once: the
+  // q/k norm kernel reads them instead of computing them in every head of every layer.
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(rope_first_, 0, sizeof(std::int32_t), stream_.get()));
+  EDGEVLA_RETURN_IF_ERROR(rope_table(stream_.get(), R, h / 2, rope_first_, inv_freq_, rope_angles_));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
                            PinnedBuffer::allocate(bytes_of(DType::kI32, 3 * R + mg::kMaxViews)));
@@ -486,7 +494,7 @@ Status BackboneEngine::llm(std::int64_t rows) {
     // key_limit[r] (0 for padding) bounds what row r sees.
     if (!ab.skip("llm_rope")) {
       EDGEVLA_RETURN_IF_ERROR(qwen_qk_norm_rope(s, q, Q, rows, H, K, h, l.q_norm, l.k_norm, eps,
-                                                inv_freq_, key_limit, kvc_, act_));
+                                                inv_freq_, key_limit, kvc_, act_, rope_angles_));
     }
     AttentionArgs a{act_, 1, rows, H, K, h, scale};
     a.q = q;

@@ -124,13 +124,14 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
 // element loaded once, two at a time, and rotated from registers. P = 0: an element at a time,
 // for any even h (and EDGEVLA_CUDA_GROOT_SCALAR=1). The element form ran 6.2 µs at the LLM's
 // 224 rows on an H200 where PyTorch's fused q/k norm + RoPE took 4.4 (run 54 call 1); the pairs
-// 5.0 (run 55 call 2).
+// 5.0 (run 55 call 2). angles (or null: sincosf here): row r's (cos, sin) at [r · h/2 + i].
 template <class T, int P>
 __global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows, int heads,
                                     int kv_heads, int h, const float* __restrict__ q_norm,
                                     const float* __restrict__ k_norm, float eps,
                                     const float* __restrict__ inv_freq,
-                                    const std::int32_t* __restrict__ key_limit, T* kv) {
+                                    const std::int32_t* __restrict__ key_limit, T* kv,
+                                    const float2* __restrict__ angles) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int all_heads = heads + 2 * kv_heads, half = h / 2;
   const std::int64_t items = rows * all_heads;
@@ -162,6 +163,16 @@ __global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows,
     const float* w = is_q ? q_norm : k_norm;
     T* dst = is_q ? src : kv + kv_row + static_cast<std::int64_t>(j - heads) * h;
     const float pos = static_cast<float>(r);
+    const float2* row_angles = angles != nullptr ? angles + r * half : nullptr;
+    // Angle i's (cos, sin): from the table, or the table's own expression.
+    const auto cos_sin = [&](int i, float& cs, float& sn) {
+      if (row_angles != nullptr) {
+        const float2 a = row_angles[i];
+        cs = a.x, sn = a.y;
+      } else {
+        sincosf(pos * inv_freq[i], &sn, &cs);
+      }
+    };
     if constexpr (P == 0) {
       float ss = 0.0f;
       for (int i = lane; i < h; i += 32) {
@@ -173,7 +184,7 @@ __global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows,
         const float a = to_f32(src[i]) * inv * w[i];
         const float b = to_f32(src[i + half]) * inv * w[i + half];
         float sn, cs;
-        sincosf(pos * inv_freq[i], &sn, &cs);
+        cos_sin(i, cs, sn);
         dst[i] = from_f32<T>(a * cs - b * sn);
         dst[i + half] = from_f32<T>(b * cs + a * sn);
       }
@@ -201,7 +212,7 @@ __global__ void qk_norm_rope_kernel(T* qkv, std::int64_t ldq, std::int64_t rows,
         const float x = a[p][e] * inv * w[i + e];
         const float y = b[p][e] * inv * w[i + e + half];
         float sn, cs;
-        sincosf(pos * inv_freq[i + e], &sn, &cs);
+        cos_sin(i + e, cs, sn);
         lo[e] = x * cs - y * sn;
         hi[e] = y * cs + x * sn;
       }
@@ -397,7 +408,7 @@ Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int6
 Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::int64_t rows,
                          std::int64_t heads, std::int64_t kv_heads, std::int64_t h,
                          const float* q_norm, const float* k_norm, float eps, const float* inv_freq,
-                         const std::int32_t* key_limit, void* kv, DType act) {
+                         const std::int32_t* key_limit, void* kv, DType act, const float* angles) {
   constexpr const char* kName = "qwen_qk_norm_rope";
   if (rows < 0 || heads < 1 || kv_heads < 1 || h < 2 || h % 2 != 0 || h > 4096) {
     return bad(kName, "bad rows/heads/kv_heads/h (h even)");
@@ -407,6 +418,9 @@ Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::
   if (qkv == nullptr || q_norm == nullptr || k_norm == nullptr || inv_freq == nullptr ||
       key_limit == nullptr || kv == nullptr) {
     return bad(kName, "null pointer");
+  }
+  if (angles != nullptr && reinterpret_cast<std::uintptr_t>(angles) % 8 != 0) {
+    return bad(kName, "the angle table must be 8-byte aligned");
   }
   const unsigned blocks = blocks_for(rows * (heads + 2 * kv_heads), kThreads / 32);
   // Pairs of elements need h % 4 == 0 and every pair aligned to two elements.
@@ -419,7 +433,8 @@ Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::
                                                                 : &qk_norm_rope_kernel<T, 2>;
     kernel<<<blocks, kThreads, 0, stream>>>(
         static_cast<T*>(qkv), ldq, rows, static_cast<int>(heads), static_cast<int>(kv_heads),
-        static_cast<int>(h), q_norm, k_norm, eps, inv_freq, key_limit, static_cast<T*>(kv));
+        static_cast<int>(h), q_norm, k_norm, eps, inv_freq, key_limit, static_cast<T*>(kv),
+        reinterpret_cast<const float2*>(angles));
     return last_launch_status(kName);
   });
 }

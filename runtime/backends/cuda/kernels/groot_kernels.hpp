@@ -31,11 +31,14 @@ Status rms_norm_rows(cudaStream_t stream, const void* x, DType x_type, std::int6
 // to row key_limit[r] - 1 of kv act [rows, 2·K·h] ([k heads | v heads]) when key_limit[r] > 0
 // (key_limit int32 [rows] on the device: a real token's 1-based rank among the real tokens, 0
 // for padding), so kv holds the real tokens' keys and values in order. Rows of kv no real token
-// writes are left as they are (zero them once per pass).
+// writes are left as they are (zero them once per pass). angles (optional): rope_table()'s
+// (cos, sin) for positions 0..rows-1 and inv_freq, f32 [rows][h/2][2], read instead of computed
+// (the same values: row r's position is r).
 Status qwen_qk_norm_rope(cudaStream_t stream, void* qkv, std::int64_t ldq, std::int64_t rows,
                          std::int64_t heads, std::int64_t kv_heads, std::int64_t h,
                          const float* q_norm, const float* k_norm, float eps, const float* inv_freq,
-                         const std::int32_t* key_limit, void* kv, DType act);
+                         const std::int32_t* key_limit, void* kv, DType act,
+                         const float* angles = nullptr);
 
 // SwiGLU on a fused gate|up GEMM output: out[r, i] = silu(gu[r, i]) · gu[r, F + i].
 //   gu act [rows, 2F], out act [rows, F].

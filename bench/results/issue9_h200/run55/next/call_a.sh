@@ -3,8 +3,11 @@
 # warpgroup attention at head dim 128 with block b (AttentionArgs::wg_narrow_b /
 # EDGEVLA_ATTN_WG128_B, off by default: GR00T's LLM, causal over packed keys, 13.5 µs a layer on
 # attn_bf16 at two views against ~10.7 for cuDNN) and its test WarpgroupKernelTakesHeadDim128BlockB;
-# the q/k norm + RoPE and SwiGLU kernels merged into one each (same arithmetic as run 55 call 2).
-# The GPU suite; GR00T with WG128_B 0 / 1 alternated twice; PyTorch's GR00T once.
+# the q/k norm + RoPE and SwiGLU kernels merged into one each (same arithmetic as run 55 call 2);
+# the LLM's RoPE angles from a table made once at load (the same bits; q/k norm + RoPE 5.0 µs a
+# layer in run 55 call 3's breakdown, predicted ≤ 4.5).
+# The GPU suite; GR00T with WG128_B 0 / 1 alternated twice; PyTorch's GR00T once; the backbone
+# by kernel at two views.
 # Predicted: 127/127; GR00T backbone −0.02 to −0.05 ms at two views with WG128_B=1, −0.01 to −0.03
 # at one.
 exec > $OUT/run.log 2>&1
@@ -37,4 +40,12 @@ for l in open(f"{sys.argv[1]}/torch_groot.jsonl"):
     d = json.loads(l); fl = d.get('floor', {})
     print('views', d['views'], {k: (v['e2e_ms']['median'], v['backbone_ms']['median']) for k, v in d['variants'].items()}, 'floor', fl.get('floor_ms'), 'head steps floor', fl.get('head_steps_floor_ms'))
 PY
+date
+cd $REPO
+NCU="ncu --clock-control none --cache-control none --graph-profiling node --profile-from-start off --nvtx --metrics gpu__time_duration.sum --csv"
+EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 120 $NCU --nvtx-include "edgevla.groot.backbone/" --log-file $R/ncu_groot_backbone_v2.csv $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 2 --repeat 2 --warmup 2 --profile-last 1 > /dev/null 2>&1
+echo "ncu groot backbone v2 rc=$?"
+python3 bench/kernel_breakdown.py edgevla_v2=$R/ncu_groot_backbone_v2.csv --top 30 > $R/breakdown_backbone_v2.txt 2>&1
+gzip -f $R/ncu_groot_backbone_v2.csv
+head -36 $R/breakdown_backbone_v2.txt
 date
