@@ -156,10 +156,13 @@ void mlp_half(cudaStream_t s, Timer& timer, double copy_gbps) {
 
 // The stages' other attention calls (the backbones' prefixes and vision towers, GR00T's DiT),
 // each at every split count its scratch allows, beside the count the plan picks: one graph of
-// 18 calls a measurement. Keys are one block (block a, the call's own or cached rows).
+// 18 calls a measurement. Keys are one block (block a, the call's own or cached rows), or with
+// `causal` block b as GR00T's LLM has it: the rows' own keys packed in token order, the first
+// rows - a_valid rows padding (they see nothing), row r of the others its rank.
 struct AttnShape {
   const char* name;
   std::int64_t batch, rows, heads, kv_heads, h, a_max, a_valid;  // a_valid < 0: no length on the device
+  bool causal = false;
 };
 
 void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::string& only_shape,
@@ -171,6 +174,9 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       {"groot_dit_self", 1, 17, 32, 32, 48, 17, -1},         {"groot_dit_cross", 1, 17, 32, 32, 48, 144, 131},
       // GR00T's SigLIP 2 at 252 × 252 pixels, patch 14: 18 × 18 = 324 patches a view.
       {"groot_siglip_1view", 1, 324, 16, 16, 72, 324, -1},   {"groot_siglip_2view", 2, 324, 16, 16, 72, 324, -1},
+      // GR00T's LLM as the engine calls it (131 / 212 real tokens in 144 / 224 rows).
+      {"groot_llm_causal_1view", 1, 144, 16, 8, 128, 0, 131, true},
+      {"groot_llm_causal_2view", 1, 224, 16, 8, 128, 0, 212, true},
   };
   for (const AttnShape& sh : shapes) {
     if (!only_shape.empty() && only_shape != sh.name) continue;
@@ -191,6 +197,25 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     aa.a = KvBlock{base + sh.heads * sh.h * 2, base + (sh.heads + sh.kv_heads) * sh.h * 2, Q, kv_rows * Q};
     aa.a_max = sh.a_max;
     aa.a_len = sh.a_valid >= 0 ? a_len : nullptr;
+    std::int32_t* limits = nullptr;
+    double keys_seen = static_cast<double>(sh.a_valid >= 0 ? sh.a_valid : sh.a_max);  // a row's, on average
+    if (sh.causal) {
+      std::vector<std::int32_t> lim(static_cast<std::size_t>(sh.rows), 0);
+      double sum = 0.0;
+      for (std::int64_t r = sh.rows - sh.a_valid; r < sh.rows; ++r) {
+        lim[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(r - (sh.rows - sh.a_valid) + 1);
+        sum += lim[static_cast<std::size_t>(r)];
+      }
+      keys_seen = sum / static_cast<double>(sh.rows);
+      CHECK_CUDA(cudaMalloc(&limits, lim.size() * 4));
+      CHECK_CUDA(cudaMemcpy(limits, lim.data(), lim.size() * 4, cudaMemcpyHostToDevice));
+      aa.b = aa.a;
+      aa.a = KvBlock{};
+      aa.a_max = 0;
+      aa.a_len = nullptr;
+      aa.b_len = sh.rows;
+      aa.b_limit = limits;
+    }
     const std::size_t planned = attention_scratch_bytes(aa);
     const std::size_t split_bytes =
         static_cast<std::size_t>(sh.batch * sh.kv_heads * sh.rows * (sh.heads / sh.kv_heads) * (sh.h + 2)) * 4;
@@ -265,6 +290,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.narrow = ask.narrow ? 1 : 0;
       one.key_groups = ask.groups;
       one.wg_narrow = ask.wg_narrow;
+      one.wg_narrow_b = sh.causal && ask.wg_narrow > 0 ? 1 : 0;
       const int splits = ask.splits;
       if (ask.wg == 0 && !ask.wide && ask.wg_narrow == 0) one.shares = splits;  // exactly that many where the scratch allows
       const std::size_t one_planned =
@@ -278,8 +304,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       if (ref.empty()) ref = got;
       const std::string asked = ask.wide ? "wide plan" : ask.label;
       // q·kᵀ and p·v over the keys that count, two FLOPs a multiply-add: the tensor rate reached.
-      const double keys = static_cast<double>(sh.a_valid >= 0 ? sh.a_valid : sh.a_max);
-      const double flops = 4.0 * static_cast<double>(sh.batch * sh.heads * sh.rows * sh.h) * keys;
+      const double flops = 4.0 * static_cast<double>(sh.batch * sh.heads * sh.rows * sh.h) * keys_seen;
       std::printf("{\"bench\": \"attention_shape\", \"shape\": \"%s\", \"splits_asked\": \"%s\", "
                   "\"planned_splits\": %zu, \"us_per_call_in_graph\": %.2f, \"tflops\": %.1f, "
                   "\"rel_l2_vs_planned\": %.2e}\n",
@@ -289,6 +314,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
     CHECK_CUDA(cudaFree(qkv));
     CHECK_CUDA(cudaFree(out));
     CHECK_CUDA(cudaFree(a_len));
+    CHECK_CUDA(cudaFree(limits));
     CHECK_CUDA(cudaFree(scratch));
   }
 }

@@ -23,6 +23,15 @@ date
 (cd /tmp/b && timeout 240 ctest -L gpu -j6 --output-on-failure > $R/ctest_gpu.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu.log | head -20)
 gzip -c /tmp/b/Testing/Temporary/LastTest.log > $R/LastTest.log.gz 2>/dev/null
 zcat $R/LastTest.log.gz | grep -h "groot llm block b\|h 128 wg128" | head -24
+# The LLM's causal call alone: attn_bf16's rows against wg128_1 / wg128_2 (block b at head dim 128).
+for sh in groot_llm_causal_1view groot_llm_causal_2view; do
+  timeout 40 $BP/edgevla_bench_cuda_kernels --only attention_shapes --shape $sh --repeat 30 > $R/attn_$sh.out 2>&1
+  echo "$sh rc=$?"
+  grep attention_shape $R/attn_$sh.out | grep -E '"(plan|narrow|wg128_[12]|wg128_[12]s1)"' | python3 -c "
+import sys, json
+for l in sys.stdin:
+    d = json.loads(l); print('  ', d['splits_asked'].ljust(12), d['us_per_call_in_graph'], 'us', d['tflops'], 'TF', 'rel %.1e' % d['rel_l2_vs_planned'])"
+done
 wait; date
 . $REPO/bench/results/issue9_h200/show.sh
 for v in 0 1 0 1; do
