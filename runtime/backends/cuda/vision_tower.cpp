@@ -10,24 +10,18 @@ namespace edgevla::backends::cuda {
 
 namespace {
 
-// The MLP's width on the device (plan()).
-std::int64_t mlp_width(std::int64_t mlp) {
-  static const bool pad = [] {
-    const char* env = std::getenv("EDGEVLA_CUDA_TOWER_MLP_PAD");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
-  return pad ? (mlp + 63) / 64 * 64 : mlp;
+// n rounded up to a multiple of 64, unless the environment sets `knob` to 0.
+std::int64_t padded_unless_off(const char* knob, std::int64_t n) {
+  const char* env = std::getenv(knob);
+  return env != nullptr && std::string_view(env) == "0" ? n : (n + 63) / 64 * 64;
 }
+
+// The MLP's width on the device (plan()).
+std::int64_t mlp_width(std::int64_t mlp) { return padded_unless_off("EDGEVLA_CUDA_TOWER_MLP_PAD", mlp); }
 
 }  // namespace
 
-std::int64_t VisionTower::patch_width(std::int64_t in) {
-  static const bool pad = [] {
-    const char* env = std::getenv("EDGEVLA_CUDA_PATCH_PAD");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
-  return pad ? (in + 63) / 64 * 64 : in;
-}
+std::int64_t VisionTower::patch_width(std::int64_t in) { return padded_unless_off("EDGEVLA_CUDA_PATCH_PAD", in); }
 
 void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers,
                        const std::vector<float>& post_w, const std::vector<float>& post_b) {

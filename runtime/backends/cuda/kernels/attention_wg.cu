@@ -536,28 +536,25 @@ bool wg_tma_ready(const Params& p) {
                            kv_copyable(p.bv, p.b_ld, p.b_batch, p.b_len, p.batch)));
 }
 
+namespace {
+// attn_wg's instance with `groups` warpgroups a block.
+template <int HD, bool kTma, bool kB>
+const void* instance(int groups) {
+  return groups == 2 ? reinterpret_cast<const void*>(&attn_wg<HD, 2, kTma, kB>)
+                     : reinterpret_cast<const void*>(&attn_wg<HD, 1, kTma, kB>);
+}
+}  // namespace
+
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma) {
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   const int hd = wg_head_dim(p.h);
   if (!tma && (p.b_len > 0 || hd != 256)) return cudaErrorNotSupported;
-  const void* fn = nullptr;
-  if (hd == 128 && p.b_len > 0) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<128, 2, true, true>)
-                     : reinterpret_cast<const void*>(&attn_wg<128, 1, true, true>);
-  } else if (hd == 128) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<128, 2, true, false>)
-                     : reinterpret_cast<const void*>(&attn_wg<128, 1, true, false>);
-  } else if (tma && p.b_len > 0) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<256, 2, true, true>)
-                     : reinterpret_cast<const void*>(&attn_wg<256, 1, true, true>);
-  } else if (tma) {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<256, 2, true, false>)
-                     : reinterpret_cast<const void*>(&attn_wg<256, 1, true, false>);
-  } else {
-    fn = groups == 2 ? reinterpret_cast<const void*>(&attn_wg<256, 2, false, false>)
-                     : reinterpret_cast<const void*>(&attn_wg<256, 1, false, false>);
-  }
+  const bool with_b = p.b_len > 0;
+  const void* fn = hd == 128  ? (with_b ? instance<128, true, true>(groups) : instance<128, true, false>(groups))
+                   : !tma     ? instance<256, false, false>(groups)
+                   : with_b   ? instance<256, true, true>(groups)
+                              : instance<256, true, false>(groups);
   const int smem = wg_smem_bytes(groups, tma, hd);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;

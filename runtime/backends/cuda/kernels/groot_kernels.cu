@@ -36,6 +36,12 @@ __device__ __forceinline__ std::int64_t global_stride() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
 }
 
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 // ---- RMSNorm (× w), one warp per row ---------------------------------------------------------
 
 template <class TX, class TY>
@@ -55,9 +61,7 @@ __global__ void rms_rows_kernel(const TX* x, std::int64_t ldx, std::int64_t rows
       const float v = to_f32(xr[i]);
       ss += v * v;
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    const float inv = rsqrtf(ss / static_cast<float>(width) + eps);
+    const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(width) + eps);
     for (std::int64_t i = lane; i < width; i += 32)
       yr[i] = from_f32<TY>(to_f32(xr[i]) * inv * w[i]);
   }
@@ -83,8 +87,7 @@ __global__ void __launch_bounds__(kWideThreads)
     const float v = to_f32(xr[i]);
     ss += v * v;
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  ss = warp_sum(ss);
   if ((tid & 31) == 0) partial[tid >> 5] = ss;
   __syncthreads();
   float total = 0.0f;
@@ -96,12 +99,6 @@ __global__ void __launch_bounds__(kWideThreads)
 }
 
 // ---- Qwen3 q/k norm + RoPE + key|value packing ---------------------------------------------
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Two adjacent elements as one access (4 bytes at bf16, 8 at f32).
 __device__ __forceinline__ void load2(const float* p, float& a, float& b) {
