@@ -1,27 +1,29 @@
 #include "runtime/backends/cuda/vision_tower.hpp"
 
 #include <cmath>
-#include <cstdlib>
-#include <string_view>
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/common.hpp"
 
 namespace edgevla::backends::cuda {
 
 namespace {
 
-// n rounded up to a multiple of 64, unless the environment sets `knob` to 0.
-std::int64_t padded_unless_off(const char* knob, std::int64_t n) {
-  const char* env = std::getenv(knob);
-  return env != nullptr && std::string_view(env) == "0" ? n : (n + 63) / 64 * 64;
-}
+// n rounded up to a multiple of 64 where `pad`.
+std::int64_t padded_to_64(std::int64_t n, bool pad) { return pad ? (n + 63) / 64 * 64 : n; }
 
 // The MLP's width on the device (plan()).
-std::int64_t mlp_width(std::int64_t mlp) { return padded_unless_off("EDGEVLA_CUDA_TOWER_MLP_PAD", mlp); }
+std::int64_t mlp_width(std::int64_t mlp) {
+  static const bool pad = env_int("EDGEVLA_CUDA_TOWER_MLP_PAD", 1, 0, 1) == 1;
+  return padded_to_64(mlp, pad);
+}
 
 }  // namespace
 
-std::int64_t VisionTower::patch_width(std::int64_t in) { return padded_unless_off("EDGEVLA_CUDA_PATCH_PAD", in); }
+std::int64_t VisionTower::patch_width(std::int64_t in) {
+  static const bool pad = env_int("EDGEVLA_CUDA_PATCH_PAD", 1, 0, 1) == 1;
+  return padded_to_64(in, pad);
+}
 
 void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& layers,
                        const std::vector<float>& post_w, const std::vector<float>& post_b) {
