@@ -1,11 +1,14 @@
 // What the cuda benches share: fatal checks of CUDA and Status results, seeded bf16 data on the
-// device, and a timer of captured back-to-back calls over weight copies that exceed the L2 cache.
+// device, downloads as floats and their rel-L2, and a timer of captured back-to-back calls over
+// weight copies that exceed the L2 cache.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -43,6 +46,33 @@ inline void* device_random_bf16(std::size_t n, std::uint32_t seed) {
   CHECK_CUDA(cudaMalloc(&d, n * 2));
   CHECK_CUDA(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice));
   return d;
+}
+
+// n values of type t (f32 or bf16) from the device, as floats.
+inline std::vector<float> download(const void* d, DType t, std::size_t n) {
+  std::vector<unsigned char> b(n * dtype_size(t));
+  CHECK_CUDA(cudaMemcpy(b.data(), d, b.size(), cudaMemcpyDeviceToHost));
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (t == DType::kF32) {
+      std::memcpy(&out[i], b.data() + 4 * i, 4);
+    } else {
+      std::uint16_t x;
+      std::memcpy(&x, b.data() + 2 * i, 2);
+      out[i] = bfloat16_to_float(x);
+    }
+  }
+  return out;
+}
+
+// ||got - ref|| / ||ref||.
+inline double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    num += (static_cast<double>(got[i]) - ref[i]) * (static_cast<double>(got[i]) - ref[i]);
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
 inline double median(std::vector<double> v) {

@@ -44,31 +44,6 @@ cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int bloc
 
 namespace {
 
-std::vector<float> download(const void* d, DType t, std::size_t n) {
-  std::vector<unsigned char> b(n * dtype_size(t));
-  CHECK_CUDA(cudaMemcpy(b.data(), d, b.size(), cudaMemcpyDeviceToHost));
-  std::vector<float> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (t == DType::kF32) {
-      std::memcpy(&out[i], b.data() + 4 * i, 4);
-    } else {
-      std::uint16_t x;
-      std::memcpy(&x, b.data() + 2 * i, 2);
-      out[i] = bfloat16_to_float(x);
-    }
-  }
-  return out;
-}
-
-double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    num += (static_cast<double>(got[i]) - ref[i]) * (static_cast<double>(got[i]) - ref[i]);
-    den += static_cast<double>(ref[i]) * ref[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
 // µs a call of `args`, 18 calls captured in one graph (as the layers of a stage follow one
 // another); the stream is idle after.
 double attention_graph_us(cudaStream_t s, Timer& timer, int repeat, const AttentionArgs& args) {

@@ -29,6 +29,10 @@ edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp
 # The warpgroup few-rows GEMM (Hopper only): numerics with and without its GeGLU, replays, refusals.
 edgevla_add_test(cuda_wgmma_gemm_test SOURCES gpu/cuda_wgmma_gemm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
+# The many-rows warpgroup GEMM of the vision towers (Hopper only): each row size and epilogue
+# against the host, the plan, replays, refusals.
+edgevla_add_test(cuda_wide_gemm_test SOURCES gpu/cuda_wide_gemm_test.cpp
+                 LIBS edgevla_cuda_kernels LABELS gpu)
 # Its norm epilogue (Hopper only): the residual the same bits as k parts + the norm kernel.
 edgevla_add_test(cuda_wgmma_norm_test SOURCES gpu/cuda_wgmma_norm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)

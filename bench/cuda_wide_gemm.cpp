@@ -1,0 +1,168 @@
+// The vision towers' four GEMMs a layer (SigLIP 1152 wide, MLP 4352 on the device) at the row
+// counts the engines run them (pi0.5: 256 patches a view; GR00T: 324), on cuBLASLt as the
+// engines plan it and on the many-rows warpgroup GEMM (wide_gemm.hpp): at its plan's launch shape
+// and at every row size it is built for (the residual projections also in k parts). Each timed
+// as calls back to back in one captured graph over weight copies that together exceed the L2 cache
+// (cold weights, as in a forward pass of 27 layers). Prints one JSON line a measurement, with the
+// rate in TFLOP/s and the rel-L2 of the wide GEMM's output against cuBLASLt's.
+//
+//   edgevla_bench_cuda_wide_gemm [--repeat 3] [--rows 648] [--shape fc1]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/cuda_bench_util.hpp"
+#include "runtime/backends/cuda/kernels/gemm.hpp"
+#include "runtime/backends/cuda/kernels/wide_gemm.hpp"
+#include "runtime/core/dtype.hpp"
+
+using namespace edgevla;
+using namespace edgevla::backends::cuda;
+using namespace edgevla::bench;
+
+int main(int argc, char** argv) {
+  int rounds = 3;
+  std::int64_t only_rows = 0;
+  std::string only_shape;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--repeat") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--rows") == 0) only_rows = std::atoll(argv[i + 1]);
+    if (std::strcmp(argv[i], "--shape") == 0) only_shape = argv[i + 1];
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (!wide_gemm_available()) {
+    std::printf("{\"bench\": \"wide_gemm\", \"skipped\": \"needs compute capability 9.0 and an sm_90a build\"}\n");
+    return 0;
+  }
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Timer timer(s);
+  auto blas = Blas::create();
+  CHECK_OK(blas.status());
+
+  struct Shape {
+    const char* name;
+    std::int64_t n, k;
+    WideEpilogue epi;
+  };
+  const std::vector<Shape> shapes = {{"qkv", 3456, 1152, WideEpilogue::kBias},
+                                     {"o", 1152, 1152, WideEpilogue::kResidual},
+                                     {"fc1", 4352, 1152, WideEpilogue::kGelu},
+                                     {"fc2", 1152, 4352, WideEpilogue::kResidual}};
+  const std::vector<std::int64_t> row_counts = {256, 324, 512, 648, 768};
+  double total_lt = 0.0, total_wide = 0.0;
+  for (const std::int64_t m : row_counts) {
+    if (only_rows > 0 && m != only_rows) continue;
+    for (const Shape& sh : shapes) {
+      if (!only_shape.empty() && only_shape != sh.name) continue;
+      const bool f32 = sh.epi == WideEpilogue::kResidual;
+      const DType d_type = f32 ? DType::kF32 : DType::kBF16;
+      void* a = device_random_bf16(static_cast<std::size_t>(m * sh.k), 1);
+      void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
+      const std::size_t w_bytes = static_cast<std::size_t>(sh.n * sh.k) * 2;
+      const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / w_bytes + 1, 2, 64));
+      std::byte* wc = nullptr;
+      CHECK_CUDA(cudaMalloc(&wc, copies * w_bytes));
+      for (int c = 0; c < copies; ++c) CHECK_CUDA(cudaMemcpy(wc + c * w_bytes, w, w_bytes, cudaMemcpyDeviceToDevice));
+      std::vector<float> bias_h(static_cast<std::size_t>(sh.n));
+      for (std::size_t i = 0; i < bias_h.size(); ++i) bias_h[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+      float* bias = nullptr;
+      CHECK_CUDA(cudaMalloc(&bias, bias_h.size() * 4));
+      CHECK_CUDA(cudaMemcpy(bias, bias_h.data(), bias_h.size() * 4, cudaMemcpyHostToDevice));
+      const std::size_t d_bytes = static_cast<std::size_t>(m * sh.n) * dtype_size(d_type);
+      void *d = nullptr, *ref_d = nullptr, *parts = nullptr;
+      CHECK_CUDA(cudaMalloc(&d, d_bytes));
+      CHECK_CUDA(cudaMalloc(&ref_d, d_bytes));
+      CHECK_CUDA(cudaMalloc(&parts, static_cast<std::size_t>(4 * m * sh.n) * 4));
+      const double flop = 2.0 * static_cast<double>(m * sh.n * sh.k);
+      // cuBLASLt as the tower calls it: bias (+ GELU) into bf16, or beta 1 into the f32 stream.
+      GemmArgs g;
+      g.m = m, g.n = sh.n, g.k = sh.k, g.a = a, g.lda = sh.k, g.b = w, g.ldb = sh.k, g.d = d, g.d_type = d_type;
+      g.ldd = sh.n, g.beta = f32 ? 1.0f : 0.0f, g.bias = bias;
+      g.epilogue = sh.epi == WideEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone;
+      const double lt_us = timer.per_call_us(copies, rounds, [&](int c) {
+        GemmArgs gc = g;
+        gc.b = wc + c * w_bytes;
+        CHECK_OK((*blas)->gemm(s, gc));
+      });
+      // Reference outputs (beta 0 for the residual form: the product plus bias alone).
+      GemmArgs g0 = g;
+      g0.d = ref_d, g0.beta = 0.0f;
+      CHECK_OK((*blas)->gemm(s, g0));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const auto ref = download(ref_d, d_type, static_cast<std::size_t>(m * sh.n));
+      std::printf("{\"bench\": \"wide_gemm\", \"device\": \"%s\", \"shape\": \"%s\", \"m\": %lld, \"n\": %lld, "
+                  "\"k\": %lld, \"kernel\": \"cublaslt\", \"us\": %.2f, \"tflops\": %.0f}\n",
+                  prop.name, sh.name, static_cast<long long>(m), static_cast<long long>(sh.n),
+                  static_cast<long long>(sh.k), lt_us, flop / (lt_us * 1e6));
+      const WidePlan plan = wide_gemm_plan(m, sh.n, sh.k, f32 ? 4 : 1, prop.multiProcessorCount);
+      double plan_us = 0.0;
+      for (const int rows : kWideRowSizes) {
+        for (int p = 1; p <= (f32 ? 4 : 1); ++p) {
+          WideGemmArgs wg;
+          wg.a = a, wg.m = m, wg.k = sh.k, wg.lda = sh.k, wg.w = w, wg.n = sh.n, wg.ldw = sh.k;
+          wg.rows = rows;
+          if (p > 1) {
+            wg.epilogue = WideEpilogue::kF32Parts, wg.d = parts, wg.ldd = sh.n, wg.k_parts = p, wg.part_stride = m * sh.n;
+          } else {
+            wg.epilogue = sh.epi, wg.d = d, wg.ldd = sh.n, wg.bias = bias;
+          }
+          const double us = timer.per_call_us(copies, rounds, [&](int c) {
+            WideGemmArgs wc_args = wg;
+            wc_args.w = wc + c * w_bytes;
+            CHECK_OK(wide_gemm(s, wc_args));
+          });
+          // Its output against cuBLASLt's: parts summed (plus the bias) on the host; the residual
+          // form run once more into a zeroed stream.
+          std::vector<float> got;
+          if (p > 1) {
+            CHECK_OK(wide_gemm(s, wg));
+            CHECK_CUDA(cudaStreamSynchronize(s));
+            const auto all = download(parts, DType::kF32, static_cast<std::size_t>(p * m * sh.n));
+            got.assign(static_cast<std::size_t>(m * sh.n), 0.0f);
+            for (int q = 0; q < p; ++q) {
+              for (std::size_t i = 0; i < got.size(); ++i) got[i] += all[q * m * sh.n + static_cast<std::int64_t>(i)];
+            }
+            for (std::size_t i = 0; i < got.size(); ++i) got[i] += bias_h[i % static_cast<std::size_t>(sh.n)];
+          } else {
+            CHECK_CUDA(cudaMemsetAsync(d, 0, d_bytes, s));
+            CHECK_OK(wide_gemm(s, wg));
+            CHECK_CUDA(cudaStreamSynchronize(s));
+            got = download(d, d_type, static_cast<std::size_t>(m * sh.n));
+          }
+          const bool planned = rows == plan.rows && p == plan.parts;
+          if (planned) plan_us = us;
+          const std::int64_t blocks = sh.n / 128 * ((m + rows - 1) / rows) * p;
+          std::printf("{\"bench\": \"wide_gemm\", \"shape\": \"%s\", \"m\": %lld, \"kernel\": \"wide\", \"rows\": %d, "
+                      "\"parts\": %d, \"blocks\": %lld, \"planned\": %s, \"us\": %.2f, \"tflops\": %.0f, "
+                      "\"vs_cublaslt\": %.3f, \"rel_l2_vs_cublaslt\": %.2e}\n",
+                      sh.name, static_cast<long long>(m), rows, p, static_cast<long long>(blocks),
+                      planned ? "true" : "false", us, flop / (us * 1e6), lt_us / us, rel_l2(got, ref));
+        }
+      }
+      std::printf("{\"bench\": \"wide_gemm_summary\", \"shape\": \"%s\", \"m\": %lld, \"cublaslt_us\": %.2f, "
+                  "\"wide_planned_us\": %.2f, \"speedup\": %.3f}\n",
+                  sh.name, static_cast<long long>(m), lt_us, plan_us, lt_us / plan_us);
+      if (m == 648) total_lt += lt_us, total_wide += plan_us;
+      CHECK_CUDA(cudaFree(a));
+      CHECK_CUDA(cudaFree(w));
+      CHECK_CUDA(cudaFree(wc));
+      CHECK_CUDA(cudaFree(bias));
+      CHECK_CUDA(cudaFree(d));
+      CHECK_CUDA(cudaFree(ref_d));
+      CHECK_CUDA(cudaFree(parts));
+    }
+  }
+  if (total_lt > 0.0) {
+    std::printf("{\"bench\": \"wide_gemm_layer\", \"m\": 648, \"cublaslt_us\": %.2f, \"wide_planned_us\": %.2f, "
+                "\"over_27_layers_ms_saved\": %.3f}\n",
+                total_lt, total_wide, 27.0 * (total_lt - total_wide) / 1e3);
+  }
+  return 0;
+}
