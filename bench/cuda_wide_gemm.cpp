@@ -103,11 +103,32 @@ int main(int argc, char** argv) {
                   static_cast<long long>(sh.k), lt_us, flop / (lt_us * 1e6));
       const WidePlan plan = wide_gemm_plan(m, sh.n, sh.k, f32 ? 4 : 1, prop.multiProcessorCount);
       double plan_us = 0.0;
+      // Each row size and part count without a cluster and with the plan's cluster for it; the
+      // plan's row size and parts also with every other cluster of up to 8 blocks.
+      struct Form {
+        int rows, parts, cx, cz;
+      };
+      std::vector<Form> forms;
       for (const int rows : kWideRowSizes) {
         for (int p = 1; p <= (f32 ? 4 : 1); ++p) {
+          WidePlan c{rows, p};
+          wide_gemm_cluster(c, m, sh.n, kWideMaxCluster);
+          forms.push_back({rows, p, 1, 1});
+          if (c.cluster_x * c.cluster_z > 1) forms.push_back({rows, p, c.cluster_x, c.cluster_z});
+        }
+      }
+      for (int cx = 1; cx <= 8; ++cx) {
+        for (int cz = 1; cx * cz <= 8; ++cz) {
+          if (sh.n / 128 % cx != 0 || (m + plan.rows - 1) / plan.rows % cz != 0) continue;
+          if (cx * cz == 1 || (cx == plan.cluster_x && cz == plan.cluster_z)) continue;
+          forms.push_back({plan.rows, plan.parts, cx, cz});
+        }
+      }
+      for (const Form& f : forms) {
+          const int rows = f.rows, p = f.parts;
           WideGemmArgs wg;
           wg.a = a, wg.m = m, wg.k = sh.k, wg.lda = sh.k, wg.w = w, wg.n = sh.n, wg.ldw = sh.k;
-          wg.rows = rows;
+          wg.rows = rows, wg.cluster_x = f.cx, wg.cluster_z = f.cz;
           if (p > 1) {
             wg.epilogue = WideEpilogue::kF32Parts, wg.d = parts, wg.ldd = sh.n, wg.k_parts = p, wg.part_stride = m * sh.n;
           } else {
@@ -136,15 +157,14 @@ int main(int argc, char** argv) {
             CHECK_CUDA(cudaStreamSynchronize(s));
             got = download(d, d_type, static_cast<std::size_t>(m * sh.n));
           }
-          const bool planned = rows == plan.rows && p == plan.parts;
+          const bool planned = rows == plan.rows && p == plan.parts && f.cx == plan.cluster_x && f.cz == plan.cluster_z;
           if (planned) plan_us = us;
           const std::int64_t blocks = sh.n / 128 * ((m + rows - 1) / rows) * p;
           std::printf("{\"bench\": \"wide_gemm\", \"shape\": \"%s\", \"m\": %lld, \"kernel\": \"wide\", \"rows\": %d, "
-                      "\"parts\": %d, \"blocks\": %lld, \"planned\": %s, \"us\": %.2f, \"tflops\": %.0f, "
-                      "\"vs_cublaslt\": %.3f, \"rel_l2_vs_cublaslt\": %.2e}\n",
-                      sh.name, static_cast<long long>(m), rows, p, static_cast<long long>(blocks),
+                      "\"parts\": %d, \"cluster\": \"%dx%d\", \"blocks\": %lld, \"planned\": %s, \"us\": %.2f, "
+                      "\"tflops\": %.0f, \"vs_cublaslt\": %.3f, \"rel_l2_vs_cublaslt\": %.2e}\n",
+                      sh.name, static_cast<long long>(m), rows, p, f.cx, f.cz, static_cast<long long>(blocks),
                       planned ? "true" : "false", us, flop / (us * 1e6), lt_us / us, rel_l2(got, ref));
-        }
       }
       std::printf("{\"bench\": \"wide_gemm_summary\", \"shape\": \"%s\", \"m\": %lld, \"cublaslt_us\": %.2f, "
                   "\"wide_planned_us\": %.2f, \"speedup\": %.3f}\n",

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -33,6 +34,7 @@ class CudaWideGemm : public CudaKernels {
     int parts = 1;
     bool bias = true;
     std::int64_t pad = 0;  // extra elements at the end of each row of A, W and D
+    int cx = 1, cz = 1;    // the cluster
   };
 
   void check(const Case& c, std::uint32_t seed) {
@@ -42,7 +44,8 @@ class CudaWideGemm : public CudaKernels {
                              " rows " + std::to_string(c.rows) + (c.epi == WideEpilogue::kGelu ? " gelu" : "") +
                              (c.epi == WideEpilogue::kResidual ? " residual" : "") +
                              (c.epi == WideEpilogue::kF32Parts ? " " + std::to_string(c.parts) + " k parts" : "") +
-                             (c.bias ? " bias" : "") + (c.pad > 0 ? " padded rows" : "");
+                             (c.bias ? " bias" : "") + (c.pad > 0 ? " padded rows" : "") +
+                             (c.cx * c.cz > 1 ? " cluster " + std::to_string(c.cx) + "x" + std::to_string(c.cz) : "");
     const auto a = rounded(random_values(static_cast<std::size_t>(c.m * lda), -2.0f, 2.0f, seed), DType::kBF16);
     const auto w = rounded(random_values(static_cast<std::size_t>(c.n * ldw), -0.1f, 0.1f, seed + 1), DType::kBF16);
     const auto bias = random_values(static_cast<std::size_t>(c.n), -0.5f, 0.5f, seed + 2);
@@ -59,7 +62,7 @@ class CudaWideGemm : public CudaKernels {
     g.epilogue = c.epi, g.d = dd.get(), g.ldd = ldd;
     g.bias = c.bias ? static_cast<const float*>(dbias.get()) : nullptr;
     g.k_parts = c.parts, g.part_stride = part_stride;
-    g.rows = c.rows;
+    g.rows = c.rows, g.cluster_x = c.cx, g.cluster_z = c.cz;
     ASSERT_OK(wide_gemm(stream_, g));
     sync();
     std::vector<float> got(static_cast<std::size_t>(c.m * c.n));
@@ -117,6 +120,16 @@ TEST_F(CudaWideGemm, TheTowersShapesMatch) {
   check({324, 384, 1088, WideEpilogue::kF32Parts, 112, 3, false}, 15);  // 17 k blocks in 5, 6, 6
 }
 
+// Clusters: A's boxes shared along the features, W's along the rows, both, each epilogue.
+TEST_F(CudaWideGemm, ClustersShareTheBoxes) {
+  check({648, 1024, 640, WideEpilogue::kBias, 216, 1, true, 0, 2, 1}, 41);       // A shared by 2
+  check({648, 384, 640, WideEpilogue::kGelu, 216, 1, true, 0, 1, 3}, 42);        // W shared by 3
+  check({648, 768, 1152, WideEpilogue::kResidual, 216, 1, true, 0, 2, 3}, 43);   // both: 6 blocks
+  check({640, 1152, 1088, WideEpilogue::kF32Parts, 168, 3, false, 0, 3, 2}, 44);  // parts, 4 row blocks
+  check({300, 512, 192, WideEpilogue::kBias, 112, 1, true, 8, 4, 1}, 45);        // strides, last row block short
+  check({1000, 256, 256, WideEpilogue::kBias, 136, 1, true, 0, 1, 8}, 46);       // 8 row blocks of 136
+}
+
 // Row strides longer than the rows (A, W and D), and the residual without a bias.
 TEST_F(CudaWideGemm, RowStridesAreHonoured) {
   check({300, 256, 192, WideEpilogue::kBias, 168, 1, true, 8}, 21);
@@ -133,10 +146,17 @@ TEST_F(CudaWideGemm, ThePlanFillsTheDevice) {
   const WidePlan fc2_2v = wide_gemm_plan(648, 1152, 4352, 4, 132);  // 9 feature blocks
   EXPECT_GT(fc2_2v.parts, 1);
   EXPECT_LE(9 * ((648 + fc2_2v.rows - 1) / fc2_2v.rows) * fc2_2v.parts, 132);
+  EXPECT_EQ(fc1_2v.cluster_x * fc1_2v.cluster_z, 2);  // 34 feature blocks, 3 row blocks: A shared by 2
+  EXPECT_EQ(fc1_2v.cluster_x, 2);
   for (const std::int64_t m : {1, 100, 256, 324, 512, 648, 768, 1000, 5000}) {
     const WidePlan p = wide_gemm_plan(m, 3456, 1152, 4, 132);
-    EXPECT_EQ(p.parts, 1) << m;  // 27 feature blocks are enough at every row count past one block
+    if (m >= 256) {
+      EXPECT_EQ(p.parts, 1) << m;  // 27 feature blocks and two row blocks or more fill the device
+    }
     EXPECT_NE(std::find(std::begin(kWideRowSizes), std::end(kWideRowSizes), p.rows), std::end(kWideRowSizes)) << m;
+    EXPECT_LE(p.cluster_x * p.cluster_z, kWideMaxCluster) << m;
+    EXPECT_EQ(27 % p.cluster_x, 0) << m;
+    EXPECT_EQ((m + p.rows - 1) / p.rows % p.cluster_z, 0) << m;
   }
 }
 
@@ -198,7 +218,11 @@ TEST_F(CudaWideGemm, RefusesWhatItDoesNotFit) {
   EXPECT_NE(bias.to_string().find("bias"), std::string::npos) << bias.to_string();
   g.bias = nullptr, g.k_parts = 3;  // more parts than k blocks
   EXPECT_FALSE(wide_gemm(stream_, g).is_ok());
-  g.k_parts = 1, g.epilogue = WideEpilogue::kBias, g.rows = 100;  // no such row size
+  g.k_parts = 1, g.epilogue = WideEpilogue::kBias, g.cluster_x = 3;  // 3 does not divide 1 feature block
+  const Status cluster = wide_gemm(stream_, g);
+  EXPECT_FALSE(cluster.is_ok());
+  EXPECT_NE(cluster.to_string().find("cluster"), std::string::npos) << cluster.to_string();
+  g.cluster_x = 1, g.rows = 100;  // no such row size
   const Status rows = wide_gemm(stream_, g);
   EXPECT_FALSE(rows.is_ok());
   EXPECT_NE(rows.to_string().find("row"), std::string::npos) << rows.to_string();

@@ -76,7 +76,8 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       g.w = w.w, g.n = w.out, g.ldw = w.ld;
       g.epilogue = gelu ? WideEpilogue::kGelu : WideEpilogue::kBias;
       g.d = d, g.ldd = ldd, g.bias = w.bias;
-      g.rows = wide_gemm_plan(M, w.out, w.in, 1, mm.sms).rows;
+      const WidePlan plan = wide_gemm_plan(M, w.out, w.in, 1, mm.sms);
+      g.rows = plan.rows, g.cluster_x = plan.cluster_x, g.cluster_z = plan.cluster_z;
       return wide_gemm(s, g);
     }
     return mm(a, M, lda, w, d, act, ldd, 0.0f, gelu ? Epilogue::kGeluTanh : Epilogue::kNone);
@@ -88,7 +89,7 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
     WideGemmArgs g;
     g.a = a, g.m = M, g.k = w.in, g.lda = lda;
     g.w = w.w, g.n = w.out, g.ldw = w.ld;
-    g.rows = plan.rows;
+    g.rows = plan.rows, g.cluster_x = plan.cluster_x, g.cluster_z = plan.cluster_z;
     if (plan.parts > 1) {
       g.epilogue = WideEpilogue::kF32Parts, g.d = parts, g.ldd = w.out;
       g.k_parts = plan.parts, g.part_stride = M * w.out;

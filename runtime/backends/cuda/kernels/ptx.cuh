@@ -119,12 +119,33 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const void* map, int x, i
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(smem_addr(bar))
       : "memory");
 }
+// The same box written into the shared memory of every block of the cluster in `mask` (bit r:
+// cluster rank r), at dst's offset in each, counted in bytes on the barrier at bar's offset in
+// each.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* map, int x, int y, unsigned long long* bar,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+      "%3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
 // Thread-block clusters (compute capability 9.0+). The shared::cluster address of the same
 // location (a shared::cta address) in the block of cluster rank `rank`.
 __device__ __forceinline__ unsigned cluster_map(unsigned cta_addr, unsigned rank) {
   unsigned out;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(cta_addr), "r"(rank));
   return out;
+}
+// One arrival on the barrier at `bar` (a shared::cluster address from cluster_map: this block's or
+// another's of the cluster).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Every thread of every block of the cluster meets here (what each wrote to shared memory before
+// is visible to the others after).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 // `bytes` (a multiple of 16) of this block's shared memory at src to another block's of the
 // cluster (dst and bar: shared::cluster addresses from cluster_map), counted in bytes on that

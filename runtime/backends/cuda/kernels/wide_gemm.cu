@@ -51,7 +51,7 @@ constexpr int stage_bytes(int rows) { return (kFeatures + rows) * kDepth * stati
 constexpr int stages_for(int rows) { return std::min(8, (kSmemLimit - 1024 - kBarBytes) / stage_bytes(rows)); }
 constexpr int smem_bytes(int rows) { return 1024 + kBarBytes + stages_for(rows) * stage_bytes(rows); }
 static_assert(stages_for(256) >= 4, "at least four stages at the widest row tile");
-static_assert(kBarBytes >= 2 * 8 * 8, "the barriers fit");
+static_assert(kBarBytes >= 4 * 8 * 8, "the barriers fit");
 template <int R>
 constexpr bool staged_fits() {
   return R * kStagedLd * static_cast<int>(sizeof(float)) <= stages_for(R) * stage_bytes(R);
@@ -63,9 +63,12 @@ struct Params {
   long long ldd, part_stride;
   int m, n, k, parts;
   WideEpilogue epilogue;
+  int cx, cz;  // the cluster: cx feature blocks sharing A's boxes × cz row blocks sharing W's
 };
 
-[[maybe_unused]] __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory");
+}
 
 template <int R>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -75,8 +78,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kStages = stages_for(R);
   constexpr int kABox = R * kDepth;  // elements of A a stage
   extern __shared__ __align__(128) unsigned char smem[];
+  // Barriers a stage: full (the producer's arrival and both boxes' bytes), empty (this block's
+  // consumer warps are done with the slot), and for the blocks that issue a cluster's copies,
+  // empty_a / empty_w (every block the A / W box goes to is done with it).
   auto* full = reinterpret_cast<unsigned long long*>(smem);
   auto* empty = full + kStages;
+  auto* empty_a = empty + kStages;
+  auto* empty_w = empty_a + kStages;
   const unsigned pad = (1024 - (ptx::smem_addr(smem) + kBarBytes) % 1024) % 1024;
   bf16* s_w = reinterpret_cast<bf16*>(smem + kBarBytes + pad);
   bf16* s_a = s_w + kStages * w_box_elems();
@@ -85,29 +93,69 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int row0 = static_cast<int>(blockIdx.z) * R;
   const int kbs = p.k / kDepth;
   const int kb0 = part * kbs / p.parts, kb_count = (part + 1) * kbs / p.parts - kb0;
+  // This block's place in its cluster (x along features, z along rows; rank x + cx · z): the
+  // block at x = 0 of a row of the cluster copies A's box for all of that row, the block at z = 0
+  // of a column W's box for all of that column.
+  const int cx = p.cx, cz = p.cz, clustered = cx * cz > 1;
+  const int px = nt % cx, pz = static_cast<int>(blockIdx.z) % cz;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1);   // the producer's arrival, with the bytes of both copies
+      ptx::mbar_init(&full[s], 1);  // the producer's arrival, with the bytes of both boxes
       ptx::mbar_init(&empty[s], 8);  // one arrival a consumer warp
+      ptx::mbar_init(&empty_a[s], 8 * cx);  // ... of every block of the row
+      ptx::mbar_init(&empty_w[s], 8 * cz);  // ... of every block of the column
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  // No copy lands in, and no arrival reaches, a block whose barriers are not set up yet.
+  if (clustered) ptx::cluster_sync();
 
   if (warp == 8) {
-    if (lane != 0) return;
-    constexpr unsigned kStageTx = static_cast<unsigned>(stage_bytes(R));
-    // Both operands by tensor copies; the weights (no kernel's output) start before the wait for
-    // the kernel ahead where this one is chained to it.
-    wgmma::produce_stages(
-        kb_count, kStages, std::min(kb_count, kStages), kStageTx, full, empty,
-        [&](int slot, int i) {
-          ptx::tma_load_2d(s_w + slot * w_box_elems(), &w_map, (kb0 + i) * kDepth, nt * kFeatures, &full[slot]);
-        },
-        [&](int slot, int i) { ptx::tma_load_2d(s_a + slot * kABox, &a_map, (kb0 + i) * kDepth, row0, &full[slot]); });
+    if (lane == 0) {
+      chain_wait();
+      chain_release();
+      const bool copies_a = px == 0, copies_w = pz == 0;
+      const unsigned short row_mask = static_cast<unsigned short>(((1u << cx) - 1u) << (cx * pz));
+      unsigned short col_mask = 0;
+      for (int z = 0; z < cz; ++z) col_mask = static_cast<unsigned short>(col_mask | (1u << (px + cx * z)));
+      for (int i = 0; i < kb_count; ++i) {
+        const int s = i % kStages;
+        if (i >= kStages) {
+          const unsigned phase = ((i / kStages) - 1) & 1;
+          ptx::mbar_wait(&empty[s], phase);
+          if (copies_a && cx > 1) ptx::mbar_wait(&empty_a[s], phase);
+          if (copies_w && cz > 1) ptx::mbar_wait(&empty_w[s], phase);
+        }
+        ptx::mbar_expect_tx(&full[s], static_cast<unsigned>(stage_bytes(R)));
+        const int kx = (kb0 + i) * kDepth;
+        if (copies_w) {
+          if (cz > 1) {
+            ptx::tma_load_2d_multicast(s_w + s * w_box_elems(), &w_map, kx, nt * kFeatures, &full[s], col_mask);
+          } else {
+            ptx::tma_load_2d(s_w + s * w_box_elems(), &w_map, kx, nt * kFeatures, &full[s]);
+          }
+        }
+        if (copies_a) {
+          if (cx > 1) {
+            ptx::tma_load_2d_multicast(s_a + s * kABox, &a_map, kx, row0, &full[s], row_mask);
+          } else {
+            ptx::tma_load_2d(s_a + s * kABox, &a_map, kx, row0, &full[s]);
+          }
+        }
+      }
+    }
+    __syncwarp();
+    // Stays until every block of the cluster is done: the others' consumers still arrive on this
+    // block's barriers.
+    if (clustered) ptx::cluster_sync();
     return;
   }
 
+  // Where this block's consumers release a stage: its own barrier, and the copying blocks' of its
+  // row (A) and column (W), which may be this block.
+  const unsigned release_a = clustered ? ptx::cluster_map(ptx::smem_addr(empty_a), static_cast<unsigned>(cx * pz)) : 0u;
+  const unsigned release_w = clustered ? ptx::cluster_map(ptx::smem_addr(empty_w), static_cast<unsigned>(px)) : 0u;
   const int group = warp / 4;  // this consumer's 64 features: group · 64 of the block's 128
   float acc[R / 2];
 #pragma unroll
@@ -124,9 +172,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     ptx::wg_commit();
     ptx::wg_wait<1>();
-    if (i > 0 && lane == 0) ptx::mbar_arrive(&empty[(i - 1) % kStages]);
+    if (i > 0 && lane == 0) {
+      const int r = (i - 1) % kStages;
+      ptx::mbar_arrive(&empty[r]);
+      if (cx > 1) ptx::mbar_arrive_cluster(release_a + r * 8);
+      if (cz > 1) ptx::mbar_arrive_cluster(release_w + r * 8);
+    }
   }
   ptx::wg_wait<0>();
+  if (clustered) ptx::cluster_sync();
 
   // Both warpgroups are done with the ring: it holds the sums, f32 [R][kStagedLd].
   consumers_sync();
@@ -186,8 +240,9 @@ cudaError_t launch_rows(cudaStream_t stream, dim3 grid, const Params& p, const C
   static const cudaError_t set =
       cudaFuncSetAttribute(wide_gemm_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (set != cudaSuccess) return set;
-  cudaLaunchAttribute attribute{};
-  const cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, &attribute);
+  cudaLaunchAttribute attributes[2]{};
+  cudaLaunchConfig_t config = chain_config(grid, dim3(kThreads), static_cast<std::size_t>(smem), stream, &attributes[0]);
+  if (p.cx * p.cz > 1) add_cluster(config, attributes, dim3(static_cast<unsigned>(p.cx), 1, static_cast<unsigned>(p.cz)));
   void* args[] = {const_cast<Params*>(&p), const_cast<CUtensorMap*>(&a_map), const_cast<CUtensorMap*>(&w_map)};
   return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(wide_gemm_kernel<R>), args);
 }
@@ -240,7 +295,24 @@ WidePlan wide_gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, int max_
       if (best_cost == 0.0 || cost < best_cost) best_cost = cost, best = WidePlan{rows, parts};
     }
   }
+  wide_gemm_cluster(best, m, n, kWideMaxCluster);
   return best;
+}
+
+void wide_gemm_cluster(WidePlan& plan, std::int64_t m, std::int64_t n, int max_blocks) {
+  // A's boxes shared by cx feature blocks, W's by cz row blocks: the bytes a block reads a stage,
+  // R · 128 / cx + 128 · 128 / cz, the least of the clusters that divide the grid.
+  const std::int64_t feature_blocks = std::max<std::int64_t>(n / kFeatures, 1);
+  const std::int64_t row_blocks = (m + plan.rows - 1) / plan.rows;
+  double least = 0.0;
+  plan.cluster_x = plan.cluster_z = 1;
+  for (int cx = 1; cx <= max_blocks; ++cx) {
+    for (int cz = 1; cx * cz <= max_blocks; ++cz) {
+      if (feature_blocks % cx != 0 || row_blocks % cz != 0) continue;
+      const double bytes = static_cast<double>(plan.rows) / cx + static_cast<double>(kFeatures) / cz;
+      if (least == 0.0 || bytes < least) least = bytes, plan.cluster_x = cx, plan.cluster_z = cz;
+    }
+  }
 }
 
 Status wide_gemm(cudaStream_t stream, const WideGemmArgs& args) {
@@ -267,9 +339,17 @@ Status wide_gemm(cudaStream_t stream, const WideGemmArgs& args) {
     return invalid_argument("wide_gemm: a bias (16-byte aligned) goes with the bf16 and residual outputs only (k "
                             "parts leave it to the kernel that sums them)");
   }
-  const int rows = args.rows == 0 ? wide_gemm_plan(args.m, args.n, args.k, 1, 132).rows : args.rows;
+  const WidePlan plan = wide_gemm_plan(args.m, args.n, args.k, 1, 132);
+  const int rows = args.rows == 0 ? plan.rows : args.rows;
   if (!known_rows(rows)) {
     return invalid_argument("wide_gemm: " + std::to_string(args.rows) + " rows a block is none of the built sizes");
+  }
+  const std::int64_t feature_blocks = args.n / kFeatures, row_blocks = (args.m + rows - 1) / rows;
+  const int cx = args.cluster_x, cz = args.cluster_z;
+  if (cx < 1 || cz < 1 || cx * cz > 8 || feature_blocks % cx != 0 || row_blocks % cz != 0) {
+    return invalid_argument("wide_gemm: a cluster of " + std::to_string(cx) + " × " + std::to_string(cz) +
+                            " blocks (at most 8, dividing the " + std::to_string(feature_blocks) + " feature blocks × " +
+                            std::to_string(row_blocks) + " row blocks)");
   }
   CUtensorMap a_map, w_map;
   if (!encode_bf16_boxes(a_map, args.a, args.k, args.m, args.lda, rows) ||
@@ -277,7 +357,7 @@ Status wide_gemm(cudaStream_t stream, const WideGemmArgs& args) {
     return internal_error("wide_gemm: the driver could not describe A or W for bulk tensor copies (cuTensorMapEncodeTiled)");
   }
   const Params p{args.bias, args.d, args.ldd, args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n),
-                 static_cast<int>(args.k), args.k_parts, args.epilogue};
+                 static_cast<int>(args.k), args.k_parts, args.epilogue, cx, cz};
   const dim3 grid(static_cast<unsigned>(args.n / kFeatures), static_cast<unsigned>(args.k_parts),
                   static_cast<unsigned>((args.m + rows - 1) / rows));
   const cudaError_t err = launch(stream, rows, grid, p, a_map, w_map);

@@ -9,7 +9,9 @@
 // fixed set, the one that fills the device best: 648 = 3 × 216, 324 ≈ 3 × 112) × 128 output
 // features, two consumer warpgroups of 64 features sharing each stage's box of A, one producer
 // thread bringing both operands by bulk tensor copies (TMA, 128-byte swizzle) through a ring of
-// 4-8 stages. The narrow projections (o, fc2: 1152 outputs) split k into f32 parts that the next
+// 4-8 stages; blocks in a cluster share the boxes (one copy multicast into each of their shared
+// memories), as L2's bandwidth, not the multiplies, limits one block at a time: without clusters,
+// fc1 at 648 rows read 81 MB from L2 in 18.2 µs, 4.5 TB/s (run 56 call 2). The narrow projections (o, fc2: 1152 outputs) split k into f32 parts that the next
 // LayerNorm adds (ResidualParts), as cuBLASLt's parts are.
 //
 // Only compute capability 9.0 runs it, from code built for sm_90a (wide_gemm_available()).
@@ -41,8 +43,15 @@ struct WideGemmArgs {
   const float* bias = nullptr;  // f32 [n] or null (not with kF32Parts)
   int k_parts = 1;              // kF32Parts: 1 to 4, at most k / 64
   std::int64_t part_stride = 0;  // floats between parts (at least (m - 1) · ldd + n)
-  int rows = 0;                  // rows a block (wide_gemm_row_tiles' set); 0: wide_gemm_plan's
+  int rows = 0;                  // rows a block (one of kWideRowSizes); 0: wide_gemm_plan's
+  // A thread-block cluster of cluster_x feature blocks, which share each stage's box of A (one
+  // copy written into all of their shared memories), × cluster_z row blocks, which share W's; at
+  // most 8 blocks, each dividing the grid's count (n / 128 and the row blocks). 1 × 1: none.
+  int cluster_x = 1, cluster_z = 1;
 };
+
+// The most blocks wide_gemm_plan puts in a cluster.
+inline constexpr int kWideMaxCluster = 4;
 
 // The rows a block may take (the multiply's N): wide_gemm_row_sizes()[0 .. count).
 inline constexpr int kWideRowSizes[] = {112, 136, 168, 192, 216, 256};
@@ -56,10 +65,14 @@ bool wide_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
 struct WidePlan {
   int rows = 0;   // a block's rows (one of kWideRowSizes)
   int parts = 1;  // k parts (1 unless max_parts > 1)
+  int cluster_x = 1, cluster_z = 1;
 };
 // The launch shape with the least estimated time on `multiprocessors`: whole waves of blocks of
-// R rows × 128 features × (k / parts), plus the bytes the parts add to the norm after them.
+// R rows × 128 features × (k / parts), plus the bytes the parts add to the norm after them; then
+// the cluster (at most kWideMaxCluster blocks) that reads the fewest bytes from L2.
 WidePlan wide_gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, int max_parts, int multiprocessors);
+// Sets plan's cluster for its rows: the one of at most max_blocks blocks that reads the fewest bytes.
+void wide_gemm_cluster(WidePlan& plan, std::int64_t m, std::int64_t n, int max_blocks);
 
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).
 Status wide_gemm(cudaStream_t stream, const WideGemmArgs& args);
