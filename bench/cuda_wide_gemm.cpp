@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       for (const int rows : kWideRowSizes) {
         for (int p = 1; p <= (f32 ? 4 : 1); ++p) {
           WidePlan c{rows, p};
-          wide_gemm_cluster(c, m, sh.n, kWideMaxCluster);
+          wide_gemm_cluster(c, m, sh.n, 4);
           forms.push_back({rows, p, 1, 1});
           if (c.cluster_x * c.cluster_z > 1) forms.push_back({rows, p, c.cluster_x, c.cluster_z});
         }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "runtime/backends/cuda/kernels/wide_gemm.hpp"
 #include "tests/gpu/cuda_test_util.hpp"
 
 namespace edgevla::backends::cuda {
@@ -367,6 +368,69 @@ TEST_F(CudaKernels, PlanFileCarriesPicksToTheNextProcess) {
   EXPECT_EQ(lines, 1) << "one pick appended by the first Blas, none by the second";
   EXPECT_EQ(reports[0].find("from the plan file"), std::string::npos) << reports[0];
   EXPECT_NE(reports[1].find("from the plan file"), std::string::npos) << reports[1];
+}
+
+// The many-rows kernel (wide_gemm.hpp) as a plan's pick: a plan file naming it for a shape makes
+// Blas run it there (whether timing picks it depends on the device), for the bf16 output with a
+// bias and GELU and for the f32 residual add (beta 1), each against the host.
+TEST_F(CudaKernels, PlanFileCanPickTheManyRowsKernel) {
+  if (!wide_gemm_available()) GTEST_SKIP() << "the many-rows kernel runs on compute capability 9.0 (sm_90a code) only";
+  const GemmCase c{300, 256, 192, 192, 192, 256};
+  const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 74), DType::kBF16);
+  const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -0.2f, 0.2f, 75), DType::kBF16);
+  const auto bias = random_values(static_cast<std::size_t>(c.n), -0.5f, 0.5f, 76);
+  const auto d0 = random_values(static_cast<std::size_t>(c.m * c.ldd), -1.0f, 1.0f, 77);
+  const auto acc = matmul_ref(c, a, w);
+  DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16), dbias(bias, DType::kF32);
+  for (const bool residual : {false, true}) {
+    const std::string file = ::testing::TempDir() + "edgevla_wide_plans_" + std::to_string(::getpid()) + ".txt";
+    std::remove(file.c_str());
+    ::setenv("EDGEVLA_GEMM_PLAN_FILE", file.c_str(), 1);
+    const DType dt = residual ? DType::kF32 : DType::kBF16;
+    DeviceBuffer dd(d0, dt);
+    GemmArgs g;
+    g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = dw.get(), g.ldb = c.ldb;
+    g.d = dd.get(), g.d_type = dt, g.ldd = c.ldd, g.bias = static_cast<const float*>(dbias.get());
+    g.beta = residual ? 1.0f : 0.0f;
+    g.epilogue = residual ? Epilogue::kNone : Epilogue::kGeluTanh;
+    {
+      auto first = Blas::create();  // times the shape and appends its pick
+      ASSERT_TRUE(first.has_value()) << first.status().to_string();
+      ASSERT_OK((*first)->gemm(stream_, g));
+      sync();
+    }
+    // The stored pick rewritten to the many-rows kernel at 136 rows a block.
+    std::string key;
+    {
+      std::ifstream in(file);
+      std::string line;
+      while (std::getline(in, line)) key = line.substr(0, line.find(" | "));
+    }
+    ASSERT_FALSE(key.empty()) << "the first Blas wrote no pick";
+    {
+      std::ofstream out(file, std::ios::trunc);
+      out << key << " | -1 0 0.001 136\n";
+    }
+    DeviceBuffer fresh(d0, dt);
+    g.d = fresh.get();
+    auto second = Blas::create();
+    ASSERT_TRUE(second.has_value()) << second.status().to_string();
+    ASSERT_OK((*second)->gemm(stream_, g));
+    sync();
+    ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
+    std::remove(file.c_str());
+    const std::string report = (*second)->plan_report();
+    EXPECT_NE(report.find("edgevla wide rows=136"), std::string::npos) << report;
+    double rms = 0.0;
+    const auto ref = expected_d(c, acc, d0, &bias, 1.0f, g.beta, !residual, rms);
+    const auto got = fresh.download(dt, ref.size());
+    double num = 0.0, den = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      num += (got[i] - ref[i]) * (got[i] - ref[i]);
+      den += ref[i] * ref[i];
+    }
+    EXPECT_LE(std::sqrt(num / den), residual ? 1e-5 : 6e-3) << (residual ? "residual" : "bias + gelu");
+  }
 }
 
 // ---- graph capture --------------------------------------------------------------------------

@@ -146,17 +146,22 @@ TEST_F(CudaWideGemm, ThePlanFillsTheDevice) {
   const WidePlan fc2_2v = wide_gemm_plan(648, 1152, 4352, 4, 132);  // 9 feature blocks
   EXPECT_GT(fc2_2v.parts, 1);
   EXPECT_LE(9 * ((648 + fc2_2v.rows - 1) / fc2_2v.rows) * fc2_2v.parts, 132);
-  EXPECT_EQ(fc1_2v.cluster_x * fc1_2v.cluster_z, 2);  // 34 feature blocks, 3 row blocks: A shared by 2
-  EXPECT_EQ(fc1_2v.cluster_x, 2);
+  EXPECT_EQ(fc1_2v.cluster_x * fc1_2v.cluster_z, 1);  // the plan takes no cluster
+  WidePlan clustered = fc1_2v;
+  wide_gemm_cluster(clustered, 648, 4352, 4);  // 34 feature blocks, 3 row blocks: A shared by 2
+  EXPECT_EQ(clustered.cluster_x, 2);
+  EXPECT_EQ(clustered.cluster_z, 1);
   for (const std::int64_t m : {1, 100, 256, 324, 512, 648, 768, 1000, 5000}) {
     const WidePlan p = wide_gemm_plan(m, 3456, 1152, 4, 132);
     if (m >= 256) {
       EXPECT_EQ(p.parts, 1) << m;  // 27 feature blocks and two row blocks or more fill the device
     }
     EXPECT_NE(std::find(std::begin(kWideRowSizes), std::end(kWideRowSizes), p.rows), std::end(kWideRowSizes)) << m;
-    EXPECT_LE(p.cluster_x * p.cluster_z, kWideMaxCluster) << m;
-    EXPECT_EQ(27 % p.cluster_x, 0) << m;
-    EXPECT_EQ((m + p.rows - 1) / p.rows % p.cluster_z, 0) << m;
+    WidePlan c = p;
+    wide_gemm_cluster(c, m, 3456, 4);
+    EXPECT_LE(c.cluster_x * c.cluster_z, 4) << m;
+    EXPECT_EQ(27 % c.cluster_x, 0) << m;
+    EXPECT_EQ((m + c.rows - 1) / c.rows % c.cluster_z, 0) << m;
   }
 }
 

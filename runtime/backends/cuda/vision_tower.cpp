@@ -4,7 +4,6 @@
 
 #include "runtime/backends/cuda/kernels/attention.hpp"
 #include "runtime/backends/cuda/kernels/common.hpp"
-#include "runtime/backends/cuda/kernels/wide_gemm.hpp"
 
 namespace edgevla::backends::cuda {
 
@@ -20,15 +19,6 @@ std::int64_t mlp_width(std::int64_t mlp) {
 }
 
 }  // namespace
-
-bool VisionTower::wide(DType act) {
-  static const bool asked = env_int("EDGEVLA_CUDA_WIDE_GEMM", 0, 0, 1) == 1;
-  return asked && act == DType::kBF16 && wide_gemm_available();
-}
-
-std::int64_t VisionTower::parts_rows(std::int64_t rows, DType act) {
-  return wide(act) ? rows : std::min(rows, kBackbonePartsMaxRows);
-}
 
 std::int64_t VisionTower::patch_width(std::int64_t in) {
   static const bool pad = env_int("EDGEVLA_CUDA_PATCH_PAD", 1, 0, 1) == 1;
@@ -64,42 +54,8 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   for (const Images& r : runs) M += r.count * r.tokens;
   const std::size_t es = dtype_size(act);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const bool wide_mm = wide(act);
-  float* parts = M <= parts_rows(M, act) ? b.parts : nullptr;
+  float* parts = M <= kBackbonePartsMaxRows ? b.parts : nullptr;
   ResidualParts pending{0, M * W, nullptr};  // the last residual GEMM's parts, for the next norm
-  // D = A · Wᵀ + bias (then GELU-tanh) in bf16, on the wide GEMM where it takes the shape.
-  const auto project = [&](const void* a, std::int64_t lda, const DevLinear& w, void* d, std::int64_t ldd,
-                           bool gelu) -> Status {
-    if (wide_mm && wide_gemm_fits(M, w.out, w.in)) {
-      WideGemmArgs g;
-      g.a = a, g.m = M, g.k = w.in, g.lda = lda;
-      g.w = w.w, g.n = w.out, g.ldw = w.ld;
-      g.epilogue = gelu ? WideEpilogue::kGelu : WideEpilogue::kBias;
-      g.d = d, g.ldd = ldd, g.bias = w.bias;
-      const WidePlan plan = wide_gemm_plan(M, w.out, w.in, 1, mm.sms);
-      g.rows = plan.rows, g.cluster_x = plan.cluster_x, g.cluster_z = plan.cluster_z;
-      return wide_gemm(s, g);
-    }
-    return mm(a, M, lda, w, d, act, ldd, 0.0f, gelu ? Epilogue::kGeluTanh : Epilogue::kNone);
-  };
-  // x += A · Wᵀ + bias: k parts for the next norm to add, or added in place.
-  const auto residual = [&](const void* a, std::int64_t lda, const DevLinear& w) -> Status {
-    if (!wide_mm || !wide_gemm_fits(M, w.out, w.in)) return mm.residual(a, M, lda, w, b.x, parts, b.max_parts, pending);
-    const WidePlan plan = wide_gemm_plan(M, w.out, w.in, parts != nullptr ? b.max_parts : 1, mm.sms);
-    WideGemmArgs g;
-    g.a = a, g.m = M, g.k = w.in, g.lda = lda;
-    g.w = w.w, g.n = w.out, g.ldw = w.ld;
-    g.rows = plan.rows, g.cluster_x = plan.cluster_x, g.cluster_z = plan.cluster_z;
-    if (plan.parts > 1) {
-      g.epilogue = WideEpilogue::kF32Parts, g.d = parts, g.ldd = w.out;
-      g.k_parts = plan.parts, g.part_stride = M * w.out;
-      pending = ResidualParts{plan.parts, M * w.out, w.bias};
-    } else {
-      g.epilogue = WideEpilogue::kResidual, g.d = b.x, g.ldd = w.out, g.bias = w.bias;
-      pending.count = 0;
-    }
-    return wide_gemm(s, g);
-  };
   // x += the residual GEMM's result (its parts, or nothing: it accumulated into x), then LayerNorm.
   const auto add_ln = [&](const float* w, const float* bias, void* y, DType y_type) {
     if (ab.skip("vit_norm")) {
@@ -113,7 +69,7 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   };
   for (const Layer& l : layers_) {
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln1_w, l.ln1_b, b.y, act));
-    if (!ab.skip("vit_qkv")) EDGEVLA_RETURN_IF_ERROR(project(b.y, W, l.qkv, b.qkv, 3 * W, false));
+    if (!ab.skip("vit_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.qkv, b.qkv, act, 3 * W));
     std::int64_t off = 0;
     for (const Images& r : runs) {
       if (ab.skip("vit_attention")) break;
@@ -132,11 +88,13 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
       off += r.count * r.tokens;
     }
-    if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(residual(b.o, W, l.o));
+    if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, b.x, parts, b.max_parts, pending));
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, b.y, act));
     // h is fc1.out wide (the MLP's width rounded up: mlp_width).
-    if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(project(b.y, W, l.fc1, b.h, l.fc1.out, true));
-    if (!ab.skip("vit_fc2")) EDGEVLA_RETURN_IF_ERROR(residual(b.h, l.fc2.in, l.fc2));
+    if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, l.fc1.out, 0.0f, Epilogue::kGeluTanh));
+    if (!ab.skip("vit_fc2")) {
+      EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, l.fc2.in, l.fc2, b.x, parts, b.max_parts, pending));
+    }
   }
   return add_ln(post_w_, post_b_, out, out_type);
 }

@@ -27,8 +27,8 @@ class VisionTower {
   };
   // Device buffers for `rows` patch rows (the caller's arena): x [rows, width] f32 holds the
   // embedded patches and is updated in place; y [rows, width], qkv [rows, 3·width], o [rows,
-  // width] and h [rows, mlp()] in the compute dtype; parts [max_parts, parts_rows(rows), width]
-  // f32 (null: beta-add residual GEMMs); the attention's scratch.
+  // width] and h [rows, mlp()] in the compute dtype; parts [max_parts, min(rows,
+  // kBackbonePartsMaxRows), width] f32 (null: beta-add residual GEMMs); the attention's scratch.
   struct Buffers {
     float* x = nullptr;
     void *y = nullptr, *qkv = nullptr, *o = nullptr, *h = nullptr;
@@ -57,13 +57,6 @@ class VisionTower {
   // falls back to a kernel that took 17 µs at GR00T's 648 rows on an H200 (run 55 call 2, and
   // PyTorch's the same). As stored with EDGEVLA_CUDA_PATCH_PAD=0.
   static std::int64_t patch_width(std::int64_t in);
-  // Whether the tower runs its four GEMMs a layer on the many-rows warpgroup GEMM (wide_gemm.hpp)
-  // instead of cuBLASLt: bf16 on a device of compute capability 9.0, EDGEVLA_CUDA_WIDE_GEMM=1.
-  static bool wide(DType act);
-  // Rows of the residual GEMMs' k parts an engine sizes Buffers::parts for, at `rows` tower rows:
-  // all of them on the wide GEMM, at most kBackbonePartsMaxRows on cuBLASLt (past which its
-  // residual GEMMs add into the stream instead).
-  static std::int64_t parts_rows(std::int64_t rows, DType act);
   // The MLP's width on the device, after plan(): the h buffer's row width.
   std::int64_t mlp() const { return layers_.empty() ? 0 : layers_.front().fc1.out; }
 

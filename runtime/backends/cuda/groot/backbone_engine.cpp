@@ -251,7 +251,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(img_, bytes_of(DType::kF32, Mm * W));
   if (max_parts_ > 1) {
     const std::int64_t cap = kBackbonePartsMaxRows;
-    buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(VisionTower::parts_rows(M, act_) * Dv, std::min(R, cap) * W)));
+    buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(R, cap) * W)));
   }
   buf(x_, bytes_of(DType::kF32, R * W));
   buf(feat_, bytes_of(DType::kF32, R * W));

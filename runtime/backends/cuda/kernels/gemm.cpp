@@ -112,6 +112,7 @@ Expected<std::unique_ptr<Blas>> Blas::create(std::size_t workspace_bytes) {
     return unavailable("cublasLtCreate failed: " + lt_error(st) + " (is a CUDA device present?)");
   }
   im.workspace_bytes = workspace_bytes;
+  im.wide_available = wide_gemm_available();
   im.load_plan_file();
   if (workspace_bytes > 0) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.workspace, workspace_bytes));
 
@@ -181,10 +182,15 @@ void Blas::log_plans(const std::string& who) const {
   const std::size_t shapes = impl_->plans.size();
   const std::string report = plan_report();
   if (shapes != impl_->logged_plans) {
-    std::size_t own = 0;
-    for (std::size_t at = 0; (at = report.find("edgevla skinny", at)) != std::string::npos; ++at) ++own;
-    spdlog::info("{}: {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on cuBLASLt", who, shapes, own,
-                 shapes - own);
+    const auto count = [&](const char* what) {
+      std::size_t n = 0;
+      for (std::size_t at = 0; (at = report.find(what, at)) != std::string::npos; ++at) ++n;
+      return n;
+    };
+    const std::size_t few = count("edgevla skinny"), many = count("edgevla wide");
+    spdlog::info("{}: {} GEMM shapes planned, {} on edgevla's few-rows kernel, {} on its many-rows kernel, {} on "
+                 "cuBLASLt",
+                 who, shapes, few, many, shapes - few - many);
     impl_->logged_plans = shapes;
   }
   spdlog::debug("{} GEMM plans:\n{}", who, report);
@@ -211,6 +217,13 @@ Status Blas::gemm(cudaStream_t stream, const GemmArgs& args) {
   EDGEVLA_ASSIGN_OR_RETURN(const Plan* found, im.find_plan(stream, args, /*need_ms=*/false));
   const Plan& plan = *found;
   if (plan.skinny_k_chunk > 0) return skinny_gemm(stream, im.skinny_args(args, plan.skinny_k_chunk, args.d));
+  if (plan.wide_rows > 0) {
+    WideGemmArgs w;
+    if (!im.wide_args(args, plan.wide_rows, args.d, w)) {
+      return internal_error(describe(args) + ": planned on the many-rows kernel, which does not take it");
+    }
+    return wide_gemm(stream, w);
+  }
   const cublasStatus_t st = im.matmul(plan, plan.algo, stream, args, args.d);
   if (st != CUBLAS_STATUS_SUCCESS) return internal_error(describe(args) + ": cublasLtMatmul failed: " + lt_error(st));
   if (plan.post_bias || plan.post_gelu) {

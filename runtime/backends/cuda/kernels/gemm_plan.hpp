@@ -19,6 +19,7 @@
 
 #include "runtime/backends/cuda/kernels/gemm.hpp"
 #include "runtime/backends/cuda/kernels/skinny_gemm.hpp"
+#include "runtime/backends/cuda/kernels/wide_gemm.hpp"
 
 namespace edgevla::backends::cuda {
 
@@ -77,6 +78,7 @@ struct Plan {
   cublasLtMatrixLayout_t d = nullptr;  // C and D
   cublasLtMatmulAlgo_t algo{};
   int skinny_k_chunk = 0;  // > 0: edgevla's few-rows kernel with this k per block runs instead
+  int wide_rows = 0;       // > 0: edgevla's many-rows kernel (wide_gemm.hpp) with this many rows a block
   std::string chosen;      // what runs, and its timed median (plan_report)
   float ms = -1.0f;        // the timed time per call (-1: not timed)
   bool lt_bias = false;
@@ -206,6 +208,7 @@ struct Blas::Impl {
   struct StoredPick {
     int lt = -1, skinny_k_chunk = 0;
     float ms = -1.0f;
+    int wide_rows = 0;
   };
   std::map<std::string, StoredPick> stored_picks;
   // k_parts' answers per unsplit shape.
@@ -330,11 +333,36 @@ struct Blas::Impl {
                           workspace, workspace_bytes, stream);
   }
 
-  // One way to run a planned GEMM: one of cuBLASLt's algorithms or edgevla's skinny kernel.
+  // One way to run a planned GEMM: one of cuBLASLt's algorithms, edgevla's skinny kernel or its
+  // many-rows kernel.
   struct Candidate {
     int lt = -1;             // index into cuBLASLt's candidates
     int skinny_k_chunk = 0;  // > 0: the skinny kernel
+    int wide_rows = 0;       // > 0: the many-rows kernel with this many rows a block
   };
+
+  // The many-rows kernel's form of `a` (bias, bias + GELU, or the f32 residual add), or false
+  // where it has none: bf16 operands, alpha 1, one GEMM, at least kWideMinRows rows (fewer are the
+  // skinny kernels' and cuBLASLt's), EDGEVLA_CUDA_WIDE_GEMM not 0.
+  static constexpr std::int64_t kWideMinRows = 128;
+  bool wide_args(const GemmArgs& a, int rows, void* d, WideGemmArgs& w) const {
+    static const bool offered = env_int("EDGEVLA_CUDA_WIDE_GEMM", 1, 0, 1) == 1;
+    if (!offered || !own_kernels || !wide_available || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
+        a.batch != 1 || a.alpha != 1.0f || a.m < kWideMinRows || !wide_gemm_fits(a.m, a.n, a.k)) {
+      return false;
+    }
+    const bool bf16_out = a.d_type == DType::kBF16 && a.beta == 0.0f;
+    const bool residual = a.d_type == DType::kF32 && a.beta == 1.0f && a.epilogue == Epilogue::kNone;
+    if (!bf16_out && !residual) return false;
+    w = WideGemmArgs{};
+    w.a = a.a, w.m = a.m, w.k = a.k, w.lda = a.lda;
+    w.w = a.b, w.n = a.n, w.ldw = a.ldb;
+    w.d = d, w.ldd = a.ldd, w.bias = a.bias, w.rows = rows;
+    w.epilogue = residual ? WideEpilogue::kResidual
+                          : (a.epilogue == Epilogue::kGeluTanh ? WideEpilogue::kGelu : WideEpilogue::kBias);
+    return true;
+  }
+  bool wide_available = false;  // set at creation: wide_gemm_available()
 
   SkinnyGemmArgs skinny_args(const GemmArgs& a, int k_chunk, void* d) const {
     SkinnyGemmArgs s;
@@ -360,6 +388,10 @@ struct Blas::Impl {
   bool run_candidate(const Plan& plan, const std::vector<cublasLtMatmulHeuristicResult_t>& lt_candidates,
                      const Candidate& c, cudaStream_t stream, const GemmArgs& args, void* d) {
     if (c.skinny_k_chunk > 0) return skinny_gemm(stream, skinny_args(args, c.skinny_k_chunk, d)).is_ok();
+    if (c.wide_rows > 0) {
+      WideGemmArgs w;
+      return wide_args(args, c.wide_rows, d, w) && wide_gemm(stream, w).is_ok();
+    }
     return matmul(plan, lt_candidates[static_cast<std::size_t>(c.lt)].algo, stream, args, d) == CUBLAS_STATUS_SUCCESS;
   }
 
@@ -473,11 +505,12 @@ struct Blas::Impl {
       const std::size_t bar = line.find(" | ");
       if (bar == std::string::npos) continue;
       std::istringstream v(line.substr(bar + 3));
-      int lt = -1, chunk = 0;
+      int lt = -1, chunk = 0, wide = 0;
       float ms = -1.0f;
       if (v >> lt >> chunk) {
         if (!(v >> ms)) ms = -1.0f;  // lines of older files carry no time
-        stored_picks[line.substr(0, bar)] = StoredPick{lt, chunk, ms};
+        if (!(v >> wide)) wide = 0;  // nor the many-rows kernel
+        stored_picks[line.substr(0, bar)] = StoredPick{lt, chunk, ms, wide};
       }
     }
   }
@@ -520,13 +553,18 @@ struct Blas::Impl {
       for (const int kc : kSkinnyChunks) {
         if (skinny_chunk_distinct(args.k, kc) && skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
       }
+      WideGemmArgs probe_wide;
+      for (const int rows : kWideRowSizes) {
+        if (wide_args(args, rows, args.d, probe_wide)) all.push_back(Candidate{-1, 0, rows});
+      }
       if (all.size() < 2 && !need_ms) return plan;
       std::pair<std::size_t, float> pick{0, -1.0f};
       const std::string stored_key = plan_prefix + key_text(key, choice);
       bool from_file = false;
       if (auto st = stored_picks.find(stored_key); st != stored_picks.end()) {
         for (std::size_t i = 0; i < all.size(); ++i) {
-          if (all[i].lt == st->second.lt && all[i].skinny_k_chunk == st->second.skinny_k_chunk) {
+          if (all[i].lt == st->second.lt && all[i].skinny_k_chunk == st->second.skinny_k_chunk &&
+              all[i].wide_rows == st->second.wide_rows) {
             pick = {i, st->second.ms};
             from_file = true;
           }
@@ -539,7 +577,7 @@ struct Blas::Impl {
         if (!plan_file.empty()) {
           std::ofstream out(plan_file, std::ios::app);
           out << stored_key << " | " << all[pick.first].lt << " " << all[pick.first].skinny_k_chunk << " "
-              << pick.second << "\n";
+              << pick.second << " " << all[pick.first].wide_rows << "\n";
         }
       }
       const Candidate& c = all[pick.first];
@@ -550,6 +588,10 @@ struct Blas::Impl {
         plan->skinny_k_chunk = c.skinny_k_chunk;
         plan->post_bias = false;  // the skinny kernel adds the bias itself
         plan->chosen = "edgevla skinny k_chunk=" + std::to_string(c.skinny_k_chunk) + ", " + us;
+      } else if (c.wide_rows > 0) {
+        plan->wide_rows = c.wide_rows;
+        plan->post_bias = plan->post_gelu = false;  // the many-rows kernel applies both itself
+        plan->chosen = "edgevla wide rows=" + std::to_string(c.wide_rows) + ", " + us;
       } else {
         plan->algo = candidates[static_cast<std::size_t>(c.lt)].algo;
         plan->chosen = "cuBLASLt candidate " + std::to_string(c.lt) + " of " + std::to_string(candidates.size()) +

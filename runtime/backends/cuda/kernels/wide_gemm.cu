@@ -295,7 +295,8 @@ WidePlan wide_gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, int max_
       if (best_cost == 0.0 || cost < best_cost) best_cost = cost, best = WidePlan{rows, parts};
     }
   }
-  wide_gemm_cluster(best, m, n, kWideMaxCluster);
+  // No cluster: sharing the boxes made every measured shape slower (bench/results/issue9_h200
+  // run 56 call 3: fc1 at 648 rows 23.2 µs in clusters of 2 against 17.4 without).
   return best;
 }
 

@@ -9,9 +9,11 @@
 // fixed set, the one that fills the device best: 648 = 3 × 216, 324 ≈ 3 × 112) × 128 output
 // features, two consumer warpgroups of 64 features sharing each stage's box of A, one producer
 // thread bringing both operands by bulk tensor copies (TMA, 128-byte swizzle) through a ring of
-// 4-8 stages; blocks in a cluster share the boxes (one copy multicast into each of their shared
-// memories), as L2's bandwidth, not the multiplies, limits one block at a time: without clusters,
-// fc1 at 648 rows read 81 MB from L2 in 18.2 µs, 4.5 TB/s (run 56 call 2). The narrow projections (o, fc2: 1152 outputs) split k into f32 parts that the next
+// 4-8 stages. Blocks may form clusters that share the boxes (one copy multicast into each of
+// their shared memories), which read L2 a half to a sixth as often, but every clustered form
+// measured slower than the same blocks alone (run 56 call 3), so the plan takes none. The GEMM
+// plans (gemm.hpp's Blas) offer it as a candidate from 128 rows on and keep it where it times
+// faster than cuBLASLt. The narrow projections (o, fc2: 1152 outputs) split k into f32 parts that the next
 // LayerNorm adds (ResidualParts), as cuBLASLt's parts are.
 //
 // Only compute capability 9.0 runs it, from code built for sm_90a (wide_gemm_available()).
@@ -50,9 +52,6 @@ struct WideGemmArgs {
   int cluster_x = 1, cluster_z = 1;
 };
 
-// The most blocks wide_gemm_plan puts in a cluster.
-inline constexpr int kWideMaxCluster = 4;
-
 // The rows a block may take (the multiply's N): wide_gemm_row_sizes()[0 .. count).
 inline constexpr int kWideRowSizes[] = {112, 136, 168, 192, 216, 256};
 
@@ -68,10 +67,11 @@ struct WidePlan {
   int cluster_x = 1, cluster_z = 1;
 };
 // The launch shape with the least estimated time on `multiprocessors`: whole waves of blocks of
-// R rows × 128 features × (k / parts), plus the bytes the parts add to the norm after them; then
-// the cluster (at most kWideMaxCluster blocks) that reads the fewest bytes from L2.
+// R rows × 128 features × (k / parts), plus the bytes the parts add to the norm after them; no
+// cluster.
 WidePlan wide_gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, int max_parts, int multiprocessors);
-// Sets plan's cluster for its rows: the one of at most max_blocks blocks that reads the fewest bytes.
+// Sets plan's cluster for its rows: the one of at most max_blocks blocks that reads the fewest
+// bytes from L2 (for the bench and tests: the plan takes none).
 void wide_gemm_cluster(WidePlan& plan, std::int64_t m, std::int64_t n, int max_blocks);
 
 // Enqueues the product on `stream`; no allocation, no synchronisation (capturable).

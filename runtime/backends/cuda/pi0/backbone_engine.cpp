@@ -173,7 +173,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(g_, bytes_of(act_, Pb * F));
   if (max_parts_ > 1) {
     const std::int64_t cap = kBackbonePartsMaxRows;
-    buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(VisionTower::parts_rows(M, act_) * Dv, std::min(Pb, cap) * D)));
+    buf(parts_, bytes_of(DType::kF32, max_parts_ * std::max(std::min(M, cap) * Dv, std::min(Pb, cap) * D)));
   }
   buf(kv_, bytes_of(act_, L * 2 * Pb * K * h));
   buf(kv_conv_, bytes_of(DType::kF32, L * 2 * Pb * K * h));  // the cache in a bound output's dtype
