@@ -1,7 +1,10 @@
 // The vision towers' four GEMMs a layer (SigLIP 1152 wide, MLP 4352 on the device) at the row
 // counts the engines run them (pi0.5: 256 patches a view; GR00T: 324), on cuBLASLt as the
 // engines plan it and on the many-rows warpgroup GEMM (wide_gemm.hpp): at its plan's launch shape
-// and at every row size it is built for (the residual projections also in k parts). Each timed
+// and at every row size it is built for (the residual projections also in k parts; the plan's
+// row size and parts in every cluster of up to 8 blocks). cuBLASLt's bf16 outputs get their bias
+// in bf16 as well, as the engines give it (run 56 call 3 ran without: its q|k|v and fc1 rows there
+// include a separate bias kernel, ~3 µs). Each timed
 // as calls back to back in one captured graph over weight copies that together exceed the L2 cache
 // (cold weights, as in a forward pass of 27 layers). Prints one JSON line a measurement, with the
 // rate in TFLOP/s and the rel-L2 of the wide GEMM's output against cuBLASLt's.
@@ -75,6 +78,13 @@ int main(int argc, char** argv) {
       float* bias = nullptr;
       CHECK_CUDA(cudaMalloc(&bias, bias_h.size() * 4));
       CHECK_CUDA(cudaMemcpy(bias, bias_h.data(), bias_h.size() * 4, cudaMemcpyHostToDevice));
+      // The bias again in bf16, which cuBLASLt's bf16-output epilogue reads (as the engines give it:
+      // without it the bias runs as a kernel of its own, ~3 µs more).
+      std::vector<std::uint16_t> bias_bf16(bias_h.size());
+      for (std::size_t i = 0; i < bias_h.size(); ++i) bias_bf16[i] = float_to_bfloat16(bias_h[i]);
+      void* bias_d = nullptr;
+      CHECK_CUDA(cudaMalloc(&bias_d, bias_bf16.size() * 2));
+      CHECK_CUDA(cudaMemcpy(bias_d, bias_bf16.data(), bias_bf16.size() * 2, cudaMemcpyHostToDevice));
       const std::size_t d_bytes = static_cast<std::size_t>(m * sh.n) * dtype_size(d_type);
       void *d = nullptr, *ref_d = nullptr, *parts = nullptr;
       CHECK_CUDA(cudaMalloc(&d, d_bytes));
@@ -84,7 +94,7 @@ int main(int argc, char** argv) {
       // cuBLASLt as the tower calls it: bias (+ GELU) into bf16, or beta 1 into the f32 stream.
       GemmArgs g;
       g.m = m, g.n = sh.n, g.k = sh.k, g.a = a, g.lda = sh.k, g.b = w, g.ldb = sh.k, g.d = d, g.d_type = d_type;
-      g.ldd = sh.n, g.beta = f32 ? 1.0f : 0.0f, g.bias = bias;
+      g.ldd = sh.n, g.beta = f32 ? 1.0f : 0.0f, g.bias = bias, g.bias_d = f32 ? nullptr : bias_d;
       g.epilogue = sh.epi == WideEpilogue::kGelu ? Epilogue::kGeluTanh : Epilogue::kNone;
       const double lt_us = timer.per_call_us(copies, rounds, [&](int c) {
         GemmArgs gc = g;
@@ -174,6 +184,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaFree(w));
       CHECK_CUDA(cudaFree(wc));
       CHECK_CUDA(cudaFree(bias));
+      CHECK_CUDA(cudaFree(bias_d));
       CHECK_CUDA(cudaFree(d));
       CHECK_CUDA(cudaFree(ref_d));
       CHECK_CUDA(cudaFree(parts));

@@ -370,11 +370,13 @@ TEST_F(CudaKernels, PlanFileCarriesPicksToTheNextProcess) {
   EXPECT_NE(reports[1].find("from the plan file"), std::string::npos) << reports[1];
 }
 
-// The many-rows kernel (wide_gemm.hpp) as a plan's pick: a plan file naming it for a shape makes
-// Blas run it there (whether timing picks it depends on the device), for the bf16 output with a
-// bias and GELU and for the f32 residual add (beta 1), each against the host.
+// The many-rows kernel (wide_gemm.hpp) as a plan's pick, where EDGEVLA_CUDA_WIDE_GEMM=1 offers it:
+// a plan file naming it for a shape makes Blas run it there (whether timing picks it depends on
+// the device), for the bf16 output with a bias and GELU and for the f32 residual add (beta 1),
+// each against the host.
 TEST_F(CudaKernels, PlanFileCanPickTheManyRowsKernel) {
   if (!wide_gemm_available()) GTEST_SKIP() << "the many-rows kernel runs on compute capability 9.0 (sm_90a code) only";
+  ::setenv("EDGEVLA_CUDA_WIDE_GEMM", "1", 1);  // read by each Blas at its creation
   const GemmCase c{300, 256, 192, 192, 192, 256};
   const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 74), DType::kBF16);
   const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -0.2f, 0.2f, 75), DType::kBF16);
@@ -431,6 +433,7 @@ TEST_F(CudaKernels, PlanFileCanPickTheManyRowsKernel) {
     }
     EXPECT_LE(std::sqrt(num / den), residual ? 1e-5 : 6e-3) << (residual ? "residual" : "bias + gelu");
   }
+  ::unsetenv("EDGEVLA_CUDA_WIDE_GEMM");
 }
 
 // ---- graph capture --------------------------------------------------------------------------

@@ -343,11 +343,13 @@ struct Blas::Impl {
 
   // The many-rows kernel's form of `a` (bias, bias + GELU, or the f32 residual add), or false
   // where it has none: bf16 operands, alpha 1, one GEMM, at least kWideMinRows rows (fewer are the
-  // skinny kernels' and cuBLASLt's), EDGEVLA_CUDA_WIDE_GEMM not 0.
+  // skinny kernels' and cuBLASLt's), offered only with EDGEVLA_CUDA_WIDE_GEMM=1: timed beside
+  // cuBLASLt's picks in both backbones it won no shape (the towers' four at 324 and 648 rows ran
+  // at 55-85 % of cuBLASLt's speed; bench/results/issue9_h200 run 56 calls 3-4), and its six row
+  // sizes lengthen every plan's timing.
   static constexpr std::int64_t kWideMinRows = 128;
   bool wide_args(const GemmArgs& a, int rows, void* d, WideGemmArgs& w) const {
-    static const bool offered = env_int("EDGEVLA_CUDA_WIDE_GEMM", 1, 0, 1) == 1;
-    if (!offered || !own_kernels || !wide_available || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
+    if (!own_kernels || !wide_offered || a.a_type != DType::kBF16 || a.b_type != DType::kBF16 ||
         a.batch != 1 || a.alpha != 1.0f || a.m < kWideMinRows || !wide_gemm_fits(a.m, a.n, a.k)) {
       return false;
     }
@@ -362,7 +364,8 @@ struct Blas::Impl {
                           : (a.epilogue == Epilogue::kGeluTanh ? WideEpilogue::kGelu : WideEpilogue::kBias);
     return true;
   }
-  bool wide_available = false;  // set at creation: wide_gemm_available()
+  // Set at creation: EDGEVLA_CUDA_WIDE_GEMM=1 and wide_gemm_available().
+  bool wide_offered = false;
 
   SkinnyGemmArgs skinny_args(const GemmArgs& a, int k_chunk, void* d) const {
     SkinnyGemmArgs s;
