@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <cstdio>
@@ -134,5 +135,22 @@ struct Timer {
     return median(t);
   }
 };
+
+// Copies of a weight's w_bytes at w, back to back from `base` (the caller frees it), `count` of
+// them, together over twice the L2 cache: calls that take copy c in turn read their weights from
+// device memory, as a forward pass does.
+struct WeightCopies {
+  std::byte* base = nullptr;
+  int count = 0;
+};
+inline WeightCopies copy_weights(const Timer& timer, const void* w, std::size_t w_bytes) {
+  WeightCopies c;
+  c.count = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / w_bytes + 1, 2, 64));
+  CHECK_CUDA(cudaMalloc(&c.base, c.count * w_bytes));
+  for (int i = 0; i < c.count; ++i) {
+    CHECK_CUDA(cudaMemcpy(c.base + i * w_bytes, w, w_bytes, cudaMemcpyDeviceToDevice));
+  }
+  return c;
+}
 
 }  // namespace edgevla::bench

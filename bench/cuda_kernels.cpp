@@ -371,10 +371,9 @@ int main(int argc, char** argv) {
     void* a = device_random_bf16(static_cast<std::size_t>(sh.m * sh.k), 1);
     void* w = device_random_bf16(static_cast<std::size_t>(sh.n * sh.k), 2);
     const std::size_t w_bytes = static_cast<std::size_t>(sh.n * sh.k) * 2;
-    const int copies = static_cast<int>(std::clamp<std::size_t>(2 * timer.twice_l2 / w_bytes + 1, 2, 64));
-    std::byte* wc = nullptr;
-    CHECK_CUDA(cudaMalloc(&wc, copies * w_bytes));
-    for (int c = 0; c < copies; ++c) CHECK_CUDA(cudaMemcpy(wc + c * w_bytes, w, w_bytes, cudaMemcpyDeviceToDevice));
+    const WeightCopies weight_copies = copy_weights(timer, w, w_bytes);
+    const int copies = weight_copies.count;
+    std::byte* wc = weight_copies.base;
     void* d = nullptr;
     const std::size_t d_bytes = static_cast<std::size_t>(sh.m * sh.n) * dtype_size(sh.d);
     CHECK_CUDA(cudaMalloc(&d, d_bytes));

@@ -187,6 +187,29 @@ class CudaKernels : public ::testing::Test {
   cudaStream_t stream_ = nullptr;
 };
 
+// Captures enqueue() (returning a Status) once into a graph on `s`, then replays the graph
+// `replays` times, zeroing `out` (bytes) before each, and expects download() to give `first`
+// every time: a kernel that keeps no state between launches replays bit for bit.
+template <class T, class Enqueue, class Download>
+void expect_graph_replays(cudaStream_t s, void* out, std::size_t bytes, int replays, const T& first, Enqueue enqueue,
+                          Download download) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const Status st = enqueue();
+  ASSERT_CUDA(cudaStreamEndCapture(s, &graph));
+  ASSERT_OK(st);
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < replays; ++i) {
+    ASSERT_CUDA(cudaMemsetAsync(out, 0, bytes, s));
+    ASSERT_CUDA(cudaGraphLaunch(exec, s));
+    ASSERT_CUDA(cudaStreamSynchronize(s));
+    ASSERT_EQ(download(), first) << "replay " << i;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 // RoPE's frequencies and a host RoPE (rotate-half pairs), for the rope and capture tests.
 inline std::vector<float> inv_freqs(std::int64_t h) {
   std::vector<float> f(static_cast<std::size_t>(h / 2));

@@ -276,21 +276,9 @@ TEST_F(CudaWgmmaGemm, AGraphReplaysBitForBit) {
   ASSERT_OK(wgmma_gemm(stream_, g));
   sync();
   const auto first = dd.download(DType::kBF16, m * n / 2);
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  const Status st = wgmma_gemm(stream_, g);
-  ASSERT_CUDA(cudaStreamEndCapture(stream_, &graph));
-  ASSERT_OK(st);
-  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 20; ++i) {
-    ASSERT_CUDA(cudaMemsetAsync(dd.get(), 0, m * n / 2 * 2, stream_));
-    ASSERT_CUDA(cudaGraphLaunch(exec, stream_));
-    sync();
-    ASSERT_EQ(dd.download(DType::kBF16, m * n / 2), first) << "replay " << i;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  expect_graph_replays(
+      stream_, dd.get(), m * n / 2 * 2, 20, first, [&] { return wgmma_gemm(stream_, g); },
+      [&] { return dd.download(DType::kBF16, m * n / 2); });
 }
 
 TEST_F(CudaWgmmaGemm, RefusesShapesItDoesNotFit) {
