@@ -2,19 +2,22 @@
 // of patch rows: GR00T's 324 a view, pi0.5's 256): D[m, n] = A[m, k] · Wᵀ, A and W bf16 and
 // row-major as the engines hold them (no re-layout), f32 accumulation.
 //
-// Why: cuBLASLt runs the towers' four GEMMs a layer at 230-430 TFLOP/s at these row counts (GR00T
-// at two views, 648 rows: bench/results/issue9_h200 run 55), because its row tiles of 64-192 do
-// not divide 648 or 324 and its wide tiles leave multiprocessors idle. Here the rows are the
-// multiply's N side, which takes any multiple of 8 up to 256: a block holds R rows (R from a
-// fixed set, the one that fills the device best: 648 = 3 × 216, 324 ≈ 3 × 112) × 128 output
-// features, two consumer warpgroups of 64 features sharing each stage's box of A, one producer
-// thread bringing both operands by bulk tensor copies (TMA, 128-byte swizzle) through a ring of
-// 4-8 stages. Blocks may form clusters that share the boxes (one copy multicast into each of
-// their shared memories), which read L2 a half to a sixth as often, but every clustered form
-// measured slower than the same blocks alone (run 56 call 3), so the plan takes none. The GEMM
-// plans (gemm.hpp's Blas) offer it as a candidate from 128 rows on and keep it where it times
-// faster than cuBLASLt. The narrow projections (o, fc2: 1152 outputs) split k into f32 parts that the next
-// LayerNorm adds (ResidualParts), as cuBLASLt's parts are.
+// The rows are the multiply's N side, which takes any multiple of 8 up to 256: a block holds R
+// rows (R from a fixed set, the one that fills the device best: 648 = 3 × 216, 324 ≈ 3 × 112) ×
+// 128 output features, two consumer warpgroups of 64 features sharing each stage's box of A, one
+// producer thread bringing both operands by bulk tensor copies (TMA, 128-byte swizzle) through a
+// ring of 4-8 stages. The narrow projections (o, fc2: 1152 outputs) may split k into f32 parts
+// that the next LayerNorm adds (ResidualParts), as cuBLASLt's parts are. Blocks may form clusters
+// that share the boxes (one copy multicast into each of their shared memories), reading L2 a half
+// to a sixth as often.
+//
+// Where it stands (bench/results/issue9_h200 run 56): correct, and 0.73-0.87x cuBLASLt's speed at
+// GR00T's 648 rows as the engines run cuBLASLt (q|k|v 12.8 against 11.1 µs, fc1 17.5 against
+// 13.4), where cuBLASLt reaches 470-500 TFLOP/s; every clustered form slower still (fc1 23.2 µs in
+// clusters of two), so wide_gemm_plan takes none. The GEMM plans (gemm.hpp's Blas) offer it as a
+// candidate from 128 rows on with EDGEVLA_CUDA_WIDE_GEMM=1, and picked it for no shape of either
+// backbone. What it lacks against cuBLASLt: persistent blocks whose epilogue overlaps the next
+// tile's main loop, and consumers that alternate tiles.
 //
 // Only compute capability 9.0 runs it, from code built for sm_90a (wide_gemm_available()).
 #pragma once
