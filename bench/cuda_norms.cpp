@@ -1,10 +1,9 @@
 // The backbones' row norms at their shapes, each timed as 27 calls in one captured graph (a vision
 // tower's layer count; the stream x stays in L2, as it does after the GEMM that wrote it): the
 // towers' LayerNorm (1152 wide, f32 in, bf16 out; alone and adding four f32 k parts of a residual
-// GEMM) at 256-768 rows in both reduction forms (two block-wide passes, or one of merged moments:
-// EDGEVLA_CUDA_NORM_ONE_PASS), and GR00T's LLM RMSNorm (2048 wide). Baseline in the same run: a
-// device-to-device copy of the bytes each call reads and writes. Prints one JSON line a shape;
-// bench/torch_norms.py times PyTorch's LayerNorm the same way.
+// GEMM) at 256-768 rows, and GR00T's LLM RMSNorm (2048 wide). Baseline in the same run: a
+// device-to-device copy of half the bytes each call reads and writes (a copy reads and writes
+// each). Prints one JSON line a shape; bench/torch_norms.py times PyTorch's LayerNorm the same way.
 //
 //   edgevla_bench_cuda_norms [--repeat 5]
 #include <cuda_runtime.h>
@@ -75,27 +74,19 @@ int main(int argc, char** argv) {
     const double copy_us = timer.per_call_us(kCalls, rounds, [&](int) {
       CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, static_cast<std::size_t>(bytes / 2), cudaMemcpyDeviceToDevice, s));
     });
-    std::string forms;
-    for (const bool one_pass : sh.layer ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-      set_layer_norm_one_pass(one_pass);
-      const double us = timer.per_call_us(kCalls, rounds, [&](int) {
-        if (sh.layer) {
-          CHECK_OK(sh.parts > 0 ? add_layer_norm(s, x, parts, sh.rows, sh.width, w, b, kEps, y, DType::kBF16, rp)
-                                : layer_norm(s, x, sh.rows, sh.width, w, b, kEps, y, DType::kBF16));
-        } else {
-          CHECK_OK(rms_norm(s, x, sh.parts > 0 ? parts : nullptr, DType::kF32, sh.rows, sh.width, w, kEps, y,
-                            DType::kBF16, rp));
-        }
-      });
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%s\"%s\": %.2f", forms.empty() ? "" : ", ",
-                    sh.layer ? (one_pass ? "one_pass_us" : "two_pass_us") : "us", us);
-      forms += buf;
-    }
+    const double us = timer.per_call_us(kCalls, rounds, [&](int) {
+      if (sh.layer) {
+        CHECK_OK(sh.parts > 0 ? add_layer_norm(s, x, parts, sh.rows, sh.width, w, b, kEps, y, DType::kBF16, rp)
+                              : layer_norm(s, x, sh.rows, sh.width, w, b, kEps, y, DType::kBF16));
+      } else {
+        CHECK_OK(rms_norm(s, x, sh.parts > 0 ? parts : nullptr, DType::kF32, sh.rows, sh.width, w, kEps, y,
+                          DType::kBF16, rp));
+      }
+    });
     std::printf("{\"bench\": \"norm\", \"device\": \"%s\", \"shape\": \"%s\", \"rows\": %lld, \"width\": %lld, "
-                "\"residual_parts\": %d, \"bytes\": %.0f, %s, \"copy_same_bytes_us\": %.2f}\n",
+                "\"residual_parts\": %d, \"bytes\": %.0f, \"us\": %.2f, \"gbps\": %.0f, \"copy_same_bytes_us\": %.2f}\n",
                 prop.name, sh.name, static_cast<long long>(sh.rows), static_cast<long long>(sh.width), sh.parts, bytes,
-                forms.c_str(), copy_us);
+                us, bytes / (us * 1e3), copy_us);
     for (void* p : {static_cast<void*>(x), static_cast<void*>(parts), static_cast<void*>(w), static_cast<void*>(b), y,
                     copy_dst, copy_src}) {
       CHECK_CUDA(cudaFree(p));

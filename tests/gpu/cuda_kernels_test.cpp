@@ -145,12 +145,8 @@ TEST_F(CudaKernels, GatedAddAdaRmsNormMatchesReference) {
 // The residual as the parts of a k-split GEMM (ResidualParts): every norm that adds a residual
 // sums `count` f32 parts (and the bias) in front, with the same results as one summed tensor.
 TEST_F(CudaKernels, NormsAddResidualPartsAndBias) {
-  enum class Kind { kRms, kGatedAda, kLayer, kLayerOnePass };
-  const bool asked = layer_norm_one_pass();
-  for (Kind kind : {Kind::kRms, Kind::kGatedAda, Kind::kLayer, Kind::kLayerOnePass}) {
-    set_layer_norm_one_pass(kind == Kind::kLayerOnePass);
-    const bool one_pass = kind == Kind::kLayerOnePass;
-    if (one_pass) kind = Kind::kLayer;
+  enum class Kind { kRms, kGatedAda, kLayer };
+  for (const Kind kind : {Kind::kRms, Kind::kGatedAda, Kind::kLayer}) {
     for (const DType act : kActs) {
       for (const std::int64_t rows : {1, 50}) {
         for (const std::int64_t width : {1024, 1536, 75}) {
@@ -158,7 +154,6 @@ TEST_F(CudaKernels, NormsAddResidualPartsAndBias) {
             for (const bool with_bias : {false, true}) {
               const std::string what = std::string(kind == Kind::kRms        ? "rms_norm"
                                                    : kind == Kind::kGatedAda ? "gated_add_ada_rms_norm"
-                                                   : one_pass                ? "add_layer_norm (one pass)"
                                                                              : "add_layer_norm") +
                                        " act=" + name(act) + " rows=" + std::to_string(rows) +
                                        " width=" + std::to_string(width) + " parts=" + std::to_string(count) +
@@ -214,14 +209,13 @@ TEST_F(CudaKernels, NormsAddResidualPartsAndBias) {
               }
               expect_close(dx.download(DType::kF32, n), xs, tolerance_for(DType::kF32), what + " (x += residual)");
               expect_close(dy.download(act, n), ref, tolerance_for(act), what);
-              if (HasFailure()) return set_layer_norm_one_pass(asked);
+              if (HasFailure()) return;
             }
           }
         }
       }
     }
   }
-  set_layer_norm_one_pass(asked);
   // A part count or stride the kernel cannot read is an error naming the parts; so is
   // add_layer_norm without its residual.
   DeviceBuffer d(64 * 16 * 4);
@@ -235,41 +229,35 @@ TEST_F(CudaKernels, NormsAddResidualPartsAndBias) {
             StatusCode::kInvalidArgument);
 }
 
-// Both forms of the LayerNorm's reductions (two block-wide passes, or one of merged moments).
 TEST_F(CudaKernels, LayerNormMatchesReference) {
-  const bool asked = layer_norm_one_pass();
-  for (const bool one_pass : {false, true}) {
-    set_layer_norm_one_pass(one_pass);
-    for (const DType act : kActs) {
-      for (const std::int64_t rows : {1, 7, 968}) {
-        for (const std::int64_t width : {72, 1152, 2048, 8192, 75}) {
-          const std::string what = std::string("layer_norm act=") + name(act) + " rows=" + std::to_string(rows) +
-                                   " width=" + std::to_string(width) + (one_pass ? " one pass" : " two passes");
-          const std::size_t n = static_cast<std::size_t>(rows * width);
-          const auto x = random_values(n, 2.0f, 6.0f, 7);  // a mean far from 0
-          const auto w = random_values(static_cast<std::size_t>(width), 0.5f, 1.5f, 8);
-          const auto b = random_values(static_cast<std::size_t>(width), -0.5f, 0.5f, 9);
-          DeviceBuffer dx(x, DType::kF32), dw(w, DType::kF32), db(b, DType::kF32);
-          DeviceBuffer dy(n * dtype_size(act));
-          ASSERT_OK(layer_norm(stream_, dx.as<float>(), rows, width, dw.as<float>(), db.as<float>(), kEps, dy.get(), act));
-          sync();
-          std::vector<double> ref(n);
-          for (std::int64_t r = 0; r < rows; ++r) {
-            double mean = 0.0, var = 0.0;
-            for (std::int64_t i = 0; i < width; ++i) mean += x[r * width + i];
-            mean /= static_cast<double>(width);
-            for (std::int64_t i = 0; i < width; ++i) var += (x[r * width + i] - mean) * (x[r * width + i] - mean);
-            var /= static_cast<double>(width);
-            const double inv = 1.0 / std::sqrt(var + kEps);
-            for (std::int64_t i = 0; i < width; ++i) ref[r * width + i] = (x[r * width + i] - mean) * inv * w[i] + b[i];
-          }
-          expect_close(dy.download(act, n), ref, tolerance_for(act), what);
-          if (HasFailure()) return set_layer_norm_one_pass(asked);
+  for (const DType act : kActs) {
+    for (const std::int64_t rows : {1, 7, 968}) {
+      for (const std::int64_t width : {72, 1152, 2048, 8192, 75}) {
+        const std::string what = std::string("layer_norm act=") + name(act) + " rows=" + std::to_string(rows) +
+                                 " width=" + std::to_string(width);
+        const std::size_t n = static_cast<std::size_t>(rows * width);
+        const auto x = random_values(n, 2.0f, 6.0f, 7);  // a mean far from 0
+        const auto w = random_values(static_cast<std::size_t>(width), 0.5f, 1.5f, 8);
+        const auto b = random_values(static_cast<std::size_t>(width), -0.5f, 0.5f, 9);
+        DeviceBuffer dx(x, DType::kF32), dw(w, DType::kF32), db(b, DType::kF32);
+        DeviceBuffer dy(n * dtype_size(act));
+        ASSERT_OK(layer_norm(stream_, dx.as<float>(), rows, width, dw.as<float>(), db.as<float>(), kEps, dy.get(), act));
+        sync();
+        std::vector<double> ref(n);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          double mean = 0.0, var = 0.0;
+          for (std::int64_t i = 0; i < width; ++i) mean += x[r * width + i];
+          mean /= static_cast<double>(width);
+          for (std::int64_t i = 0; i < width; ++i) var += (x[r * width + i] - mean) * (x[r * width + i] - mean);
+          var /= static_cast<double>(width);
+          const double inv = 1.0 / std::sqrt(var + kEps);
+          for (std::int64_t i = 0; i < width; ++i) ref[r * width + i] = (x[r * width + i] - mean) * inv * w[i] + b[i];
         }
+        expect_close(dy.download(act, n), ref, tolerance_for(act), what);
+        if (HasFailure()) return;
       }
     }
   }
-  set_layer_norm_one_pass(asked);
 }
 
 // ---- rope -----------------------------------------------------------------------------------

@@ -43,13 +43,6 @@ Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DTyp
                               std::int64_t width, const float* gate, const float* scale, const float* shift, float eps,
                               void* out, DType act, ResidualParts parts = {});
 
-// Whether layer_norm and add_layer_norm reduce the mean and the variance in one block-wide pass
-// (Chan's merge of each thread's moments) rather than two (EDGEVLA_CUDA_NORM_ONE_PASS=1, read once
-// a process; default 0). The same values to f32 rounding. set_layer_norm_one_pass overrides the
-// variable for the rest of the process (tests and benches compare both forms).
-bool layer_norm_one_pass();
-void set_layer_norm_one_pass(bool on);
-
 // LayerNorm: y = (x - mean) / sqrt(var + eps) · w + b.  x f32 [rows, width], y act.
 Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
                   const float* b, float eps, void* y, DType act);

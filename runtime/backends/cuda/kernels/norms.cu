@@ -9,7 +9,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -51,48 +50,7 @@ __device__ __forceinline__ float block_sum(float v, float* partials) {
   return t;
 }
 
-// kLayerOnePass: LayerNorm with the mean and the sum of squared deviations reduced together
-// (each thread's own values two-pass in registers, then Chan's merge of (count, mean, M2) across
-// the block): one block-wide reduction where kLayer takes two.
-enum class NormKind { kRms, kAda, kLayer, kLayerOnePass };
-
-// Count, mean and sum of squared deviations of a set of values.
-struct Moments {
-  float n, mean, m2;
-};
-// The moments of the union of a and b. Callers pass the lower lane's (or warp's) as `a` on both
-// sides of an exchange, so that every lane gets the same bits.
-__device__ __forceinline__ Moments merge_moments(Moments a, Moments b) {
-  const float n = a.n + b.n;
-  if (n == 0.0f) return a;
-  const float d = b.mean - a.mean, f = b.n / n;
-  return Moments{n, fmaf(d, f, a.mean), a.m2 + b.m2 + d * d * a.n * f};
-}
-__device__ __forceinline__ Moments warp_moments(Moments m) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const Moments other{__shfl_xor_sync(0xffffffffu, m.n, o), __shfl_xor_sync(0xffffffffu, m.mean, o),
-                        __shfl_xor_sync(0xffffffffu, m.m2, o)};
-    m = (lane & o) != 0 ? merge_moments(other, m) : merge_moments(m, other);
-  }
-  return m;
-}
-// The block's moments, returned to every thread (the same bits in each); `partials` holds 96
-// floats. The trailing barrier lets a following call reuse them.
-__device__ __forceinline__ Moments block_moments(Moments m, float* partials) {
-  m = warp_moments(m);
-  const int warps = static_cast<int>(blockDim.x) >> 5;
-  if (warps == 1) return m;
-  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  if (lane == 0) partials[3 * warp] = m.n, partials[3 * warp + 1] = m.mean, partials[3 * warp + 2] = m.m2;
-  __syncthreads();
-  Moments t{0.0f, 0.0f, 0.0f};
-  if (lane < warps) t = Moments{partials[3 * lane], partials[3 * lane + 1], partials[3 * lane + 2]};
-  t = warp_moments(t);
-  __syncthreads();
-  return t;
-}
+enum class NormKind { kRms, kAda, kLayer };
 
 // One row per block.
 //   kRms:   p0 = w;      y = x·inv·(1 + w)           (res: x += res first, written back to x)
@@ -135,8 +93,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
                                                              const float* __restrict__ p1, float eps, TY* y,
                                                              int parts, std::int64_t part_stride,
                                                              const float* __restrict__ res_bias) {
-  constexpr bool kLayerish = K == NormKind::kLayer || K == NormKind::kLayerOnePass;
-  __shared__ float partials[96];
+  __shared__ float partials[32];
   chain_enter();
   const std::int64_t row = blockIdx.x;
   float* xr = x + row * width;
@@ -160,7 +117,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
     for (int j = 0; j < V; ++j) v[it][j] = 0.0f;
     if (c < chunks) {
       load<V>(xr + c * V, v[it]);
-      if constexpr (K == NormKind::kRms || kLayerish) {
+      if constexpr (K == NormKind::kRms || K == NormKind::kLayer) {
         if (res != nullptr) {
           float r[V];
           load_residual<TR, V>(res, row * width + c * V, parts, part_stride, res_bias, c * V, r);
@@ -179,35 +136,13 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
         }
       }
 #pragma unroll
-      for (int j = 0; j < V; ++j) s += kLayerish ? v[it][j] : v[it][j] * v[it][j];
+      for (int j = 0; j < V; ++j) s += K == NormKind::kLayer ? v[it][j] : v[it][j] * v[it][j];
     }
   }
   const float inv_width = 1.0f / static_cast<float>(width);
   float mean = 0.0f;
   float inv;
-  if constexpr (K == NormKind::kLayerOnePass) {
-    // This thread's values: their count and mean, then the squared deviations from that mean.
-    float count = 0.0f;
-#pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
-      if (threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x < chunks) count += static_cast<float>(V);
-    }
-    const float own_mean = count > 0.0f ? s / count : 0.0f;
-    float m2 = 0.0f;
-#pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
-      if (threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x < chunks) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const float d = v[it][j] - own_mean;
-          m2 += d * d;
-        }
-      }
-    }
-    const Moments all = block_moments(Moments{count, own_mean, m2}, partials);
-    mean = all.mean;
-    inv = rsqrtf(all.m2 * inv_width + eps);
-  } else if constexpr (K == NormKind::kLayer) {
+  if constexpr (K == NormKind::kLayer) {
     mean = block_sum(s, partials) * inv_width;
     float q = 0.0f;
 #pragma unroll
@@ -324,17 +259,6 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
 
 }  // namespace
 
-namespace {
-std::atomic<int>& one_pass_state() {
-  static std::atomic<int> state{env_int("EDGEVLA_CUDA_NORM_ONE_PASS", 0, 0, 1)};
-  return state;
-}
-}  // namespace
-
-bool layer_norm_one_pass() { return one_pass_state().load(std::memory_order_relaxed) == 1; }
-
-void set_layer_norm_one_pass(bool on) { one_pass_state().store(on ? 1 : 0, std::memory_order_relaxed); }
-
 Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType residual_type, std::int64_t rows,
                 std::int64_t width, const float* w, float eps, void* y, DType act, ResidualParts parts) {
   constexpr const char* kName = "rms_norm";
@@ -389,10 +313,6 @@ Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::i
   EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
   return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
     using TY = typename decltype(ty)::type;
-    if (layer_norm_one_pass()) {
-      return launch_norm<NormKind::kLayerOnePass, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows,
-                                                             width, w, b, eps, static_cast<TY*>(y));
-    }
     return launch_norm<NormKind::kLayer, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
                                                     w, b, eps, static_cast<TY*>(y));
   });
@@ -407,10 +327,6 @@ Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std:
   }
   return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
     using TY = typename decltype(ty)::type;
-    if (layer_norm_one_pass()) {
-      return launch_norm<NormKind::kLayerOnePass, TY, float>(kName, stream, x, residual, rows, width, w, b, eps,
-                                                             static_cast<TY*>(y), nullptr, parts);
-    }
     return launch_norm<NormKind::kLayer, TY, float>(kName, stream, x, residual, rows, width, w, b, eps,
                                                     static_cast<TY*>(y), nullptr, parts);
   });
