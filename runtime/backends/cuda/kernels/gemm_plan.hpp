@@ -345,7 +345,7 @@ struct Blas::Impl {
   // where it has none: bf16 operands, alpha 1, one GEMM, at least kWideMinRows rows (fewer are the
   // skinny kernels' and cuBLASLt's), offered only with EDGEVLA_CUDA_WIDE_GEMM=1: timed beside
   // cuBLASLt's picks in both backbones it won no shape (the towers' four at 324 and 648 rows ran
-  // at 55-85 % of cuBLASLt's speed; bench/results/issue9_h200 run 56 calls 3-4), and its six row
+  // at 67-96 % of cuBLASLt's speed; bench/results/issue9_h200 run 56 calls 3-5), and its six row
   // sizes lengthen every plan's timing.
   static constexpr std::int64_t kWideMinRows = 128;
   bool wide_args(const GemmArgs& a, int rows, void* d, WideGemmArgs& w) const {
@@ -556,9 +556,8 @@ struct Blas::Impl {
       for (const int kc : kSkinnyChunks) {
         if (skinny_chunk_distinct(args.k, kc) && skinny_fits(args, kc)) all.push_back(Candidate{-1, kc});
       }
-      WideGemmArgs probe_wide;
-      for (const int rows : kWideRowSizes) {
-        if (wide_args(args, rows, args.d, probe_wide)) all.push_back(Candidate{-1, 0, rows});
+      if (WideGemmArgs probe; wide_args(args, 0, args.d, probe)) {
+        for (const int rows : kWideRowSizes) all.push_back(Candidate{-1, 0, rows});
       }
       if (all.size() < 2 && !need_ms) return plan;
       std::pair<std::size_t, float> pick{0, -1.0f};

@@ -340,8 +340,7 @@ Status wide_gemm(cudaStream_t stream, const WideGemmArgs& args) {
     return invalid_argument("wide_gemm: a bias (16-byte aligned) goes with the bf16 and residual outputs only (k "
                             "parts leave it to the kernel that sums them)");
   }
-  const WidePlan plan = wide_gemm_plan(args.m, args.n, args.k, 1, 132);
-  const int rows = args.rows == 0 ? plan.rows : args.rows;
+  const int rows = args.rows != 0 ? args.rows : wide_gemm_plan(args.m, args.n, args.k, 1, 132).rows;
   if (!known_rows(rows)) {
     return invalid_argument("wide_gemm: " + std::to_string(args.rows) + " rows a block is none of the built sizes");
   }
@@ -359,8 +358,8 @@ Status wide_gemm(cudaStream_t stream, const WideGemmArgs& args) {
   }
   const Params p{args.bias, args.d, args.ldd, args.part_stride, static_cast<int>(args.m), static_cast<int>(args.n),
                  static_cast<int>(args.k), args.k_parts, args.epilogue, cx, cz};
-  const dim3 grid(static_cast<unsigned>(args.n / kFeatures), static_cast<unsigned>(args.k_parts),
-                  static_cast<unsigned>((args.m + rows - 1) / rows));
+  const dim3 grid(static_cast<unsigned>(feature_blocks), static_cast<unsigned>(args.k_parts),
+                  static_cast<unsigned>(row_blocks));
   const cudaError_t err = launch(stream, rows, grid, p, a_map, w_map);
   if (err != cudaSuccess) return internal_error(std::string("wide_gemm: launch: ") + cudaGetErrorString(err));
   return Status::ok();
