@@ -8,7 +8,11 @@
 // One JSON line per view count:
 //   edgevla_bench_cuda_groot --checkpoint DIR [--views 1,2] [--image-size 256x256]
 //       [--embodiment gr1] [--steps 4] [--repeat 50] [--warmup 10] [--precision bf16|f32]
-//       [--log-level info] [--profile-last 1]
+//       [--log-level info] [--profile-last 1] [--stages-alone 1]
+// --stages-alone 1 also times the action head alone (bindings of the last run) at the asked steps
+// and at twice them: the difference is the asked steps alone (what the head's weight-read floor
+// is about), the rest its once-a-chunk work (packing, vlln, the cross blocks' keys|values, the
+// state encoder).
 // --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
 // --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
 #include <cuda_profiler_api.h>
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
                           precision = "bf16",
                           instruction = "pick the pear from the counter and place it in the plate";
   int steps = 0, repeat = 50, warmup = 10;
-  bool profile_last = false;
+  bool profile_last = false, stages_alone = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--checkpoint")
@@ -101,6 +105,8 @@ int main(int argc, char** argv) {
       precision = v;
     else if (a == "--profile-last")
       profile_last = v != "0";
+    else if (a == "--stages-alone")
+      stages_alone = v != "0";
     else if (a == "--log-level")
       spdlog::set_level(spdlog::level::from_str(v));
     else {
@@ -224,6 +230,23 @@ int main(int argc, char** argv) {
         static_cast<long long>(engine_bytes), static_cast<long long>(free0 - free1),
         static_cast<long long>(weight_bytes), (*head)->describe().c_str());
     std::fflush(stdout);
+    if (stages_alone) {
+      double med[2] = {0, 0};
+      for (int twice = 0; twice < 2; ++twice) {
+        std::vector<double> t;
+        for (int r = 0; r < warmup + repeat; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          if (Status s = (*head)->run(backends::RunOptions{(1 + twice) * n_steps}); !s.is_ok()) return fail(s);
+          if (r >= warmup) t.push_back(ms_since(t0));
+        }
+        med[twice] = stats(t).median;
+      }
+      std::printf("{\"bench\": \"edgevla_cuda_groot_stages_alone\", \"views\": %d, \"steps\": %d, "
+                  "\"head_alone_ms\": %.3f, \"head_alone_ms_twice_the_steps\": %.3f, "
+                  "\"head_steps_alone_ms\": %.3f, \"head_once_ms\": %.3f}\n",
+                  views, n_steps, med[0], med[1], med[1] - med[0], 2 * med[0] - med[1]);
+      std::fflush(stdout);
+    }
   }
   for (void* d : owned) cudaFree(d);
   return 0;

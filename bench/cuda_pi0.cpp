@@ -15,7 +15,8 @@
 // is queued and the head's first step follows it layer by layer: backbone_ms is then the host's
 // part only and action_head_ms includes the wait for the backbone; e2e_ms is the measure.
 // --stages-alone 1 also times, per view count, the backbone to the end of its device work and then
-// the head alone on the finished cache.
+// the head alone on the finished cache, at the asked steps and at twice them: the difference is
+// the asked steps alone (what the head's weight-read floor is about), the rest its once-a-chunk work.
 // --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
 // --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
 #include <cuda_profiler_api.h>
@@ -186,10 +187,20 @@ int main(int argc, char** argv) {
           alone_h.push_back(h_ms);
         }
       }
-      const Stats sb = stats(alone_b), sh = stats(alone_h);
+      // The head's steps alone, without its once-a-chunk work: the head at twice the steps
+      // (re-captured once, then timed) minus the head at the asked steps.
+      ro.num_steps = 2 * steps;
+      std::vector<double> alone_h2;
+      for (int i = 0; i < warmup + repeat; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (Status st = (*head)->run(ro); !st.is_ok()) return fail(st);
+        if (i >= warmup) alone_h2.push_back(ms_since(t0));
+      }
+      const Stats sb = stats(alone_b), sh = stats(alone_h), sh2 = stats(alone_h2);
       std::printf("{\"bench\": \"edgevla_cuda_pi0_stages_alone\", \"views\": %d, \"backbone_synced_ms\": %.3f, "
-                  "\"head_after_ms\": %.3f}\n",
-                  nv, sb.median, sh.median);
+                  "\"head_after_ms\": %.3f, \"head_after_ms_twice_the_steps\": %.3f, \"head_steps_alone_ms\": %.3f, "
+                  "\"head_once_ms\": %.3f}\n",
+                  nv, sb.median, sh.median, sh2.median, sh2.median - sh.median, 2 * sh.median - sh2.median);
       std::fflush(stdout);
     }
     if (overlap_probe) {
