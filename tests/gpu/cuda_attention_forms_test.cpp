@@ -200,7 +200,8 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
 // GR00T's LLM (head dim 128, two query heads a kv head, a padded prefix) at one and two views, head
 // dim 80 with a prefix shorter than one key tile; in shares and unsplit, and a graph replayed at
 // several prefix lengths. Where the warpgroup GEMM runs the plan must take it in bf16, never in f32,
-// never with block b, and never once wg_narrow is 0.
+// never with block b, and never once wg_narrow is 0. Each in both forms: thread 0 copying between
+// block barriers, and a producer warp copying with the warpgroups unsynchronised (wg_roles).
 TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases;
@@ -223,10 +224,11 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int groups : {1, 2}) {
+    for (int form = 0; form < 4; ++form) {
+      const int groups = 1 + form % 2;
       Case c = base;
-      c.wg_narrow = groups;
-      c.name += " wg128 " + std::to_string(groups);
+      c.wg_narrow = groups, c.wg_roles = form / 2;
+      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles ? " producer warp" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -252,16 +254,18 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     ASSERT_TRUE(p.ready()) << c.name;
     EXPECT_FALSE(attention_takes_warpgroup_kernel(p.args())) << c.name;
   }
-  Case c = cases[6];  // GR00T's LLM at two views
-  c.wg_narrow = 2, c.nan_tail = false, c.name += " wg128 2";
-  check_replays(c, DType::kBF16, {224, 212, 131, 64, 65, 1, 0});
+  for (int roles : {0, 1}) {
+    Case c = cases[6];  // GR00T's LLM at two views
+    c.wg_narrow = 2, c.wg_roles = roles, c.nan_tail = false, c.name += roles ? " wg128 2 producer warp" : " wg128 2";
+    check_replays(c, DType::kBF16, {224, 212, 131, 64, 65, 1, 0});
+  }
 }
 
 // The warpgroup kernel at head dim 128 with block b, asked for (AttentionArgs::wg_narrow_b):
 // GR00T's LLM (block b alone, causal over packed keys: padding rows see nothing, the others their
 // rank, holes between), the same without limits, and a head-dim-128 expert (a prefix as block a,
 // pi0's limits on block b); one and two warpgroups, with and without scratch, and a replayed
-// graph. Unasked (wg_narrow_b 0) the plan keeps such calls on attn_bf16.
+// graph; both forms (wg_roles). Unasked (wg_narrow_b 0) the plan keeps such calls on attn_bf16.
 TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   const auto llm = [](int rows, int real, bool causal) {
@@ -286,10 +290,11 @@ TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int groups : {1, 2}) {
+    for (int form = 0; form < 4; ++form) {
+      const int groups = 1 + form % 2;
       Case c = base;
-      c.wg_narrow = groups, c.wg_narrow_b = 1;
-      c.name += " wg128 " + std::to_string(groups);
+      c.wg_narrow = groups, c.wg_narrow_b = 1, c.wg_roles = form / 2;
+      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles ? " producer warp" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -305,9 +310,11 @@ TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
       check_case(c, DType::kBF16, false);
     }
   }
-  Case c = cases[1];
-  c.wg_narrow = 2, c.wg_narrow_b = 1, c.name += " wg128 2 replayed";
-  check_replays(c, DType::kBF16, {0});
+  for (int roles : {0, 1}) {
+    Case c = cases[1];
+    c.wg_narrow = 2, c.wg_narrow_b = 1, c.wg_roles = roles, c.name += roles ? " wg128 2 replayed, producer warp" : " wg128 2 replayed";
+    check_replays(c, DType::kBF16, {0});
+  }
 }
 
 // The warpgroup kernel's bulk-copy form over blocks a and b (the action experts: the cached

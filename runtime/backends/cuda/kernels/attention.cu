@@ -122,6 +122,13 @@ bool wg128_b_env() {
   static const bool on = env_int("EDGEVLA_ATTN_WG128_B", 0, 0, 1) == 1;
   return on;
 }
+// Head dims 65-128 on the warpgroup kernel with a producer warp issuing the copies and no block
+// barrier inside the walk (AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG_ROLES=1; 0 (the default)
+// until measured in the engines.
+bool wg_roles_env() {
+  static const bool on = env_int("EDGEVLA_ATTN_WG_ROLES", 0, 0, 1) == 1;
+  return on;
+}
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
 int wg_env() {
@@ -260,6 +267,7 @@ struct Plan {
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
+  bool wg_roles = false;       // head dim 128: its copies from a producer warp (attention_wg.cu's kRoles)
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -359,6 +367,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     pl.narrow = false;
     pl.wg_groups = wg_groups;
     pl.wg_tma = wg_form_tma;
+    pl.wg_roles = hd128 && (a.wg_roles >= 0 ? a.wg_roles > 0 : wg_roles_env());
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
@@ -615,7 +624,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   }
   p.cluster = pl.cluster;
   if (pl.wg) {
-    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma);
+    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, pl.wg_roles);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant& v = variant;

@@ -66,6 +66,13 @@ __device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned coun
 __device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
+// Barrier kId (1-15; 0 is __syncthreads') among kThreads threads (a multiple of 32). The id a
+// constant, so that the compiler reserves only the barriers a kernel names.
+template <int kId, int kThreads>
+__device__ __forceinline__ void named_barrier() {
+  static_assert(kId > 0 && kId < 16 && kThreads % 32 == 0, "barrier id 1-15, whole warps");
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
+}
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
