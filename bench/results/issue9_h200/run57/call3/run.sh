@@ -20,7 +20,7 @@ date
 ($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
 ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
 (cd /tmp/b && timeout 150 ctest -L gpu -R "CudaAttention" -j6 --output-on-failure > $R/ctest_attention.log 2>&1; echo "attention tests rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*|Expected|Which is" $R/ctest_attention.log | head -20
- EDGEVLA_ATTN_WG_ROLES=1 timeout 150 ctest -L gpu -R "CudaGroot|CudaPi0|Replay" -j6 --output-on-failure > $R/ctest_roles.log 2>&1; echo "family tests ROLES=1 rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_roles.log | head -20)
+ EDGEVLA_ATTN_WG_ROLES=1 timeout 150 ctest -L gpu -R "CudaGroot|CudaPi0|cuda_replay" -j6 --output-on-failure > $R/ctest_roles.log 2>&1; echo "family tests ROLES=1 rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_roles.log | head -20)
 wait; date
 K=$BP/edgevla_bench_cuda_kernels
 for sh in groot_siglip_2view siglip_3view groot_siglip_1view siglip_1view groot_llm_causal_2view groot_llm_causal_1view; do
