@@ -216,7 +216,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       bool narrow = false;  // 32-row blocks (AttentionArgs::narrow)
       int groups = 0;       // attn_bf16's key groups a block (AttentionArgs::key_groups); 0: the plan's
       int wg_narrow = 0;    // head dims 65-128 on the warpgroup kernel, warpgroups a block (AttentionArgs::wg_narrow)
-      bool roles = false;   // ... with its copies from a producer warp (AttentionArgs::wg_roles)
+      int roles = 0;        // ... with its copies from a producer warp (AttentionArgs::wg_roles; 2: turns)
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -238,8 +238,9 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
           const std::string label = "wg128_" + std::to_string(groups) + (n == 1 ? "s1" : "");
           asks.push_back({label, n, false, 0, false, false, false, 0, groups});
         }
-        // The producer warp's form ("wg128r_2") at the plan's shares.
-        asks.push_back({"wg128r_" + std::to_string(groups), 0, false, 0, false, false, false, 0, groups, true});
+        // The producer warp's form ("wg128r_2"), and with turns ("wg128p_2"), at the plan's shares.
+        asks.push_back({"wg128r_" + std::to_string(groups), 0, false, 0, false, false, false, 0, groups, 1});
+        if (groups == 2) asks.push_back({"wg128p_2", 0, false, 0, false, false, false, 0, groups, 2});
       }
     }
     if (sh.h > 192) asks.push_back({"wide", 0, true, 0});
@@ -269,7 +270,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.key_groups = ask.groups;
       one.wg_narrow = ask.wg_narrow;
       one.wg_narrow_b = sh.causal && ask.wg_narrow > 0 ? 1 : 0;
-      one.wg_roles = ask.roles ? 1 : 0;
+      one.wg_roles = ask.roles;
       const int splits = ask.splits;
       if (ask.wg == 0 && !ask.wide && ask.wg_narrow == 0) one.shares = splits;  // exactly that many where the scratch allows
       const std::size_t one_planned =

@@ -224,11 +224,11 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int form = 0; form < 4; ++form) {
-      const int groups = 1 + form % 2;
+    for (int form = 0; form < 5; ++form) {
+      const int groups = form == 4 ? 2 : 1 + form % 2;
       Case c = base;
-      c.wg_narrow = groups, c.wg_roles = form / 2;
-      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles ? " producer warp" : "");
+      c.wg_narrow = groups, c.wg_roles = form == 4 ? 2 : form / 2;
+      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles == 2 ? " turns" : c.wg_roles ? " producer warp" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -254,9 +254,10 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     ASSERT_TRUE(p.ready()) << c.name;
     EXPECT_FALSE(attention_takes_warpgroup_kernel(p.args())) << c.name;
   }
-  for (int roles : {0, 1}) {
+  for (int roles : {0, 1, 2}) {
     Case c = cases[6];  // GR00T's LLM at two views
-    c.wg_narrow = 2, c.wg_roles = roles, c.nan_tail = false, c.name += roles ? " wg128 2 producer warp" : " wg128 2";
+    c.wg_narrow = 2, c.wg_roles = roles, c.nan_tail = false;
+    c.name += " wg128 2 form " + std::to_string(roles);
     check_replays(c, DType::kBF16, {224, 212, 131, 64, 65, 1, 0});
   }
 }
@@ -290,11 +291,11 @@ TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int form = 0; form < 4; ++form) {
-      const int groups = 1 + form % 2;
+    for (int form = 0; form < 5; ++form) {
+      const int groups = form == 4 ? 2 : 1 + form % 2;
       Case c = base;
-      c.wg_narrow = groups, c.wg_narrow_b = 1, c.wg_roles = form / 2;
-      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles ? " producer warp" : "");
+      c.wg_narrow = groups, c.wg_narrow_b = 1, c.wg_roles = form == 4 ? 2 : form / 2;
+      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles == 2 ? " turns" : c.wg_roles ? " producer warp" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -310,9 +311,10 @@ TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
       check_case(c, DType::kBF16, false);
     }
   }
-  for (int roles : {0, 1}) {
+  for (int roles : {0, 1, 2}) {
     Case c = cases[1];
-    c.wg_narrow = 2, c.wg_narrow_b = 1, c.wg_roles = roles, c.name += roles ? " wg128 2 replayed, producer warp" : " wg128 2 replayed";
+    c.wg_narrow = 2, c.wg_narrow_b = 1, c.wg_roles = roles;
+    c.name += " wg128 2 replayed, form " + std::to_string(roles);
     check_replays(c, DType::kBF16, {0});
   }
 }

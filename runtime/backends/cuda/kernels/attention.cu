@@ -123,11 +123,16 @@ bool wg128_b_env() {
   return on;
 }
 // Head dims 65-128 on the warpgroup kernel with a producer warp issuing the copies and no block
-// barrier inside the walk (AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG_ROLES=1; 0 (the default)
-// until measured in the engines.
-bool wg_roles_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG_ROLES", 0, 0, 1) == 1;
-  return on;
+// barrier inside the walk (AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG_ROLES=1 (the default);
+// 0 thread 0 copying between block barriers. Run 57 call 3: GR00T's two-view tower 13.37 against
+// 14.30 µs, one view 10.99 against 11.51, pi0.5's three views 11.58 against 11.78; alternated twice
+// in the engines, GR00T's backbone 3.206, 3.203 against 3.238, 3.274 ms at two views (one view and
+// pi0.5 within the spread); both families' GPU tests pass with it.
+// EDGEVLA_ATTN_WG_ROLES=2: the same with the two warpgroups taking turns at issuing their
+// multiplies (attention_wg.cu's kPing; one warpgroup a block runs the form of 1).
+int wg_roles_env() {
+  static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 1, 0, 2);
+  return mode;
 }
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
@@ -267,7 +272,7 @@ struct Plan {
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
-  bool wg_roles = false;       // head dim 128: its copies from a producer warp (attention_wg.cu's kRoles)
+  int wg_roles = 0;            // head dim 128: its copies from a producer warp (kRoles), 2 also turns (kPing)
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -367,7 +372,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     pl.narrow = false;
     pl.wg_groups = wg_groups;
     pl.wg_tma = wg_form_tma;
-    pl.wg_roles = hd128 && (a.wg_roles >= 0 ? a.wg_roles > 0 : wg_roles_env());
+    pl.wg_roles = hd128 ? std::clamp(a.wg_roles >= 0 ? a.wg_roles : wg_roles_env(), 0, 2) : 0;
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));

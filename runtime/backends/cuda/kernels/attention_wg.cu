@@ -175,7 +175,10 @@ __device__ __forceinline__ void pv(float (&o)[HD / 2], const unsigned (&pf)[kWgK
 // (the default form syncs the block twice a tile so that thread 0 may refill), so one
 // warpgroup's softmax may run under the other's multiplies. Run 57 call 2's ablation at GR00T's
 // two-view tower: the softmax 2.8 of 14.3 µs, q·kᵀ 1.4, p·v 1.2, with both warpgroups in step.
-template <int HD, int WG, bool kTma, bool kB, bool kRoles = false>
+// kPing (kRoles with two warpgroups; EDGEVLA_ATTN_WG_ROLES=2): the two warpgroups take turns at
+// issuing a tile's multiplies (barriers 4 and 5: each waits for the other's arrival, issues, then
+// lets the other go), so that one's softmax runs while the other's multiplies do.
+template <int HD, int WG, bool kTma, bool kB, bool kRoles = false, bool kPing = false>
 __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
     attn_wg(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
             const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
@@ -183,6 +186,7 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
   extern __shared__ __align__(128) unsigned char smem[];
   static_assert(HD == 256 || (HD == 128 && kTma), "head dim 128 in the bulk-copy form only");
   static_assert(!kRoles || kTma, "the producer warp issues bulk copies");
+  static_assert(!kPing || (kRoles && WG == 2), "turns between two warpgroups of the producer warp's form");
   // kThreads: the warpgroups' threads (the producer warp, kRoles, comes after them).
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
   constexpr int kIssuer = kRoles ? kThreads : 0;  // the thread that issues the bulk copies
@@ -475,6 +479,10 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
     probs(t_begin);
     pack_probs(s, pf);
 
+    // kPing: the first turn is warpgroup 0's.
+    if constexpr (kPing) {
+      if (tid >= 128) named_arrive<4, 256>();
+    }
     // Every tile but the last: q·kᵀ of the next tile and p·v of this one in flight together, the
     // next softmax under p·v. Straight-line code, so that the compiler keeps the multiplies
     // asynchronous (a branch around them makes it serialise them). In flight at the top of tile
@@ -492,11 +500,25 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
         if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_k(t + 2);
         if constexpr (!kTma) cp_async_commit();
       }
+      if constexpr (kPing) {  // this warpgroup's turn
+        if (tid < 128) {
+          named_barrier<4, 256>();
+        } else {
+          named_barrier<5, 256>();
+        }
+      }
       wg_fence();
       if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
       if constexpr (!(kAblate & 4)) pv<HD, kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
       wg_commit();
+      if constexpr (kPing) {  // the other's turn
+        if (tid < 128) {
+          named_arrive<5, 256>();
+        } else {
+          named_arrive<4, 256>();
+        }
+      }
       wg_wait<1>();  // q·kᵀ of tile t + 1 has landed; p·v of tile t may still run
       pin(s_flat);
       free_k(t + 1);
@@ -530,6 +552,11 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
       fence_proxy_async();
     }
     if constexpr (!kRoles) __syncthreads();
+    // kPing: warpgroup 1's last arrival (or, with one tile, its first) met, so no barrier is left
+    // half-arrived at exit.
+    if constexpr (kPing) {
+      if (tid < 128) named_barrier<4, 256>();
+    }
     wg_fence();
     pv<HD, kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
@@ -627,21 +654,24 @@ bool wg_tma_ready(const Params& p) {
 namespace {
 // attn_wg's instance with `groups` warpgroups a block.
 template <int HD, bool kTma, bool kB, bool kRoles = false>
-const void* instance(int groups) {
+const void* instance(int groups, bool ping = false) {
+  if constexpr (kRoles) {
+    if (groups == 2 && ping) return reinterpret_cast<const void*>(&attn_wg<HD, 2, kTma, kB, true, true>);
+  }
   return groups == 2 ? reinterpret_cast<const void*>(&attn_wg<HD, 2, kTma, kB, kRoles>)
                      : reinterpret_cast<const void*>(&attn_wg<HD, 1, kTma, kB, kRoles>);
 }
 }  // namespace
 
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, bool roles) {
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles) {
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   const int hd = wg_head_dim(p.h);
   if (!tma && (p.b_len > 0 || hd != 256)) return cudaErrorNotSupported;
   const bool with_b = p.b_len > 0;
-  roles = roles && hd == 128;  // the producer warp's form is built at head dim 128 only
-  const void* fn = hd == 128 && roles ? (with_b ? instance<128, true, true, true>(groups)
-                                                : instance<128, true, false, true>(groups))
+  if (hd != 128) roles = 0;  // the producer warp's form is built at head dim 128 only
+  const void* fn = hd == 128 && roles > 0 ? (with_b ? instance<128, true, true, true>(groups, roles == 2)
+                                                    : instance<128, true, false, true>(groups, roles == 2))
                    : hd == 128 ? (with_b ? instance<128, true, true>(groups) : instance<128, true, false>(groups))
                    : !tma     ? instance<256, false, false>(groups)
                    : with_b   ? instance<256, true, true>(groups)
@@ -651,7 +681,7 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   if (err != cudaSuccess) return err;
   Params copy = p;
   void* args[] = {&copy, &maps[0], &maps[1], &maps[2], &maps[3]};
-  return launch_untyped(fn, grid, dim3(128 * groups + (roles ? 32 : 0)), static_cast<std::size_t>(smem), stream, args);
+  return launch_untyped(fn, grid, dim3(128 * groups + (roles > 0 ? 32 : 0)), static_cast<std::size_t>(smem), stream, args);
 }
 
 }  // namespace edgevla::backends::cuda::attn

@@ -73,6 +73,12 @@ __device__ __forceinline__ void named_barrier() {
   static_assert(kId > 0 && kId < 16 && kThreads % 32 == 0, "barrier id 1-15, whole warps");
   asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
 }
+// Arrival at barrier kId without waiting (the other kThreads minus these wait with named_barrier).
+template <int kId, int kThreads>
+__device__ __forceinline__ void named_arrive() {
+  static_assert(kId > 0 && kId < 16 && kThreads % 32 == 0, "barrier id 1-15, whole warps");
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
+}
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
