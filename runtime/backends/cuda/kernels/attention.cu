@@ -123,15 +123,18 @@ bool wg128_b_env() {
   return on;
 }
 // Head dims 65-128 on the warpgroup kernel with a producer warp issuing the copies and no block
-// barrier inside the walk (AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG_ROLES=1 (the default);
-// 0 thread 0 copying between block barriers. Run 57 call 3: GR00T's two-view tower 13.37 against
+// barrier inside the walk (AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG_ROLES=1, and with the two
+// warpgroups taking turns at issuing their multiplies =2 (the default); 0 thread 0 copying between
+// block barriers. Run 57 call 3 (1 against 0): GR00T's two-view tower 13.37 against
 // 14.30 µs, one view 10.99 against 11.51, pi0.5's three views 11.58 against 11.78; alternated twice
 // in the engines, GR00T's backbone 3.206, 3.203 against 3.238, 3.274 ms at two views (one view and
-// pi0.5 within the spread); both families' GPU tests pass with it.
-// EDGEVLA_ATTN_WG_ROLES=2: the same with the two warpgroups taking turns at issuing their
-// multiplies (attention_wg.cu's kPing; one warpgroup a block runs the form of 1).
+// pi0.5 within the spread); both families' GPU tests pass with it. Call 4 (2 against 1): the
+// tower 12.94 against 13.39 µs (two views), 11.19 against 11.45 (pi0.5's three), 10.85 against
+// 11.07 (one); GR00T E2E 6.600, 6.605 / 7.247, 7.216 ms against 6.678, 6.678 / 7.300, 7.218,
+// pi0.5 within the spread; both families' GPU tests pass with it. One warpgroup a block runs the
+// form of 1 (turns need two; attention_wg.cu's kPing).
 int wg_roles_env() {
-  static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 1, 0, 2);
+  static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 2, 0, 2);
   return mode;
 }
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0

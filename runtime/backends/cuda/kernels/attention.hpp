@@ -106,7 +106,7 @@ struct AttentionArgs {
   // Head dims 65-128 on the warpgroup kernel: its copies issued by a producer warp, the warpgroups
   // sharing no barrier inside the walk (1; 2 with the two warpgroups taking turns at issuing their
   // multiplies), or by thread 0 between block barriers (0); -1 the
-  // process's choice (EDGEVLA_ATTN_WG_ROLES, 1 by default since run 57).
+  // process's choice (EDGEVLA_ATTN_WG_ROLES, 2 by default since run 57).
   int wg_roles = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
