@@ -217,6 +217,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       int groups = 0;       // attn_bf16's key groups a block (AttentionArgs::key_groups); 0: the plan's
       int wg_narrow = 0;    // head dims 65-128 on the warpgroup kernel, warpgroups a block (AttentionArgs::wg_narrow)
       int roles = 0;        // ... with its copies from a producer warp (AttentionArgs::wg_roles; 2: turns)
+      bool trim = false;    // ... q·kᵀ over 80 dims (AttentionArgs::wg_qk_trim)
     };
     std::vector<Ask> asks;
     for (const int n : {0, 1, 2, 3, 4, 6, 8, 12}) asks.push_back({n == 0 ? "plan" : std::to_string(n), n, false, 0});
@@ -241,6 +242,11 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
         // The producer warp's form ("wg128r_2"), and with turns ("wg128p_2"), at the plan's shares.
         asks.push_back({"wg128r_" + std::to_string(groups), 0, false, 0, false, false, false, 0, groups, 1});
         if (groups == 2) asks.push_back({"wg128p_2", 0, false, 0, false, false, false, 0, groups, 2});
+        // The same with q·kᵀ over 80 dims ("wg128pt_2", "wg128rt_1"), where the head has at most 80.
+        if (sh.h <= 80) {
+          asks.push_back({groups == 2 ? "wg128pt_2" : "wg128rt_1", 0, false, 0, false, false, false, 0, groups,
+                          groups == 2 ? 2 : 1, true});
+        }
       }
     }
     if (sh.h > 192) asks.push_back({"wide", 0, true, 0});
@@ -256,6 +262,8 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
         for (const int n : {0, 2, 4}) asks.push_back({n == 0 ? g : g + "s" + std::to_string(n), n, false, groups, false, true});
       }
       asks.push_back({"wgtrot", 0, false, 2, true, true});
+      // One warpgroup, bulk copies from a producer warp ("wgtr1", AttentionArgs::wg_roles).
+      asks.push_back({"wgtr1", 0, false, 1, false, true, false, 0, 0, 1});
     }
     for (const Ask& ask : asks) {
       // --split plan | N | rot | narrow | narrow1 | wide | wgG | wgGsN | wgrot | wgtG | wgtGsN |
@@ -271,6 +279,7 @@ void attention_shapes(cudaStream_t s, Timer& timer, int repeat, const std::strin
       one.wg_narrow = ask.wg_narrow;
       one.wg_narrow_b = sh.causal && ask.wg_narrow > 0 ? 1 : 0;
       one.wg_roles = ask.roles;
+      one.wg_qk_trim = ask.trim ? 1 : 0;
       const int splits = ask.splits;
       if (ask.wg == 0 && !ask.wide && ask.wg_narrow == 0) one.shares = splits;  // exactly that many where the scratch allows
       const std::size_t one_planned =

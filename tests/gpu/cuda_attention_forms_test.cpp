@@ -145,8 +145,8 @@ TEST(CudaAttention, ShortKeyWalksMatch) {
 // at one and three views (in shares, and unsplit without scratch), ragged last key and row tiles,
 // a prefix shorter than one key tile, two sequences, two kv heads, q, k and v side by side in one
 // row, and a peaky softmax; one and two warpgroups a block, K and V by cp.async and by bulk
-// tensor copies. Where the warpgroup GEMM runs (compute capability 9.0, sm_90a build) the plan
-// must take it.
+// tensor copies, and (one warpgroup) by bulk copies from a producer warp (wg_roles). Where the
+// warpgroup GEMM runs (compute capability 9.0, sm_90a build) the plan must take it.
 TEST(CudaAttention, WarpgroupKernelMatches) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases = {gemma_prefix(464, 456), gemma_prefix(976, 968), gemma_prefix(1200, 1100),
@@ -172,11 +172,12 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int form : {1, 2, 11, 12}) {  // warpgroups, + 10: bulk tensor copies
+    for (int form : {1, 2, 11, 12, 21}) {  // warpgroups, + 10: bulk tensor copies, + 20: from a producer warp
       Case c = base;
       c.wg = form % 10;
       c.wg_tma = form > 10 ? 1 : 0;
-      c.name += " wg" + std::to_string(c.wg) + (form > 10 ? " tma" : "");
+      c.wg_roles = form > 20 ? 1 : 0;
+      c.name += " wg" + std::to_string(c.wg) + (form > 20 ? " producer warp" : form > 10 ? " tma" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -201,7 +202,8 @@ TEST(CudaAttention, WarpgroupKernelMatches) {
 // dim 80 with a prefix shorter than one key tile; in shares and unsplit, and a graph replayed at
 // several prefix lengths. Where the warpgroup GEMM runs the plan must take it in bf16, never in f32,
 // never with block b, and never once wg_narrow is 0. Each in both forms: thread 0 copying between
-// block barriers, and a producer warp copying with the warpgroups unsynchronised (wg_roles).
+// block barriers, a producer warp copying with the warpgroups unsynchronised (wg_roles), the
+// warpgroups taking turns, and those two with q·kᵀ over 80 dims (wg_qk_trim; head dims ≤ 80).
 TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases;
@@ -224,11 +226,13 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int form = 0; form < 5; ++form) {
-      const int groups = form == 4 ? 2 : 1 + form % 2;
+    for (int form = 0; form < 7; ++form) {  // 0-3: 1 / 2 warpgroups, + 2 producer warp; 4 turns; 5-6 trimmed
+      const int groups = form == 4 || form == 5 ? 2 : 1 + form % 2;
       Case c = base;
-      c.wg_narrow = groups, c.wg_roles = form == 4 ? 2 : form / 2;
-      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles == 2 ? " turns" : c.wg_roles ? " producer warp" : "");
+      c.wg_narrow = groups, c.wg_roles = form == 4 || form == 5 ? 2 : form == 6 ? 1 : form / 2;
+      c.wg_qk_trim = form >= 5 ? 1 : 0;
+      c.name += " wg128 " + std::to_string(groups) + (c.wg_roles == 2 ? " turns" : c.wg_roles ? " producer warp" : "") +
+                (form >= 5 ? " q·k over 80 dims" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -368,12 +372,13 @@ TEST(CudaAttention, WarpgroupKernelTakesBlockB) {
 // prefix before (the replays run longest first), which V's zeroed tail must keep out of the output.
 TEST(CudaAttention, WarpgroupKernelFollowsALen) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
-  for (int tma : {0, 1}) {
+  for (int tma : {0, 1, 2}) {  // 2: bulk copies from a producer warp, one warpgroup
     for (int rows : {464, 976}) {
       Case c = gemma_prefix(rows, rows - 8);
-      c.wg = rows == 464 ? 1 : 2;
-      c.wg_tma = tma;
-      c.name += " wg" + std::to_string(c.wg) + (tma ? " tma" : "");
+      c.wg = rows == 464 || tma == 2 ? 1 : 2;
+      c.wg_tma = tma > 0 ? 1 : 0;
+      c.wg_roles = tma == 2 ? 1 : 0;
+      c.name += " wg" + std::to_string(c.wg) + (tma == 2 ? " producer warp" : tma ? " tma" : "");
       check_replays(c, DType::kBF16, {rows, 300, 64, 65, 1, 0});
     }
   }

@@ -137,6 +137,20 @@ int wg_roles_env() {
   static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 2, 0, 2);
   return mode;
 }
+// The producer warp's form at head dim 256 (Gemma's prefix, block a alone, one warpgroup a block;
+// AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG256_ROLES=1; 0 (the default) until measured. Run
+// 49's ablation had the prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
+// q·kᵀ over 80 of head dim 128's dims where the head has at most 80 (the towers' 72; the producer
+// warp's form, block a alone; AttentionArgs::wg_qk_trim = -1): EDGEVLA_ATTN_QK_TRIM=1; 0 (the
+// default) until measured. The same products (the dims past h are zeros).
+bool qk_trim_env() {
+  static const bool on = env_int("EDGEVLA_ATTN_QK_TRIM", 0, 0, 1) == 1;
+  return on;
+}
+bool wg256_roles_env() {
+  static const bool on = env_int("EDGEVLA_ATTN_WG256_ROLES", 0, 0, 1) == 1;
+  return on;
+}
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
 // never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
 int wg_env() {
@@ -276,6 +290,7 @@ struct Plan {
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
   int wg_roles = 0;            // head dim 128: its copies from a producer warp (kRoles), 2 also turns (kPing)
+  bool wg_qk_trim = false;     // ... with q·kᵀ over 80 dims where the head has at most 80
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -375,7 +390,12 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     pl.narrow = false;
     pl.wg_groups = wg_groups;
     pl.wg_tma = wg_form_tma;
-    pl.wg_roles = hd128 ? std::clamp(a.wg_roles >= 0 ? a.wg_roles : wg_roles_env(), 0, 2) : 0;
+    if (hd128) {
+      pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : wg_roles_env(), 0, 2);
+      pl.wg_qk_trim = a.h <= 80 && a.b_len == 0 && (a.wg_qk_trim >= 0 ? a.wg_qk_trim > 0 : qk_trim_env());
+    } else if (wg_form_tma && a.b_len == 0 && wg_groups == 1) {
+      pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : (wg256_roles_env() ? 1 : 0), 0, 1);
+    }
     pl.key_groups = 1;
     pl.key_tile = attn::kWgKeys;
     pl.row_tiles = ceil_div(pl.m_rows, attn::wg_rows(pl.wg_groups));
@@ -632,7 +652,7 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   }
   p.cluster = pl.cluster;
   if (pl.wg) {
-    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, pl.wg_roles);
+    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, pl.wg_roles, pl.wg_qk_trim);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant& v = variant;

@@ -103,11 +103,15 @@ struct AttentionArgs {
   // LLM, causal over packed keys, has only block b): 1 yes; 0 no; -1: the process's choice
   // (EDGEVLA_ATTN_WG128_B, 0 by default until measured on a GPU).
   int wg_narrow_b = -1;
-  // Head dims 65-128 on the warpgroup kernel: its copies issued by a producer warp, the warpgroups
+  // The warpgroup kernel at head dims 65-128 (and at 256 for block a alone with one warpgroup a
+  // block, EDGEVLA_ATTN_WG256_ROLES, off by default): its copies issued by a producer warp, the warpgroups
   // sharing no barrier inside the walk (1; 2 with the two warpgroups taking turns at issuing their
   // multiplies), or by thread 0 between block barriers (0); -1 the
   // process's choice (EDGEVLA_ATTN_WG_ROLES, 2 by default since run 57).
   int wg_roles = -1;
+  // With it at head dims up to 80 (block a alone): q·kᵀ over 80 of the 128 dims (1), or all (0);
+  // -1 the process's choice (EDGEVLA_ATTN_QK_TRIM, 0 by default until measured).
+  int wg_qk_trim = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
   // choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; on by default).

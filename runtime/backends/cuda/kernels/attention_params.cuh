@@ -99,6 +99,7 @@ bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
 // V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:
 // cudaErrorNotSupported for a call with block b, or at head dims below 256).
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles = 0);
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles = 0,
+                      bool qk_trim = false);
 
 }  // namespace edgevla::backends::cuda::attn
