@@ -325,8 +325,9 @@ TEST(CudaAttention, WarpgroupKernelTakesHeadDim128BlockB) {
 
 // The warpgroup kernel's bulk-copy form over blocks a and b (the action experts: the cached
 // prefix, then the action rows' own keys with pi0's per-row limits or none), asked for: one and
-// three views, a prefix of 0 and of 37 keys, two sequences; in shares and unsplit. Without bulk
-// copies (wg_tma 0) the plan must not take it for block b.
+// three views, a prefix of 0 and of 37 keys, two sequences; in shares and unsplit; one and two
+// warpgroups, and one with its copies from a producer warp (wg_roles). Without bulk copies
+// (wg_tma 0) the plan must not take it for block b.
 TEST(CudaAttention, WarpgroupKernelTakesBlockB) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases = {action_expert(51, 833, true), action_expert(50, 968, false),
@@ -342,11 +343,13 @@ TEST(CudaAttention, WarpgroupKernelTakesBlockB) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int groups : {1, 2}) {
+    for (int form : {1, 2, 21}) {  // warpgroups; 21: one, its copies from a producer warp
+      const int groups = form % 10;
       Case c = base;
       c.wg = groups;
       c.wg_tma = 1;
-      c.name += " wg" + std::to_string(groups) + " tma";
+      c.wg_roles = form > 20 ? 1 : 0;
+      c.name += " wg" + std::to_string(groups) + (form > 20 ? " producer warp" : " tma");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -362,9 +365,11 @@ TEST(CudaAttention, WarpgroupKernelTakesBlockB) {
       check_case(c, DType::kBF16, false);
     }
   }
-  Case c = action_expert(51, 833, true);
-  c.wg = 1, c.wg_tma = 1, c.name += " wg1 tma";
-  check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
+  for (int roles : {0, 1}) {
+    Case c = action_expert(51, 833, true);
+    c.wg = 1, c.wg_tma = 1, c.wg_roles = roles, c.name += roles ? " wg1 producer warp" : " wg1 tma";
+    check_replays(c, DType::kBF16, {968, 833, 300, 64, 65, 1, 0});
+  }
 }
 
 // The warpgroup kernel in a graph captured once, replayed with other prefix lengths; with bulk

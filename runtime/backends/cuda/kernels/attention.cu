@@ -137,9 +137,10 @@ int wg_roles_env() {
   static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 2, 0, 2);
   return mode;
 }
-// The producer warp's form at head dim 256 (Gemma's prefix, block a alone, one warpgroup a block;
-// AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG256_ROLES=1; 0 (the default) until measured. Run
-// 49's ablation had the prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
+// The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
+// expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
+// = -1): EDGEVLA_ATTN_WG256_ROLES=1; 0 (the default) until measured. Run 49's ablation had the
+// prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
 // q·kᵀ over 80 of head dim 128's dims where the head has at most 80 (the towers' 72; the producer
 // warp's form, block a alone; AttentionArgs::wg_qk_trim = -1): EDGEVLA_ATTN_QK_TRIM=1; 0 (the
 // default) until measured. The same products (the dims past h are zeros).
@@ -397,7 +398,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     if (hd128) {
       pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : wg_roles_env(), 0, 2);
       pl.wg_qk_trim = a.h <= 80 && a.b_len == 0 && (a.wg_qk_trim >= 0 ? a.wg_qk_trim > 0 : qk_trim_env());
-    } else if (wg_form_tma && a.b_len == 0 && wg_groups == 1) {
+    } else if (wg_form_tma && wg_groups == 1) {
       pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : (wg256_roles_env() ? 1 : 0), 0, 1);
     }
     pl.key_groups = 1;

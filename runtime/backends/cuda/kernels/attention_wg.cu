@@ -612,16 +612,17 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   const int hd = wg_head_dim(p.h);
   if (!tma && (p.b_len > 0 || hd != 256)) return cudaErrorNotSupported;
   const bool with_b = p.b_len > 0;
-  // The producer warp's form: at head dim 128 (turns with two warpgroups), and at 256 for block a
-  // alone with one warpgroup (two warpgroups and the producer warp would not fit the registers).
-  if (!tma || (hd == 256 && (with_b || groups != 1))) roles = 0;
+  // The producer warp's form: at head dim 128 (turns with two warpgroups), and at 256 with one
+  // warpgroup (two warpgroups and the producer warp would not fit the registers).
+  if (!tma || (hd == 256 && groups != 1)) roles = 0;
   if (hd == 256) roles = std::min(roles, 1);
   const bool trim = qk_trim && hd == 128 && roles > 0 && !with_b && p.h <= 80;
   const void* fn = trim ? trimmed_instance(groups, roles)
                    : hd == 128 && roles > 0 ? (with_b ? instance<128, true, true, true>(groups, roles == 2)
                                                     : instance<128, true, false, true>(groups, roles == 2))
                    : hd == 128 ? (with_b ? instance<128, true, true>(groups) : instance<128, true, false>(groups))
-                   : roles > 0 ? reinterpret_cast<const void*>(&attn_wg<256, 1, true, false, true>)
+                   : roles > 0 ? (with_b ? reinterpret_cast<const void*>(&attn_wg<256, 1, true, true, true>)
+                                         : reinterpret_cast<const void*>(&attn_wg<256, 1, true, false, true>))
                    : !tma     ? instance<256, false, false>(groups)
                    : with_b   ? instance<256, true, true>(groups)
                               : instance<256, true, false>(groups);

@@ -5,6 +5,8 @@
 #     copies from a producer warp on per-stage "free" mbarriers, no block barrier in the walk
 #     (what took the towers' attention 14.3 → 13.4 µs in call 3). Run 49's ablation had the
 #     prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
+#     Also for the action expert's attention on that kernel (EDGEVLA_ATTN_WG_EXPERT=1, which
+#     was 0.23-0.28 ms slower a pi0.5 head in run 40 with thread 0 copying between barriers).
 #  2. EDGEVLA_ATTN_WG128_B=1 (GR00T's LLM on the warpgroup kernel): now one warpgroup a block
 #     by default for block b (the producer warp's form, 9.5-9.6 µs against narrow attn_bf16's
 #     9.9 at two views in calls 3-4; two warpgroups 10.6-10.8).
@@ -27,7 +29,7 @@ date
 ($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
 ($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
 (cd /tmp/b && timeout 200 ctest -L gpu -j6 --output-on-failure > $R/ctest_gpu.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu.log | head -20
- EDGEVLA_ATTN_WG256_ROLES=1 EDGEVLA_ATTN_QK_TRIM=1 EDGEVLA_ATTN_WG128_B=1 timeout 150 ctest -L gpu -R "CudaGroot|CudaPi0|cuda_replay" -j6 --output-on-failure > $R/ctest_forms.log 2>&1; echo "family tests with both rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_forms.log | head -20)
+ EDGEVLA_ATTN_WG256_ROLES=1 EDGEVLA_ATTN_QK_TRIM=1 EDGEVLA_ATTN_WG128_B=1 EDGEVLA_ATTN_WG_EXPERT=1 timeout 150 ctest -L gpu -R "CudaGroot|CudaPi0|cuda_replay" -j6 --output-on-failure > $R/ctest_forms.log 2>&1; echo "family tests with both rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_forms.log | head -20)
 gzip -c /tmp/b/Testing/Temporary/LastTest.log > $R/LastTest.log.gz 2>/dev/null
 wait; date
 K=$BP/edgevla_bench_cuda_kernels
@@ -43,8 +45,9 @@ for l in sys.stdin:
 done
 date
 . $REPO/bench/results/issue9_h200/show.sh
-for arm in 0 r t 0 r t; do
-  case $arm in 0) env="EDGEVLA_ATTN_WG256_ROLES=0";; r) env="EDGEVLA_ATTN_WG256_ROLES=1";; t) env="EDGEVLA_ATTN_WG256_ROLES=1 EDGEVLA_ATTN_QK_TRIM=1";; esac
+for arm in 0 r t e 0 r t e; do
+  case $arm in 0) env="EDGEVLA_ATTN_WG256_ROLES=0";; r) env="EDGEVLA_ATTN_WG256_ROLES=1";; t) env="EDGEVLA_ATTN_WG256_ROLES=1 EDGEVLA_ATTN_QK_TRIM=1";;
+    e) env="EDGEVLA_ATTN_WG256_ROLES=1 EDGEVLA_ATTN_WG_EXPERT=1";; esac
   env $env EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 60 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 50 --warmup 10 > $R/pi0_$arm.out 2> $R/pi0_$arm.err
   echo "pi0.5 $env rc=$?"; show $R/pi0_$arm.out
 done
