@@ -137,10 +137,6 @@ int wg_roles_env() {
   static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 2, 0, 2);
   return mode;
 }
-// The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
-// expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
-// = -1): EDGEVLA_ATTN_WG256_ROLES=1; 0 (the default) until measured. Run 49's ablation had the
-// prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
 // q·kᵀ over 80 of head dim 128's dims where the head has at most 80 (the towers' 72; the producer
 // warp's form, block a alone; AttentionArgs::wg_qk_trim = -1): EDGEVLA_ATTN_QK_TRIM=1; 0 (the
 // default) until measured. The same products (the dims past h are zeros).
@@ -148,6 +144,10 @@ bool qk_trim_env() {
   static const bool on = env_int("EDGEVLA_ATTN_QK_TRIM", 0, 0, 1) == 1;
   return on;
 }
+// The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
+// expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
+// = -1): EDGEVLA_ATTN_WG256_ROLES=1; 0 (the default) until measured. Run 49's ablation had the
+// prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
 bool wg256_roles_env() {
   static const bool on = env_int("EDGEVLA_ATTN_WG256_ROLES", 0, 0, 1) == 1;
   return on;
@@ -290,7 +290,7 @@ struct Plan {
   bool wg = false;             // bf16 head dim 256: attention_wg.cu's kernel
   int wg_groups = 0;           // its warpgroups a block
   bool wg_tma = false;         // its K and V by bulk tensor copies
-  int wg_roles = 0;            // head dim 128: its copies from a producer warp (kRoles), 2 also turns (kPing)
+  int wg_roles = 0;            // its copies from a producer warp (kRoles); head dim 128: 2 also turns (kPing)
   bool wg_qk_trim = false;     // ... with q·kᵀ over 80 dims where the head has at most 80
   int key_tile = 0;
   int splits = 1;
