@@ -9,7 +9,11 @@
 // (cold weights, as in a forward pass of 27 layers). Prints one JSON line a measurement, with the
 // rate in TFLOP/s and the rel-L2 of the wide GEMM's output against cuBLASLt's.
 //
-//   edgevla_bench_cuda_wide_gemm [--repeat 3] [--rows 648] [--shape fc1]
+// --set llm times GR00T's LLM instead (Qwen, 2048 wide, SwiGLU 6144, 16 q and 8 kv heads of 128)
+// at its one- and two-view rows (131, 212), every form also in k parts, beside a kernel that only
+// reads the weight bytes (what a weight-bound GEMM at these rows could reach).
+//
+//   edgevla_bench_cuda_wide_gemm [--repeat 3] [--rows 648] [--shape fc1] [--set towers|llm]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,6 +28,8 @@
 #include "runtime/backends/cuda/kernels/wide_gemm.hpp"
 #include "runtime/core/dtype.hpp"
 
+cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int blocks, unsigned* sink, cudaStream_t s);
+
 using namespace edgevla;
 using namespace edgevla::backends::cuda;
 using namespace edgevla::bench;
@@ -31,12 +37,14 @@ using namespace edgevla::bench;
 int main(int argc, char** argv) {
   int rounds = 3;
   std::int64_t only_rows = 0;
-  std::string only_shape;
+  std::string only_shape, set = "towers";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--repeat") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--rows") == 0) only_rows = std::atoll(argv[i + 1]);
     if (std::strcmp(argv[i], "--shape") == 0) only_shape = argv[i + 1];
+    if (std::strcmp(argv[i], "--set") == 0) set = argv[i + 1];
   }
+  const bool llm = set == "llm";
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   if (!wide_gemm_available()) {
@@ -54,11 +62,20 @@ int main(int argc, char** argv) {
     std::int64_t n, k;
     WideEpilogue epi;
   };
-  const std::vector<Shape> shapes = {{"qkv", 3456, 1152, WideEpilogue::kBias},
-                                     {"o", 1152, 1152, WideEpilogue::kResidual},
-                                     {"fc1", 4352, 1152, WideEpilogue::kGelu},
-                                     {"fc2", 1152, 4352, WideEpilogue::kResidual}};
-  const std::vector<std::int64_t> row_counts = {256, 324, 512, 648, 768};
+  const std::vector<Shape> tower_shapes = {{"qkv", 3456, 1152, WideEpilogue::kBias},
+                                           {"o", 1152, 1152, WideEpilogue::kResidual},
+                                           {"fc1", 4352, 1152, WideEpilogue::kGelu},
+                                           {"fc2", 1152, 4352, WideEpilogue::kResidual}};
+  const std::vector<Shape> llm_shapes = {{"llm_qkv", 4096, 2048, WideEpilogue::kBias},
+                                         {"llm_o", 2048, 2048, WideEpilogue::kResidual},
+                                         {"llm_gate_up", 12288, 2048, WideEpilogue::kBias},
+                                         {"llm_down", 2048, 6144, WideEpilogue::kResidual}};
+  const std::vector<Shape>& shapes = llm ? llm_shapes : tower_shapes;
+  const std::vector<std::int64_t> row_counts =
+      llm ? std::vector<std::int64_t>{131, 212} : std::vector<std::int64_t>{256, 324, 512, 648, 768};
+  const int max_parts = 4;  // the kernel's most k parts
+  unsigned* sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   double total_lt = 0.0, total_wide = 0.0;
   for (const std::int64_t m : row_counts) {
     if (only_rows > 0 && m != only_rows) continue;
@@ -88,7 +105,7 @@ int main(int argc, char** argv) {
       void *d = nullptr, *ref_d = nullptr, *parts = nullptr;
       CHECK_CUDA(cudaMalloc(&d, d_bytes));
       CHECK_CUDA(cudaMalloc(&ref_d, d_bytes));
-      CHECK_CUDA(cudaMalloc(&parts, static_cast<std::size_t>(4 * m * sh.n) * 4));
+      CHECK_CUDA(cudaMalloc(&parts, static_cast<std::size_t>(max_parts * m * sh.n) * 4));
       const double flop = 2.0 * static_cast<double>(m * sh.n * sh.k);
       // cuBLASLt as the tower calls it: bias (+ GELU) into bf16, or beta 1 into the f32 stream.
       GemmArgs g;
@@ -110,7 +127,21 @@ int main(int argc, char** argv) {
                   "\"k\": %lld, \"kernel\": \"cublaslt\", \"us\": %.2f, \"tflops\": %.0f}\n",
                   prop.name, sh.name, static_cast<long long>(m), static_cast<long long>(sh.n),
                   static_cast<long long>(sh.k), lt_us, flop / (lt_us * 1e6));
-      const WidePlan plan = wide_gemm_plan(m, sh.n, sh.k, f32 ? 4 : 1, prop.multiProcessorCount);
+      // The weight bytes only read, back to back over the same copies: best of 1, 2 and 4 blocks a
+      // multiprocessor.
+      double read_us = 1e30;
+      for (const int per_sm : {1, 2, 4}) {
+        read_us = std::min(read_us, timer.per_call_us(copies, rounds, [&](int c) {
+          CHECK_CUDA(edgevla_bench_launch_read(wc + c * w_bytes, w_bytes, per_sm * prop.multiProcessorCount, sink, s));
+        }));
+      }
+      std::printf("{\"bench\": \"wide_gemm\", \"shape\": \"%s\", \"m\": %lld, \"kernel\": \"read_only\", "
+                  "\"us\": %.2f, \"tbps\": %.2f, \"cublaslt_over_read\": %.2f}\n",
+                  sh.name, static_cast<long long>(m), read_us, static_cast<double>(w_bytes) / (read_us * 1e6),
+                  lt_us / read_us);
+      // In the LLM set every form may take k parts (into f32 parts, as a diagnosis of the shape).
+      const int shape_parts = f32 || llm ? max_parts : 1;
+      const WidePlan plan = wide_gemm_plan(m, sh.n, sh.k, shape_parts, prop.multiProcessorCount);
       double plan_us = 0.0;
       // Each row size and part count without a cluster and with the plan's cluster for it; the
       // plan's row size and parts also with every other cluster of up to 8 blocks.
@@ -119,7 +150,8 @@ int main(int argc, char** argv) {
       };
       std::vector<Form> forms;
       for (const int rows : kWideRowSizes) {
-        for (int p = 1; p <= (f32 ? 4 : 1); ++p) {
+        for (int p = 1; p <= shape_parts; ++p) {
+          if (sh.k % (64 * p) != 0) continue;
           WidePlan c{rows, p};
           wide_gemm_cluster(c, m, sh.n, 4);
           forms.push_back({rows, p, 1, 1});

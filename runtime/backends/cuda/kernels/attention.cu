@@ -115,11 +115,12 @@ int wg128_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG128", 2, 0, 2);
   return groups;
 }
-// The same for calls with block b (AttentionArgs::wg_narrow_b = -1): EDGEVLA_ATTN_WG128_B=1; 0
-// (the default) until measured in the engines (GR00T's LLM: 13.5 µs a layer on attn_bf16 at two
-// views, run 55 call 3, against ~10.7 for PyTorch's cuDNN).
+// The same for calls with block b (AttentionArgs::wg_narrow_b = -1): EDGEVLA_ATTN_WG128_B=1 (the
+// default since run 58), 0 for attn_bf16. GR00T's LLM at two views, one warpgroup a block with the
+// producer warp: 9.61 against attn_bf16's 9.95 µs (run 58 call 1); GR00T E2E 6.579, 6.536 / 7.240,
+// 7.188 ms against 6.597, 6.637 / 7.215, 7.291 with it off (alternated twice).
 bool wg128_b_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG128_B", 0, 0, 1) == 1;
+  static const bool on = env_int("EDGEVLA_ATTN_WG128_B", 1, 0, 1) == 1;
   return on;
 }
 // Head dims 65-128 on the warpgroup kernel with a producer warp issuing the copies and no block
@@ -138,18 +139,24 @@ int wg_roles_env() {
   return mode;
 }
 // q·kᵀ over 80 of head dim 128's dims where the head has at most 80 (the towers' 72; the producer
-// warp's form, block a alone; AttentionArgs::wg_qk_trim = -1): EDGEVLA_ATTN_QK_TRIM=1; 0 (the
-// default) until measured. The same products (the dims past h are zeros).
+// warp's form, block a alone; AttentionArgs::wg_qk_trim = -1): EDGEVLA_ATTN_QK_TRIM=1 (the default
+// since run 58), 0 over all 128. The same products (the dims past h are zeros). Run 58 call 1: GR00T's
+// two-view tower 12.58 against 12.84 µs, pi0.5's three views 11.07 against 11.31, GR00T's one view
+// 10.79 against 10.93 (10.29 against 10.64 with one warpgroup); the engines within the spread.
 bool qk_trim_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_QK_TRIM", 0, 0, 1) == 1;
+  static const bool on = env_int("EDGEVLA_ATTN_QK_TRIM", 1, 0, 1) == 1;
   return on;
 }
 // The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
 // expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
-// = -1): EDGEVLA_ATTN_WG256_ROLES=1; 0 (the default) until measured. Run 49's ablation had the
-// prefix's copies, waits and barriers at 20.2 of its 33.6 µs (three views).
+// = -1): EDGEVLA_ATTN_WG256_ROLES=1 (the default since run 58), 0 thread 0 copying between block
+// barriers. Run 49's ablation had the prefix's copies, waits and barriers at 20.2 of its 33.6 µs
+// (three views); run 58 call 1: the prefix 28.65 against 33.62 µs at three views, 16.36 against
+// 17.34 at one; pi0.5 E2E 10.485, 10.567 / 14.414, 14.471 ms against 10.662, 10.514 / 14.724,
+// 14.498 (alternated twice). With EDGEVLA_ATTN_WG_EXPERT=1 on top the head was slower at one view
+// (10.746, 10.721 ms), so the experts stay on attn_bf16.
 bool wg256_roles_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG256_ROLES", 0, 0, 1) == 1;
+  static const bool on = env_int("EDGEVLA_ATTN_WG256_ROLES", 1, 0, 1) == 1;
   return on;
 }
 // The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0

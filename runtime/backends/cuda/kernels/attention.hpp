@@ -101,16 +101,16 @@ struct AttentionArgs {
   int wg_narrow = -1;
   // The same kernel at head dim 128 also for calls with block b (its keys' per-row limits: GR00T's
   // LLM, causal over packed keys, has only block b): 1 yes; 0 no; -1: the process's choice
-  // (EDGEVLA_ATTN_WG128_B, 0 by default until measured on a GPU).
+  // (EDGEVLA_ATTN_WG128_B, 1 by default since run 58).
   int wg_narrow_b = -1;
   // The warpgroup kernel at head dims 65-128 (and at 256 for block a alone with one warpgroup a
-  // block, EDGEVLA_ATTN_WG256_ROLES, off by default): its copies issued by a producer warp, the warpgroups
+  // block, EDGEVLA_ATTN_WG256_ROLES, on by default since run 58): its copies issued by a producer warp, the warpgroups
   // sharing no barrier inside the walk (1; 2 with the two warpgroups taking turns at issuing their
   // multiplies), or by thread 0 between block barriers (0); -1 the
   // process's choice (EDGEVLA_ATTN_WG_ROLES, 2 by default since run 57).
   int wg_roles = -1;
   // With it at head dims up to 80 (block a alone): q·kᵀ over 80 of the 128 dims (1), or all (0);
-  // -1 the process's choice (EDGEVLA_ATTN_QK_TRIM, 0 by default until measured).
+  // -1 the process's choice (EDGEVLA_ATTN_QK_TRIM, 1 by default since run 58).
   int wg_qk_trim = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
