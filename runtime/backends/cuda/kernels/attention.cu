@@ -18,6 +18,7 @@
 // f32: 4 warps × 4 stacked rows, CUDA cores; lane j scores key j of a 32-key tile, then every
 // lane accumulates its own output dims.
 #include "runtime/backends/cuda/kernels/attention.hpp"
+#include "runtime/backends/cuda/kernels/attention_defaults.hpp"
 #include "runtime/backends/cuda/kernels/attention_params.cuh"
 #include "runtime/backends/cuda/kernels/launch.cuh"
 #include "runtime/backends/cuda/kernels/ptx.cuh"
@@ -34,6 +35,7 @@ namespace edgevla::backends::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using namespace attn_defaults;
 using namespace ptx;
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -88,109 +90,9 @@ int wide_from_default() {
 // 6.34, 6.34 / 6.34, 6.34 ms at one view, 6.88, 6.81 / 6.53, 6.53 / 6.52, 6.53 at three; GR00T's
 // within 0.01 ms either way; the GPU suite passes with 2.
 constexpr int kNarrowWarps = 2;
-// Head dims up to 48 (GR00T's DiT) on their own 48-wide instance; EDGEVLA_ATTN_HD48=0 pads them
-// to 64 as before run 44, to compare.
-bool hd48_on() {
-  static const bool on = env_int("EDGEVLA_ATTN_HD48", 1, 0, 1) == 1;
-  return on;
-}
-// AttentionArgs::short_keys unasked: walks of at most 32 keys at head dims up to 48 (GR00T's DiT
-// self-attention, 17 keys) in one 32-key tile instead of a 64-key one with 47 masked keys, with
-// EDGEVLA_ATTN_SHORT_KEYS=1 (off until measured on a GPU).
-bool short_keys_on() {
-  static const bool on = env_int("EDGEVLA_ATTN_SHORT_KEYS", 0, 0, 1) == 1;
-  return on;
-}
-int narrow_mode() {
-  static const int mode = env_int("EDGEVLA_ATTN_NARROW", 2, 0, 2);
-  return mode;
-}
-// Head dims 65-128 on the warpgroup kernel (AttentionArgs::wg_narrow = -1): EDGEVLA_ATTN_WG128=1 or
-// 2 (the default) warpgroups a block; 0 never. Against attn_bf16 in the engines (run 54 call 5,
-// run 55 call 1, alternated twice): GR00T E2E 6.64 / 7.33 ms with 2 against 6.67-6.70 / 7.39-7.41
-// (1 / 2 views), 6.64 / 7.37 with 1; pi0.5 10.52 / 14.63 against 10.63 / 14.75. The kernel bench
-// alone (back to back in a graph) favours attn_bf16 at one view (GR00T's tower 10.9 against 11.5
-// µs), the engines do not; the GPU suite passed with 2 (run 55 call 1).
-int wg128_env() {
-  static const int groups = env_int("EDGEVLA_ATTN_WG128", 2, 0, 2);
-  return groups;
-}
-// The same for calls with block b (AttentionArgs::wg_narrow_b = -1): EDGEVLA_ATTN_WG128_B=1 (the
-// default since run 58), 0 for attn_bf16. GR00T's LLM at two views, one warpgroup a block with the
-// producer warp: 9.61 against attn_bf16's 9.95 µs (run 58 call 1); GR00T E2E 6.579, 6.536 / 7.240,
-// 7.188 ms against 6.597, 6.637 / 7.215, 7.291 with it off (alternated twice).
-bool wg128_b_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG128_B", 1, 0, 1) == 1;
-  return on;
-}
-// Head dims 65-128 on the warpgroup kernel with a producer warp issuing the copies and no block
-// barrier inside the walk (AttentionArgs::wg_roles = -1): EDGEVLA_ATTN_WG_ROLES=1, and with the two
-// warpgroups taking turns at issuing their multiplies =2 (the default); 0 thread 0 copying between
-// block barriers. Run 57 call 3 (1 against 0): GR00T's two-view tower 13.37 against
-// 14.30 µs, one view 10.99 against 11.51, pi0.5's three views 11.58 against 11.78; alternated twice
-// in the engines, GR00T's backbone 3.206, 3.203 against 3.238, 3.274 ms at two views (one view and
-// pi0.5 within the spread); both families' GPU tests pass with it. Call 4 (2 against 1): the
-// tower 12.94 against 13.39 µs (two views), 11.19 against 11.45 (pi0.5's three), 10.85 against
-// 11.07 (one); GR00T E2E 6.600, 6.605 / 7.247, 7.216 ms against 6.678, 6.678 / 7.300, 7.218,
-// pi0.5 within the spread; both families' GPU tests pass with it. One warpgroup a block runs the
-// form of 1 (turns need two; attention_wg.cu's kPing).
-int wg_roles_env() {
-  static const int mode = env_int("EDGEVLA_ATTN_WG_ROLES", 2, 0, 2);
-  return mode;
-}
-// q·kᵀ over 80 of head dim 128's dims where the head has at most 80 (the towers' 72; the producer
-// warp's form, block a alone; AttentionArgs::wg_qk_trim = -1): EDGEVLA_ATTN_QK_TRIM=1 (the default
-// since run 58), 0 over all 128. The same products (the dims past h are zeros). Run 58 call 1: GR00T's
-// two-view tower 12.58 against 12.84 µs, pi0.5's three views 11.07 against 11.31, GR00T's one view
-// 10.79 against 10.93 (10.29 against 10.64 with one warpgroup); the engines within the spread.
-bool qk_trim_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_QK_TRIM", 1, 0, 1) == 1;
-  return on;
-}
-// The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
-// expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
-// = -1): EDGEVLA_ATTN_WG256_ROLES=1 (the default since run 58), 0 thread 0 copying between block
-// barriers. Run 49's ablation had the prefix's copies, waits and barriers at 20.2 of its 33.6 µs
-// (three views); run 58 call 1: the prefix 28.65 against 33.62 µs at three views, 16.36 against
-// 17.34 at one; pi0.5 E2E 10.485, 10.567 / 14.414, 14.471 ms against 10.662, 10.514 / 14.724,
-// 14.498 (alternated twice). With EDGEVLA_ATTN_WG_EXPERT=1 on top the head was slower at one view
-// (10.746, 10.721 ms), so the experts stay on attn_bf16.
-bool wg256_roles_env() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG256_ROLES", 1, 0, 1) == 1;
-  return on;
-}
-// The warpgroup kernel asked for by the environment (AttentionArgs::wg = -1): EDGEVLA_ATTN_WG=0
-// never, 1 or 2 with that many warpgroups a block; -1 when unset (the plan's default below).
-int wg_env() {
-  static const int groups = env_int("EDGEVLA_ATTN_WG", -1, 0, 2);
-  return groups;
-}
-// AttentionArgs::wg_tma's default: on, unless EDGEVLA_ATTN_WG_TMA=0.
-bool wg_tma_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG_TMA", 1, 0, 1) == 1;
-  return on;
-}
-// EDGEVLA_ATTN_WG_EXPERT=1: the unasked warpgroup kernel also for calls with block b (the action
-// experts' attention over the cached prefix and their own keys); off until measured.
-bool wg_expert_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_WG_EXPERT", 0, 0, 1) == 1;
-  return on;
-}
-// EDGEVLA_ATTN_ROTATE=1: AttentionArgs::rotate's default.
-bool rotate_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_ROTATE", 0, 0, 1) == 1;
-  return on;
-}
 int min_tiles_per_split() {
   static const int n = env_int("EDGEVLA_ATTN_MIN_TILES", EDGEVLA_ATTN_MIN_TILES, 1, 64);
   return n;
-}
-// EDGEVLA_ATTN_CLUSTER=1: AttentionArgs::cluster's default on. Off otherwise: on the H200 the
-// merge inside clusters was as fast as attn_combine at 11-12 shares and 0.26 ms a pi0.5 head
-// slower at 6 (run 40 call 3).
-bool cluster_default() {
-  static const bool on = env_int("EDGEVLA_ATTN_CLUSTER", 0, 0, 1) == 1;
-  return on;
 }
 // EDGEVLA_ATTN_WG_SHARES=N (1-12): the warpgroup kernel's key shares fixed at N (where the scratch
 // allows), to compare share counts; unset: the plan's rule.
