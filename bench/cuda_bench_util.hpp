@@ -19,6 +19,11 @@
 #include "runtime/core/dtype.hpp"
 #include "runtime/core/status.hpp"
 
+// bench/read_floor_kernel.cu (linked by the benches that time a read-only floor): a kernel of
+// `blocks` blocks that only reads `bytes` at p (a multiple of 16, 16-byte aligned) into `sink`.
+cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int blocks, unsigned* sink,
+                                      cudaStream_t stream);
+
 namespace edgevla::bench {
 
 #define CHECK_CUDA(call)                                                                 \
@@ -151,6 +156,23 @@ inline WeightCopies copy_weights(const Timer& timer, const void* w, std::size_t 
     CHECK_CUDA(cudaMemcpy(c.base + i * w_bytes, w, w_bytes, cudaMemcpyDeviceToDevice));
   }
   return c;
+}
+
+// µs a read of one copy's w_bytes takes when nothing but the read runs: the read-only kernel
+// back to back over the copies (as per_call_us times a GEMM over them), best of 1, 2 and 4 blocks
+// a multiprocessor. The floor a weight-bound kernel of that weight could reach.
+inline double read_only_us(Timer& timer, const WeightCopies& copies, std::size_t w_bytes, int rounds,
+                           unsigned* sink) {
+  int dev = 0, sms = 0;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  double best = 1e30;
+  for (const int per_sm : {1, 2, 4}) {
+    best = std::min(best, timer.per_call_us(copies.count, rounds, [&](int c) {
+      CHECK_CUDA(edgevla_bench_launch_read(copies.base + c * w_bytes, w_bytes, per_sm * sms, sink, timer.s));
+    }));
+  }
+  return best;
 }
 
 }  // namespace edgevla::bench

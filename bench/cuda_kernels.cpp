@@ -38,10 +38,6 @@ using namespace edgevla;
 using namespace edgevla::backends::cuda;
 using namespace edgevla::bench;
 
-// bench/read_floor_kernel.cu
-cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int blocks, unsigned* sink,
-                                      cudaStream_t stream);
-
 namespace {
 
 // µs a call of `args`, 18 calls captured in one graph (as the layers of a stage follow one
@@ -402,14 +398,8 @@ int main(int argc, char** argv) {
       gc.b = wc + c * w_bytes;
       CHECK_OK((*lt_only)->gemm(s, gc));
     });
-    // The same bytes only read, back to back over the same copies: best of 1, 2 and 4 blocks a
-    // multiprocessor.
-    double read_us = 1e30;
-    for (const int per_sm : {1, 2, 4}) {
-      read_us = std::min(read_us, timer.per_call_us(copies, 3, [&](int c) {
-        CHECK_CUDA(edgevla_bench_launch_read(wc + c * w_bytes, w_bytes, per_sm * prop.multiProcessorCount, sink, s));
-      }));
-    }
+    // The same bytes only read, back to back over the same copies.
+    const double read_us = read_only_us(timer, weight_copies, w_bytes, 3, sink);
     // The reference result: cuBLASLt with beta 0 into a copy.
     GemmArgs g0 = g;
     void* ref_d = nullptr;

@@ -28,8 +28,6 @@
 #include "runtime/backends/cuda/kernels/wide_gemm.hpp"
 #include "runtime/core/dtype.hpp"
 
-cudaError_t edgevla_bench_launch_read(const void* p, std::size_t bytes, int blocks, unsigned* sink, cudaStream_t s);
-
 using namespace edgevla;
 using namespace edgevla::backends::cuda;
 using namespace edgevla::bench;
@@ -127,14 +125,8 @@ int main(int argc, char** argv) {
                   "\"k\": %lld, \"kernel\": \"cublaslt\", \"us\": %.2f, \"tflops\": %.0f}\n",
                   prop.name, sh.name, static_cast<long long>(m), static_cast<long long>(sh.n),
                   static_cast<long long>(sh.k), lt_us, flop / (lt_us * 1e6));
-      // The weight bytes only read, back to back over the same copies: best of 1, 2 and 4 blocks a
-      // multiprocessor.
-      double read_us = 1e30;
-      for (const int per_sm : {1, 2, 4}) {
-        read_us = std::min(read_us, timer.per_call_us(copies, rounds, [&](int c) {
-          CHECK_CUDA(edgevla_bench_launch_read(wc + c * w_bytes, w_bytes, per_sm * prop.multiProcessorCount, sink, s));
-        }));
-      }
+      // The weight bytes only read, back to back over the same copies.
+      const double read_us = read_only_us(timer, weight_copies, w_bytes, rounds, sink);
       std::printf("{\"bench\": \"wide_gemm\", \"shape\": \"%s\", \"m\": %lld, \"kernel\": \"read_only\", "
                   "\"us\": %.2f, \"tbps\": %.2f, \"cublaslt_over_read\": %.2f}\n",
                   sh.name, static_cast<long long>(m), read_us, static_cast<double>(w_bytes) / (read_us * 1e6),
