@@ -595,7 +595,6 @@ const void* instance(int groups, bool ping = false) {
   return groups == 2 ? reinterpret_cast<const void*>(&attn_wg<HD, 2, kTma, kB, kRoles>)
                      : reinterpret_cast<const void*>(&attn_wg<HD, 1, kTma, kB, kRoles>);
 }
-}  // namespace
 
 // The producer warp's form at head dim 128, block a alone, with q·kᵀ over 80 dims (head dims 65-80).
 const void* trimmed_instance(int groups, int roles) {
@@ -605,6 +604,25 @@ const void* trimmed_instance(int groups, int roles) {
   }
   return reinterpret_cast<const void*>(&attn_wg<128, 1, true, false, true, false, 5>);
 }
+
+// attn_wg's instance for a launch (roles and trim already fitted to the head dim and copies).
+const void* pick_instance(int hd, int groups, bool tma, bool with_b, int roles, bool trim) {
+  if (trim) return trimmed_instance(groups, roles);
+  if (hd == 128) {  // bulk copies only
+    if (roles > 0) {
+      return with_b ? instance<128, true, true, true>(groups, roles == 2)
+                    : instance<128, true, false, true>(groups, roles == 2);
+    }
+    return with_b ? instance<128, true, true>(groups) : instance<128, true, false>(groups);
+  }
+  if (roles > 0) {  // head dim 256, one warpgroup
+    return with_b ? reinterpret_cast<const void*>(&attn_wg<256, 1, true, true, true>)
+                  : reinterpret_cast<const void*>(&attn_wg<256, 1, true, false, true>);
+  }
+  if (!tma) return instance<256, false, false>(groups);
+  return with_b ? instance<256, true, true>(groups) : instance<256, true, false>(groups);
+}
+}  // namespace
 
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles, bool qk_trim) {
   CUtensorMap maps[4] = {};
@@ -617,15 +635,7 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   if (!tma || (hd == 256 && groups != 1)) roles = 0;
   if (hd == 256) roles = std::min(roles, 1);
   const bool trim = qk_trim && hd == 128 && roles > 0 && !with_b && p.h <= 80;
-  const void* fn = trim ? trimmed_instance(groups, roles)
-                   : hd == 128 && roles > 0 ? (with_b ? instance<128, true, true, true>(groups, roles == 2)
-                                                    : instance<128, true, false, true>(groups, roles == 2))
-                   : hd == 128 ? (with_b ? instance<128, true, true>(groups) : instance<128, true, false>(groups))
-                   : roles > 0 ? (with_b ? reinterpret_cast<const void*>(&attn_wg<256, 1, true, true, true>)
-                                         : reinterpret_cast<const void*>(&attn_wg<256, 1, true, false, true>))
-                   : !tma     ? instance<256, false, false>(groups)
-                   : with_b   ? instance<256, true, true>(groups)
-                              : instance<256, true, false>(groups);
+  const void* fn = pick_instance(hd, groups, tma, with_b, roles, trim);
   const int smem = wg_smem_bytes(groups, tma, hd);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
