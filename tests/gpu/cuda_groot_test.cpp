@@ -450,50 +450,6 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   fs::remove(plans);
 }
 
-// The vision tower's views on concurrent lanes (EDGEVLA_CUDA_TOWER_LANES=3: each view a pass of its
-// own rows on its own stream, views of different sizes included): in f32 the CPU backend's image
-// embeddings, features and actions; in bf16 the one-pass tower's image embeddings to within
-// cuBLASLt's summation order, and the actions within the bar against the CPU.
-TEST_P(CudaGroot, TowerLanesGiveTheOnePassResult) {
-  REQUIRE_GPU();
-  const std::string& dir = checkpoint(GetParam());
-  auto cpu = open(dir, "cpu", Precision::kF32);
-  auto one = open(dir, "cuda", Precision::kBF16);
-  ::setenv("EDGEVLA_CUDA_TOWER_LANES", "3", 1);
-  auto f32 = open(dir, "cuda", Precision::kF32);
-  auto lanes = open(dir, "cuda", Precision::kBF16);
-  ::unsetenv("EDGEVLA_CUDA_TOWER_LANES");
-  ASSERT_TRUE(cpu && one && f32 && lanes) << (f32 ? "" : f32.status().to_string())
-                                          << (lanes ? "" : lanes.status().to_string());
-  const std::vector<int> emb = embodiment_ids(dir);
-  const mg::GrootConfig& c = config_of(*cpu);
-  std::uint32_t seed = 90;
-  for (const CaseSpec& cs : cases()) {
-    SCOPED_TRACE(describe(cs));
-    const Inputs in = make_inputs(c, cs, emb[static_cast<std::size_t>(cs.embodiment_index)], seed++);
-    auto ref = run(*cpu, in, cs.steps);
-    auto a = run(*f32, in, cs.steps);
-    auto b = run(*lanes, in, cs.steps);
-    auto u = run(*one, in, cs.steps);
-    ASSERT_TRUE(ref && a && b && u) << (a ? "" : a.status().to_string()) << (b ? "" : b.status().to_string());
-    const std::int64_t ne = ref->image_embeds.numel(), na = ref->actions.numel();
-    const double img_f32 = rel_l2(a->image_embeds.data<float>(), ref->image_embeds.data<float>(), ne);
-    const double feat_f32 = feature_errors(*a, *ref).first;
-    const double act_f32 = rel_l2(a->actions.data<float>(), ref->actions.data<float>(), na);
-    const double img_bf16 = rel_l2(b->image_embeds.data<float>(), u->image_embeds.data<float>(), ne);
-    const double cos_bf16 = cosine(b->actions.data<float>(), ref->actions.data<float>(), na);
-    std::printf("[%s %s] lanes: f32 image_embeds rel-L2 %.2e, features %.2e, actions %.2e; bf16 image_embeds vs "
-                "one pass %.2e, actions cosine vs cpu %.6f\n",
-                GetParam().c_str(), describe(cs).c_str(), img_f32, feat_f32, act_f32, img_bf16, cos_bf16);
-    EXPECT_LE(img_f32, 1e-4);
-    EXPECT_LE(feat_f32, 1e-4);
-    EXPECT_LE(act_f32, 1e-4);
-    EXPECT_LE(img_bf16, 1e-2);
-    EXPECT_GE(cos_bf16, 0.999);
-    EXPECT_TRUE(all_finite(b->actions) && all_finite(b->features));
-  }
-}
-
 // Runs 2.. replay captured graphs; the prompt length changes within and across buckets, views
 // change size, the step count changes (new graphs, new modulations) and the embodiment switches
 // (a new slot transposed); each run agrees with the CPU in f32. The head also reads the

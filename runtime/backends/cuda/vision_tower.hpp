@@ -6,9 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "runtime/backends/cpu/weight_views.hpp"
@@ -53,23 +51,6 @@ class VisionTower {
   // the tower's kernel classes to leave out, vit_norm, vit_qkv, vit_attention, vit_o, vit_fc1, vit_fc2.
   Status encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
                 DType out_type, const Ablation& ab = Ablation{}) const;
-  // A lane beside the engine's stream (TowerLanes below owns them).
-  struct SideLane {
-    Gemm mm;                 // its own stream and Blas (a Blas's workspace serves one stream)
-    float* parts = nullptr;  // its k parts, as Buffers::parts (null: beta-add residual GEMMs)
-    void* scratch = nullptr;  // its attention scratch
-    std::size_t scratch_bytes = 0;
-    cudaEvent_t done = nullptr;  // recorded on its stream once its images are encoded
-  };
-  // encode() with the images split into contiguous groups, one a lane, the lanes running at the
-  // same time: the first on mm's stream with b's parts and scratch, each other on a side lane
-  // forked from mm's stream at `fork` and joined back at its `done`. Each group is a tower pass
-  // of its own rows (a view's 324 or 256 rows instead of all views' rows in one pass), so the
-  // passes fill the multiprocessors that one pass's small GEMMs, norms and attention leave idle.
-  // No side lanes (or one image): encode(). The same products per row either way.
-  Status encode_lanes(const Gemm& mm, std::span<const SideLane> side, cudaEvent_t fork, const Dims& d,
-                      const Buffers& b, std::span<const Images> runs, void* out, DType out_type,
-                      const Ablation& ab = Ablation{}) const;
   // The patch embedding's k on the device for `in` values a patch (3·14·14 = 588 in both
   // families): rounded up to a multiple of 64, the patch rows and the weight's extra columns
   // zero, so the products are the same. At 588 the rows are not 16-byte aligned and cuBLASLt
@@ -87,35 +68,5 @@ class VisionTower {
   std::vector<Layer> layers_;
   float *post_w_ = nullptr, *post_b_ = nullptr;
 };
-
-// The side lanes of VisionTower::encode_lanes for one engine: streams, Blas, events, and each
-// lane's k parts and attention scratch in the engine's arena. EDGEVLA_CUDA_TOWER_LANES: how
-// many lanes at most (1: every view in one pass, no side lanes).
-class TowerLanes {
- public:
-  TowerLanes() = default;
-  ~TowerLanes();
-  TowerLanes(const TowerLanes&) = delete;
-  TowerLanes& operator=(const TowerLanes&) = delete;
-  // Side lanes for up to `views` views on the engine's device (gemm: the engine's, for the dtype
-  // and multiprocessors).
-  Status create(int views, const Gemm& gemm);
-  // Plans each side lane's buffers in the engine's arena: parts_bytes (0: none) and the
-  // attention scratch.
-  void plan(BufferPlan& buf, std::size_t parts_bytes, std::size_t scratch_bytes);
-  std::span<const VisionTower::SideLane> side() const { return side_; }
-  // For describe(): "vision tower on N lanes", or empty without side lanes.
-  std::string describe() const;
-  cudaEvent_t fork() const { return fork_; }
-
- private:
-  std::vector<Stream> streams_;
-  std::vector<std::unique_ptr<Blas>> blas_;
-  std::vector<VisionTower::SideLane> side_;  // sized once by create(): plan() keeps pointers into it
-  cudaEvent_t fork_ = nullptr;
-};
-
-// EDGEVLA_CUDA_TOWER_LANES (default 1).
-int tower_lanes();
 
 }  // namespace edgevla::backends::cuda

@@ -99,7 +99,6 @@ class BackboneEngine final : public GrootCudaEngine {
   DevLinear patch_, mlp1_fc1_, mlp1_fc2_;
   float *position_ = nullptr, *mlp1_ln_w_ = nullptr, *mlp1_ln_b_ = nullptr;
   VisionTower tower_;
-  TowerLanes lanes_;  // the tower's side lanes (EDGEVLA_CUDA_TOWER_LANES)
   void* embed_ = nullptr;
   std::int64_t vocab_ = 0;
   std::vector<QwenLayerDev> ql_;
@@ -274,12 +273,6 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   // prompt bucket.
   scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, 1), attention_scratch_bytes_upto(la, kRowBucket));
   buf(scratch_, scratch_bytes_);
-  // A side lane encodes fewer views than all: its parts and scratch sized as the tower's.
-  EDGEVLA_RETURN_IF_ERROR(lanes_.create(static_cast<int>(views), gemm()));
-  lanes_.plan(buf,
-              max_parts_ > 1 ? bytes_of(DType::kF32, max_parts_ * std::min(M, kBackbonePartsMaxRows) * Dv) : 0,
-              attention_scratch_bytes_upto(va, 1));
-  describe_extra_ = lanes_.describe();
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();
   EDGEVLA_RETURN_IF_ERROR(plan_llm_wgmma());
@@ -410,10 +403,10 @@ Status BackboneEngine::vision() {
     runs[n_runs++] = VisionTower::Images{static_cast<std::int64_t>(same), (views_[k].h / P) * (views_[k].w / P)};
     k += same;
   }
-  EDGEVLA_RETURN_IF_ERROR(tower_.encode_lanes(mm, lanes_.side(), lanes_.fork(), VisionTower::Dims{Dv, v.num_heads, eps},
-                                              VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
-                                                                   scratch_, scratch_bytes_},
-                                              {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
+  EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, eps},
+                                        VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
+                                                             scratch_bytes_},
+                                        {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
   off = 0;
   std::int64_t merged = 0;
   for (const View& vw : views_) {

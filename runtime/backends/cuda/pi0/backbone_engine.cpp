@@ -58,7 +58,6 @@ class BackboneEngine final : public CudaEngine {
   DevLinear patch_, projector_;
   float* position_ = nullptr;
   VisionTower tower_;
-  TowerLanes lanes_;  // the tower's side lanes (EDGEVLA_CUDA_TOWER_LANES)
   void* embed_ = nullptr;
   std::vector<GemmaLayerDev> gl_;
   // Buffers (arena offsets resolved to pointers after allocation).
@@ -189,12 +188,6 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   pa.a_max = Pb;
   scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, N), attention_scratch_bytes_upto(pa, kRowBucket));
   buf(scratch_, scratch_bytes_);
-  // A side lane encodes fewer cameras than all: its parts and scratch sized as the tower's.
-  EDGEVLA_RETURN_IF_ERROR(lanes_.create(static_cast<int>(C), gemm()));
-  lanes_.plan(buf,
-              max_parts_ > 1 ? bytes_of(DType::kF32, max_parts_ * std::min(M, kBackbonePartsMaxRows) * Dv) : 0,
-              attention_scratch_bytes_upto(va, N));
-  describe_extra_ = lanes_.describe();
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zero_, 0, 16, stream_.get()));
@@ -232,11 +225,10 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
     const VisionTower::Images all{cams, N};
-    EDGEVLA_RETURN_IF_ERROR(tower_.encode_lanes(mm, lanes_.side(), lanes_.fork(),
-                                                VisionTower::Dims{Dv, v.num_heads, kNormEps},
-                                                VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
-                                                                     scratch_, scratch_bytes_},
-                                                {&all, 1}, vy_, act_, ablation_));
+    EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
+                                          VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
+                                                               scratch_, scratch_bytes_},
+                                          {&all, 1}, vy_, act_, ablation_));
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
     // The prefix layers update x in place: keep the image tokens for vision_embeddings.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));
