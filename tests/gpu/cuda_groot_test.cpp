@@ -556,9 +556,10 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
   const Tensor mask = *b.output("attention_mask")->clone();
   const Tensor image_mask = *b.output("image_mask")->clone();
   // Features bound on the device, as the backbone node loans them: they go out with a ready
-  // fence while the stream still computes. The non-finite pixel check then runs before the
-  // pass, still naming the view; a host copy waits for the fence and holds the same features;
-  // the head's stream waits for it on the device and makes the same actions.
+  // fence while the stream still computes. The non-finite pixel check then reads its count once
+  // the pass is queued behind it, still naming the view, and leaves the bound features as they
+  // were; a host copy waits for the fence and holds the same features; the head's stream waits
+  // for it on the device and makes the same actions.
   {
     const TensorSpec* spec = nullptr;
     for (const TensorSpec& s : b.outputs()) {
@@ -566,9 +567,15 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
     }
     ASSERT_NE(spec, nullptr);
     Tensor dev = *Tensor::empty(DType::kF32, spec->max_shape, Device::cuda(0));
+    ASSERT_EQ(cudaMemset(dev.raw_data(), 0, dev.nbytes()), cudaSuccess);
     ASSERT_TRUE(bind_backbone(b, nan_pixel).is_ok());
     ASSERT_TRUE(b.bind("backbone_features", dev).is_ok());
     expect_invalid(b.run({}), "image.1");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const Tensor untouched = *dev.to(Device::cpu());
+    for (std::int64_t i = 0; i < untouched.numel(); ++i) {
+      ASSERT_EQ(untouched.data<float>()[i], 0.0f) << "the refused chunk wrote the bound features at " << i;
+    }
     Tensor dev2 = *Tensor::empty(DType::kF32, spec->max_shape, Device::cuda(0));
     ASSERT_TRUE(bind_backbone(b, in).is_ok());
     ASSERT_TRUE(b.bind("backbone_features", dev2).is_ok());

@@ -197,6 +197,25 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
+Expected<Event> Event::create() {
+  Event e;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e.e_, cudaEventDisableTiming));
+  return e;
+}
+
+Event::~Event() {
+  if (e_ != nullptr) cudaEventDestroy(e_);
+}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (e_ != nullptr) cudaEventDestroy(e_);
+    e_ = o.e_;
+    o.e_ = nullptr;
+  }
+  return *this;
+}
+
 Graph::~Graph() {
   if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
 }

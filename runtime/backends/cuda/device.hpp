@@ -110,6 +110,22 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
+// An event owned by an engine, without timing (a point in a stream to wait for).
+class Event {
+ public:
+  Event() = default;
+  static Expected<Event> create();
+  ~Event();
+  Event(Event&& other) noexcept : e_(other.e_) { other.e_ = nullptr; }
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 // A captured CUDA graph, instantiated; destroyed RAII.
 class Graph {
  public:

@@ -12,6 +12,8 @@
 // (num_steps, text and image token buckets, feature dtype); token counts are read on the device.
 #include "runtime/backends/cuda/groot/action_head_engine.hpp"
 
+#include <optional>
+
 namespace edgevla::backends::cuda::groot {
 namespace action_head {
 
@@ -177,6 +179,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   buf(image_kv_.kv, bytes_of(act_, L * image_kv_.w.out));
   buf(feat_stage_, static_cast<std::size_t>(L * W) * 4);
   buf(vl_f32_, bytes_of(DType::kF32, L * W));
+  buf(vl_text_f32_, bytes_of(DType::kF32, L * W));
   buf(vl_text_, bytes_of(act_, L * W));
   buf(vl_image_, bytes_of(act_, L * W));
   buf(x_, bytes_of(DType::kF32, S * E));
@@ -239,7 +242,13 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   // Rows of the packed token buffers past this chunk's count are read by the bucketed GEMMs.
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(vl_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(vl_text_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+  EDGEVLA_ASSIGN_OR_RETURN(side_, Stream::create());
+  EDGEVLA_ASSIGN_OR_RETURN(side_blas_, Blas::create());
+  EDGEVLA_ASSIGN_OR_RETURN(side_fork_, Event::create());
+  EDGEVLA_ASSIGN_OR_RETURN(side_join_, Event::create());
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
                            PinnedBuffer::allocate(bytes_of(DType::kI32, 3 + 2 * L)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
@@ -490,23 +499,37 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   cudaStream_t s = stream_.get();
   const Gemm mm = gemm();
   // The attended tokens packed apart (text, image), vlln, then every cross block's keys|values
-  // (one GEMM for the text blocks, one for the image blocks).
+  // (one GEMM for the text blocks, one for the image blocks). The text ones run on a side stream
+  // beside the image ones and the state encoder: each GEMM reads its blocks' weights (100 MB at
+  // full size), and side by side they share the device's bandwidth instead of taking turns.
+  // Profiling builds: `cross_kv` leaves the two GEMMs out (what they cost ahead of the first step).
   const std::int32_t* text_idx = ints_ + 2;
   const std::int32_t* image_idx = ints_ + 2 + L;
-  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, text_idx, text_rows, W,
-                                      vl_f32_, DType::kF32, W, true));
-  EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, text_rows * W, bad_));
+  cudaStream_t side = overlap_ ? side_.get() : s;
+  const Gemm side_mm = overlap_ ? Gemm{side_blas_.get(), side, act_, info_.multiprocessors} : mm;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
+  EDGEVLA_RETURN_IF_ERROR(gather_rows(side, feat_stage_, feature_type, W, text_idx, text_rows, W,
+                                      vl_text_f32_, DType::kF32, W, true));
+  EDGEVLA_RETURN_IF_ERROR(count_nonfinite(side, vl_text_f32_, text_rows * W, bad_));
   EDGEVLA_RETURN_IF_ERROR(
-      layer_norm(s, vl_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
+      layer_norm(side, vl_text_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
+  if (!ablation_.skip("cross_kv")) {
+    EDGEVLA_RETURN_IF_ERROR(
+        side_mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
+  }
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
+  // Outside capture (the pass that plans each GEMM shape on first use), the side stream's work is
+  // done before the image GEMM is planned: plans are timed on an otherwise idle device.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(s, &capture));
+  if (capture == cudaStreamCaptureStatusNone) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(side));
   EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W,
                                       vl_f32_, DType::kF32, W, true));
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
   EDGEVLA_RETURN_IF_ERROR(
       layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
-  // Profiling builds: `cross_kv` leaves these two GEMMs out (what they cost ahead of the first step).
   if (!ablation_.skip("cross_kv")) {
-    EDGEVLA_RETURN_IF_ERROR(
-        mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
     EDGEVLA_RETURN_IF_ERROR(
         mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
   }
@@ -516,6 +539,7 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
   EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
   EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
   if (wg_edges_) {
     // The first step's state row and bf16 actions; each step's end writes the next one's.
     EDGEVLA_CUDA_RETURN_IF_ERROR(
@@ -536,7 +560,22 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   cudaStream_t s = stream_.get();
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaSetDevice(info_.index));
   // Inputs still being written by queued device work: this stream waits for it, on the device.
-  EDGEVLA_ASSIGN_OR_RETURN(const InputWait input_wait, wait_for_inputs(bound_inputs(), s, info_.index));
+  // Where the host inputs carry no fence (nothing queued writes them: the masks, state, noise and
+  // embodiment as a node hands them over), their copies go first, so they are not queued behind
+  // the features' producer; the wait comes before the features' copy.
+  const auto unfenced_host = [&](int slot) {
+    const Tensor* t = bound_input(slot);
+    return t != nullptr && t->defined() && t->device().is_cpu() && !t->buffer()->ready();
+  };
+  const bool copies_first = overlap_ && unfenced_host(in_mask_) && unfenced_host(in_image_) && unfenced_host(in_state_) &&
+                            unfenced_host(in_noise_) && unfenced_host(in_embodiment_);
+  std::optional<InputWait> input_wait;
+  const auto wait_inputs = [&]() -> Status {
+    EDGEVLA_ASSIGN_OR_RETURN(InputWait w, wait_for_inputs(bound_inputs(), s, info_.index));
+    input_wait.emplace(std::move(w));
+    return Status::ok();
+  };
+  if (!copies_first) EDGEVLA_RETURN_IF_ERROR(wait_inputs());
   std::int64_t n = 0, embodiment = 0;
   EDGEVLA_RETURN_IF_ERROR(check_inputs(options, n, embodiment));
   const std::int64_t Hz = cfg_.action_horizon, A = cfg_.max_action_dim,
@@ -580,15 +619,16 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(ints_, ints, bytes_of(DType::kI32, 2 + 2 * L), cudaMemcpyHostToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(bad_, 0, 16, s));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(feat_stage_, f->raw_data(), bytes_of(f->dtype(), n * W),
-                      f->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(state_, bound_input(in_state_)->raw_data(),
                                                bytes_of(DType::kF32, cfg_.max_state_dim),
                                                cudaMemcpyHostToDevice, s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a_, bound_input(in_noise_)->raw_data(),
                                                bytes_of(DType::kF32, Hz * A),
                                                cudaMemcpyHostToDevice, s));
+  if (!input_wait) EDGEVLA_RETURN_IF_ERROR(wait_inputs());
+  EDGEVLA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(feat_stage_, f->raw_data(), bytes_of(f->dtype(), n * W),
+                      f->device().is_cpu() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, s));
   if (prepared_steps_ != options.num_steps) {
     EDGEVLA_RETURN_IF_ERROR(prepare_steps(options.num_steps));
     graphs_.clear();
@@ -632,8 +672,8 @@ Status ActionHeadEngine::run(const RunOptions& options) {
   } else {
     set_produced(out_velocities_, Tensor());
   }
-  EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait.waited_ms());
-  timings_.inputs_ready_ns = input_wait.host_ready_ns();
+  EDGEVLA_ASSIGN_OR_RETURN(timings_.input_wait_ms, input_wait->waited_ms());
+  timings_.inputs_ready_ns = input_wait->host_ready_ns();
   timings_.total_ms = ms_since(t0);
   timings_.parts = {{"steps_gpu", timings_.total_ms}};
   return Status::ok();

@@ -141,6 +141,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // Buffers.
   std::byte* feat_stage_ = nullptr;  // the bound features as they came
   float* vl_f32_ = nullptr;
+  float* vl_text_f32_ = nullptr;  // the text rows' f32 copy (the side stream's)
   void *vl_text_ = nullptr, *vl_image_ = nullptr;
   float* parts_ = nullptr;  // [kMaxKParts, S, E]: the out and ff2 projections' k parts
   float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr,
@@ -155,6 +156,13 @@ class ActionHeadEngine final : public GrootCudaEngine {
   std::int32_t* bad_ = nullptr;  // non-finite values in the attended backbone features
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+
+  // The text blocks' keys|values are made on a side stream beside the image blocks' (forward()):
+  // its own Blas (a Blas's workspace serves one stream), and the events that fork and join it.
+  bool overlap_ = overlap_enabled();  // 0: no side stream, the host inputs copied after the wait
+  Stream side_;
+  std::unique_ptr<Blas> side_blas_;
+  Event side_fork_, side_join_;
 
   // Host side.
   std::unique_ptr<PinnedBuffer> pinned_ints_;

@@ -135,6 +135,8 @@ class BackboneEngine final : public GrootCudaEngine {
   // Host side.
   std::vector<View> views_;
   std::unique_ptr<PinnedBuffer> pinned_ints_;
+  Event pixels_counted_;  // after the non-finite pixel count's copy to the host (fenced runs)
+  bool overlap_ = overlap_enabled();
   Tensor features_, mask_out_, image_mask_;
   // (rows, then h, w, dtype of each view): a fixed-size key, so a run allocates nothing.
   using GraphKey = std::array<std::int64_t, 1 + 3 * mg::kMaxViews>;
@@ -285,6 +287,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
                            PinnedBuffer::allocate(bytes_of(DType::kI32, 3 * R + mg::kMaxViews)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
+  EDGEVLA_ASSIGN_OR_RETURN(pixels_counted_, Event::create());
   EDGEVLA_ASSIGN_OR_RETURN(features_, Tensor::empty(DType::kF32, Shape{max_tokens_, W}));
   EDGEVLA_ASSIGN_OR_RETURN(mask_out_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
   EDGEVLA_ASSIGN_OR_RETURN(image_mask_, Tensor::empty(DType::kBool, Shape{max_tokens_}));
@@ -559,8 +562,9 @@ Status BackboneEngine::run(const RunOptions&) {
 
   // The features bound where they may carry a fence (may_fence), and no output read on the host:
   // they go out with a fence while the stream still computes (the action head's stream waits for
-  // it on the device); the non-finite pixel check then reads its count before the pass instead of
-  // after it. Otherwise this stream finishes here.
+  // it on the device); the non-finite pixel check then reads its count once the counting is done,
+  // the pass already queued behind it, and only then copies the features out and fences them (a
+  // refused chunk leaves the bound features untouched). Otherwise this stream finishes here.
   const bool fenced = bf != nullptr && be == nullptr && may_fence(*bf, info_.index);
   std::int32_t* bad = static_cast<std::int32_t*>(pinned_ints_->get()) + 3 * R;
 
@@ -611,8 +615,11 @@ Status BackboneEngine::run(const RunOptions&) {
   if (fenced) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-    EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(pixels_counted_.get(), s));
+    if (!overlap_) {  // EDGEVLA_CUDA_GROOT_OVERLAP=0: checked before the pass is queued
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(pixels_counted_.get()));
+      EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
+    }
   }
 
   // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
@@ -634,6 +641,12 @@ Status BackboneEngine::run(const RunOptions&) {
     graphs_.emplace(key, std::move(g));
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
+  }
+  if (fenced && overlap_) {
+    // Waited for here, not before the launch: the host's wake-up and the launch no longer sit
+    // between the counting and the pass on the device (run 59).
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(pixels_counted_.get()));
+    EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
   }
 
   // Outputs.
