@@ -567,8 +567,8 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     const Tensor* t = bound_input(slot);
     return t != nullptr && t->defined() && t->device().is_cpu() && !t->buffer()->ready();
   };
-  const bool copies_first = overlap_ && unfenced_host(in_mask_) && unfenced_host(in_image_) && unfenced_host(in_state_) &&
-                            unfenced_host(in_noise_) && unfenced_host(in_embodiment_);
+  const bool copies_first = overlap_ && unfenced_host(in_mask_) && unfenced_host(in_image_) &&
+                            unfenced_host(in_state_) && unfenced_host(in_noise_) && unfenced_host(in_embodiment_);
   std::optional<InputWait> input_wait;
   const auto wait_inputs = [&]() -> Status {
     EDGEVLA_ASSIGN_OR_RETURN(InputWait w, wait_for_inputs(bound_inputs(), s, info_.index));
@@ -645,6 +645,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
                                return forward(options.num_steps, text_rows, image_rows, f->dtype());
                              }));
     log_plans();
+    side_blas_->log_plans("groot action_head (cuda, side stream)");
     if (graphs_.size() >= 32) graphs_.clear();
     graphs_.emplace(key, std::move(g));
   } else {
