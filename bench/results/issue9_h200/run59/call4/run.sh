@@ -26,9 +26,9 @@ rows = {}
 for arm in ('0', '1'):
     for l in open(f"{sys.argv[1]}/norms_{arm}.out"):
         if l.startswith('{'):
-            d = json.loads(l); rows.setdefault(d.get('shape', str(d)[:40]), {})[arm] = d
+            d = json.loads(l); rows.setdefault(f"{d['shape']} rows {d['rows']} parts {d['residual_parts']}", {})[arm] = d
 for k, v in rows.items():
-    print(k, {a: (d.get('us_per_call') or d.get('us')) for a, d in v.items()})
+    print(k, {a: d['us'] for a, d in v.items()}, 'copy', v['0']['copy_same_bytes_us'])
 PY
 . $REPO/bench/results/issue9_h200/show.sh
 for arm in 1 0 1 0; do [ $SECONDS -gt 430 ] && break
