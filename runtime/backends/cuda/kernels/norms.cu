@@ -50,26 +50,7 @@ __device__ __forceinline__ float block_sum(float v, float* partials) {
   return t;
 }
 
-// kLayer1: LayerNorm with one block-wide exchange (EDGEVLA_CUDA_NORM_ONE_REDUCTION=1). Each warp
-// takes its own elements' mean m_w (a warp sum) and their squared distances from it, M2_w (a
-// second warp sum); the warps exchange (m_w, M2_w) once, and every thread merges them:
-// mean = Σ n_w·m_w / n, M2 = Σ M2_w + Σ n_w·(m_w − mean)², where n_w is the warp's element
-// count. Every term is a sum of squares of differences, so nothing cancels, as in kLayer's two
-// passes (the mean, then Σ(x − mean)², two exchanges).
-enum class NormKind { kRms, kAda, kLayer, kLayer1 };
-constexpr bool is_layer(NormKind k) { return k == NormKind::kLayer || k == NormKind::kLayer1; }
-
-// Elements warp w holds of a row of `chunks` chunks of V (chunk c at thread c mod blockDim, item
-// c / blockDim).
-__device__ __forceinline__ float warp_elements(int w, int items, std::int64_t chunks, int v) {
-  std::int64_t n = 0;
-  for (int it = 0; it < items; ++it) {
-    const std::int64_t first = 32 * static_cast<std::int64_t>(w) + static_cast<std::int64_t>(it) * blockDim.x;
-    const std::int64_t left = chunks - first;
-    n += left <= 0 ? 0 : (left < 32 ? left : 32);
-  }
-  return static_cast<float>(n * v);
-}
+enum class NormKind { kRms, kAda, kLayer };
 
 // One row per block.
 //   kRms:   p0 = w;      y = x·inv·(1 + w)           (res: x += res first, written back to x)
@@ -113,7 +94,6 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
                                                              int parts, std::int64_t part_stride,
                                                              const float* __restrict__ res_bias) {
   __shared__ float partials[32];
-  __shared__ float2 moments[32];  // kLayer1: each warp's (m_w, M2_w)
   chain_enter();
   const std::int64_t row = blockIdx.x;
   float* xr = x + row * width;
@@ -137,7 +117,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
     for (int j = 0; j < V; ++j) v[it][j] = 0.0f;
     if (c < chunks) {
       load<V>(xr + c * V, v[it]);
-      if constexpr (K == NormKind::kRms || is_layer(K)) {
+      if constexpr (K == NormKind::kRms || K == NormKind::kLayer) {
         if (res != nullptr) {
           float r[V];
           load_residual<TR, V>(res, row * width + c * V, parts, part_stride, res_bias, c * V, r);
@@ -156,48 +136,13 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
         }
       }
 #pragma unroll
-      for (int j = 0; j < V; ++j) s += is_layer(K) ? v[it][j] : v[it][j] * v[it][j];
+      for (int j = 0; j < V; ++j) s += K == NormKind::kLayer ? v[it][j] : v[it][j] * v[it][j];
     }
   }
   const float inv_width = 1.0f / static_cast<float>(width);
   float mean = 0.0f;
   float inv;
-  if constexpr (K == NormKind::kLayer1) {
-    const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-    const float n_w = warp_elements(warp, ITEMS, chunks, V);
-    const float m_w = n_w > 0.0f ? warp_sum(s) / n_w : 0.0f;
-    float q = 0.0f;
-#pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
-      const std::int64_t c = threadIdx.x + static_cast<std::int64_t>(it) * blockDim.x;
-      if (c < chunks) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const float d = v[it][j] - m_w;
-          q = fmaf(d, d, q);
-        }
-      }
-    }
-    q = warp_sum(q);
-    const int warps = static_cast<int>(blockDim.x) >> 5;
-    if (warps == 1) {
-      mean = m_w;
-      inv = rsqrtf(q * inv_width + eps);
-    } else {
-      if (lane == 0) moments[warp] = make_float2(m_w, q);
-      __syncthreads();
-      float sum = 0.0f;
-      for (int w = 0; w < warps; ++w) sum += warp_elements(w, ITEMS, chunks, V) * moments[w].x;
-      mean = sum * inv_width;
-      float m2 = 0.0f;
-      for (int w = 0; w < warps; ++w) {
-        const float2 mw = moments[w];
-        const float d = mw.x - mean;
-        m2 += mw.y + warp_elements(w, ITEMS, chunks, V) * d * d;
-      }
-      inv = rsqrtf(m2 * inv_width + eps);
-    }
-  } else if constexpr (K == NormKind::kLayer) {
+  if constexpr (K == NormKind::kLayer) {
     mean = block_sum(s, partials) * inv_width;
     float q = 0.0f;
 #pragma unroll
@@ -312,12 +257,6 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   return last_launch_status(kernel);
 }
 
-// EDGEVLA_CUDA_NORM_ONE_REDUCTION (read once): the LayerNorms as kLayer1.
-bool one_reduction() {
-  static const bool on = env_int("EDGEVLA_CUDA_NORM_ONE_REDUCTION", 0, 0, 1) == 1;
-  return on;
-}
-
 }  // namespace
 
 Status rms_norm(cudaStream_t stream, float* x, const void* residual, DType residual_type, std::int64_t rows,
@@ -374,10 +313,6 @@ Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::i
   EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
   return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
     using TY = typename decltype(ty)::type;
-    if (one_reduction()) {
-      return launch_norm<NormKind::kLayer1, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
-                                                       w, b, eps, static_cast<TY*>(y));
-    }
     return launch_norm<NormKind::kLayer, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
                                                     w, b, eps, static_cast<TY*>(y));
   });
@@ -392,10 +327,6 @@ Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std:
   }
   return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
     using TY = typename decltype(ty)::type;
-    if (one_reduction()) {
-      return launch_norm<NormKind::kLayer1, TY, float>(kName, stream, x, residual, rows, width, w, b, eps,
-                                                       static_cast<TY*>(y), nullptr, parts);
-    }
     return launch_norm<NormKind::kLayer, TY, float>(kName, stream, x, residual, rows, width, w, b, eps,
                                                     static_cast<TY*>(y), nullptr, parts);
   });
