@@ -245,10 +245,12 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(vl_text_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  EDGEVLA_ASSIGN_OR_RETURN(side_, Stream::create());
-  EDGEVLA_ASSIGN_OR_RETURN(side_blas_, Blas::create());
-  EDGEVLA_ASSIGN_OR_RETURN(side_fork_, Event::create());
-  EDGEVLA_ASSIGN_OR_RETURN(side_join_, Event::create());
+  if (overlap_) {
+    EDGEVLA_ASSIGN_OR_RETURN(side_, Stream::create());
+    EDGEVLA_ASSIGN_OR_RETURN(side_blas_, Blas::create());
+    EDGEVLA_ASSIGN_OR_RETURN(side_fork_, Event::create());
+    EDGEVLA_ASSIGN_OR_RETURN(side_join_, Event::create());
+  }
   EDGEVLA_ASSIGN_OR_RETURN(PinnedBuffer pinned,
                            PinnedBuffer::allocate(bytes_of(DType::kI32, 3 + 2 * L)));
   pinned_ints_ = std::make_unique<PinnedBuffer>(std::move(pinned));
@@ -507,8 +509,10 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   const std::int32_t* image_idx = ints_ + 2 + L;
   cudaStream_t side = overlap_ ? side_.get() : s;
   const Gemm side_mm = overlap_ ? Gemm{side_blas_.get(), side, act_, info_.multiprocessors} : mm;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
+  if (overlap_) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
+  }
   EDGEVLA_RETURN_IF_ERROR(gather_rows(side, feat_stage_, feature_type, W, text_idx, text_rows, W,
                                       vl_text_f32_, DType::kF32, W, true));
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(side, vl_text_f32_, text_rows * W, bad_));
@@ -518,12 +522,14 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
     EDGEVLA_RETURN_IF_ERROR(
         side_mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
   }
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
-  // Outside capture (the pass that plans each GEMM shape on first use), the side stream's work is
-  // done before the image GEMM is planned: plans are timed on an otherwise idle device.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(s, &capture));
-  if (capture == cudaStreamCaptureStatusNone) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(side));
+  if (overlap_) {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
+    // Outside capture (the pass that plans each GEMM shape on first use), the side stream's work
+    // is done before the image GEMM is planned: plans are timed on an otherwise idle device.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(s, &capture));
+    if (capture == cudaStreamCaptureStatusNone) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(side));
+  }
   EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W,
                                       vl_f32_, DType::kF32, W, true));
   EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
@@ -539,7 +545,7 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
   EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
   EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
-  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
+  if (overlap_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
   if (wg_edges_) {
     // The first step's state row and bf16 actions; each step's end writes the next one's.
     EDGEVLA_CUDA_RETURN_IF_ERROR(
@@ -645,7 +651,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
                                return forward(options.num_steps, text_rows, image_rows, f->dtype());
                              }));
     log_plans();
-    side_blas_->log_plans("groot action_head (cuda, side stream)");
+    if (side_blas_) side_blas_->log_plans("groot action_head (cuda, side stream)");
     if (graphs_.size() >= 32) graphs_.clear();
     graphs_.emplace(key, std::move(g));
   } else {

@@ -158,7 +158,8 @@ class ActionHeadEngine final : public GrootCudaEngine {
   std::size_t scratch_bytes_ = 0;
 
   // The text blocks' keys|values are made on a side stream beside the image blocks' (forward()):
-  // its own Blas (a Blas's workspace serves one stream), and the events that fork and join it.
+  // its own Blas (a Blas's workspace serves one stream), and the events that fork and join it;
+  // made at load only where overlap_ is on.
   bool overlap_ = overlap_enabled();  // 0: no side stream, the host inputs copied after the wait
   Stream side_;
   std::unique_ptr<Blas> side_blas_;

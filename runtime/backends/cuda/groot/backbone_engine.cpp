@@ -616,11 +616,15 @@ Status BackboneEngine::run(const RunOptions&) {
     EDGEVLA_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(bad, bad_, bytes_of(DType::kI32, mg::kMaxViews), cudaMemcpyDeviceToHost, s));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(pixels_counted_.get(), s));
-    if (!overlap_) {  // EDGEVLA_CUDA_GROOT_OVERLAP=0: checked before the pass is queued
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(pixels_counted_.get()));
-      EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
-    }
   }
+  // Fenced runs: the count read once its copy is done. Before the pass is queued only with
+  // EDGEVLA_CUDA_GROOT_OVERLAP=0; by default after, so the host's wake-up and the launch no
+  // longer sit between the counting and the pass on the device (run 59).
+  const auto check_counted_pixels = [&]() -> Status {
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(pixels_counted_.get()));
+    return check_pixels(bad);
+  };
+  if (fenced && !overlap_) EDGEVLA_RETURN_IF_ERROR(check_counted_pixels());
 
   // The pass: captured once per (views, bucket) after a first eager run (which plans GEMMs).
   GraphKey key{};
@@ -642,12 +646,7 @@ Status BackboneEngine::run(const RunOptions&) {
   } else {
     EDGEVLA_RETURN_IF_ERROR(it->second.launch(s));
   }
-  if (fenced && overlap_) {
-    // Waited for here, not before the launch: the host's wake-up and the launch no longer sit
-    // between the counting and the pass on the device (run 59).
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(pixels_counted_.get()));
-    EDGEVLA_RETURN_IF_ERROR(check_pixels(bad));
-  }
+  if (fenced && overlap_) EDGEVLA_RETURN_IF_ERROR(check_counted_pixels());
 
   // Outputs.
   const auto fkind = feats.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
