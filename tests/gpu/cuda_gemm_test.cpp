@@ -370,6 +370,81 @@ TEST_F(CudaKernels, PlanFileCarriesPicksToTheNextProcess) {
   EXPECT_NE(reports[1].find("from the plan file"), std::string::npos) << reports[1];
 }
 
+// EDGEVLA_GEMM_NEAR_ROWS: cuBLASLt's picks at row counts near a shape's are offered beside its
+// own. At some of these row counts that lengthens the candidate list; there, a plan file naming
+// the last candidate (one found at a nearby row count) makes Blas run it, against the host.
+TEST_F(CudaKernels, NearRowCountsAddCandidatesThatComputeTheSameProduct) {
+  const auto candidates_in = [](const std::string& report) {
+    const std::size_t at = report.find(" of ");
+    return at == std::string::npos ? -1 : std::atoi(report.c_str() + at + 4);
+  };
+  int lengthened = 0;
+  for (const std::int64_t m : {200, 212, 224, 648}) {
+    const GemmCase c{m, 1024, 512, 512, 512, 1024};
+    const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 81), DType::kBF16);
+    const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -0.2f, 0.2f, 82), DType::kBF16);
+    const auto acc = matmul_ref(c, a, w);
+    DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16);
+    const std::string file = ::testing::TempDir() + "edgevla_near_plans_" + std::to_string(::getpid()) + ".txt";
+    std::remove(file.c_str());
+    int counts[2] = {-1, -1};  // candidates without / with the near rows
+    for (const int near : {0, 1}) {
+      ::setenv("EDGEVLA_GEMM_NEAR_ROWS", near != 0 ? "1" : "0", 1);  // read by each Blas at its creation
+      ::setenv("EDGEVLA_GEMM_PLAN_FILE", file.c_str(), 1);
+      auto blas = Blas::create();
+      ASSERT_TRUE(blas.has_value()) << blas.status().to_string();
+      (*blas)->set_own_kernels(false);  // cuBLASLt's candidates only
+      DeviceBuffer dd(static_cast<std::size_t>(c.m * c.ldd) * 2);
+      GemmArgs g;
+      g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = dw.get(), g.ldb = c.ldb;
+      g.d = dd.get(), g.d_type = DType::kBF16, g.ldd = c.ldd;
+      ASSERT_OK((*blas)->gemm(stream_, g));
+      sync();
+      expect_close(dd.download(DType::kBF16, acc.size()), acc, tolerance_for(DType::kBF16), "timed pick");
+      counts[near] = candidates_in((*blas)->plan_report());
+      ASSERT_GT(counts[near], 0) << (*blas)->plan_report();
+    }
+    EXPECT_GE(counts[1], counts[0]) << "m=" << m;
+    std::printf("[ info ] m=%lld: %d candidates, %d with the near rows\n", static_cast<long long>(m), counts[0],
+                counts[1]);
+    if (counts[1] > counts[0]) {
+      ++lengthened;
+      // The near-rows pick (the key carries " near") rewritten to the last candidate.
+      std::string key;
+      {
+        std::ifstream in(file);
+        std::string line;
+        while (std::getline(in, line)) {
+          if (line.find(" near | ") != std::string::npos) key = line.substr(0, line.find(" | "));
+        }
+      }
+      ASSERT_FALSE(key.empty()) << "no near-rows pick in the plan file";
+      {
+        std::ofstream out(file, std::ios::trunc);
+        out << key << " | " << counts[1] - 1 << " 0 0.001 0\n";
+      }
+      ::setenv("EDGEVLA_GEMM_NEAR_ROWS", "1", 1);
+      auto blas = Blas::create();
+      ASSERT_TRUE(blas.has_value()) << blas.status().to_string();
+      (*blas)->set_own_kernels(false);
+      DeviceBuffer dd(static_cast<std::size_t>(c.m * c.ldd) * 2);
+      GemmArgs g;
+      g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = dw.get(), g.ldb = c.ldb;
+      g.d = dd.get(), g.d_type = DType::kBF16, g.ldd = c.ldd;
+      ASSERT_OK((*blas)->gemm(stream_, g));
+      sync();
+      const std::string report = (*blas)->plan_report();
+      EXPECT_NE(report.find("cuBLASLt candidate " + std::to_string(counts[1] - 1) + " of"), std::string::npos)
+          << report;
+      expect_close(dd.download(DType::kBF16, acc.size()), acc, tolerance_for(DType::kBF16), "a near-rows candidate");
+    }
+    ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
+    std::remove(file.c_str());
+  }
+  ::unsetenv("EDGEVLA_GEMM_NEAR_ROWS");
+  EXPECT_GT(lengthened, 0) << "no shape gained a candidate from the row counts near it";
+}
+
 // The many-rows kernel (wide_gemm.hpp) as a plan's pick, where EDGEVLA_CUDA_WIDE_GEMM=1 offers it:
 // a plan file naming it for a shape makes Blas run it there (whether timing picks it depends on
 // the device), for the bf16 output with a bias and GELU and for the f32 residual add (beta 1),

@@ -415,6 +415,14 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     a.ldo = E;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
+    // The image blocks' keys|values made beside the steps so far (EDGEVLA_CUDA_GROOT_OVERLAP=2):
+    // the first image block waits for them, its attention a plain launch behind that wait.
+    std::optional<ChainPause> after_join;
+    if (image_pending_ && b.cross && !b.text) {
+      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
+      image_pending_ = false;
+      after_join.emplace();
+    }
     if (b.wg_heads) {
       // q|k|v (cross: q) and the attention as one kernel.
       WgmmaHeadsArgs ha;
@@ -443,6 +451,7 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a_max = S;
     }
     if (!b.wg_heads && !ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
+    after_join.reset();
     int out_parts = 1;
     if (!ab.skip("out")) {
       EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
@@ -495,57 +504,9 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
 
 Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t image_rows,
                                  DType feature_type) {
-  const std::int64_t W = cfg_.backbone_embedding_dim, E = E_, L = max_tokens_,
-                     Sd = cfg_.max_state_dim;
-  const std::int64_t hs = cfg_.hidden_size;
   cudaStream_t s = stream_.get();
-  const Gemm mm = gemm();
-  // The attended tokens packed apart (text, image), vlln, then every cross block's keys|values
-  // (one GEMM for the text blocks, one for the image blocks). The text ones run on a side stream
-  // beside the image ones and the state encoder: each GEMM reads its blocks' weights (100 MB at
-  // full size), and side by side they share the device's bandwidth instead of taking turns.
-  // Profiling builds: `cross_kv` leaves the two GEMMs out (what they cost ahead of the first step).
-  const std::int32_t* text_idx = ints_ + 2;
-  const std::int32_t* image_idx = ints_ + 2 + L;
-  cudaStream_t side = overlap_ ? side_.get() : s;
-  const Gemm side_mm = overlap_ ? Gemm{side_blas_.get(), side, act_, info_.multiprocessors} : mm;
-  if (overlap_) {
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
-  }
-  EDGEVLA_RETURN_IF_ERROR(gather_rows(side, feat_stage_, feature_type, W, text_idx, text_rows, W,
-                                      vl_text_f32_, DType::kF32, W, true));
-  EDGEVLA_RETURN_IF_ERROR(count_nonfinite(side, vl_text_f32_, text_rows * W, bad_));
-  EDGEVLA_RETURN_IF_ERROR(
-      layer_norm(side, vl_text_f32_, text_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_text_, act_));
-  if (!ablation_.skip("cross_kv")) {
-    EDGEVLA_RETURN_IF_ERROR(
-        side_mm(vl_text_, text_rows, W, text_kv_.w, text_kv_.kv, act_, text_kv_.w.out));
-  }
-  if (overlap_) {
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
-    // Outside capture (the pass that plans each GEMM shape on first use), the side stream's work
-    // is done before the image GEMM is planned: plans are timed on an otherwise idle device.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(s, &capture));
-    if (capture == cudaStreamCaptureStatusNone) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(side));
-  }
-  EDGEVLA_RETURN_IF_ERROR(gather_rows(s, feat_stage_, feature_type, W, image_idx, image_rows, W,
-                                      vl_f32_, DType::kF32, W, true));
-  EDGEVLA_RETURN_IF_ERROR(count_nonfinite(s, vl_f32_, image_rows * W, bad_));
-  EDGEVLA_RETURN_IF_ERROR(
-      layer_norm(s, vl_f32_, image_rows, W, vlln_w_, vlln_b_, kVllnEps, vl_image_, act_));
-  if (!ablation_.skip("cross_kv")) {
-    EDGEVLA_RETURN_IF_ERROR(
-        mm(vl_image_, image_rows, W, image_kv_.w, image_kv_.kv, act_, image_kv_.w.out));
-  }
-  // The state token (relu between the layers), and W2's τ half plus its bias per step.
-  EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
-  EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
-  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
-  EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
-  EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
-  if (overlap_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
+  const std::int64_t E = E_;
+  EDGEVLA_RETURN_IF_ERROR(chunk_work(steps, text_rows, image_rows, feature_type));
   if (wg_edges_) {
     // The first step's state row and bf16 actions; each step's end writes the next one's.
     EDGEVLA_CUDA_RETURN_IF_ERROR(
@@ -554,6 +515,10 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   }
   const float dt = 1.0f / static_cast<float>(steps);
   for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
+  if (image_pending_) {  // no image block read them (an ablation): joined all the same
+    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
+    image_pending_ = false;
+  }
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -318,8 +319,62 @@ struct Blas::Impl {
                                       return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > workspace_bytes;
                                     }),
                      candidates.end());
+    if (near_rows && !candidates.empty() && key.batch == 1 && key.m >= kNearRowsMin) {
+      add_near_row_candidates(key, plan, pref, candidates);
+    }
     return Status::ok();
   }
+
+  // The heuristic's tile follows the row count: at 212 rows it may offer a tile of 112 rows
+  // (two blocks down the rows, twice the blocks across the device) where at the 224 of a
+  // prompt bucket it offers one of 224. Its first picks at a few row counts near key.m, each
+  // checked for key's own shape, are appended after its own list (so stored picks of the
+  // shorter list keep their indices) and timed with them.
+  static constexpr std::int64_t kNearRowsMin = 64;
+  static constexpr int kNearCandidates = 4;
+  void add_near_row_candidates(const PlanKey& key, const Plan& plan, cublasLtMatmulPreference_t pref,
+                               std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
+    static constexpr std::int64_t kDeltas[] = {-32, -16, -8, 8, 16, 32};
+    const auto same = [](const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
+      return std::memcmp(x.data, y.data, sizeof(x.data)) == 0;
+    };
+    for (const std::int64_t delta : kDeltas) {
+      const auto rows = static_cast<std::uint64_t>(key.m + delta);
+      cublasLtMatrixLayout_t b = nullptr, d = nullptr;
+      if (cublasLtMatrixLayoutCreate(&b, cuda_type(key.a), static_cast<std::uint64_t>(key.k), rows, key.lda) !=
+              CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatrixLayoutCreate(&d, cuda_type(key.d), static_cast<std::uint64_t>(key.n), rows, key.ldd) !=
+              CUBLAS_STATUS_SUCCESS) {
+        if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+        continue;
+      }
+      cublasLtMatmulHeuristicResult_t near[kNearCandidates] = {};
+      int returned = 0;
+      if (cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, b, d, d, pref, kNearCandidates, near, &returned) !=
+          CUBLAS_STATUS_SUCCESS) {
+        returned = 0;
+      }
+      cublasLtMatrixLayoutDestroy(b);
+      cublasLtMatrixLayoutDestroy(d);
+      for (int i = 0; i < returned; ++i) {
+        if (near[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        if (std::any_of(candidates.begin(), candidates.end(),
+                        [&](const cublasLtMatmulHeuristicResult_t& c) { return same(c.algo, near[i].algo); })) {
+          continue;
+        }
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(lt, plan.desc, plan.a, plan.b, plan.d, plan.d, &near[i].algo, &check) !=
+                CUBLAS_STATUS_SUCCESS ||
+            check.state != CUBLAS_STATUS_SUCCESS || check.workspaceSize > workspace_bytes) {
+          continue;
+        }
+        check.algo = near[i].algo;
+        candidates.push_back(check);
+      }
+    }
+  }
+  // Set at creation: EDGEVLA_GEMM_NEAR_ROWS (default 1).
+  bool near_rows = true;
 
   cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, const GemmArgs& a,
                         void* d) {
@@ -481,13 +536,15 @@ struct Blas::Impl {
     return std::make_pair(best, best_ms);
   }
 
-  static std::string key_text(const PlanKey& k, const EpilogueChoice& c) {
+  std::string key_text(const PlanKey& k, const EpilogueChoice& c) const {
     std::ostringstream o;
     o << k.m << ' ' << k.n << ' ' << k.k << ' ' << k.lda << ' ' << k.ldb << ' ' << k.ldd << ' '
       << static_cast<int>(k.a) << ' ' << static_cast<int>(k.b) << ' ' << static_cast<int>(k.d) << ' '
       << static_cast<int>(k.epilogue) << ' ' << k.bias << k.alpha_zero << k.beta_zero << k.bias_d << ' ' << k.align_a
       << ' ' << k.align_b << ' ' << k.align_d << ' ' << k.align_bias << ' ' << c.lt_bias << c.lt_gelu << c.bias_in_d;
     if (k.batch > 1) o << " batch " << k.batch << ' ' << k.stride_a << ' ' << k.stride_b << ' ' << k.stride_d;
+    // A pick's index means another list where the near rows' candidates are offered.
+    if (near_rows && k.batch == 1 && k.m >= kNearRowsMin) o << " near";
     return o.str();
   }
 
