@@ -53,7 +53,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
-    {"EDGEVLA_CUDA_GROOT_OVERLAP", "GR00T's once-a-chunk host and cross keys|values work beside other device work: 1 (default), 0, 2 (the image blocks' keys|values beside step 0)"},
+    {"EDGEVLA_CUDA_GROOT_OVERLAP", "GR00T's once-a-chunk host and cross keys|values work beside other device work: 1 (default), 0"},
     {"EDGEVLA_CUDA_GROOT_SCALAR", "GR00T's LLM SwiGLU and q/k norm + RoPE in their scalar forms: 0 (default), 1"},
     {"EDGEVLA_CUDA_PATCH_PAD", "the patch embedding's k padded with zeros to a multiple of 64 (default); 0 as stored"},
     {"EDGEVLA_CUDA_TOWER_MLP_PAD", "the vision towers' MLP padded with zeros to a multiple of 64 (default); 0 as stored"},

@@ -415,14 +415,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
     a.ldo = E;
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
-    // The image blocks' keys|values made beside the steps so far (EDGEVLA_CUDA_GROOT_OVERLAP=2):
-    // the first image block waits for them, its attention a plain launch behind that wait.
-    std::optional<ChainPause> after_join;
-    if (image_pending_ && b.cross && !b.text) {
-      EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
-      image_pending_ = false;
-      after_join.emplace();
-    }
     if (b.wg_heads) {
       // q|k|v (cross: q) and the attention as one kernel.
       WgmmaHeadsArgs ha;
@@ -451,7 +443,6 @@ Status ActionHeadEngine::step(int k, float dt, std::int64_t text_rows, std::int6
       a.a_max = S;
     }
     if (!b.wg_heads && !ab.skip("attention")) EDGEVLA_RETURN_IF_ERROR(attention(s, a));
-    after_join.reset();
     int out_parts = 1;
     if (!ab.skip("out")) {
       EDGEVLA_ASSIGN_OR_RETURN(out_parts, parts_linear(b.wg_out, o_, E, b.out));
@@ -515,10 +506,6 @@ Status ActionHeadEngine::forward(int steps, std::int64_t text_rows, std::int64_t
   }
   const float dt = 1.0f / static_cast<float>(steps);
   for (int k = 0; k < steps; ++k) EDGEVLA_RETURN_IF_ERROR(step(k, dt, text_rows, image_rows));
-  if (image_pending_) {  // no image block read them (an ablation): joined all the same
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
-    image_pending_ = false;
-  }
   return Status::ok();
 }
 

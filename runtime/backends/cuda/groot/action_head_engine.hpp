@@ -142,7 +142,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // Buffers.
   std::byte* feat_stage_ = nullptr;  // the bound features as they came
   float* vl_f32_ = nullptr;
-  float* vl_text_f32_ = nullptr;  // the text rows' f32 copy (either set may run on the side stream)
+  float* vl_text_f32_ = nullptr;  // the text rows' f32 copy (the side stream's)
   void *vl_text_ = nullptr, *vl_image_ = nullptr;
   float* parts_ = nullptr;  // [kMaxKParts, S, E]: the out and ff2 projections' k parts
   float *x_ = nullptr, *a_ = nullptr, *vel_all_ = nullptr, *state_ = nullptr,
@@ -158,14 +158,10 @@ class ActionHeadEngine final : public GrootCudaEngine {
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
 
-  // One set of cross keys|values is made on a side stream beside the other (chunk_work()):
+  // The text blocks' keys|values are made on a side stream beside the image blocks' (chunk_work()):
   // its own Blas (a Blas's workspace serves one stream), and the events that fork and join it;
   // made at load only where overlap_ is on.
   bool overlap_ = overlap_enabled();  // 0: no side stream, the host inputs copied after the wait
-  // EDGEVLA_CUDA_GROOT_OVERLAP=2: the image blocks' keys|values on the side stream instead, joined
-  // in step 0 before the first image block (image_pending_ until then).
-  bool image_late_ = overlap_mode() == 2;
-  bool image_pending_ = false;
   Stream side_;
   std::unique_ptr<Blas> side_blas_;
   Event side_fork_, side_join_;

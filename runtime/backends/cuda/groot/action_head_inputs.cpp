@@ -35,8 +35,8 @@ namespace edgevla::backends::cuda::groot::action_head {
 // overlap on (EDGEVLA_CUDA_GROOT_OVERLAP=1) the text ones run on a side stream beside the image ones
 // and the state encoder: each GEMM reads its blocks' weights (100 MB at full size), and side by
 // side they share the device's bandwidth instead of taking turns; joined before the first step.
-// At 2 the text ones go first, alone, and the image ones follow on the side stream beside the
-// state encoder and step 0's blocks up to the first image block, which waits for them (step()).
+// (The image ones beside step 0's blocks up to the first image block instead, joined there, ran no
+// faster: bench/results/issue9_h200 run 60 call 3.)
 // Profiling builds: `cross_kv` leaves the two GEMMs out (what they cost ahead of the first step).
 Status ActionHeadEngine::chunk_work(int steps, std::int64_t text_rows, std::int64_t image_rows,
                                     DType feature_type) {
@@ -75,16 +75,12 @@ Status ActionHeadEngine::chunk_work(int steps, std::int64_t text_rows, std::int6
   } else {
     cudaStream_t side = side_.get();
     const Gemm side_mm{side_blas_.get(), side, act_, info_.multiprocessors};
-    TokenSet& on_main = image_late_ ? text : image;
-    TokenSet& on_side = image_late_ ? image : text;
-    if (image_late_) EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, on_main));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
-    EDGEVLA_RETURN_IF_ERROR(keys_values(side, side_mm, on_side));
+    EDGEVLA_RETURN_IF_ERROR(keys_values(side, side_mm, text));
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
     EDGEVLA_RETURN_IF_ERROR(join_side_if_eager());
-    if (!image_late_) EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, on_main));
-    image_pending_ = image_late_;
+    EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, image));
   }
   // The state token (relu between the layers), and W2's τ half plus its bias per step.
   EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
@@ -92,7 +88,7 @@ Status ActionHeadEngine::chunk_work(int steps, std::int64_t text_rows, std::int6
   EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
   EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
   EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
-  if (overlap_ && !image_late_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
+  if (overlap_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
   return Status::ok();
 }
 

@@ -4,7 +4,7 @@
 
 namespace edgevla::backends::cuda::groot {
 
-int overlap_mode() { return env_int("EDGEVLA_CUDA_GROOT_OVERLAP", 1, 0, 2); }
+bool overlap_enabled() { return env_int("EDGEVLA_CUDA_GROOT_OVERLAP", 1, 0, 1) == 1; }
 
 int timestep_bucket(int k, int n, int buckets) {
   return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);

@@ -26,11 +26,8 @@ class GrootCudaEngine : public CudaEngineBase {
 // once-a-chunk work run beside device work that does not feed it: the backbone checks its pixel
 // count after queueing its pass, the action head copies its host inputs before waiting for the
 // features' producer and makes the text blocks' keys|values on a side stream beside the image
-// blocks'. 0: each in turn, as before run 59 (to compare). 2: as 1, but the text blocks' keys|values
-// first, alone, and the image blocks' on the side stream beside the state encoder and step 0's
-// first blocks, joined before the first image block.
-int overlap_mode();
-inline bool overlap_enabled() { return overlap_mode() > 0; }
+// blocks'. 0: each in turn, as before run 59 (to compare).
+bool overlap_enabled();
 
 // The timestep bucket of Euler step k of n (upstream: int(k / n · buckets), in double).
 int timestep_bucket(int k, int n, int buckets);
