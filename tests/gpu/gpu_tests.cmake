@@ -28,6 +28,8 @@ edgevla_add_test(cuda_groot_kernels_test SOURCES gpu/cuda_groot_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
+edgevla_add_test(cuda_gemm_plans_test SOURCES gpu/cuda_gemm_plans_test.cpp
+                 LIBS edgevla_cuda_kernels LABELS gpu)
 # The warpgroup few-rows GEMM (Hopper only): numerics with and without its GeGLU, replays, refusals.
 edgevla_add_test(cuda_wgmma_gemm_test SOURCES gpu/cuda_wgmma_gemm_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
