@@ -26,10 +26,6 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
   return Status::ok();
 }
 
-}  // namespace edgevla::backends::cuda::groot::action_head
-
-namespace edgevla::backends::cuda::groot::action_head {
-
 // The attended tokens packed apart (text, image), vlln, then every cross block's keys|values (one
 // GEMM for the text blocks, one for the image blocks), the state token and W2's τ half. With the
 // overlap on (EDGEVLA_CUDA_GROOT_OVERLAP=1) the text ones run on a side stream beside the image ones
