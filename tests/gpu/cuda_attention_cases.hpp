@@ -83,6 +83,7 @@ struct Case {
   int wg_narrow_b = -1;         // AttentionArgs::wg_narrow_b
   int wg_roles = -1;            // AttentionArgs::wg_roles
   int wg_qk_trim = -1;          // AttentionArgs::wg_qk_trim
+  int wg_keys = -1;             // AttentionArgs::wg_keys
 };
 
 struct Errors {
@@ -191,6 +192,7 @@ class Problem {
     args_.wg_narrow_b = c.wg_narrow_b;
     args_.wg_roles = c.wg_roles;
     args_.wg_qk_trim = c.wg_qk_trim;
+    args_.wg_keys = c.wg_keys;
     if (c.a_max > 0) {
       args_.a = {ptr(ak_), ptr(av_), ak_.ld, ak_.batch};
       args_.a_len = c.a_len < 0 ? nullptr : static_cast<const std::int32_t*>(a_len_dev_.get());

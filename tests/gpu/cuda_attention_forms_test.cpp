@@ -214,7 +214,8 @@ TEST(CudaAttention, WarpgroupKernelMatchesOtherShapes) {
 // several prefix lengths. Where the warpgroup GEMM runs the plan must take it in bf16, never in f32,
 // never with block b, and never once wg_narrow is 0. Each in both forms: thread 0 copying between
 // block barriers, a producer warp copying with the warpgroups unsynchronised (wg_roles), the
-// warpgroups taking turns, and those two with q·kᵀ over 80 dims (wg_qk_trim; head dims ≤ 80).
+// warpgroups taking turns, and those two with q·kᵀ over 80 dims (wg_qk_trim; head dims ≤ 80), the
+// one-warpgroup trimmed form also in 128-key walk tiles (wg_keys; where the call has one share).
 TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
   EDGEVLA_SKIP_WITHOUT_DEVICE();
   std::vector<Case> cases;
@@ -237,13 +238,14 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     cases.push_back(c);
   }
   for (const Case& base : cases) {
-    for (int form = 0; form < 7; ++form) {  // 0-3: 1 / 2 warpgroups, + 2 producer warp; 4 turns; 5-6 trimmed
-      const int groups = form == 4 || form == 5 ? 2 : 1 + form % 2;
+    for (int form = 0; form < 8; ++form) {  // 0-3: 1 / 2 warpgroups, + 2 producer warp; 4 turns; 5-7 trimmed
+      const int groups = form == 4 || form == 5 ? 2 : form == 7 ? 1 : 1 + form % 2;
       Case c = base;
-      c.wg_narrow = groups, c.wg_roles = form == 4 || form == 5 ? 2 : form == 6 ? 1 : form / 2;
+      c.wg_narrow = groups, c.wg_roles = form == 4 || form == 5 ? 2 : form >= 6 ? 1 : form / 2;
       c.wg_qk_trim = form >= 5 ? 1 : 0;
+      c.wg_keys = form == 7 ? 128 : 64;
       c.name += " wg128 " + std::to_string(groups) + (c.wg_roles == 2 ? " turns" : c.wg_roles ? " producer warp" : "") +
-                (form >= 5 ? " q·k over 80 dims" : "");
+                (form >= 5 ? " q·k over 80 dims" : "") + (form == 7 ? " 128-key tiles" : "");
       {
         Problem p(c, DType::kBF16);
         ASSERT_TRUE(p.ready()) << c.name;
@@ -270,6 +272,14 @@ TEST(CudaAttention, WarpgroupKernelTakesNarrowHeadDims) {
     AttentionArgs off = p.args();
     off.wg_narrow_b = 0;  // block b's calls stay on attn_bf16 when not asked
     EXPECT_FALSE(attention_takes_warpgroup_kernel(off)) << c.name;
+  }
+  {
+    // 128-key walk tiles across prefix lengths at and around their edges (two views of 324 keys:
+    // 192 blocks of one warpgroup, so one share).
+    Case c = tower(2, 324);
+    c.a_len = 324, c.wg_narrow = 1, c.wg_roles = 1, c.wg_qk_trim = 1, c.wg_keys = 128;
+    c.name += " wg128 1 128-key tiles";
+    check_replays(c, DType::kBF16, {324, 257, 256, 129, 128, 127, 65, 1, 0});
   }
   for (int roles : {0, 1, 2}) {
     Case c = cases[6];  // GR00T's LLM at two views

@@ -30,6 +30,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_WG128", "head dims 65-128 on the warpgroup kernel: 2 warpgroups a block (default), 1, or 0 never"},
     {"EDGEVLA_ATTN_WG128_B", "the same also for calls with block b (GR00T's LLM): 1 (default), 0"},
     {"EDGEVLA_ATTN_QK_TRIM", "head dims 65-80 on the warpgroup kernel's producer-warp form: q·kᵀ over 80 dims: 1 (default), 0"},
+    {"EDGEVLA_ATTN_WG_KEYS", "that trimmed form's walk tile with one warpgroup a block and one key share: 64 keys (default) or 128"},
     {"EDGEVLA_ATTN_WG256_ROLES", "head dim 256 (one warpgroup a block: the prefix, the experts under EDGEVLA_ATTN_WG_EXPERT): copies from a producer warp: 1 (default), 0"},
     {"EDGEVLA_ATTN_WG_ROLES", "head dims 65-128 on the warpgroup kernel: copies from a producer warp, no block barrier in the walk: 1, 2 (default: also the warpgroups taking turns), 0"},
     {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},

@@ -201,6 +201,7 @@ struct Plan {
   bool wg_tma = false;         // its K and V by bulk tensor copies
   int wg_roles = 0;            // its copies from a producer warp (kRoles); head dim 128: 2 also turns (kPing)
   bool wg_qk_trim = false;     // ... with q·kᵀ over 80 dims where the head has at most 80
+  int wg_keys = 64;            // ... in walk tiles of this many keys (128: one warpgroup, one share)
   int key_tile = 0;
   int splits = 1;
   int key_groups = 1;           // bf16: groups of 4 warps a block
@@ -307,6 +308,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     if (hd128) {
       pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : wg_roles_env(), 0, 2);
       pl.wg_qk_trim = a.h <= 80 && a.b_len == 0 && (a.wg_qk_trim >= 0 ? a.wg_qk_trim > 0 : qk_trim_env());
+      pl.wg_keys = (a.wg_keys >= 0 ? a.wg_keys : wg_keys_env()) == 128 ? 128 : 64;
     } else if (wg_form_tma && wg_groups == 1) {
       pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : (wg256_roles_env() ? 1 : 0), 0, 1);
     }
@@ -566,7 +568,8 @@ Status attention(cudaStream_t stream, const AttentionArgs& args) {
   }
   p.cluster = pl.cluster;
   if (pl.wg) {
-    const cudaError_t err = attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, pl.wg_roles, pl.wg_qk_trim);
+    const cudaError_t err =
+        attn::launch_wg(p, grid, stream, pl.wg_groups, pl.wg_tma, pl.wg_roles, pl.wg_qk_trim, pl.wg_keys);
     if (err != cudaSuccess) return cuda_error(err, "launch attn_wg");
   } else if (args.act == DType::kBF16) {
     const Bf16Variant& v = variant;

@@ -112,6 +112,10 @@ struct AttentionArgs {
   // With it at head dims up to 80 (block a alone): q·kᵀ over 80 of the 128 dims (1), or all (0);
   // -1 the process's choice (EDGEVLA_ATTN_QK_TRIM, 1 by default since run 58).
   int wg_qk_trim = -1;
+  // That trimmed form's walk tile with one warpgroup a block and one key share: 64 keys or 128 (the waits,
+  // turns and softmax rescales once a 128 keys); -1 the process's choice (EDGEVLA_ATTN_WG_KEYS, 64
+  // by default).
+  int wg_keys = -1;
   // The warpgroup kernel's K and V by bulk tensor copies (TMA, 128-byte swizzle) instead of
   // cp.async (which it keeps where a base is not 16-byte aligned): 1 yes; 0 no; -1: the process's
   // choice (EDGEVLA_ATTN_WG_TMA, 0 or 1; on by default).

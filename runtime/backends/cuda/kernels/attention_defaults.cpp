@@ -66,6 +66,14 @@ bool qk_trim_env() {
   static const bool on = env_int("EDGEVLA_ATTN_QK_TRIM", 1, 0, 1) == 1;
   return on;
 }
+// The walk tile of that trimmed form with one warpgroup a block and one key share (the towers under
+// EDGEVLA_ATTN_WG128=1; AttentionArgs::wg_keys = -1):
+// EDGEVLA_ATTN_WG_KEYS=64 (the default) or 128, which halves the walk's hand-overs (waits, turns,
+// softmax rescales: three tiles at 324 keys instead of six). Built in run 60, not yet measured.
+int wg_keys_env() {
+  static const int keys = env_int("EDGEVLA_ATTN_WG_KEYS", 64, 64, 128);
+  return keys == 128 ? 128 : 64;
+}
 // The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
 // expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
 // = -1): EDGEVLA_ATTN_WG256_ROLES=1 (the default since run 58), 0 thread 0 copying between block

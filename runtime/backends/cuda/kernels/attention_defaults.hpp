@@ -12,6 +12,7 @@ int wg128_env();
 bool wg128_b_env();
 int wg_roles_env();
 bool qk_trim_env();
+int wg_keys_env();
 bool wg256_roles_env();
 int wg_env();
 bool wg_tma_default();

@@ -92,14 +92,16 @@ constexpr int wg_head_dim(long long h) { return h == 256 ? 256 : h > 64 && h <= 
 bool wg_built();
 // Its shared memory a block at head dim hd (wg_head_dim), in the cp.async form or (tma) the
 // bulk-tensor-copy form.
-int wg_smem_bytes(int groups, bool tma, int hd = 256);
+int wg_smem_bytes(int groups, bool tma, int hd = 256, int keys = kWgKeys);
 // Whether the call's K and V (blocks a and b) can come by bulk tensor copies: 16-byte aligned
 // bases and strides, and a driver with the encoder (checked without encoding the maps).
 bool wg_tma_ready(const Params& p);
 // Launches it (chained, launch.cuh) on grid (row tiles, batch · kv heads, splits); with tma, K and
 // V come by bulk tensor copies where wg_tma_ready, else by cp.async (block a only:
 // cudaErrorNotSupported for a call with block b, or at head dims below 256).
+// keys: the walk tile, 64 keys or 128 (the trimmed form with one warpgroup and one share only;
+// else 64).
 cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles = 0,
-                      bool qk_trim = false);
+                      bool qk_trim = false, int keys = kWgKeys);
 
 }  // namespace edgevla::backends::cuda::attn

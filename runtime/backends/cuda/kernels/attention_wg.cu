@@ -76,8 +76,11 @@ constexpr int smem_bytes(int wg) { return 8 * wg * group_bytes<HD>() + 2 * kStag
 constexpr int kBoxBytes = kWgKeys * 128;  // 64 keys × 64 dims
 template <int HD>
 constexpr int tma_tile_bytes() { return (HD / 64) * kBoxBytes; }
+// KS: 64-key sub-tiles a walk tile (attn_wg's KS).
 template <int HD>
-constexpr int smem_bytes_tma(int wg) { return 1024 + 8 * wg * group_bytes<HD>() + 2 * kStages * tma_tile_bytes<HD>() + 64; }
+constexpr int smem_bytes_tma(int wg, int ks = 1) {
+  return 1024 + 8 * wg * group_bytes<HD>() + 2 * kStages * ks * tma_tile_bytes<HD>() + 64;
+}
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kAblate = EDGEVLA_ATTN_WG_ABLATE;
@@ -111,7 +114,12 @@ __device__ __forceinline__ int tile_offset(int r, int c) {
 // lets the other go), so that one's softmax runs while the other's multiplies do.
 // kQk: q·kᵀ's 16-dim steps; fewer than HD / 16 where the head's dims end sooner (the vision towers'
 // 72 in 5 of 8: dims past h are zeros in q and in K's copies, so the product is the same).
-template <int HD, int WG, bool kTma, bool kB, bool kRoles = false, bool kPing = false, int kQk = HD / 16>
+// KS: 64-key sub-tiles a walk tile (EDGEVLA_ATTN_WG_KEYS=128: 2, the producer warp's form at head
+// dim 128 with block a alone): the waits, barriers, turns and softmax rescales come once a KS · 64
+// keys, each stage holding KS sub-tiles of the 64-key layout (their copies, q·kᵀ and p·v
+// multiplies as before, KS times).
+template <int HD, int WG, bool kTma, bool kB, bool kRoles = false, bool kPing = false, int kQk = HD / 16,
+          int KS = 1>
 __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
     attn_wg(const Params p, const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
             const __grid_constant__ CUtensorMap kb_map, const __grid_constant__ CUtensorMap vb_map) {
@@ -121,6 +129,9 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
   static_assert(!kRoles || kTma, "the producer warp issues bulk copies");
   static_assert(!kPing || (kRoles && WG == 2), "turns between two warpgroups of the producer warp's form");
   static_assert(kQk > 0 && kQk <= HD / 16, "q·kᵀ's steps within the head dim");
+  static_assert(KS == 1 || (KS == 2 && HD == 128 && kRoles && !kB), "two sub-tiles a walk tile: head dim 128, "
+                "the producer warp's form, block a alone");
+  constexpr int kKeys = kWgKeys * KS;  // keys a walk tile
   // kThreads: the warpgroups' threads (the producer warp, kRoles, comes after them).
   constexpr int kRows = 64 * WG, kThreads = 128 * WG, kWarps = 4 * WG;
   constexpr int kIssuer = kRoles ? kThreads : 0;  // the thread that issues the bulk copies
@@ -128,7 +139,7 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
   constexpr int kGroupElems = group_bytes<HD>() / 2, kGroupBytes = group_bytes<HD>();
   constexpr int kTmaTileBytes = tma_tile_bytes<HD>();
   constexpr int kBoxes = HD / 64;  // 64-dim boxes a K or V tile
-  constexpr int kStageElems = (kTma ? kTmaTileBytes : tile_bytes<HD>()) / 2;
+  constexpr int kStageElems = (kTma ? KS * kTmaTileBytes : tile_bytes<HD>()) / 2;
   unsigned char* base = smem;
   if constexpr (kTma) base += (1024 - (smem_addr(smem) & 1023)) & 1023;
   bf16* s_q = reinterpret_cast<bf16*>(base);  // q
@@ -157,9 +168,9 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
   if (!p.a_constant) chain_wait();  // *a_len and block a may come from the kernel before
   const int a_len = clamped_a_len(p);
   // Key tiles: block a's na (with *a_len), then block b's (kTma only; b_len is fixed).
-  const int na = (a_len + kWgKeys - 1) / kWgKeys;
+  const int na = (a_len + kKeys - 1) / kKeys;
   static_assert(kTma || !kB, "block b only in the bulk-copy form");
-  const int nb = kB ? (p.b_len + kWgKeys - 1) / kWgKeys : 0;
+  const int nb = kB ? (p.b_len + kKeys - 1) / kKeys : 0;
   int t_begin = 0, t_end = 0;
   split_range(na + nb, p.splits, t_begin, t_end);
 
@@ -202,14 +213,18 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
     const int t = walk_tile(p, w, t_begin, t_end);
     const bool in_a = !kB || t < na;
     const CUtensorMap* map = in_a ? (k ? &k_map : &v_map) : (k ? &kb_map : &vb_map);
-    const int row0 = (in_a ? t : t - na) * kWgKeys;
-    mbar_expect_tx(bar, kTmaTileBytes);
+    const int row0 = (in_a ? t : t - na) * kKeys;
+    mbar_expect_tx(bar, KS * kTmaTileBytes);
 #pragma unroll
-    for (int j = 0; j < kBoxes; ++j) {
-      if constexpr (HD == 256) {
-        tma_load_3d(dst + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0, b, bar);
-      } else {
-        tma_load_4d(dst + j * (kBoxBytes / 2), map, 64 * j, g, row0, b, bar);
+    for (int sub = 0; sub < KS; ++sub) {
+      bf16* to = dst + sub * (kTmaTileBytes / 2);
+#pragma unroll
+      for (int j = 0; j < kBoxes; ++j) {
+        if constexpr (HD == 256) {
+          tma_load_3d(to + j * (kBoxBytes / 2), map, g * p.h + 64 * j, row0 + sub * kWgKeys, b, bar);
+        } else {
+          tma_load_4d(to + j * (kBoxBytes / 2), map, 64 * j, g, row0 + sub * kWgKeys, b, bar);
+        }
       }
     }
   };
@@ -239,17 +254,22 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
     // The copies read rows up to a_max: V's rows past *a_len become 0 (whole 128-byte rows of
     // each box, so the swizzle does not matter).
     const int t = walk_tile(p, w, t_begin, t_end);
-    const int r0 = a_len - t * kWgKeys;
+    const int r0 = a_len - t * kKeys;
+    // Row r of the tile (sub-tile r / 64), 16-byte chunk c of its 64-dim box `box`.
+    auto v_chunk = [](bf16* v, int r, int box, int c) {
+      return reinterpret_cast<uint4*>(v + (r / kWgKeys) * (kTmaTileBytes / 2) + box * (kBoxBytes / 2) +
+                                      (r % kWgKeys) * 64 + c * 8);
+    };
     if constexpr (kRoles) {
       // Only rows below a_max can hold stale values (the copies read rows past it as zeros). Each
       // warpgroup zeroes them itself, then waits for its own threads only: the other may be
       // reading the tile already (the same zeros, written twice).
-      const int r1 = min(kWgKeys, p.a_max - t * kWgKeys);
+      const int r1 = min(kKeys, p.a_max - t * kKeys);
       if ((!kB || t < na) && r0 < r1) {
         bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
         for (int i = tid % 128; i < (r1 - r0) * 8 * kBoxes; i += 128) {
           const int r = r0 + i / (8 * kBoxes), box = (i % (8 * kBoxes)) / 8, c = i % 8;
-          *reinterpret_cast<uint4*>(v + box * (kBoxBytes / 2) + r * 64 + c * 8) = make_uint4(0, 0, 0, 0);
+          *v_chunk(v, r, box, c) = make_uint4(0, 0, 0, 0);
         }
         fence_proxy_async();
         if (tid < 128) {
@@ -258,11 +278,11 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
           named_barrier<3, 128>();
         }
       }
-    } else if ((!kB || t < na) && r0 < kWgKeys) {
+    } else if ((!kB || t < na) && r0 < kKeys) {
       bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
-      for (int i = tid; i < (kWgKeys - r0) * 8 * kBoxes; i += kThreads) {
+      for (int i = tid; i < (kKeys - r0) * 8 * kBoxes; i += kThreads) {
         const int r = r0 + i / (8 * kBoxes), box = (i % (8 * kBoxes)) / 8, c = i % 8;
-        *reinterpret_cast<uint4*>(v + box * (kBoxBytes / 2) + r * 64 + c * 8) = make_uint4(0, 0, 0, 0);
+        *v_chunk(v, r, box, c) = make_uint4(0, 0, 0, 0);
       }
       fence_proxy_async();
     }
@@ -367,9 +387,9 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
       __syncthreads();
     }
 
-    float s[kWgKeys / 8][4];
-    float(&s_flat)[kWgKeys / 2] = *reinterpret_cast<float(*)[kWgKeys / 2]>(&s[0][0]);
-    unsigned pf[kWgKeys / 16][4];
+    float s[kKeys / 8][4];
+    float(&s_flat)[kKeys / 2] = *reinterpret_cast<float(*)[kKeys / 2]>(&s[0][0]);
+    unsigned pf[kKeys / 16][4];
     float alpha[2];
     // Descriptors of the tiles' starts; a step along k adds its byte offset / 16 to the address
     // field (no carry out of it: shared addresses stay below 256 KB).
@@ -391,10 +411,17 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
         return kk * kQStep;
       }
     };
+    // Sub-tile j's 64 keys into s[8j .. 8j + 7] (scores of keys 64j.. of the walk tile).
     auto qk = [&](int t) {
       const unsigned long long desc_k = desc_k0 + ((t - t_begin) % kStages) * kStageStep;
 #pragma unroll
-      for (int kk = 0; kk < kQk; ++kk) ss_m64n64(s_flat, desc_q + kk * kQStep, desc_k + k_step(kk), kk > 0 ? 1 : 0);
+      for (int j = 0; j < KS; ++j) {
+        float(&s_sub)[kWgKeys / 2] = *reinterpret_cast<float(*)[kWgKeys / 2]>(&s[j * (kWgKeys / 8)][0]);
+#pragma unroll
+        for (int kk = 0; kk < kQk; ++kk) {
+          ss_m64n64(s_sub, desc_q + kk * kQStep, desc_k + j * (kTmaTileBytes / 16) + k_step(kk), kk > 0 ? 1 : 0);
+        }
+      }
     };
     wg_fence();
     qk(t_begin);
@@ -408,10 +435,10 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
       const int t = walk_tile(p, w, t_begin, t_end);
       const bool in_a = !kB || t < na;
       const int lim[2] = {in_a ? a_len : lim_b[0], in_a ? a_len : lim_b[1]};
-      scores_to_probs<kWgKeys>(p, s, row_max, row_sum, alpha, (in_a ? t : t - na) * kWgKeys, lim, lane);
+      scores_to_probs<kKeys>(p, s, row_max, row_sum, alpha, (in_a ? t : t - na) * kKeys, lim, lane);
     };
     probs(t_begin);
-    pack_probs(s, pf);
+    pack_probs<kKeys>(s, pf);
 
     // kPing: the first turn is warpgroup 0's.
     if constexpr (kPing) {
@@ -444,7 +471,9 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
       wg_fence();
       if constexpr (!(kAblate & 8)) qk(t + 1);
       wg_commit();
-      if constexpr (!(kAblate & 4)) pv<HD, kVStep>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
+      if constexpr (!(kAblate & 4)) {
+        pv<HD, kVStep, kKeys, kTmaTileBytes / 16>(o_flat, pf, desc_v0 + ((t - t_begin) % kStages) * kStageStep);
+      }
       wg_commit();
       if constexpr (kPing) {  // the other's turn
         if (tid < 128) {
@@ -472,7 +501,7 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
         o[d][2] *= alpha[1];
         o[d][3] *= alpha[1];
       }
-      pack_probs(s, pf);
+      pack_probs<kKeys>(s, pf);
       if constexpr (!kRoles) {
         __syncthreads();  // every warp is done with V of t
         if ((kTma || !(kAblate & 1)) && t + 2 < t_end) load_v(t + 2);
@@ -492,7 +521,8 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
       if (tid < 128) named_barrier<4, 256>();
     }
     wg_fence();
-    pv<HD, kVStep>(o_flat, pf, desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
+    pv<HD, kVStep, kKeys, kTmaTileBytes / 16>(o_flat, pf,
+                                               desc_v0 + ((t_end - 1 - t_begin) % kStages) * kStageStep);
     wg_commit();
     wg_wait<0>();
     pin(o_flat);
@@ -520,8 +550,8 @@ bool wg_built() {
 #endif
 }
 
-int wg_smem_bytes(int groups, bool tma, int hd) {
-  if (hd == 128) return tma ? smem_bytes_tma<128>(groups) : 0x7fffffff;  // no cp.async form at 128
+int wg_smem_bytes(int groups, bool tma, int hd, int keys) {
+  if (hd == 128) return tma ? smem_bytes_tma<128>(groups, keys / kWgKeys) : 0x7fffffff;  // no cp.async form at 128
   return tma ? smem_bytes_tma<256>(groups) : smem_bytes<256>(groups);
 }
 
@@ -596,18 +626,22 @@ const void* instance(int groups, bool ping = false) {
                      : reinterpret_cast<const void*>(&attn_wg<HD, 1, kTma, kB, kRoles>);
 }
 
-// The producer warp's form at head dim 128, block a alone, with q·kᵀ over 80 dims (head dims 65-80).
-const void* trimmed_instance(int groups, int roles) {
+// The producer warp's form at head dim 128, block a alone, with q·kᵀ over 80 dims (head dims 65-80);
+// with one warpgroup also in 128-key walk tiles (keys). Two warpgroups and the producer warp get 168
+// registers a thread, which 128-key tiles' scores, probabilities and output (160) overrun: ptxas
+// spills and serialises the multiplies there, so that pairing is not built.
+const void* trimmed_instance(int groups, int roles, int keys) {
   if (groups == 2) {
     return roles == 2 ? reinterpret_cast<const void*>(&attn_wg<128, 2, true, false, true, true, 5>)
                       : reinterpret_cast<const void*>(&attn_wg<128, 2, true, false, true, false, 5>);
   }
-  return reinterpret_cast<const void*>(&attn_wg<128, 1, true, false, true, false, 5>);
+  return keys == 2 * kWgKeys ? reinterpret_cast<const void*>(&attn_wg<128, 1, true, false, true, false, 5, 2>)
+                             : reinterpret_cast<const void*>(&attn_wg<128, 1, true, false, true, false, 5>);
 }
 
-// attn_wg's instance for a launch (roles and trim already fitted to the head dim and copies).
-const void* pick_instance(int hd, int groups, bool tma, bool with_b, int roles, bool trim) {
-  if (trim) return trimmed_instance(groups, roles);
+// attn_wg's instance for a launch (roles, trim and keys already fitted to the head dim and copies).
+const void* pick_instance(int hd, int groups, bool tma, bool with_b, int roles, bool trim, int keys) {
+  if (trim) return trimmed_instance(groups, roles, keys);
   if (hd == 128) {  // bulk copies only
     if (roles > 0) {
       return with_b ? instance<128, true, true, true>(groups, roles == 2)
@@ -624,7 +658,8 @@ const void* pick_instance(int hd, int groups, bool tma, bool with_b, int roles, 
 }
 }  // namespace
 
-cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles, bool qk_trim) {
+cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int groups, bool tma, int roles, bool qk_trim,
+                      int keys) {
   CUtensorMap maps[4] = {};
   tma = tma && encode_maps(p, maps);  // else the cp.async form, which has no block b
   const int hd = wg_head_dim(p.h);
@@ -635,8 +670,11 @@ cudaError_t launch_wg(const Params& p, dim3 grid, cudaStream_t stream, int group
   if (!tma || (hd == 256 && groups != 1)) roles = 0;
   if (hd == 256) roles = std::min(roles, 1);
   const bool trim = qk_trim && hd == 128 && roles > 0 && !with_b && p.h <= 80;
-  const void* fn = pick_instance(hd, groups, tma, with_b, roles, trim);
-  const int smem = wg_smem_bytes(groups, tma, hd);
+  // 128-key walk tiles: the trimmed form with one warpgroup and one share (more shares than tiles
+  // would leave some empty).
+  keys = trim && groups == 1 && keys == 2 * kWgKeys && p.splits == 1 ? keys : kWgKeys;
+  const void* fn = pick_instance(hd, groups, tma, with_b, roles, trim, keys);
+  const int smem = wg_smem_bytes(groups, tma, hd, keys);
   cudaError_t err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   Params copy = p;

@@ -51,10 +51,12 @@ __device__ __forceinline__ void rs_m64n128(float (&d)[64], const unsigned (&a)[4
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
-// p's A fragments for p·v, one per 16 keys (the accumulator layout of q·kᵀ is the A layout).
-__device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], unsigned (&pf)[kWgKeys / 16][4]) {
+// p's A fragments for p·v, one per 16 keys of a BK-key walk tile (the accumulator layout of q·kᵀ
+// is the A layout).
+template <int BK>
+__device__ __forceinline__ void pack_probs(const float (&s)[BK / 8][4], unsigned (&pf)[BK / 16][4]) {
 #pragma unroll
-  for (int kk = 0; kk < kWgKeys / 16; ++kk) {
+  for (int kk = 0; kk < BK / 16; ++kk) {
     pf[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
     pf[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
     pf[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
@@ -62,17 +64,19 @@ __device__ __forceinline__ void pack_probs(const float (&s)[kWgKeys / 8][4], uns
   }
 }
 
-// o += p · v for one 64-key tile (4 multiplies of 16 keys; v is the MN-major operand, desc_v the
-// descriptor of its start, 16 keys `step` bytes / 16 further on).
-template <int HD, unsigned long long kStep>
-__device__ __forceinline__ void pv(float (&o)[HD / 2], const unsigned (&pf)[kWgKeys / 16][4],
+// o += p · v for one walk tile of BK keys (BK / 16 multiplies of 16 keys; v is the MN-major
+// operand, desc_v the descriptor of its start, 16 keys `step` bytes / 16 further on within a
+// 64-key sub-tile, each next sub-tile kSubStep bytes / 16 further on).
+template <int HD, unsigned long long kStep, int BK = kWgKeys, unsigned long long kSubStep = 0>
+__device__ __forceinline__ void pv(float (&o)[HD / 2], const unsigned (&pf)[BK / 16][4],
                                    unsigned long long desc_v) {
 #pragma unroll
-  for (int kk = 0; kk < kWgKeys / 16; ++kk) {
+  for (int kk = 0; kk < BK / 16; ++kk) {
+    const unsigned long long at = desc_v + (kk / (kWgKeys / 16)) * kSubStep + (kk % (kWgKeys / 16)) * kStep;
     if constexpr (HD == 256) {
-      rs_m64n256(o, pf[kk], desc_v + kk * kStep);
+      rs_m64n256(o, pf[kk], at);
     } else {
-      rs_m64n128(o, pf[kk], desc_v + kk * kStep);
+      rs_m64n128(o, pf[kk], at);
     }
   }
 }
