@@ -214,9 +214,13 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
     const bool in_a = !kB || t < na;
     const CUtensorMap* map = in_a ? (k ? &k_map : &v_map) : (k ? &kb_map : &vb_map);
     const int row0 = (in_a ? t : t - na) * kKeys;
-    mbar_expect_tx(bar, KS * kTmaTileBytes);
+    // KS > 1: a sub-tile that would start past the map's rows is not copied (wait_v zeroes its V).
+    int subs = KS;
+    if constexpr (KS > 1) subs = min(KS, (p.a_max - row0 + kWgKeys - 1) / kWgKeys);
+    mbar_expect_tx(bar, subs * kTmaTileBytes);
 #pragma unroll
     for (int sub = 0; sub < KS; ++sub) {
+      if (KS > 1 && sub >= subs) break;
       bf16* to = dst + sub * (kTmaTileBytes / 2);
 #pragma unroll
       for (int j = 0; j < kBoxes; ++j) {
@@ -261,10 +265,12 @@ __global__ void __launch_bounds__(128 * WG + (kRoles ? 32 : 0), 1)
                                       (r % kWgKeys) * 64 + c * 8);
     };
     if constexpr (kRoles) {
-      // Only rows below a_max can hold stale values (the copies read rows past it as zeros). Each
-      // warpgroup zeroes them itself, then waits for its own threads only: the other may be
-      // reading the tile already (the same zeros, written twice).
-      const int r1 = min(kKeys, p.a_max - t * kKeys);
+      // Only rows below a_max can hold stale values (the copies read rows past it as zeros), and
+      // (KS > 1) those of a sub-tile not copied, which starts at or past a_max. Each warpgroup
+      // zeroes them itself, then waits for its own threads only: the other may be reading the
+      // tile already (the same zeros, written twice).
+      const int rows_in = p.a_max - t * kKeys;
+      const int r1 = KS > 1 && rows_in <= kKeys - kWgKeys ? kKeys : min(kKeys, rows_in);
       if ((!kB || t < na) && r0 < r1) {
         bf16* v = s_v + ((w - t_begin) % kStages) * kStageElems;
         for (int i = tid % 128; i < (r1 - r0) * 8 * kBoxes; i += 128) {
