@@ -188,6 +188,9 @@ TEST(CudaAttention, RejectsBadArguments) {
   a = p.args();
   a.a.k = nullptr;
   expect_rejected(a, "block a without k");
+  a = p.args();
+  a.wg_keys = 96;
+  expect_rejected(a, "a walk tile other than 64 or 128 keys");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 

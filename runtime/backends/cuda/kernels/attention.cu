@@ -308,7 +308,7 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
     if (hd128) {
       pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : wg_roles_env(), 0, 2);
       pl.wg_qk_trim = a.h <= 80 && a.b_len == 0 && (a.wg_qk_trim >= 0 ? a.wg_qk_trim > 0 : qk_trim_env());
-      pl.wg_keys = (a.wg_keys >= 0 ? a.wg_keys : wg_keys_env()) == 128 ? 128 : 64;
+      pl.wg_keys = a.wg_keys >= 0 ? a.wg_keys : wg_keys_env();
     } else if (wg_form_tma && wg_groups == 1) {
       pl.wg_roles = std::clamp(a.wg_roles >= 0 ? a.wg_roles : (wg256_roles_env() ? 1 : 0), 0, 1);
     }
@@ -396,6 +396,10 @@ Status validate(const AttentionArgs& a) {
     return invalid_argument("attention: bad a_max/b_len");
   }
   if (a.q == nullptr || a.out == nullptr) return invalid_argument("attention: q and out are required");
+  if (a.wg_keys != -1 && a.wg_keys != 64 && a.wg_keys != 128) {
+    return invalid_argument("attention: wg_keys is " + std::to_string(a.wg_keys) +
+                            "; give 64, 128 or -1 (the process's choice)");
+  }
   if (a.rope != nullptr && (a.act != DType::kBF16 || a.h % 2 != 0)) {
     return invalid_argument("attention: RoPE inside the call needs bf16 activations; rotate q and k with rope() first");
   }

@@ -1,6 +1,8 @@
 // The attention plan's environment defaults (attention_defaults.hpp).
 #include "runtime/backends/cuda/kernels/attention_defaults.hpp"
 
+#include <cstdio>
+
 #include "runtime/backends/cuda/kernels/common.hpp"
 
 namespace edgevla::backends::cuda::attn_defaults {
@@ -71,8 +73,13 @@ bool qk_trim_env() {
 // EDGEVLA_ATTN_WG_KEYS=64 (the default) or 128, which halves the walk's hand-overs (waits, turns,
 // softmax rescales: three tiles at 324 keys instead of six). Built in run 60, not yet measured.
 int wg_keys_env() {
-  static const int keys = env_int("EDGEVLA_ATTN_WG_KEYS", 64, 64, 128);
-  return keys == 128 ? 128 : 64;
+  static const int keys = [] {
+    const int k = env_int("EDGEVLA_ATTN_WG_KEYS", 64, 64, 128);
+    if (k == 64 || k == 128) return k;
+    std::fprintf(stderr, "edgevla: EDGEVLA_ATTN_WG_KEYS is %d; give 64 or 128 (using 64)\n", k);
+    return 64;
+  }();
+  return keys;
 }
 // The producer warp's form at head dim 256 (one warpgroup a block: Gemma's prefix, and the action
 // expert's attention where EDGEVLA_ATTN_WG_EXPERT=1 puts it on this kernel; AttentionArgs::wg_roles
