@@ -156,9 +156,7 @@ struct Blas::Impl {
                                       return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > workspace_bytes;
                                     }),
                      candidates.end());
-    if (near_rows && !candidates.empty() && key.batch == 1 && key.m >= kNearRowsMin) {
-      add_near_row_candidates(key, plan, pref, candidates);
-    }
+    if (!candidates.empty() && offers_near_rows(key)) add_near_row_candidates(key, plan, pref, candidates);
     return Status::ok();
   }
 
@@ -212,6 +210,7 @@ struct Blas::Impl {
   }
   // Set at creation: EDGEVLA_GEMM_NEAR_ROWS (default 1).
   bool near_rows = true;
+  bool offers_near_rows(const PlanKey& k) const { return near_rows && k.batch == 1 && k.m >= kNearRowsMin; }
 
   cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, const GemmArgs& a,
                         void* d) {
@@ -381,7 +380,7 @@ struct Blas::Impl {
       << ' ' << k.align_b << ' ' << k.align_d << ' ' << k.align_bias << ' ' << c.lt_bias << c.lt_gelu << c.bias_in_d;
     if (k.batch > 1) o << " batch " << k.batch << ' ' << k.stride_a << ' ' << k.stride_b << ' ' << k.stride_d;
     // A pick's index means another list where the near rows' candidates are offered.
-    if (near_rows && k.batch == 1 && k.m >= kNearRowsMin) o << " near";
+    if (offers_near_rows(k)) o << " near";
     return o.str();
   }
 
