@@ -36,11 +36,14 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_WG_TMA", "the warpgroup kernel's K and V by bulk tensor copies: 1 (default), 0"},
     {"EDGEVLA_ATTN_WG_EXPERT", "the warpgroup kernel also for the action experts' attention: 0 (default), 1"},
     {"EDGEVLA_ATTN_WG_SHARES", "the warpgroup kernel's key shares fixed at N (1-12; unset: the plan's rule)"},
+    {"EDGEVLA_ATTN_WG_SHARE_TILES", "the warpgroup kernel's rule: shares of at least N 64-key tiles (2-8, default 3)"},
     // GEMMs (kernels/gemm*.{cpp,hpp}, kernels/wgmma_gemm.cu, wgmma_plan.cpp).
     {"EDGEVLA_GEMM_PLAN_FILE", "a file of GEMM picks reused instead of timing them, new picks appended (per GPU "
                                "and cuBLASLt version)"},
     {"EDGEVLA_GEMM_NEAR_ROWS", "cuBLASLt's first picks at row counts near each GEMM's (±8, 16, 32) timed beside its "
                                "own: 1 (default), 0"},
+    {"EDGEVLA_GEMM_SEARCH", "more cuBLASLt candidates timed: 1 the heuristic's picks per algorithm id, 2 also "
+                            "with k split in 2-4 (default 0)"},
     {"EDGEVLA_GEMM_MAX_K_PARTS", "cap on the k parts of a split GEMM (1: every GEMM whole)"},
     {"EDGEVLA_WGMMA_AHEAD", "weight stages the warpgroup GEMM copies before the chain's wait (0-8, default 4)"},
     {"EDGEVLA_WGMMA_EVICT_FIRST", "the warpgroup GEMM's weight copies marked first to evict from L2: 1 (default), 0"},
