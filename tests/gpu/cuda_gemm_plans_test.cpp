@@ -1,7 +1,6 @@
 // The cuda backend's GEMM plans: what Blas reports it runs, the plan file carrying picks to the next
-// process (also onto the many-rows kernel), cuBLASLt's picks at nearby row counts and the wider
-// search (EDGEVLA_GEMM_SEARCH), each against a double-precision host reference. Without a CUDA
-// device every test skips itself.
+// process (also onto the many-rows kernel), and cuBLASLt's picks at nearby row counts, each
+// against a double-precision host reference. Without a CUDA device every test skips itself.
 #include <unistd.h>
 
 #include <cstdio>
@@ -146,79 +145,6 @@ TEST_F(CudaKernels, NearRowCountsAddCandidatesThatComputeTheSameProduct) {
   }
   ::unsetenv("EDGEVLA_GEMM_NEAR_ROWS");
   EXPECT_GT(lengthened, 0) << "no shape gained a candidate from the row counts near it";
-}
-
-// EDGEVLA_GEMM_SEARCH: 1 adds the heuristic's picks per algorithm id, 2 also the candidates with
-// their k split; each list is at least as long as the one before. A plan file naming the first
-// added candidate, then the last, makes Blas run each, against the host; at the tower's 648 rows
-// the search must find something the best-fit list lacks.
-TEST_F(CudaKernels, SearchAddsCandidatesThatComputeTheSameProduct) {
-  const auto candidates_in = [](const std::string& report) {
-    const std::size_t at = report.find(" of ");
-    return at == std::string::npos ? -1 : std::atoi(report.c_str() + at + 4);
-  };
-  const GemmCase cases[] = {{648, 1152, 1152, 1152, 1152, 1152}, {224, 2048, 1024, 1024, 1024, 2048}};
-  int grown = 0;
-  for (const GemmCase& c : cases) {
-    const auto a = rounded(random_values(static_cast<std::size_t>(c.m * c.lda), -1.0f, 1.0f, 83), DType::kBF16);
-    const auto w = rounded(random_values(static_cast<std::size_t>(c.n * c.ldb), -0.2f, 0.2f, 84), DType::kBF16);
-    const auto acc = matmul_ref(c, a, w);
-    DeviceBuffer da(a, DType::kBF16), dw(w, DType::kBF16);
-    const std::string file = ::testing::TempDir() + "edgevla_search_plans_" + std::to_string(::getpid()) + ".txt";
-    std::remove(file.c_str());
-    ::setenv("EDGEVLA_GEMM_PLAN_FILE", file.c_str(), 1);
-    const auto run_once = [&](int search, const std::string& what) -> std::string {
-      ::setenv("EDGEVLA_GEMM_SEARCH", std::to_string(search).c_str(), 1);  // read by each Blas at its creation
-      auto blas = Blas::create();
-      if (!blas.has_value()) return "Blas::create: " + blas.status().to_string();
-      (*blas)->set_own_kernels(false);
-      DeviceBuffer dd(static_cast<std::size_t>(c.m * c.ldd) * 2);
-      GemmArgs g;
-      g.m = c.m, g.n = c.n, g.k = c.k, g.a = da.get(), g.lda = c.lda, g.b = dw.get(), g.ldb = c.ldb;
-      g.d = dd.get(), g.d_type = DType::kBF16, g.ldd = c.ldd;
-      const Status st = (*blas)->gemm(stream_, g);
-      if (!st.is_ok()) return "gemm: " + st.to_string();
-      sync();
-      expect_close(dd.download(DType::kBF16, acc.size()), acc, tolerance_for(DType::kBF16), what);
-      return (*blas)->plan_report();
-    };
-    const std::string tag = "m=" + std::to_string(c.m);
-    int counts[3] = {};
-    for (int search = 0; search < 3; ++search) {
-      const std::string report = run_once(search, tag + " timed pick, search " + std::to_string(search));
-      counts[search] = candidates_in(report);
-      ASSERT_GT(counts[search], 0) << report;
-      if (search > 0) {
-        EXPECT_GE(counts[search], counts[search - 1]) << tag;
-      }
-    }
-    std::printf("[ info ] %s: %d candidates, %d with the per-id picks, %d with k split\n", tag.c_str(), counts[0],
-                counts[1], counts[2]);
-    if (counts[2] > counts[0]) {
-      ++grown;
-      std::string key;
-      {
-        std::ifstream in(file);
-        std::string line;
-        while (std::getline(in, line)) {
-          if (line.find(" search2 | ") != std::string::npos) key = line.substr(0, line.find(" | "));
-        }
-      }
-      ASSERT_FALSE(key.empty()) << "no search-2 pick in the plan file";
-      for (const int forced : {counts[0], counts[2] - 1}) {
-        {
-          std::ofstream out(file, std::ios::trunc);
-          out << key << " | " << forced << " 0 0.001 0\n";
-        }
-        const std::string report = run_once(2, tag + " search candidate " + std::to_string(forced));
-        EXPECT_NE(report.find("cuBLASLt candidate " + std::to_string(forced) + " of"), std::string::npos) << report;
-      }
-    }
-    ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-    std::remove(file.c_str());
-  }
-  ::unsetenv("EDGEVLA_GEMM_SEARCH");
-  EXPECT_GT(grown, 0) << "the search added no candidate at any shape";
 }
 
 // The many-rows kernel (wide_gemm.hpp) as a plan's pick, where EDGEVLA_CUDA_WIDE_GEMM=1 offers it:

@@ -42,8 +42,6 @@ inline constexpr EnvKnob kEnvKnobs[] = {
                                "and cuBLASLt version)"},
     {"EDGEVLA_GEMM_NEAR_ROWS", "cuBLASLt's first picks at row counts near each GEMM's (±8, 16, 32) timed beside its "
                                "own: 1 (default), 0"},
-    {"EDGEVLA_GEMM_SEARCH", "more cuBLASLt candidates timed: 1 the heuristic's picks per algorithm id, 2 also "
-                            "with k split in 2-4 (default 0)"},
     {"EDGEVLA_GEMM_MAX_K_PARTS", "cap on the k parts of a split GEMM (1: every GEMM whole)"},
     {"EDGEVLA_WGMMA_AHEAD", "weight stages the warpgroup GEMM copies before the chain's wait (0-8, default 4)"},
     {"EDGEVLA_WGMMA_EVICT_FIRST", "the warpgroup GEMM's weight copies marked first to evict from L2: 1 (default), 0"},
@@ -57,7 +55,8 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
-    {"EDGEVLA_CUDA_GROOT_OVERLAP", "GR00T's once-a-chunk host and cross keys|values work beside other device work: 1 (default), 0"},
+    {"EDGEVLA_CUDA_GROOT_OVERLAP", "GR00T's once-a-chunk host and cross keys|values work beside other device work: 2 (default, "
+                                   "the state token and τ on the side stream too), 1, 0"},
     {"EDGEVLA_CUDA_GROOT_SCALAR", "GR00T's LLM SwiGLU and q/k norm + RoPE in their scalar forms: 0 (default), 1"},
     {"EDGEVLA_CUDA_PATCH_PAD", "the patch embedding's k padded with zeros to a multiple of 64 (default); 0 as stored"},
     {"EDGEVLA_CUDA_TOWER_MLP_PAD", "the vision towers' MLP padded with zeros to a multiple of 64 (default); 0 as stored"},

@@ -162,6 +162,7 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // its own Blas (a Blas's workspace serves one stream), and the events that fork and join it;
   // made at load only where overlap_ is on.
   bool overlap_ = overlap_enabled();  // 0: no side stream, the host inputs copied after the wait
+  bool state_on_side_ = overlap_level() == 2;  // the state token and τ product on the side stream
   Stream side_;
   std::unique_ptr<Blas> side_blas_;
   Event side_fork_, side_join_;

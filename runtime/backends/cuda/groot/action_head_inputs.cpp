@@ -30,7 +30,9 @@ Status ActionHeadEngine::check_inputs(const RunOptions& options, std::int64_t& n
 // GEMM for the text blocks, one for the image blocks), the state token and W2's τ half. With the
 // overlap on (EDGEVLA_CUDA_GROOT_OVERLAP=1) the text ones run on a side stream beside the image ones
 // and the state encoder: each GEMM reads its blocks' weights (100 MB at full size), and side by
-// side they share the device's bandwidth instead of taking turns; joined before the first step.
+// side they share the device's bandwidth instead of taking turns; joined before the first step. At
+// 2 (default) the state token and τ product go first on the side stream, under the image GEMM,
+// instead of after it on the main stream.
 // (The image ones beside step 0's blocks up to the first image block instead, joined there, ran no
 // faster: bench/results/issue9_h200 run 60 call 3.)
 // Profiling builds: `cross_kv` leaves the two GEMMs out (what they cost ahead of the first step).
@@ -65,26 +67,30 @@ Status ActionHeadEngine::chunk_work(int steps, std::int64_t text_rows, std::int6
     if (capture == cudaStreamCaptureStatusNone) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(side_.get()));
     return Status::ok();
   };
+  // The state token (relu between the layers), and W2's τ half plus its bias per step.
+  const auto state_and_tau = [&](cudaStream_t st, const Gemm& g) -> Status {
+    EDGEVLA_RETURN_IF_ERROR(convert(st, state_, DType::kF32, state_act_, act_, Sd));
+    EDGEVLA_RETURN_IF_ERROR(g(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
+    EDGEVLA_RETURN_IF_ERROR(bias_activation(st, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
+    EDGEVLA_RETURN_IF_ERROR(g(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
+    return g(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E);
+  };
   if (!overlap_) {
     EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, text));
     EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, image));
-  } else {
-    cudaStream_t side = side_.get();
-    const Gemm side_mm{side_blas_.get(), side, act_, info_.multiprocessors};
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
-    EDGEVLA_RETURN_IF_ERROR(keys_values(side, side_mm, text));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
-    EDGEVLA_RETURN_IF_ERROR(join_side_if_eager());
-    EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, image));
+    return state_and_tau(s, mm);
   }
-  // The state token (relu between the layers), and W2's τ half plus its bias per step.
-  EDGEVLA_RETURN_IF_ERROR(convert(s, state_, DType::kF32, state_act_, act_, Sd));
-  EDGEVLA_RETURN_IF_ERROR(mm(state_act_, 1, Sd, state1_.sel, st_hid_, act_, hs));
-  EDGEVLA_RETURN_IF_ERROR(bias_activation(s, st_hid_, act_, 1, hs, hs, nullptr, Activation::kRelu));
-  EDGEVLA_RETURN_IF_ERROR(mm(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
-  EDGEVLA_RETURN_IF_ERROR(mm(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E));
-  if (overlap_) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
+  cudaStream_t side = side_.get();
+  const Gemm side_mm{side_blas_.get(), side, act_, info_.multiprocessors};
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
+  if (state_on_side_) EDGEVLA_RETURN_IF_ERROR(state_and_tau(side, side_mm));
+  EDGEVLA_RETURN_IF_ERROR(keys_values(side, side_mm, text));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
+  EDGEVLA_RETURN_IF_ERROR(join_side_if_eager());
+  EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, image));
+  if (!state_on_side_) EDGEVLA_RETURN_IF_ERROR(state_and_tau(s, mm));
+  EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
   return Status::ok();
 }
 

@@ -4,7 +4,8 @@
 
 namespace edgevla::backends::cuda::groot {
 
-bool overlap_enabled() { return env_int("EDGEVLA_CUDA_GROOT_OVERLAP", 1, 0, 1) == 1; }
+int overlap_level() { return env_int("EDGEVLA_CUDA_GROOT_OVERLAP", 2, 0, 2); }
+bool overlap_enabled() { return overlap_level() > 0; }
 
 int timestep_bucket(int k, int n, int buckets) {
   return static_cast<int>((static_cast<double>(k) / static_cast<double>(n)) * buckets);

@@ -22,12 +22,15 @@ class GrootCudaEngine : public CudaEngineBase {
   void log_plans() const { CudaEngineBase::log_plans("groot " + stage_ + " (cuda)"); }
 };
 
-// EDGEVLA_CUDA_GROOT_OVERLAP (read at each activate): 1 (default) lets a chunk's host-side and
-// once-a-chunk work run beside device work that does not feed it: the backbone checks its pixel
-// count after queueing its pass, the action head copies its host inputs before waiting for the
-// features' producer and makes the text blocks' keys|values on a side stream beside the image
-// blocks'. 0: each in turn, as before run 59 (to compare).
-bool overlap_enabled();
+// EDGEVLA_CUDA_GROOT_OVERLAP (read at each activate): 1 lets a chunk's host-side and once-a-chunk
+// work run beside device work that does not feed it: the backbone checks its pixel count after
+// queueing its pass, the action head copies its host inputs before waiting for the features'
+// producer and makes the text blocks' keys|values on a side stream beside the image blocks'. 2
+// (default) also puts the state token and W2's τ product on the side stream, ahead of the text
+// blocks', instead of after the image blocks' on the main one. 0: each in turn, as before run 59
+// (to compare).
+int overlap_level();
+bool overlap_enabled();  // overlap_level() > 0
 
 // The timestep bucket of Euler step k of n (upstream: int(k / n · buckets), in double).
 int timestep_bucket(int k, int n, int buckets);

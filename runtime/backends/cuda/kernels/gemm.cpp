@@ -114,7 +114,6 @@ Expected<std::unique_ptr<Blas>> Blas::create(std::size_t workspace_bytes) {
   im.workspace_bytes = workspace_bytes;
   im.wide_offered = env_int("EDGEVLA_CUDA_WIDE_GEMM", 0, 0, 1) == 1 && wide_gemm_available();
   im.near_rows = env_int("EDGEVLA_GEMM_NEAR_ROWS", 1, 0, 1) == 1;
-  im.search = env_int("EDGEVLA_GEMM_SEARCH", 0, 0, 2);
   im.load_plan_file();
   if (workspace_bytes > 0) EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMalloc(&im.workspace, workspace_bytes));
 

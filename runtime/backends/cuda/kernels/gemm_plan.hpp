@@ -1,9 +1,8 @@
 // How the cuda backend's GEMMs get their plans (gemm.cpp's part, included by gemm.cpp only):
 // on the plan key (gemm_plan_key.hpp), cuBLASLt descriptors and the heuristic's candidates (its
-// own list, its picks at nearby row counts and, where asked, per algorithm id and with k split),
-// candidates timed on the device as CUDA graphs over weight copies larger than L2, picks carried
-// across processes in the plan file (EDGEVLA_GEMM_PLAN_FILE), and Blas::Impl, which holds them per
-// Blas.
+// own list and its picks at nearby row counts), candidates timed on the device as CUDA graphs
+// over weight copies larger than L2, picks carried across processes in the plan file
+// (EDGEVLA_GEMM_PLAN_FILE), and Blas::Impl, which holds them per Blas.
 #pragma once
 
 #include <cublasLt.h>
@@ -158,7 +157,6 @@ struct Blas::Impl {
                                     }),
                      candidates.end());
     if (!candidates.empty() && offers_near_rows(key)) add_near_row_candidates(key, plan, pref, candidates);
-    if (!candidates.empty() && offers_search()) add_search_candidates(key, plan, pref, candidates);
     return Status::ok();
   }
 
@@ -213,103 +211,6 @@ struct Blas::Impl {
   // Set at creation: EDGEVLA_GEMM_NEAR_ROWS (default 1).
   bool near_rows = true;
   bool offers_near_rows(const PlanKey& k) const { return near_rows && k.batch == 1 && k.m >= kNearRowsMin; }
-
-  // EDGEVLA_GEMM_SEARCH (set at creation): candidates past the heuristic's best-fit list, appended
-  // after it and after the near rows' (stored indices of the shorter lists keep their meaning).
-  // 1: for each algorithm id cuBLASLt has for the types, the heuristic's first picks limited to
-  // that id (its best-fit list holds 8 at most, often from few ids); 2: also every candidate that
-  // does not split k yet with its k split in 2, 3 or 4 (the first reduction scheme it accepts).
-  // Each one checked for the shape itself (cublasLtMatmulAlgoCheck: state, workspace).
-  static constexpr int kSearchIds = 64;
-  static constexpr int kSearchPerId = 4;
-  static constexpr std::size_t kSearchMost = 96;
-  int search = 0;
-  bool offers_search() const { return search > 0; }
-
-  // Appends `algo` to candidates when new, valid for the plan's shape and within the workspace.
-  bool offer(const Plan& plan, const cublasLtMatmulAlgo_t& algo,
-             std::vector<cublasLtMatmulHeuristicResult_t>& candidates) const {
-    if (candidates.size() >= kSearchMost) return false;
-    if (std::any_of(candidates.begin(), candidates.end(), [&](const cublasLtMatmulHeuristicResult_t& c) {
-          return std::memcmp(c.algo.data, algo.data, sizeof(algo.data)) == 0;
-        })) {
-      return false;
-    }
-    cublasLtMatmulHeuristicResult_t check{};
-    if (cublasLtMatmulAlgoCheck(lt, plan.desc, plan.a, plan.b, plan.d, plan.d, &algo, &check) !=
-            CUBLAS_STATUS_SUCCESS ||
-        check.state != CUBLAS_STATUS_SUCCESS || check.workspaceSize > workspace_bytes) {
-      return false;
-    }
-    check.algo = algo;
-    candidates.push_back(check);
-    return true;
-  }
-
-  void add_search_candidates(const PlanKey& key, const Plan& plan, cublasLtMatmulPreference_t pref,
-                             std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
-    const cudaDataType_t wt = cuda_type(key.b), at = cuda_type(key.a), dt = cuda_type(key.d);
-    int ids[kSearchIds] = {};
-    int n_ids = 0;
-    if (cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, wt, at, dt, dt, kSearchIds, ids, &n_ids) ==
-        CUBLAS_STATUS_SUCCESS) {
-      const std::uint32_t limited = CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID, best_fit = CUBLASLT_SEARCH_BEST_FIT;
-      if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &limited, sizeof(limited)) ==
-          CUBLAS_STATUS_SUCCESS) {
-        for (int i = 0; i < n_ids; ++i) {
-          cublasLtMatmulHeuristicResult_t picks[kSearchPerId] = {};
-          bool init = true;
-          for (auto& p : picks) {
-            init = init && cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, wt, at, dt, dt, ids[i],
-                                                  &p.algo) == CUBLAS_STATUS_SUCCESS;
-          }
-          int returned = 0;
-          if (!init || cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.d, plan.d, pref,
-                                                      kSearchPerId, picks, &returned) != CUBLAS_STATUS_SUCCESS) {
-            continue;
-          }
-          for (int r = 0; r < returned; ++r) {
-            if (picks[r].state == CUBLAS_STATUS_SUCCESS) offer(plan, picks[r].algo, candidates);
-          }
-        }
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &best_fit, sizeof(best_fit));
-      }
-    }
-    if (search < 2) return;
-    const std::size_t before = candidates.size();
-    for (std::size_t c = 0; c < before; ++c) {
-      const cublasLtMatmulAlgo_t base = candidates[c].algo;
-      std::int32_t splits_ok = 0, splits = 1;
-      std::uint32_t schemes = 0;
-      std::size_t written = 0;
-      if (cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splits_ok, sizeof(splits_ok),
-                                            &written) != CUBLAS_STATUS_SUCCESS ||
-          splits_ok == 0 ||
-          cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
-                                            sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulAlgoConfigGetAttribute(&base, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof(splits),
-                                               &written) != CUBLAS_STATUS_SUCCESS ||
-          splits > 1) {
-        continue;
-      }
-      for (const std::int32_t parts : {2, 3, 4}) {
-        if (key.k < 256 * parts) break;
-        for (const std::uint32_t scheme : {static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
-                                           static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE),
-                                           static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_INPLACE)}) {
-          if ((schemes & scheme) == 0) continue;
-          cublasLtMatmulAlgo_t v = base;
-          if (cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts, sizeof(parts)) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                                   sizeof(scheme)) == CUBLAS_STATUS_SUCCESS &&
-              offer(plan, v, candidates)) {
-            break;
-          }
-        }
-      }
-    }
-  }
 
   cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream, const GemmArgs& a,
                         void* d) {
@@ -480,7 +381,6 @@ struct Blas::Impl {
     if (k.batch > 1) o << " batch " << k.batch << ' ' << k.stride_a << ' ' << k.stride_b << ' ' << k.stride_d;
     // A pick's index means another list where the near rows' candidates are offered.
     if (offers_near_rows(k)) o << " near";
-    if (offers_search()) o << " search" << search;
     return o.str();
   }
 
