@@ -295,7 +295,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceLimits& dev, std::size_t scra
   // Head dims 65-128 (AttentionArgs::wg_narrow): at head dim 128 (the dims past h zero), in the
   // bulk-copy form; with block b only where asked (AttentionArgs::wg_narrow_b), block a then
   // possibly empty (GR00T's LLM).
-  const int wg128_groups = std::clamp(a.wg_narrow >= 0 ? a.wg_narrow : wg128_env(), 0, 2);
+  const int wg128_asked = a.wg_narrow >= 0 ? a.wg_narrow : wg128_env();
+  const std::int64_t one_wg_blocks = ceil_div(pl.m_rows, attn::wg_rows(1)) * a.batch * a.kv_heads;
+  const int wg128_groups = wg128_asked == 3 ? (one_wg_blocks <= sms ? 1 : 2) : std::clamp(wg128_asked, 0, 2);
   const bool wg128_b = a.wg_narrow_b >= 0 ? a.wg_narrow_b > 0 : wg128_b_env();
   const bool hd128 = attn::wg_head_dim(a.h) == 128 && wg128_groups > 0 && (a.b_len == 0 || wg128_b) && tma_ok;
   // With block b (GR00T's LLM: 144-224 rows) one warpgroup a block unless asked otherwise: 9.5-9.6

@@ -97,7 +97,8 @@ struct AttentionArgs {
   // Head dims 65-128 (the vision towers' 72, GR00T's LLM's 128), block a only, bf16, on a compute
   // capability 9.0 device with an sm_90a build: the warpgroup kernel at head dim 128 (the dims past
   // h zero) with K and V by bulk tensor copies, 1 or 2 warpgroups a block; 0: never; -1: the
-  // process's choice (EDGEVLA_ATTN_WG128: 2, the default, 1 or 0).
+  // process's choice (EDGEVLA_ATTN_WG128: 3, the default: one warpgroup a block where those blocks
+  // fit one wave, else two; 2, 1 or 0).
   int wg_narrow = -1;
   // The same kernel at head dim 128 also for calls with block b (its keys' per-row limits: GR00T's
   // LLM, causal over packed keys, has only block b): 1 yes; 0 no; -1: the process's choice
