@@ -341,9 +341,9 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
 // projections on it (opt-in, EDGEVLA_CUDA_WGMMA_BACKBONE=1) against its default, cuBLASLt; the MLP
 // halves as one kernel (opt-in, EDGEVLA_CUDA_WGMMA_MLP=1) and the DiT on int8 weights (opt-in,
 // EDGEVLA_CUDA_WGMMA_W8=1) against the GEMMs; the once-a-chunk work without the side stream
-// (EDGEVLA_CUDA_GROOT_OVERLAP=0), or the state token on the main one (=1), bit for bit. Engines opened apart time their cuBLASLt picks
-// apart, so all share one plan file and the chained engine runs every case first: the others
-// reuse its picks.
+// (EDGEVLA_CUDA_GROOT_OVERLAP=0), or with the state token on the main one (=1), bit for bit.
+// Engines opened apart time their cuBLASLt picks apart, so all share one plan file and the chained
+// engine runs every case first: the others reuse its picks.
 TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";

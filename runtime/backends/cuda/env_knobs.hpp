@@ -28,7 +28,7 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_ATTN_WG", "head dim 256 on the warpgroup kernel: 0 never, 1 or 2 warpgroups a block (unset: the plan's "
                         "choice)"},
     {"EDGEVLA_ATTN_WG128", "head dims 65-128 on the warpgroup kernel: 3 (default) one warpgroup a block where those "
-                           "blocks fit one wave, else 2; 2, 1, or 0 never"},
+                           "blocks are no more than the multiprocessors, else 2; 2, 1, or 0 never"},
     {"EDGEVLA_ATTN_WG128_B", "the same also for calls with block b (GR00T's LLM): 1 (default), 0"},
     {"EDGEVLA_ATTN_QK_TRIM", "head dims 65-80 on the warpgroup kernel's producer-warp form: q·kᵀ over 80 dims: 1 (default), 0"},
     {"EDGEVLA_ATTN_WG_KEYS", "that trimmed form's walk tile with one warpgroup a block and one key share: 64 keys (default) or 128"},

@@ -98,7 +98,7 @@ struct AttentionArgs {
   // capability 9.0 device with an sm_90a build: the warpgroup kernel at head dim 128 (the dims past
   // h zero) with K and V by bulk tensor copies, 1 or 2 warpgroups a block; 0: never; -1: the
   // process's choice (EDGEVLA_ATTN_WG128: 3, the default: one warpgroup a block where those blocks
-  // fit one wave, else two; 2, 1 or 0).
+  // are no more than the multiprocessors, else two; 2, 1 or 0).
   int wg_narrow = -1;
   // The same kernel at head dim 128 also for calls with block b (its keys' per-row limits: GR00T's
   // LLM, causal over packed keys, has only block b): 1 yes; 0 no; -1: the process's choice

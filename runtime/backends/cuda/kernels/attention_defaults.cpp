@@ -32,9 +32,9 @@ int narrow_mode() {
 // (1 / 2 views), 6.64 / 7.37 with 1; pi0.5 10.52 / 14.63 against 10.63 / 14.75. The kernel bench
 // alone (back to back in a graph) favours attn_bf16 at one view (GR00T's tower 10.9 against 11.5
 // µs), the engines do not; the GPU suite passed with 2 (run 55 call 1).
-// 3: one warpgroup a block where those blocks fit in one wave on the device, else two (run 61: the
-// towers at one view, 96 blocks, ran 0.03-0.04 ms faster E2E on one in call 1; at two views the 192
-// blocks of one warpgroup need a second wave).
+// 3 (the default since run 61): one warpgroup a block where there are no more such blocks than
+// multiprocessors, else two. The towers at one view (96 blocks GR00T, 64 pi0.5) ran 0.04 / 0.05 ms
+// faster E2E on one (run 61 call 4); at two views (192 blocks) one ran no faster (call 1).
 int wg128_env() {
   static const int groups = env_int("EDGEVLA_ATTN_WG128", 3, 0, 3);
   return groups;
