@@ -245,7 +245,7 @@ Status ActionHeadEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) 
   EDGEVLA_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(vl_text_f32_, 0, bytes_of(DType::kF32, L * W), stream_.get()));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
-  if (overlap_) {
+  if (overlap_ > 0) {
     EDGEVLA_ASSIGN_OR_RETURN(side_, Stream::create());
     EDGEVLA_ASSIGN_OR_RETURN(side_blas_, Blas::create());
     EDGEVLA_ASSIGN_OR_RETURN(side_fork_, Event::create());
@@ -525,7 +525,7 @@ Status ActionHeadEngine::run(const RunOptions& options) {
     const Tensor* t = bound_input(slot);
     return t != nullptr && t->defined() && t->device().is_cpu() && !t->buffer()->ready();
   };
-  const bool copies_first = overlap_ && unfenced_host(in_mask_) && unfenced_host(in_image_) &&
+  const bool copies_first = overlap_ > 0 && unfenced_host(in_mask_) && unfenced_host(in_image_) &&
                             unfenced_host(in_state_) && unfenced_host(in_noise_) && unfenced_host(in_embodiment_);
   std::optional<InputWait> input_wait;
   const auto wait_inputs = [&]() -> Status {

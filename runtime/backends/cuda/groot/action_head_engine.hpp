@@ -161,8 +161,9 @@ class ActionHeadEngine final : public GrootCudaEngine {
   // The text blocks' keys|values are made on a side stream beside the image blocks' (chunk_work()):
   // its own Blas (a Blas's workspace serves one stream), and the events that fork and join it;
   // made at load only where overlap_ is on.
-  bool overlap_ = overlap_enabled();  // 0: no side stream, the host inputs copied after the wait
-  bool state_on_side_ = overlap_level() == 2;  // the state token and τ product on the side stream
+  // 0: no side stream, the host inputs copied after the wait; 2: the state token and τ product on
+  // the side stream too (overlap_level()).
+  int overlap_ = overlap_level();
   Stream side_;
   std::unique_ptr<Blas> side_blas_;
   Event side_fork_, side_join_;

@@ -75,7 +75,7 @@ Status ActionHeadEngine::chunk_work(int steps, std::int64_t text_rows, std::int6
     EDGEVLA_RETURN_IF_ERROR(g(st_hid_, 1, hs, state2_.sel, state_feat_, DType::kF32, E));
     return g(tau_, steps, E, act2_t_, tau_bias_, DType::kF32, E);
   };
-  if (!overlap_) {
+  if (overlap_ == 0) {
     EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, text));
     EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, image));
     return state_and_tau(s, mm);
@@ -84,12 +84,12 @@ Status ActionHeadEngine::chunk_work(int steps, std::int64_t text_rows, std::int6
   const Gemm side_mm{side_blas_.get(), side, act_, info_.multiprocessors};
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_fork_.get(), s));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side, side_fork_.get(), 0));
-  if (state_on_side_) EDGEVLA_RETURN_IF_ERROR(state_and_tau(side, side_mm));
+  if (overlap_ == 2) EDGEVLA_RETURN_IF_ERROR(state_and_tau(side, side_mm));
   EDGEVLA_RETURN_IF_ERROR(keys_values(side, side_mm, text));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaEventRecord(side_join_.get(), side));
   EDGEVLA_RETURN_IF_ERROR(join_side_if_eager());
   EDGEVLA_RETURN_IF_ERROR(keys_values(s, mm, image));
-  if (!state_on_side_) EDGEVLA_RETURN_IF_ERROR(state_and_tau(s, mm));
+  if (overlap_ != 2) EDGEVLA_RETURN_IF_ERROR(state_and_tau(s, mm));
   EDGEVLA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, side_join_.get(), 0));
   return Status::ok();
 }
