@@ -24,6 +24,18 @@ edgevla_add_test(cuda_groot_test SOURCES gpu/cuda_groot_test.cpp
                  LIBS edgevla_runtime edgevla_model edgevla_backend_cpu edgevla_cuda_kernels CUDA::cudart LABELS gpu
                  TIMEOUT 600)
 add_dependencies(cuda_groot_test edgevla_backend_cuda)
+# Both families' engines with prompts padded to no bucket at all (EDGEVLA_CUDA_ROW_BUCKET=1: every
+# row count its own graph, rows not a multiple of 8): against the CPU, and the graphs' replays.
+foreach(fam groot pi0)
+  if(fam STREQUAL "groot")
+    set(filter "*CudaGroot.MatchesTheCpuBackend*:*CudaGroot.GraphsAndEmbodimentSwitches*")
+  else()
+    set(filter "*CudaPi0.MatchesTheCpuBackend*:*CudaPi0.TheDeviceCacheHandOver*")
+  endif()
+  add_test(NAME cuda_${fam}_row_bucket_1 COMMAND cuda_${fam}_test --gtest_filter=${filter})
+  set_tests_properties(cuda_${fam}_row_bucket_1 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+                       ENVIRONMENT EDGEVLA_CUDA_ROW_BUCKET=1)
+endforeach()
 edgevla_add_test(cuda_groot_kernels_test SOURCES gpu/cuda_groot_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp

@@ -8,6 +8,11 @@
 
 namespace edgevla::backends::cuda {
 
+std::int64_t row_bucket() {
+  static const std::int64_t bucket = env_int("EDGEVLA_CUDA_ROW_BUCKET", 16, 1, 64);
+  return bucket;
+}
+
 DType compute_dtype(const EngineOptions& o) { return o.precision == Precision::kF32 ? DType::kF32 : DType::kBF16; }
 
 void WeightPlan::linear(DevLinear& dst, std::vector<const cpu::Linear*> parts) {

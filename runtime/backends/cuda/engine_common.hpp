@@ -180,12 +180,16 @@ class CudaEngineBase : public EngineBase {
   Arena arena_;
 };
 
-// Prefix rows are padded to a multiple of this (one backbone graph per bucket); a cache the
-// backbone leaves on the device has the padded row count. 16: at most 15 padding rows of
-// GEMM work (64 cost pi0.5's one-view prefix 456 -> 512 rows, 12 %), the graphs and GEMM
-// plans of a bucket are made at its first use.
-inline constexpr std::int64_t kRowBucket = 16;
-inline std::int64_t padded_rows(std::int64_t rows) { return (rows + kRowBucket - 1) / kRowBucket * kRowBucket; }
+// Prefix rows are padded to a multiple of row_bucket() (one backbone graph per bucket); a cache
+// the backbone leaves on the device has the padded row count. The bucket trades padding rows of
+// GEMM and attention work (64 cost pi0.5's one-view prefix 456 -> 512 rows, 12 %) against how
+// many graphs and GEMM plans a run of varying prompts makes (each at its bucket's first use).
+// EDGEVLA_CUDA_ROW_BUCKET (1-64, default 16), read once a process so that every engine pads alike.
+std::int64_t row_bucket();
+inline std::int64_t padded_rows(std::int64_t rows) {
+  const std::int64_t b = row_bucket();
+  return (rows + b - 1) / b * b;
+}
 
 // Resolves options.precision for the cuda backend: auto and bf16 compute in bf16, f32 in f32.
 DType compute_dtype(const EngineOptions& options);

@@ -273,7 +273,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   la.b_len = R;
   // The most the tower takes at any view count and view size (patches a view), and the LLM at any
   // prompt bucket.
-  scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, 1), attention_scratch_bytes_upto(la, kRowBucket));
+  scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, 1), attention_scratch_bytes_upto(la, row_bucket()));
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, ck, o));
   buf.resolve();

@@ -186,7 +186,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   va.a_max = N;
   AttentionArgs pa{act_, 1, Pb, H, K, h};
   pa.a_max = Pb;
-  scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, N), attention_scratch_bytes_upto(pa, kRowBucket));
+  scratch_bytes_ = std::max(attention_scratch_bytes_upto(va, N), attention_scratch_bytes_upto(pa, row_bucket()));
   buf(scratch_, scratch_bytes_);
   EDGEVLA_RETURN_IF_ERROR(allocate_and_upload(wp, m, o));
   buf.resolve();
