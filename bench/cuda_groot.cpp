@@ -8,11 +8,15 @@
 // One JSON line per view count:
 //   edgevla_bench_cuda_groot --checkpoint DIR [--views 1,2] [--image-size 256x256]
 //       [--embodiment gr1] [--steps 4] [--repeat 50] [--warmup 10] [--precision bf16|f32]
-//       [--log-level info] [--profile-last 1] [--stages-alone 1]
+//       [--log-level info] [--profile-last 1] [--stages-alone 1] [--timeline N [--timeline-csv P]]
 // --stages-alone 1 also times the action head alone (bindings of the last run) at the asked steps
 // and at twice them: the difference is the asked steps alone (what the head's weight-read floor
 // is about), the rest its once-a-chunk work (packing, vlln, the cross blocks' keys|values, the
 // state encoder).
+// --timeline N instead runs, after the warm-up, N chunks end to end with CUPTI recording the
+// device's work (builds with CUPTI only; bench/cuda_timeline.hpp) and prints, for each, where the
+// GPU sat idle inside it (bench/timeline.hpp); nothing else is timed. --timeline-csv PREFIX also
+// writes the recorded runs' kernels, copies and memsets to PREFIX_<views>v.csv.
 // --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
 // --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
 #include <cuda_profiler_api.h>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "bench/cuda_timeline.hpp"
 #include "bench/groot_inputs.hpp"
 #include "runtime/backends/backend.hpp"
 #include "runtime/model/groot/groot_family.hpp"
@@ -83,6 +88,8 @@ int main(int argc, char** argv) {
                           instruction = "pick the pear from the counter and place it in the plate";
   int steps = 0, repeat = 50, warmup = 10;
   bool profile_last = false, stages_alone = false;
+  int timeline_runs = 0;
+  std::string timeline_csv;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--checkpoint")
@@ -107,6 +114,10 @@ int main(int argc, char** argv) {
       profile_last = v != "0";
     else if (a == "--stages-alone")
       stages_alone = v != "0";
+    else if (a == "--timeline")
+      timeline_runs = std::max(0, std::stoi(v));
+    else if (a == "--timeline-csv")
+      timeline_csv = v;
     else if (a == "--log-level")
       spdlog::set_level(spdlog::level::from_str(v));
     else {
@@ -123,6 +134,12 @@ int main(int argc, char** argv) {
   const int h = std::stoi(size.substr(0, size.find('x'))),
             w = std::stoi(size.substr(size.find('x') + 1));
   std::size_t free0 = 0, total = 0;
+  // Timeline mode records from before the engines exist (their graphs included) and times nothing
+  // else: recording slows the work a little.
+  bench::DeviceTimeline timeline;
+  if (timeline_runs > 0) {
+    if (std::string e = timeline.start(); !e.empty()) return fail(Status(StatusCode::kUnavailable, e));
+  }
   cudaSetDevice(0);
   cudaMemGetInfo(&free0, &total);
   auto opened = mg::Checkpoint::open(checkpoint);
@@ -174,43 +191,61 @@ int main(int argc, char** argv) {
     if (!features) return fail(features.status());
 
     std::vector<double> t_bb, t_head, t_e2e;
-    // Phase 0 times end to end as a graph runs it (the backbone returns once its work is queued:
-    // its features are a device output). Phase 1 waits for the backbone's device work before
-    // the head starts, for the per-stage split.
+    // One chunk: bind, backbone, head. With split the host waits for the backbone's device work
+    // before the head starts (the per-stage split); else the backbone returns once its work is
+    // queued (its features are a device output), as a GPU graph runs it.
+    struct ChunkTimes {
+      double bb_ms = 0, head_ms = 0, e2e_ms = 0;
+    };
+    const auto chunk = [&](bool split) -> Expected<ChunkTimes> {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < views; ++k) {
+        EDGEVLA_RETURN_IF_ERROR((*bb)->bind("image." + std::to_string(k), pixels[static_cast<std::size_t>(k)]));
+      }
+      EDGEVLA_RETURN_IF_ERROR((*bb)->bind("input_ids", in->ids));
+      EDGEVLA_RETURN_IF_ERROR((*bb)->bind("attention_mask", in->mask));
+      EDGEVLA_RETURN_IF_ERROR((*bb)->bind("backbone_features", *features));
+      EDGEVLA_RETURN_IF_ERROR((*bb)->run({}));
+      if (split) cudaDeviceSynchronize();
+      ChunkTimes c;
+      c.bb_ms = ms_since(t0);
+      const auto t1 = std::chrono::steady_clock::now();
+      for (const char* name : {"backbone_features", "attention_mask", "image_mask"}) {
+        auto out = (*bb)->output(name);
+        if (!out) return out.status();
+        EDGEVLA_RETURN_IF_ERROR((*head)->bind(name, *out));
+      }
+      EDGEVLA_RETURN_IF_ERROR((*head)->bind("state", in->state));
+      EDGEVLA_RETURN_IF_ERROR((*head)->bind("embodiment_id", in->embodiment_id));
+      EDGEVLA_RETURN_IF_ERROR((*head)->bind("noise", in->noise));
+      EDGEVLA_RETURN_IF_ERROR((*head)->run(backends::RunOptions{n_steps}));
+      c.head_ms = ms_since(t1);
+      c.e2e_ms = ms_since(t0);
+      return c;
+    };
+    if (timeline_runs > 0) {
+      // End-to-end chunks as below (no split) after the warm-up, recorded: the device's idle time
+      // inside each.
+      for (int r = 0; r < std::max(warmup, 2); ++r) {
+        if (auto c = chunk(false); !c) return fail(c.status());
+      }
+      const std::string e = bench::record_chunks(timeline, "edgevla_cuda_groot", views, timeline_runs, [&]() -> std::string {
+        auto c = chunk(false);
+        return c ? "" : c.status().to_string();
+      }, timeline_csv);
+      if (!e.empty()) return fail(Status(StatusCode::kUnavailable, e));
+      continue;
+    }
     for (int r = 0; r < 2 * (warmup + repeat); ++r) {
       const bool split = r >= warmup + repeat;
       const int rr = split ? r - (warmup + repeat) : r;
       const bool profiled = profile_last && r == warmup + repeat - 1;
       if (profiled) cudaProfilerStart();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int k = 0; k < views; ++k) {
-        if (Status s =
-                (*bb)->bind("image." + std::to_string(k), pixels[static_cast<std::size_t>(k)]);
-            !s.is_ok()) {
-          return fail(s);
-        }
-      }
-      if (Status s = (*bb)->bind("input_ids", in->ids); !s.is_ok()) return fail(s);
-      if (Status s = (*bb)->bind("attention_mask", in->mask); !s.is_ok()) return fail(s);
-      if (Status s = (*bb)->bind("backbone_features", *features); !s.is_ok()) return fail(s);
-      if (Status s = (*bb)->run({}); !s.is_ok()) return fail(s);
-      if (split) cudaDeviceSynchronize();
-      const double bb_ms = ms_since(t0);
-      const auto t1 = std::chrono::steady_clock::now();
-      for (const char* name : {"backbone_features", "attention_mask", "image_mask"}) {
-        auto out = (*bb)->output(name);
-        if (!out) return fail(out.status());
-        if (Status s = (*head)->bind(name, *out); !s.is_ok()) return fail(s);
-      }
-      if (Status s = (*head)->bind("state", in->state); !s.is_ok()) return fail(s);
-      if (Status s = (*head)->bind("embodiment_id", in->embodiment_id); !s.is_ok()) return fail(s);
-      if (Status s = (*head)->bind("noise", in->noise); !s.is_ok()) return fail(s);
-      if (Status s = (*head)->run(backends::RunOptions{n_steps}); !s.is_ok()) return fail(s);
-      const double head_ms = ms_since(t1);
-      const double e2e_ms = ms_since(t0);
+      auto c = chunk(split);
+      if (!c) return fail(c.status());
       if (profiled) cudaProfilerStop();
-      if (rr >= warmup && split) t_bb.push_back(bb_ms), t_head.push_back(head_ms);
-      if (rr >= warmup && !split) t_e2e.push_back(e2e_ms);
+      if (rr >= warmup && split) t_bb.push_back(c->bb_ms), t_head.push_back(c->head_ms);
+      if (rr >= warmup && !split) t_e2e.push_back(c->e2e_ms);
     }
     const Stats e = stats(t_e2e), b = stats(t_bb), hd = stats(t_head);
     std::printf(

@@ -6,6 +6,7 @@
 //   edgevla_bench_cuda_pi0 --checkpoint DIR [--views 1,3] [--tokens 200] [--steps 10]
 //                          [--repeat 50] [--warmup 10] [--precision bf16|f32] [--log-level debug]
 //                          [--profile-last 1] [--overlap-probe 1] [--stages-alone 1]
+//                          [--timeline N [--timeline-csv PREFIX]]
 // --overlap-probe 1 also times, per view count, the backbone and the action head run at once from
 // two host threads (each engine on its own stream, the head reading the cache of the run before):
 // how much of a head step the device could hide under the backbone if the head's first step
@@ -17,6 +18,10 @@
 // --stages-alone 1 also times, per view count, the backbone to the end of its device work and then
 // the head alone on the finished cache, at the asked steps and at twice them: the difference is
 // the asked steps alone (what the head's weight-read floor is about), the rest its once-a-chunk work.
+// --timeline N instead runs, after the warm-up, N chunks with CUPTI recording the device's work
+// (builds with CUPTI only) and prints where the GPU sat idle inside each (bench/timeline.hpp);
+// nothing else is timed. --timeline-csv PREFIX also writes the recorded runs' records to
+// PREFIX_<views>v.csv.
 // --profile-last 1 brackets the last run with cudaProfilerStart/Stop (for ncu
 // --profile-from-start off; bench/kernel_breakdown.py reads what it writes).
 #include <cuda_profiler_api.h>
@@ -33,6 +38,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bench/cuda_timeline.hpp"
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/forward_pi0.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
@@ -69,6 +75,8 @@ int main(int argc, char** argv) {
   std::string dir, precision = "bf16", views_arg = "1,3";
   int tokens = 200, steps = 10, repeat = 50, warmup = 10;
   bool profile_last = false, overlap_probe = false, stages_alone = false;
+  int timeline_runs = 0;
+  std::string timeline_csv;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--checkpoint") dir = v;
@@ -81,11 +89,19 @@ int main(int argc, char** argv) {
     else if (k == "--profile-last") profile_last = v != "0";
     else if (k == "--overlap-probe") overlap_probe = v != "0";
     else if (k == "--stages-alone") stages_alone = v != "0";
+    else if (k == "--timeline") timeline_runs = std::max(0, std::atoi(v.c_str()));
+    else if (k == "--timeline-csv") timeline_csv = v;
     else if (k == "--log-level") spdlog::set_level(spdlog::level::from_str(v));
     else return fail(invalid_argument("unknown option " + k));
   }
   if (dir.empty()) return fail(invalid_argument("--checkpoint DIR is required"));
   std::size_t free0 = 0, total = 0;
+  // Timeline mode records from before the engines exist (their graphs included) and times nothing
+  // else: recording slows the work a little.
+  bench::DeviceTimeline timeline;
+  if (timeline_runs > 0) {
+    if (std::string e = timeline.start(); !e.empty()) return fail(Status(StatusCode::kUnavailable, e));
+  }
   cudaSetDevice(0);
   cudaMemGetInfo(&free0, &total);
   auto ck = model::Checkpoint::open(dir);
@@ -138,6 +154,20 @@ int main(int argc, char** argv) {
       if (!t) return fail(t.status());
       img = *t;
       dev_images.push_back(d);
+    }
+    if (timeline_runs > 0) {
+      // End-to-end chunks as below after the warm-up, recorded: the device's idle time inside each.
+      const auto chunk = [&]() -> std::string {
+        auto out = model::run_forward(**bb, **head, c, *in, false);
+        return out ? "" : out.status().to_string();
+      };
+      for (int r = 0; r < std::max(warmup, 2); ++r) {
+        if (std::string e = chunk(); !e.empty()) return fail(Status(StatusCode::kInternal, e));
+      }
+      const std::string e = bench::record_chunks(timeline, "edgevla_cuda_pi0", nv, timeline_runs, chunk, timeline_csv);
+      if (!e.empty()) return fail(Status(StatusCode::kUnavailable, e));
+      for (void* d : dev_images) cudaFree(d);
+      continue;
     }
     std::vector<double> e2e, tb, th;
     for (int i = 0; i < warmup + repeat; ++i) {
