@@ -13,8 +13,16 @@ REPO=$PWD
 R=/tmp/ra; mkdir -p $R
 trap 'cp /tmp/plans_*.txt $R/ 2>/dev/null; gzip -f $R/*.csv 2>/dev/null; tar czf $OUT/results.tgz -C $R .' EXIT
 date
-export CUDAARCHS=90; bash .debs/build.sh . /tmp/b > $R/build.log 2>&1 || { grep -B2 -A8 "error" $R/build.log | head -60; exit 1; }
-grep -i "cupti" $R/build.log | head -3
+# CUPTI: the toolkit's, else the one PyTorch's wheels carry (headers and library side by side).
+CUPTI_ARGS=()
+if ! ls /usr/local/cuda/extras/CUPTI/include/cupti.h /usr/local/cuda/include/cupti.h > /dev/null 2>&1; then
+  H=$(find / -name cupti.h -not -path "/proc/*" 2>/dev/null | head -1)
+  L=$(find / -name "libcupti.so*" -not -path "/proc/*" 2>/dev/null | head -1)
+  echo "cupti: header ${H:-none}, library ${L:-none}"
+  [ -n "$H" ] && [ -n "$L" ] && CUPTI_ARGS=(-DCUDAToolkit_CUPTI_INCLUDE_DIR=$(dirname $H) -DCUDA_cupti_LIBRARY=$L)
+fi
+export CUDAARCHS=90; bash .debs/build.sh . /tmp/b "${CUPTI_ARGS[@]}" > $R/build.log 2>&1 || { grep -B2 -A8 "error" $R/build.log | head -60; exit 1; }
+grep -i "cupti" $R/build.log | head -3; grep -i "cupti" /tmp/b/CMakeCache.txt | head -3
 . /tmp/edgevla-env.sh
 E=/tmp/b/bin/edgevla; BP=/tmp/b/bin
 date
