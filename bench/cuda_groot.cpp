@@ -226,10 +226,7 @@ int main(int argc, char** argv) {
     if (timeline_runs > 0) {
       // End-to-end chunks as below (no split) after the warm-up, recorded: the device's idle time
       // inside each.
-      for (int r = 0; r < std::max(warmup, 2); ++r) {
-        if (auto c = chunk(false); !c) return fail(c.status());
-      }
-      const std::string e = bench::record_chunks(timeline, "edgevla_cuda_groot", views, timeline_runs, [&]() -> std::string {
+      const std::string e = bench::record_chunks(timeline, "edgevla_cuda_groot", views, warmup, timeline_runs, [&]() -> std::string {
         auto c = chunk(false);
         return c ? "" : c.status().to_string();
       }, timeline_csv);

@@ -161,10 +161,7 @@ int main(int argc, char** argv) {
         auto out = model::run_forward(**bb, **head, c, *in, false);
         return out ? "" : out.status().to_string();
       };
-      for (int r = 0; r < std::max(warmup, 2); ++r) {
-        if (std::string e = chunk(); !e.empty()) return fail(Status(StatusCode::kInternal, e));
-      }
-      const std::string e = bench::record_chunks(timeline, "edgevla_cuda_pi0", nv, timeline_runs, chunk, timeline_csv);
+      const std::string e = bench::record_chunks(timeline, "edgevla_cuda_pi0", nv, warmup, timeline_runs, chunk, timeline_csv);
       if (!e.empty()) return fail(Status(StatusCode::kUnavailable, e));
       for (void* d : dev_images) cudaFree(d);
       continue;

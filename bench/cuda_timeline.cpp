@@ -52,7 +52,7 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
   CUpti_Activity* a = nullptr;
   while (g_sink != nullptr && cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS) {
     TimelineRecord r;
-    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
       r = {TimelineRecord::Kind::kKernel, demangle(k->name), k->streamId, k->start, k->end};
     } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
@@ -142,8 +142,11 @@ std::uint64_t DeviceTimeline::now() {
 
 #endif
 
-std::string record_chunks(DeviceTimeline& tl, const std::string& bench, int views, int runs,
+std::string record_chunks(DeviceTimeline& tl, const std::string& bench, int views, int warmup, int runs,
                           const std::function<std::string()>& chunk, const std::string& csv_prefix) {
+  for (int r = 0; r < std::max(warmup, 2); ++r) {
+    if (std::string e = chunk(); !e.empty()) return e;
+  }
   if (std::string e = tl.flush(); !e.empty()) return e;
   tl.clear();
   std::vector<std::uint64_t> from(static_cast<std::size_t>(std::max(runs, 0))), to(from.size());

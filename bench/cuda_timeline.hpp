@@ -41,12 +41,13 @@ class DeviceTimeline final {
   std::vector<TimelineRecord> records_;
 };
 
-// Runs `chunk` `runs` times under tl's recording and prints a JSON line for each run
+// Runs `chunk` `warmup` times (at least twice: the first run of a shape captures its graphs), then
+// `runs` times under tl's recording, and prints a JSON line for each recorded run
 // ({"bench": "<bench>_timeline", "views", "run", "e2e_ms", "timeline": bench/timeline.hpp's
 // summary of the host-marked window from the call to its return}); with csv_prefix, writes the
 // runs' records to <csv_prefix>_<views>v.csv. Clears tl's records first and after. `chunk`
 // returns "" or an error, which ends the runs. "" or the first error.
-std::string record_chunks(DeviceTimeline& tl, const std::string& bench, int views, int runs,
+std::string record_chunks(DeviceTimeline& tl, const std::string& bench, int views, int warmup, int runs,
                           const std::function<std::string()>& chunk, const std::string& csv_prefix);
 
 }  // namespace edgevla::bench
