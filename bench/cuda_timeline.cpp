@@ -166,16 +166,27 @@ std::string record_chunks(DeviceTimeline& tl, const std::string& bench, int view
   std::fflush(stdout);
   std::string e;
   if (!csv_prefix.empty() && !from.empty()) {
-    e = tl.write_csv(csv_prefix + "_" + std::to_string(views) + "v.csv", from.front(), to.back());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;
+    for (std::size_t r = 0; r < from.size(); ++r) windows.emplace_back(from[r], to[r]);
+    e = tl.write_csv(csv_prefix + "_" + std::to_string(views) + "v.csv", windows);
   }
   tl.clear();
   return e;
 }
 
-std::string DeviceTimeline::write_csv(const std::string& path, std::uint64_t from, std::uint64_t to) const {
+std::string DeviceTimeline::write_csv(const std::string& path,
+                                      const std::vector<std::pair<std::uint64_t, std::uint64_t>>& windows) const {
+  if (windows.empty()) return "timeline: no chunk to write to " + path;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return "timeline: cannot write " + path;
   std::fprintf(f, "kind,stream,start_ns,end_ns,name\n");
+  std::uint64_t from = windows.front().first, to = windows.front().second;
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    from = std::min(from, windows[i].first);
+    to = std::max(to, windows[i].second);
+    std::fprintf(f, "chunk,0,%llu,%llu,\"chunk %zu\"\n", static_cast<unsigned long long>(windows[i].first),
+                 static_cast<unsigned long long>(windows[i].second), i);
+  }
   for (const TimelineRecord& r : records_) {
     if (r.end <= from || r.start >= to) continue;
     const char* kind = r.kind == TimelineRecord::Kind::kKernel ? "kernel" : r.kind == TimelineRecord::Kind::kCopy ? "copy" : "memset";

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/timeline.hpp"
@@ -33,8 +34,11 @@ class DeviceTimeline final {
   // The host's time on the records' clock (ns).
   static std::uint64_t now();
   const std::vector<TimelineRecord>& records() const { return records_; }
-  // The records overlapping [from, to) as CSV (kind, stream, start_ns, end_ns, name).
-  std::string write_csv(const std::string& path, std::uint64_t from, std::uint64_t to) const;
+  // The records overlapping the windows' span as CSV (kind, stream, start_ns, end_ns, name),
+  // each window [from, to) first as a row of kind "chunk" (stream 0, name "chunk <i>"), so that a
+  // reader (bench/timeline_csv.py) can split the records by chunk.
+  std::string write_csv(const std::string& path,
+                        const std::vector<std::pair<std::uint64_t, std::uint64_t>>& windows) const;
 
  private:
   bool started_ = false;

@@ -567,7 +567,12 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
   for (std::int64_t i = 0; i < none.mask.numel(); ++i) none.mask.data<bool>()[i] = false;
   ASSERT_TRUE(bind_backbone(b, none).is_ok());
   expect_invalid(b.run({}), "padding");
-  // The engine still runs after refusing.
+  // The engine still runs after refusing; with the pass replayed from its graph, the pixel count
+  // read is this chunk's, not the last one's.
+  ASSERT_TRUE(bind_backbone(b, in).is_ok());
+  ASSERT_TRUE(b.run({}).is_ok());
+  ASSERT_TRUE(bind_backbone(b, nan_pixel).is_ok());
+  expect_invalid(b.run({}), "image.1");
   ASSERT_TRUE(bind_backbone(b, in).is_ok());
   ASSERT_TRUE(b.run({}).is_ok());
   const Tensor features = *b.output("backbone_features")->clone();
@@ -618,6 +623,10 @@ TEST_P(CudaGroot, BadInputIsRefusedByName) {
     for (std::int64_t i = 0; i < from_host.numel(); ++i) {
       ASSERT_NEAR(from_fenced.data<float>()[i], from_host.data<float>()[i], 1e-5f) << i;
     }
+    // A fenced chunk right after good ones, replayed from the same graph, is still refused.
+    ASSERT_TRUE(bind_backbone(b, nan_pixel).is_ok());
+    ASSERT_TRUE(b.bind("backbone_features", dev3).is_ok());
+    expect_invalid(b.run({}), "image.1");
   }
 
   Engine& h = *gpu->head;
