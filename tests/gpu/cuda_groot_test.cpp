@@ -341,7 +341,8 @@ TEST_P(CudaGroot, MatchesTheCpuBackend) {
 // projections on it (opt-in, EDGEVLA_CUDA_WGMMA_BACKBONE=1) against its default, cuBLASLt; the MLP
 // halves as one kernel (opt-in, EDGEVLA_CUDA_WGMMA_MLP=1) and the DiT on int8 weights (opt-in,
 // EDGEVLA_CUDA_WGMMA_W8=1) against the GEMMs; the once-a-chunk work without the side stream
-// (EDGEVLA_CUDA_GROOT_OVERLAP=0), or with the state token on the main one (=1), bit for bit.
+// (EDGEVLA_CUDA_GROOT_OVERLAP=0), or with the state token on the main one (=1), and the backbone's
+// own kernels chained behind its GEMMs (EDGEVLA_CUDA_BACKBONE_CHAIN=1), bit for bit.
 // Engines opened apart time their cuBLASLt picks apart, so all share one plan file and the chained
 // engine runs every case first: the others reuse its picks.
 TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
@@ -381,8 +382,10 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
   auto serial = opened({{"EDGEVLA_CUDA_GROOT_OVERLAP", "0"}});
   // ... and with the state token and τ product after the image blocks' on the main stream.
   auto state_main = opened({{"EDGEVLA_CUDA_GROOT_OVERLAP", "1"}});
+  auto bb_chain = opened({{"EDGEVLA_CUDA_BACKBONE_CHAIN", "1"}});
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
   ASSERT_TRUE(serial) << serial.status().to_string();
+  ASSERT_TRUE(bb_chain) << bb_chain.status().to_string();
   ASSERT_TRUE(state_main) << state_main.status().to_string();
   ASSERT_TRUE(plain && blas && llm_wg && mlp && w8 && heads)
       << plain.status().to_string() << blas.status().to_string() << llm_wg.status().to_string()
@@ -421,6 +424,12 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
       ASSERT_TRUE(m) << m.status().to_string();
       EXPECT_EQ(rel_l2(x.actions.data<float>(), m->actions.data<float>(), na), 0.0)
           << "EDGEVLA_CUDA_GROOT_OVERLAP=1 changed the actions";
+      auto bc = run(*bb_chain, ins[i], cs.steps);
+      ASSERT_TRUE(bc) << bc.status().to_string();
+      EXPECT_EQ(rel_l2(x.actions.data<float>(), bc->actions.data<float>(), na), 0.0)
+          << "EDGEVLA_CUDA_BACKBONE_CHAIN=1 changed the actions";
+      EXPECT_EQ(rel_l2(x.features.data<float>(), bc->features.data<float>(), x.features.numel()), 0.0)
+          << "EDGEVLA_CUDA_BACKBONE_CHAIN=1 changed the features";
     }
     // The MLP halves as one kernel each (EDGEVLA_CUDA_WGMMA_MLP=1; where the config's shapes take it:
     // small, not tiny): ff2's sum in other k parts, so close to the chained GEMMs, not equal.

@@ -103,6 +103,9 @@ class BackboneEngine final : public GrootCudaEngine {
   std::int64_t vocab_ = 0;
   std::vector<QwenLayerDev> ql_;
   bool wg_llm_ = false, wg_chain_ = false;
+  // EDGEVLA_CUDA_BACKBONE_CHAIN=1: the tower's and the LLM's own kernels (norms, attention, RoPE)
+  // launched chained behind the GEMM before them (launch.cuh), their launch gap hidden; 0 (default).
+  bool chain_own_ = env_int("EDGEVLA_CUDA_BACKBONE_CHAIN", 0, 0, 1) == 1;
   WgmmaLaunch wg_how_;
   float* final_norm_ = nullptr;
   std::vector<float> grid_weights_host_, inv_freq_host_;
@@ -406,10 +409,13 @@ Status BackboneEngine::vision() {
     runs[n_runs++] = VisionTower::Images{static_cast<std::int64_t>(same), (views_[k].h / P) * (views_[k].w / P)};
     k += same;
   }
-  EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, eps},
-                                        VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
-                                                             scratch_bytes_},
-                                        {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
+  {
+    const DependentLaunchScope chained(chain_own_);
+    EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, eps},
+                                          VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
+                                                               scratch_bytes_},
+                                          {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
+  }
   off = 0;
   std::int64_t merged = 0;
   for (const View& vw : views_) {
@@ -487,8 +493,8 @@ Status BackboneEngine::llm(std::int64_t rows) {
     return wgmma_linear(s, a, rows, W, w, WgmmaEpilogue::kNone, d, ldd, 1, wg_how_).status();
   };
   // On the warpgroup GEMM, the layers as one chain of launches (each GEMM's first weight tiles load
-  // while the kernel before it runs).
-  const DependentLaunchScope chained(wg_llm_ && wg_chain_);
+  // while the kernel before it runs); on cuBLASLt, the own kernels only with chain_own_.
+  const DependentLaunchScope chained((wg_llm_ && wg_chain_) || chain_own_);
   for (const QwenLayerDev& l : ql_) {
     EDGEVLA_RETURN_IF_ERROR(norm(l.in_norm, l.in_norm_m1, y_, act_));
     if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(linear(y_, l.qkv, qkv_, Q));
