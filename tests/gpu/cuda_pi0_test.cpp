@@ -238,7 +238,8 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 // default: the GEMMs' first weight tiles load before they wait for the kernel ahead), whose
 // actions must be those of the same kernels launched plainly, bit for bit; each agrees with the
 // CPU; RoPE in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) and inside the attention
-// (EDGEVLA_CUDA_ATTN_ROPE=1) agree with the rope kernel. Engines
+// (EDGEVLA_CUDA_ATTN_ROPE=1) agree with the rope kernel; the vision tower's own kernels chained
+// behind its GEMMs (EDGEVLA_CUDA_BACKBONE_CHAIN=1) give the same actions bit for bit. Engines
 // opened apart time their cuBLASLt picks apart (the backbone's too), so all share one plan file,
 // and the chained engine runs every case first: the others then reuse its picks.
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
@@ -269,7 +270,9 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
   auto rope_in = open_with(dir, "EDGEVLA_CUDA_WGMMA_ROPE", "1");
   auto rope_att = open_with(dir, "EDGEVLA_CUDA_ATTN_ROPE", "1");
+  auto tower_chain = open_with(dir, "EDGEVLA_CUDA_BACKBONE_CHAIN", "1");
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
+  ASSERT_TRUE(tower_chain) << tower_chain.status().to_string();
   ASSERT_TRUE(gu && all && blas && rope_in && rope_att)
       << gu.status().to_string() << all.status().to_string() << blas.status().to_string()
       << rope_in.status().to_string() << rope_att.status().to_string();
@@ -291,6 +294,10 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     const double zy = rel_l2(z->actions.data<float>(), y->actions.data<float>(), na);
     const double yy = rel_l2(y2->actions.data<float>(), y->actions.data<float>(), na);
     const double cz = rel_l2(first[run].data<float>(), z->actions.data<float>(), na);
+    auto tc = model::run_forward(*tower_chain->backbone, *tower_chain->head, c, in, false);
+    ASSERT_TRUE(tc) << tc.status().to_string();
+    EXPECT_EQ(rel_l2(first[run].data<float>(), tc->actions.data<float>(), na), 0.0)
+        << "EDGEVLA_CUDA_BACKBONE_CHAIN=1 changed the actions (run " << run << ")";
     // q and k rotated in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) against the rope kernel.
     const double cr = rel_l2(first[run].data<float>(), ra->actions.data<float>(), na);
     std::printf("[run %zu] RoPE in the epilogue vs its own kernel: rel-L2 %.2e\n", run, cr);

@@ -13,6 +13,8 @@ std::int64_t row_bucket() {
   return bucket;
 }
 
+bool backbone_chain_enabled() { return env_int("EDGEVLA_CUDA_BACKBONE_CHAIN", 0, 0, 1) == 1; }
+
 DType compute_dtype(const EngineOptions& o) { return o.precision == Precision::kF32 ? DType::kF32 : DType::kBF16; }
 
 void WeightPlan::linear(DevLinear& dst, std::vector<const cpu::Linear*> parts) {

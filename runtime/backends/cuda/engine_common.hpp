@@ -191,6 +191,12 @@ inline std::int64_t padded_rows(std::int64_t rows) {
   return (rows + b - 1) / b * b;
 }
 
+// EDGEVLA_CUDA_BACKBONE_CHAIN=1 (read at each activate; 0 by default): the backbones' own kernels
+// that take part in chains (norms, attention, RoPE; launch.cuh) launch chained behind the cuBLASLt
+// GEMM before them, their launch gap hidden: GR00T's tower and LLM, pi0's tower (its LLM
+// copies keys and values between kernels).
+bool backbone_chain_enabled();
+
 // Resolves options.precision for the cuda backend: auto and bf16 compute in bf16, f32 in f32.
 DType compute_dtype(const EngineOptions& options);
 

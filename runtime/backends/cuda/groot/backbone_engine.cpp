@@ -103,9 +103,7 @@ class BackboneEngine final : public GrootCudaEngine {
   std::int64_t vocab_ = 0;
   std::vector<QwenLayerDev> ql_;
   bool wg_llm_ = false, wg_chain_ = false;
-  // EDGEVLA_CUDA_BACKBONE_CHAIN=1: the tower's and the LLM's own kernels (norms, attention, RoPE)
-  // launched chained behind the GEMM before them (launch.cuh), their launch gap hidden; 0 (default).
-  bool chain_own_ = env_int("EDGEVLA_CUDA_BACKBONE_CHAIN", 0, 0, 1) == 1;
+  bool chain_own_ = backbone_chain_enabled();  // the tower's and LLM's own kernels chained
   WgmmaLaunch wg_how_;
   float* final_norm_ = nullptr;
   std::vector<float> grid_weights_host_, inv_freq_host_;

@@ -87,6 +87,7 @@ class BackboneEngine final : public CudaEngine {
   // layer i once layer i is done instead of after the whole pass; with layer_fences_bound_, also
   // with a cache bound on this device (a bus block), written layer by layer inside the pass.
   std::shared_ptr<LayerEvents> layer_events_;
+  bool chain_tower_ = backbone_chain_enabled();  // the vision tower's own kernels chained
   bool layer_fences_bound_ = false;
   // The bound blocks written inside the pass (at most kMaxLayeredBlocks, the first ones seen).
   std::vector<std::byte*> layered_blocks_;
@@ -225,10 +226,13 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     EDGEVLA_RETURN_IF_ERROR(mm(patches_, M, patch_.in, patch_, ve_, DType::kF32, Dv));
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
     const VisionTower::Images all{cams, N};
-    EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
-                                          VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
-                                                               scratch_, scratch_bytes_},
-                                          {&all, 1}, vy_, act_, ablation_));
+    {
+      const DependentLaunchScope chained(chain_tower_);
+      EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
+                                            VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
+                                                                 scratch_, scratch_bytes_},
+                                            {&all, 1}, vy_, act_, ablation_));
+    }
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
     // The prefix layers update x in place: keep the image tokens for vision_embeddings.
     EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(vis_, x_, bytes_of(DType::kF32, M * D), cudaMemcpyDeviceToDevice, s));

@@ -1,12 +1,14 @@
 #!/bin/bash
-# Prepared in run 63 for the next session's first call (~8 min, not yet run): GR00T's backbone
-# with its own kernels (norms, attention, q/k norm + RoPE, SwiGLU) chained behind the cuBLASLt
-# GEMM before each (EDGEVLA_CUDA_BACKBONE_CHAIN=1) against plain launches, alternated three times.
+# Prepared in run 63 for the next session's first call (~9 min, not yet run): the backbones' own
+# kernels (norms, attention, RoPE) chained behind the cuBLASLt GEMM before each
+# (EDGEVLA_CUDA_BACKBONE_CHAIN=1: GR00T's tower and LLM, pi0.5's tower) against plain launches,
+# alternated three times (GR00T), twice (pi0.5).
 # Run 63's timeline put the two views' idle time (~0.13 ms of 7.13 untraced) mostly in the
 # backbone's 355 plain launch hops; run 26 measured chained launches +0.4 ms in a head with every
 # GEMM on cuBLASLt, so this may lose. Predicted: backbone −0.02 to −0.05 ms at two views (~145
-# hops behind a GEMM at ~0.3 µs), or a loss as in run 26. The GPU suite first (the GR00T test
-# checks the chained backbone bit for bit); PyTorch's compile + graph beside it.
+# hops behind a GEMM at ~0.3 µs), pi0.5 −0.01 to −0.03 (its tower only), or a loss as in run 26.
+# The GPU suite first (both families' tests check the chained form bit for bit); PyTorch's
+# GR00T (compile + graph) beside it.
 exec > $OUT/run.log 2>&1
 REPO=$PWD
 R=/tmp/ra; mkdir -p $R
@@ -23,6 +25,7 @@ export CUDAARCHS=90; bash .debs/build.sh . /tmp/b "${CUPTI_ARGS[@]}" > $R/build.
 E=/tmp/b/bin/edgevla; BP=/tmp/b/bin
 date
 ($E model init --family groot --config full --dtype bf16 --seed 0 --out /tmp/groot > /dev/null 2>&1; echo groot init rc=$?) &
+($E model init --config pi05 --dtype bf16 --seed 0 --out /tmp/pi05 > /dev/null 2>&1; echo pi05 init rc=$?) &
 (cd /tmp/b && timeout 270 ctest -L gpu -j6 --output-on-failure > $R/ctest_gpu.log 2>&1; echo "ctest rc=$?"; grep -E "tests passed|FAILED|Failed|\*\*\*" $R/ctest_gpu.log | head -20)
 wait; date
 grep -h "BACKBONE_CHAIN" $R/ctest_gpu.log | head -5
@@ -31,6 +34,13 @@ for i in 0 1 2; do
   for c in 0 1; do
     EDGEVLA_CUDA_BACKBONE_CHAIN=$c EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 90 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 1,2 --repeat 50 --warmup 10 > $R/groot_c${c}_$i.out 2> $R/groot_c${c}_$i.err
     echo "groot chain=$c $i rc=$?"; show $R/groot_c${c}_$i.out
+  done
+done
+date
+for i in 0 1; do
+  for c in 0 1; do
+    EDGEVLA_CUDA_BACKBONE_CHAIN=$c EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 90 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 50 --warmup 10 > $R/pi0_c${c}_$i.out 2> $R/pi0_c${c}_$i.err
+    echo "pi0.5 chain=$c $i rc=$?"; show $R/pi0_c${c}_$i.out
   done
 done
 date
