@@ -296,6 +296,59 @@ TEST_F(CudaKernels, RopeMatchesReference) {
   }
 }
 
+// rope_into_cache: a fused q|k|v row's queries rotated in place, its keys rotated into one cache
+// and its values copied into another, bit for bit what rope() over q and k plus copies give; the
+// row's keys and values themselves left as they were.
+TEST_F(CudaKernels, RopeIntoCacheIsRopeAndCopies) {
+  struct Case {
+    std::int64_t rows, q_heads, kv_heads, h, ldx, ld_cache;
+    std::int32_t first_pos;
+  };
+  const Case cases[] = {
+      {464, 8, 1, 256, 10 * 256, 256, 0},    // Gemma's prefix: 8 query heads, 1 key|value head
+      {51, 8, 1, 256, 10 * 256, 256, 816},   // a short prefix at an offset
+      {968, 0, 1, 256, 10 * 256, 256, 0},    // a last layer: keys and values only
+      {7, 4, 2, 72, 8 * 72 + 3, 2 * 72 + 1, 5},  // head dim 72, odd strides (scalar path)
+  };
+  for (const DType act : kActs) {
+    for (const Case& c : cases) {
+      const std::string what = std::string("rope_into_cache act=") + name(act) + " rows=" + std::to_string(c.rows) +
+                               " q_heads=" + std::to_string(c.q_heads) + " kv_heads=" + std::to_string(c.kv_heads) +
+                               " h=" + std::to_string(c.h);
+      const std::size_t n = static_cast<std::size_t>(c.rows * c.ldx), nc = static_cast<std::size_t>(c.rows * c.ld_cache);
+      const auto x = rounded(random_values(n, -2.0f, 2.0f, 11), act);
+      const auto f = inv_freqs(c.h);
+      DeviceBuffer fused(x, act), plain(x, act), df(f, DType::kF32), dpos(sizeof(std::int32_t));
+      const std::vector<float> zeros(nc, 0.0f);
+      DeviceBuffer kc(zeros, act), vc(zeros, act);
+      ASSERT_CUDA(cudaMemcpy(dpos.get(), &c.first_pos, sizeof(c.first_pos), cudaMemcpyHostToDevice));
+      settle();
+      ASSERT_OK(rope_into_cache(stream_, fused.get(), act, c.rows, c.q_heads, c.kv_heads, c.h, c.ldx, kc.get(),
+                                vc.get(), c.ld_cache, dpos.as<std::int32_t>(), df.as<float>()));
+      ASSERT_OK(rope(stream_, plain.get(), act, c.rows, c.q_heads + c.kv_heads, c.h, c.ldx, dpos.as<std::int32_t>(),
+                     df.as<float>()));
+      sync();
+      const auto got = fused.download(act, n), rotated = plain.download(act, n);
+      const auto keys = kc.download(act, nc), values = vc.download(act, nc);
+      const std::int64_t qh = c.q_heads * c.h, kvh = c.kv_heads * c.h;
+      for (std::int64_t r = 0; r < c.rows; ++r) {
+        for (std::int64_t e = 0; e < c.ldx; ++e) {
+          const std::size_t i = static_cast<std::size_t>(r * c.ldx + e);
+          // Queries as rope() leaves them; keys, values and the rest of the row untouched.
+          ASSERT_EQ(got[i], e < qh ? rotated[i] : x[i]) << what << " row " << r << " element " << e;
+        }
+        for (std::int64_t e = 0; e < c.ld_cache; ++e) {
+          const std::size_t i = static_cast<std::size_t>(r * c.ld_cache + e);
+          const std::size_t k = static_cast<std::size_t>(r * c.ldx + qh + e);
+          ASSERT_EQ(keys[i], e < kvh ? rotated[k] : 0.0f) << what << " key row " << r << " element " << e;
+          ASSERT_EQ(values[i], e < kvh ? x[k + static_cast<std::size_t>(kvh)] : 0.0f)
+              << what << " value row " << r << " element " << e;
+        }
+      }
+    }
+  }
+}
+
 // The angles' table (rope_table): cos and sin of (first_pos + r) · inv_freq[k], the f32 product
 // as rope() forms it, against the host's double functions of that product.
 TEST_F(CudaKernels, RopeTableHoldsTheAngles) {
@@ -650,6 +703,15 @@ TEST_F(CudaKernels, BadDtypesAndSizesAreInvalidArguments) {
   invalid(layer_norm(stream_, f, 4, 64, f, f, kEps, f, DType::kF64), "layer_norm");
   invalid(rope(stream_, f, DType::kBF16, 4, 2, 63, 126, nullptr, f), "rope");
   invalid(rope(stream_, f, DType::kI8, 4, 2, 64, 128, reinterpret_cast<const std::int32_t*>(f), f), "rope");
+  invalid(rope_into_cache(stream_, f, DType::kBF16, 4, 2, 1, 64, 3 * 64, f, f, 64,
+                          reinterpret_cast<const std::int32_t*>(f), f),
+          "rope_into_cache");  // the row holds 2 + 2·1 heads: 256 elements, not 192
+  invalid(rope_into_cache(stream_, f, DType::kBF16, 4, 2, 1, 64, 4 * 64, f, f, 32,
+                          reinterpret_cast<const std::int32_t*>(f), f),
+          "rope_into_cache");  // a cache row narrower than its heads
+  invalid(rope_into_cache(stream_, f, DType::kBF16, 4, 2, 1, 64, 4 * 64, nullptr, f, 64,
+                          reinterpret_cast<const std::int32_t*>(f), f),
+          "rope_into_cache");
   invalid(geglu(stream_, f, 4, 64, f, DType::kF16), "geglu");
   invalid(bias_gelu(stream_, f, DType::kI64, 4, 64, nullptr), "bias_gelu");
   invalid(gated_add(stream_, f, f, DType::kF64, 4, 64, f), "gated_add");

@@ -50,6 +50,49 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
   });
 }
 
+// rope_into_cache: per row, (q_heads + kv_heads) · half / V rotation items (query heads in place,
+// key heads into k_cache), then kv_heads · h / (2V) items copying 2V values into v_cache.
+template <class T, int V>
+__global__ void rope_into_cache_kernel(T* x, std::int64_t rows, std::int64_t q_heads, std::int64_t kv_heads,
+                                       std::int64_t h, std::int64_t ldx, T* k_cache, T* v_cache, std::int64_t ldc,
+                                       const std::int32_t* first_pos, const float* __restrict__ inv_freq) {
+  chain_enter();
+  const std::int64_t half = h / 2;
+  const std::int64_t per_head = half / V;
+  const std::int64_t rotations = (q_heads + kv_heads) * per_head;
+  const std::int64_t p0 = *first_pos;
+  for_rows(rows, rotations + kv_heads * per_head, [&](std::int64_t r, std::int64_t c) {
+    if (c >= rotations) {
+      const std::int64_t e = (c - rotations) * 2 * V;  // element within the row's values
+      const T* src = x + r * ldx + (q_heads + kv_heads) * h + e;
+      float v0[V], v1[V];
+      load<V>(src, v0);
+      load<V>(src + V, v1);
+      store<V>(v_cache + r * ldc + e, v0);
+      store<V>(v_cache + r * ldc + e + V, v1);
+      return;
+    }
+    const std::int64_t head = c / per_head;
+    const std::int64_t k = (c - head * per_head) * V;
+    const T* a = x + r * ldx + head * h + k;
+    const T* b = a + half;
+    T* out = head < q_heads ? x + r * ldx + head * h + k : k_cache + r * ldc + (head - q_heads) * h + k;
+    const float pos = static_cast<float>(p0 + r);
+    float va[V], vb[V], oa[V], ob[V];
+    load<V>(a, va);
+    load<V>(b, vb);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      float s, co;
+      sincosf(pos * inv_freq[k + i], &s, &co);
+      oa[i] = va[i] * co - vb[i] * s;
+      ob[i] = vb[i] * co + va[i] * s;
+    }
+    store<V>(out, oa);
+    store<V>(out + half, ob);
+  });
+}
+
 // RoPE's (cos, sin) for rows positions from *first_pos, the same expression as rope_kernel's.
 __global__ void rope_table_kernel(std::int64_t rows, std::int64_t half, const std::int32_t* first_pos,
                                   const float* __restrict__ inv_freq, float2* table) {
@@ -249,6 +292,49 @@ Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int
     } else {
       launch(&rope_kernel<T, 1>, dim3(grid_rows(rows, heads * half)), dim3(kThreads), 0, stream, p, rows, heads, h,
              ldx, first_pos, inv_freq);
+    }
+    return last_launch_status(kName);
+  });
+}
+
+Status rope_into_cache(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t q_heads,
+                       std::int64_t kv_heads, std::int64_t h, std::int64_t ldx, void* k_cache, void* v_cache,
+                       std::int64_t ld_cache, const std::int32_t* first_pos, const float* inv_freq) {
+  constexpr const char* kName = "rope_into_cache";
+  EDGEVLA_CHECK_NONNEG(kName, rows);
+  EDGEVLA_CHECK_NONNEG(kName, q_heads);
+  EDGEVLA_CHECK_NONNEG(kName, kv_heads);
+  EDGEVLA_CHECK_NONNEG(kName, h);
+  if (h % 2 != 0) return invalid_argument("rope_into_cache: head size " + std::to_string(h) + " must be even");
+  if (ldx < (q_heads + 2 * kv_heads) * h) {
+    return invalid_argument("rope_into_cache: row stride " + std::to_string(ldx) +
+                            " is smaller than (q_heads + 2·kv_heads)·h = " + std::to_string((q_heads + 2 * kv_heads) * h));
+  }
+  if (ld_cache < kv_heads * h) {
+    return invalid_argument("rope_into_cache: cache row stride " + std::to_string(ld_cache) +
+                            " is smaller than kv_heads·h = " + std::to_string(kv_heads * h));
+  }
+  if (rows == 0 || kv_heads == 0 || h == 0) {
+    return with_act(act, kName, "activation", [](auto) { return Status::ok(); });
+  }
+  EDGEVLA_CHECK_PTR(kName, x);
+  EDGEVLA_CHECK_PTR(kName, k_cache);
+  EDGEVLA_CHECK_PTR(kName, v_cache);
+  EDGEVLA_CHECK_PTR(kName, first_pos);
+  EDGEVLA_CHECK_PTR(kName, inv_freq);
+  return with_act(act, kName, "activation", [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(x);
+    T* kc = static_cast<T*>(k_cache);
+    T* vc = static_cast<T*>(v_cache);
+    const std::int64_t half = h / 2, items = (q_heads + 2 * kv_heads) * half;  // pairs a row
+    const bool wide = rows * items / 8 >= kWideThreads;
+    if (wide && half % 8 == 0 && ldx % 8 == 0 && ld_cache % 8 == 0 && all_aligned16(p, kc, vc, inv_freq)) {
+      launch(&rope_into_cache_kernel<T, 8>, dim3(grid_rows(rows, items / 8)), dim3(kThreads), 0, stream, p, rows,
+             q_heads, kv_heads, h, ldx, kc, vc, ld_cache, first_pos, inv_freq);
+    } else {
+      launch(&rope_into_cache_kernel<T, 1>, dim3(grid_rows(rows, items)), dim3(kThreads), 0, stream, p, rows,
+             q_heads, kv_heads, h, ldx, kc, vc, ld_cache, first_pos, inv_freq);
     }
     return last_launch_status(kName);
   });

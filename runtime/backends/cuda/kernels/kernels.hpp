@@ -58,6 +58,15 @@ Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std:
 Status rope(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t heads, std::int64_t h,
             std::int64_t ldx, const std::int32_t* first_pos, const float* inv_freq);
 
+// A fused q|k|v row's rotary embedding and cache writes in one launch: x act [rows, ldx] holds
+// q_heads query heads, then kv_heads key heads, then kv_heads value heads of h each; the queries
+// are rotated in place, the keys rotated into k_cache and the values copied into v_cache (both
+// [rows, ld_cache], kv_heads·h used). The same values as rope() over q and k followed by copies of
+// k and v. q_heads may be 0 (a last layer that only leaves its keys and values).
+Status rope_into_cache(cudaStream_t stream, void* x, DType act, std::int64_t rows, std::int64_t q_heads,
+                       std::int64_t kv_heads, std::int64_t h, std::int64_t ldx, void* k_cache, void* v_cache,
+                       std::int64_t ld_cache, const std::int32_t* first_pos, const float* inv_freq);
+
 // RoPE's angles as (cos, sin) pairs, the values rope() uses: table f32 [rows][half][2] (16-byte
 // aligned) for positions *first_pos + r and frequencies inv_freq [half]. For a consumer that
 // rotates the same rows many times (the warpgroup GEMM's RoPE epilogue, every layer and step).

@@ -269,17 +269,13 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     EDGEVLA_RETURN_IF_ERROR(add_rms(w.in_norm));
     if (!ab.skip("llm_qkv")) EDGEVLA_RETURN_IF_ERROR(mm(y_, rows, D, w.qkv, qkv_, act_, Q));
     auto* q = static_cast<std::byte*>(qkv_);
-    // q and k sit side by side in the row with one head dim: one launch rotates both (the last
-    // layer only needs its keys).
+    // One launch rotates q in place and writes the rotated keys and the values into the cache,
+    // [rows, K, h] each (the last layer only leaves its keys and values).
     if (!ab.skip("llm_rope")) {
       const bool last = li == L - 1;
-      EDGEVLA_RETURN_IF_ERROR(rope(s, last ? q + H * h * es : q, act_, rows, last ? K : H + K, h, Q, zero_, inv_freq_));
+      EDGEVLA_RETURN_IF_ERROR(rope_into_cache(s, last ? q + H * h * es : q, act_, rows, last ? 0 : H, K, h, Q,
+                                              k_cache, v_cache, K * h, zero_, inv_freq_));
     }
-    // Keys and values into the cache, [rows, K, h] each.
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(k_cache, K * h * es, q + H * h * es, Q * es, K * h * es,
-                                                   rows, cudaMemcpyDeviceToDevice, s));
-    EDGEVLA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(v_cache, K * h * es, q + (H + K) * h * es, Q * es, K * h * es,
-                                                   rows, cudaMemcpyDeviceToDevice, s));
     if (into != nullptr) {
       // Both halves of this layer into the bound cache (its P rows a half; rows past P are padding).
       const std::int64_t P = cfg_.prefix_len();
