@@ -1,8 +1,13 @@
 #!/bin/bash
-# Prepared in run 63 for the next session's first call (~9 min, not yet run): the backbones' own
-# kernels (norms, attention, RoPE) chained behind the cuBLASLt GEMM before each
-# (EDGEVLA_CUDA_BACKBONE_CHAIN=1: GR00T's tower and LLM, pi0.5's tower) against plain launches,
-# alternated three times (GR00T), twice (pi0.5).
+# Prepared in run 63 for the next session's first call (~9 min, not yet run). Two changes:
+# (a) the backbones' own kernels (norms, attention, RoPE) chained behind the cuBLASLt GEMM before
+# each (EDGEVLA_CUDA_BACKBONE_CHAIN=1: GR00T's tower and LLM, pi0.5's tower) against plain
+# launches, alternated three times (GR00T), twice (pi0.5);
+# (b) pi0.5's backbone writing each layer's keys and values into the cache from its RoPE kernel
+# (rope_into_cache, committed) against the two copies a layer it replaced (the plugin rebuilt
+# with rope_into_cache.patch reversed and swapped in), alternated twice. Run 63's timeline: the
+# copies take 1.5-2.1 µs each with ~2 µs of gaps, rope to attention 5.5 µs a layer.
+# Predicted (b): pi0.5 −0.04 to −0.08 ms at both view counts.
 # Run 63's timeline put the two views' idle time (~0.13 ms of 7.13 untraced) mostly in the
 # backbone's 355 plain launch hops; run 26 measured chained launches +0.4 ms in a head with every
 # GEMM on cuBLASLt, so this may lose. Predicted: backbone −0.02 to −0.05 ms at two views (~145
@@ -37,12 +42,19 @@ for i in 0 1 2; do
   done
 done
 date
+LIB=/tmp/b/lib/libedgevla_backend_cuda.so
+cp $LIB /tmp/new.so
+P=bench/results/issue9_h200/run63/next/rope_into_cache.patch
+git apply -R $P && cmake --build /tmp/b --target edgevla_backend_cuda > $R/build_copies.log 2>&1; echo "copies build rc=$?"
+cp $LIB /tmp/copies.so; cp /tmp/new.so $LIB; git apply $P
 for i in 0 1; do
-  for c in 0 1; do
-    EDGEVLA_CUDA_BACKBONE_CHAIN=$c EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 90 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 50 --warmup 10 > $R/pi0_c${c}_$i.out 2> $R/pi0_c${c}_$i.err
-    echo "pi0.5 chain=$c $i rc=$?"; show $R/pi0_c${c}_$i.out
+  for arm in new:0 copies:0 new:1; do
+    so=${arm%:*}; c=${arm#*:}; cp /tmp/$so.so $LIB
+    EDGEVLA_CUDA_BACKBONE_CHAIN=$c EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_pi0.txt timeout 90 $BP/edgevla_bench_cuda_pi0 --checkpoint /tmp/pi05 --views 1,3 --repeat 50 --warmup 10 > $R/pi0_${so}_c${c}_$i.out 2> $R/pi0_${so}_c${c}_$i.err
+    echo "pi0.5 $so chain=$c $i rc=$?"; show $R/pi0_${so}_c${c}_$i.out
   done
 done
+cp /tmp/new.so $LIB
 date
 if [ $SECONDS -lt 470 ]; then
   EDGEVLA_CUDA_BACKBONE_CHAIN=1 EDGEVLA_GEMM_PLAN_FILE=/tmp/plans_groot.txt timeout 60 $BP/edgevla_bench_cuda_groot --checkpoint /tmp/groot --views 2 --warmup 10 --timeline 3 --timeline-csv $R/groot_c1_tl > $R/groot_c1_tl.out 2> $R/groot_c1_tl.err
