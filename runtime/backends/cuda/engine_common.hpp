@@ -193,8 +193,8 @@ inline std::int64_t padded_rows(std::int64_t rows) {
 
 // EDGEVLA_CUDA_BACKBONE_CHAIN=1 (read at each activate; 0 by default): the backbones' own kernels
 // that take part in chains (norms, attention, RoPE; launch.cuh) launch chained behind the cuBLASLt
-// GEMM before them, their launch gap hidden: GR00T's tower and LLM, pi0's tower (its LLM
-// copies keys and values between kernels).
+// GEMM before them, their launch gap hidden: GR00T's tower and LLM, pi0's tower (its LLM records
+// per-layer events, and copies into a bound cache, between its kernels: not chained).
 bool backbone_chain_enabled();
 
 // Resolves options.precision for the cuda backend: auto and bf16 compute in bf16, f32 in f32.
