@@ -65,7 +65,7 @@ def main():
             if r[2] > last:
                 gaps += 1
                 gap_ns += r[2] - last
-            else:
+            elif r[2] < last:
                 overlapped += 1
             last = max(last, r[3])
         print(f"  stream {stream}: {len(rs)} records, {us(rs[0][2] - t0):.1f}-{us(rs[-1][3] - t0):.1f} us, "
