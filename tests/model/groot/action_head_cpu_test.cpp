@@ -6,6 +6,7 @@
 // Padding rows are ignored; bad inputs are errors naming the tensor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -133,58 +134,71 @@ Inputs read_inputs(const std::string& path) {
 
 class GrootActionHeadCpuTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::make_unique<ScratchDir>("groot_action_head_cpu");
-    const std::string log = *dir_ / "setup.log";
-    for (const auto& [name, preset, dtype, seed] :
-         {std::tuple{"tiny", "tiny", DType::kF32, 11},
-          std::tuple{"small", "small", DType::kF32, 12},
-          std::tuple{"tiny_bf16", "tiny", DType::kBF16, 13}}) {
-      model::groot::GenerateOptions o;
-      o.preset = preset;
-      o.dtype = dtype;
-      o.seed = static_cast<std::uint64_t>(seed);
-      const Status s = model::groot::generate_checkpoint(o, *dir_ / name);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
-    }
-    for (const Case& c : cases()) {
-      const std::string cmd = std::string(model::test::kPython) + " " + reference_dir() +
-                              "/groot_numpy.py --checkpoint " + (*dir_ / c.checkpoint) +
-                              " --random-images " + std::to_string(c.views) + " --image-size " +
-                              c.image_size + " --embodiment " + c.embodiment +
-                              " --dtype f64 --seed " + std::to_string(c.seed) + " --out " +
-                              (*dir_ / (c.name + ".safetensors"));
-      ASSERT_EQ(model::test::run_command(cmd, log), 0) << cmd << "\n"
-                                                       << model::test::read_file(log);
-      // The reference writes tensors unaligned; keep the action head's, widest elements first,
-      // so edgevla's reader (which checks alignment) maps them.
-      const std::string file = *dir_ / (c.name + ".safetensors");
-      const std::string keep =
-          "import sys; sys.path.insert(0, sys.argv[1]); import safetensors_io as io; "
-          "t = io.load(sys.argv[2]); names = ['backbone_features', 'velocity', "
-          "'actions_normalized', 'state', "
-          "'noise', 'embodiment_id', 'attention_mask', 'image_mask']; "
-          "names.sort(key=lambda n: -t[n].dtype.itemsize); io.save(sys.argv[2], {n: t[n] for n in "
-          "names})";
-      const std::string resave = std::string(model::test::kPython) + " -c " +
-                                 model::test::shell_quote(keep) + " " +
-                                 edgevla::testing::source_dir() + "/tests/reference " + file;
-      ASSERT_EQ(model::test::run_command(resave, log), 0) << resave << "\n"
-                                                          << model::test::read_file(log);
-    }
+  static void SetUpTestSuite() { dir_ = std::make_unique<ScratchDir>("groot_action_head_cpu"); }
+
+  // The checkpoint `name` (tiny, small, tiny_bf16), generated on first use.
+  static std::string checkpoint(const std::string& name) {
+    const std::string path = *dir_ / name;
+    if (!made_.insert(path).second) return path;
+    static const std::map<std::string, std::tuple<const char*, DType, int>> kinds = {
+        {"tiny", {"tiny", DType::kF32, 11}},
+        {"small", {"small", DType::kF32, 12}},
+        {"tiny_bf16", {"tiny", DType::kBF16, 13}}};
+    const auto it = kinds.find(name);
+    EXPECT_NE(it, kinds.end()) << "no checkpoint kind " << name;
+    if (it == kinds.end()) return path;
+    model::groot::GenerateOptions o;
+    o.preset = std::get<0>(it->second);
+    o.dtype = std::get<1>(it->second);
+    o.seed = static_cast<std::uint64_t>(std::get<2>(it->second));
+    const Status s = model::groot::generate_checkpoint(o, path);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return path;
   }
+
+  // Case `name`'s reference run (groot_numpy.py in f64), made on first use: each test process
+  // (ctest runs every test in its own) makes only the runs its test reads.
+  static std::string reference(const std::string& name) {
+    const std::string file = *dir_ / (name + ".safetensors");
+    if (!made_.insert(file).second) return file;
+    const auto c = std::find_if(cases().begin(), cases().end(), [&](const Case& k) { return k.name == name; });
+    EXPECT_NE(c, cases().end()) << "no reference case " << name;
+    if (c == cases().end()) return file;
+    const std::string log = *dir_ / "setup.log";
+    const std::string cmd = std::string(model::test::kPython) + " " + reference_dir() + "/groot_numpy.py --checkpoint " +
+                            checkpoint(c->checkpoint) + " --random-images " + std::to_string(c->views) +
+                            " --image-size " + c->image_size + " --embodiment " + c->embodiment +
+                            " --dtype f64 --seed " + std::to_string(c->seed) + " --out " + file;
+    EXPECT_EQ(model::test::run_command(cmd, log), 0) << cmd << "\n" << model::test::read_file(log);
+    // The reference writes tensors unaligned; keep the action head's, widest elements first,
+    // so edgevla's reader (which checks alignment) maps them.
+    const std::string keep =
+        "import sys; sys.path.insert(0, sys.argv[1]); import safetensors_io as io; "
+        "t = io.load(sys.argv[2]); names = ['backbone_features', 'velocity', "
+        "'actions_normalized', 'state', "
+        "'noise', 'embodiment_id', 'attention_mask', 'image_mask']; "
+        "names.sort(key=lambda n: -t[n].dtype.itemsize); io.save(sys.argv[2], {n: t[n] for n in "
+        "names})";
+    const std::string resave = std::string(model::test::kPython) + " -c " + model::test::shell_quote(keep) + " " +
+                               edgevla::testing::source_dir() + "/tests/reference " + file;
+    EXPECT_EQ(model::test::run_command(resave, log), 0) << resave << "\n" << model::test::read_file(log);
+    return file;
+  }
+
   static void TearDownTestSuite() {
     models_.clear();
+    made_.clear();
     dir_.reset();
   }
 
   static std::shared_ptr<const model::Model> open(const std::string& checkpoint) {
     auto& m = models_[checkpoint];
     if (m) return m;
-    auto fam = model::find_family("groot", *dir_ / checkpoint);
+    const std::string path = GrootActionHeadCpuTest::checkpoint(checkpoint);
+    auto fam = model::find_family("groot", path);
     EXPECT_TRUE(fam.has_value()) << fam.status().to_string();
     if (!fam) return nullptr;
-    auto opened = (*fam)->open(*dir_ / checkpoint, {});
+    auto opened = (*fam)->open(path, {});
     EXPECT_TRUE(opened.has_value()) << opened.status().to_string();
     if (opened) m = *opened;
     return m;
@@ -215,9 +229,11 @@ class GrootActionHeadCpuTest : public ::testing::Test {
 
   static std::unique_ptr<ScratchDir> dir_;
   static std::map<std::string, std::shared_ptr<const model::Model>> models_;
+  static std::set<std::string> made_;  // checkpoints and reference runs made in this process
 };
 std::unique_ptr<ScratchDir> GrootActionHeadCpuTest::dir_;
 std::map<std::string, std::shared_ptr<const model::Model>> GrootActionHeadCpuTest::models_;
+std::set<std::string> GrootActionHeadCpuTest::made_;
 
 // One engine per checkpoint runs all of its cases in turn (embodiments switch between runs).
 TEST_F(GrootActionHeadCpuTest, ActionsAndVelocitiesMatchTheReference) {
@@ -228,7 +244,7 @@ TEST_F(GrootActionHeadCpuTest, ActionsAndVelocitiesMatchTheReference) {
     auto& e = engines[c.checkpoint];
     if (!e) e = engine(c.checkpoint);
     ASSERT_NE(e, nullptr);
-    const Inputs in = read_inputs(*dir_ / (c.name + ".safetensors"));
+    const Inputs in = read_inputs(reference(c.name));
     ASSERT_EQ(in.steps, 4);
     lengths.insert(in.features.shape()[0]);
     ASSERT_TRUE(bind_all(*e, in).is_ok());
@@ -265,7 +281,7 @@ TEST_F(GrootActionHeadCpuTest, ActionsAndVelocitiesMatchTheReference) {
 TEST_F(GrootActionHeadCpuTest, PaddingRowsAreIgnored) {
   auto e = engine("tiny", 1);
   ASSERT_NE(e, nullptr);
-  const Inputs in = read_inputs(*dir_ / "tiny_droid.safetensors");
+  const Inputs in = read_inputs(reference("tiny_droid"));
   const std::int64_t n = in.features.shape()[0], W = in.features.shape()[1], pad = 5;
   Inputs padded = in;
   padded.features = *Tensor::empty(DType::kF32, Shape{n + pad, W});
@@ -298,7 +314,7 @@ TEST_F(GrootActionHeadCpuTest, PaddingRowsAreIgnored) {
 TEST_F(GrootActionHeadCpuTest, OtherStepCounts) {
   auto e = engine("small");
   ASSERT_NE(e, nullptr);
-  const Inputs in = read_inputs(*dir_ / "small_gr1.safetensors");
+  const Inputs in = read_inputs(reference("small_gr1"));
   ASSERT_TRUE(bind_all(*e, in).is_ok());
   auto vel = Tensor::empty(DType::kF32, Shape{8, 50, 128});
   ASSERT_TRUE(e->bind("velocities", *vel).is_ok());
@@ -319,7 +335,7 @@ TEST_F(GrootActionHeadCpuTest, OtherStepCounts) {
 TEST_F(GrootActionHeadCpuTest, Bf16FeaturesAreAccepted) {
   auto e = engine("small");
   ASSERT_NE(e, nullptr);
-  Inputs in = read_inputs(*dir_ / "small_droid.safetensors");
+  Inputs in = read_inputs(reference("small_droid"));
   Tensor bf = *Tensor::empty(DType::kBF16, in.features.shape());
   auto* bits = bf.data<std::uint16_t>();
   for (std::int64_t i = 0; i < bf.numel(); ++i) {
@@ -341,7 +357,7 @@ TEST_F(GrootActionHeadCpuTest, Bf16FeaturesAreAccepted) {
 TEST_F(GrootActionHeadCpuTest, StepsAllocateNothing) {
   auto e = engine("tiny_bf16");
   ASSERT_NE(e, nullptr);
-  const Inputs in = read_inputs(*dir_ / "tiny_bf16_libero.safetensors");
+  const Inputs in = read_inputs(reference("tiny_bf16_libero"));
   ASSERT_TRUE(bind_all(*e, in).is_ok());
   ASSERT_TRUE(e->run(RunOptions{4}).is_ok());
   edgevla::testing::count_allocations(true);
@@ -375,9 +391,9 @@ Tensor as_half_dtype(const Tensor& t, DType dt) {
 // non-finite value in bf16 and f16 state or noise as in f32, a step count out of range and an
 // embodiment outside the checkpoint's, and passes the good inputs through with their row count.
 TEST_F(GrootActionHeadCpuTest, TheFamilysInputCheckTakesEveryFloatDtype) {
-  auto cfg = model::groot::load_config(*dir_ / "tiny");
+  auto cfg = model::groot::load_config(checkpoint("tiny"));
   ASSERT_TRUE(cfg.has_value()) << cfg.status().to_string();
-  const Inputs good = read_inputs(*dir_ / "tiny_gr1.safetensors");
+  const Inputs good = read_inputs(reference("tiny_gr1"));
   const std::int64_t id = *good.embodiment_id.data<std::int32_t>();
   const std::set<std::int64_t> known{id};
   const std::int64_t slots = cfg->max_num_embodiments;
@@ -417,7 +433,7 @@ TEST_F(GrootActionHeadCpuTest, TheFamilysInputCheckTakesEveryFloatDtype) {
 TEST_F(GrootActionHeadCpuTest, BadInputsAreClearErrors) {
   auto e = engine("tiny", 1);
   ASSERT_NE(e, nullptr);
-  const Inputs good = read_inputs(*dir_ / "tiny_gr1.safetensors");
+  const Inputs good = read_inputs(reference("tiny_gr1"));
   const std::int64_t n = good.features.shape()[0], W = good.features.shape()[1];
   auto expect_error = [&](const Inputs& in, const std::string& names) {
     e->clear_bindings();
