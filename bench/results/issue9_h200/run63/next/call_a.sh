@@ -5,7 +5,8 @@
 # launches, alternated three times (GR00T), twice (pi0.5);
 # (b) pi0.5's backbone writing each layer's keys and values into the cache from its RoPE kernel
 # (rope_into_cache, committed) against the two copies a layer it replaced (the plugin rebuilt
-# with rope_into_cache.patch reversed and swapped in), alternated twice. Run 63's timeline: the
+# with rope_into_cache.patch, the engine's hunk alone, reversed: one file recompiles), alternated
+# twice. Run 63's timeline: the
 # copies take 1.5-2.1 µs each with ~2 µs of gaps, rope to attention 5.5 µs a layer.
 # Predicted (b): pi0.5 −0.04 to −0.08 ms at both view counts.
 # Run 63's timeline put the two views' idle time (~0.13 ms of 7.13 untraced) mostly in the
