@@ -238,8 +238,9 @@ TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {
 // default: the GEMMs' first weight tiles load before they wait for the kernel ahead), whose
 // actions must be those of the same kernels launched plainly, bit for bit; each agrees with the
 // CPU; RoPE in q|k|v's epilogue (EDGEVLA_CUDA_WGMMA_ROPE=1) and inside the attention
-// (EDGEVLA_CUDA_ATTN_ROPE=1) agree with the rope kernel; the vision tower's own kernels chained
-// behind its GEMMs (EDGEVLA_CUDA_BACKBONE_CHAIN=1) give the same actions bit for bit. Engines
+// (EDGEVLA_CUDA_ATTN_ROPE=1) agree with the rope kernel; the backbone's own kernels chained
+// behind its GEMMs (EDGEVLA_CUDA_BACKBONE_CHAIN=1; the head following it layer by layer) give the
+// same actions bit for bit. Engines
 // opened apart time their cuBLASLt picks apart (the backbone's too), so all share one plan file,
 // and the chained engine runs every case first: the others then reuse its picks.
 TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {

@@ -36,6 +36,15 @@ foreach(fam groot pi0)
   set_tests_properties(cuda_${fam}_row_bucket_1 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
                        ENVIRONMENT EDGEVLA_CUDA_ROW_BUCKET=1)
 endforeach()
+# Both families with the backbones' own kernels chained (EDGEVLA_CUDA_BACKBONE_CHAIN=1): against the
+# CPU, the graphs' replays, and pi0's layer-by-layer hand-overs (per-layer events, a bound cache).
+add_test(NAME cuda_groot_backbone_chain COMMAND cuda_groot_test
+         --gtest_filter=*CudaGroot.MatchesTheCpuBackend*:*CudaGroot.GraphsAndEmbodimentSwitches*)
+add_test(NAME cuda_pi0_backbone_chain COMMAND cuda_pi0_test
+         --gtest_filter=*CudaPi0.MatchesTheCpuBackend*:*CudaPi0.TheDeviceCacheHandOver*)
+add_test(NAME cuda_pi0_layered_backbone_chain COMMAND cuda_pi0_layered_test)
+set_tests_properties(cuda_groot_backbone_chain cuda_pi0_backbone_chain cuda_pi0_layered_backbone_chain PROPERTIES
+                     LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT EDGEVLA_CUDA_BACKBONE_CHAIN=1)
 edgevla_add_test(cuda_groot_kernels_test SOURCES gpu/cuda_groot_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp

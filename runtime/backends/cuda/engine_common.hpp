@@ -192,9 +192,8 @@ inline std::int64_t padded_rows(std::int64_t rows) {
 }
 
 // EDGEVLA_CUDA_BACKBONE_CHAIN=1 (read at each activate; 0 by default): the backbones' own kernels
-// that take part in chains (norms, attention, RoPE; launch.cuh) launch chained behind the cuBLASLt
-// GEMM before them, their launch gap hidden: GR00T's tower and LLM, pi0's tower (its LLM records
-// per-layer events, and copies into a bound cache, between its kernels: not chained).
+// that take part in chains (norms, attention, RoPE, GeGLU; launch.cuh) launch chained behind the
+// kernel before them (a cuBLASLt GEMM's launch gap hidden): both families' towers and LLMs.
 bool backbone_chain_enabled();
 
 // Resolves options.precision for the cuda backend: auto and bf16 compute in bf16, f32 in f32.

@@ -56,8 +56,8 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_WGMMA_W8", "int8 copies of the heads' weights (one scale a feature): 0 (default), 1"},
     {"EDGEVLA_CUDA_WGMMA_BACKBONE", "GR00T's LLM projections on the warpgroup GEMM: 0 (default), 1"},
     {"EDGEVLA_CUDA_GEMM_NORM", "the norm after o and down done by their GEMM: 0 (default), 1 (k parts), cluster"},
-    {"EDGEVLA_CUDA_BACKBONE_CHAIN", "the backbones' own kernels (norms, attention, RoPE) launched chained behind the "
-                                    "cuBLASLt GEMM before them (GR00T's tower and LLM, pi0's tower): 0 (default), 1"},
+    {"EDGEVLA_CUDA_BACKBONE_CHAIN", "the backbones' own kernels (norms, attention, RoPE, GeGLU) launched chained "
+                                    "behind the cuBLASLt GEMM before them (towers and LLMs): 0 (default), 1"},
     {"EDGEVLA_CUDA_ROW_BUCKET", "prompt / prefix rows padded to a multiple of N (1-64, default 16): one backbone graph "
                                 "and GEMM plan set a bucket"},
     {"EDGEVLA_CUDA_GROOT_OVERLAP", "GR00T's once-a-chunk host and cross keys|values work beside other device work: 2 (default, "

@@ -87,7 +87,7 @@ class BackboneEngine final : public CudaEngine {
   // layer i once layer i is done instead of after the whole pass; with layer_fences_bound_, also
   // with a cache bound on this device (a bus block), written layer by layer inside the pass.
   std::shared_ptr<LayerEvents> layer_events_;
-  bool chain_tower_ = backbone_chain_enabled();  // the vision tower's own kernels chained
+  bool chain_own_ = backbone_chain_enabled();  // the tower's and the layers' own kernels chained
   bool layer_fences_bound_ = false;
   // The bound blocks written inside the pass (at most kMaxLayeredBlocks, the first ones seen).
   std::vector<std::byte*> layered_blocks_;
@@ -227,7 +227,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     EDGEVLA_RETURN_IF_ERROR(add_periodic_rows(s, ve_, M, Dv, position_, N));
     const VisionTower::Images all{cams, N};
     {
-      const DependentLaunchScope chained(chain_tower_);
+      const DependentLaunchScope chained(chain_own_);
       EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
                                             VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
                                                                  scratch_, scratch_bytes_},
@@ -262,6 +262,9 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
     if (ab.skip(what)) return Status::ok();
     return mm.residual(a, rows, k, w, x_, rows <= kBackbonePartsMaxRows ? parts_ : nullptr, max_parts_, pending);
   };
+  // With chain_own_, the layers' own kernels launch chained behind the kernel before them; one
+  // that follows a layer's event record or a copy into a bound cache waits for it as usual.
+  const DependentLaunchScope chained(chain_own_);
   for (std::int64_t li = 0; li < L; ++li) {
     const GemmaLayerDev& w = gl_[static_cast<std::size_t>(li)];
     auto* k_cache = static_cast<std::byte*>(kv_) + static_cast<std::size_t>((2 * li) * Pb * K * h) * es;

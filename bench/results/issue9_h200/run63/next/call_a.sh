@@ -1,7 +1,7 @@
 #!/bin/bash
 # Prepared in run 63 for the next session's first call (~9 min, not yet run). Two changes:
-# (a) the backbones' own kernels (norms, attention, RoPE) chained behind the cuBLASLt GEMM before
-# each (EDGEVLA_CUDA_BACKBONE_CHAIN=1: GR00T's tower and LLM, pi0.5's tower) against plain
+# (a) the backbones' own kernels (norms, attention, RoPE, GeGLU) chained behind the cuBLASLt GEMM
+# before each (EDGEVLA_CUDA_BACKBONE_CHAIN=1: both families' towers and LLMs) against plain
 # launches, alternated three times (GR00T), twice (pi0.5);
 # (b) pi0.5's backbone writing each layer's keys and values into the cache from its RoPE kernel
 # (rope_into_cache, committed) against the two copies a layer it replaced (the plugin rebuilt
@@ -12,7 +12,7 @@
 # Run 63's timeline put the two views' idle time (~0.13 ms of 7.13 untraced) mostly in the
 # backbone's 355 plain launch hops; run 26 measured chained launches +0.4 ms in a head with every
 # GEMM on cuBLASLt, so this may lose. Predicted: backbone −0.02 to −0.05 ms at two views (~145
-# hops behind a GEMM at ~0.3 µs), pi0.5 −0.01 to −0.03 (its tower only), or a loss as in run 26.
+# hops behind a GEMM at ~0.3 µs), pi0.5 −0.02 to −0.04, or a loss as in run 26.
 # The GPU suite first (both families' tests check the chained form bit for bit); PyTorch's
 # GR00T (compile + graph) beside it.
 exec > $OUT/run.log 2>&1
