@@ -21,6 +21,26 @@ constexpr std::int64_t kWideThreads = 32768;
 
 // ---- kernels --------------------------------------------------------------------------------
 
+// V rotate-half pairs (a[i], b[i]) at position pos and frequencies inv_freq[0, V) into
+// (out_a[i], out_b[i]) (in place when they are a and b). The angle is an f32 product of the
+// position and the frequency, as the CPU backend's.
+template <class T, int V>
+__device__ __forceinline__ void rope_pairs(const T* a, const T* b, T* out_a, T* out_b, float pos,
+                                           const float* __restrict__ inv_freq) {
+  float va[V], vb[V], oa[V], ob[V];
+  load<V>(a, va);
+  load<V>(b, vb);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    float s, co;
+    sincosf(pos * inv_freq[i], &s, &co);
+    oa[i] = va[i] * co - vb[i] * s;
+    ob[i] = vb[i] * co + va[i] * s;
+  }
+  store<V>(out_a, oa);
+  store<V>(out_b, ob);
+}
+
 template <class T, int V>
 __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::int64_t h, std::int64_t ldx,
                             const std::int32_t* first_pos, const float* __restrict__ inv_freq) {
@@ -32,21 +52,7 @@ __global__ void rope_kernel(T* x, std::int64_t rows, std::int64_t heads, std::in
     const std::int64_t head = c / per_head;
     const std::int64_t k = (c - head * per_head) * V;
     T* a = x + r * ldx + head * h + k;
-    T* b = a + half;
-    // The angle is an f32 product of the position and the frequency, as the CPU backend's.
-    const float pos = static_cast<float>(p0 + r);
-    float va[V], vb[V], oa[V], ob[V];
-    load<V>(a, va);
-    load<V>(b, vb);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      float s, co;
-      sincosf(pos * inv_freq[k + i], &s, &co);
-      oa[i] = va[i] * co - vb[i] * s;
-      ob[i] = vb[i] * co + va[i] * s;
-    }
-    store<V>(a, oa);
-    store<V>(b, ob);
+    rope_pairs<T, V>(a, a + half, a, a + half, static_cast<float>(p0 + r), inv_freq + k);
   });
 }
 
@@ -75,21 +81,8 @@ __global__ void rope_into_cache_kernel(T* x, std::int64_t rows, std::int64_t q_h
     const std::int64_t head = c / per_head;
     const std::int64_t k = (c - head * per_head) * V;
     const T* a = x + r * ldx + head * h + k;
-    const T* b = a + half;
     T* out = head < q_heads ? x + r * ldx + head * h + k : k_cache + r * ldc + (head - q_heads) * h + k;
-    const float pos = static_cast<float>(p0 + r);
-    float va[V], vb[V], oa[V], ob[V];
-    load<V>(a, va);
-    load<V>(b, vb);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      float s, co;
-      sincosf(pos * inv_freq[k + i], &s, &co);
-      oa[i] = va[i] * co - vb[i] * s;
-      ob[i] = vb[i] * co + va[i] * s;
-    }
-    store<V>(out, oa);
-    store<V>(out + half, ob);
+    rope_pairs<T, V>(a, a + half, out, out + half, static_cast<float>(p0 + r), inv_freq + k);
   });
 }
 
