@@ -271,9 +271,9 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   auto blas = open_with(dir, "EDGEVLA_CUDA_WGMMA", "0");
   auto rope_in = open_with(dir, "EDGEVLA_CUDA_WGMMA_ROPE", "1");
   auto rope_att = open_with(dir, "EDGEVLA_CUDA_ATTN_ROPE", "1");
-  auto tower_chain = open_with(dir, "EDGEVLA_CUDA_BACKBONE_CHAIN", "1");
+  auto backbone_chain = open_with(dir, "EDGEVLA_CUDA_BACKBONE_CHAIN", "1");
   ::unsetenv("EDGEVLA_GEMM_PLAN_FILE");
-  ASSERT_TRUE(tower_chain) << tower_chain.status().to_string();
+  ASSERT_TRUE(backbone_chain) << backbone_chain.status().to_string();
   ASSERT_TRUE(gu && all && blas && rope_in && rope_att)
       << gu.status().to_string() << all.status().to_string() << blas.status().to_string()
       << rope_in.status().to_string() << rope_att.status().to_string();
@@ -295,7 +295,7 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     const double zy = rel_l2(z->actions.data<float>(), y->actions.data<float>(), na);
     const double yy = rel_l2(y2->actions.data<float>(), y->actions.data<float>(), na);
     const double cz = rel_l2(first[run].data<float>(), z->actions.data<float>(), na);
-    auto tc = model::run_forward(*tower_chain->backbone, *tower_chain->head, c, in, false);
+    auto tc = model::run_forward(*backbone_chain->backbone, *backbone_chain->head, c, in, false);
     ASSERT_TRUE(tc) << tc.status().to_string();
     EXPECT_EQ(rel_l2(first[run].data<float>(), tc->actions.data<float>(), na), 0.0)
         << "EDGEVLA_CUDA_BACKBONE_CHAIN=1 changed the actions (run " << run << ")";
