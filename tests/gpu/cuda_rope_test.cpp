@@ -11,7 +11,11 @@
 namespace edgevla::backends::cuda {
 namespace {
 
-TEST_F(CudaKernels, RopeMatchesReference) {
+// Its own suite: the shared fixture lives in this file's anonymous namespace, a class apart from
+// cuda_kernels_test.cpp's, and one suite takes one fixture class.
+class CudaRope : public CudaKernels {};
+
+TEST_F(CudaRope, RopeMatchesReference) {
   struct Case {
     std::int64_t rows, heads, h, ldx;
     std::int32_t first_pos;
@@ -48,7 +52,7 @@ TEST_F(CudaKernels, RopeMatchesReference) {
 // rope_into_cache: a fused q|k|v row's queries rotated in place, its keys rotated into one cache
 // and its values copied into another, bit for bit what rope() over q and k plus copies give; the
 // row's keys and values themselves left as they were.
-TEST_F(CudaKernels, RopeIntoCacheIsRopeAndCopies) {
+TEST_F(CudaRope, RopeIntoCacheIsRopeAndCopies) {
   struct Case {
     std::int64_t rows, q_heads, kv_heads, h, ldx, ld_cache;
     std::int32_t first_pos;
@@ -100,7 +104,7 @@ TEST_F(CudaKernels, RopeIntoCacheIsRopeAndCopies) {
 
 // The angles' table (rope_table): cos and sin of (first_pos + r) · inv_freq[k], the f32 product
 // as rope() forms it, against the host's double functions of that product.
-TEST_F(CudaKernels, RopeTableHoldsTheAngles) {
+TEST_F(CudaRope, RopeTableHoldsTheAngles) {
   for (const auto& [rows, h, first_pos] : {std::tuple{50, 256, 816}, std::tuple{1, 64, 0}, std::tuple{17, 74, 1000}}) {
     const auto f = inv_freqs(h);
     const std::int64_t half = h / 2;
