@@ -261,6 +261,56 @@ TEST_F(CudaKernels, LayerNormMatchesReference) {
   }
 }
 
+// The vision towers' stream in bf16 (EDGEVLA_CUDA_TOWER_STREAM): layer_norm and add_layer_norm
+// read x in the compute dtype, add the f32 parts in f32 and write x back rounded to it.
+TEST_F(CudaKernels, LayerNormsTakeTheStreamInTheComputeDtype) {
+  const DType act = DType::kBF16;
+  for (const std::int64_t width : {1152, 75}) {
+    for (const int count : {0, 1, 4}) {
+      const std::int64_t rows = 37;
+      const std::string what = "layer_norm x=bf16 width=" + std::to_string(width) + " parts=" + std::to_string(count);
+      const std::size_t n = static_cast<std::size_t>(rows * width);
+      const auto x = rounded(random_values(n, 2.0f, 6.0f, 60), act);
+      const auto parts = random_values(std::max<std::size_t>(1, count * n), -1.0f, 1.0f, 61);
+      const auto w = random_values(static_cast<std::size_t>(width), 0.5f, 1.5f, 62);
+      const auto b = random_values(static_cast<std::size_t>(width), -0.5f, 0.5f, 63);
+      DeviceBuffer dx(x, act), dparts(parts, DType::kF32), dw(w, DType::kF32), db(b, DType::kF32);
+      DeviceBuffer dy(n * dtype_size(act));
+      if (count == 0) {
+        ASSERT_OK(layer_norm(stream_, dx.get(), act, rows, width, dw.as<float>(), db.as<float>(), kEps, dy.get(), act));
+      } else {
+        ASSERT_OK(add_layer_norm(stream_, dx.get(), act, dparts.as<float>(), rows, width, dw.as<float>(),
+                                 db.as<float>(), kEps, dy.get(), act, ResidualParts{count, rows * width}));
+      }
+      sync();
+      std::vector<float> xs(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        float r = 0.0f;
+        for (int p = 0; p < count; ++p) r += parts[static_cast<std::size_t>(p) * n + k];
+        xs[k] = x[k] + r;
+      }
+      std::vector<double> ref(n);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        double mean = 0.0, var = 0.0;
+        for (std::int64_t i = 0; i < width; ++i) mean += xs[r * width + i];
+        mean /= static_cast<double>(width);
+        for (std::int64_t i = 0; i < width; ++i) var += (xs[r * width + i] - mean) * (xs[r * width + i] - mean);
+        const double inv = 1.0 / std::sqrt(var / static_cast<double>(width) + kEps);
+        for (std::int64_t i = 0; i < width; ++i) ref[r * width + i] = (xs[r * width + i] - mean) * inv * w[i] + b[i];
+      }
+      // The normalised rows come from the f32 sums, before x is rounded back to bf16.
+      expect_close(dy.download(act, n), ref, tolerance_for(act), what);
+      expect_close(dx.download(act, n), to_double(rounded(xs, act)), Tolerance{0, 0, 0}, what + " (x written back)");
+      if (HasFailure()) return;
+    }
+  }
+  // x in a third dtype (neither f32 nor y's) is refused, naming both.
+  DeviceBuffer d(64 * 16 * 4);
+  const Status bad = layer_norm(stream_, d.get(), DType::kF16, 2, 16, d.as<float>(), d.as<float>(), kEps, d.get(), act);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("give x in f32 or in y's dtype"), std::string::npos) << bad.message();
+}
+
 // ---- element-wise ---------------------------------------------------------------------------
 
 TEST_F(CudaKernels, GegluMatchesReference) {

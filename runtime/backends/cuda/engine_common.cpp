@@ -154,15 +154,20 @@ Expected<int> Gemm::parts(const void* a, std::int64_t m, std::int64_t lda, const
   return count;
 }
 
-Status Gemm::residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* x, float* d,
-                      int max_parts, ResidualParts& pending) const {
+Status Gemm::residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* x, DType x_type,
+                      float* d, int max_parts, ResidualParts& pending) const {
   if (d != nullptr && max_parts > 1) {
     EDGEVLA_ASSIGN_OR_RETURN(const int count, parts(a, m, lda, w, d, max_parts));
     pending = ResidualParts{count, m * w.out, w.bias};
     return Status::ok();
   }
   pending.count = 0;
-  return (*this)(a, m, lda, w, x, DType::kF32, w.out, 1.0f);
+  return (*this)(a, m, lda, w, x, x_type, w.out, 1.0f);
+}
+
+Status Gemm::residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* x, float* d,
+                      int max_parts, ResidualParts& pending) const {
+  return residual(a, m, lda, w, x, DType::kF32, d, max_parts, pending);
 }
 
 namespace {

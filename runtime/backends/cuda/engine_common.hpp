@@ -88,6 +88,10 @@ struct Gemm {
   // pending.count 0.
   Status residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, float* x, float* parts,
                   int max_parts, ResidualParts& pending) const;
+  // The same with the stream x in x_type (f32, or the compute dtype: a bf16 stream takes the
+  // product added by the GEMM in bf16, as PyTorch's bf16 models do).
+  Status residual(const void* a, std::int64_t m, std::int64_t lda, const DevLinear& w, void* x, DType x_type,
+                  float* parts, int max_parts, ResidualParts& pending) const;
   // The same two results from the chained few-rows GEMM (chain_gemm.hpp), for a run of kernels
   // inside a DependentLaunchScope: max_parts 1 writes bf16 D [m, ldd] plus w.bias; more writes
   // f32 k parts at d with row stride w.out, as parts() does, and returns their count.

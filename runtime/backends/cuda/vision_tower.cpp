@@ -43,6 +43,7 @@ void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& laye
   }
   wp.vector(post_w_, post_w);
   wp.vector(post_b_, post_b);
+  stream_in_act_ = env_int("EDGEVLA_CUDA_TOWER_STREAM", 0, 0, 1) == 1;
 }
 
 Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
@@ -55,6 +56,15 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   const std::size_t es = dtype_size(act);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float* parts = M <= kBackbonePartsMaxRows ? b.parts : nullptr;
+  // The residual stream: b.x (f32), or b.xs in the compute dtype (stream_in_act()).
+  const bool low = stream_in_act_ && act != DType::kF32;
+  if (low && b.xs == nullptr) {
+    return invalid_argument("vision tower: EDGEVLA_CUDA_TOWER_STREAM=1 needs the stream's buffer (Buffers::xs) from "
+                            "the engine; unset the variable");
+  }
+  void* x = low ? b.xs : b.x;
+  const DType xt = low ? act : DType::kF32;
+  if (low) EDGEVLA_RETURN_IF_ERROR(convert(s, b.x, DType::kF32, b.xs, act, M * W));
   ResidualParts pending{0, M * W, nullptr};  // the last residual GEMM's parts, for the next norm
   // x += the residual GEMM's result (its parts, or nothing: it accumulated into x), then LayerNorm.
   const auto add_ln = [&](const float* w, const float* bias, void* y, DType y_type) {
@@ -62,8 +72,9 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       pending.count = 0;
       return Status::ok();
     }
-    const Status st = pending.count > 0 ? add_layer_norm(s, b.x, b.parts, M, W, w, bias, d.eps, y, y_type, pending)
-                                        : layer_norm(s, b.x, M, W, w, bias, d.eps, y, y_type);
+    const Status st = pending.count > 0
+                          ? add_layer_norm(s, x, xt, b.parts, M, W, w, bias, d.eps, y, y_type, pending)
+                          : layer_norm(s, x, xt, M, W, w, bias, d.eps, y, y_type);
     pending.count = 0;
     return st;
   };
@@ -88,12 +99,12 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
       EDGEVLA_RETURN_IF_ERROR(attention(s, a));
       off += r.count * r.tokens;
     }
-    if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, b.x, parts, b.max_parts, pending));
+    if (!ab.skip("vit_o")) EDGEVLA_RETURN_IF_ERROR(mm.residual(b.o, M, W, l.o, x, xt, parts, b.max_parts, pending));
     EDGEVLA_RETURN_IF_ERROR(add_ln(l.ln2_w, l.ln2_b, b.y, act));
     // h is fc1.out wide (the MLP's width rounded up: mlp_width).
     if (!ab.skip("vit_fc1")) EDGEVLA_RETURN_IF_ERROR(mm(b.y, M, W, l.fc1, b.h, act, l.fc1.out, 0.0f, Epilogue::kGeluTanh));
     if (!ab.skip("vit_fc2")) {
-      EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, l.fc2.in, l.fc2, b.x, parts, b.max_parts, pending));
+      EDGEVLA_RETURN_IF_ERROR(mm.residual(b.h, M, l.fc2.in, l.fc2, x, xt, parts, b.max_parts, pending));
     }
   }
   return add_ln(post_w_, post_b_, out, out_type);

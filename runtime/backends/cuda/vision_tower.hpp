@@ -36,6 +36,9 @@ class VisionTower {
     int max_parts = 1;
     void* scratch = nullptr;
     std::size_t scratch_bytes = 0;
+    // The stream in the compute dtype [rows, width], where stream_in_act(): x is converted into
+    // it first and the layers add into it instead.
+    void* xs = nullptr;
   };
 
   // Plans every layer's device weights and the post norm's (the checkpoint's views; their device
@@ -59,6 +62,12 @@ class VisionTower {
   static std::int64_t patch_width(std::int64_t in);
   // The MLP's width on the device, after plan(): the h buffer's row width.
   std::int64_t mlp() const { return layers_.empty() ? 0 : layers_.front().fc1.out; }
+  // After plan(): whether the residual stream runs in the compute dtype (bf16 at the default
+  // precision, as PyTorch's bf16 towers keep it) rather than f32: the residual GEMMs add into it
+  // in their epilogue (cuBLASLt's bf16 beta-add, ~2 µs faster than the f32 one at GR00T's 648
+  // rows), the norms read half the bytes. EDGEVLA_CUDA_TOWER_STREAM=1; f32 (0) is the default.
+  // The engines then give Buffers::xs. At f32 precision the stream is f32 either way.
+  bool stream_in_act() const { return stream_in_act_; }
 
  private:
   struct Layer {
@@ -67,6 +76,7 @@ class VisionTower {
   };
   std::vector<Layer> layers_;
   float *post_w_ = nullptr, *post_b_ = nullptr;
+  bool stream_in_act_ = false;
 };
 
 }  // namespace edgevla::backends::cuda

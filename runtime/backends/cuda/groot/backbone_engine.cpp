@@ -112,6 +112,7 @@ class BackboneEngine final : public GrootCudaEngine {
   // Buffers.
   std::byte* images_ = nullptr;  // view k at k · image_slot_ bytes, as bound (f32 or bf16)
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
+  void* vs_ = nullptr;  // the tower's residual stream in act_ (VisionTower::stream_in_act)
   float *ve_ = nullptr, *vpost_ = nullptr, *merged_ = nullptr, *img_ = nullptr;
   float* positions_ = nullptr;  // per view slot: the position table interpolated to its grid
   std::array<std::pair<std::int64_t, std::int64_t>, mg::kMaxViews>
@@ -247,6 +248,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
   buf(vh_, bytes_of(act_, M * tower_.mlp()));
+  if (tower_.stream_in_act() && act_ != DType::kF32) buf(vs_, bytes_of(act_, M * Dv));
   buf(vpost_, bytes_of(DType::kF32, M * Dv));
   buf(merged_, bytes_of(DType::kF32, Mm * wide));
   buf(merged_act_, bytes_of(act_, Mm * wide));
@@ -411,7 +413,7 @@ Status BackboneEngine::vision() {
     const DependentLaunchScope chained(chain_own_);
     EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, eps},
                                           VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_, scratch_,
-                                                               scratch_bytes_},
+                                                               scratch_bytes_, vs_},
                                           {runs.data(), n_runs}, vpost_, DType::kF32, ablation_));
   }
   off = 0;

@@ -87,8 +87,8 @@ __device__ __forceinline__ void load_residual(const TR* res, std::int64_t at, in
   }
 }
 
-template <NormKind K, class TY, class TR, int V, int ITEMS>
-__global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* res, const float* __restrict__ gate,
+template <NormKind K, class TY, class TR, int V, int ITEMS, class TX = float>
+__global__ void __launch_bounds__(kMaxThreads) norm_kernel(TX* x, const TR* res, const float* __restrict__ gate,
                                                              std::int64_t width, const float* __restrict__ p0,
                                                              const float* __restrict__ p1, float eps, TY* y,
                                                              int parts, std::int64_t part_stride,
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(float* x, const TR* r
   __shared__ float partials[32];
   chain_enter();
   const std::int64_t row = blockIdx.x;
-  float* xr = x + row * width;
+  TX* xr = x + row * width;
   const std::int64_t chunks = width / V;
   float v[ITEMS][V];
   float s = 0.0f;
@@ -205,8 +205,8 @@ Status check_shape(const char* kernel, std::int64_t rows, std::int64_t width, co
   return Status::ok();
 }
 
-template <NormKind K, class TY, class TR>
-Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* res, std::int64_t rows,
+template <NormKind K, class TY, class TR, class TX = float>
+Status launch_norm(const char* kernel, cudaStream_t stream, TX* x, const TR* res, std::int64_t rows,
                    std::int64_t width, const float* p0, const float* p1, float eps, TY* y,
                    const float* gate = nullptr, ResidualParts parts = {}) {
   if (rows == 0 || width == 0) return Status::ok();
@@ -234,7 +234,7 @@ Status launch_norm(const char* kernel, cudaStream_t stream, float* x, const TR* 
   const unsigned threads = static_cast<unsigned>((per_thread + 31) / 32 * 32);
   const dim3 grid(static_cast<unsigned>(rows));
 #define EDGEVLA_NORM_LAUNCH(VV, II) \
-  launch(&norm_kernel<K, TY, TR, VV, II>, grid, dim3(threads), 0, stream, x, res, gate, width, p0, p1, eps, y, \
+  launch(&norm_kernel<K, TY, TR, VV, II, TX>, grid, dim3(threads), 0, stream, x, res, gate, width, p0, p1, eps, y, \
          static_cast<int>(parts.count), parts.stride, parts.bias)
   if (vec) {
     if (items == 1) {
@@ -307,29 +307,63 @@ Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DTyp
   });
 }
 
-Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
-                  const float* b, float eps, void* y, DType act) {
-  constexpr const char* kName = "layer_norm";
-  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
-  return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
+namespace {
+
+// x in f32, or in the activation dtype itself (a residual stream kept in bf16 / f16): the
+// LayerNorm instances take x of type float or TY, nothing else.
+template <class F>
+Status with_stream_type(DType x_type, DType act, const char* kernel, F&& f) {
+  if (x_type != DType::kF32 && x_type != act) {
+    return invalid_argument(std::string(kernel) + ": x is " + std::string(dtype_name(x_type)) +
+                            " and y " + std::string(dtype_name(act)) +
+                            "; give x in f32 or in y's dtype");
+  }
+  return with_act(act, kernel, "activation (y)", [&](auto ty) -> Status {
     using TY = typename decltype(ty)::type;
-    return launch_norm<NormKind::kLayer, TY, float>(kName, stream, const_cast<float*>(x), nullptr, rows, width,
-                                                    w, b, eps, static_cast<TY*>(y));
+    if (x_type == DType::kF32) return f(ty, ew::Tag<float>{});
+    return f(ty, ew::Tag<TY>{});
   });
 }
 
-Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std::int64_t rows, std::int64_t width,
-                      const float* w, const float* b, float eps, void* y, DType act, ResidualParts parts) {
+}  // namespace
+
+Status layer_norm(cudaStream_t stream, const void* x, DType x_type, std::int64_t rows, std::int64_t width,
+                  const float* w, const float* b, float eps, void* y, DType act) {
+  constexpr const char* kName = "layer_norm";
+  EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
+  return with_stream_type(x_type, act, kName, [&](auto ty, auto tx) -> Status {
+    using TY = typename decltype(ty)::type;
+    using TX = typename decltype(tx)::type;
+    // x is only read (the kernel writes x back only with a residual).
+    return launch_norm<NormKind::kLayer, TY, float, TX>(kName, stream, static_cast<TX*>(const_cast<void*>(x)),
+                                                        nullptr, rows, width, w, b, eps, static_cast<TY*>(y));
+  });
+}
+
+Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t width, const float* w,
+                  const float* b, float eps, void* y, DType act) {
+  return layer_norm(stream, x, DType::kF32, rows, width, w, b, eps, y, act);
+}
+
+Status add_layer_norm(cudaStream_t stream, void* x, DType x_type, const float* residual, std::int64_t rows,
+                      std::int64_t width, const float* w, const float* b, float eps, void* y, DType act,
+                      ResidualParts parts) {
   constexpr const char* kName = "add_layer_norm";
   EDGEVLA_RETURN_IF_ERROR(check_shape(kName, rows, width, x, y, w, b, true));
   if (rows > 0 && width > 0 && residual == nullptr) {
     return invalid_argument(std::string(kName) + ": the residual must be given (layer_norm takes none)");
   }
-  return with_act(act, kName, "activation (y)", [&](auto ty) -> Status {
+  return with_stream_type(x_type, act, kName, [&](auto ty, auto tx) -> Status {
     using TY = typename decltype(ty)::type;
-    return launch_norm<NormKind::kLayer, TY, float>(kName, stream, x, residual, rows, width, w, b, eps,
-                                                    static_cast<TY*>(y), nullptr, parts);
+    using TX = typename decltype(tx)::type;
+    return launch_norm<NormKind::kLayer, TY, float, TX>(kName, stream, static_cast<TX*>(x), residual, rows, width,
+                                                        w, b, eps, static_cast<TY*>(y), nullptr, parts);
   });
+}
+
+Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std::int64_t rows, std::int64_t width,
+                      const float* w, const float* b, float eps, void* y, DType act, ResidualParts parts) {
+  return add_layer_norm(stream, x, DType::kF32, residual, rows, width, w, b, eps, y, act, parts);
 }
 
 }  // namespace edgevla::backends::cuda

@@ -63,6 +63,7 @@ class BackboneEngine final : public CudaEngine {
   // Buffers (arena offsets resolved to pointers after allocation).
   float* images_ = nullptr;
   void *patches_ = nullptr, *vy_ = nullptr, *vqkv_ = nullptr, *vo_ = nullptr, *vh_ = nullptr;
+  void* vs_ = nullptr;  // the tower's residual stream in act_ (VisionTower::stream_in_act)
   float *ve_ = nullptr, *x_ = nullptr;
   // The residual GEMMs' (o, fc2 / down) k parts, which the norm after each adds to the residual
   // stream: [max_parts_, rows, width] f32 (engine_common.hpp: kMaxBackboneParts).
@@ -165,6 +166,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
   buf(vh_, bytes_of(act_, M * tower_.mlp()));
+  if (tower_.stream_in_act() && act_ != DType::kF32) buf(vs_, bytes_of(act_, M * Dv));
   const std::int64_t Pb = padded_rows(P);
   buf(x_, bytes_of(DType::kF32, Pb * D));
   buf(y_, bytes_of(act_, Pb * D));
@@ -230,7 +232,7 @@ Status BackboneEngine::forward(std::int64_t cams, std::int64_t rows, std::byte* 
       const DependentLaunchScope chained(chain_own_);
       EDGEVLA_RETURN_IF_ERROR(tower_.encode(mm, VisionTower::Dims{Dv, v.num_heads, kNormEps},
                                             VisionTower::Buffers{ve_, vy_, vqkv_, vo_, vh_, parts_, max_parts_,
-                                                                 scratch_, scratch_bytes_},
+                                                                 scratch_, scratch_bytes_, vs_},
                                             {&all, 1}, vy_, act_, ablation_));
     }
     EDGEVLA_RETURN_IF_ERROR(mm(vy_, M, Dv, projector_, x_, DType::kF32, D));
