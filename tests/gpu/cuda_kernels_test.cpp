@@ -304,11 +304,28 @@ TEST_F(CudaKernels, LayerNormsTakeTheStreamInTheComputeDtype) {
       if (HasFailure()) return;
     }
   }
-  // x in a third dtype (neither f32 nor y's) is refused, naming both.
+  // A bf16 stream into an f32 output (GR00T's post norm) is the same sums.
+  {
+    const std::int64_t rows = 5, width = 1152;
+    const std::size_t n = static_cast<std::size_t>(rows * width);
+    const auto x = rounded(random_values(n, -3.0f, 3.0f, 64), act);
+    const auto w = random_values(static_cast<std::size_t>(width), 0.5f, 1.5f, 65);
+    const auto b = random_values(static_cast<std::size_t>(width), -0.5f, 0.5f, 66);
+    DeviceBuffer dx(x, act), dxf(x, DType::kF32), dw(w, DType::kF32), db(b, DType::kF32);
+    DeviceBuffer dy(n * 4), dyf(n * 4);
+    ASSERT_OK(layer_norm(stream_, dx.get(), act, rows, width, dw.as<float>(), db.as<float>(), kEps, dy.get(),
+                         DType::kF32));
+    ASSERT_OK(layer_norm(stream_, dxf.as<float>(), rows, width, dw.as<float>(), db.as<float>(), kEps, dyf.get(),
+                         DType::kF32));
+    sync();
+    expect_close(dy.download(DType::kF32, n), to_double(dyf.download(DType::kF32, n)), Tolerance{0, 0, 0},
+                 "layer_norm x=bf16 y=f32 against x in f32");
+  }
+  // x in another dtype is refused, naming it.
   DeviceBuffer d(64 * 16 * 4);
   const Status bad = layer_norm(stream_, d.get(), DType::kF16, 2, 16, d.as<float>(), d.as<float>(), kEps, d.get(), act);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("give x in f32 or in y's dtype"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("stream (x)"), std::string::npos) << bad.message();
 }
 
 // ---- element-wise ---------------------------------------------------------------------------

@@ -52,8 +52,8 @@ Status layer_norm(cudaStream_t stream, const float* x, std::int64_t rows, std::i
 Status add_layer_norm(cudaStream_t stream, float* x, const float* residual, std::int64_t rows, std::int64_t width,
                       const float* w, const float* b, float eps, void* y, DType act, ResidualParts parts = {});
 
-// The two above with x [rows, width] in x_type: f32, or act itself (a residual stream kept in the
-// compute dtype, as the vision towers' under EDGEVLA_CUDA_TOWER_STREAM; its sums still in f32).
+// The two above with x [rows, width] in x_type, f32 or bf16 (a residual stream kept in the
+// compute dtype, as the vision towers' under EDGEVLA_CUDA_TOWER_STREAM; the sums still in f32).
 Status layer_norm(cudaStream_t stream, const void* x, DType x_type, std::int64_t rows, std::int64_t width,
                   const float* w, const float* b, float eps, void* y, DType act);
 Status add_layer_norm(cudaStream_t stream, void* x, DType x_type, const float* residual, std::int64_t rows,

@@ -309,19 +309,12 @@ Status gated_add_ada_rms_norm(cudaStream_t stream, float* x, const void* y, DTyp
 
 namespace {
 
-// x in f32, or in the activation dtype itself (a residual stream kept in bf16 / f16): the
-// LayerNorm instances take x of type float or TY, nothing else.
+// f(Tag<TY>, Tag<TX>): y in act, x in x_type, each f32 or bf16 (a residual stream kept in bf16
+// may feed an f32 output: GR00T's post norm).
 template <class F>
 Status with_stream_type(DType x_type, DType act, const char* kernel, F&& f) {
-  if (x_type != DType::kF32 && x_type != act) {
-    return invalid_argument(std::string(kernel) + ": x is " + std::string(dtype_name(x_type)) +
-                            " and y " + std::string(dtype_name(act)) +
-                            "; give x in f32 or in y's dtype");
-  }
   return with_act(act, kernel, "activation (y)", [&](auto ty) -> Status {
-    using TY = typename decltype(ty)::type;
-    if (x_type == DType::kF32) return f(ty, ew::Tag<float>{});
-    return f(ty, ew::Tag<TY>{});
+    return with_act(x_type, kernel, "stream (x)", [&](auto tx) -> Status { return f(ty, tx); });
   });
 }
 
