@@ -45,14 +45,14 @@ add_test(NAME cuda_pi0_backbone_chain COMMAND cuda_pi0_test
 add_test(NAME cuda_pi0_layered_backbone_chain COMMAND cuda_pi0_layered_test)
 set_tests_properties(cuda_groot_backbone_chain cuda_pi0_backbone_chain cuda_pi0_layered_backbone_chain PROPERTIES
                      LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT EDGEVLA_CUDA_BACKBONE_CHAIN=1)
-# Both families with the vision towers' residual stream in bf16 (EDGEVLA_CUDA_TOWER_STREAM=1):
-# against the CPU at the families' tolerances, and the graphs' replays.
-add_test(NAME cuda_groot_tower_stream COMMAND cuda_groot_test
+# Both families with the vision towers' residual stream in f32 (EDGEVLA_CUDA_TOWER_STREAM=0; bf16
+# is the default): against the CPU at the families' tolerances, and the graphs' replays.
+add_test(NAME cuda_groot_tower_stream_f32 COMMAND cuda_groot_test
          --gtest_filter=*CudaGroot.MatchesTheCpuBackend*:*CudaGroot.GraphsAndEmbodimentSwitches*)
-add_test(NAME cuda_pi0_tower_stream COMMAND cuda_pi0_test
+add_test(NAME cuda_pi0_tower_stream_f32 COMMAND cuda_pi0_test
          --gtest_filter=*CudaPi0.MatchesTheCpuBackend*:*CudaPi0.TheDeviceCacheHandOver*)
-set_tests_properties(cuda_groot_tower_stream cuda_pi0_tower_stream PROPERTIES
-                     LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT EDGEVLA_CUDA_TOWER_STREAM=1)
+set_tests_properties(cuda_groot_tower_stream_f32 cuda_pi0_tower_stream_f32 PROPERTIES
+                     LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT EDGEVLA_CUDA_TOWER_STREAM=0)
 edgevla_add_test(cuda_groot_kernels_test SOURCES gpu/cuda_groot_kernels_test.cpp
                  LIBS edgevla_cuda_kernels LABELS gpu)
 edgevla_add_test(cuda_gemm_test SOURCES gpu/cuda_gemm_test.cpp

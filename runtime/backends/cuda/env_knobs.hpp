@@ -65,8 +65,8 @@ inline constexpr EnvKnob kEnvKnobs[] = {
     {"EDGEVLA_CUDA_GROOT_SCALAR", "GR00T's LLM SwiGLU and q/k norm + RoPE in their scalar forms: 0 (default), 1"},
     {"EDGEVLA_CUDA_PATCH_PAD", "the patch embedding's k padded with zeros to a multiple of 64 (default); 0 as stored"},
     {"EDGEVLA_CUDA_TOWER_MLP_PAD", "the vision towers' MLP padded with zeros to a multiple of 64 (default); 0 as stored"},
-    {"EDGEVLA_CUDA_TOWER_STREAM", "the vision towers' residual stream in the compute dtype (bf16) instead of f32: "
-                                  "0 (default), 1"},
+    {"EDGEVLA_CUDA_TOWER_STREAM", "the vision towers' residual stream in the compute dtype (bf16): 1 "
+                                  "(default), 0 in f32"},
     {"EDGEVLA_CUDA_WIDE_GEMM", "the many-rows warpgroup GEMM among the GEMM plans' candidates (Hopper, bf16): 0 (default), 1"},
     {"EDGEVLA_CUDA_BACKBONE_PARTS", "the backbones' residual GEMMs in k parts (default); 0 runs them whole"},
     // The pi0 / pi0.5 action head (pi0/).

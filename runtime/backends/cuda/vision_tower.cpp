@@ -43,7 +43,7 @@ void VisionTower::plan(WeightPlan& wp, const std::vector<cpu::VisionLayer>& laye
   }
   wp.vector(post_w_, post_w);
   wp.vector(post_b_, post_b);
-  stream_in_act_ = env_int("EDGEVLA_CUDA_TOWER_STREAM", 0, 0, 1) == 1;
+  stream_in_act_ = env_int("EDGEVLA_CUDA_TOWER_STREAM", 1, 0, 1) == 1;
 }
 
 Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std::span<const Images> runs, void* out,
@@ -59,8 +59,8 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   // The residual stream: b.x (f32), or b.xs in the compute dtype (stream_in_act()).
   const bool low = stream_in_act_ && act != DType::kF32;
   if (low && b.xs == nullptr) {
-    return invalid_argument("vision tower: EDGEVLA_CUDA_TOWER_STREAM=1 needs the stream's buffer (Buffers::xs) from "
-                            "the engine; unset the variable");
+    return invalid_argument("vision tower: the bf16 residual stream needs its buffer (Buffers::xs) from the engine; "
+                            "set EDGEVLA_CUDA_TOWER_STREAM=0 for the f32 stream");
   }
   void* x = low ? b.xs : b.x;
   const DType xt = low ? act : DType::kF32;
