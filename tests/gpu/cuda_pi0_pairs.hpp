@@ -1,6 +1,7 @@
 // What the cuda pi0 / pi0.5 engine tests share: a backbone and action head opened as a pair on
 // one backend, the seeded bf16 checkpoints they load (one per preset and model type, generated
-// once a process), and pairs opened with environment variables set while the engines are made.
+// once a process, removed at its exit), and pairs opened with environment variables set while
+// the engines are made.
 #pragma once
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "runtime/backends/backend.hpp"
@@ -27,8 +29,20 @@ struct Pair {
   std::unique_ptr<Engine> backbone, head;
 };
 
+// The checkpoints this process generated, removed when it exits.
+struct GeneratedDirs {
+  std::map<std::string, std::string> by_key;
+  ~GeneratedDirs() {
+    for (const auto& [key, dir] : by_key) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
+
 inline const std::string& checkpoint(const std::string& preset, model::ModelType type) {
-  static std::map<std::string, std::string> dirs;
+  static GeneratedDirs generated;
+  auto& dirs = generated.by_key;
   const std::string key = preset + std::string(model::model_type_name(type));
   if (auto it = dirs.find(key); it != dirs.end()) return it->second;
   const std::string dir = (std::filesystem::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-" + key)).string();

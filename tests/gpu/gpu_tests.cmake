@@ -20,7 +20,7 @@ edgevla_add_test(cuda_pi0_layered_test SOURCES gpu/cuda_pi0_layered_test.cpp
                  LIBS edgevla_runtime edgevla_backend_cpu edgevla_cuda_kernels CUDA::cudart LABELS gpu TIMEOUT 600)
 add_dependencies(cuda_pi0_layered_test edgevla_backend_cuda)
 # The GR00T N1.6 engines of the cuda backend against the CPU backend (numerics, graphs, bad input).
-edgevla_add_test(cuda_groot_test SOURCES gpu/cuda_groot_test.cpp
+edgevla_add_test(cuda_groot_test SOURCES gpu/cuda_groot_test.cpp gpu/cuda_groot_refusals_test.cpp
                  LIBS edgevla_runtime edgevla_model edgevla_backend_cpu edgevla_cuda_kernels CUDA::cudart LABELS gpu
                  TIMEOUT 600)
 add_dependencies(cuda_groot_test edgevla_backend_cuda)
