@@ -13,7 +13,6 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -33,21 +32,10 @@ using test::all_finite;
 using test::cosine;
 using test::rel_l2;
 
-// The checkpoints this process generated, removed when it exits.
-struct GeneratedDirs {
-  std::map<std::string, std::string> by_preset;
-  ~GeneratedDirs() {
-    for (const auto& [preset, dir] : by_preset) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  }
-};
-
 // A seeded bf16 checkpoint of `preset`, generated once a process.
 inline const std::string& checkpoint(const std::string& preset) {
-  static GeneratedDirs generated;
-  auto& dirs = generated.by_preset;
+  static test::GeneratedDirs generated;  // removed at exit
+  auto& dirs = generated.by_key;
   if (auto it = dirs.find(preset); it != dirs.end()) return it->second;
   const std::string dir = (fs::temp_directory_path() /
                            ("edgevla-gpu-groot-" + std::to_string(::getpid()) + "-" + preset))

@@ -14,12 +14,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/model/pi0/generator.hpp"
 #include "runtime/model/pi0/pi0_family.hpp"
+#include "tests/gpu/engine_compare.hpp"
 #include "tests/support/test_util.hpp"
 
 namespace edgevla::backends::test {
@@ -27,17 +27,6 @@ namespace edgevla::backends::test {
 struct Pair {
   std::shared_ptr<const model::pi0::Pi0Model> model;
   std::unique_ptr<Engine> backbone, head;
-};
-
-// The checkpoints this process generated, removed when it exits.
-struct GeneratedDirs {
-  std::map<std::string, std::string> by_key;
-  ~GeneratedDirs() {
-    for (const auto& [key, dir] : by_key) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  }
 };
 
 inline const std::string& checkpoint(const std::string& preset, model::ModelType type) {

@@ -1,5 +1,6 @@
 // What the cuda engine tests (pi0, GR00T) share to compare a cuda run with the CPU backend's:
-// the skip without a GPU, rel-L2, cosine and the finite check of an f32 host tensor.
+// the skip without a GPU, rel-L2, cosine and the finite check of an f32 host tensor, and the
+// folders of the checkpoints a test process generates, removed when it exits.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,6 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <system_error>
 
 #include "runtime/core/tensor.hpp"
 
@@ -20,6 +25,17 @@ inline bool have_gpu() {
 
 #define REQUIRE_GPU() \
   if (!::edgevla::backends::test::have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine"
+
+// Generated checkpoint folders by key, removed when the holder (a function's static) goes at exit.
+struct GeneratedDirs {
+  std::map<std::string, std::string> by_key;
+  ~GeneratedDirs() {
+    for (const auto& [key, dir] : by_key) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
 
 // ‖a − b‖ / ‖b‖ over n values.
 inline double rel_l2(const float* a, const float* b, std::int64_t n) {
