@@ -57,7 +57,7 @@ Status VisionTower::encode(const Gemm& mm, const Dims& d, const Buffers& b, std:
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float* parts = M <= kBackbonePartsMaxRows ? b.parts : nullptr;
   // The residual stream: b.x (f32), or b.xs in the compute dtype (stream_in_act()).
-  const bool low = stream_in_act_ && act != DType::kF32;
+  const bool low = stream_in_act(act);
   if (low && b.xs == nullptr) {
     return invalid_argument("vision tower: the bf16 residual stream needs its buffer (Buffers::xs) from the engine; "
                             "set EDGEVLA_CUDA_TOWER_STREAM=0 for the f32 stream");

@@ -62,13 +62,13 @@ class VisionTower {
   static std::int64_t patch_width(std::int64_t in);
   // The MLP's width on the device, after plan(): the h buffer's row width.
   std::int64_t mlp() const { return layers_.empty() ? 0 : layers_.front().fc1.out; }
-  // After plan(): whether the residual stream runs in the compute dtype (bf16 at the default
+  // After plan(): whether the residual stream runs in the compute dtype `act` (bf16 at the default
   // precision, as PyTorch's bf16 towers keep it) rather than f32: the residual GEMMs add into it
   // in their epilogue (cuBLASLt's bf16 beta-add), the norms read half the bytes. The default
   // since run 64 (pi0.5 −0.04 / −0.11 ms at one / three views on an H200, GR00T unchanged:
   // bench/results/issue9_h200/notes.md); EDGEVLA_CUDA_TOWER_STREAM=0 keeps the f32 stream. The
   // engines then give Buffers::xs. At f32 precision the stream is f32 either way.
-  bool stream_in_act() const { return stream_in_act_; }
+  bool stream_in_act(DType act) const { return stream_in_act_ && act != DType::kF32; }
 
  private:
   struct Layer {

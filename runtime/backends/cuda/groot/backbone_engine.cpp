@@ -248,7 +248,7 @@ Status BackboneEngine::load(const mg::Checkpoint& ck, const EngineOptions& o) {
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
   buf(vh_, bytes_of(act_, M * tower_.mlp()));
-  if (tower_.stream_in_act() && act_ != DType::kF32) buf(vs_, bytes_of(act_, M * Dv));
+  if (tower_.stream_in_act(act_)) buf(vs_, bytes_of(act_, M * Dv));
   buf(vpost_, bytes_of(DType::kF32, M * Dv));
   buf(merged_, bytes_of(DType::kF32, Mm * wide));
   buf(merged_act_, bytes_of(act_, Mm * wide));

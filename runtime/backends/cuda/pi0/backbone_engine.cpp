@@ -166,7 +166,7 @@ Status BackboneEngine::load(const model::pi0::Pi0Model& m, const EngineOptions& 
   buf(vqkv_, bytes_of(act_, M * 3 * Dv));
   buf(vo_, bytes_of(act_, M * Dv));
   buf(vh_, bytes_of(act_, M * tower_.mlp()));
-  if (tower_.stream_in_act() && act_ != DType::kF32) buf(vs_, bytes_of(act_, M * Dv));
+  if (tower_.stream_in_act(act_)) buf(vs_, bytes_of(act_, M * Dv));
   const std::int64_t Pb = padded_rows(P);
   buf(x_, bytes_of(DType::kF32, Pb * D));
   buf(y_, bytes_of(act_, Pb * D));
