@@ -7,7 +7,6 @@
 // and the head reads the backbone's features as bf16 (bad input and the memory budget:
 // cuda_groot_refusals_test.cpp). Every case prints its numbers; without a GPU every test skips
 // itself.
-#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,10 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <map>
-#include <random>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
