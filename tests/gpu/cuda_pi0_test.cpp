@@ -31,6 +31,7 @@ using model::ModelType;
 using test::all_finite;
 using test::checkpoint;
 using test::cosine;
+using test::GeneratedDirs;
 using test::open;
 using test::open_with;
 using test::Pair;
@@ -126,13 +127,13 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaPi0,
 
 // pi0.5's (or pi0's) expert layer at full size (width 1024, 8 heads of 256 over one kv head, mlp
 // 4096), two layers deep, with a small vision tower and VLM of the same head layout.
+// Removed when the process exits, as checkpoint()'s.
 const std::string& full_layer_checkpoint(ModelType type = ModelType::kPi05) {
-  static std::map<ModelType, std::string> dirs;
-  std::string& dir = dirs[type];
-  if (!dir.empty()) return dir;
-  dir = (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-fulllayer-" +
-                                      std::string(model::model_type_name(type))))
-            .string();
+  static GeneratedDirs generated;
+  const std::string key = "fulllayer-" + std::string(model::model_type_name(type));
+  if (auto it = generated.by_key.find(key); it != generated.by_key.end()) return it->second;
+  const std::string dir =
+      (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-" + key)).string();
   fs::remove_all(dir);
   model::GenerateOptions g;
   g.config = *model::preset_config("small", type);
@@ -145,7 +146,7 @@ const std::string& full_layer_checkpoint(ModelType type = ModelType::kPi05) {
   g.seed = 5;
   g.dtype = DType::kBF16;
   EXPECT_OK(model::generate_checkpoint(g, dir));
-  return dir;
+  return generated.by_key.emplace(key, dir).first->second;
 }
 
 // Engines opened with the fused expert switched on or off (EDGEVLA_CUDA_FUSED_EXPERT).
