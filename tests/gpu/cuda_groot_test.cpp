@@ -125,8 +125,7 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     for (const auto& [var, value] : vars) ::unsetenv(var);
     return e;
   };
-  const std::string plans = dir + "-wgmma-plans.txt";
-  fs::remove(plans);
+  const test::TempPlanFile plans(dir + "-wgmma-plans.txt");
   ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
   auto cpu = open(dir, "cpu", Precision::kF32);
   auto chained = opened({});
@@ -244,7 +243,6 @@ TEST_P(CudaGroot, TheWarpgroupGemmsAgreeWithBlas) {
     EXPECT_GE(x_cos, 0.999);
     EXPECT_TRUE(all_finite(x.actions));
   }
-  fs::remove(plans);
 }
 
 // Runs 2.. replay captured graphs; the prompt length changes within and across buckets, views

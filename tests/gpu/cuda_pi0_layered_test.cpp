@@ -42,8 +42,7 @@ TEST(CudaPi0Layered, TheHeadFollowingTheBackboneLayerByLayerGivesTheSameActions)
   REQUIRE_GPU();
   for (ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
     const std::string dir = checkpoint("small", type);
-    const std::string plans = dir + "-layered-plans.txt";
-    fs::remove(plans);
+    const test::TempPlanFile plans(dir + "-layered-plans.txt");
     auto layered = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}, {"EDGEVLA_CUDA_LAYER_FENCES", "1"}});
     ASSERT_TRUE(layered) << layered.status().to_string();
     const model::ModelConfig& c = layered->model->config();
@@ -116,8 +115,7 @@ TEST(CudaPi0Layered, ACacheBoundOnTheDeviceIsWrittenLayerByLayerToo) {
   REQUIRE_GPU();
   for (ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
     const std::string dir = checkpoint("small", type);
-    const std::string plans = dir + "-bound-plans.txt";
-    fs::remove(plans);
+    const test::TempPlanFile plans(dir + "-bound-plans.txt");
     auto layered = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}, {"EDGEVLA_CUDA_LAYER_FENCES", "2"}});
     ASSERT_TRUE(layered) << layered.status().to_string();
     const model::ModelConfig& c = layered->model->config();
@@ -179,8 +177,7 @@ TEST(CudaPi0Layered, ACacheBoundOnTheDeviceIsWrittenLayerByLayerToo) {
 TEST(CudaPi0Layered, BlocksPastTheLayeredOnesTakeTheCopy) {
   REQUIRE_GPU();
   const std::string dir = checkpoint("small", ModelType::kPi05);
-  const std::string plans = dir + "-many-blocks-plans.txt";
-  fs::remove(plans);
+  const test::TempPlanFile plans(dir + "-many-blocks-plans.txt");
   auto p = open_with(dir, {{"EDGEVLA_GEMM_PLAN_FILE", plans.c_str()}});  // the default: layer fences 2
   ASSERT_TRUE(p) << p.status().to_string();
   const model::ModelConfig& c = p->model->config();

@@ -248,8 +248,7 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
   REQUIRE_GPU();
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
   const std::string& dir = full_layer_checkpoint();
-  const std::string plans = dir + "-wgmma-plans.txt";
-  fs::remove(plans);
+  const test::TempPlanFile plans(dir + "-wgmma-plans.txt");
   ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
   auto cpu = open(dir, "cpu", Precision::kF32);
   auto chained = open(dir, "cuda", Precision::kBF16);
@@ -321,7 +320,6 @@ TEST(CudaPi0Wgmma, TheWarpgroupGemmsAgreeWithBlas) {
     EXPECT_GE(cosine(x->actions.data<float>(), r, na), 0.999) << "run " << run;
     EXPECT_GE(cosine(z->actions.data<float>(), r, na), 0.999) << "run " << run;
   }
-  fs::remove(plans);
 }
 
 // The residual add and the norm after o and down in their GEMMs (EDGEVLA_CUDA_GEMM_NORM=1, the
@@ -333,8 +331,7 @@ TEST(CudaPi0Wgmma, TheNormsInTheGemmsAgree) {
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
   for (const ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
     const std::string& dir = full_layer_checkpoint(type);
-    const std::string plans = dir + "-norm-plans.txt";
-    fs::remove(plans);
+    const test::TempPlanFile plans(dir + "-norm-plans.txt");
     ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
     auto cpu = open(dir, "cpu", Precision::kF32);
     auto plain = open(dir, "cuda", Precision::kBF16);
@@ -370,7 +367,6 @@ TEST(CudaPi0Wgmma, TheNormsInTheGemmsAgree) {
       EXPECT_GE(cn, 0.999) << "run " << run;
       ++run;
     }
-    fs::remove(plans);
   }
 }
 
@@ -382,8 +378,7 @@ TEST(CudaPi0Wgmma, TheInt8WeightsAgree) {
   if (!backends::cuda::wgmma_gemm_available()) GTEST_SKIP() << "the warpgroup GEMM runs on compute capability 9.0 only";
   for (const ModelType type : {ModelType::kPi05, ModelType::kPi0}) {
     const std::string& dir = full_layer_checkpoint(type);
-    const std::string plans = dir + "-w8-plans.txt";
-    fs::remove(plans);
+    const test::TempPlanFile plans(dir + "-w8-plans.txt");
     ::setenv("EDGEVLA_GEMM_PLAN_FILE", plans.c_str(), 1);
     auto cpu = open(dir, "cpu", Precision::kF32);
     auto plain = open(dir, "cuda", Precision::kBF16);
@@ -415,7 +410,6 @@ TEST(CudaPi0Wgmma, TheInt8WeightsAgree) {
       EXPECT_GE(cq, 0.999) << "run " << run;
       ++run;
     }
-    fs::remove(plans);
   }
 }
 

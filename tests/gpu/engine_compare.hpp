@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "runtime/core/tensor.hpp"
 
@@ -25,6 +26,23 @@ inline bool have_gpu() {
 
 #define REQUIRE_GPU() \
   if (!::edgevla::backends::test::have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine"
+
+// A GEMM plan file a test writes (EDGEVLA_GEMM_PLAN_FILE): removed when made and when it goes.
+class TempPlanFile {
+ public:
+  explicit TempPlanFile(std::string path) : path_(std::move(path)) { drop(); }
+  ~TempPlanFile() { drop(); }
+  TempPlanFile(const TempPlanFile&) = delete;
+  TempPlanFile& operator=(const TempPlanFile&) = delete;
+  const char* c_str() const { return path_.c_str(); }
+
+ private:
+  void drop() const {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  std::string path_;
+};
 
 // Generated checkpoint folders by key, removed when the holder (a function's static) goes at exit.
 struct GeneratedDirs {
