@@ -35,19 +35,14 @@ using test::rel_l2;
 // A seeded bf16 checkpoint of `preset`, generated once a process.
 inline const std::string& checkpoint(const std::string& preset) {
   static test::GeneratedDirs generated;  // removed at exit
-  auto& dirs = generated.by_key;
-  if (auto it = dirs.find(preset); it != dirs.end()) return it->second;
-  const std::string dir = (fs::temp_directory_path() /
-                           ("edgevla-gpu-groot-" + std::to_string(::getpid()) + "-" + preset))
-                              .string();
-  fs::remove_all(dir);
-  mg::GenerateOptions g;
-  g.preset = preset;
-  g.seed = 21;
-  g.dtype = DType::kBF16;
-  const Status s = mg::generate_checkpoint(g, dir);
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
-  return dirs.emplace(preset, dir).first->second;
+  return generated.get("groot-" + preset, [&](const std::string& dir) {
+    mg::GenerateOptions g;
+    g.preset = preset;
+    g.seed = 21;
+    g.dtype = DType::kBF16;
+    const Status s = mg::generate_checkpoint(g, dir);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+  });
 }
 
 struct Engines {

@@ -30,18 +30,14 @@ struct Pair {
 };
 
 inline const std::string& checkpoint(const std::string& preset, model::ModelType type) {
-  static GeneratedDirs generated;
-  auto& dirs = generated.by_key;
-  const std::string key = preset + std::string(model::model_type_name(type));
-  if (auto it = dirs.find(key); it != dirs.end()) return it->second;
-  const std::string dir = (std::filesystem::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-" + key)).string();
-  std::filesystem::remove_all(dir);
-  model::GenerateOptions g;
-  g.config = *model::preset_config(preset, type);
-  g.seed = 21;
-  g.dtype = DType::kBF16;  // bf16 weights: both backends compute with the same stored values
-  EXPECT_OK(model::generate_checkpoint(g, dir));
-  return dirs.emplace(key, dir).first->second;
+  static GeneratedDirs generated;  // removed at exit
+  return generated.get(preset + std::string(model::model_type_name(type)), [&](const std::string& dir) {
+    model::GenerateOptions g;
+    g.config = *model::preset_config(preset, type);
+    g.seed = 21;
+    g.dtype = DType::kBF16;  // bf16 weights: both backends compute with the same stored values
+    EXPECT_OK(model::generate_checkpoint(g, dir));
+  });
 }
 
 inline Expected<Pair> open(const std::string& dir, std::string_view backend, Precision precision, std::int64_t budget = 0) {

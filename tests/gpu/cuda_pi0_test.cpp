@@ -130,23 +130,19 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaPi0,
 // Removed when the process exits, as checkpoint()'s.
 const std::string& full_layer_checkpoint(ModelType type = ModelType::kPi05) {
   static GeneratedDirs generated;
-  const std::string key = "fulllayer-" + std::string(model::model_type_name(type));
-  if (auto it = generated.by_key.find(key); it != generated.by_key.end()) return it->second;
-  const std::string dir =
-      (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-" + key)).string();
-  fs::remove_all(dir);
-  model::GenerateOptions g;
-  g.config = *model::preset_config("small", type);
-  g.config.vlm.depth = 2;
-  g.config.vlm.head_dim = 256;
-  g.config.expert = g.config.vlm;
-  g.config.expert.width = 1024;
-  g.config.expert.mlp_dim = 4096;
-  g.config.expert.vocab_size = 0;
-  g.seed = 5;
-  g.dtype = DType::kBF16;
-  EXPECT_OK(model::generate_checkpoint(g, dir));
-  return generated.by_key.emplace(key, dir).first->second;
+  return generated.get("fulllayer-" + std::string(model::model_type_name(type)), [&](const std::string& dir) {
+    model::GenerateOptions g;
+    g.config = *model::preset_config("small", type);
+    g.config.vlm.depth = 2;
+    g.config.vlm.head_dim = 256;
+    g.config.expert = g.config.vlm;
+    g.config.expert.width = 1024;
+    g.config.expert.mlp_dim = 4096;
+    g.config.expert.vocab_size = 0;
+    g.seed = 5;
+    g.dtype = DType::kBF16;
+    EXPECT_OK(model::generate_checkpoint(g, dir));
+  });
 }
 
 // Engines opened with the fused expert switched on or off (EDGEVLA_CUDA_FUSED_EXPERT).

@@ -15,6 +15,8 @@
 #include <system_error>
 #include <utility>
 
+#include <unistd.h>
+
 #include "runtime/core/tensor.hpp"
 
 namespace edgevla::backends::test {
@@ -45,14 +47,32 @@ class TempPlanFile {
 };
 
 // Generated checkpoint folders by key, removed when the holder (a function's static) goes at exit.
-struct GeneratedDirs {
-  std::map<std::string, std::string> by_key;
+class GeneratedDirs {
+ public:
+  GeneratedDirs() = default;
+  GeneratedDirs(const GeneratedDirs&) = delete;
+  GeneratedDirs& operator=(const GeneratedDirs&) = delete;
   ~GeneratedDirs() {
-    for (const auto& [key, dir] : by_key) {
+    for (const auto& [key, dir] : by_key_) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     }
   }
+
+  // The folder of `key` (edgevla-gpu-<pid>-<key> in the temp folder): on first use emptied and
+  // filled by generate(dir).
+  template <class Generate>
+  const std::string& get(const std::string& key, Generate&& generate) {
+    if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-" + key)).string();
+    std::filesystem::remove_all(dir);
+    generate(dir);
+    return by_key_.emplace(key, dir).first->second;
+  }
+
+ private:
+  std::map<std::string, std::string> by_key_;
 };
 
 // ‖a − b‖ / ‖b‖ over n values.
