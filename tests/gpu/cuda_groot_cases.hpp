@@ -4,11 +4,9 @@
 // tests walk.
 #pragma once
 
-#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -25,7 +23,6 @@
 
 namespace edgevla::backends::groot_test {
 
-namespace fs = std::filesystem;
 namespace mg = model::groot;
 
 using test::all_finite;
@@ -87,7 +84,7 @@ struct CaseSpec {
 };
 
 inline std::vector<int> embodiment_ids(const std::string& dir) {
-  auto ids = mg::load_embodiment_ids((fs::path(dir) / "embodiment_id.json").string());
+  auto ids = mg::load_embodiment_ids((std::filesystem::path(dir) / "embodiment_id.json").string());
   EXPECT_TRUE(ids.has_value());
   std::vector<int> out;
   if (ids) {

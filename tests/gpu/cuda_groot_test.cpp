@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"

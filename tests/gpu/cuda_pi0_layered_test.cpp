@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +23,6 @@
 namespace edgevla::backends {
 namespace {
 
-namespace fs = std::filesystem;
 using model::ModelType;
 
 using test::all_finite;

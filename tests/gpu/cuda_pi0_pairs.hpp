@@ -8,9 +8,7 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <initializer_list>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>

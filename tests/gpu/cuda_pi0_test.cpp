@@ -10,8 +10,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <map>
 
 #include "runtime/backends/backend.hpp"
 #include "runtime/backends/cuda/kernels/wgmma_gemm.hpp"
@@ -25,7 +23,6 @@
 namespace edgevla::backends {
 namespace {
 
-namespace fs = std::filesystem;
 using model::ModelType;
 
 using test::all_finite;
@@ -155,15 +152,16 @@ Expected<Pair> open_fused(const std::string& dir, bool fused) {
 // embeddings and actions in f32, and the unpadded tower's (EDGEVLA_CUDA_TOWER_MLP_PAD=0) in bf16.
 TEST(CudaPi0Tower, AnMlpPaddedWithZerosGivesTheSameResults) {
   REQUIRE_GPU();
-  const std::string dir =
-      (fs::temp_directory_path() / ("edgevla-gpu-" + std::to_string(::getpid()) + "-towerpad")).string();
-  fs::remove_all(dir);
-  model::GenerateOptions g;
-  g.config = *model::preset_config("tiny", ModelType::kPi05);
-  g.config.vision.mlp_dim = 100;
-  g.seed = 9;
-  g.dtype = DType::kBF16;
-  ASSERT_OK(model::generate_checkpoint(g, dir));
+  GeneratedDirs generated;  // removed when the test ends, however it ends
+  const std::string dir = generated.get("towerpad", [](const std::string& to) {
+    model::GenerateOptions g;
+    g.config = *model::preset_config("tiny", ModelType::kPi05);
+    g.config.vision.mlp_dim = 100;
+    g.seed = 9;
+    g.dtype = DType::kBF16;
+    EXPECT_OK(model::generate_checkpoint(g, to));
+  });
+  ASSERT_FALSE(::testing::Test::HasFailure()) << "the padded-MLP checkpoint was not generated";
   auto cpu = open(dir, "cpu", Precision::kF32);
   ASSERT_TRUE(cpu) << cpu.status().to_string();
   auto f32 = open(dir, "cuda", Precision::kF32);
@@ -193,7 +191,6 @@ TEST(CudaPi0Tower, AnMlpPaddedWithZerosGivesTheSameResults) {
   EXPECT_LE(actions_f32, 1e-4);
   EXPECT_LE(vision_pad, 1e-2);  // the same products; only cuBLASLt's summation order may differ
   EXPECT_GE(cosine(b->actions.data<float>(), u->actions.data<float>(), na), 0.999);
-  fs::remove_all(dir);
 }
 
 TEST(CudaPi0Fused, TheFusedExpertAgreesWithTheSeparateKernels) {

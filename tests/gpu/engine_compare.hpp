@@ -46,7 +46,7 @@ class TempPlanFile {
   std::string path_;
 };
 
-// Generated checkpoint folders by key, removed when the holder (a function's static) goes at exit.
+// Generated checkpoint folders by key, removed when the holder goes (a function's static: at exit).
 class GeneratedDirs {
  public:
   GeneratedDirs() = default;
