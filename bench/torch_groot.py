@@ -583,6 +583,7 @@ def run_compile(model, di, args):
                 continue
             res["mode"], res["compile_s"] = mode, round(compile_s, 1)
             tried[mode] = dict(e2e_median_ms=res["e2e_ms"]["median"], compile_s=res["compile_s"])
+            print(f"compile {mode}: {json.dumps(res)}", file=sys.stderr, flush=True)
             if best is None or res["e2e_ms"]["median"] < best[0]["e2e_ms"]["median"]:
                 best = (res, acts)
     finally:
