@@ -4,7 +4,10 @@
 // runs it beside the NumPy reference (tests/reference/groot/image_ref.py) on the same frames.
 // One JSON line per frame size, median / p90 / min ms over --repeat runs (one thread):
 //   edgevla_bench_groot_preprocess [--sizes 320x240,640x480,1280x720] [--repeat 50] [--letterbox 0|1]
-//                                  [--checkpoint DIR [--embodiment gr1]]
+//                                  [--threads 1,2,4] [--checkpoint DIR [--embodiment gr1]]
+// --threads: each count in turn, the passes in slices of rows over a pool of that many threads
+// (the preprocess node's `threads` param; 1: the calling thread alone). Every count's frame is
+// checked against the one-thread frame, byte for byte.
 // With --checkpoint, also the whole Preprocessor::run per frame size (every view of the
 // embodiment fed that frame) split into its parts: the frame pipeline and normalisation of
 // each view, the instruction's cleaning, the chat prompt and the Qwen tokenizer, the state.
@@ -20,6 +23,7 @@
 #include "runtime/model/groot/image_pipeline.hpp"
 #include "runtime/model/groot/preprocessor.hpp"
 #include "runtime/model/groot/tokenizer.hpp"
+#include "runtime/util/thread_pool.hpp"
 
 namespace mg = edgevla::model::groot;
 
@@ -38,8 +42,9 @@ double median_of(std::vector<double> v) {
 
 // Preprocessor::run on `frame` for every view, and its parts timed one after the other.
 int whole_preprocess(const std::string& dir, const std::string& tag, const mg::Frame& frame, bool letterbox,
-                     int repeat) {
+                     int repeat, int threads) {
   auto pre = mg::Preprocessor::load(dir, tag, letterbox ? mg::Letterbox::kOn : mg::Letterbox::kOff);
+  if (pre) pre->use_threads(threads);
   auto cfg = mg::load_config(dir);
   if (!pre || !cfg) {
     std::fprintf(stderr, "%s\n", (!pre ? pre.status() : cfg.status()).to_string().c_str());
@@ -69,12 +74,14 @@ int whole_preprocess(const std::string& dir, const std::string& tag, const mg::F
     // The parts again, one by one.
     mg::FrameOptions fo;
     fo.letterbox = letterbox;
+    edgevla::ThreadPool pool(threads);
+    fo.pool = threads > 1 ? &pool : nullptr;
     std::vector<int> per_view;
     const auto p0 = Clock::now();
     for (const mg::Frame& f : frames) {
       auto out = mg::preprocess_frame(f, fo);
       std::vector<float> px(static_cast<std::size_t>(out->height) * static_cast<std::size_t>(out->width) * 3);
-      mg::normalize_pixels(*out, px.data());
+      mg::normalize_pixels(*out, px.data(), fo.pool);
       per_view.push_back(mg::vision_tokens(*out));
     }
     const auto p1 = Clock::now();
@@ -94,9 +101,10 @@ int whole_preprocess(const std::string& dir, const std::string& tag, const mg::F
     state_ms.push_back(ms_between(p3, p4));
   }
   std::printf("{\"impl\": \"edgevla\", \"part\": \"Preprocessor::run\", \"embodiment\": \"%s\", \"views\": %zu, "
+              "\"threads\": %d, "
               "\"width\": %d, \"height\": %d, \"tokens\": %zu, \"ms\": {\"whole\": %.4f, \"frames\": %.4f, "
               "\"instruction_and_prompt\": %.4f, \"tokenizer\": %.4f, \"state\": %.4f}, \"repeat\": %d}\n",
-              tag.c_str(), frames.size(), frame.width, frame.height, tokens, median_of(whole), median_of(frames_ms),
+              tag.c_str(), frames.size(), threads, frame.width, frame.height, tokens, median_of(whole), median_of(frames_ms),
               median_of(text_ms), median_of(tok_ms), median_of(state_ms), repeat);
   std::fflush(stdout);
   return 0;
@@ -109,14 +117,27 @@ int main(int argc, char** argv) {
   int repeat = 50;
   bool letterbox = false;
   std::string checkpoint, embodiment = "gr1";
+  std::vector<int> thread_counts = {1};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sizes") == 0) sizes = argv[i + 1];
     else if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     else if (std::strcmp(argv[i], "--letterbox") == 0) letterbox = std::atoi(argv[i + 1]) != 0;
     else if (std::strcmp(argv[i], "--checkpoint") == 0) checkpoint = argv[i + 1];
     else if (std::strcmp(argv[i], "--embodiment") == 0) embodiment = argv[i + 1];
-    else {
-      std::fprintf(stderr, "unknown option %s (--sizes WxH,..., --repeat N, --letterbox 0|1)\n", argv[i]);
+    else if (std::strcmp(argv[i], "--threads") == 0) {
+      thread_counts.clear();
+      for (const char* p = argv[i + 1]; *p;) {
+        char* end = nullptr;
+        const long n = std::strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 256) {
+          std::fprintf(stderr, "bad --threads '%s' (a comma list of counts from 1)\n", argv[i + 1]);
+          return 2;
+        }
+        thread_counts.push_back(static_cast<int>(n));
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else {
+      std::fprintf(stderr, "unknown option %s (--sizes WxH,..., --repeat N, --letterbox 0|1, --threads N,...)\n", argv[i]);
       return 2;
     }
   }
@@ -135,30 +156,44 @@ int main(int argc, char** argv) {
     mg::Frame frame{h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(w) * h * 3)};
     std::mt19937 rng(static_cast<std::uint32_t>(w * h));
     for (auto& b : frame.rgb) b = static_cast<std::uint8_t>(rng() & 0xff);
-    mg::FrameOptions o;
-    o.letterbox = letterbox;
-    std::vector<double> ms;
-    int out_h = 0, out_w = 0;
-    std::vector<float> px;
-    for (int r = 0; r < repeat + 3; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      auto f = mg::preprocess_frame(frame, o);
-      if (!f) {
-        std::fprintf(stderr, "%s\n", f.status().to_string().c_str());
+    std::vector<std::uint8_t> single;  // the one-thread frame, for the byte check
+    for (const int threads : thread_counts) {
+      edgevla::ThreadPool pool(threads);
+      mg::FrameOptions o;
+      o.letterbox = letterbox;
+      o.pool = threads > 1 ? &pool : nullptr;
+      std::vector<double> ms;
+      int out_h = 0, out_w = 0;
+      std::vector<float> px;
+      std::vector<std::uint8_t> last;
+      for (int r = 0; r < repeat + 3; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto f = mg::preprocess_frame(frame, o);
+        if (!f) {
+          std::fprintf(stderr, "%s\n", f.status().to_string().c_str());
+          return 1;
+        }
+        px.resize(static_cast<std::size_t>(f->height) * f->width * 3);
+        mg::normalize_pixels(*f, px.data(), o.pool);
+        const auto t1 = std::chrono::steady_clock::now();
+        out_h = f->height, out_w = f->width;
+        if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        last = std::move(f->rgb);
+      }
+      if (single.empty()) {
+        single = last;
+      } else if (last != single) {
+        std::fprintf(stderr, "%dx%d on %d threads: the frame differs from the first count's\n", w, h, threads);
         return 1;
       }
-      px.resize(static_cast<std::size_t>(f->height) * f->width * 3);
-      mg::normalize_pixels(*f, px.data());
-      const auto t1 = std::chrono::steady_clock::now();
-      out_h = f->height, out_w = f->width;
-      if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      std::sort(ms.begin(), ms.end());
+      std::printf("{\"impl\": \"edgevla\", \"width\": %d, \"height\": %d, \"letterbox\": %d, \"threads\": %d, "
+                  "\"out\": [%d, %d], \"ms\": {\"median\": %.4f, \"p90\": %.4f, \"min\": %.4f}, \"repeat\": %d}\n",
+                  w, h, letterbox ? 1 : 0, threads, out_h, out_w, ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.front(),
+                  repeat);
+      std::fflush(stdout);
+      if (!checkpoint.empty() && whole_preprocess(checkpoint, embodiment, frame, letterbox, repeat, threads) != 0) return 1;
     }
-    std::sort(ms.begin(), ms.end());
-    std::printf("{\"impl\": \"edgevla\", \"width\": %d, \"height\": %d, \"letterbox\": %d, \"out\": [%d, %d], "
-                "\"ms\": {\"median\": %.4f, \"p90\": %.4f, \"min\": %.4f}, \"repeat\": %d}\n",
-                w, h, letterbox ? 1 : 0, out_h, out_w, ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.front(), repeat);
-    std::fflush(stdout);
-    if (!checkpoint.empty() && whole_preprocess(checkpoint, embodiment, frame, letterbox, repeat) != 0) return 1;
   }
   return 0;
 }

@@ -42,6 +42,7 @@ Status PreprocessNode::configure(NodeSpec& spec) {
   EDGEVLA_RETURN_IF_ERROR(spec.declare(default_state_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(embodiment_));
   EDGEVLA_RETURN_IF_ERROR(spec.declare(pad_to_));
+  EDGEVLA_RETURN_IF_ERROR(spec.declare(threads_));
 
   // The family's preprocessor decides the subscriptions, so it is made here, from the
   // checkpoint's config (the assets wait for activate(), the weights are not read).
@@ -60,6 +61,7 @@ Status PreprocessNode::configure(NodeSpec& spec) {
   po.long_prompt = *on_long_prompt_ == "truncate" ? model::LongPrompt::kTruncate : model::LongPrompt::kError;
   po.variant = *model_type_;
   po.state_dim = *state_dim_;
+  po.threads = *threads_;
   auto pre = (*family)->make_preprocessor(*checkpoint_, po);
   if (!pre) return pre.status().with_context(where());
   pre_ = std::move(*pre);
@@ -137,8 +139,8 @@ Status PreprocessNode::activate() {
   for (const model::StateGroupSpec& g : pre_->state_groups()) {
     groups.push_back(g.name + " " + (g.dim > 0 ? std::to_string(g.dim) : std::string("any")));
   }
-  log().info("{}: {} camera(s) ({}), state groups ({}), checkpoint {}", where(), cameras_in_.size(),
-             join(pre_->cameras()), join(groups), *checkpoint_);
+  log().info("{}: {} camera(s) ({}), state groups ({}), frames resized on {} thread(s), checkpoint {}", where(),
+             cameras_in_.size(), join(pre_->cameras()), join(groups), pre_->threads(), *checkpoint_);
   return Status::ok();
 }
 

@@ -103,6 +103,10 @@ class PreprocessNode final : public Node {
       {"left-pad the prompt to this many tokens, so every observation has one shape (0: no padding; "
        "families with a fixed budget refuse it)",
        0, 4096, {}, true}};
+  Param<int> threads_{"threads", 0,
+      {"threads the camera frames are resized on (0: one per four cores, 1 to 4; the model's inputs are "
+       "the same bytes at any count; GR00T splits each frame's passes, pi0 takes a camera a thread)",
+       0, 64, {}, true}};
   // clang-format on
 
   Publisher<msgs::Observation> observation_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace edgevla::model {
 namespace {
@@ -18,6 +19,12 @@ Registry& registry() {
 }
 
 }  // namespace
+
+int frame_threads(int requested) {
+  if (requested >= 1) return requested;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores / 4, 1, 4);
+}
 
 bool TensorSpec::accepts_dtype(DType t) const {
   return t == dtype || std::find(accepts.begin(), accepts.end(), t) != accepts.end();

@@ -95,7 +95,14 @@ struct PreprocessorOptions {
   LongPrompt long_prompt = LongPrompt::kError;
   std::string variant;  // "" or "auto": the checkpoint's; else a checkpoint of another variant is refused
   int state_dim = 0;    // the robot's state length (0: any the model takes); checked against the model
+  // Threads the camera frames' resizing may use (frame_threads(): 0 picks by the core count); the
+  // inputs are the same bytes whatever the count. Preprocessor::threads() says how many it uses.
+  int threads = 1;
 };
+
+// The frame pipeline's thread count for a requested one: `requested` when >= 1, else one per
+// four online cores, 1 to 4 (a 2-core machine: 1; 16 cores: 4).
+int frame_threads(int requested);
 
 // One group of the robot's raw state as a preprocessor reads it (PreprocessInput::state).
 struct StateGroupSpec {
@@ -132,6 +139,9 @@ class Preprocessor {
   // where its length does not depend on the state).
   virtual Status check_prompt(std::string_view prompt) const = 0;
   virtual Expected<PreprocessOutput> run(const PreprocessInput& input) const = 0;
+  // Threads run() resizes the frames on (PreprocessorOptions::threads, or fewer where the family
+  // has less to split: pi0 takes one a camera). run() is for one caller at a time.
+  virtual int threads() const { return 1; }
 };
 
 struct DecoderOptions {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/backends/cpu/thread_pool.hpp"
+#include "runtime/util/thread_pool.hpp"
 #include "runtime/core/tensor.hpp"
 
 namespace edgevla::backends::cpu {

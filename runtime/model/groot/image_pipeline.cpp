@@ -9,6 +9,8 @@
 #include <cmath>
 #include <string>
 
+#include "runtime/util/thread_pool.hpp"
+
 // The hot loops are built twice on x86-64, for the baseline and for AVX2 (the loader picks one
 // by the CPU): the baseline's SSE2 has no 32-bit vector multiply, so the integer sums of the
 // resamplers stay scalar there. Integer arithmetic and element-wise float steps only: both
@@ -34,6 +36,21 @@ Frame blank(int h, int w) {
   f.width = w;
   f.rgb.assign(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3, 0);
   return f;
+}
+
+// fn(begin, end) over rows [0, n): in slices over the pool's threads when there is a pool and
+// the pass is large enough to pay for the hand-over (16 KB of output a slice at least), else in
+// one call. Every row is computed the same way whichever slice holds it, so the bytes never
+// depend on the split.
+template <class F>
+void for_rows(ThreadPool* pool, int n, std::size_t row_bytes, F&& fn) {
+  constexpr std::size_t kMinSliceBytes = 16 * 1024;
+  const auto grain = static_cast<std::int64_t>(std::max<std::size_t>(1, kMinSliceBytes / std::max<std::size_t>(row_bytes, 1)));
+  if (pool == nullptr || pool->size() == 1 || n <= grain) {
+    fn(0, n);
+    return;
+  }
+  pool->parallel_for(n, grain, [&](std::int64_t b, std::int64_t e) { fn(static_cast<int>(b), static_cast<int>(e)); });
 }
 
 // ---- OpenCV INTER_AREA ---------------------------------------------------------------------------
@@ -62,17 +79,16 @@ std::vector<AreaTap> area_tab(int ssize, int dsize, double scale) {
 
 // ResizeArea_Invoker: f32 sums per source row horizontally, then vertically, rounded. The
 // vertical taps come in destination order with ascending sources, so each source row's
-// horizontal sums are made once, when first needed, into one reused row (the sums, and the
-// order each output adds them in, are those of the two-pass form).
-EDGEVLA_PIPELINE_CLONES Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y) {
-  const int h = in.height, w = in.width;
-  const std::vector<AreaTap> xt = area_tab(w, nw, scale_x), yt = area_tab(h, nh, scale_y);
-  const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
+// horizontal sums are made once per slice of output rows, when first needed, into one reused
+// row (the sums, and the order each output adds them in, are those of the two-pass form).
+// Taps [t0, t1) start and end at a destination row's first tap.
+EDGEVLA_PIPELINE_CLONES void area_float_rows(const Frame& in, const std::vector<AreaTap>& xt, const std::vector<AreaTap>& yt,
+                                             std::size_t t0, std::size_t t1, std::size_t row_len, float* out) {
+  const int w = in.width;
   std::vector<float> row(row_len);
-  std::vector<float> out(static_cast<std::size_t>(nh) * row_len, 0.0f);
-  std::vector<bool> started(static_cast<std::size_t>(nh), false);
   int have = -1;
-  for (const AreaTap& t : yt) {
+  for (std::size_t ti = t0; ti < t1; ++ti) {
+    const AreaTap& t = yt[ti];
     if (t.src != have) {
       have = t.src;
       std::fill(row.begin(), row.end(), 0.0f);
@@ -85,9 +101,8 @@ EDGEVLA_PIPELINE_CLONES Frame area_float(const Frame& in, int nh, int nw, double
         r[2] = r[2] + static_cast<float>(p[2]) * x.weight;
       }
     }
-    float* o = out.data() + static_cast<std::size_t>(t.dst) * row_len;
-    const bool first = !started[static_cast<std::size_t>(t.dst)];
-    started[static_cast<std::size_t>(t.dst)] = true;
+    float* o = out + static_cast<std::size_t>(t.dst) * row_len;
+    const bool first = ti == t0 || yt[ti - 1].dst != t.dst;
     const float wt = t.weight;
     if (first) {
       for (std::size_t i = 0; i < row_len; ++i) o[i] = wt * row[i];
@@ -95,17 +110,34 @@ EDGEVLA_PIPELINE_CLONES Frame area_float(const Frame& in, int nh, int nw, double
       for (std::size_t i = 0; i < row_len; ++i) o[i] = o[i] + wt * row[i];
     }
   }
+}
+
+EDGEVLA_PIPELINE_CLONES void round_rows(const float* in, std::size_t n, std::uint8_t* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = sat_u8(static_cast<long>(rint_f(in[i])));
+}
+
+Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y, ThreadPool* pool) {
+  const std::vector<AreaTap> xt = area_tab(in.width, nw, scale_x), yt = area_tab(in.height, nh, scale_y);
+  const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
+  // Each destination row's first tap: a slice of rows [b, e) takes taps [first[b], first[e]).
+  std::vector<std::size_t> first(static_cast<std::size_t>(nh) + 1, yt.size());
+  for (std::size_t i = yt.size(); i-- > 0;) first[static_cast<std::size_t>(yt[i].dst)] = i;
+  for (std::size_t d = static_cast<std::size_t>(nh); d-- > 0;) first[d] = std::min(first[d], first[d + 1]);
+  std::vector<float> out(static_cast<std::size_t>(nh) * row_len, 0.0f);
   Frame f = blank(nh, nw);
-  for (std::size_t i = 0; i < out.size(); ++i) f.rgb[i] = sat_u8(static_cast<long>(rint_f(out[i])));
+  for_rows(pool, nh, row_len * 4, [&](int b, int e) {
+    area_float_rows(in, xt, yt, first[static_cast<std::size_t>(b)], first[static_cast<std::size_t>(e)], row_len, out.data());
+    const std::size_t o = static_cast<std::size_t>(b) * row_len;
+    round_rows(out.data() + o, static_cast<std::size_t>(e - b) * row_len, f.rgb.data() + o);
+  });
   return f;
 }
 
-// resizeAreaFast for integer factors.
-Frame area_fast(const Frame& in, int sx, int sy) {
-  const int nh = in.height / sy, nw = in.width / sx;
-  Frame f = blank(nh, nw);
+// resizeAreaFast for integer factors, output rows [y0, y1).
+void area_fast_rows(const Frame& in, int sx, int sy, int y0, int y1, Frame& f) {
+  const int nw = f.width;
   const float inv = 1.0f / static_cast<float>(sx * sy);
-  for (int y = 0; y < nh; ++y) {
+  for (int y = y0; y < y1; ++y) {
     for (int x = 0; x < nw; ++x) {
       for (int c = 0; c < 3; ++c) {
         long total = 0;
@@ -123,6 +155,11 @@ Frame area_fast(const Frame& in, int sx, int sy) {
       }
     }
   }
+}
+
+Frame area_fast(const Frame& in, int sx, int sy, ThreadPool* pool) {
+  Frame f = blank(in.height / sy, in.width / sx);
+  for_rows(pool, f.height, static_cast<std::size_t>(f.width) * 3, [&](int y0, int y1) { area_fast_rows(in, sx, sy, y0, y1, f); });
   return f;
 }
 
@@ -153,15 +190,18 @@ LinearCoeffs linear_area_coeffs(int ssize, int dsize, bool clamp_border) {
 }
 
 // Integer arithmetic as OpenCV's fixed-point path does it; every intermediate fits 32 bits
-// (|row| <= 255 * 2048, weights <= 2048).
-EDGEVLA_PIPELINE_CLONES Frame linear_area(const Frame& in, int nh, int nw) {
-  const int h = in.height, w = in.width;
-  const LinearCoeffs xc = linear_area_coeffs(w, nw, true), yc = linear_area_coeffs(h, nh, false);
+// (|row| <= 255 * 2048, weights <= 2048). Output rows [y0, y1): the horizontal sums of the
+// source rows they read, then the vertical blend.
+EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const LinearCoeffs& xc, const LinearCoeffs& yc, int y0, int y1,
+                                              Frame& f) {
+  const int h = in.height, w = in.width, nw = f.width;
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
-  std::vector<std::int32_t> rows(static_cast<std::size_t>(h) * row_len);
-  for (int y = 0; y < h; ++y) {
+  const auto src_row = [&](int y, int dy) { return std::clamp<long>(yc.idx[static_cast<std::size_t>(y)] + dy, 0, h - 1); };
+  const long s0 = src_row(y0, 0), s1 = src_row(y1 - 1, 1);
+  std::vector<std::int32_t> rows(static_cast<std::size_t>(s1 - s0 + 1) * row_len);
+  for (long y = s0; y <= s1; ++y) {
     const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(w) * 3;
-    std::int32_t* out = rows.data() + static_cast<std::size_t>(y) * row_len;
+    std::int32_t* out = rows.data() + static_cast<std::size_t>(y - s0) * row_len;
     for (int x = 0; x < nw; ++x) {
       const auto xi = static_cast<std::size_t>(xc.idx[static_cast<std::size_t>(x)]);
       const std::uint8_t* a = src + xi * 3;
@@ -176,20 +216,23 @@ EDGEVLA_PIPELINE_CLONES Frame linear_area(const Frame& in, int nh, int nw) {
       for (int c = 0; c < 3; ++c) o[c] = a[c] * w0 + b[c] * w1;
     }
   }
-  Frame f = blank(nh, nw);
-  for (int y = 0; y < nh; ++y) {
-    const long yi = yc.idx[static_cast<std::size_t>(y)];
-    const long r0 = std::clamp<long>(yi, 0, h - 1), r1 = std::clamp<long>(yi + 1, 0, h - 1);
+  for (int y = y0; y < y1; ++y) {
     const auto b0 = static_cast<std::int32_t>(yc.w0[static_cast<std::size_t>(y)]);
     const auto b1 = static_cast<std::int32_t>(yc.w1[static_cast<std::size_t>(y)]);
-    const std::int32_t* v0 = rows.data() + static_cast<std::size_t>(r0) * row_len;
-    const std::int32_t* v1 = rows.data() + static_cast<std::size_t>(r1) * row_len;
+    const std::int32_t* v0 = rows.data() + static_cast<std::size_t>(src_row(y, 0) - s0) * row_len;
+    const std::int32_t* v1 = rows.data() + static_cast<std::size_t>(src_row(y, 1) - s0) * row_len;
     std::uint8_t* o = f.rgb.data() + static_cast<std::size_t>(y) * row_len;
     for (std::size_t i = 0; i < row_len; ++i) {
       const std::int32_t v = (((b0 * (v0[i] >> 4)) >> 16) + ((b1 * (v1[i] >> 4)) >> 16) + 2) >> 2;
       o[i] = static_cast<std::uint8_t>(std::clamp<std::int32_t>(v, 0, 255));
     }
   }
+}
+
+Frame linear_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
+  const LinearCoeffs xc = linear_area_coeffs(in.width, nw, true), yc = linear_area_coeffs(in.height, nh, false);
+  Frame f = blank(nh, nw);
+  for_rows(pool, nh, static_cast<std::size_t>(nw) * 3, [&](int y0, int y1) { linear_area_rows(in, xc, yc, y0, y1, f); });
   return f;
 }
 
@@ -245,14 +288,12 @@ std::uint8_t pil_clip(std::int32_t acc) {
 
 // Pillow's vertical pass, in 32-bit integers as Pillow does (normalised weights of 2^22, |sum|
 // < 2^31 for 8-bit input): whole input rows are weighed into a row of sums, so the inner loop
-// runs along memory and vectorises.
-EDGEVLA_PIPELINE_CLONES Frame pil_vertical(const Frame& in, int out_size) {
-  const std::vector<PilTaps> taps = pil_coeffs(in.height, out_size);
-  Frame f = blank(out_size, in.width);
+// runs along memory and vectorises. Output rows [o0, o1).
+EDGEVLA_PIPELINE_CLONES void pil_vertical_rows(const Frame& in, const std::vector<PilTaps>& taps, int o0, int o1, Frame& f) {
   constexpr std::int32_t kHalf = 1 << (kPrecisionBits - 1);
   const std::size_t row_len = static_cast<std::size_t>(in.width) * 3;
   std::vector<std::int32_t> acc(row_len);
-  for (int o = 0; o < out_size; ++o) {
+  for (int o = o0; o < o1; ++o) {
     const PilTaps& t = taps[static_cast<std::size_t>(o)];
     std::fill(acc.begin(), acc.end(), kHalf);
     for (std::size_t q = 0; q < t.k.size(); ++q) {
@@ -263,30 +304,38 @@ EDGEVLA_PIPELINE_CLONES Frame pil_vertical(const Frame& in, int out_size) {
     std::uint8_t* dst = f.rgb.data() + static_cast<std::size_t>(o) * row_len;
     for (std::size_t i = 0; i < row_len; ++i) dst[i] = pil_clip(acc[i]);
   }
+}
+
+Frame pil_vertical(const Frame& in, int out_size, ThreadPool* pool) {
+  const std::vector<PilTaps> taps = pil_coeffs(in.height, out_size);
+  Frame f = blank(out_size, in.width);
+  for_rows(pool, out_size, static_cast<std::size_t>(in.width) * 3, [&](int o0, int o1) { pil_vertical_rows(in, taps, o0, o1, f); });
   return f;
 }
 
-// Rows become columns (RGB pixels kept whole).
-Frame transpose(const Frame& in) {
+// Rows become columns (RGB pixels kept whole), in slices of the input's rows.
+Frame transpose(const Frame& in, ThreadPool* pool) {
   Frame t = blank(in.width, in.height);
-  for (int y = 0; y < in.height; ++y) {
-    const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(in.width) * 3;
-    for (int x = 0; x < in.width; ++x) {
-      std::uint8_t* dst = t.rgb.data() + (static_cast<std::size_t>(x) * static_cast<std::size_t>(in.height) + y) * 3;
-      dst[0] = src[3 * x];
-      dst[1] = src[3 * x + 1];
-      dst[2] = src[3 * x + 2];
+  for_rows(pool, in.height, static_cast<std::size_t>(in.width) * 3, [&](int y0, int y1) {
+    for (int y = y0; y < y1; ++y) {
+      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(in.width) * 3;
+      for (int x = 0; x < in.width; ++x) {
+        std::uint8_t* dst = t.rgb.data() + (static_cast<std::size_t>(x) * static_cast<std::size_t>(in.height) + y) * 3;
+        dst[0] = src[3 * x];
+        dst[1] = src[3 * x + 1];
+        dst[2] = src[3 * x + 2];
+      }
     }
-  }
+  });
   return t;
 }
 
 // One pass along x (horizontal) or y (vertical). The horizontal one is the vertical one on the
 // transposed frame: each output is the same integer sum (same taps, same order), but the sums
 // run along memory (3x faster than a dot product per pixel, whose three channels interleave).
-Frame pil_pass(const Frame& in, int out_size, bool horizontal) {
-  if (horizontal) return transpose(pil_vertical(transpose(in), out_size));
-  return pil_vertical(in, out_size);
+Frame pil_pass(const Frame& in, int out_size, bool horizontal, ThreadPool* pool) {
+  if (horizontal) return transpose(pil_vertical(transpose(in, pool), out_size, pool), pool);
+  return pil_vertical(in, out_size, pool);
 }
 
 // ---- the pipeline ---------------------------------------------------------------------------------
@@ -303,10 +352,10 @@ Frame letterbox(const Frame& in) {
   return f;
 }
 
-Frame smallest_max_size(const Frame& in, int max_size) {
+Frame smallest_max_size(const Frame& in, int max_size, ThreadPool* pool) {
   const double scale = max_size / static_cast<double>(std::min(in.height, in.width));
   if (scale == 1.0) return in;
-  return resize_area(in, static_cast<int>(round_even(in.height * scale)), static_cast<int>(round_even(in.width * scale)));
+  return resize_area(in, static_cast<int>(round_even(in.height * scale)), static_cast<int>(round_even(in.width * scale)), pool);
 }
 
 Frame center_crop(const Frame& in, double fraction) {
@@ -326,24 +375,24 @@ constexpr int kMaxRatio = 200, kMaxSide = 7000;
 
 }  // namespace
 
-Frame resize_area(const Frame& in, int nh, int nw) {
+Frame resize_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
   if (nh == in.height && nw == in.width) return in;
   const double inv_x = static_cast<double>(nw) / in.width, inv_y = static_cast<double>(nh) / in.height;
   const double scale_x = 1.0 / inv_x, scale_y = 1.0 / inv_y;
   if (scale_x >= 1 && scale_y >= 1) {
     const long ix = round_even(scale_x), iy = round_even(scale_y);
     if (std::fabs(scale_x - static_cast<double>(ix)) < DBL_EPSILON && std::fabs(scale_y - static_cast<double>(iy)) < DBL_EPSILON) {
-      return area_fast(in, static_cast<int>(ix), static_cast<int>(iy));
+      return area_fast(in, static_cast<int>(ix), static_cast<int>(iy), pool);
     }
-    return area_float(in, nh, nw, scale_x, scale_y);
+    return area_float(in, nh, nw, scale_x, scale_y, pool);
   }
-  return linear_area(in, nh, nw);
+  return linear_area(in, nh, nw, pool);
 }
 
-Frame resize_bicubic(const Frame& in, int nh, int nw) {
+Frame resize_bicubic(const Frame& in, int nh, int nw, ThreadPool* pool) {
   Frame out = in;
-  if (nw != in.width) out = pil_pass(out, nw, true);
-  if (nh != in.height) out = pil_pass(out, nh, false);
+  if (nw != in.width) out = pil_pass(out, nw, true, pool);
+  if (nh != in.height) out = pil_pass(out, nh, false, pool);
   return out;
 }
 
@@ -377,14 +426,14 @@ Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options) {
     return invalid_argument("frame options: shortest_edge must be >= 1 and crop_fraction in (0, 1]");
   }
   Frame f = options.letterbox ? letterbox(in) : in;
-  f = smallest_max_size(f, options.shortest_edge);
+  f = smallest_max_size(f, options.shortest_edge, options.pool);
   f = center_crop(f, options.crop_fraction);
-  f = smallest_max_size(f, options.shortest_edge);
+  f = smallest_max_size(f, options.shortest_edge, options.pool);
   EDGEVLA_ASSIGN_OR_RETURN(auto hw, smart_resize(f.height, f.width));
-  return resize_bicubic(f, hw.first, hw.second);
+  return resize_bicubic(f, hw.first, hw.second, options.pool);
 }
 
-void normalize_pixels(const Frame& frame, float* out) {
+void normalize_pixels(const Frame& frame, float* out, ThreadPool* pool) {
   // (x - 127.5) / 127.5 in float32 for each of the 256 byte values, then a lookup per pixel and
   // channel plane (the same floats as computing it per pixel).
   static const std::array<float, 256> table = [] {
@@ -393,15 +442,18 @@ void normalize_pixels(const Frame& frame, float* out) {
     return t;
   }();
   const std::size_t plane = static_cast<std::size_t>(frame.height) * static_cast<std::size_t>(frame.width);
+  const auto w = static_cast<std::size_t>(frame.width);
   const std::uint8_t* rgb = frame.rgb.data();
   float* r = out;
   float* g = out + plane;
   float* b = out + 2 * plane;
-  for (std::size_t i = 0; i < plane; ++i) {
-    r[i] = table[rgb[3 * i]];
-    g[i] = table[rgb[3 * i + 1]];
-    b[i] = table[rgb[3 * i + 2]];
-  }
+  for_rows(pool, frame.height, w * 12, [&](int y0, int y1) {
+    for (std::size_t i = static_cast<std::size_t>(y0) * w, end = static_cast<std::size_t>(y1) * w; i < end; ++i) {
+      r[i] = table[rgb[3 * i]];
+      g[i] = table[rgb[3 * i + 1]];
+      b[i] = table[rgb[3 * i + 2]];
+    }
+  });
 }
 
 }  // namespace edgevla::model::groot

@@ -15,6 +15,10 @@
 
 #include "runtime/core/status.hpp"
 
+namespace edgevla {
+class ThreadPool;
+}
+
 namespace edgevla::model::groot {
 
 // An 8-bit RGB frame, row-major [height][width][3].
@@ -23,16 +27,19 @@ struct Frame {
   std::vector<std::uint8_t> rgb;
 };
 
+// Every pass below may run in slices of rows over a thread pool (runtime/util/thread_pool.hpp;
+// nullptr: the calling thread alone); the bytes are the same either way.
 struct FrameOptions {
   int shortest_edge = 256;
   double crop_fraction = 0.95;
   bool letterbox = false;
+  ThreadPool* pool = nullptr;
 };
 
 // cv2.resize(frame, (w, h), interpolation=INTER_AREA).
-Frame resize_area(const Frame& in, int height, int width);
+Frame resize_area(const Frame& in, int height, int width, ThreadPool* pool = nullptr);
 // PIL Image.resize((w, h)) with BICUBIC: horizontal pass, then vertical, each rounded to uint8.
-Frame resize_bicubic(const Frame& in, int height, int width);
+Frame resize_bicubic(const Frame& in, int height, int width, ThreadPool* pool = nullptr);
 // Eagle's smart_resize of a height × width image: {height, width} multiples of 28; an aspect
 // ratio above 200 is an error.
 Expected<std::pair<int, int>> smart_resize(int height, int width);
@@ -40,7 +47,7 @@ Expected<std::pair<int, int>> smart_resize(int height, int width);
 // The whole pipeline for one frame: the uint8 frame the vision tower sees.
 Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options = {});
 // (x − 127.5) / 127.5 in f32, channels first: out[c · H · W + y · W + x].
-void normalize_pixels(const Frame& frame, float* out);
+void normalize_pixels(const Frame& frame, float* out, ThreadPool* pool = nullptr);
 // Vision tokens of a preprocessed frame after the 2 × 2 pixel-unshuffle: (H / 28) · (W / 28).
 inline int vision_tokens(const Frame& frame) { return (frame.height / 28) * (frame.width / 28); }
 

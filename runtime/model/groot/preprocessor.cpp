@@ -6,6 +6,7 @@
 
 #include "runtime/model/groot/config.hpp"
 #include "runtime/model/groot/groot_family.hpp"
+#include "runtime/util/thread_pool.hpp"
 
 namespace edgevla::model::groot {
 
@@ -23,6 +24,16 @@ Expected<Preprocessor> Preprocessor::load(const std::string& dir, std::string_vi
   return Preprocessor(std::move(processor), std::move(tokenizer), std::move(embodiment), lb);
 }
 
+void Preprocessor::use_threads(int threads) {
+  if (threads <= 1) {
+    pool_.reset();
+  } else if (!pool_ || pool_->size() != threads) {
+    pool_ = std::make_shared<ThreadPool>(threads);
+  }
+}
+
+int Preprocessor::threads() const { return pool_ ? pool_->size() : 1; }
+
 Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::string_view instruction,
                                         const RawState& state, std::optional<int> pad_to) const {
   const auto& views = embodiment_.views();
@@ -38,11 +49,12 @@ Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::stri
   fo.shortest_edge = processor_.shortest_image_edge;
   fo.crop_fraction = processor_.crop_fraction;
   fo.letterbox = letterbox_;
+  fo.pool = pool_.get();
   for (std::size_t k = 0; k < frames.size(); ++k) {
     auto f = preprocess_frame(frames[k], fo);
     if (!f) return f.status().with_context("view '" + views[k] + "'");
     std::vector<float> px(static_cast<std::size_t>(f->height) * static_cast<std::size_t>(f->width) * 3);
-    normalize_pixels(*f, px.data());
+    normalize_pixels(*f, px.data(), fo.pool);
     in.pixel_values.push_back(std::move(px));
     in.image_sizes.emplace_back(f->height, f->width);
     in.tokens_per_view.push_back(vision_tokens(*f));
@@ -110,6 +122,7 @@ class SeamPreprocessor final : public model::Preprocessor {
 
   // Everything is read when it is made (the views come from the embodiment).
   Status load() override { return Status::ok(); }
+  int threads() const override { return pre_.threads(); }
   // The frame pipeline takes any size it can crop; a bad frame fails run(), naming the view.
   Status check_frame(std::string_view, int, int) const override { return Status::ok(); }
   // A long prompt depends on the views' tokens: run() refuses it, naming its length.
@@ -192,6 +205,7 @@ class SeamPreprocessor final : public model::Preprocessor {
 Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std::string& dir,
                                                                       const model::PreprocessorOptions& options) {
   if (options.pad_to < 0) return invalid_argument("preprocessor pad_to must be >= 0");
+  if (options.threads < 0) return invalid_argument("preprocessor threads must be >= 0 (0: by the core count)");
   if (!options.assets.empty()) {
     std::vector<std::string> names;
     for (const auto& [name, path] : options.assets) names.push_back(name);
@@ -208,6 +222,7 @@ Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std:
   }
   EDGEVLA_ASSIGN_OR_RETURN(const std::string tag, embodiment_tag(dir, options.embodiment));
   EDGEVLA_ASSIGN_OR_RETURN(groot::Preprocessor pre, groot::Preprocessor::load(dir, tag));
+  pre.use_threads(model::frame_threads(options.threads));
   const std::vector<std::string>& views = pre.embodiment().views();
   if (!options.cameras.empty()) {
     const std::set<std::string> asked(options.cameras.begin(), options.cameras.end()), needed(views.begin(), views.end());

@@ -7,6 +7,7 @@
 // state normalised and zero-padded to max_state_dim (embodiment.hpp).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,6 +47,10 @@ class Preprocessor {
 
   const Embodiment& embodiment() const { return embodiment_; }
   bool letterbox() const { return letterbox_; }
+  // The frame pipeline in slices of rows over `threads` threads (1: the caller's alone; the
+  // inputs are the same bytes at any count). run() is then for one caller at a time.
+  void use_threads(int threads);
+  int threads() const;
 
  private:
   Preprocessor(ProcessorConfig processor, Tokenizer tokenizer, Embodiment embodiment, bool letterbox)
@@ -55,6 +60,7 @@ class Preprocessor {
   Tokenizer tokenizer_;
   Embodiment embodiment_;
   bool letterbox_;
+  std::shared_ptr<ThreadPool> pool_;  // none: one thread
 };
 
 // The preprocess stage behind the family seam (model::Preprocessor) for checkpoint `dir`, made

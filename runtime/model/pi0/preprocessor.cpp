@@ -14,6 +14,7 @@
 #include "runtime/model/pi0/pi0_family.hpp"
 #include "runtime/model/pi0/tokenizer.hpp"
 #include "runtime/model/safetensors.hpp"
+#include "runtime/util/thread_pool.hpp"
 
 namespace edgevla::model::pi0 {
 namespace {
@@ -46,9 +47,14 @@ class Pi0Preprocessor final : public model::Preprocessor {
   Pi0Preprocessor(std::string dir, ModelConfig config, const PreprocessorOptions& o, std::vector<std::string> cameras,
                   std::string tokenizer_path, std::string stats_path)
       : dir_(std::move(dir)), config_(std::move(config)), options_(o), cameras_(std::move(cameras)),
-        tokenizer_path_(std::move(tokenizer_path)), stats_path_(std::move(stats_path)), views_(cameras_.size()) {}
+        tokenizer_path_(std::move(tokenizer_path)), stats_path_(std::move(stats_path)), views_(cameras_.size()) {
+    // The cameras are resized side by side, one a task: more threads than cameras would idle.
+    const int threads = std::min(frame_threads(o.threads), static_cast<int>(cameras_.size()));
+    if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  }
 
   const std::vector<std::string>& cameras() const override { return cameras_; }
+  int threads() const override { return pool_ ? pool_->size() : 1; }
   const std::vector<StateGroupSpec>& state_groups() const override { return groups_; }
 
   Status load() override {
@@ -123,28 +129,21 @@ class Pi0Preprocessor final : public model::Preprocessor {
       out.note = "prompt cut from " + need + " to " + budget + " tokens: '" + in.prompt + "'";
     }
 
-    // Images: resize with padding, then [-1, 1] in CHW.
-    const int size = config_.vision.image_size;
+    // Images: resize with padding, then [-1, 1] in CHW; the cameras side by side on the pool.
+    std::vector<Tensor> images(cameras_.size());
+    std::vector<Status> done(cameras_.size(), Status::ok());
+    auto one = [&](int k) {
+      const auto i = static_cast<std::size_t>(k);
+      done[i] = camera_input(in, i, images[i]);
+    };
+    if (pool_) {
+      pool_->run(static_cast<int>(cameras_.size()), one);
+    } else {
+      for (std::size_t k = 0; k < cameras_.size(); ++k) one(static_cast<int>(k));
+    }
     for (std::size_t k = 0; k < cameras_.size(); ++k) {
-      const std::string& slot = cameras_[k];
-      const auto frame = std::find_if(in.cameras.begin(), in.cameras.end(),
-                                      [&](const CameraFrame& c) { return c.name == slot; });
-      if (frame == in.cameras.end()) return invalid_argument("camera '" + slot + "' has no frame");
-      View& view = views_[k];
-      const Shape shape{frame->height, frame->width, 3};
-      if (frame->rgb.size() != static_cast<std::size_t>(shape.numel())) {
-        return invalid_argument("camera '" + slot + "': " + std::to_string(frame->rgb.size()) + " bytes for a " +
-                                std::to_string(frame->height) + "x" + std::to_string(frame->width) + " RGB frame");
-      }
-      if (!(view.rgb.shape() == shape)) {
-        EDGEVLA_ASSIGN_OR_RETURN(view.rgb, Tensor::empty(DType::kU8, shape));
-      }
-      std::memcpy(view.rgb.raw_data(), frame->rgb.data(), frame->rgb.size());
-      EDGEVLA_RETURN_IF_ERROR(
-          view.resizer.resize_with_pad(view.rgb, PixelFormat::kRgb8, view.canvas).with_context("camera '" + slot + "'"));
-      EDGEVLA_ASSIGN_OR_RETURN(Tensor img, Tensor::empty(DType::kF32, Shape{3, size, size}));
-      EDGEVLA_RETURN_IF_ERROR(to_model_input(view.canvas, img));
-      out.tensors.emplace_back("image." + slot, std::move(img));
+      EDGEVLA_RETURN_IF_ERROR(done[k]);
+      out.tensors.emplace_back("image." + cameras_[k], std::move(images[k]));
     }
 
     // state f32 [action_dim]: normalized, zero-padded (openpi pads after normalizing).
@@ -176,6 +175,29 @@ class Pi0Preprocessor final : public model::Preprocessor {
     Tensor rgb;     // u8 [H, W, 3], the frame being resized
     Tensor canvas;  // u8 [S, S, 3]
   };
+
+  // Camera k's frame in `in`, resized with padding and scaled into `img` (f32 [3, S, S]).
+  Status camera_input(const PreprocessInput& in, std::size_t k, Tensor& img) const {
+    const std::string& slot = cameras_[k];
+    const auto frame = std::find_if(in.cameras.begin(), in.cameras.end(),
+                                    [&](const CameraFrame& c) { return c.name == slot; });
+    if (frame == in.cameras.end()) return invalid_argument("camera '" + slot + "' has no frame");
+    View& view = views_[k];
+    const Shape shape{frame->height, frame->width, 3};
+    if (frame->rgb.size() != static_cast<std::size_t>(shape.numel())) {
+      return invalid_argument("camera '" + slot + "': " + std::to_string(frame->rgb.size()) + " bytes for a " +
+                              std::to_string(frame->height) + "x" + std::to_string(frame->width) + " RGB frame");
+    }
+    if (!(view.rgb.shape() == shape)) {
+      EDGEVLA_ASSIGN_OR_RETURN(view.rgb, Tensor::empty(DType::kU8, shape));
+    }
+    std::memcpy(view.rgb.raw_data(), frame->rgb.data(), frame->rgb.size());
+    EDGEVLA_RETURN_IF_ERROR(
+        view.resizer.resize_with_pad(view.rgb, PixelFormat::kRgb8, view.canvas).with_context("camera '" + slot + "'"));
+    const int size = config_.vision.image_size;
+    EDGEVLA_ASSIGN_OR_RETURN(img, Tensor::empty(DType::kF32, Shape{3, size, size}));
+    return to_model_input(view.canvas, img);
+  }
 
   Status loaded() const {
     if (tok_) return Status::ok();
@@ -221,6 +243,7 @@ class Pi0Preprocessor final : public model::Preprocessor {
 
   mutable std::mutex mu_;  // run() keeps per-camera buffers and the last tokens
   mutable std::vector<View> views_;
+  std::unique_ptr<ThreadPool> pool_;  // the cameras' resizing (none: the caller's thread)
   mutable std::string cached_prompt_;
   mutable std::optional<TokenizedPrompt> cached_;
 };
@@ -233,6 +256,7 @@ Expected<std::unique_ptr<model::Preprocessor>> make_preprocessor(const std::stri
     return invalid_argument("embodiment and pad_to are for checkpoints of several robots (GR00T); " + dir +
                             " is a pi0 / pi0.5 checkpoint (one robot, fixed token budget): remove them");
   }
+  if (o.threads < 0) return invalid_argument("preprocessor threads must be >= 0 (0: by the core count)");
   std::string tokenizer, stats;
   for (const auto& [name, path] : o.assets) {
     if (name == "tokenizer") {

@@ -2,7 +2,8 @@
 // (tests/reference/groot/image_ref.py, through image_oracle.py): the frame the vision tower sees
 // must be byte-identical for frames that take every path of INTER_AREA (integer-factor,
 // float area, enlarging), with and without letterbox, and Pillow's bicubic in both directions;
-// smart_resize agrees; bad frames are one clear error.
+// smart_resize agrees; bad frames are one clear error. The same bytes again with every pass in
+// slices of rows over thread pools of 2, 3 and 7 threads.
 #include "runtime/model/groot/image_pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/util/thread_pool.hpp"
 #include "tests/model/preprocess_test_util.hpp"
 
 namespace edgevla::model::groot {
@@ -37,6 +39,7 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
   const std::vector<std::string> cases = {"480x640",  "512x512",       "256x256", "100x300",       "96x96",
                                           "720x1280", "333x517",       "241x1999", "480x640:letterbox",
                                           "300x200:letterbox", "1024x768"};
+  ThreadPool two(2), three(3), seven(7);
   ScratchDir dir("groot_image");
   std::string cmd = std::string(model::test::kPython) + " " + edgevla::testing::source_dir() +
                     "/tests/model/groot/image_oracle.py " + dir.str();
@@ -51,22 +54,26 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
     const int w = std::stoi(spec.substr(x + 1));
     Frame in{h, w, read_bytes(base + ".in")};
     ASSERT_EQ(in.rgb.size(), static_cast<std::size_t>(h) * w * 3) << spec;
-    FrameOptions o;
-    o.letterbox = spec.find(":letterbox") != std::string::npos;
-    auto out = preprocess_frame(in, o);
-    ASSERT_TRUE(out.has_value()) << spec << ": " << out.status().to_string();
     const auto [eh, ew] = read_pair(base + ".shape");
-    EXPECT_EQ(out->height, eh) << spec;
-    EXPECT_EQ(out->width, ew) << spec;
     const std::vector<std::uint8_t> want = read_bytes(base + ".out");
-    ASSERT_EQ(out->rgb.size(), want.size()) << spec;
-    std::size_t differ = 0;
-    for (std::size_t k = 0; k < want.size(); ++k) differ += out->rgb[k] != want[k];
-    EXPECT_EQ(differ, 0u) << spec << ": " << differ << " of " << want.size() << " bytes differ";
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three, &seven}) {
+      const std::string at = spec + " on " + std::to_string(pool ? pool->size() : 1) + " thread(s)";
+      FrameOptions o;
+      o.letterbox = spec.find(":letterbox") != std::string::npos;
+      o.pool = pool;
+      auto out = preprocess_frame(in, o);
+      ASSERT_TRUE(out.has_value()) << at << ": " << out.status().to_string();
+      EXPECT_EQ(out->height, eh) << at;
+      EXPECT_EQ(out->width, ew) << at;
+      ASSERT_EQ(out->rgb.size(), want.size()) << at;
+      std::size_t differ = 0;
+      for (std::size_t k = 0; k < want.size(); ++k) differ += out->rgb[k] != want[k];
+      EXPECT_EQ(differ, 0u) << at << ": " << differ << " of " << want.size() << " bytes differ";
+      EXPECT_EQ(vision_tokens(*out), (eh / 28) * (ew / 28));
+    }
     auto smart = smart_resize(h, w);
     ASSERT_TRUE(smart.has_value());
     EXPECT_EQ(*smart, read_pair(base + ".smart")) << spec;
-    EXPECT_EQ(vision_tokens(*out), (eh / 28) * (ew / 28));
   }
 }
 
@@ -78,6 +85,15 @@ TEST(GrootImagePipeline, PixelsAreNormalisedChannelsFirst) {
   EXPECT_FLOAT_EQ(out[1], (10.0f - 127.5f) / 127.5f);  // R of pixel 1
   EXPECT_FLOAT_EQ(out[2], (128.0f - 127.5f) / 127.5f);  // G of pixel 0
   EXPECT_FLOAT_EQ(out[4], 1.0f);                     // B of pixel 0
+
+  // A frame large enough to be split: the same floats on 3 threads, every one written.
+  Frame big{252, 336, std::vector<std::uint8_t>(252 * 336 * 3)};
+  for (std::size_t i = 0; i < big.rgb.size(); ++i) big.rgb[i] = static_cast<std::uint8_t>((i * 7919) >> 3);
+  std::vector<float> one(big.rgb.size()), split(big.rgb.size(), 9.0f);
+  ThreadPool three(3);
+  normalize_pixels(big, one.data());
+  normalize_pixels(big, split.data(), &three);
+  EXPECT_EQ(one, split);
 }
 
 TEST(GrootImagePipeline, BadFramesAreOneClearError) {

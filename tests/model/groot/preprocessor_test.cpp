@@ -196,6 +196,31 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
   EXPECT_EQ(by_name["embodiment_id"]->data<std::int32_t>()[0], want->embodiment_id);
   EXPECT_EQ(by_name["attention_mask"]->dtype(), DType::kBool);
   for (const auto& [g, v] : state) EXPECT_TRUE(by_name.count("raw_state." + g)) << g;
+  // Resized on three threads: the same tensors, byte for byte; a negative count is refused.
+  EXPECT_EQ((*seam)->threads(), 1);
+  model::PreprocessorOptions threaded;
+  threaded.embodiment = "libero_panda";
+  threaded.threads = 3;
+  auto seam3 = (*family)->make_preprocessor(ckpt(), threaded);
+  ASSERT_TRUE(seam3.has_value()) << seam3.status().to_string();
+  EXPECT_EQ((*seam3)->threads(), 3);
+  auto got3 = (*seam3)->run(in);
+  ASSERT_TRUE(got3.has_value()) << got3.status().to_string();
+  ASSERT_EQ(got3->tensors.size(), got->tensors.size());
+  for (std::size_t i = 0; i < got->tensors.size(); ++i) {
+    const Tensor& x = got->tensors[i].second;
+    const Tensor& y = got3->tensors[i].second;
+    EXPECT_EQ(got3->tensors[i].first, got->tensors[i].first);
+    ASSERT_EQ(x.nbytes(), y.nbytes()) << got->tensors[i].first;
+    EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()), 0) << got->tensors[i].first;
+  }
+  threaded.threads = -1;
+  auto negative = (*family)->make_preprocessor(ckpt(), threaded);
+  ASSERT_FALSE(negative.has_value());
+  EXPECT_NE(negative.status().message().find("threads"), std::string::npos) << negative.status().message();
+  EXPECT_EQ(model::frame_threads(5), 5);
+  EXPECT_GE(model::frame_threads(0), 1);
+  EXPECT_LE(model::frame_threads(0), 4);
   // A missing camera names the view it needs.
   model::PreprocessInput one = in;
   one.cameras.pop_back();
@@ -234,9 +259,48 @@ TEST_F(GrootPreprocessor, EachFamilyRefusesTheOptionsItDoesNotTake) {
   EXPECT_EQ((*pi0)->name(), "pi0");
   model::PreprocessorOptions p;
   p.cameras = {g.config.cameras.front()};
+  p.threads = 4;  // pi0 resizes its cameras side by side: one camera, one thread
   auto made = (*pi0)->make_preprocessor(dir, p);
   ASSERT_TRUE(made.has_value()) << made.status().to_string();
   EXPECT_EQ((*made)->cameras(), p.cameras);
+  EXPECT_EQ((*made)->threads(), 1);
+  p.cameras.clear();
+  auto all = (*pi0)->make_preprocessor(dir, p);
+  ASSERT_TRUE(all.has_value()) << all.status().to_string();
+  EXPECT_EQ((*all)->threads(), std::min<int>(4, static_cast<int>(g.config.cameras.size())));
+  // Its cameras resized side by side give the same tensors as one after the other.
+  p.threads = 1;
+  auto serial = (*pi0)->make_preprocessor(dir, p);
+  ASSERT_TRUE(serial.has_value()) << serial.status().to_string();
+  ASSERT_TRUE((*all)->load().is_ok());
+  ASSERT_TRUE((*serial)->load().is_ok());
+  std::vector<std::vector<std::uint8_t>> pixels;
+  model::PreprocessInput pin;
+  for (std::size_t c = 0; c < g.config.cameras.size(); ++c) {
+    const int h = 90 + 17 * static_cast<int>(c), w = 120 + 31 * static_cast<int>(c);
+    pixels.emplace_back(static_cast<std::size_t>(h * w * 3));
+    for (std::size_t i = 0; i < pixels.back().size(); ++i) pixels.back()[i] = static_cast<std::uint8_t>((i * (c + 3)) % 253);
+    pin.cameras.push_back({g.config.cameras[c], h, w, pixels.back()});
+  }
+  pin.prompt = "fold the towel";
+  pin.state = {{"state", std::vector<double>(static_cast<std::size_t>(std::min(4, g.config.action_dim)), 0.1)}};
+  auto side = (*all)->run(pin);
+  auto one = (*serial)->run(pin);
+  ASSERT_TRUE(side.has_value()) << side.status().to_string();
+  ASSERT_TRUE(one.has_value()) << one.status().to_string();
+  ASSERT_EQ(side->tensors.size(), one->tensors.size());
+  for (std::size_t i = 0; i < one->tensors.size(); ++i) {
+    EXPECT_EQ(side->tensors[i].first, one->tensors[i].first);
+    ASSERT_EQ(side->tensors[i].second.nbytes(), one->tensors[i].second.nbytes()) << one->tensors[i].first;
+    EXPECT_EQ(std::memcmp(side->tensors[i].second.raw_data(), one->tensors[i].second.raw_data(),
+                          one->tensors[i].second.nbytes()), 0) << one->tensors[i].first;
+  }
+  p.threads = 4;
+  p.threads = -2;
+  auto negative = (*pi0)->make_preprocessor(dir, p);
+  ASSERT_FALSE(negative.has_value());
+  EXPECT_NE(negative.status().message().find("threads"), std::string::npos) << negative.status().message();
+  p.threads = 1;
   p.assets = {{"statistics", "/x/stats.json"}};
   auto unknown = (*pi0)->make_preprocessor(dir, p);
   ASSERT_FALSE(unknown.has_value());

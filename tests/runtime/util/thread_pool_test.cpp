@@ -1,5 +1,6 @@
-// The CPU backend's thread pool: every task of every job runs exactly once, run() returns only
-// when no worker can reach the job any more, and the work split never depends on scheduling.
+// The thread pool (runtime/util/thread_pool.hpp): every task of every job runs exactly once,
+// run() returns only when no worker can reach the job any more, and the work split never
+// depends on scheduling.
 // Pools larger than the machine (16 threads on 2 cores) make late workers common, which is
 // where a job can straddle the next one.
 #include <gtest/gtest.h>
@@ -12,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/backends/cpu/thread_pool.hpp"
+#include "runtime/util/thread_pool.hpp"
 
-namespace edgevla::backends::cpu {
+namespace edgevla {
 namespace {
 
 // Per job, how many times each of its tasks ran. A worker that ran a task of an old job after
@@ -136,4 +137,4 @@ TEST(ThreadPool, DestroysWhileWorkersSleepOrSpin) {
 }
 
 }  // namespace
-}  // namespace edgevla::backends::cpu
+}  // namespace edgevla

@@ -1,10 +1,10 @@
-#include "runtime/backends/cpu/thread_pool.hpp"
+#include "runtime/util/thread_pool.hpp"
 
 #include <chrono>
 
 #include "runtime/util/cpu_relax.hpp"
 
-namespace edgevla::backends::cpu {
+namespace edgevla {
 namespace {
 // Spinning before a worker sleeps: long enough to bridge the gap between two kernels of a
 // forward pass, short enough not to steal a core from the next stage. Timed by the clock, as a
@@ -105,4 +105,4 @@ void ThreadPool::worker() {
   }
 }
 
-}  // namespace edgevla::backends::cpu
+}  // namespace edgevla

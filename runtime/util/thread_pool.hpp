@@ -1,7 +1,8 @@
-// A fixed pool of worker threads for the CPU backend's kernels. The calling thread takes part,
-// so a pool of N threads starts N-1 workers. Workers spin up to 50 us after a job (kernels come
-// in quick succession inside a forward pass) and then sleep; park() at the end of a forward
-// pass sends them to sleep at once, so the next stage of the graph gets the cores.
+// A fixed pool of worker threads: the CPU backend's kernels, and the families' frame pipelines in
+// the preprocess stage. The calling thread takes part, so a pool of N threads starts N-1
+// workers. Workers spin up to 50 us after a job (kernels come in quick succession inside a
+// forward pass) and then sleep; park() at the end of a forward pass sends them to sleep at
+// once, so the next stage of the graph gets the cores.
 //
 // Jobs and the threads that help with them. A job is published by bumping a generation
 // counter. A worker takes part in a job only by *joining* it: one compare-and-swap on a word
@@ -23,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace edgevla::backends::cpu {
+namespace edgevla {
 
 class ThreadPool {
  public:
@@ -118,4 +119,4 @@ class ParkOnExit {
   ThreadPool& pool_;
 };
 
-}  // namespace edgevla::backends::cpu
+}  // namespace edgevla
