@@ -5,6 +5,7 @@
 // One JSON line per frame size, median / p90 / min ms over --repeat runs (one thread):
 //   edgevla_bench_groot_preprocess [--sizes 320x240,640x480,1280x720] [--repeat 50] [--letterbox 0|1]
 //                                  [--threads 1,2,4] [--checkpoint DIR [--embodiment gr1]]
+// The C library's allocator is set up as the launched processes set it (runtime/util/heap.hpp).
 // --threads: each count in turn, the passes in slices of rows over a pool of that many threads
 // (the preprocess node's `threads` param; 1: the calling thread alone). Every count's frame is
 // checked against the one-thread frame, byte for byte.
@@ -23,6 +24,7 @@
 #include "runtime/model/groot/image_pipeline.hpp"
 #include "runtime/model/groot/preprocessor.hpp"
 #include "runtime/model/groot/tokenizer.hpp"
+#include "runtime/util/heap.hpp"
 #include "runtime/util/thread_pool.hpp"
 
 namespace mg = edgevla::model::groot;
@@ -113,6 +115,9 @@ int whole_preprocess(const std::string& dir, const std::string& tag, const mg::F
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The allocator set up as in the launched graph's processes (intermediate frames reused, not
+  // mapped and zero-faulted anew each frame).
+  edgevla::configure_process_heap();
   std::string sizes = "320x240,640x480,1280x720";
   int repeat = 50;
   bool letterbox = false;

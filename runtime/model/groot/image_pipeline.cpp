@@ -313,13 +313,16 @@ Frame pil_vertical(const Frame& in, int out_size, ThreadPool* pool) {
   return f;
 }
 
-// Rows become columns (RGB pixels kept whole), in slices of the input's rows.
+// Rows become columns (RGB pixels kept whole), in slices of the output's rows: each thread
+// writes memory of its own (slices of the input's rows would share a cache line in every
+// output row).
 Frame transpose(const Frame& in, ThreadPool* pool) {
   Frame t = blank(in.width, in.height);
-  for_rows(pool, in.height, static_cast<std::size_t>(in.width) * 3, [&](int y0, int y1) {
-    for (int y = y0; y < y1; ++y) {
-      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(in.width) * 3;
-      for (int x = 0; x < in.width; ++x) {
+  const auto in_row = static_cast<std::size_t>(in.width) * 3;
+  for_rows(pool, in.width, static_cast<std::size_t>(in.height) * 3, [&](int x0, int x1) {
+    for (int y = 0; y < in.height; ++y) {
+      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * in_row;
+      for (int x = x0; x < x1; ++x) {
         std::uint8_t* dst = t.rgb.data() + (static_cast<std::size_t>(x) * static_cast<std::size_t>(in.height) + y) * 3;
         dst[0] = src[3 * x];
         dst[1] = src[3 * x + 1];
