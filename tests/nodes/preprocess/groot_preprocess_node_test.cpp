@@ -130,7 +130,8 @@ Message state_msg(const std::vector<double>& values, std::int64_t stamp) {
 const std::vector<double> kState = {0.1, -0.2, 0.3, 0.05, -0.05, 0.4, 0.01, -0.01};
 
 TEST(GrootPreprocessNode, ObservationIsTheFamilyPreprocessorsOutput) {
-  Graph g = start("groot_pre_ok", {{"embodiment", yaml(kEmbodiment)}, {"pad_to", yaml("300")}});
+  // The node resizes on three threads, the seam below on one: the same bytes.
+  Graph g = start("groot_pre_ok", {{"embodiment", yaml(kEmbodiment)}, {"pad_to", yaml("300")}, {"threads", yaml("3")}});
   ASSERT_OK(g.added);
   ASSERT_OK(g.activated);
   const Tensor front = noise_image(64, 48, 3, 1);  // rgb8, landscape
@@ -217,6 +218,7 @@ TEST(GrootPreprocessNode, ConfigurationMistakesAreRefusedNamingTheFix) {
   cases.push_back({{{"embodiment", yaml(kEmbodiment)}, {"state_dim", yaml("7")}}, "hold 8 values"});
   cases.push_back({{{"embodiment", yaml(kEmbodiment)}, {"on_long_prompt", yaml("truncate")}}, "never cut"});
   cases.push_back({{}, "embodiment"});  // the checkpoint has several robots: one must be named
+  cases.push_back({{{"embodiment", yaml(kEmbodiment)}, {"threads", yaml("-1")}}, "threads"});
   for (std::size_t i = 0; i < cases.size(); ++i) {
     Graph g = start("groot_pre_cfg" + std::to_string(i), cases[i].params);
     const Status s = !g.added.is_ok() ? g.added : g.activated;
