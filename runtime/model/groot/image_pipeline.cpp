@@ -45,6 +45,7 @@ Frame blank(int h, int w) {
 template <class F>
 void for_rows(ThreadPool* pool, int n, std::size_t row_bytes, F&& fn) {
   constexpr std::size_t kMinSliceBytes = 16 * 1024;
+  if (n <= 0) return;
   const auto grain = static_cast<std::int64_t>(std::max<std::size_t>(1, kMinSliceBytes / std::max<std::size_t>(row_bytes, 1)));
   if (pool == nullptr || pool->size() == 1 || n <= grain) {
     fn(0, n);
