@@ -48,7 +48,8 @@ class Preprocessor {
   const Embodiment& embodiment() const { return embodiment_; }
   bool letterbox() const { return letterbox_; }
   // The frame pipeline in slices of rows over `threads` threads (1: the caller's alone; the
-  // inputs are the same bytes at any count). run() is then for one caller at a time.
+  // inputs are the same bytes at any count). run() is then for one caller at a time, copies
+  // included: they share the pool.
   void use_threads(int threads);
   int threads() const;
 
