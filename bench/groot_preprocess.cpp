@@ -4,11 +4,13 @@
 // runs it beside the NumPy reference (tests/reference/groot/image_ref.py) on the same frames.
 // One JSON line per frame size, median / p90 / min ms over --repeat runs (one thread):
 //   edgevla_bench_groot_preprocess [--sizes 320x240,640x480,1280x720] [--repeat 50] [--letterbox 0|1]
-//                                  [--threads 1,2,4] [--checkpoint DIR [--embodiment gr1]]
+//                                  [--threads 1,2,4] [--period-ms 0] [--checkpoint DIR [--embodiment gr1]]
 // The C library's allocator is set up as the launched processes set it (runtime/util/heap.hpp).
 // --threads: each count in turn, the passes in slices of rows over a pool of that many threads
 // (the preprocess node's `threads` param; 1: the calling thread alone). Every count's frame is
 // checked against the one-thread frame, byte for byte.
+// --period-ms P > 0: each frame starts P ms after the one before (a camera's cadence: 33 is 30 Hz),
+// so the pool's workers have gone to sleep in between, as in a launched graph; 0: back to back.
 // With --checkpoint, also the whole Preprocessor::run per frame size (every view of the
 // embodiment fed that frame) split into its parts: the frame pipeline and normalisation of
 // each view, the instruction's cleaning, the chat prompt and the Qwen tokenizer, the state.
@@ -18,6 +20,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/model/groot/config.hpp"
@@ -44,7 +47,7 @@ double median_of(std::vector<double> v) {
 
 // Preprocessor::run on `frame` for every view, and its parts timed one after the other.
 int whole_preprocess(const std::string& dir, const std::string& tag, const mg::Frame& frame, bool letterbox,
-                     int repeat, int threads) {
+                     int repeat, int threads, double period_ms) {
   auto pre = mg::Preprocessor::load(dir, tag, letterbox ? mg::Letterbox::kOn : mg::Letterbox::kOff);
   if (pre) pre->use_threads(threads);
   auto cfg = mg::load_config(dir);
@@ -64,7 +67,12 @@ int whole_preprocess(const std::string& dir, const std::string& tag, const mg::F
   const std::string instruction = "pick the pear from the counter and place it in the plate";
   std::vector<double> whole, frames_ms, text_ms, tok_ms, state_ms;
   std::size_t tokens = 0;
+  auto next = Clock::now();
   for (int r = 0; r < repeat + 3; ++r) {
+    if (period_ms > 0) {
+      std::this_thread::sleep_until(next);
+      next += std::chrono::microseconds(static_cast<std::int64_t>(period_ms * 1000));
+    }
     const auto t0 = Clock::now();
     auto in = pre->run(frames, instruction, state, std::nullopt);
     const auto t1 = Clock::now();
@@ -76,7 +84,7 @@ int whole_preprocess(const std::string& dir, const std::string& tag, const mg::F
     // The parts again, one by one.
     mg::FrameOptions fo;
     fo.letterbox = letterbox;
-    edgevla::ThreadPool pool(threads);
+    edgevla::ThreadPool pool(threads, mg::kFramePoolSpin);
     fo.pool = threads > 1 ? &pool : nullptr;
     std::vector<int> per_view;
     const auto p0 = Clock::now();
@@ -123,12 +131,14 @@ int main(int argc, char** argv) {
   bool letterbox = false;
   std::string checkpoint, embodiment = "gr1";
   std::vector<int> thread_counts = {1};
+  double period_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sizes") == 0) sizes = argv[i + 1];
     else if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(3, std::atoi(argv[i + 1]));
     else if (std::strcmp(argv[i], "--letterbox") == 0) letterbox = std::atoi(argv[i + 1]) != 0;
     else if (std::strcmp(argv[i], "--checkpoint") == 0) checkpoint = argv[i + 1];
     else if (std::strcmp(argv[i], "--embodiment") == 0) embodiment = argv[i + 1];
+    else if (std::strcmp(argv[i], "--period-ms") == 0) period_ms = std::max(0.0, std::atof(argv[i + 1]));
     else if (std::strcmp(argv[i], "--threads") == 0) {
       thread_counts.clear();
       for (const char* p = argv[i + 1]; *p;) {
@@ -142,7 +152,7 @@ int main(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
       }
     } else {
-      std::fprintf(stderr, "unknown option %s (--sizes WxH,..., --repeat N, --letterbox 0|1, --threads N,...)\n", argv[i]);
+      std::fprintf(stderr, "unknown option %s (--sizes WxH,..., --repeat N, --letterbox 0|1, --threads N,..., --period-ms P)\n", argv[i]);
       return 2;
     }
   }
@@ -163,7 +173,7 @@ int main(int argc, char** argv) {
     for (auto& b : frame.rgb) b = static_cast<std::uint8_t>(rng() & 0xff);
     std::vector<std::uint8_t> single;  // the one-thread frame, for the byte check
     for (const int threads : thread_counts) {
-      edgevla::ThreadPool pool(threads);
+      edgevla::ThreadPool pool(threads, mg::kFramePoolSpin);
       mg::FrameOptions o;
       o.letterbox = letterbox;
       o.pool = threads > 1 ? &pool : nullptr;
@@ -171,7 +181,12 @@ int main(int argc, char** argv) {
       int out_h = 0, out_w = 0;
       std::vector<float> px;
       std::vector<std::uint8_t> last;
+      auto next = std::chrono::steady_clock::now();
       for (int r = 0; r < repeat + 3; ++r) {
+        if (period_ms > 0) {
+          std::this_thread::sleep_until(next);
+          next += std::chrono::microseconds(static_cast<std::int64_t>(period_ms * 1000));
+        }
         const auto t0 = std::chrono::steady_clock::now();
         auto f = mg::preprocess_frame(frame, o);
         if (!f) {
@@ -181,6 +196,7 @@ int main(int argc, char** argv) {
         px.resize(static_cast<std::size_t>(f->height) * f->width * 3);
         mg::normalize_pixels(*f, px.data(), o.pool);
         const auto t1 = std::chrono::steady_clock::now();
+        if (o.pool) o.pool->park();  // as Preprocessor::run does
         out_h = f->height, out_w = f->width;
         if (r >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         last = std::move(f->rgb);
@@ -197,7 +213,7 @@ int main(int argc, char** argv) {
                   w, h, letterbox ? 1 : 0, threads, out_h, out_w, ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.front(),
                   repeat);
       std::fflush(stdout);
-      if (!checkpoint.empty() && whole_preprocess(checkpoint, embodiment, frame, letterbox, repeat, threads) != 0) return 1;
+      if (!checkpoint.empty() && whole_preprocess(checkpoint, embodiment, frame, letterbox, repeat, threads, period_ms) != 0) return 1;
     }
   }
   return 0;

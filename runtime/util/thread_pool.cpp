@@ -1,18 +1,13 @@
 #include "runtime/util/thread_pool.hpp"
 
+#include <sched.h>
+
 #include <chrono>
 
 #include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla {
-namespace {
-// Spinning before a worker sleeps: long enough to bridge the gap between two kernels of a
-// forward pass, short enough not to steal a core from the next stage. Timed by the clock, as a
-// pause instruction lasts from ~10 to ~140 cycles depending on the CPU.
-constexpr std::int64_t kSpinNs = 50'000;
-}  // namespace
-
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, std::chrono::nanoseconds spin) : spin_(spin) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   size_ = threads < 1 ? 1 : threads;
   for (int i = 1; i < size_; ++i) threads_.emplace_back([this] { worker(); });
@@ -47,6 +42,7 @@ void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
   fn_ = fn;
   next_task_.store(0, std::memory_order_relaxed);
   done_tasks_.store(0, std::memory_order_relaxed);
+  caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   parked_.store(false, std::memory_order_relaxed);
   jobs_.fetch_add(1, std::memory_order_relaxed);
   {
@@ -68,12 +64,26 @@ void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
   }
 }
 
+// (The header says why.) A worker whose starting mask is a single CPU stays where it is.
+void ThreadPool::leave_callers_cpu(const cpu_set_t& home) const {
+  const int caller = caller_cpu_.load(std::memory_order_relaxed);
+  if (caller < 0 || sched_getcpu() != caller || !CPU_ISSET(caller, &home) || CPU_COUNT(&home) < 2) return;
+  cpu_set_t elsewhere = home;
+  CPU_CLR(caller, &elsewhere);
+  sched_setaffinity(0, sizeof elsewhere, &elsewhere);
+}
+
 void ThreadPool::worker() {
+  cpu_set_t home;
+  CPU_ZERO(&home);
+  if (sched_getaffinity(0, sizeof home, &home) != 0) CPU_ZERO(&home);
   std::uint64_t seen = 0;  // the last generation this worker looked at
   for (;;) {
     std::uint64_t word = job_.load(std::memory_order_acquire);
     if (generation_of(word) == seen) {
-      const auto spin_end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kSpinNs);
+      // Spinning timed by the clock, as a pause instruction lasts from ~10 to ~140 cycles
+      // depending on the CPU.
+      const auto spin_end = std::chrono::steady_clock::now() + spin_;
       for (int i = 0;; ++i) {
         word = job_.load(std::memory_order_acquire);
         if (generation_of(word) != seen) break;
@@ -89,6 +99,12 @@ void ThreadPool::worker() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_of(word);
+    // Off the caller's CPU before joining, so that the caller never waits for a worker that is
+    // still moving.
+    if ((word & kClosed) == 0) {
+      leave_callers_cpu(home);
+      word = job_.load(std::memory_order_acquire);
+    }
     // Join the job of generation `seen` if it is still open; a job that closed (or was
     // replaced by a newer one) is left alone, its tasks are done or taken.
     bool joined = false;

@@ -4,6 +4,13 @@
 // forward pass) and then sleep; park() at the end of a forward pass sends them to sleep at
 // once, so the next stage of the graph gets the cores.
 //
+// Where a woken worker runs: a scheduler that sees no cache shared between CPUs (virtual machines
+// often show their CPUs so) wakes a thread on its waker's CPU, so the pool would time-share the
+// caller's one CPU (on the H200 host and the 2-core VM, a worker woken after a camera frame's
+// 33 ms ran no task in parallel). A worker woken on its job's caller's CPU therefore takes that
+// CPU out of its affinity (the CPUs it started with, less that one) before it joins; the
+// scheduler moves it at once. Its mask stays so until it finds itself on a caller's CPU again.
+//
 // Jobs and the threads that help with them. A job is published by bumping a generation
 // counter. A worker takes part in a job only by *joining* it: one compare-and-swap on a word
 // that holds the job's generation, a "closed" bit and the number of joined workers. run()
@@ -16,7 +23,10 @@
 // a task does not change what it computes.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -28,8 +38,9 @@ namespace edgevla {
 
 class ThreadPool {
  public:
-  // threads <= 0: one per online core.
-  explicit ThreadPool(int threads);
+  // threads <= 0: one per online core. spin: how long a worker spins after a job before it
+  // sleeps (the default bridges the gap between two kernels of a forward pass).
+  explicit ThreadPool(int threads, std::chrono::nanoseconds spin = std::chrono::microseconds(50));
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -81,6 +92,9 @@ class ThreadPool {
   void run_erased(int tasks, Trampoline call, void* fn);
   void worker();
   void drain();
+  // A worker woken on the CPU its job's caller runs on leaves that CPU (see the .cpp); `home`:
+  // the CPUs the worker was allowed when it started.
+  void leave_callers_cpu(const cpu_set_t& home) const;
 
   // The job word: generation << kGenShift | closed << 31 | joined workers (low 31 bits).
   static constexpr int kGenShift = 32;
@@ -89,6 +103,7 @@ class ThreadPool {
   static std::uint64_t generation_of(std::uint64_t word) { return word >> kGenShift; }
 
   int size_ = 1;
+  std::chrono::nanoseconds spin_;
   std::vector<std::thread> threads_;
   std::mutex mu_;                 // sleeping workers wait on wake_ under it
   std::condition_variable wake_;
@@ -100,6 +115,7 @@ class ThreadPool {
   int tasks_ = 0;
   Trampoline call_ = nullptr;
   void* fn_ = nullptr;
+  std::atomic<int> caller_cpu_{-1};  // the CPU run_erased's caller was on when it published
   std::atomic<int> next_task_{0};
   std::atomic<int> done_tasks_{0};
   std::atomic<std::uint64_t> jobs_{0};

@@ -10,6 +10,7 @@
 // algorithms; neither library is linked. Frames are uint8 RGB [H, W, 3].
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct Frame {
 
 // Every pass below may run in slices of rows over a thread pool (runtime/util/thread_pool.hpp;
 // nullptr: the calling thread alone); the bytes are the same either way.
+// A pool for the passes spins this long after each (a crop or a new frame's allocation between
+// two passes outlasts the pool's default), and is parked once the frames are done.
+inline constexpr std::chrono::microseconds kFramePoolSpin{500};
 struct FrameOptions {
   int shortest_edge = 256;
   double crop_fraction = 0.95;

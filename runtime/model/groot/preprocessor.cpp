@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "runtime/model/groot/config.hpp"
@@ -28,7 +29,7 @@ void Preprocessor::use_threads(int threads) {
   if (threads <= 1) {
     pool_.reset();
   } else if (!pool_ || pool_->size() != threads) {
-    pool_ = std::make_shared<ThreadPool>(threads);
+    pool_ = std::make_shared<ThreadPool>(threads, kFramePoolSpin);
   }
 }
 
@@ -50,14 +51,18 @@ Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::stri
   fo.crop_fraction = processor_.crop_fraction;
   fo.letterbox = letterbox_;
   fo.pool = pool_.get();
-  for (std::size_t k = 0; k < frames.size(); ++k) {
-    auto f = preprocess_frame(frames[k], fo);
-    if (!f) return f.status().with_context("view '" + views[k] + "'");
-    std::vector<float> px(static_cast<std::size_t>(f->height) * static_cast<std::size_t>(f->width) * 3);
-    normalize_pixels(*f, px.data(), fo.pool);
-    in.pixel_values.push_back(std::move(px));
-    in.image_sizes.emplace_back(f->height, f->width);
-    in.tokens_per_view.push_back(vision_tokens(*f));
+  {
+    std::optional<ParkOnExit> park;  // the workers asleep once the frames are done
+    if (pool_) park.emplace(*pool_);
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      auto f = preprocess_frame(frames[k], fo);
+      if (!f) return f.status().with_context("view '" + views[k] + "'");
+      std::vector<float> px(static_cast<std::size_t>(f->height) * static_cast<std::size_t>(f->width) * 3);
+      normalize_pixels(*f, px.data(), fo.pool);
+      in.pixel_values.push_back(std::move(px));
+      in.image_sizes.emplace_back(f->height, f->width);
+      in.tokens_per_view.push_back(vision_tokens(*f));
+    }
   }
   std::string text(instruction);
   if (processor_.formalize_language) {

@@ -4,6 +4,8 @@
 // Pools larger than the machine (16 threads on 2 cores) make late workers common, which is
 // where a job can straddle the next one.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -124,6 +126,49 @@ TEST(ThreadPool, ParallelForSplitDependsOnSizeOnly) {
   EXPECT_EQ(expect, 1000);
   EXPECT_EQ(parts, 7);
   EXPECT_EQ(split(25, 10).back(), (std::pair<std::int64_t, std::int64_t>{18, 25}));
+}
+
+// A worker woken on the CPU its caller is on moves elsewhere before it joins: on machines whose
+// scheduler wakes a thread on the waker's CPU (virtual machines whose CPUs share no cache), the
+// pool otherwise time-shares one CPU. The caller pinned to one CPU, jobs after sleeps (workers
+// asleep, as between camera frames): no task a worker runs is on the caller's CPU, and workers do
+// take part.
+TEST(ThreadPool, AWorkerWokenOnTheCallersCpuLeavesIt) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU: nowhere else to go";
+  // The pool's caller is a thread of its own, pinned to the first allowed CPU after it made the
+  // pool (workers start with their maker's CPUs), so the test's own thread keeps its mask.
+  std::thread caller([&] {
+    ThreadPool pool(2);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    std::atomic<int> on_callers_cpu{0}, by_worker{0};
+    const auto me = std::this_thread::get_id();
+    for (int j = 0; j < 60; ++j) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      pool.park();
+      for (int k = 0; k < 5; ++k) {
+        pool.run(2, [&](int) {
+          if (std::this_thread::get_id() != me) {
+            by_worker.fetch_add(1);
+            if (sched_getcpu() == cpu) on_callers_cpu.fetch_add(1);
+          }
+          const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+          while (std::chrono::steady_clock::now() < end) {
+          }
+        });
+      }
+    }
+    EXPECT_EQ(on_callers_cpu.load(), 0) << "of " << by_worker.load() << " tasks a worker ran";
+    EXPECT_GT(by_worker.load(), 0);
+  });
+  caller.join();
 }
 
 TEST(ThreadPool, DestroysWhileWorkersSleepOrSpin) {
