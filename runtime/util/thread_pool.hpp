@@ -6,8 +6,8 @@
 //
 // Where a woken worker runs: a scheduler that sees no cache shared between CPUs (virtual machines
 // often show their CPUs so) wakes a thread on its waker's CPU, so the pool would time-share the
-// caller's one CPU (on the H200 host and the 2-core VM, a worker woken after a camera frame's
-// 33 ms ran no task in parallel). A worker woken on its job's caller's CPU therefore takes that
+// caller's one CPU (on the 2-core VM, a worker woken after a camera frame's 33 ms ran almost no
+// task beside its caller). A worker woken on its job's caller's CPU therefore takes that
 // CPU out of its affinity (the CPUs it started with, less that one) before it joins; the
 // scheduler moves it at once. Its mask stays so until it finds itself on a caller's CPU again.
 //
