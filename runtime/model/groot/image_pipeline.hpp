@@ -30,8 +30,9 @@ struct Frame {
 
 // Every pass below may run in slices of rows over a thread pool (runtime/util/thread_pool.hpp;
 // nullptr: the calling thread alone); the bytes are the same either way.
-// A pool for the passes spins this long after each (a crop or a new frame's allocation between
-// two passes outlasts the pool's default), and is parked once the frames are done.
+// A pool for the passes spins this long after each, so that the serial steps between two passes
+// (a crop, a new frame's allocation) do not send its workers to sleep, and is parked once the
+// frames are done.
 inline constexpr std::chrono::microseconds kFramePoolSpin{500};
 struct FrameOptions {
   int shortest_edge = 256;
