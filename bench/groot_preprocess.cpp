@@ -40,6 +40,22 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// Waits until the next frame is due, `period_ms` after the last one (0: returns at once).
+class Cadence {
+ public:
+  explicit Cadence(double period_ms)
+      : period_(std::chrono::microseconds(static_cast<std::int64_t>(period_ms * 1000))), next_(Clock::now()) {}
+  void wait() {
+    if (period_.count() <= 0) return;
+    std::this_thread::sleep_until(next_);
+    next_ += period_;
+  }
+
+ private:
+  Clock::duration period_;
+  Clock::time_point next_;
+};
+
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -67,12 +83,9 @@ int whole_preprocess(const std::string& dir, const std::string& tag, const mg::F
   const std::string instruction = "pick the pear from the counter and place it in the plate";
   std::vector<double> whole, frames_ms, text_ms, tok_ms, state_ms;
   std::size_t tokens = 0;
-  auto next = Clock::now();
+  Cadence cadence(period_ms);
   for (int r = 0; r < repeat + 3; ++r) {
-    if (period_ms > 0) {
-      std::this_thread::sleep_until(next);
-      next += std::chrono::microseconds(static_cast<std::int64_t>(period_ms * 1000));
-    }
+    cadence.wait();
     const auto t0 = Clock::now();
     auto in = pre->run(frames, instruction, state, std::nullopt);
     const auto t1 = Clock::now();
@@ -181,12 +194,9 @@ int main(int argc, char** argv) {
       int out_h = 0, out_w = 0;
       std::vector<float> px;
       std::vector<std::uint8_t> last;
-      auto next = std::chrono::steady_clock::now();
+      Cadence cadence(period_ms);
       for (int r = 0; r < repeat + 3; ++r) {
-        if (period_ms > 0) {
-          std::this_thread::sleep_until(next);
-          next += std::chrono::microseconds(static_cast<std::int64_t>(period_ms * 1000));
-        }
+        cadence.wait();
         const auto t0 = std::chrono::steady_clock::now();
         auto f = mg::preprocess_frame(frame, o);
         if (!f) {
