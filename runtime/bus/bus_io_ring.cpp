@@ -12,6 +12,7 @@
 #include "runtime/bus/bus_io.hpp"
 #include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
+#include "runtime/util/cpu_marks.hpp"
 #include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla {
@@ -241,6 +242,9 @@ void BusIo::answer_drain(std::uint64_t ask) {
 void BusIo::spin_for_upstream(std::string& record) {
   std::vector<std::shared_ptr<Waker>> local;
   bus_.upstream_wakers(local);
+  // This thread spins: it keeps off CPUs other busy threads of this process hold, and marks its
+  // own before the local spinners it is about to wake look for theirs.
+  const cpu_marks::Mark spinning = cpu_marks::settle();
   for (const auto& w : local) w->upstream_begins();
   const std::int64_t until = steady_now_ns() + options_.upstream_spin_ns;
   bool took = false;

@@ -1,6 +1,7 @@
 #include "runtime/bus/waker.hpp"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <ctime>
 
 #include "runtime/util/clock.hpp"
+#include "runtime/util/cpu_marks.hpp"
 #include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla {
@@ -21,6 +23,7 @@ void Waker::notify() {
 }
 
 void Waker::upstream_begins() {
+  upstream_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   if (upstream_busy_.fetch_add(1, std::memory_order_acq_rel) == 0) notify();
 }
 
@@ -29,6 +32,9 @@ void Waker::wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin
   if (upstream_spin_ns > 0 && upstream_busy_.load(std::memory_order_acquire) > 0) {
     std::int64_t until = steady_now_ns() + upstream_spin_ns;
     if (deadline_ns > 0 && deadline_ns < until) until = deadline_ns;  // a timer due first ends it
+    // Woken by the upstream callback's first begin, this thread may be on that callback's CPU
+    // (or another busy one): it moves before it spins there (cpu_marks.hpp says why).
+    const cpu_marks::Mark spinning = cpu_marks::settle(upstream_cpu_.load(std::memory_order_relaxed));
     while (upstream_busy_.load(std::memory_order_acquire) > 0 && epoch_.load(std::memory_order_acquire) == seen &&
            steady_now_ns() < until) {
       for (int i = 0; i < 4; ++i) cpu_relax();

@@ -16,7 +16,8 @@ class Waker {
   // Spins up to `spin_ns` first, which trims wake-up latency at the cost of CPU. While an
   // upstream node is busy (upstream_begins() without its upstream_ends()), spins up to
   // upstream_spin_ns() before that, so the message the upstream callback is about to publish
-  // is taken without a wake-up.
+  // is taken without a wake-up. A spinning thread first leaves the upstream callback's CPU, or
+  // one another busy thread of this process marked, and marks its own (cpu_marks.hpp).
   void wait(std::uint32_t seen, std::int64_t deadline_ns, std::int64_t spin_ns = 0);
 
   // Upstream announcements (only for wakers whose executor spins for them): a node of this
@@ -38,6 +39,7 @@ class Waker {
   std::atomic<std::uint32_t> epoch_{0};
   std::atomic<std::uint32_t> sleepers_{0};
   std::atomic<std::int32_t> upstream_busy_{0};
+  std::atomic<int> upstream_cpu_{-1};  // the CPU of the latest upstream_begins() caller
   std::atomic<std::int64_t> upstream_spin_ns_{0};
   std::atomic<std::uint64_t> spins_taken_{0};
   std::atomic<std::uint64_t> spins_missed_{0};

@@ -1,9 +1,9 @@
 #include "runtime/util/thread_pool.hpp"
 
-#include <sched.h>
 
 #include <chrono>
 
+#include "runtime/util/cpu_marks.hpp"
 #include "runtime/util/cpu_relax.hpp"
 
 namespace edgevla {
@@ -42,7 +42,9 @@ void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
   fn_ = fn;
   next_task_.store(0, std::memory_order_relaxed);
   done_tasks_.store(0, std::memory_order_relaxed);
-  caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
+  // The caller's CPU is marked while the job runs, so no worker or spinner settles there.
+  const cpu_marks::Mark caller_mark = cpu_marks::Mark::here();
+  caller_cpu_.store(caller_mark.cpu(), std::memory_order_relaxed);
   parked_.store(false, std::memory_order_relaxed);
   jobs_.fetch_add(1, std::memory_order_relaxed);
   {
@@ -64,19 +66,9 @@ void ThreadPool::run_erased(int tasks, Trampoline call, void* fn) {
   }
 }
 
-// (The header says why.) A worker whose starting mask is a single CPU stays where it is.
-void ThreadPool::leave_callers_cpu(const cpu_set_t& home) const {
-  const int caller = caller_cpu_.load(std::memory_order_relaxed);
-  if (caller < 0 || sched_getcpu() != caller || !CPU_ISSET(caller, &home) || CPU_COUNT(&home) < 2) return;
-  cpu_set_t elsewhere = home;
-  CPU_CLR(caller, &elsewhere);
-  sched_setaffinity(0, sizeof elsewhere, &elsewhere);
-}
-
 void ThreadPool::worker() {
-  cpu_set_t home;
-  CPU_ZERO(&home);
-  if (sched_getaffinity(0, sizeof home, &home) != 0) CPU_ZERO(&home);
+  (void)cpu_marks::thread_home();  // the CPUs this worker may move between: those it started with
+  cpu_marks::Mark mine;            // the CPU this worker is on while it spins or works
   std::uint64_t seen = 0;  // the last generation this worker looked at
   for (;;) {
     std::uint64_t word = job_.load(std::memory_order_acquire);
@@ -89,6 +81,7 @@ void ThreadPool::worker() {
         if (generation_of(word) != seen) break;
         if (parked_.load(std::memory_order_acquire) ||
             ((i & 63) == 63 && std::chrono::steady_clock::now() >= spin_end)) {
+          mine.release();
           std::unique_lock lock(mu_);
           wake_.wait(lock, [&] { return generation_of(job_.load(std::memory_order_acquire)) != seen; });
           word = job_.load(std::memory_order_acquire);
@@ -99,10 +92,11 @@ void ThreadPool::worker() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_of(word);
-    // Off the caller's CPU before joining, so that the caller never waits for a worker that is
-    // still moving.
+    // Off the caller's CPU, or one another busy thread of this process holds, before joining,
+    // so that the caller never waits for a worker that is still moving (the header says why).
     if ((word & kClosed) == 0) {
-      leave_callers_cpu(home);
+      mine.release();
+      mine = cpu_marks::settle(caller_cpu_.load(std::memory_order_relaxed));
       word = job_.load(std::memory_order_acquire);
     }
     // Join the job of generation `seen` if it is still open; a job that closed (or was

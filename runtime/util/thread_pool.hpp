@@ -7,9 +7,11 @@
 // Where a woken worker runs: a scheduler that sees no cache shared between CPUs (virtual machines
 // often show their CPUs so) wakes a thread on its waker's CPU, so the pool would time-share the
 // caller's one CPU (on the 2-core VM, a worker woken after a camera frame's 33 ms ran almost no
-// task beside its caller). A worker woken on its job's caller's CPU therefore takes that
-// CPU out of its affinity (the CPUs it started with, less that one) before it joins; the
-// scheduler moves it at once. Its mask stays so until it finds itself on a caller's CPU again.
+// task beside its caller). A worker woken on its job's caller's CPU, or on a CPU another busy
+// thread of this process marked (another worker, an executor spinning for upstream work), moves
+// to an unmarked CPU before it joins and leaves the one it left out of its affinity until it
+// moves again (cpu_marks.hpp). The caller's CPU is marked while a job runs, and a worker's while
+// it spins or works.
 //
 // Jobs and the threads that help with them. A job is published by bumping a generation
 // counter. A worker takes part in a job only by *joining* it: one compare-and-swap on a word
@@ -23,7 +25,6 @@
 // a task does not change what it computes.
 #pragma once
 
-#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -92,9 +93,6 @@ class ThreadPool {
   void run_erased(int tasks, Trampoline call, void* fn);
   void worker();
   void drain();
-  // A worker woken on the CPU its job's caller runs on leaves that CPU (see the .cpp); `home`:
-  // the CPUs the worker was allowed when it started.
-  void leave_callers_cpu(const cpu_set_t& home) const;
 
   // The job word: generation << kGenShift | closed << 31 | joined workers (low 31 bits).
   static constexpr int kGenShift = 32;
