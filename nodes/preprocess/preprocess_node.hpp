@@ -105,8 +105,8 @@ class PreprocessNode final : public Node {
        0, 4096, {}, true}};
   Param<int> threads_{"threads", 0,
       {"threads the camera frames are resized on (the model's inputs are the same bytes at any count): "
-       "pi0 takes a camera a thread (0: one per four cores, 1 to 4, at most one a camera); GR00T splits "
-       "each frame's passes in slices of rows (0: one thread; measure your graph before raising it)",
+       "0: one per four cores, 1 to 4; pi0 takes a camera a thread (at most one a camera), GR00T splits "
+       "each frame's passes in slices of rows",
        0, 64, {}, true}};
   // clang-format on
 

@@ -95,9 +95,8 @@ struct PreprocessorOptions {
   LongPrompt long_prompt = LongPrompt::kError;
   std::string variant;  // "" or "auto": the checkpoint's; else a checkpoint of another variant is refused
   int state_dim = 0;    // the robot's state length (0: any the model takes); checked against the model
-  // Threads the camera frames' resizing may use (0: the family's pick; pi0 takes frame_threads()'s,
-  // GR00T one thread); the inputs are the same bytes whatever the count. Preprocessor::threads()
-  // says how many it uses.
+  // Threads the camera frames' resizing may use (frame_threads(): 0 picks by the core count); the
+  // inputs are the same bytes whatever the count. Preprocessor::threads() says how many it uses.
   int threads = 1;
 };
 

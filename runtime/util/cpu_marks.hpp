@@ -6,9 +6,12 @@
 // edgevla threads are woken by the thread they then run beside: a thread pool's workers (woken
 // by the job's caller) and an executor spinning for its upstream node's message (woken when the
 // upstream callback begins). Both leave their waker's CPU. Left to the kernel, a thread whose
-// affinity drops a CPU goes to whichever allowed CPU comes next in its mask, idle or not: on the
-// H200 host two of the GR00T graph's pool workers and spinners then shared CPUs, and its frame
-// passes took 3.3 ms on 4 threads against 1.6 with the spinners off (run 68).
+// affinity drops a CPU goes to whichever allowed CPU comes next in its mask, idle or not.
+//
+// Measured on the 2-core VM (bench/results/issue9_h200/run68/local/), each alternated three times
+// against the code before: 2 ms of upstream work every 33 ms beside an executor spinning for it
+// took 1.67-1.70 ms median, p90 1.71-1.80 (before: 2.09-2.12, p90 6.13-6.14, the spinner on the
+// worker's CPU 21-22 times of 60, now never), the hand-over still 0.4-0.5 us.
 //
 // So a thread that computes or spins marks the CPU it is on (`Mark`), and `move_off` takes the
 // caller to an allowed CPU that no mark holds (the least marked if all are), pinned there for the

@@ -227,12 +227,7 @@ Expected<std::unique_ptr<model::Preprocessor>> make_seam_preprocessor(const std:
   }
   EDGEVLA_ASSIGN_OR_RETURN(const std::string tag, embodiment_tag(dir, options.embodiment));
   EDGEVLA_ASSIGN_OR_RETURN(groot::Preprocessor pre, groot::Preprocessor::load(dir, tag));
-  // threads 0 is one thread here, not frame_threads()'s pick: a frame's passes are a fork and a
-  // join each, and in the launched CUDA graph on the H200 host (16 cores, upstream spinning) four
-  // threads took the stage from 2.1-2.4 ms p50 to 3.3-4.0 (bench/results/issue9_h200/run67/call3),
-  // though back to back and at a camera's 30 Hz alone they made it 1.8 -> 1.0. A machine whose own
-  // graph gains sets `threads`.
-  pre.use_threads(options.threads >= 1 ? options.threads : 1);
+  pre.use_threads(model::frame_threads(options.threads));
   const std::vector<std::string>& views = pre.embodiment().views();
   if (!options.cameras.empty()) {
     const std::set<std::string> asked(options.cameras.begin(), options.cameras.end()), needed(views.begin(), views.end());

@@ -214,11 +214,11 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
     ASSERT_EQ(x.nbytes(), y.nbytes()) << got->tensors[i].first;
     EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()), 0) << got->tensors[i].first;
   }
-  // 0 is one thread for GR00T (its passes on four lost in the launched graph), not the core-count pick.
+  // 0 is the core-count pick, as for pi0.
   threaded.threads = 0;
   auto zero = (*family)->make_preprocessor(ckpt(), threaded);
   ASSERT_TRUE(zero.has_value()) << zero.status().to_string();
-  EXPECT_EQ((*zero)->threads(), 1);
+  EXPECT_EQ((*zero)->threads(), model::frame_threads(0));
   threaded.threads = -1;
   auto negative = (*family)->make_preprocessor(ckpt(), threaded);
   ASSERT_FALSE(negative.has_value());
