@@ -10,6 +10,7 @@
 
 #include "runtime/bag/mcap_reader.hpp"
 #include "runtime/util/log.hpp"
+#include "runtime/util/thread_name.hpp"
 
 namespace edgevla::mcap {
 namespace {
@@ -41,7 +42,10 @@ Expected<std::unique_ptr<McapWriter>> McapWriter::open(const std::string& path, 
   std::string head(reinterpret_cast<const char*>(kMagic.data()), kMagic.size());
   RecordWriter(head).header({w->options_.profile, w->options_.library});
   EDGEVLA_RETURN_IF_ERROR(w->write_raw(head));
-  w->io_ = std::thread([p = w.get()] { p->io_loop(); });
+  w->io_ = std::thread([p = w.get()] {
+    name_this_thread("mcap-io");
+    p->io_loop();
+  });
   return w;
 }
 

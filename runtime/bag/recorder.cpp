@@ -12,6 +12,7 @@
 #include "runtime/bus/registry.hpp"
 #include "runtime/util/clock.hpp"
 #include "runtime/util/heap.hpp"
+#include "runtime/util/thread_name.hpp"
 
 namespace edgevla::bag {
 
@@ -49,7 +50,10 @@ Expected<std::unique_ptr<Recorder>> Recorder::start(Bus& bus, RecorderOptions op
   for (const auto& t : r->options_.topics) r->subscribe(t);
   r->discover();
   r->running_.store(true);
-  r->thread_ = std::thread([p = r.get()] { p->run(); });
+  r->thread_ = std::thread([p = r.get()] {
+    name_this_thread("recorder");
+    p->run();
+  });
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/shm/segment.hpp"
 #include "runtime/util/clock.hpp"
 #include "runtime/util/heap.hpp"
+#include "runtime/util/thread_name.hpp"
 
 namespace edgevla {
 namespace {
@@ -111,8 +112,16 @@ Status BusIo::start() {
   }
   write_registry();
   rescan_registry();
-  thread_ = std::thread([this] { run(); });
-  if (ring_) ring_thread_ = std::thread([this] { run_ring(); });
+  thread_ = std::thread([this] {
+    name_this_thread("bus-io");
+    run();
+  });
+  if (ring_) {
+    ring_thread_ = std::thread([this] {
+      name_this_thread("bus-ring");
+      run_ring();
+    });
+  }
   return Status::ok();
 }
 

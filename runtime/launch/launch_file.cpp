@@ -201,6 +201,17 @@ Status apply_params(NodeOptions& node, const YAML::Node& params, const std::stri
   return Status::ok();
 }
 
+// A group's or a node's upstream_spin_us, in range.
+Expected<std::int64_t> get_upstream_spin_us(const std::string& file, const YAML::Node& n) {
+  EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n, "upstream_spin_us"));
+  if (!(v >= 0 && v <= 10'000'000)) {
+    return error_at(file, n,
+                    "'upstream_spin_us' must be between 0 (off) and 10000000 microseconds (the longest an "
+                    "executor spins while a node upstream of it runs a callback)");
+  }
+  return static_cast<std::int64_t>(v);
+}
+
 struct Parser {
   std::vector<std::string> stack;  // include chain, for cycle detection
   LaunchDescription out;
@@ -209,7 +220,7 @@ struct Parser {
   Status parse_node(const std::string& file, const YAML::Node& n, GroupDescription& group) {
     if (!n.IsMap()) return error_at(file, n, "a node must be a map with at least 'name' and 'type'");
     EDGEVLA_RETURN_IF_ERROR(check_keys(
-        file, n, {"name", "type", "namespace", "params", "params_files", "remap", "qos"}, "a node"));
+        file, n, {"name", "type", "namespace", "params", "params_files", "remap", "qos", "upstream_spin_us"}, "a node"));
     if (!n["name"]) return error_at(file, n, "node lacks 'name'");
     if (!n["type"]) return error_at(file, n, "node lacks 'type'");
     NodeOptions o;
@@ -239,6 +250,9 @@ struct Parser {
     if (const auto p = n["params"]) {
       if (!p.IsMap()) return error_at(file, p, "'params' must be a map of key: value");
       EDGEVLA_RETURN_IF_ERROR(apply_params(o, p, file));
+    }
+    if (n["upstream_spin_us"]) {
+      EDGEVLA_ASSIGN_OR_RETURN(o.upstream_spin_us, get_upstream_spin_us(file, n["upstream_spin_us"]));
     }
     if (const auto r = n["remap"]) {
       if (!r.IsMap()) return error_at(file, r, "'remap' must map declared names to topics");
@@ -319,13 +333,7 @@ struct Parser {
       g.spin_us = static_cast<std::int64_t>(v);
     }
     if (n["upstream_spin_us"]) {
-      EDGEVLA_ASSIGN_OR_RETURN(double v, get_number(file, n["upstream_spin_us"], "upstream_spin_us"));
-      if (!(v >= 0 && v <= 10'000'000)) {
-        return error_at(file, n["upstream_spin_us"],
-                        "'upstream_spin_us' must be between 0 (off) and 10000000 microseconds (the longest an "
-                        "executor spins while a node upstream of it runs a callback)");
-      }
-      g.upstream_spin_us = static_cast<std::int64_t>(v);
+      EDGEVLA_ASSIGN_OR_RETURN(g.upstream_spin_us, get_upstream_spin_us(file, n["upstream_spin_us"]));
     }
     if (n["tcp"]) EDGEVLA_RETURN_IF_ERROR(parse_tcp(file, n["tcp"], g));
     if (n["allowed_groups"]) {

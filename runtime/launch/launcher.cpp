@@ -154,7 +154,12 @@ int run_group(const LaunchDescription& launch, const std::string& group_name, do
     ho.spin_ns = group->spin_us * 1000;
     ho.upstream_spin_ns = upstream_spin_us * 1000;
     NodeHost host(**bus, ho);
-    for (const auto& n : group->nodes) {
+    for (NodeOptions n : group->nodes) {
+      if (n.upstream_spin_us && *n.upstream_spin_us > 0 && cores < kUpstreamSpinMinCores) {
+        logger().info("node '{}': upstream_spin_us {} is off on this machine of {} core(s)", n.name,
+                      *n.upstream_spin_us, cores);
+        n.upstream_spin_us = 0;
+      }
       auto added = host.add(n);
       if (!added) return fail(added.status().with_context(n.origin));
     }

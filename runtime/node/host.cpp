@@ -9,6 +9,7 @@
 #include "runtime/node/node_registry.hpp"
 #include "runtime/node/node_runtime.hpp"
 #include "runtime/shm/ready.hpp"
+#include "runtime/util/thread_name.hpp"
 
 namespace edgevla {
 
@@ -21,6 +22,7 @@ constexpr std::int64_t kDrainInboundNs = 6'000'000'000;
 
 // Attaches a fresh runtime to `node` and runs its configure().
 Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, const NodeHostOptions& host,
+                                                      const std::shared_ptr<std::atomic<bool>>& announce,
                                                       std::shared_ptr<NodeRuntime>& slot_rt) {
   auto rt = std::make_shared<NodeRuntime>();
   rt->options = node.options();
@@ -30,9 +32,15 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, cons
   for (unsigned char c : node.name()) seed = (seed ^ c) * 0x100000001b3ull;
   rt->rng.set_state({seed, 0});
   rt->spin_ns = host.spin_ns;
-  rt->waker->set_upstream_spin_ns(host.upstream_spin_ns);
+  // The node's own value (a launch file's node key) wins over the host's.
+  const std::int64_t upstream_spin_ns =
+      rt->options.upstream_spin_us ? *rt->options.upstream_spin_us * 1000 : host.upstream_spin_ns;
+  rt->waker->set_upstream_spin_ns(upstream_spin_ns);
+  // Once one executor of the host spins, every node's callbacks announce themselves to theirs.
+  if (upstream_spin_ns > 0) announce->store(true, std::memory_order_relaxed);
+  rt->announce_upstream = announce;
   // A node that spins for upstream work spins as long for a block another process is still writing.
-  shm::raise_ready_spin_ns(host.upstream_spin_ns);
+  shm::raise_ready_spin_ns(upstream_spin_ns);
   rt->manual_timers = host.manual_timers;
   slot_rt = rt;
   NodeSpec spec(*rt);
@@ -57,14 +65,20 @@ Expected<std::shared_ptr<NodeRuntime>> configure_node(Node& node, Bus* bus, cons
 
 }  // namespace
 
-NodeHost::NodeHost(Bus& bus, NodeHostOptions options) : bus_(bus), options_(std::move(options)) {
+NodeHost::NodeHost(Bus& bus, NodeHostOptions options)
+    : bus_(bus),
+      options_(std::move(options)),
+      announce_upstream_(std::make_shared<std::atomic<bool>>(options_.upstream_spin_ns > 0)) {
   bus_.set_control_handler([this](const ControlRequest& r) { return control(r); });
   if (options_.status_period.count() > 0) {
     auto w = bus_.advertise(options_.status_topic, "NodeStatus",
                             options_.process_name.empty() ? "host" : options_.process_name);
     if (w) {
       status_writer_ = *w;
-      status_thread_ = std::thread([this] { status_loop(); });
+      status_thread_ = std::thread([this] {
+        name_this_thread("status");
+        status_loop();
+      });
     } else {
       logger().warn("NodeStatus disabled: {}", w.status().message());
     }
@@ -104,7 +118,7 @@ Expected<Node*> NodeHost::configure_and_add(std::unique_ptr<Node> node) {
   std::shared_ptr<NodeRuntime> rt;
   node->runtime_ = nullptr;
   if (options_.clock != nullptr) node->clock_ = options_.clock;
-  auto configured = configure_node(*node, &bus_, options_, rt);
+  auto configured = configure_node(*node, &bus_, options_, announce_upstream_, rt);
   if (!configured) return configured.status();
   node->runtime_ = *configured;
   node->runtime_->clock = node->clock_;
@@ -167,7 +181,10 @@ Status NodeHost::activate(Slot& slot) {
     }
   }
   rt.running.store(true, std::memory_order_release);
-  rt.executor = std::thread([&rt] { rt.run_executor(); });
+  rt.executor = std::thread([&rt] {
+    name_this_thread("x:" + rt.options.name);
+    rt.run_executor();
+  });
   rt.state.store(NodeState::kActive);
   return Status::ok();
 }
@@ -544,7 +561,7 @@ Expected<DryRun> dry_run(const NodeOptions& options) {
   auto node = NodeRegistry::instance().create(options);
   if (!node) return node.status();
   std::shared_ptr<NodeRuntime> rt;
-  auto configured = configure_node(**node, nullptr, NodeHostOptions{}, rt);
+  auto configured = configure_node(**node, nullptr, NodeHostOptions{}, std::make_shared<std::atomic<bool>>(false), rt);
   if (!configured) return configured.status();
   DryRun out{(*configured)->params, (*configured)->load_bytes, {}, {}, {}};
   const NodeRuntime& r = **configured;

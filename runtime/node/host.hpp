@@ -4,6 +4,7 @@
 // endpoint (`edgevla node list`, `edgevla param dump`).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -28,7 +29,8 @@ struct NodeHostOptions {
   std::int64_t spin_ns = 0;  // executors spin this long before sleeping (latency vs CPU)
   // Executors spin up to this long while a node of this host that publishes to them runs a
   // callback, and callbacks announce themselves to them (0: off). Trades up to one core per
-  // waiting stage for taking each hand-over without a thread wake-up.
+  // waiting stage for taking each hand-over without a thread wake-up. A node's own
+  // NodeOptions::upstream_spin_us wins over it.
   std::int64_t upstream_spin_ns = 0;
   const Clock* clock = nullptr;  // the nodes' clock (default: the system clock); replay drives one
   bool manual_timers = false;    // timers fire only through fire_timers() (replay drives them)
@@ -137,6 +139,8 @@ class NodeHost {
 
   Bus& bus_;
   NodeHostOptions options_;
+  // Whether any executor of this host spins for upstream work (then callbacks announce).
+  std::shared_ptr<std::atomic<bool>> announce_upstream_;
   // lifecycle_mu_ orders add/activate/deactivate/shutdown (node code runs under it);
   // mu_ guards only the slot list, so introspection never waits for a slow activate().
   std::mutex lifecycle_mu_;

@@ -302,7 +302,7 @@ void invoke_guarded(NodeRuntime& rt, const std::string& what, CallbackStats& sta
   // host) start spinning now: what this callback publishes is then taken without waking a
   // sleeping thread.
   UpstreamAnnouncement announced;
-  if (rt.waker->spins_for_upstream() && rt.bus != nullptr) {
+  if (rt.bus != nullptr && rt.announce_upstream && rt.announce_upstream->load(std::memory_order_relaxed)) {
     for (const auto& p : rt.publishers) {
       if (p->active.load(std::memory_order_acquire)) rt.bus->announce_upstream(p->topic, rt.waker.get(), announced);
     }

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,9 @@ struct NodeOptions {
   std::map<std::string, std::string> remaps;   // declared name (or resolved topic) -> topic
   std::map<std::string, QoS> qos;              // subscription name -> QoS override
   std::string origin;                          // where the node was declared ("launch/x.yaml:12")
+  // How long this node's executor spins while a node upstream of it in this process runs a
+  // callback (the launch file's node key); unset: the host's (its group's) value.
+  std::optional<std::int64_t> upstream_spin_us;
 };
 
 // The topic a node's declared name resolves to: the node's namespace for relative names, then

@@ -71,6 +71,9 @@ struct NodeRuntime {
   std::vector<std::unique_ptr<SubscriptionEntry>> subscriptions;
   std::vector<std::unique_ptr<TimerEntry>> timers;
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
+  // Set while some executor of this host spins for upstream work: the node's callbacks then
+  // announce themselves to the executors they publish to (shared by the host's nodes).
+  std::shared_ptr<const std::atomic<bool>> announce_upstream;
   Counter bad_inputs;
   // Resident bytes the node itself accounts for (weights it touched, its buffers); -1: none.
   std::atomic<std::int64_t> memory_bytes{-1};

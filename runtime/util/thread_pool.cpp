@@ -5,12 +5,18 @@
 
 #include "runtime/util/cpu_marks.hpp"
 #include "runtime/util/cpu_relax.hpp"
+#include "runtime/util/thread_name.hpp"
 
 namespace edgevla {
 ThreadPool::ThreadPool(int threads, std::chrono::nanoseconds spin) : spin_(spin) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   size_ = threads < 1 ? 1 : threads;
-  for (int i = 1; i < size_; ++i) threads_.emplace_back([this] { worker(); });
+  for (int i = 1; i < size_; ++i) {
+    threads_.emplace_back([this] {
+      name_this_thread("pool");
+      worker();
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "runtime/bus/bus.hpp"
 #include "runtime/bus/registry.hpp"
@@ -365,7 +368,8 @@ struct SpinChain {
   std::shared_ptr<TopicWriter> in;
 };
 
-SpinChain spin_chain(const std::string& tag, std::int64_t upstream_spin_ns) {
+SpinChain spin_chain(const std::string& tag, std::int64_t upstream_spin_ns,
+                     std::optional<std::int64_t> down_upstream_spin_us = std::nullopt) {
   SpinChain c;
   c.bus = bus_for(tag);
   NodeHostOptions ho;
@@ -377,6 +381,7 @@ SpinChain spin_chain(const std::string& tag, std::int64_t upstream_spin_ns) {
   c.up = static_cast<UpstreamStage*>(*c.host->add(std::make_unique<UpstreamStage>(u)));
   NodeOptions d{"down", "downstream_stage"};
   d.remaps = {{"in", "/mid"}};
+  d.upstream_spin_us = down_upstream_spin_us;
   c.down = static_cast<DownstreamStage*>(*c.host->add(std::make_unique<DownstreamStage>(d)));
   c.in = *c.bus->advertise("/in", "ActionChunk", "test");
   return c;
@@ -420,6 +425,56 @@ TEST(Node, UpstreamSpinTakesHandOversWithoutSleepingAndEndsWithTheCallback) {
   EXPECT_EQ(none.taken + none.missed, 0u);
   EXPECT_EQ(off.host->nodes_yaml().find("upstream_spin"), std::string::npos);
   ASSERT_OK(off.host->deactivate_all());
+}
+
+// A node's own upstream_spin_us wins over its host's both ways: 0 in a spinning host keeps that
+// node's executor asleep; set in a host that does not spin, the node spins (its upstream
+// announces itself although the host's value is 0).
+TEST(Node, ANodesOwnUpstreamSpinWinsOverItsHosts) {
+  SpinChain quiet = spin_chain("upspin_node_off", 30'000'000'000, 0);
+  ASSERT_OK(quiet.host->activate_all());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK(quiet.bus->publish(*quiet.in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return quiet.down->received.load() == i + 1; }));
+  }
+  const auto none = quiet.host->upstream_spins("down");
+  EXPECT_EQ(none.taken + none.missed, 0u);
+  // `node info` lists the spin for "up" (the host's value) and not for "down".
+  const YAML::Node quiet_nodes = YAML::Load(quiet.host->nodes_yaml());
+  for (const auto& n : quiet_nodes["nodes"]) {
+    EXPECT_EQ(static_cast<bool>(n["upstream_spin"]), n["name"].as<std::string>() == "up") << n["name"];
+  }
+  ASSERT_OK(quiet.host->deactivate_all());
+
+  SpinChain own = spin_chain("upspin_node_on", 0, 30'000'000);
+  ASSERT_OK(own.host->activate_all());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK(own.bus->publish(*own.in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return own.down->received.load() == i + 1; }));
+  }
+  EXPECT_GE(own.host->upstream_spins("down").taken, 1u);
+  EXPECT_TRUE(eventually([&] { return own.host->upstream_spins("down").busy == 0; }));
+  const YAML::Node own_nodes = YAML::Load(own.host->nodes_yaml());
+  for (const auto& n : own_nodes["nodes"]) {
+    EXPECT_EQ(static_cast<bool>(n["upstream_spin"]), n["name"].as<std::string>() == "down") << n["name"];
+  }
+  ASSERT_OK(own.host->deactivate_all());
+}
+
+// Each executor thread carries its node's name (`top -H`, perf and gdb show it).
+TEST(Node, ExecutorThreadsCarryTheirNodesNames) {
+  SpinChain c = spin_chain("thread_names", 0);
+  ASSERT_OK(c.host->activate_all());
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(e.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  EXPECT_TRUE(names.contains("x:up"));
+  EXPECT_TRUE(names.contains("x:down"));
+  ASSERT_OK(c.host->deactivate_all());
 }
 
 std::uint64_t transport_counter(const Bus& bus, const char* counter) {

@@ -99,7 +99,8 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   write("common.yaml", "groups:\n  - name: sensors\n    respawn: true\n    nodes:\n      - name: source\n"
                        "        type: tensor_source\n        params_files: [params/src.yaml]\n");
   const auto f = write("top.yaml", "include: [common.yaml]\ngroups:\n  - name: consumers\n    spin_us: 20\n    upstream_spin_us: 50000\n"
-                                   "    nodes:\n      - {name: sink, type: tensor_sink}\n");
+                                   "    nodes:\n      - {name: sink, type: tensor_sink}\n"
+                                   "      - {name: quiet_sink, type: tensor_sink, upstream_spin_us: 0}\n");
   auto d = load_launch(f, {});
   ASSERT_TRUE(d.has_value()) << d.status().to_string();
   ASSERT_EQ(d->groups.size(), 2u);
@@ -114,6 +115,10 @@ TEST_F(LaunchFile, GroupsIncludesAndPerNodeParamsFiles) {
   EXPECT_EQ(effective_upstream_spin_us(d->groups[1], kUpstreamSpinMinCores - 1), 0);
   EXPECT_EQ(effective_upstream_spin_us(d->groups[1], 2), 0);
   EXPECT_EQ(d->groups[0].nodes[0].params.at("height").value.as<int>(), 24);
+  // A node's own value (the host takes it over the group's); unset where not given.
+  EXPECT_FALSE(d->groups[1].nodes[0].upstream_spin_us.has_value());
+  ASSERT_TRUE(d->groups[1].nodes[1].upstream_spin_us.has_value());
+  EXPECT_EQ(*d->groups[1].nodes[1].upstream_spin_us, 0);
 }
 
 TEST_F(LaunchFile, AllowedGroupsTakeNamesOrGids) {
@@ -313,6 +318,9 @@ TEST_F(LaunchFile, GroupNumbersOutOfRangeAreNamed) {
   expect_error(group("spin_us: .nan"), {"g.yaml:3", "'spin_us' expects a number"});
   for (const char* v : {".inf", "-1", "2e7"}) {
     expect_error(group(std::string("upstream_spin_us: ") + v), {"g.yaml:3", "'upstream_spin_us' must be between 0"});
+    expect_error(write("n.yaml", std::string("groups:\n  - name: g\n    nodes:\n      - {name: a, type: tensor_sink, "
+                                             "upstream_spin_us: ") + v + "}\n"),
+                 {"n.yaml:4", "'upstream_spin_us' must be between 0"});
   }
   for (const char* v : {".inf", "-1", "2.5"}) {
     expect_error(group(std::string("max_respawns: ") + v), {"g.yaml:3", "'max_respawns' must be a whole number"});
