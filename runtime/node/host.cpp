@@ -181,10 +181,8 @@ Status NodeHost::activate(Slot& slot) {
     }
   }
   rt.running.store(true, std::memory_order_release);
-  rt.executor = std::thread([&rt] {
-    name_this_thread("x:" + rt.options.name);
-    rt.run_executor();
-  });
+  rt.executor = std::thread([&rt] { rt.run_executor(); });
+  name_thread(rt.executor, "x:" + rt.options.name);
   rt.state.store(NodeState::kActive);
   return Status::ok();
 }
