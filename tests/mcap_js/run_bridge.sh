@@ -51,14 +51,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The files exist before the processes start: a background job opens its redirections in the
+# forked child, so the first read below could otherwise run before bridge.out is there.
+: >"$work/graph.log"
+: >"$work/bridge.out"
+: >"$work/bridge.log"
 "$edgevla" launch "$work/graph.yaml" --duration 120 >"$work/graph.log" 2>&1 &
 graph_pid=$!
 "$edgevla" bridge foxglove --port 0 --duration 120 >"$work/bridge.out" 2>"$work/bridge.log" &
 bridge_pid=$!
 
 port=""
-for _ in $(seq 1 200); do
-  port="$(sed -n 's|^foxglove bridge: ws://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/bridge.out")"
+for _ in $(seq 1 600); do
+  port="$(sed -n 's|^foxglove bridge: ws://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/bridge.out" || true)"
   [ -n "$port" ] && break
   kill -0 "$bridge_pid" 2>/dev/null || { cat "$work/bridge.log" >&2; fail "the bridge exited before listening"; }
   sleep 0.05
