@@ -93,18 +93,20 @@ Status PreprocessNode::configure(NodeSpec& spec) {
   cameras_in_.clear();
   cameras_in_.reserve(pre_->cameras().size());
   for (const std::string& slot : pre_->cameras()) cameras_in_.push_back({slot, "image/" + slot, {}, {}, {}, 0, 0});
+  // The first camera's frame makes the observation (without a rate); every other input is kept
+  // for the next one, so this node's executor spins for no upstream callback but that camera's.
+  const QoS held = QoS::keep_latest().held_input();
   for (std::size_t i = 0; i < cameras_in_.size(); ++i) {
     EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::Image>(
-        cameras_in_[i].topic_name, QoS::keep_latest(),
+        cameras_in_[i].topic_name, *rate_hz_ <= 0 && i == 0 ? QoS::keep_latest() : held,
         [this, i](const msgs::Image& m) { on_image(i, m); }));
   }
-  EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::RobotState>(
-      "state", QoS::keep_latest(), [this](const msgs::RobotState& m) { on_state(m); }));
-  EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::Prompt>(
-      "prompt", QoS::keep_latest(), [this](const msgs::Prompt& m) { on_prompt(m); }));
+  EDGEVLA_RETURN_IF_ERROR(
+      spec.subscribe<msgs::RobotState>("state", held, [this](const msgs::RobotState& m) { on_state(m); }));
+  EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::Prompt>("prompt", held, [this](const msgs::Prompt& m) { on_prompt(m); }));
   if (*wait_for_chunk_) {
-    EDGEVLA_RETURN_IF_ERROR(spec.subscribe<msgs::ActionChunk>(
-        "actions", QoS::keep_latest(), [this](const msgs::ActionChunk& m) { on_chunk(m); }));
+    EDGEVLA_RETURN_IF_ERROR(
+        spec.subscribe<msgs::ActionChunk>("actions", held, [this](const msgs::ActionChunk& m) { on_chunk(m); }));
   }
   if (*rate_hz_ > 0) {
     const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / *rate_hz_));

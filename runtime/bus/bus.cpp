@@ -165,7 +165,7 @@ void Bus::announce_upstream(const std::string& topic, const Waker* self, Upstrea
   if (auto queues = queues_for(topic)) {
     for (const auto& q : *queues) {
       const auto& w = q->waker();
-      if (!w || w.get() == self || !w->spins_for_upstream()) continue;
+      if (!w || w.get() == self || !w->spins_for_upstream() || !q->qos().triggers) continue;
       if (std::find(announcement.local.begin(), announcement.local.end(), w) != announcement.local.end()) continue;
       announcement.local.push_back(w);
       w->upstream_begins();
@@ -179,7 +179,7 @@ void Bus::upstream_wakers(std::vector<std::shared_ptr<Waker>>& out) const {
   for (const auto& [topic, e] : topics_) {
     for (const auto& q : *e.queues) {
       const auto& w = q->waker();
-      if (!w || !w->spins_for_upstream() || q->qos().observer()) continue;
+      if (!w || !w->spins_for_upstream() || q->qos().observer() || !q->qos().triggers) continue;
       if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
     }
   }
@@ -187,10 +187,13 @@ void Bus::upstream_wakers(std::vector<std::shared_ptr<Waker>>& out) const {
 
 TopicInterest Bus::interest_of(const QueueList& queues) {
   if (queues.empty()) return TopicInterest::kNone;
+  bool pipeline = false;
   for (const auto& q : queues) {
-    if (!q->qos().observer()) return TopicInterest::kPipeline;
+    if (q->qos().observer()) continue;
+    if (q->qos().triggers) return TopicInterest::kPipeline;
+    pipeline = true;
   }
-  return TopicInterest::kObserver;
+  return pipeline ? TopicInterest::kHeld : TopicInterest::kObserver;
 }
 
 bool Bus::takes(const std::string& topic) const {

@@ -89,8 +89,10 @@ struct BusOptions {
   std::uint32_t ring_slot_bytes = 8192;  // largest record; inline tensors of a larger one go to shared memory
 };
 
-// What a process's subscriptions to a topic ask of its publishers in other processes.
-enum class TopicInterest { kNone, kObserver, kPipeline };
+// What a process's subscriptions to a topic ask of its publishers in other processes. kHeld:
+// pipeline subscriptions that all only keep what arrives (QoS::triggers off), which take the
+// topic as kPipeline does but are sent no upstream announcements.
+enum class TopicInterest { kNone, kObserver, kHeld, kPipeline };
 
 struct PublisherCounters {
   Counter published;
@@ -207,12 +209,14 @@ class Bus {
   Expected<Tensor> loan_for(const std::string& topic, DType dtype, const Shape& shape, Device device);
 
   // Upstream announcements: a node's callback that publishes to `topic` began. The executors
-  // of this process that take `topic` and spin for upstream work (Waker::spins_for_upstream,
-  // except `self`), and the same-host processes that take it as a pipeline and spin for it,
-  // are told (once each per announcement) until announcement.end().
+  // of this process that take `topic` in a subscription that triggers work (QoS::triggers) and
+  // spin for upstream work (Waker::spins_for_upstream, except `self`), and the same-host
+  // processes that take it so and spin for it, are told (once each per announcement) until
+  // announcement.end().
   void announce_upstream(const std::string& topic, const Waker* self, UpstreamAnnouncement& announcement) const;
-  // Every executor of this process that spins for upstream work and takes a topic (the ring
-  // thread tells them when another process announced), appended once each.
+  // Every executor of this process that spins for upstream work and takes a topic in a
+  // subscription that triggers work (the ring thread tells them when another process
+  // announced), appended once each.
   void upstream_wakers(std::vector<std::shared_ptr<Waker>>& out) const;
 
   void set_node_names(std::vector<std::string> names);

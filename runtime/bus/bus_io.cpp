@@ -167,10 +167,10 @@ void BusIo::set_interest(const std::string& topic, TopicInterest before, TopicIn
     }
     if (ring_) {
       // Same-host publishers that deliver into rings read this interest from the ring itself.
-      const RingRole role = after == TopicInterest::kPipeline   ? RingRole::kPipeline
-                            : after == TopicInterest::kObserver ? RingRole::kObserver
-                                                                : RingRole::kNone;
-      if (!set_ring_interest(*interest_, topic, role)) {
+      const RingRole role = after == TopicInterest::kPipeline || after == TopicInterest::kHeld ? RingRole::kPipeline
+                            : after == TopicInterest::kObserver                                ? RingRole::kObserver
+                                                                                               : RingRole::kNone;
+      if (!set_ring_interest(*interest_, topic, role, after == TopicInterest::kHeld)) {
         rate_log_.warn("ring-interest", "this process takes more than " +
                                             std::to_string(RingInterestTable::kMaxTopics) +
                                             " topics; '" + topic + "' is not announced to same-host publishers");

@@ -159,7 +159,8 @@ void BusIo::announce_upstream(const std::string& topic, std::vector<std::shared_
     std::lock_guard lock(peers_mu_);
     for (const auto& p : ring_peers_) {
       if (p->interest->spins.load(std::memory_order_acquire) == 0) continue;
-      if (ring_interest(*p->interest, topic) != RingRole::kPipeline) continue;
+      bool held = false;
+      if (ring_interest(*p->interest, topic, &held) != RingRole::kPipeline || held) continue;
       peers.push_back(p);
     }
   }

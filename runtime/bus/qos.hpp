@@ -40,6 +40,13 @@ struct QoS {
   // host_tensors is refused, when it attaches, on a topic whose publisher in this process
   // declared device tensors (Bus::publishes_on), and rejects (counted) any that still arrive.
   bool device_tensors = false;
+  // What arrives here starts work on the graph's path: the callback publishes, or decides what
+  // is published next. False for an input the node only keeps for later work (a robot state, a
+  // prompt, a second camera beside the one that triggers): its executor does not spin while an
+  // upstream callback that publishes here runs (upstream_spin_us), and that callback's start
+  // does not wake it, as the hand-over gains nothing there. Declared by the node's code, like
+  // device_tensors: a launch file's QoS for the subscription keeps it.
+  bool triggers = true;
 
   static QoS keep_last(std::size_t depth) { return {depth, Reliability::kBestEffort, {}, 0}; }
   // Only the newest message matters (a controller reading the latest state).
@@ -62,6 +69,11 @@ struct QoS {
   QoS taking_device_tensors() const {
     QoS q = *this;
     q.device_tensors = true;
+    return q;
+  }
+  QoS held_input() const {
+    QoS q = *this;
+    q.triggers = false;
     return q;
   }
   // Whether a device tensor may reach the callback (as it is or as a host copy).

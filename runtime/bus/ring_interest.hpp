@@ -21,7 +21,9 @@ struct RingInterestTable {
   struct Entry {
     std::atomic<std::uint64_t> hash;
     std::atomic<std::uint32_t> role;
-    std::uint32_t reserved;
+    // 1: the owner's pipeline subscriptions to the topic only keep what arrives (QoS::triggers
+    // off): its publishers' callbacks send it no upstream announcements.
+    std::atomic<std::uint32_t> held;
   };
   // Upstream announcements (the launch group's upstream_spin_us): a process whose node starts a
   // callback that publishes to this process's pipeline topics adds one to `busy` in its own
@@ -98,8 +100,9 @@ inline std::uint64_t topic_hash(std::string_view topic) {
   return h;
 }
 
-// Writer: sets the role of `topic` (kNone removes it). False when the table is full.
-inline bool set_ring_interest(RingInterestTable& t, std::string_view topic, RingRole role) {
+// Writer: sets the role of `topic` (kNone removes it) and whether the owner only holds what
+// arrives there. False when the table is full.
+inline bool set_ring_interest(RingInterestTable& t, std::string_view topic, RingRole role, bool held = false) {
   const std::uint64_t h = topic_hash(topic);
   const std::uint32_t n = t.count.load(std::memory_order_relaxed);
   std::uint32_t at = n;
@@ -114,10 +117,12 @@ inline bool set_ring_interest(RingInterestTable& t, std::string_view topic, Ring
     const std::uint32_t last = n - 1;
     t.entries[at].hash.store(t.entries[last].hash.load(std::memory_order_relaxed), std::memory_order_relaxed);
     t.entries[at].role.store(t.entries[last].role.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    t.entries[at].held.store(t.entries[last].held.load(std::memory_order_relaxed), std::memory_order_relaxed);
     t.count.store(last, std::memory_order_relaxed);
   } else {
     t.entries[at].hash.store(h, std::memory_order_relaxed);
     t.entries[at].role.store(static_cast<std::uint32_t>(role), std::memory_order_relaxed);
+    t.entries[at].held.store(held ? 1u : 0u, std::memory_order_relaxed);
     if (at == n) t.count.store(n + 1, std::memory_order_relaxed);
   }
   t.version.fetch_add(1, std::memory_order_release);  // even again
@@ -125,22 +130,28 @@ inline bool set_ring_interest(RingInterestTable& t, std::string_view topic, Ring
 }
 
 // Reader: the role the table's owner takes `topic` in; an observer of every topic (the empty
-// topic) counts for each.
-inline RingRole ring_interest(const RingInterestTable& t, std::string_view topic) {
+// topic) counts for each. `held`, when given, is set to whether the owner only holds what
+// arrives on `topic` (no upstream announcements for it).
+inline RingRole ring_interest(const RingInterestTable& t, std::string_view topic, bool* held = nullptr) {
   const std::uint64_t h = topic_hash(topic), all = topic_hash("");
   for (;;) {
     const std::uint32_t v1 = t.version.load(std::memory_order_acquire);
     if (v1 & 1u) continue;
     RingRole role = RingRole::kNone, every = RingRole::kNone;
+    bool topic_held = false;
     const std::uint32_t n = std::min(t.count.load(std::memory_order_relaxed), RingInterestTable::kMaxTopics);
     for (std::uint32_t i = 0; i < n; ++i) {
       const std::uint64_t eh = t.entries[i].hash.load(std::memory_order_relaxed);
-      if (eh == h) role = static_cast<RingRole>(t.entries[i].role.load(std::memory_order_relaxed));
+      if (eh == h) {
+        role = static_cast<RingRole>(t.entries[i].role.load(std::memory_order_relaxed));
+        topic_held = t.entries[i].held.load(std::memory_order_relaxed) != 0;
+      }
       if (eh == all) every = static_cast<RingRole>(t.entries[i].role.load(std::memory_order_relaxed));
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (t.version.load(std::memory_order_relaxed) != v1) continue;
     if (role == RingRole::kNone && every == RingRole::kObserver) role = RingRole::kObserver;
+    if (held != nullptr) *held = topic_held;
     return role;
   }
 }

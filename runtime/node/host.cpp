@@ -382,7 +382,10 @@ std::string NodeHost::nodes_yaml() const {
           << c.dropped_overflow.get() << YAML::Key << "dropped_timeout" << YAML::Value
           << c.dropped_timeout.get() << YAML::Key << "lost" << YAML::Value << c.lost.get()
           << YAML::Key << "rejected" << YAML::Value << c.rejected.get() << YAML::Key << "queued"
-          << YAML::Value << s->queue->size() << YAML::EndMap;
+          << YAML::Value << s->queue->size();
+      // An input the node only keeps (QoS::triggers off): not spun for upstream.
+      if (!s->queue->qos().triggers) out << YAML::Key << "held" << YAML::Value << true;
+      out << YAML::EndMap;
     }
     out << YAML::EndSeq << YAML::Key << "callbacks" << YAML::Value << YAML::BeginSeq;
     for (const auto& r : reports) {

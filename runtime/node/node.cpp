@@ -201,10 +201,12 @@ Status NodeSpec::subscribe_any(std::string_view name, std::string type, QoS qos,
   }
   if (auto it = rt_.options.qos.find(std::string(name)); it != rt_.options.qos.end()) {
     // The launch file picks depth, role and host copies; whether the callback takes device
-    // tensors is the node's code.
+    // tensors, and whether what arrives triggers work, is the node's code.
     const bool takes_device = qos.device_tensors;
+    const bool triggers = qos.triggers;
     qos = it->second;
     qos.device_tensors = qos.device_tensors || takes_device;
+    qos.triggers = triggers;
   }
   auto e = std::make_unique<SubscriptionEntry>();
   e->name = std::string(name);

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include <yaml-cpp/yaml.h>
@@ -257,6 +258,39 @@ TEST(BusRing, AFullRingCostsOneWaitThenDropsUntilItDrains) {
   reg->remove(e);
 }
 
+
+// The interest table keeps each topic's role and whether its owner only holds what arrives
+// there (no upstream announcements) through updates and removals (a removal moves the last
+// entry into the freed slot); an observer of every topic counts for the others.
+TEST(RingInterest, RolesAndHeldTopicsSurviveUpdatesAndRemovals) {
+  auto t = std::make_unique<RingInterestTable>();
+  ASSERT_TRUE(set_ring_interest(*t, "/a", RingRole::kPipeline, true));
+  ASSERT_TRUE(set_ring_interest(*t, "/b", RingRole::kObserver));
+  ASSERT_TRUE(set_ring_interest(*t, "/c", RingRole::kPipeline));
+  const auto role_of = [&](std::string_view topic, bool& held) {
+    held = !held;  // overwritten by the reader
+    return ring_interest(*t, topic, &held);
+  };
+  bool held = false;
+  EXPECT_EQ(role_of("/a", held), RingRole::kPipeline);
+  EXPECT_TRUE(held);
+  EXPECT_EQ(role_of("/c", held), RingRole::kPipeline);
+  EXPECT_FALSE(held);
+  ASSERT_TRUE(set_ring_interest(*t, "/a", RingRole::kNone));  // /c moves into /a's slot
+  EXPECT_EQ(role_of("/a", held), RingRole::kNone);
+  EXPECT_FALSE(held);
+  EXPECT_EQ(role_of("/c", held), RingRole::kPipeline);
+  EXPECT_FALSE(held);
+  ASSERT_TRUE(set_ring_interest(*t, "/c", RingRole::kPipeline, true));  // updated in place
+  EXPECT_EQ(role_of("/c", held), RingRole::kPipeline);
+  EXPECT_TRUE(held);
+  EXPECT_EQ(role_of("/b", held), RingRole::kObserver);
+  EXPECT_FALSE(held);
+  ASSERT_TRUE(set_ring_interest(*t, "", RingRole::kObserver));
+  EXPECT_EQ(role_of("/elsewhere", held), RingRole::kObserver);
+  EXPECT_FALSE(held);
+  EXPECT_EQ(t->count.load(), 3u);
+}
 
 // Found on the GPU host under a 16-core test load: the recorder process's ring thread spent
 // seconds on its first device block (the device starting up in that process) while the other

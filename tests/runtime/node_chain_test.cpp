@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -60,19 +61,24 @@ class UpstreamStage final : public Node {
   std::atomic<bool> held_until_ok{false};
 };
 
-// The stage after it: counts what arrives on /mid, and ticks every 5 ms.
+// The stage after it: counts what arrives on /mid, and ticks every 5 ms. `held`: it only keeps
+// what arrives (QoS::triggers off).
 class DownstreamStage final : public Node {
  public:
-  explicit DownstreamStage(const NodeOptions& o) : Node(o) {}
+  explicit DownstreamStage(const NodeOptions& o, bool held = false) : Node(o), held_(held) {}
   Status configure(NodeSpec& spec) override {
+    const QoS qos = held_ ? QoS::keep_last(10).held_input() : QoS::keep_last(10);
     EDGEVLA_RETURN_IF_ERROR(
-        spec.subscribe<msgs::ActionChunk>("in", QoS::keep_last(10), [this](const msgs::ActionChunk&) { ++received; }));
+        spec.subscribe<msgs::ActionChunk>("in", qos, [this](const msgs::ActionChunk&) { ++received; }));
     return spec.timer("tick", std::chrono::milliseconds(5), [this] { ++ticks; });
   }
   Status activate() override { return Status::ok(); }
   Status deactivate() override { return Status::ok(); }
   std::atomic<int> received{0};
   std::atomic<int> ticks{0};
+
+ private:
+  bool held_;
 };
 
 struct SpinChain {
@@ -84,7 +90,8 @@ struct SpinChain {
 };
 
 SpinChain spin_chain(const std::string& tag, std::int64_t upstream_spin_ns,
-                     std::optional<std::int64_t> down_upstream_spin_us = std::nullopt) {
+                     std::optional<std::int64_t> down_upstream_spin_us = std::nullopt, bool down_held = false,
+                     std::map<std::string, QoS> down_qos = {}) {
   SpinChain c;
   c.bus = bus_for(tag);
   NodeHostOptions ho;
@@ -97,7 +104,8 @@ SpinChain spin_chain(const std::string& tag, std::int64_t upstream_spin_ns,
   NodeOptions d{"down", "downstream_stage"};
   d.remaps = {{"in", "/mid"}};
   d.upstream_spin_us = down_upstream_spin_us;
-  c.down = static_cast<DownstreamStage*>(*c.host->add(std::make_unique<DownstreamStage>(d)));
+  d.qos = std::move(down_qos);
+  c.down = static_cast<DownstreamStage*>(*c.host->add(std::make_unique<DownstreamStage>(d, down_held)));
   c.in = *c.bus->advertise("/in", "ActionChunk", "test");
   return c;
 }
@@ -176,6 +184,37 @@ TEST(Node, ANodesOwnUpstreamSpinWinsOverItsHosts) {
   ASSERT_OK(own.host->deactivate_all());
 }
 
+// A subscription that only keeps what arrives (QoS::triggers off) makes its executor neither
+// spin for the upstream callback nor wake at its start, in a spinning host; what arrives is
+// still delivered, and a launch file's QoS for the subscription keeps the node's choice.
+TEST(Node, AHeldInputIsNotSpunFor) {
+  for (const bool launch_qos : {false, true}) {
+    std::map<std::string, QoS> qos;
+    if (launch_qos) qos["in"] = QoS::keep_last(5);
+    SpinChain c = spin_chain(launch_qos ? "upspin_held_qos" : "upspin_held", 30'000'000'000, std::nullopt, true, qos);
+    ASSERT_OK(c.host->activate_all());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_OK(c.bus->publish(*c.in, chunk(2)));
+      ASSERT_TRUE(eventually([&] { return c.down->received.load() == i + 1; }));
+    }
+    const auto none = c.host->upstream_spins("down");
+    EXPECT_EQ(none.taken + none.missed, 0u) << "launch qos " << launch_qos;
+    EXPECT_EQ(none.busy, 0) << "launch qos " << launch_qos;
+    ASSERT_OK(c.host->deactivate_all());
+  }
+  // The same chain with a triggering subscription spins (the test above, once more as a check
+  // that this chain could have).
+  SpinChain t = spin_chain("upspin_trigger", 30'000'000'000);
+  ASSERT_OK(t.host->activate_all());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK(t.bus->publish(*t.in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return t.down->received.load() == i + 1; }));
+  }
+  const auto some = t.host->upstream_spins("down");
+  EXPECT_GE(some.taken + some.missed, 1u);
+  ASSERT_OK(t.host->deactivate_all());
+}
+
 // Each executor thread carries its node's name (`top -H`, perf and gdb show it).
 TEST(Node, ExecutorThreadsCarryTheirNodesNames) {
   SpinChain c = spin_chain("thread_names", 0);
@@ -207,7 +246,8 @@ struct SplitChain {
   std::shared_ptr<TopicWriter> in;
 };
 
-void split_chain(SplitChain& c, const std::string& tag, std::int64_t upstream_spin_ns, std::chrono::milliseconds hold) {
+void split_chain(SplitChain& c, const std::string& tag, std::int64_t upstream_spin_ns, std::chrono::milliseconds hold,
+                 bool down_held = false) {
   c.domain = testing::unique_domain(tag);
   const auto make = [&](const std::string& name, std::unique_ptr<Bus>& bus, std::unique_ptr<NodeHost>& host) {
     BusOptions bo;
@@ -228,7 +268,7 @@ void split_chain(SplitChain& c, const std::string& tag, std::int64_t upstream_sp
   c.up->hold = hold;
   NodeOptions d{"down", "downstream_stage"};
   d.remaps = {{"in", "/mid"}};
-  c.down = static_cast<DownstreamStage*>(*c.host_b->add(std::make_unique<DownstreamStage>(d)));
+  c.down = static_cast<DownstreamStage*>(*c.host_b->add(std::make_unique<DownstreamStage>(d, down_held)));
   c.in = *c.bus_a->advertise("/in", "ActionChunk", "test");
   ASSERT_OK(c.host_a->activate_all());
   ASSERT_OK(c.host_b->activate_all());
@@ -286,6 +326,44 @@ TEST(Node, UpstreamSpinReachesAnotherProcessThroughItsRing) {
   // And nothing keeps it spinning afterwards: more hand-overs go through as before.
   ASSERT_OK(bus_a->publish(*in, chunk(2)));
   ASSERT_TRUE(eventually([&] { return down->received.load() == before + 7; }));
+  ASSERT_OK(host_a->deactivate_all());
+  ASSERT_OK(host_b->deactivate_all());
+}
+
+// Across processes too: a receiver whose only subscription to the topic keeps what arrives
+// (QoS::triggers off) says so in its ring's interest table, and the upstream callback in the
+// other process announces nothing there: neither the ring thread nor the executor spins.
+TEST(Node, AHeldInputInAnotherProcessIsNotSpunFor) {
+  SplitChain c;
+  ASSERT_NO_FATAL_FAILURE(split_chain(c, "upspin_x_held", 300'000'000, std::chrono::milliseconds(20), true));
+  auto& [domain, bus_a, bus_b, host_a, host_b, up, down, in] = c;
+  const auto ring_spins = [&] {
+    return transport_counter(*bus_b, "upstream_spins_taken") + transport_counter(*bus_b, "upstream_spins_missed");
+  };
+  const int before = down->received.load();
+  const std::uint64_t spins_before = ring_spins();
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_OK(bus_a->publish(*in, chunk(2)));
+    ASSERT_TRUE(eventually([&] { return down->received.load() == before + i; }));
+  }
+  EXPECT_EQ(ring_spins(), spins_before) << bus_b->stats_yaml();
+  const auto none = host_b->upstream_spins("down");
+  EXPECT_EQ(none.taken + none.missed, 0u);
+  // The table says so: /mid is taken as a pipeline topic, held.
+  std::string ring_name;
+  {
+    auto reg = Registry::open(Registry::default_dir(domain));
+    ASSERT_TRUE(reg.has_value());
+    for (const auto& e : reg->list()) {
+      if (e.bus_id == bus_b->id()) ring_name = e.ring;
+    }
+  }
+  auto ring = shm::Ring::open(ring_name);
+  ASSERT_TRUE(ring.has_value()) << ring.status().to_string();
+  const auto* table = reinterpret_cast<const RingInterestTable*>((*ring)->user_area());
+  bool held = false;
+  EXPECT_EQ(ring_interest(*table, "/mid", &held), RingRole::kPipeline);
+  EXPECT_TRUE(held);
   ASSERT_OK(host_a->deactivate_all());
   ASSERT_OK(host_b->deactivate_all());
 }

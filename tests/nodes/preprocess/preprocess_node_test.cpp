@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -408,6 +409,32 @@ TEST(PreprocessNode, DefaultStateAndTimerPublishWithoutARobot) {
   // Nothing new: no further observation however many ticks pass.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(g.harness->count(), 1u);
+}
+
+// Which inputs trigger work (and are spun for upstream, upstream_spin_us) and which are held,
+// as `node info` lists them: without a rate only the first camera's frame makes an
+// observation; with one, the timer does and every input is held.
+TEST(PreprocessNode, OnlyTheTriggeringCameraIsSpunFor) {
+  const Checkpoint ckpt = make_checkpoint("pi05");
+  const auto held_inputs = [](Graph& g) {
+    std::map<std::string, bool> held;
+    for (const auto& n : YAML::Load(g.host->nodes_yaml())["nodes"]) {
+      if (n["name"].as<std::string>() != "pre") continue;
+      for (const auto& sub : n["subscriptions"]) held[sub["name"].as<std::string>()] = sub["held"].as<bool>(false);
+    }
+    return held;
+  };
+  Graph g = start("held", ckpt, {{"wait_for_chunk", yaml("true")}});
+  ASSERT_OK(g.activated);
+  const std::map<std::string, bool> untimed = {{"image/base_0_rgb", false}, {"image/left_wrist_0_rgb", true},
+                                               {"state", true}, {"prompt", true}, {"actions", true}};
+  EXPECT_EQ(held_inputs(g), untimed);
+  Graph timed = start("held_timer", ckpt, {{"rate_hz", yaml("50")}});
+  ASSERT_OK(timed.activated);
+  std::map<std::string, bool> every = untimed;
+  every["image/base_0_rgb"] = true;
+  every.erase("actions");  // wait_for_chunk is off by default
+  EXPECT_EQ(held_inputs(timed), every);
 }
 
 TEST(PreprocessNode, ConfigurationErrorsAreClear) {
