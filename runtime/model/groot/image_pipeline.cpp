@@ -5,9 +5,15 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <string>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define EDGEVLA_PIPELINE_SHUFFLE 1
+#endif
 
 #include "runtime/util/thread_pool.hpp"
 
@@ -54,6 +60,183 @@ void for_rows(ThreadPool* pool, int n, std::size_t row_bytes, F&& fn) {
   pool->parallel_for(n, grain, [&](std::int64_t b, std::int64_t e) { fn(static_cast<int>(b), static_cast<int>(e)); });
 }
 
+// ---- Passes along rows ----------------------------------------------------------------------------
+// A pass along rows: output pixel x sums, channel by channel, the source pixels start[x] ..
+// start[x] + count[x] - 1 weighted by k[x][q], onto `init`, in that order: in 32-bit integers
+// (INTER_AREA's enlarging path: two taps; Pillow's bicubic: up to `taps`), or in f32, each
+// product rounded and then added as OpenCV's float area path does (W = float). Weights past an
+// output's own count are 0, which adds nothing to an integer sum and +0 to a float one, so a
+// pass may run every output over `taps` taps.
+//
+// The AVX2 form takes 8 channel values (elements) of the output row at a time, as two halves of
+// 4: for each tap, one 16-byte load per half at the half's first source pixel shifted by the tap
+// and one byte shuffle that puts each element's source byte in place (the same for every tap, as
+// every element's tap q lies q pixels after its tap 0), the halves' bytes merged, widened to 32
+// bits and multiplied by the block's weights of that tap. A half's sources fit one load up to a
+// downscale of about 4; a block that does not fit, and one whose loads would pass the end of the
+// frame's bytes, goes the scalar way. Compilers do not gather bytes on their own: the
+// pixel-at-a-time loops this replaces were most of the pipeline's time.
+template <class W>
+struct RowTaps {
+  int out_width = 0, taps = 0;
+  std::vector<int> start, count;  // [out_width]
+  std::vector<W> k;               // [out_width][taps], 0 past count
+  // Blocks of 8 elements, per half h (elements 4h .. 4h + 3): the byte offset in a source row
+  // of the half's first element's tap-0 pixel, and the shuffle that moves each element's byte
+  // (relative to that offset) to its place 4h + j (0x80 elsewhere); the bytes the block's
+  // loads reach from the row's start; the weights [taps][8]; whether both halves fit a load.
+  std::vector<std::array<int, 2>> base;
+  std::vector<int> reach;
+  std::vector<std::array<std::array<std::uint8_t, 16>, 2>> shuffle;
+  std::vector<W> block_k;
+  std::vector<std::uint8_t> fits;
+};
+
+// Sized for out_width outputs of `taps` taps, weights 0.
+template <class W>
+RowTaps<W> row_taps(int out_width, int taps) {
+  RowTaps<W> t;
+  t.out_width = out_width;
+  t.taps = taps;
+  t.start.assign(static_cast<std::size_t>(out_width), 0);
+  t.count.assign(static_cast<std::size_t>(out_width), 0);
+  t.k.assign(static_cast<std::size_t>(out_width) * static_cast<std::size_t>(taps), W{});
+  return t;
+}
+
+// Fills the blocks of a pass whose start / count / k are set.
+template <class W>
+void plan_blocks(RowTaps<W>& h) {
+  const int elems = h.out_width * 3, blocks = elems / 8;
+  const auto nb = static_cast<std::size_t>(blocks), taps = static_cast<std::size_t>(h.taps);
+  h.base.assign(nb, {});
+  h.reach.assign(nb, 0);
+  h.shuffle.assign(nb, {});
+  h.block_k.assign(nb * taps * 8, W{});
+  h.fits.assign(nb, 0);
+  for (std::size_t b = 0; b < nb; ++b) {
+    bool fits = true;
+    for (std::size_t half = 0; half < 2; ++half) {
+      const int first = h.start[(b * 8 + 4 * half) / 3] * 3;
+      h.base[b][half] = first;
+      h.shuffle[b][half].fill(0x80);
+      for (std::size_t j = 4 * half; j < 4 * half + 4; ++j) {
+        const std::size_t e = b * 8 + j, x = e / 3;
+        const int rel = h.start[x] * 3 + static_cast<int>(e % 3) - first;
+        if (rel < 0 || rel > 15) fits = false;
+        h.shuffle[b][half][j] = static_cast<std::uint8_t>(std::clamp(rel, 0, 15));
+        for (std::size_t q = 0; q < taps; ++q) h.block_k[(b * taps + q) * 8 + j] = h.k[x * taps + q];
+      }
+    }
+    h.reach[b] = std::max(h.base[b][0], h.base[b][1]) + 3 * (h.taps - 1) + 16;
+    h.fits[b] = fits ? 1 : 0;
+  }
+}
+
+// Output elements [e0, e1) of one row, one at a time.
+template <class W>
+void row_pass_scalar(const RowTaps<W>& h, const std::uint8_t* src, W init, int e0, int e1, W* out) {
+  for (int e = e0; e < e1; ++e) {
+    const auto x = static_cast<std::size_t>(e / 3);
+    const std::uint8_t* p = src + static_cast<std::size_t>(h.start[x]) * 3 + static_cast<std::size_t>(e % 3);
+    const W* k = h.k.data() + x * static_cast<std::size_t>(h.taps);
+    W acc = init;
+    for (int q = 0; q < h.count[x]; ++q) acc = acc + static_cast<W>(p[3 * q]) * k[q];
+    out[e] = acc;
+  }
+}
+
+#ifdef EDGEVLA_PIPELINE_SHUFFLE
+// A block's 8 source bytes of tap q (its halves at row + base[0] / base[1]), widened to 32 bits.
+struct BlockLoads {
+  const std::uint8_t* lo;
+  const std::uint8_t* hi;
+  __m128i shuffle_lo, shuffle_hi;
+};
+
+__attribute__((target("avx2"))) inline BlockLoads block_loads(const std::array<int, 2>& base,
+                                                              const std::array<std::array<std::uint8_t, 16>, 2>& shuffle,
+                                                              const std::uint8_t* row) {
+  return {row + base[0], row + base[1], _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[0].data())),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[1].data()))};
+}
+
+__attribute__((target("avx2"))) inline __m256i tap_bytes(const BlockLoads& l, int q) {
+  const __m128i lo = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.lo + 3 * q)), l.shuffle_lo);
+  const __m128i hi = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.hi + 3 * q)), l.shuffle_hi);
+  return _mm256_cvtepu8_epi32(_mm_or_si128(lo, hi));
+}
+
+__attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<std::int32_t>& h, const std::uint8_t* src,
+                                                   std::size_t avail, std::int32_t init, std::int32_t* out) {
+  const auto blocks = h.base.size();
+  const __m256i start = _mm256_set1_epi32(init);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const int e = static_cast<int>(b) * 8;
+    if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
+      row_pass_scalar(h, src, init, e, e + 8, out);
+      continue;
+    }
+    const BlockLoads l = block_loads(h.base[b], h.shuffle[b], src);
+    const std::int32_t* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
+    __m256i acc = start;
+    for (int q = 0; q < h.taps; ++q) {
+      const __m256i kq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 8 * q));
+      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes(l, q), kq));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + e), acc);
+  }
+  row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
+}
+
+// f32: each product rounded, then added (no fused multiply-add), in tap order.
+__attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<float>& h, const std::uint8_t* src, std::size_t avail,
+                                                   float init, float* out) {
+  const auto blocks = h.base.size();
+  const __m256 start = _mm256_set1_ps(init);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const int e = static_cast<int>(b) * 8;
+    if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
+      row_pass_scalar(h, src, init, e, e + 8, out);
+      continue;
+    }
+    const BlockLoads l = block_loads(h.base[b], h.shuffle[b], src);
+    const float* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
+    __m256 acc = start;
+    for (int q = 0; q < h.taps; ++q) {
+      const __m256 v = _mm256_cvtepi32_ps(tap_bytes(l, q));
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(v, _mm256_loadu_ps(k + 8 * q)));
+    }
+    _mm256_storeu_ps(out + e, acc);
+  }
+  row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
+}
+#endif
+
+bool cpu_has_avx2() {
+#ifdef EDGEVLA_PIPELINE_SHUFFLE
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> g_shuffle_passes{cpu_has_avx2()};
+
+// One source row `src` through the pass into out[0, 3 * out_width); `avail`: the bytes readable
+// from `src` on (to the end of the frame).
+template <class W>
+void row_pass(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
+#ifdef EDGEVLA_PIPELINE_SHUFFLE
+  if (g_shuffle_passes.load(std::memory_order_relaxed)) {
+    row_pass_avx2(h, src, avail, init, out);
+    return;
+  }
+#endif
+  (void)avail;
+  row_pass_scalar(h, src, init, 0, h.out_width * 3, out);
+}
+
 // ---- OpenCV INTER_AREA ---------------------------------------------------------------------------
 
 struct AreaTap {
@@ -83,7 +266,33 @@ std::vector<AreaTap> area_tab(int ssize, int dsize, double scale) {
 // horizontal sums are made once per slice of output rows, when first needed, into one reused
 // row (the sums, and the order each output adds them in, are those of the two-pass form).
 // Taps [t0, t1) start and end at a destination row's first tap.
-EDGEVLA_PIPELINE_CLONES void area_float_rows(const Frame& in, const std::vector<AreaTap>& xt, const std::vector<AreaTap>& yt,
+// The horizontal taps as a pass along rows: each destination's taps read consecutive sources in
+// ascending order (a partial first, whole ones, a partial last), so tap q is source start + q.
+RowTaps<float> area_row_taps(const std::vector<AreaTap>& xt, int nw) {
+  std::vector<int> first(static_cast<std::size_t>(nw), -1), last(static_cast<std::size_t>(nw), -1);
+  for (const AreaTap& t : xt) {
+    const auto d = static_cast<std::size_t>(t.dst);
+    if (first[d] < 0) first[d] = t.src;
+    last[d] = t.src;
+  }
+  int most = 1;
+  for (std::size_t d = 0; d < first.size(); ++d) most = std::max(most, last[d] - first[d] + 1);
+  RowTaps<float> r = row_taps<float>(nw, most);
+  for (std::size_t d = 0; d < first.size(); ++d) {
+    r.start[d] = std::max(first[d], 0);
+    r.count[d] = first[d] < 0 ? 0 : last[d] - first[d] + 1;
+  }
+  // A destination's sources strictly ascend (sx1 - 1, sx1 .. sx2 - 1, sx2 in area_tab), so each
+  // weight has a slot of its own.
+  for (const AreaTap& t : xt) {
+    const auto d = static_cast<std::size_t>(t.dst);
+    r.k[d * static_cast<std::size_t>(most) + static_cast<std::size_t>(t.src - first[d])] = t.weight;
+  }
+  plan_blocks(r);
+  return r;
+}
+
+EDGEVLA_PIPELINE_CLONES void area_float_rows(const Frame& in, const RowTaps<float>& xt, const std::vector<AreaTap>& yt,
                                              std::size_t t0, std::size_t t1, std::size_t row_len, float* out) {
   const int w = in.width;
   std::vector<float> row(row_len);
@@ -92,15 +301,8 @@ EDGEVLA_PIPELINE_CLONES void area_float_rows(const Frame& in, const std::vector<
     const AreaTap& t = yt[ti];
     if (t.src != have) {
       have = t.src;
-      std::fill(row.begin(), row.end(), 0.0f);
-      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(t.src) * static_cast<std::size_t>(w) * 3;
-      for (const AreaTap& x : xt) {
-        const std::uint8_t* p = src + static_cast<std::size_t>(x.src) * 3;
-        float* r = row.data() + static_cast<std::size_t>(x.dst) * 3;
-        r[0] = r[0] + static_cast<float>(p[0]) * x.weight;
-        r[1] = r[1] + static_cast<float>(p[1]) * x.weight;
-        r[2] = r[2] + static_cast<float>(p[2]) * x.weight;
-      }
+      const std::size_t at = static_cast<std::size_t>(t.src) * static_cast<std::size_t>(w) * 3;
+      row_pass(xt, in.rgb.data() + at, in.rgb.size() - at, 0.0f, row.data());
     }
     float* o = out + static_cast<std::size_t>(t.dst) * row_len;
     const bool first = ti == t0 || yt[ti - 1].dst != t.dst;
@@ -118,7 +320,8 @@ EDGEVLA_PIPELINE_CLONES void round_rows(const float* in, std::size_t n, std::uin
 }
 
 Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y, ThreadPool* pool) {
-  const std::vector<AreaTap> xt = area_tab(in.width, nw, scale_x), yt = area_tab(in.height, nh, scale_y);
+  const std::vector<AreaTap> yt = area_tab(in.height, nh, scale_y);
+  const RowTaps<float> xt = area_row_taps(area_tab(in.width, nw, scale_x), nw);
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
   // Each destination row's first tap: a slice of rows [b, e) takes taps [first[b], first[e]).
   std::vector<std::size_t> first(static_cast<std::size_t>(nh) + 1, yt.size());
@@ -193,7 +396,27 @@ LinearCoeffs linear_area_coeffs(int ssize, int dsize, bool clamp_border) {
 // Integer arithmetic as OpenCV's fixed-point path does it; every intermediate fits 32 bits
 // (|row| <= 255 * 2048, weights <= 2048). Output rows [y0, y1): the horizontal sums of the
 // source rows they read, then the vertical blend.
-EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const LinearCoeffs& xc, const LinearCoeffs& yc, int y0, int y1,
+// The horizontal step as a two-tap pass: pixel x blends idx[x] and idx[x] + 1 by w0, w1; past
+// xmax the source's last pixel alone times 2048 (there w0 is 2048 and w1 0).
+RowTaps<std::int32_t> linear_area_taps(const LinearCoeffs& xc, int out_width) {
+  RowTaps<std::int32_t> t = row_taps<std::int32_t>(out_width, 2);
+  for (int x = 0; x < out_width; ++x) {
+    const auto xi = static_cast<std::size_t>(x);
+    t.start[xi] = static_cast<int>(xc.idx[xi]);
+    if (x >= xc.xmax) {
+      t.count[xi] = 1;
+      t.k[2 * xi] = 2048;
+    } else {
+      t.count[xi] = 2;
+      t.k[2 * xi] = static_cast<std::int32_t>(xc.w0[xi]);
+      t.k[2 * xi + 1] = static_cast<std::int32_t>(xc.w1[xi]);
+    }
+  }
+  plan_blocks(t);
+  return t;
+}
+
+EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const RowTaps<std::int32_t>& xt, const LinearCoeffs& yc, int y0, int y1,
                                               Frame& f) {
   const int h = in.height, w = in.width, nw = f.width;
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
@@ -201,21 +424,8 @@ EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const LinearCoeff
   const long s0 = src_row(y0, 0), s1 = src_row(y1 - 1, 1);
   std::vector<std::int32_t> rows(static_cast<std::size_t>(s1 - s0 + 1) * row_len);
   for (long y = s0; y <= s1; ++y) {
-    const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(w) * 3;
-    std::int32_t* out = rows.data() + static_cast<std::size_t>(y - s0) * row_len;
-    for (int x = 0; x < nw; ++x) {
-      const auto xi = static_cast<std::size_t>(xc.idx[static_cast<std::size_t>(x)]);
-      const std::uint8_t* a = src + xi * 3;
-      std::int32_t* o = out + static_cast<std::size_t>(x) * 3;
-      if (x >= xc.xmax) {
-        for (int c = 0; c < 3; ++c) o[c] = a[c] * 2048;
-        continue;
-      }
-      const std::uint8_t* b = src + std::min<std::size_t>(xi + 1, static_cast<std::size_t>(w) - 1) * 3;
-      const auto w0 = static_cast<std::int32_t>(xc.w0[static_cast<std::size_t>(x)]);
-      const auto w1 = static_cast<std::int32_t>(xc.w1[static_cast<std::size_t>(x)]);
-      for (int c = 0; c < 3; ++c) o[c] = a[c] * w0 + b[c] * w1;
-    }
+    const std::size_t at = static_cast<std::size_t>(y) * static_cast<std::size_t>(w) * 3;
+    row_pass(xt, in.rgb.data() + at, in.rgb.size() - at, 0, rows.data() + static_cast<std::size_t>(y - s0) * row_len);
   }
   for (int y = y0; y < y1; ++y) {
     const auto b0 = static_cast<std::int32_t>(yc.w0[static_cast<std::size_t>(y)]);
@@ -232,8 +442,9 @@ EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const LinearCoeff
 
 Frame linear_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
   const LinearCoeffs xc = linear_area_coeffs(in.width, nw, true), yc = linear_area_coeffs(in.height, nh, false);
+  const RowTaps<std::int32_t> xt = linear_area_taps(xc, nw);
   Frame f = blank(nh, nw);
-  for_rows(pool, nh, static_cast<std::size_t>(nw) * 3, [&](int y0, int y1) { linear_area_rows(in, xc, yc, y0, y1, f); });
+  for_rows(pool, nh, static_cast<std::size_t>(nw) * 3, [&](int y0, int y1) { linear_area_rows(in, xt, yc, y0, y1, f); });
   return f;
 }
 
@@ -314,31 +525,41 @@ Frame pil_vertical(const Frame& in, int out_size, ThreadPool* pool) {
   return f;
 }
 
-// Rows become columns (RGB pixels kept whole), in slices of the output's rows: each thread
-// writes memory of its own (slices of the input's rows would share a cache line in every
-// output row).
-Frame transpose(const Frame& in, ThreadPool* pool) {
-  Frame t = blank(in.width, in.height);
-  const auto in_row = static_cast<std::size_t>(in.width) * 3;
-  for_rows(pool, in.width, static_cast<std::size_t>(in.height) * 3, [&](int x0, int x1) {
-    for (int y = 0; y < in.height; ++y) {
-      const std::uint8_t* src = in.rgb.data() + static_cast<std::size_t>(y) * in_row;
-      for (int x = x0; x < x1; ++x) {
-        std::uint8_t* dst = t.rgb.data() + (static_cast<std::size_t>(x) * static_cast<std::size_t>(in.height) + y) * 3;
-        dst[0] = src[3 * x];
-        dst[1] = src[3 * x + 1];
-        dst[2] = src[3 * x + 2];
-      }
-    }
-  });
-  return t;
+EDGEVLA_PIPELINE_CLONES void pil_clip_row(const std::int32_t* acc, std::size_t n, std::uint8_t* dst) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = pil_clip(acc[i]);
 }
 
-// One pass along x (horizontal) or y (vertical). The horizontal one is the vertical one on the
-// transposed frame: each output is the same integer sum (same taps, same order), but the sums
-// run along memory (3x faster than a dot product per pixel, whose three channels interleave).
+// Pillow's horizontal pass as a pass along rows (the taps of every output pixel, zero
+// weights past its own count), from Pillow's rounding offset, clipped to 8 bits.
+Frame pil_horizontal(const Frame& in, int out_size, ThreadPool* pool) {
+  const std::vector<PilTaps> taps = pil_coeffs(in.width, out_size);
+  int most = 0;
+  for (const PilTaps& p : taps) most = std::max(most, static_cast<int>(p.k.size()));
+  RowTaps<std::int32_t> t = row_taps<std::int32_t>(out_size, most);
+  for (int x = 0; x < out_size; ++x) {
+    const PilTaps& p = taps[static_cast<std::size_t>(x)];
+    t.start[static_cast<std::size_t>(x)] = p.xmin;
+    t.count[static_cast<std::size_t>(x)] = static_cast<int>(p.k.size());
+    std::copy(p.k.begin(), p.k.end(), t.k.begin() + static_cast<std::ptrdiff_t>(x) * t.taps);
+  }
+  plan_blocks(t);
+  constexpr std::int32_t kHalf = 1 << (kPrecisionBits - 1);
+  Frame f = blank(in.height, out_size);
+  const std::size_t row_len = static_cast<std::size_t>(out_size) * 3, in_row = static_cast<std::size_t>(in.width) * 3;
+  for_rows(pool, in.height, row_len, [&](int y0, int y1) {
+    std::vector<std::int32_t> acc(row_len);
+    for (int y = y0; y < y1; ++y) {
+      const std::size_t at = static_cast<std::size_t>(y) * in_row;
+      row_pass(t, in.rgb.data() + at, in.rgb.size() - at, kHalf, acc.data());
+      pil_clip_row(acc.data(), row_len, f.rgb.data() + static_cast<std::size_t>(y) * row_len);
+    }
+  });
+  return f;
+}
+
+// One pass along x (horizontal) or y (vertical).
 Frame pil_pass(const Frame& in, int out_size, bool horizontal, ThreadPool* pool) {
-  if (horizontal) return transpose(pil_vertical(transpose(in, pool), out_size, pool), pool);
+  if (horizontal) return pil_horizontal(in, out_size, pool);
   return pil_vertical(in, out_size, pool);
 }
 
@@ -378,6 +599,12 @@ constexpr long kMinPixels = 4L * 28 * 28, kMaxPixels = 4096L * 28 * 28;
 constexpr int kMaxRatio = 200, kMaxSide = 7000;
 
 }  // namespace
+
+bool use_shuffle_passes(bool on) {
+  const bool can = cpu_has_avx2();
+  g_shuffle_passes.store(on && can, std::memory_order_relaxed);
+  return on && can;
+}
 
 Frame resize_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
   if (nh == in.height && nw == in.width) return in;

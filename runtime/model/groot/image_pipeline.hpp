@@ -49,6 +49,12 @@ Frame resize_bicubic(const Frame& in, int height, int width, ThreadPool* pool = 
 // ratio above 200 is an error.
 Expected<std::pair<int, int>> smart_resize(int height, int width);
 
+// The passes along rows take 8 channel values at a time with AVX2 byte shuffles where the CPU has
+// AVX2 (the default), else one value at a time; the bytes are the same. For tests and benchmarks:
+// sets which form runs (process-wide) and returns whether the shuffle form is now on (never
+// without AVX2).
+bool use_shuffle_passes(bool on);
+
 // The whole pipeline for one frame: the uint8 frame the vision tower sees.
 Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options = {});
 // (x − 127.5) / 127.5 in f32, channels first: out[c · H · W + y · W + x].

@@ -36,9 +36,10 @@ std::pair<int, int> read_pair(const std::string& path) {
 TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
   // 512x512: 2x2 integer area; 480x640: float area; 100x300, 96x96: enlarging (fixed point);
   // 256x256: no area resize; odd and wide sizes; letterboxed frames.
+  // 240x320: the launch files' cameras.
   const std::vector<std::string> cases = {"480x640",  "512x512",       "256x256", "100x300",       "96x96",
                                           "720x1280", "333x517",       "241x1999", "480x640:letterbox",
-                                          "300x200:letterbox", "1024x768"};
+                                          "300x200:letterbox", "1024x768", "240x320"};
   ThreadPool two(2), three(3), seven(7);
   ScratchDir dir("groot_image");
   std::string cmd = std::string(model::test::kPython) + " " + edgevla::testing::source_dir() +
@@ -56,8 +57,18 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
     ASSERT_EQ(in.rgb.size(), static_cast<std::size_t>(h) * w * 3) << spec;
     const auto [eh, ew] = read_pair(base + ".shape");
     const std::vector<std::uint8_t> want = read_bytes(base + ".out");
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three, &seven}) {
-      const std::string at = spec + " on " + std::to_string(pool ? pool->size() : 1) + " thread(s)";
+    // Every pool size with the passes along rows in their shuffle form (where the CPU has AVX2),
+    // and on one thread and three in their one-value-at-a-time form.
+    struct Run {
+      ThreadPool* pool;
+      bool shuffle;
+    };
+    for (const Run run : {Run{nullptr, true}, Run{&two, true}, Run{&three, true}, Run{&seven, true}, Run{nullptr, false},
+                          Run{&three, false}}) {
+      ThreadPool* pool = run.pool;
+      const bool shuffle = use_shuffle_passes(run.shuffle);
+      const std::string at = spec + " on " + std::to_string(pool ? pool->size() : 1) + " thread(s)" +
+                             (shuffle ? ", shuffle passes" : ", scalar passes");
       FrameOptions o;
       o.letterbox = spec.find(":letterbox") != std::string::npos;
       o.pool = pool;
@@ -71,6 +82,7 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
       EXPECT_EQ(differ, 0u) << at << ": " << differ << " of " << want.size() << " bytes differ";
       EXPECT_EQ(vision_tokens(*out), (eh / 28) * (ew / 28));
     }
+    use_shuffle_passes(true);
     auto smart = smart_resize(h, w);
     ASSERT_TRUE(smart.has_value());
     EXPECT_EQ(*smart, read_pair(base + ".smart")) << spec;
