@@ -167,10 +167,40 @@ __attribute__((target("avx2"))) inline __m256i tap_bytes(const BlockLoads& l, in
   return _mm256_cvtepu8_epi32(_mm_or_si128(lo, hi));
 }
 
-__attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<std::int32_t>& h, const std::uint8_t* src,
-                                                   std::size_t avail, std::int32_t init, std::int32_t* out) {
+// One block's sum of tap products onto `acc`: 32-bit integers, or f32 with each product rounded
+// and then added (no fused multiply-add), in tap order. T > 0: that many taps, unrolled.
+template <int T>
+__attribute__((target("avx2"))) inline __m256i block_sum(const BlockLoads& l, const std::int32_t* k, int taps, __m256i acc) {
+  const int n = T > 0 ? T : taps;
+  for (int q = 0; q < n; ++q) {
+    const __m256i kq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 8 * q));
+    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes(l, q), kq));
+  }
+  return acc;
+}
+
+template <int T>
+__attribute__((target("avx2"))) inline __m256 block_sum(const BlockLoads& l, const float* k, int taps, __m256 acc) {
+  const int n = T > 0 ? T : taps;
+  for (int q = 0; q < n; ++q) {
+    const __m256 v = _mm256_cvtepi32_ps(tap_bytes(l, q));
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(v, _mm256_loadu_ps(k + 8 * q)));
+  }
+  return acc;
+}
+
+__attribute__((target("avx2"))) inline __m256i splat(std::int32_t v) { return _mm256_set1_epi32(v); }
+__attribute__((target("avx2"))) inline __m256 splat(float v) { return _mm256_set1_ps(v); }
+__attribute__((target("avx2"))) inline void store(std::int32_t* out, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
+}
+__attribute__((target("avx2"))) inline void store(float* out, __m256 v) { _mm256_storeu_ps(out, v); }
+
+template <int T, class W>
+__attribute__((target("avx2"))) void row_pass_avx2_taps(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail,
+                                                        W init, W* out) {
   const auto blocks = h.base.size();
-  const __m256i start = _mm256_set1_epi32(init);
+  const auto start = splat(init);
   for (std::size_t b = 0; b < blocks; ++b) {
     const int e = static_cast<int>(b) * 8;
     if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
@@ -178,38 +208,24 @@ __attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<std::int32_t>& 
       continue;
     }
     const BlockLoads l = block_loads(h.base[b], h.shuffle[b], src);
-    const std::int32_t* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
-    __m256i acc = start;
-    for (int q = 0; q < h.taps; ++q) {
-      const __m256i kq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 8 * q));
-      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes(l, q), kq));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + e), acc);
+    store(out + e, block_sum<T>(l, h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8, h.taps, start));
   }
   row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
 }
 
-// f32: each product rounded, then added (no fused multiply-add), in tap order.
-__attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<float>& h, const std::uint8_t* src, std::size_t avail,
-                                                   float init, float* out) {
-  const auto blocks = h.base.size();
-  const __m256 start = _mm256_set1_ps(init);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const int e = static_cast<int>(b) * 8;
-    if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
-      row_pass_scalar(h, src, init, e, e + 8, out);
-      continue;
-    }
-    const BlockLoads l = block_loads(h.base[b], h.shuffle[b], src);
-    const float* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
-    __m256 acc = start;
-    for (int q = 0; q < h.taps; ++q) {
-      const __m256 v = _mm256_cvtepi32_ps(tap_bytes(l, q));
-      acc = _mm256_add_ps(acc, _mm256_mul_ps(v, _mm256_loadu_ps(k + 8 * q)));
-    }
-    _mm256_storeu_ps(out + e, acc);
+// The passes' usual tap counts unrolled (INTER_AREA enlarging: 2; Pillow near scale 1: 4-5;
+// the float area path: 2-5), any other count in a loop.
+template <class W>
+__attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init,
+                                                   W* out) {
+  switch (h.taps) {
+    case 2: return row_pass_avx2_taps<2>(h, src, avail, init, out);
+    case 3: return row_pass_avx2_taps<3>(h, src, avail, init, out);
+    case 4: return row_pass_avx2_taps<4>(h, src, avail, init, out);
+    case 5: return row_pass_avx2_taps<5>(h, src, avail, init, out);
+    case 6: return row_pass_avx2_taps<6>(h, src, avail, init, out);
+    default: return row_pass_avx2_taps<0>(h, src, avail, init, out);
   }
-  row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
 }
 #endif
 
