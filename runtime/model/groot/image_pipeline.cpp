@@ -84,7 +84,8 @@ struct RowTaps {
   // Blocks of 8 elements, per half h (elements 4h .. 4h + 3): the byte offset in a source row
   // of the half's first element's tap-0 pixel, and the shuffle that moves each element's byte
   // (relative to that offset) to its place 4h + j (0x80 elsewhere); the bytes the block's
-  // loads reach from the row's start; the weights [taps][8]; whether both halves fit a load.
+  // loads reach from the row's start; the weights [taps][8]; `fits`: 2 when the whole block
+  // fits one load (shuffle[0] then places all 8), 1 when each half fits one, 0 otherwise.
   std::vector<std::array<int, 2>> base;
   std::vector<int> reach;
   std::vector<std::array<std::array<std::uint8_t, 16>, 2>> shuffle;
@@ -128,8 +129,22 @@ void plan_blocks(RowTaps<W>& h) {
         for (std::size_t q = 0; q < taps; ++q) h.block_k[(b * taps + q) * 8 + j] = h.k[x * taps + q];
       }
     }
+    // The whole block within one load from the first half's offset: one load a tap.
+    bool one = fits;
+    std::array<std::uint8_t, 16> both;
+    both.fill(0x80);
+    for (std::size_t j = 0; j < 8 && one; ++j) {
+      const std::size_t e = b * 8 + j;
+      const int rel = h.start[e / 3] * 3 + static_cast<int>(e % 3) - h.base[b][0];
+      one = rel >= 0 && rel <= 15;
+      both[j] = static_cast<std::uint8_t>(std::clamp(rel, 0, 15));
+    }
+    if (one) {
+      h.shuffle[b][0] = both;
+      h.base[b][1] = h.base[b][0];
+    }
     h.reach[b] = std::max(h.base[b][0], h.base[b][1]) + 3 * (h.taps - 1) + 16;
-    h.fits[b] = fits ? 1 : 0;
+    h.fits[b] = one ? 2 : fits ? 1 : 0;
   }
 }
 
@@ -161,29 +176,32 @@ __attribute__((target("avx2"))) inline BlockLoads block_loads(const std::array<i
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[1].data()))};
 }
 
+// One: the whole block from one load (fits == 2).
+template <bool One>
 __attribute__((target("avx2"))) inline __m256i tap_bytes(const BlockLoads& l, int q) {
   const __m128i lo = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.lo + 3 * q)), l.shuffle_lo);
+  if constexpr (One) return _mm256_cvtepu8_epi32(lo);
   const __m128i hi = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.hi + 3 * q)), l.shuffle_hi);
   return _mm256_cvtepu8_epi32(_mm_or_si128(lo, hi));
 }
 
 // One block's sum of tap products onto `acc`: 32-bit integers, or f32 with each product rounded
 // and then added (no fused multiply-add), in tap order. T > 0: that many taps, unrolled.
-template <int T>
+template <int T, bool One>
 __attribute__((target("avx2"))) inline __m256i block_sum(const BlockLoads& l, const std::int32_t* k, int taps, __m256i acc) {
   const int n = T > 0 ? T : taps;
   for (int q = 0; q < n; ++q) {
     const __m256i kq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 8 * q));
-    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes(l, q), kq));
+    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes<One>(l, q), kq));
   }
   return acc;
 }
 
-template <int T>
+template <int T, bool One>
 __attribute__((target("avx2"))) inline __m256 block_sum(const BlockLoads& l, const float* k, int taps, __m256 acc) {
   const int n = T > 0 ? T : taps;
   for (int q = 0; q < n; ++q) {
-    const __m256 v = _mm256_cvtepi32_ps(tap_bytes(l, q));
+    const __m256 v = _mm256_cvtepi32_ps(tap_bytes<One>(l, q));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(v, _mm256_loadu_ps(k + 8 * q)));
   }
   return acc;
@@ -208,7 +226,8 @@ __attribute__((target("avx2"))) void row_pass_avx2_taps(const RowTaps<W>& h, con
       continue;
     }
     const BlockLoads l = block_loads(h.base[b], h.shuffle[b], src);
-    store(out + e, block_sum<T>(l, h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8, h.taps, start));
+    const W* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
+    store(out + e, h.fits[b] == 2 ? block_sum<T, true>(l, k, h.taps, start) : block_sum<T, false>(l, k, h.taps, start));
   }
   row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
 }
