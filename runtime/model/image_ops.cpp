@@ -24,27 +24,6 @@ std::uint8_t clip8(std::int32_t acc) {
   return static_cast<std::uint8_t>(std::clamp(acc >> kPrecisionBits, 0, 255));
 }
 
-// One row of the horizontal pass: C interleaved channels in, packed RGB out.
-template <int C>
-void horizontal_row(const std::uint8_t* in, const auto& axis, const std::array<int, 3>& map,
-                    std::uint8_t* o) {
-  const int c0 = map[0], c1 = map[1], c2 = map[2];
-  for (int x = 0; x < axis.out; ++x, o += 3) {
-    const std::int32_t* k = &axis.weights[static_cast<std::size_t>(x) * static_cast<std::size_t>(axis.taps)];
-    const std::uint8_t* p = in + static_cast<std::size_t>(axis.first[static_cast<std::size_t>(x)]) * C;
-    const int n = axis.count[static_cast<std::size_t>(x)];
-    std::int32_t r = kHalf, g = kHalf, b = kHalf;
-    for (int t = 0; t < n; ++t, p += C) {
-      r += p[c0] * k[t];
-      g += p[c1] * k[t];
-      b += p[c2] * k[t];
-    }
-    o[0] = clip8(r);
-    o[1] = clip8(g);
-    o[2] = clip8(b);
-  }
-}
-
 std::string size_text(std::int64_t w, std::int64_t h) {
   return std::to_string(w) + "x" + std::to_string(h);
 }
@@ -133,6 +112,18 @@ void ImageResizer::plan_axis(int in, int out, Axis& a) {
   }
 }
 
+void ImageResizer::plan_rows(int channels, const std::array<int, 3>& map) {
+  const Axis& a = horizontal_;
+  if (rows_for_in_ == a.in && rows_for_out_ == a.out && rows_taps_.channels == channels && rows_taps_.map == map) return;
+  rows_taps_ = row_taps<std::int32_t>(a.out, a.taps, channels, map);
+  rows_taps_.start = a.first;
+  rows_taps_.count = a.count;
+  rows_taps_.k = a.weights;
+  plan_blocks(rows_taps_);
+  rows_for_in_ = a.in;
+  rows_for_out_ = a.out;
+}
+
 Status to_rgb8(const Tensor& pixels, PixelFormat format, std::vector<std::uint8_t>& rgb) {
   EDGEVLA_RETURN_IF_ERROR(check_cpu(pixels, "image"));
   const int channels = channels_of(format);
@@ -212,14 +203,18 @@ Status ImageResizer::resize_with_pad(const Tensor& pixels, PixelFormat format, T
   rows_.resize(static_cast<std::size_t>(row1 - row0) * row_len);
   acc_.resize(row_len);
 
-  // Horizontal pass (or a plain channel reorder) into packed RGB rows. The channel count is
-  // a template argument so the inner loops compile to fixed strides.
+  // Horizontal pass (a pass along rows, row_pass.hpp) or a plain channel reorder into packed RGB
+  // rows. The channel count is a template argument so the reorder compiles to fixed strides.
+  if (resize_x) plan_rows(channels, map);
+  const std::size_t src_bytes = static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * static_cast<std::size_t>(channels);
   auto run = [&]<int C>(std::integral_constant<int, C>) {
     for (int y = row0; y < row1; ++y) {
-      const std::uint8_t* in = src + static_cast<std::size_t>(y) * static_cast<std::size_t>(w) * C;
+      const std::size_t at = static_cast<std::size_t>(y) * static_cast<std::size_t>(w) * C;
+      const std::uint8_t* in = src + at;
       std::uint8_t* o = rows_.data() + static_cast<std::size_t>(y - row0) * row_len;
       if (resize_x) {
-        horizontal_row<C>(in, horizontal_, map, o);
+        row_pass(rows_taps_, in, src_bytes - at, kHalf, acc_.data());
+        for (std::size_t x = 0; x < row_len; ++x) o[x] = clip8(acc_[x]);
       } else {
         for (int x = 0; x < w; ++x, in += C, o += 3) {
           o[0] = in[map[0]];

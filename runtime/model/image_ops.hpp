@@ -8,12 +8,14 @@
 // passes (horizontal, then vertical) each round to uint8.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "runtime/core/status.hpp"
 #include "runtime/core/tensor.hpp"
+#include "runtime/model/row_pass.hpp"
 
 namespace edgevla::model {
 
@@ -53,10 +55,15 @@ class ImageResizer final {
     std::vector<std::int32_t> weights;
   };
   static void plan_axis(int in, int out, Axis& axis);
+  // The horizontal axis as a pass along rows (row_pass.hpp) over `channels` bytes a pixel,
+  // reading source channel map[c] for R, G, B; kept while the same.
+  void plan_rows(int channels, const std::array<int, 3>& map);
 
   Axis horizontal_, vertical_;
+  RowTaps<std::int32_t> rows_taps_;
+  int rows_for_in_ = -1, rows_for_out_ = -1;
   std::vector<std::uint8_t> rows_;  // horizontal pass output: the rows the vertical pass reads
-  std::vector<std::int32_t> acc_;   // one output row's fixed-point sums
+  std::vector<std::int32_t> acc_;   // one output row's fixed-point sums (either pass)
 };
 
 // An 8-bit frame (u8 [H, W, C], any strides, channels per `format`) as packed RGB [H][W][3]

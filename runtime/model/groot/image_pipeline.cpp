@@ -5,16 +5,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <string>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define EDGEVLA_PIPELINE_SHUFFLE 1
-#endif
 
+#include "runtime/model/row_pass.hpp"
 #include "runtime/util/thread_pool.hpp"
 
 // The hot loops are built twice on x86-64, for the baseline and for AVX2 (the loader picks one
@@ -58,218 +54,6 @@ void for_rows(ThreadPool* pool, int n, std::size_t row_bytes, F&& fn) {
     return;
   }
   pool->parallel_for(n, grain, [&](std::int64_t b, std::int64_t e) { fn(static_cast<int>(b), static_cast<int>(e)); });
-}
-
-// ---- Passes along rows ----------------------------------------------------------------------------
-// A pass along rows: output pixel x sums, channel by channel, the source pixels start[x] ..
-// start[x] + count[x] - 1 weighted by k[x][q], onto `init`, in that order: in 32-bit integers
-// (INTER_AREA's enlarging path: two taps; Pillow's bicubic: up to `taps`), or in f32, each
-// product rounded and then added as OpenCV's float area path does (W = float). Weights past an
-// output's own count are 0, which adds nothing to an integer sum and +0 to a float one, so a
-// pass may run every output over `taps` taps.
-//
-// The AVX2 form takes 8 channel values (elements) of the output row at a time, as two halves of
-// 4: for each tap, one 16-byte load per half at the half's first source pixel shifted by the tap
-// and one byte shuffle that puts each element's source byte in place (the same for every tap, as
-// every element's tap q lies q pixels after its tap 0), the halves' bytes merged, widened to 32
-// bits and multiplied by the block's weights of that tap. A half's sources fit one load up to a
-// downscale of about 4; a block that does not fit, and one whose loads would pass the end of the
-// frame's bytes, goes the scalar way. Compilers do not gather bytes on their own: the
-// pixel-at-a-time loops this replaces were most of the pipeline's time.
-template <class W>
-struct RowTaps {
-  int out_width = 0, taps = 0;
-  std::vector<int> start, count;  // [out_width]
-  std::vector<W> k;               // [out_width][taps], 0 past count
-  // Blocks of 8 elements, per half h (elements 4h .. 4h + 3): the byte offset in a source row
-  // of the half's first element's tap-0 pixel, and the shuffle that moves each element's byte
-  // (relative to that offset) to its place 4h + j (0x80 elsewhere); the bytes the block's
-  // loads reach from the row's start; the weights [taps][8]; `fits`: 2 when the whole block
-  // fits one load (shuffle[0] then places all 8), 1 when each half fits one, 0 otherwise.
-  std::vector<std::array<int, 2>> base;
-  std::vector<int> reach;
-  std::vector<std::array<std::array<std::uint8_t, 16>, 2>> shuffle;
-  std::vector<W> block_k;
-  std::vector<std::uint8_t> fits;
-};
-
-// Sized for out_width outputs of `taps` taps, weights 0.
-template <class W>
-RowTaps<W> row_taps(int out_width, int taps) {
-  RowTaps<W> t;
-  t.out_width = out_width;
-  t.taps = taps;
-  t.start.assign(static_cast<std::size_t>(out_width), 0);
-  t.count.assign(static_cast<std::size_t>(out_width), 0);
-  t.k.assign(static_cast<std::size_t>(out_width) * static_cast<std::size_t>(taps), W{});
-  return t;
-}
-
-// Fills the blocks of a pass whose start / count / k are set.
-template <class W>
-void plan_blocks(RowTaps<W>& h) {
-  const int elems = h.out_width * 3, blocks = elems / 8;
-  const auto nb = static_cast<std::size_t>(blocks), taps = static_cast<std::size_t>(h.taps);
-  h.base.assign(nb, {});
-  h.reach.assign(nb, 0);
-  h.shuffle.assign(nb, {});
-  h.block_k.assign(nb * taps * 8, W{});
-  h.fits.assign(nb, 0);
-  for (std::size_t b = 0; b < nb; ++b) {
-    bool fits = true;
-    for (std::size_t half = 0; half < 2; ++half) {
-      const int first = h.start[(b * 8 + 4 * half) / 3] * 3;
-      h.base[b][half] = first;
-      h.shuffle[b][half].fill(0x80);
-      for (std::size_t j = 4 * half; j < 4 * half + 4; ++j) {
-        const std::size_t e = b * 8 + j, x = e / 3;
-        const int rel = h.start[x] * 3 + static_cast<int>(e % 3) - first;
-        if (rel < 0 || rel > 15) fits = false;
-        h.shuffle[b][half][j] = static_cast<std::uint8_t>(std::clamp(rel, 0, 15));
-        for (std::size_t q = 0; q < taps; ++q) h.block_k[(b * taps + q) * 8 + j] = h.k[x * taps + q];
-      }
-    }
-    // The whole block within one load from the first half's offset: one load a tap.
-    bool one = fits;
-    std::array<std::uint8_t, 16> both;
-    both.fill(0x80);
-    for (std::size_t j = 0; j < 8 && one; ++j) {
-      const std::size_t e = b * 8 + j;
-      const int rel = h.start[e / 3] * 3 + static_cast<int>(e % 3) - h.base[b][0];
-      one = rel >= 0 && rel <= 15;
-      both[j] = static_cast<std::uint8_t>(std::clamp(rel, 0, 15));
-    }
-    if (one) {
-      h.shuffle[b][0] = both;
-      h.base[b][1] = h.base[b][0];
-    }
-    h.reach[b] = std::max(h.base[b][0], h.base[b][1]) + 3 * (h.taps - 1) + 16;
-    h.fits[b] = one ? 2 : fits ? 1 : 0;
-  }
-}
-
-// Output elements [e0, e1) of one row, one at a time.
-template <class W>
-void row_pass_scalar(const RowTaps<W>& h, const std::uint8_t* src, W init, int e0, int e1, W* out) {
-  for (int e = e0; e < e1; ++e) {
-    const auto x = static_cast<std::size_t>(e / 3);
-    const std::uint8_t* p = src + static_cast<std::size_t>(h.start[x]) * 3 + static_cast<std::size_t>(e % 3);
-    const W* k = h.k.data() + x * static_cast<std::size_t>(h.taps);
-    W acc = init;
-    for (int q = 0; q < h.count[x]; ++q) acc = acc + static_cast<W>(p[3 * q]) * k[q];
-    out[e] = acc;
-  }
-}
-
-#ifdef EDGEVLA_PIPELINE_SHUFFLE
-// A block's 8 source bytes of tap q (its halves at row + base[0] / base[1]), widened to 32 bits.
-struct BlockLoads {
-  const std::uint8_t* lo;
-  const std::uint8_t* hi;
-  __m128i shuffle_lo, shuffle_hi;
-};
-
-__attribute__((target("avx2"))) inline BlockLoads block_loads(const std::array<int, 2>& base,
-                                                              const std::array<std::array<std::uint8_t, 16>, 2>& shuffle,
-                                                              const std::uint8_t* row) {
-  return {row + base[0], row + base[1], _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[0].data())),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[1].data()))};
-}
-
-// One: the whole block from one load (fits == 2).
-template <bool One>
-__attribute__((target("avx2"))) inline __m256i tap_bytes(const BlockLoads& l, int q) {
-  const __m128i lo = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.lo + 3 * q)), l.shuffle_lo);
-  if constexpr (One) return _mm256_cvtepu8_epi32(lo);
-  const __m128i hi = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.hi + 3 * q)), l.shuffle_hi);
-  return _mm256_cvtepu8_epi32(_mm_or_si128(lo, hi));
-}
-
-// One block's sum of tap products onto `acc`: 32-bit integers, or f32 with each product rounded
-// and then added (no fused multiply-add), in tap order. T > 0: that many taps, unrolled.
-template <int T, bool One>
-__attribute__((target("avx2"))) inline __m256i block_sum(const BlockLoads& l, const std::int32_t* k, int taps, __m256i acc) {
-  const int n = T > 0 ? T : taps;
-  for (int q = 0; q < n; ++q) {
-    const __m256i kq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 8 * q));
-    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes<One>(l, q), kq));
-  }
-  return acc;
-}
-
-template <int T, bool One>
-__attribute__((target("avx2"))) inline __m256 block_sum(const BlockLoads& l, const float* k, int taps, __m256 acc) {
-  const int n = T > 0 ? T : taps;
-  for (int q = 0; q < n; ++q) {
-    const __m256 v = _mm256_cvtepi32_ps(tap_bytes<One>(l, q));
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(v, _mm256_loadu_ps(k + 8 * q)));
-  }
-  return acc;
-}
-
-__attribute__((target("avx2"))) inline __m256i splat(std::int32_t v) { return _mm256_set1_epi32(v); }
-__attribute__((target("avx2"))) inline __m256 splat(float v) { return _mm256_set1_ps(v); }
-__attribute__((target("avx2"))) inline void store(std::int32_t* out, __m256i v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
-}
-__attribute__((target("avx2"))) inline void store(float* out, __m256 v) { _mm256_storeu_ps(out, v); }
-
-template <int T, class W>
-__attribute__((target("avx2"))) void row_pass_avx2_taps(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail,
-                                                        W init, W* out) {
-  const auto blocks = h.base.size();
-  const auto start = splat(init);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const int e = static_cast<int>(b) * 8;
-    if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
-      row_pass_scalar(h, src, init, e, e + 8, out);
-      continue;
-    }
-    const BlockLoads l = block_loads(h.base[b], h.shuffle[b], src);
-    const W* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
-    store(out + e, h.fits[b] == 2 ? block_sum<T, true>(l, k, h.taps, start) : block_sum<T, false>(l, k, h.taps, start));
-  }
-  row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
-}
-
-// The passes' usual tap counts unrolled (INTER_AREA enlarging: 2; Pillow near scale 1: 4-5;
-// the float area path: 2-5), any other count in a loop.
-template <class W>
-__attribute__((target("avx2"))) void row_pass_avx2(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init,
-                                                   W* out) {
-  switch (h.taps) {
-    case 2: return row_pass_avx2_taps<2>(h, src, avail, init, out);
-    case 3: return row_pass_avx2_taps<3>(h, src, avail, init, out);
-    case 4: return row_pass_avx2_taps<4>(h, src, avail, init, out);
-    case 5: return row_pass_avx2_taps<5>(h, src, avail, init, out);
-    case 6: return row_pass_avx2_taps<6>(h, src, avail, init, out);
-    default: return row_pass_avx2_taps<0>(h, src, avail, init, out);
-  }
-}
-#endif
-
-bool cpu_has_avx2() {
-#ifdef EDGEVLA_PIPELINE_SHUFFLE
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
-std::atomic<bool> g_shuffle_passes{cpu_has_avx2()};
-
-// One source row `src` through the pass into out[0, 3 * out_width); `avail`: the bytes readable
-// from `src` on (to the end of the frame).
-template <class W>
-void row_pass(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
-#ifdef EDGEVLA_PIPELINE_SHUFFLE
-  if (g_shuffle_passes.load(std::memory_order_relaxed)) {
-    row_pass_avx2(h, src, avail, init, out);
-    return;
-  }
-#endif
-  (void)avail;
-  row_pass_scalar(h, src, init, 0, h.out_width * 3, out);
 }
 
 // ---- OpenCV INTER_AREA ---------------------------------------------------------------------------
@@ -634,12 +418,6 @@ constexpr long kMinPixels = 4L * 28 * 28, kMaxPixels = 4096L * 28 * 28;
 constexpr int kMaxRatio = 200, kMaxSide = 7000;
 
 }  // namespace
-
-bool use_shuffle_passes(bool on) {
-  const bool can = cpu_has_avx2();
-  g_shuffle_passes.store(on && can, std::memory_order_relaxed);
-  return on && can;
-}
 
 Frame resize_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
   if (nh == in.height && nw == in.width) return in;

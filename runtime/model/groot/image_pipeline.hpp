@@ -7,7 +7,7 @@
 //   Pillow's bicubic resize; pixels (x − 127.5) / 127.5 as f32 [3, H, W].
 // OpenCV's INTER_AREA (its fast integer-factor path, the float area path and the fixed-point
 // path it takes when enlarging) and Pillow's 8-bit bicubic resampler are written out from their
-// algorithms; neither library is linked. Frames are uint8 RGB [H, W, 3].
+// algorithms; neither library is linked. Their passes along rows are runtime/model/row_pass.hpp's. Frames are uint8 RGB [H, W, 3].
 #pragma once
 
 #include <chrono>
@@ -48,12 +48,6 @@ Frame resize_bicubic(const Frame& in, int height, int width, ThreadPool* pool = 
 // Eagle's smart_resize of a height × width image: {height, width} multiples of 28; an aspect
 // ratio above 200 is an error.
 Expected<std::pair<int, int>> smart_resize(int height, int width);
-
-// The passes along rows take 8 channel values at a time with AVX2 byte shuffles where the CPU has
-// AVX2 (the default), else one value at a time; the bytes are the same. For tests and benchmarks:
-// sets which form runs (process-wide) and returns whether the shuffle form is now on (never
-// without AVX2).
-bool use_shuffle_passes(bool on);
 
 // The whole pipeline for one frame: the uint8 frame the vision tower sees.
 Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options = {});

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/row_pass.hpp"
 #include "runtime/util/thread_pool.hpp"
 #include "tests/model/preprocess_test_util.hpp"
 
@@ -66,7 +67,7 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
     for (const Run run : {Run{nullptr, true}, Run{&two, true}, Run{&three, true}, Run{&seven, true}, Run{nullptr, false},
                           Run{&three, false}}) {
       ThreadPool* pool = run.pool;
-      const bool shuffle = use_shuffle_passes(run.shuffle);
+      const bool shuffle = model::use_shuffle_passes(run.shuffle);
       const std::string at = spec + " on " + std::to_string(pool ? pool->size() : 1) + " thread(s)" +
                              (shuffle ? ", shuffle passes" : ", scalar passes");
       FrameOptions o;
@@ -82,7 +83,7 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
       EXPECT_EQ(differ, 0u) << at << ": " << differ << " of " << want.size() << " bytes differ";
       EXPECT_EQ(vision_tokens(*out), (eh / 28) * (ew / 28));
     }
-    use_shuffle_passes(true);
+    model::use_shuffle_passes(true);
     auto smart = smart_resize(h, w);
     ASSERT_TRUE(smart.has_value());
     EXPECT_EQ(*smart, read_pair(base + ".smart")) << spec;
