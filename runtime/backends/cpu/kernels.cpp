@@ -56,7 +56,12 @@ EDGEVLA_KERNEL void bf16_to_f32(const std::uint16_t* src, float* dst, std::int64
 }
 
 EDGEVLA_KERNEL void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
-#if defined(__FLT16_MAX__)
+  // The compiler's half type where C++ has one: Arm's __fp16 (Jetson), x86's _Float16 (g++ 12
+  // defines __FLT16_MAX__ on aarch64 too, but takes _Float16 only in C there).
+#if defined(__aarch64__)
+  const auto* h = reinterpret_cast<const __fp16*>(src);
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(h[i]);
+#elif defined(__x86_64__) && defined(__FLT16_MAX__)
   const auto* h = reinterpret_cast<const _Float16*>(src);
   for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(h[i]);
 #else
