@@ -80,7 +80,9 @@ void check_random_passes(std::uint32_t seed) {
     }
   }
   // Where the CPU has AVX2 the trials must have run the shuffle form, not only its fallback.
-  if (use_shuffle_passes(true)) EXPECT_GT(shuffled, 100);
+  if (use_shuffle_passes(true)) {
+    EXPECT_GT(shuffled, 100);
+  }
 }
 
 TEST(RowPass, ShuffleAndPixelFormsAgreeOnIntegerPasses) { check_random_passes<std::int32_t>(11); }
