@@ -10,14 +10,14 @@
 // The source has `channels` bytes a pixel; output channel c reads source channel map[c] (an RGB
 // row out of RGB, BGR, RGBA or mono); the output is 3 values a pixel.
 //
-// Where the CPU has AVX2, 8 output values (elements) at a time: for each tap, one 16-byte load
+// Where the CPU has AVX2 (and on every aarch64 CPU, by NEON), 8 output values (elements) at a time: for each tap, one 16-byte load
 // (two, one per half of 4, where the 8 do not fit one) at the block's first source pixel shifted
 // by the tap, and one byte shuffle that puts each element's source byte in place (the same for
 // every tap, as every element's tap q lies q pixels after its tap 0), widened to 32 bits and
 // multiplied by the block's weights of that tap; the usual tap counts unrolled. A block whose
 // sources do not fit (a downscale past about 4x) or whose loads would pass the end of the
 // source's bytes goes one pixel at a time, as a whole pass does where a quarter of its blocks or
-// more do not fit, and everything without AVX2. Compilers do not
+// more do not fit, and everything on other CPUs. Compilers do not
 // gather bytes on their own: the pixel-at-a-time loops this replaces were most of the resizers'
 // time. The bytes are the same either way (integer sums; f32 in the same order).
 #pragma once
@@ -31,12 +31,16 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define EDGEVLA_ROW_PASS_SHUFFLE 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#define EDGEVLA_ROW_PASS_NEON 1
 #endif
 
 namespace edgevla::model {
 
 // For tests and benchmarks: which form the passes run (process-wide; the shuffle form is the
-// default where the CPU has AVX2). Returns whether the shuffle form is now on (never without AVX2).
+// default where the CPU has one: AVX2, or NEON on aarch64). Returns whether the shuffle form is
+// now on (never where the CPU has none).
 bool use_shuffle_passes(bool on);
 bool shuffle_passes_on();
 
@@ -247,6 +251,99 @@ __attribute__((target("avx2"))) void row(const RowTaps<W>& h, const std::uint8_t
 }  // namespace row_pass_avx2
 #endif
 
+#ifdef EDGEVLA_ROW_PASS_NEON
+// The same on Arm (Jetson): NEON's table lookup (vqtbl1) is the byte shuffle (an index past 15
+// gives 0, as 0x80 does for pshufb), widened to 32 bits in two groups of 4. f32: each product
+// rounded, then added; a file that instantiates it is compiled without contraction, which
+// would fuse them.
+namespace row_pass_neon {
+
+struct Loads {
+  const std::uint8_t* lo;
+  const std::uint8_t* hi;
+  uint8x8_t shuffle_lo, shuffle_hi;
+  int stride;
+};
+
+inline Loads loads(const std::array<int, 2>& base, const std::array<std::array<std::uint8_t, 16>, 2>& shuffle,
+                   const std::uint8_t* row, int stride) {
+  return {row + base[0], row + base[1], vld1_u8(shuffle[0].data()), vld1_u8(shuffle[1].data()), stride};
+}
+
+// The block's 8 source bytes of tap q, widened to 16 bits.
+template <bool One>
+inline uint16x8_t tap_bytes(const Loads& l, int q) {
+  const int at = l.stride * q;
+  const uint8x8_t lo = vqtbl1_u8(vld1q_u8(l.lo + at), l.shuffle_lo);
+  if constexpr (One) return vmovl_u8(lo);
+  const uint8x8_t hi = vqtbl1_u8(vld1q_u8(l.hi + at), l.shuffle_hi);
+  return vmovl_u8(vorr_u8(lo, hi));
+}
+
+inline int32x4_t low4(uint16x8_t v) { return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(v))); }
+inline int32x4_t high4(uint16x8_t v) { return vreinterpretq_s32_u32(vmovl_high_u16(v)); }
+
+template <int T, bool One>
+inline void block_sum(const Loads& l, const std::int32_t* k, int taps, std::int32_t init, std::int32_t* out) {
+  int32x4_t a = vdupq_n_s32(init), b = vdupq_n_s32(init);
+  const int n = T > 0 ? T : taps;
+  for (int q = 0; q < n; ++q) {
+    const uint16x8_t v = tap_bytes<One>(l, q);
+    a = vmlaq_s32(a, low4(v), vld1q_s32(k + 8 * q));
+    b = vmlaq_s32(b, high4(v), vld1q_s32(k + 8 * q + 4));
+  }
+  vst1q_s32(out, a);
+  vst1q_s32(out + 4, b);
+}
+
+template <int T, bool One>
+inline void block_sum(const Loads& l, const float* k, int taps, float init, float* out) {
+  float32x4_t a = vdupq_n_f32(init), b = vdupq_n_f32(init);
+  const int n = T > 0 ? T : taps;
+  for (int q = 0; q < n; ++q) {
+    const uint16x8_t v = tap_bytes<One>(l, q);
+    a = vaddq_f32(a, vmulq_f32(vcvtq_f32_s32(low4(v)), vld1q_f32(k + 8 * q)));
+    b = vaddq_f32(b, vmulq_f32(vcvtq_f32_s32(high4(v)), vld1q_f32(k + 8 * q + 4)));
+  }
+  vst1q_f32(out, a);
+  vst1q_f32(out + 4, b);
+}
+
+template <int T, class W>
+void run(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
+  const auto blocks = h.base.size();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const int e = static_cast<int>(b) * 8;
+    if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
+      row_pass_scalar(h, src, init, e, e + 8, out);
+      continue;
+    }
+    const Loads l = loads(h.base[b], h.shuffle[b], src, h.channels);
+    const W* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
+    if (h.fits[b] == 2) {
+      block_sum<T, true>(l, k, h.taps, init, out + e);
+    } else {
+      block_sum<T, false>(l, k, h.taps, init, out + e);
+    }
+  }
+  row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
+}
+
+template <class W>
+void row(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
+  switch (h.taps) {
+    case 2: return run<2>(h, src, avail, init, out);
+    case 3: return run<3>(h, src, avail, init, out);
+    case 4: return run<4>(h, src, avail, init, out);
+    case 5: return run<5>(h, src, avail, init, out);
+    case 6: return run<6>(h, src, avail, init, out);
+    default: return run<0>(h, src, avail, init, out);
+  }
+}
+
+}  // namespace row_pass_neon
+#endif
+
 // One source row `src` through the pass into out[0, 3 * out_width); `avail`: the bytes readable
 // from `src` on (to the end of the source).
 template <class W>
@@ -254,6 +351,11 @@ void row_pass(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W
 #ifdef EDGEVLA_ROW_PASS_SHUFFLE
   if (h.pays && shuffle_passes_on()) {
     row_pass_avx2::row(h, src, avail, init, out);
+    return;
+  }
+#elif defined(EDGEVLA_ROW_PASS_NEON)
+  if (h.pays && shuffle_passes_on()) {
+    row_pass_neon::row(h, src, avail, init, out);
     return;
   }
 #endif

@@ -79,7 +79,7 @@ void check_random_passes(std::uint32_t seed) {
       ASSERT_EQ(pixel[e], want) << "trial " << trial << " element " << e;
     }
   }
-  // Where the CPU has AVX2 the trials must have run the shuffle form, not only its fallback.
+  // Where the CPU has a shuffle form the trials must have run it, not only its fallback.
   if (use_shuffle_passes(true)) {
     EXPECT_GT(shuffled, 100);
   }
