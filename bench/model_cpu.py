@@ -24,21 +24,14 @@ import subprocess
 import sys
 import tempfile
 
+from machine_name import cpu_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"  # Debian's, with python3-numpy and python3-torch
 
 
 def machine():
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
 
 

@@ -13,26 +13,14 @@ JSON line per size with every median and the ratios.
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 
+from machine_name import machine
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores"
 
 
 def main():
