@@ -161,8 +161,12 @@ void row_pass_scalar(const RowTaps<W>& h, const std::uint8_t* src, W init, int e
   }
 }
 
-#ifdef EDGEVLA_ROW_PASS_SHUFFLE
-namespace row_pass_avx2 {
+// The shuffle form's parts for the CPU at hand, one set a build: Loads (a block's loads and
+// shuffles), loads(), and block_sum<T, One>() storing a block's 8 sums; the block loop and the
+// tap-count dispatch below are written once for both.
+#if defined(EDGEVLA_ROW_PASS_SHUFFLE)
+#define EDGEVLA_ROW_PASS_SIMD __attribute__((target("avx2")))
+namespace row_pass_simd {
 
 // A block's two loads (the same one when fits == 2) and their shuffles.
 struct Loads {
@@ -172,16 +176,16 @@ struct Loads {
   int stride;  // source bytes a pixel: the step from tap to tap
 };
 
-__attribute__((target("avx2"))) inline Loads loads(const std::array<int, 2>& base,
-                                                   const std::array<std::array<std::uint8_t, 16>, 2>& shuffle,
-                                                   const std::uint8_t* row, int stride) {
+EDGEVLA_ROW_PASS_SIMD inline Loads loads(const std::array<int, 2>& base,
+                                         const std::array<std::array<std::uint8_t, 16>, 2>& shuffle,
+                                         const std::uint8_t* row, int stride) {
   return {row + base[0], row + base[1], _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[0].data())),
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(shuffle[1].data())), stride};
 }
 
 // The block's 8 source bytes of tap q, widened to 32 bits. One: the whole block from one load.
 template <bool One>
-__attribute__((target("avx2"))) inline __m256i tap_bytes(const Loads& l, int q) {
+EDGEVLA_ROW_PASS_SIMD inline __m256i tap_bytes(const Loads& l, int q) {
   const int at = l.stride * q;
   const __m128i lo = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.lo + at)), l.shuffle_lo);
   if constexpr (One) return _mm256_cvtepu8_epi32(lo);
@@ -189,74 +193,38 @@ __attribute__((target("avx2"))) inline __m256i tap_bytes(const Loads& l, int q) 
   return _mm256_cvtepu8_epi32(_mm_or_si128(lo, hi));
 }
 
-// One block's sum of tap products onto `acc`. T > 0: that many taps, unrolled.
+// One block's sums of tap products from `init` into out[0, 8). T > 0: that many taps, unrolled.
 template <int T, bool One>
-__attribute__((target("avx2"))) inline __m256i block_sum(const Loads& l, const std::int32_t* k, int taps, __m256i acc) {
+EDGEVLA_ROW_PASS_SIMD inline void block_sum(const Loads& l, const std::int32_t* k, int taps, std::int32_t init,
+                                            std::int32_t* out) {
+  __m256i acc = _mm256_set1_epi32(init);
   const int n = T > 0 ? T : taps;
   for (int q = 0; q < n; ++q) {
     const __m256i kq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 8 * q));
     acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(tap_bytes<One>(l, q), kq));
   }
-  return acc;
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), acc);
 }
 
+// f32: each product rounded, then added (no fused multiply-add), in tap order.
 template <int T, bool One>
-__attribute__((target("avx2"))) inline __m256 block_sum(const Loads& l, const float* k, int taps, __m256 acc) {
+EDGEVLA_ROW_PASS_SIMD inline void block_sum(const Loads& l, const float* k, int taps, float init, float* out) {
+  __m256 acc = _mm256_set1_ps(init);
   const int n = T > 0 ? T : taps;
   for (int q = 0; q < n; ++q) {
     const __m256 v = _mm256_cvtepi32_ps(tap_bytes<One>(l, q));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(v, _mm256_loadu_ps(k + 8 * q)));
   }
-  return acc;
+  _mm256_storeu_ps(out, acc);
 }
 
-__attribute__((target("avx2"))) inline __m256i splat(std::int32_t v) { return _mm256_set1_epi32(v); }
-__attribute__((target("avx2"))) inline __m256 splat(float v) { return _mm256_set1_ps(v); }
-__attribute__((target("avx2"))) inline void store(std::int32_t* out, __m256i v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
-}
-__attribute__((target("avx2"))) inline void store(float* out, __m256 v) { _mm256_storeu_ps(out, v); }
-
-template <int T, class W>
-__attribute__((target("avx2"))) void run(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
-  const auto blocks = h.base.size();
-  const auto start = splat(init);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const int e = static_cast<int>(b) * 8;
-    if (!h.fits[b] || static_cast<std::size_t>(h.reach[b]) > avail) {
-      row_pass_scalar(h, src, init, e, e + 8, out);
-      continue;
-    }
-    const Loads l = loads(h.base[b], h.shuffle[b], src, h.channels);
-    const W* k = h.block_k.data() + b * static_cast<std::size_t>(h.taps) * 8;
-    store(out + e, h.fits[b] == 2 ? block_sum<T, true>(l, k, h.taps, start) : block_sum<T, false>(l, k, h.taps, start));
-  }
-  row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
-}
-
-// The usual tap counts unrolled (enlarging INTER_AREA: 2; Pillow's bicubic near scale 1: 4-5;
-// PIL's bilinear at pi0's downscales: 3-5; the float area path: 2-5), any other in a loop.
-template <class W>
-__attribute__((target("avx2"))) void row(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
-  switch (h.taps) {
-    case 2: return run<2>(h, src, avail, init, out);
-    case 3: return run<3>(h, src, avail, init, out);
-    case 4: return run<4>(h, src, avail, init, out);
-    case 5: return run<5>(h, src, avail, init, out);
-    case 6: return run<6>(h, src, avail, init, out);
-    default: return run<0>(h, src, avail, init, out);
-  }
-}
-
-}  // namespace row_pass_avx2
-#endif
-
-#ifdef EDGEVLA_ROW_PASS_NEON
-// The same on Arm (Jetson): NEON's table lookup (vqtbl1) is the byte shuffle (an index past 15
-// gives 0, as 0x80 does for pshufb), widened to 32 bits in two groups of 4. f32: each product
-// rounded, then added; a file that instantiates it is compiled without contraction, which
-// would fuse them.
-namespace row_pass_neon {
+}  // namespace row_pass_simd
+#elif defined(EDGEVLA_ROW_PASS_NEON)
+// Arm (Jetson): NEON's table lookup (vqtbl1) is the byte shuffle (an index past 15 gives 0, as
+// 0x80 does for pshufb), widened to 32 bits in two groups of 4. f32: each product rounded, then
+// added; a file that instantiates it is compiled without contraction, which would fuse them.
+#define EDGEVLA_ROW_PASS_SIMD
+namespace row_pass_simd {
 
 struct Loads {
   const std::uint8_t* lo;
@@ -309,8 +277,14 @@ inline void block_sum(const Loads& l, const float* k, int taps, float init, floa
   vst1q_f32(out + 4, b);
 }
 
+}  // namespace row_pass_simd
+#endif
+
+#ifdef EDGEVLA_ROW_PASS_SIMD
+namespace row_pass_simd {
+
 template <int T, class W>
-void run(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
+EDGEVLA_ROW_PASS_SIMD void run(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
   const auto blocks = h.base.size();
   for (std::size_t b = 0; b < blocks; ++b) {
     const int e = static_cast<int>(b) * 8;
@@ -329,8 +303,10 @@ void run(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init
   row_pass_scalar(h, src, init, static_cast<int>(blocks) * 8, h.out_width * 3, out);
 }
 
+// The usual tap counts unrolled (enlarging INTER_AREA: 2; Pillow's bicubic near scale 1: 4-5;
+// PIL's bilinear at pi0's downscales: 3-5; the float area path: 2-5), any other in a loop.
 template <class W>
-void row(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
+EDGEVLA_ROW_PASS_SIMD void row(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
   switch (h.taps) {
     case 2: return run<2>(h, src, avail, init, out);
     case 3: return run<3>(h, src, avail, init, out);
@@ -341,21 +317,16 @@ void row(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init
   }
 }
 
-}  // namespace row_pass_neon
+}  // namespace row_pass_simd
 #endif
 
 // One source row `src` through the pass into out[0, 3 * out_width); `avail`: the bytes readable
 // from `src` on (to the end of the source).
 template <class W>
 void row_pass(const RowTaps<W>& h, const std::uint8_t* src, std::size_t avail, W init, W* out) {
-#ifdef EDGEVLA_ROW_PASS_SHUFFLE
+#ifdef EDGEVLA_ROW_PASS_SIMD
   if (h.pays && shuffle_passes_on()) {
-    row_pass_avx2::row(h, src, avail, init, out);
-    return;
-  }
-#elif defined(EDGEVLA_ROW_PASS_NEON)
-  if (h.pays && shuffle_passes_on()) {
-    row_pass_neon::row(h, src, avail, init, out);
+    row_pass_simd::row(h, src, avail, init, out);
     return;
   }
 #endif
