@@ -114,14 +114,15 @@ void ImageResizer::plan_axis(int in, int out, Axis& a) {
 
 void ImageResizer::plan_rows(int channels, const std::array<int, 3>& map) {
   const Axis& a = horizontal_;
-  if (rows_for_in_ == a.in && rows_for_out_ == a.out && rows_taps_.channels == channels && rows_taps_.map == map) return;
+  if (rows_for_in_ == a.in && rows_taps_.out_width == a.out && rows_taps_.channels == channels && rows_taps_.map == map) {
+    return;
+  }
   rows_taps_ = row_taps<std::int32_t>(a.out, a.taps, channels, map);
   rows_taps_.start = a.first;
   rows_taps_.count = a.count;
   rows_taps_.k = a.weights;
   plan_blocks(rows_taps_);
   rows_for_in_ = a.in;
-  rows_for_out_ = a.out;
 }
 
 Status to_rgb8(const Tensor& pixels, PixelFormat format, std::vector<std::uint8_t>& rgb) {

@@ -61,7 +61,7 @@ class ImageResizer final {
 
   Axis horizontal_, vertical_;
   RowTaps<std::int32_t> rows_taps_;
-  int rows_for_in_ = -1, rows_for_out_ = -1;
+  int rows_for_in_ = -1;  // the input width rows_taps_ was planned for (its out_width the output's)
   std::vector<std::uint8_t> rows_;  // horizontal pass output: the rows the vertical pass reads
   std::vector<std::int32_t> acc_;   // one output row's fixed-point sums (either pass)
 };
