@@ -1,7 +1,7 @@
 // The preprocess node's observation from the family seam: the newest frames (as RGB), the
 // robot's state split into the preprocessor's state groups (in their order; one group without a
 // fixed width takes the rest) and the prompt go to model::Preprocessor::run(); its tensors are
-// published by name, images in shared memory loaned from the publisher.
+// published by name, images in shared memory loaned from the publisher (the family writes them there).
 #include <algorithm>
 #include <cstring>
 
@@ -22,6 +22,13 @@ std::optional<Message> PreprocessNode::observation(const std::string& prompt) {
                                                               state_->raw.begin() + static_cast<std::ptrdiff_t>(at + width)));
     at += width;
   }
+  // The images are written straight into loans from the publisher (shared memory): no copy.
+  std::vector<const std::byte*> loaned;
+  in.image_buffer = [&](DType dtype, const Shape& shape) -> Expected<Tensor> {
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor t, observation_.loan(dtype, shape));
+    loaned.push_back(t.raw_data());
+    return t;
+  };
   auto out = pre_->run(in);
   if (!out) {
     // out_of_range: the prompt is over the model's budget (a prompt to shorten, not a fault).
@@ -50,7 +57,12 @@ std::optional<Message> PreprocessNode::observation(const std::string& prompt) {
       msg->set_tensor(name, std::move(t));
       continue;
     }
-    // Images go into shared memory loaned from the publisher: no copy to other processes.
+    // Images go into shared memory loaned from the publisher: no copy to other processes. A
+    // family that made its own tensor (not from image_buffer) has it copied there.
+    if (std::find(loaned.begin(), loaned.end(), t.raw_data()) != loaned.end()) {
+      msg->set_tensor(name, std::move(t));
+      continue;
+    }
     auto img = observation_.loan(t.dtype(), t.shape());
     if (!img) {
       report_bad_input("loan", img.status());

@@ -26,6 +26,18 @@ int frame_threads(int requested) {
   return std::clamp(cores / 4, 1, 4);
 }
 
+Expected<Tensor> image_tensor(const PreprocessInput& in, DType dtype, const Shape& shape) {
+  if (!in.image_buffer) return Tensor::empty(dtype, shape);
+  EDGEVLA_ASSIGN_OR_RETURN(Tensor t, in.image_buffer(dtype, shape));
+  if (!t.defined() || t.dtype() != dtype || !(t.shape() == shape) || !t.is_contiguous() || !t.device().is_cpu()) {
+    return internal_error("the image buffer given for a " + std::string(dtype_name(dtype)) + " " + shape.to_string() +
+                          " image is " + (t.defined() ? std::string(dtype_name(t.dtype())) + " " + t.shape().to_string()
+                                                      : std::string("empty")) +
+                          " (a contiguous host tensor of that dtype and shape is needed)");
+  }
+  return t;
+}
+
 bool TensorSpec::accepts_dtype(DType t) const {
   return t == dtype || std::find(accepts.begin(), accepts.end(), t) != accepts.end();
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -77,7 +78,15 @@ struct PreprocessInput {
   // The robot's raw state by group (a family with one state vector reads "state"), as the robot
   // sent it: float64, so a family may normalize from the raw values in double.
   std::vector<std::pair<std::string, std::vector<double>>> state;
+  // Where the image tensors' storage comes from (empty: Tensor::empty). The preprocess node
+  // passes its publisher's loans, so each image is written once, into the shared memory the next
+  // stage reads, not copied there afterwards. Called on run()'s own thread, once per image; an
+  // error fails run().
+  std::function<Expected<Tensor>(DType, const Shape&)> image_buffer;
 };
+
+// The storage for one image tensor: `in.image_buffer`'s, checked for the shape and dtype asked for.
+Expected<Tensor> image_tensor(const PreprocessInput& in, DType dtype, const Shape& shape);
 
 // A prompt over the model's token budget: refused (run() fails with out_of_range) or cut (run()
 // succeeds and says so in PreprocessOutput::note). A family that never cuts refuses kTruncate.

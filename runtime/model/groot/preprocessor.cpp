@@ -36,7 +36,8 @@ void Preprocessor::use_threads(int threads) {
 int Preprocessor::threads() const { return pool_ ? pool_->size() : 1; }
 
 Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::string_view instruction,
-                                        const RawState& state, std::optional<int> pad_to) const {
+                                        const RawState& state, std::optional<int> pad_to,
+                                        const PixelsOut& pixels_out) const {
   const auto& views = embodiment_.views();
   if (frames.size() != views.size()) {
     std::string names;
@@ -57,8 +58,15 @@ Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::stri
     for (std::size_t k = 0; k < frames.size(); ++k) {
       auto f = preprocess_frame(frames[k], fo);
       if (!f) return f.status().with_context("view '" + views[k] + "'");
-      std::vector<float> px(static_cast<std::size_t>(f->height) * static_cast<std::size_t>(f->width) * 3);
-      normalize_pixels(*f, px.data(), fo.pool);
+      std::vector<float> px;
+      float* dst = nullptr;
+      if (pixels_out) {
+        EDGEVLA_ASSIGN_OR_RETURN(dst, pixels_out(k, f->height, f->width));
+      } else {
+        px.resize(static_cast<std::size_t>(f->height) * static_cast<std::size_t>(f->width) * 3);
+        dst = px.data();
+      }
+      normalize_pixels(*f, dst, fo.pool);
       in.pixel_values.push_back(std::move(px));
       in.image_sizes.emplace_back(f->height, f->width);
       in.tokens_per_view.push_back(vision_tokens(*f));
@@ -159,15 +167,18 @@ class SeamPreprocessor final : public model::Preprocessor {
     }
     RawState raw;  // the model's float32
     for (const auto& [group, values] : input.state) raw[group].assign(values.begin(), values.end());
-    EDGEVLA_ASSIGN_OR_RETURN(ModelInputs in,
-                             pre_.run(frames, input.prompt, raw, pad_to_ > 0 ? std::optional<int>(pad_to_) : std::nullopt));
+    // Each view's pixels are normalised straight into its image tensor (the node's loan).
+    std::vector<Tensor> images;
+    const groot::Preprocessor::PixelsOut into = [&](std::size_t, int h, int w) -> Expected<float*> {
+      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, model::image_tensor(input, DType::kF32, Shape{3, h, w}));
+      images.push_back(std::move(t));
+      return images.back().data<float>();
+    };
+    EDGEVLA_ASSIGN_OR_RETURN(
+        ModelInputs in, pre_.run(frames, input.prompt, raw, pad_to_ > 0 ? std::optional<int>(pad_to_) : std::nullopt, into));
     model::PreprocessOutput result;
     auto& out = result.tensors;
-    for (std::size_t k = 0; k < in.pixel_values.size(); ++k) {
-      const auto [h, w] = in.image_sizes[k];
-      EDGEVLA_ASSIGN_OR_RETURN(Tensor t, Tensor::from_values(std::span<const float>(in.pixel_values[k]), Shape{3, h, w}));
-      out.emplace_back("image." + std::to_string(k), std::move(t));
-    }
+    for (std::size_t k = 0; k < images.size(); ++k) out.emplace_back("image." + std::to_string(k), std::move(images[k]));
     const auto L = static_cast<std::int64_t>(in.input_ids.size());
     EDGEVLA_ASSIGN_OR_RETURN(Tensor ids, Tensor::from_values(std::span<const std::int32_t>(in.input_ids), Shape{L}));
     out.emplace_back("input_ids", std::move(ids));

@@ -7,6 +7,7 @@
 // state normalised and zero-padded to max_state_dim (embodiment.hpp).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -25,7 +26,7 @@ namespace edgevla::model::groot {
 enum class Letterbox { kAuto, kOn, kOff };  // auto: the processor config's letter_box_transform
 
 struct ModelInputs {
-  std::vector<std::vector<float>> pixel_values;  // per view, f32 [3, H, W]
+  std::vector<std::vector<float>> pixel_values;  // per view, f32 [3, H, W] (empty: written to PixelsOut's storage)
   std::vector<std::pair<int, int>> image_sizes;  // per view, (H, W)
   std::vector<int> tokens_per_view;              // vision tokens after the unshuffle
   std::string prompt;                            // the text that was tokenized
@@ -42,8 +43,11 @@ class Preprocessor {
 
   // One observation. Errors name what is wrong and the fix: a view count other than the
   // embodiment's, a bad frame, a missing state group, a prompt longer than `pad_to`.
+  // `pixels_out`, when given, returns where view k's normalised pixels go (f32 [3, height, width],
+  // contiguous); its pixel_values[k] then stays empty.
+  using PixelsOut = std::function<Expected<float*>(std::size_t view, int height, int width)>;
   Expected<ModelInputs> run(std::span<const Frame> frames, std::string_view instruction, const RawState& state,
-                            std::optional<int> pad_to = std::nullopt) const;
+                            std::optional<int> pad_to = std::nullopt, const PixelsOut& pixels_out = {}) const;
 
   const Embodiment& embodiment() const { return embodiment_; }
   bool letterbox() const { return letterbox_; }

@@ -129,8 +129,13 @@ class Pi0Preprocessor final : public model::Preprocessor {
       out.note = "prompt cut from " + need + " to " + budget + " tokens: '" + in.prompt + "'";
     }
 
-    // Images: resize with padding, then [-1, 1] in CHW; the cameras side by side on the pool.
+    // Images: resize with padding, then [-1, 1] in CHW; the cameras side by side on the pool,
+    // each into its tensor's storage (taken here, on the caller's thread: a publisher's loans).
+    const int size = config_.vision.image_size;
     std::vector<Tensor> images(cameras_.size());
+    for (std::size_t k = 0; k < cameras_.size(); ++k) {
+      EDGEVLA_ASSIGN_OR_RETURN(images[k], image_tensor(in, DType::kF32, Shape{3, size, size}));
+    }
     std::vector<Status> done(cameras_.size(), Status::ok());
     auto one = [&](int k) {
       const auto i = static_cast<std::size_t>(k);
@@ -194,8 +199,6 @@ class Pi0Preprocessor final : public model::Preprocessor {
     std::memcpy(view.rgb.raw_data(), frame->rgb.data(), frame->rgb.size());
     EDGEVLA_RETURN_IF_ERROR(
         view.resizer.resize_with_pad(view.rgb, PixelFormat::kRgb8, view.canvas).with_context("camera '" + slot + "'"));
-    const int size = config_.vision.image_size;
-    EDGEVLA_ASSIGN_OR_RETURN(img, Tensor::empty(DType::kF32, Shape{3, size, size}));
     return to_model_input(view.canvas, img);
   }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,40 @@ class GrootPreprocessor : public ::testing::Test {
 };
 
 std::unique_ptr<ScratchDir> GrootPreprocessor::dir_;
+
+// `pre` run with storage given for its images (as the preprocess node gives its publisher's
+// loans): every image tensor is written into one of those buffers, one buffer an image, the
+// bytes those of `want` (the run without); a buffer of the wrong shape is one clear error.
+void ImagesGoIntoTheBuffersGiven(const model::Preprocessor& pre, model::PreprocessInput in,
+                                 const model::PreprocessOutput& want) {
+  std::vector<Tensor> given;
+  in.image_buffer = [&](DType dtype, const Shape& shape) -> Expected<Tensor> {
+    EDGEVLA_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, shape));
+    std::memset(t.raw_data(), 0xff, t.nbytes());  // NaNs: a pixel left unwritten shows
+    given.push_back(t);
+    return t;
+  };
+  auto got = pre.run(in);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  ASSERT_EQ(got->tensors.size(), want.tensors.size());
+  std::size_t images = 0;
+  for (std::size_t i = 0; i < want.tensors.size(); ++i) {
+    const auto& [name, t] = got->tensors[i];
+    EXPECT_EQ(name, want.tensors[i].first);
+    ASSERT_EQ(t.nbytes(), want.tensors[i].second.nbytes()) << name;
+    EXPECT_EQ(std::memcmp(t.raw_data(), want.tensors[i].second.raw_data(), t.nbytes()), 0) << name;
+    if (!name.starts_with("image.")) continue;
+    ++images;
+    EXPECT_TRUE(std::any_of(given.begin(), given.end(), [&](const Tensor& g) { return g.raw_data() == t.raw_data(); }))
+        << name << " is not in a buffer the caller gave";
+  }
+  EXPECT_GT(images, 0u);
+  EXPECT_EQ(given.size(), images);
+  in.image_buffer = [](DType dtype, const Shape&) { return Tensor::empty(dtype, Shape{3, 2, 2}); };
+  auto wrong = pre.run(in);
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_NE(wrong.status().message().find("image buffer"), std::string::npos) << wrong.status().message();
+}
 
 TEST_F(GrootPreprocessor, MatchesTheReferenceForEveryViewCountAndLetterbox) {
   struct Case {
@@ -196,6 +231,7 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
   EXPECT_EQ(by_name["embodiment_id"]->data<std::int32_t>()[0], want->embodiment_id);
   EXPECT_EQ(by_name["attention_mask"]->dtype(), DType::kBool);
   for (const auto& [g, v] : state) EXPECT_TRUE(by_name.count("raw_state." + g)) << g;
+  ImagesGoIntoTheBuffersGiven(**seam, in, *got);
   // Resized on three threads: the same tensors, byte for byte; a negative count is refused.
   EXPECT_EQ((*seam)->threads(), 1);
   model::PreprocessorOptions threaded;
@@ -300,7 +336,8 @@ TEST_F(GrootPreprocessor, EachFamilyRefusesTheOptionsItDoesNotTake) {
     EXPECT_EQ(std::memcmp(side->tensors[i].second.raw_data(), one->tensors[i].second.raw_data(),
                           one->tensors[i].second.nbytes()), 0) << one->tensors[i].first;
   }
-  p.threads = 4;
+  ImagesGoIntoTheBuffersGiven(**all, pin, *one);
+  ImagesGoIntoTheBuffersGiven(**serial, pin, *one);
   p.threads = -2;
   auto negative = (*pi0)->make_preprocessor(dir, p);
   ASSERT_FALSE(negative.has_value());
