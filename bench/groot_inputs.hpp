@@ -21,7 +21,7 @@ namespace edgevla::bench {
 inline model::groot::Frame seeded_frame(int h, int w, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> noise(0.0f, 12.0f);
-  model::groot::Frame f{h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3)};
+  model::groot::Frame f{h, w, model::groot::Pixels(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3, 0)};
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int c = 0; c < 3; ++c) {

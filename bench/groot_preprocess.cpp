@@ -181,10 +181,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     // The same seeded frame as bench/groot_preprocess.py makes (row-major RGB, seed w*h).
-    mg::Frame frame{h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(w) * h * 3)};
+    mg::Frame frame{h, w, mg::Pixels(static_cast<std::size_t>(w) * h * 3, 0)};
     std::mt19937 rng(static_cast<std::uint32_t>(w * h));
     for (auto& b : frame.rgb) b = static_cast<std::uint8_t>(rng() & 0xff);
-    std::vector<std::uint8_t> single;  // the one-thread frame, for the byte check
+    mg::Pixels single;  // the one-thread frame, for the byte check
     for (const int threads : thread_counts) {
       edgevla::ThreadPool pool(threads, mg::kFramePoolSpin);
       mg::FrameOptions o;
@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
       std::vector<double> ms;
       int out_h = 0, out_w = 0;
       std::vector<float> px;
-      std::vector<std::uint8_t> last;
+      mg::Pixels last;
       Cadence cadence(period_ms);
       for (int r = 0; r < repeat + 3; ++r) {
         cadence.wait();

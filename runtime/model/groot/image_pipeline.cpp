@@ -32,11 +32,18 @@ long round_even(double x) { return std::lrint(x); }
 float rint_f(float x) { return std::nearbyint(x); }
 std::uint8_t sat_u8(long v) { return static_cast<std::uint8_t>(std::clamp<long>(v, 0, 255)); }
 
-Frame blank(int h, int w) {
+// A frame of h × w whose bytes the caller writes, every one (`zero`: black, for a caller that
+// writes only part of it).
+Frame blank(int h, int w, bool zero = false) {
   Frame f;
   f.height = h;
   f.width = w;
-  f.rgb.assign(static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3, 0);
+  const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3;
+  if (zero) {
+    f.rgb.assign(n, 0);
+  } else {
+    f.rgb.resize(n);
+  }
   return f;
 }
 
@@ -111,7 +118,7 @@ RowTaps<float> area_row_taps(const std::vector<AreaTap>& xt, int nw) {
   return r;
 }
 
-EDGEVLA_PIPELINE_CLONES void area_float_rows(const Frame& in, const RowTaps<float>& xt, const std::vector<AreaTap>& yt,
+EDGEVLA_PIPELINE_CLONES void area_float_rows(FrameView in, const RowTaps<float>& xt, const std::vector<AreaTap>& yt,
                                              std::size_t t0, std::size_t t1, std::size_t row_len, float* out) {
   const int w = in.width;
   std::vector<float> row(row_len);
@@ -138,7 +145,7 @@ EDGEVLA_PIPELINE_CLONES void round_rows(const float* in, std::size_t n, std::uin
   for (std::size_t i = 0; i < n; ++i) out[i] = sat_u8(static_cast<long>(rint_f(in[i])));
 }
 
-Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y, ThreadPool* pool) {
+Frame area_float(FrameView in, int nh, int nw, double scale_x, double scale_y, ThreadPool* pool) {
   const std::vector<AreaTap> yt = area_tab(in.height, nh, scale_y);
   const RowTaps<float> xt = area_row_taps(area_tab(in.width, nw, scale_x), nw);
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
@@ -157,7 +164,7 @@ Frame area_float(const Frame& in, int nh, int nw, double scale_x, double scale_y
 }
 
 // resizeAreaFast for integer factors, output rows [y0, y1).
-void area_fast_rows(const Frame& in, int sx, int sy, int y0, int y1, Frame& f) {
+void area_fast_rows(FrameView in, int sx, int sy, int y0, int y1, Frame& f) {
   const int nw = f.width;
   const float inv = 1.0f / static_cast<float>(sx * sy);
   for (int y = y0; y < y1; ++y) {
@@ -180,7 +187,7 @@ void area_fast_rows(const Frame& in, int sx, int sy, int y0, int y1, Frame& f) {
   }
 }
 
-Frame area_fast(const Frame& in, int sx, int sy, ThreadPool* pool) {
+Frame area_fast(FrameView in, int sx, int sy, ThreadPool* pool) {
   Frame f = blank(in.height / sy, in.width / sx);
   for_rows(pool, f.height, static_cast<std::size_t>(f.width) * 3, [&](int y0, int y1) { area_fast_rows(in, sx, sy, y0, y1, f); });
   return f;
@@ -235,7 +242,7 @@ RowTaps<std::int32_t> linear_area_taps(const LinearCoeffs& xc, int out_width) {
   return t;
 }
 
-EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const RowTaps<std::int32_t>& xt, const LinearCoeffs& yc, int y0, int y1,
+EDGEVLA_PIPELINE_CLONES void linear_area_rows(FrameView in, const RowTaps<std::int32_t>& xt, const LinearCoeffs& yc, int y0, int y1,
                                               Frame& f) {
   const int h = in.height, w = in.width, nw = f.width;
   const std::size_t row_len = static_cast<std::size_t>(nw) * 3;
@@ -259,7 +266,7 @@ EDGEVLA_PIPELINE_CLONES void linear_area_rows(const Frame& in, const RowTaps<std
   }
 }
 
-Frame linear_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
+Frame linear_area(FrameView in, int nh, int nw, ThreadPool* pool) {
   const LinearCoeffs xc = linear_area_coeffs(in.width, nw, true), yc = linear_area_coeffs(in.height, nh, false);
   const RowTaps<std::int32_t> xt = linear_area_taps(xc, nw);
   Frame f = blank(nh, nw);
@@ -320,7 +327,7 @@ std::uint8_t pil_clip(std::int32_t acc) {
 // Pillow's vertical pass, in 32-bit integers as Pillow does (normalised weights of 2^22, |sum|
 // < 2^31 for 8-bit input): whole input rows are weighed into a row of sums, so the inner loop
 // runs along memory and vectorises. Output rows [o0, o1).
-EDGEVLA_PIPELINE_CLONES void pil_vertical_rows(const Frame& in, const std::vector<PilTaps>& taps, int o0, int o1, Frame& f) {
+EDGEVLA_PIPELINE_CLONES void pil_vertical_rows(FrameView in, const std::vector<PilTaps>& taps, int o0, int o1, Frame& f) {
   constexpr std::int32_t kHalf = 1 << (kPrecisionBits - 1);
   const std::size_t row_len = static_cast<std::size_t>(in.width) * 3;
   std::vector<std::int32_t> acc(row_len);
@@ -337,7 +344,7 @@ EDGEVLA_PIPELINE_CLONES void pil_vertical_rows(const Frame& in, const std::vecto
   }
 }
 
-Frame pil_vertical(const Frame& in, int out_size, ThreadPool* pool) {
+Frame pil_vertical(FrameView in, int out_size, ThreadPool* pool) {
   const std::vector<PilTaps> taps = pil_coeffs(in.height, out_size);
   Frame f = blank(out_size, in.width);
   for_rows(pool, out_size, static_cast<std::size_t>(in.width) * 3, [&](int o0, int o1) { pil_vertical_rows(in, taps, o0, o1, f); });
@@ -350,7 +357,7 @@ EDGEVLA_PIPELINE_CLONES void pil_clip_row(const std::int32_t* acc, std::size_t n
 
 // Pillow's horizontal pass as a pass along rows (the taps of every output pixel, zero
 // weights past its own count), from Pillow's rounding offset, clipped to 8 bits.
-Frame pil_horizontal(const Frame& in, int out_size, ThreadPool* pool) {
+Frame pil_horizontal(FrameView in, int out_size, ThreadPool* pool) {
   const std::vector<PilTaps> taps = pil_coeffs(in.width, out_size);
   int most = 0;
   for (const PilTaps& p : taps) most = std::max(most, static_cast<int>(p.k.size()));
@@ -377,18 +384,18 @@ Frame pil_horizontal(const Frame& in, int out_size, ThreadPool* pool) {
 }
 
 // One pass along x (horizontal) or y (vertical).
-Frame pil_pass(const Frame& in, int out_size, bool horizontal, ThreadPool* pool) {
+Frame pil_pass(FrameView in, int out_size, bool horizontal, ThreadPool* pool) {
   if (horizontal) return pil_horizontal(in, out_size, pool);
   return pil_vertical(in, out_size, pool);
 }
 
 // ---- the pipeline ---------------------------------------------------------------------------------
 
-Frame letterbox(const Frame& in) {
-  if (in.height == in.width) return in;
+Frame letterbox(FrameView in) {
+  if (in.height == in.width) return to_frame(in);
   const int side = std::max(in.height, in.width);
   const int top = (side - in.height) / 2, left = (side - in.width) / 2;
-  Frame f = blank(side, side);
+  Frame f = blank(side, side, /*zero=*/true);  // the bars
   for (int y = 0; y < in.height; ++y) {
     std::copy_n(in.rgb.data() + static_cast<std::size_t>(y) * in.width * 3, static_cast<std::size_t>(in.width) * 3,
                 f.rgb.data() + (static_cast<std::size_t>(y + top) * side + left) * 3);
@@ -396,13 +403,13 @@ Frame letterbox(const Frame& in) {
   return f;
 }
 
-Frame smallest_max_size(const Frame& in, int max_size, ThreadPool* pool) {
+Frame smallest_max_size(FrameView in, int max_size, ThreadPool* pool) {
   const double scale = max_size / static_cast<double>(std::min(in.height, in.width));
-  if (scale == 1.0) return in;
+  if (scale == 1.0) return to_frame(in);
   return resize_area(in, static_cast<int>(round_even(in.height * scale)), static_cast<int>(round_even(in.width * scale)), pool);
 }
 
-Frame center_crop(const Frame& in, double fraction) {
+Frame center_crop(FrameView in, double fraction) {
   const int ch = std::max(1, static_cast<int>(in.height * fraction)), cw = std::max(1, static_cast<int>(in.width * fraction));
   const int y0 = (in.height - ch) / 2, x0 = (in.width - cw) / 2;
   Frame f = blank(ch, cw);
@@ -419,8 +426,8 @@ constexpr int kMaxRatio = 200, kMaxSide = 7000;
 
 }  // namespace
 
-Frame resize_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
-  if (nh == in.height && nw == in.width) return in;
+Frame resize_area(FrameView in, int nh, int nw, ThreadPool* pool) {
+  if (nh == in.height && nw == in.width) return to_frame(in);
   const double inv_x = static_cast<double>(nw) / in.width, inv_y = static_cast<double>(nh) / in.height;
   const double scale_x = 1.0 / inv_x, scale_y = 1.0 / inv_y;
   if (scale_x >= 1 && scale_y >= 1) {
@@ -433,11 +440,13 @@ Frame resize_area(const Frame& in, int nh, int nw, ThreadPool* pool) {
   return linear_area(in, nh, nw, pool);
 }
 
-Frame resize_bicubic(const Frame& in, int nh, int nw, ThreadPool* pool) {
-  Frame out = in;
-  if (nw != in.width) out = pil_pass(out, nw, true, pool);
-  if (nh != in.height) out = pil_pass(out, nh, false, pool);
-  return out;
+Frame resize_bicubic(FrameView in, int nh, int nw, ThreadPool* pool) {
+  if (nw != in.width) {
+    Frame across = pil_pass(in, nw, true, pool);
+    return nh != in.height ? pil_pass(across, nh, false, pool) : across;
+  }
+  if (nh != in.height) return pil_pass(in, nh, false, pool);
+  return to_frame(in);
 }
 
 Expected<std::pair<int, int>> smart_resize(int h, int w) {
@@ -460,7 +469,7 @@ Expected<std::pair<int, int>> smart_resize(int h, int w) {
   return std::make_pair(static_cast<int>(hb), static_cast<int>(wb));
 }
 
-Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options) {
+Expected<Frame> preprocess_frame(FrameView in, const FrameOptions& options) {
   if (in.height < 1 || in.width < 1 ||
       in.rgb.size() != static_cast<std::size_t>(in.height) * static_cast<std::size_t>(in.width) * 3) {
     return invalid_argument("a frame must be uint8 RGB [H, W, 3] with H, W >= 1; got " + std::to_string(in.height) + "x" +
@@ -469,15 +478,16 @@ Expected<Frame> preprocess_frame(const Frame& in, const FrameOptions& options) {
   if (options.shortest_edge < 1 || !(options.crop_fraction > 0.0 && options.crop_fraction <= 1.0)) {
     return invalid_argument("frame options: shortest_edge must be >= 1 and crop_fraction in (0, 1]");
   }
-  Frame f = options.letterbox ? letterbox(in) : in;
-  f = smallest_max_size(f, options.shortest_edge, options.pool);
+  Frame boxed;
+  if (options.letterbox) boxed = letterbox(in);
+  Frame f = smallest_max_size(options.letterbox ? boxed : in, options.shortest_edge, options.pool);
   f = center_crop(f, options.crop_fraction);
   f = smallest_max_size(f, options.shortest_edge, options.pool);
   EDGEVLA_ASSIGN_OR_RETURN(auto hw, smart_resize(f.height, f.width));
   return resize_bicubic(f, hw.first, hw.second, options.pool);
 }
 
-void normalize_pixels(const Frame& frame, float* out, ThreadPool* pool) {
+void normalize_pixels(FrameView frame, float* out, ThreadPool* pool) {
   // (x - 127.5) / 127.5 in float32 for each of the 256 byte values, then a lookup per pixel and
   // channel plane (the same floats as computing it per pixel).
   static const std::array<float, 256> table = [] {

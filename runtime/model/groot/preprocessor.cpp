@@ -38,6 +38,13 @@ int Preprocessor::threads() const { return pool_ ? pool_->size() : 1; }
 Expected<ModelInputs> Preprocessor::run(std::span<const Frame> frames, std::string_view instruction,
                                         const RawState& state, std::optional<int> pad_to,
                                         const PixelsOut& pixels_out) const {
+  const std::vector<FrameView> views(frames.begin(), frames.end());
+  return run(std::span<const FrameView>(views), instruction, state, pad_to, pixels_out);
+}
+
+Expected<ModelInputs> Preprocessor::run(std::span<const FrameView> frames, std::string_view instruction,
+                                        const RawState& state, std::optional<int> pad_to,
+                                        const PixelsOut& pixels_out) const {
   const auto& views = embodiment_.views();
   if (frames.size() != views.size()) {
     std::string names;
@@ -152,7 +159,7 @@ class SeamPreprocessor final : public model::Preprocessor {
   }
 
   Expected<model::PreprocessOutput> run(const model::PreprocessInput& input) const override {
-    std::vector<Frame> frames;
+    std::vector<FrameView> frames;  // the node's frames, not copied
     for (const std::string& view : cameras_) {
       const auto it = std::find_if(input.cameras.begin(), input.cameras.end(),
                                    [&](const model::CameraFrame& c) { return c.name == view; });
@@ -163,7 +170,7 @@ class SeamPreprocessor final : public model::Preprocessor {
                                 (given.empty() ? std::string("none") : given) +
                                 "); name the camera after the view in the launch file");
       }
-      frames.push_back(Frame{it->height, it->width, std::vector<std::uint8_t>(it->rgb.begin(), it->rgb.end())});
+      frames.push_back(FrameView{it->height, it->width, it->rgb});
     }
     RawState raw;  // the model's float32
     for (const auto& [group, values] : input.state) raw[group].assign(values.begin(), values.end());

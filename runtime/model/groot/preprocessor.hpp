@@ -46,6 +46,8 @@ class Preprocessor {
   // `pixels_out`, when given, returns where view k's normalised pixels go (f32 [3, height, width],
   // contiguous); its pixel_values[k] then stays empty.
   using PixelsOut = std::function<Expected<float*>(std::size_t view, int height, int width)>;
+  Expected<ModelInputs> run(std::span<const FrameView> frames, std::string_view instruction, const RawState& state,
+                            std::optional<int> pad_to = std::nullopt, const PixelsOut& pixels_out = {}) const;
   Expected<ModelInputs> run(std::span<const Frame> frames, std::string_view instruction, const RawState& state,
                             std::optional<int> pad_to = std::nullopt, const PixelsOut& pixels_out = {}) const;
 

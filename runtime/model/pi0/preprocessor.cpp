@@ -177,7 +177,6 @@ class Pi0Preprocessor final : public model::Preprocessor {
   // filter weights once).
   struct View {
     ImageResizer resizer;
-    Tensor rgb;     // u8 [H, W, 3], the frame being resized
     Tensor canvas;  // u8 [S, S, 3]
   };
 
@@ -193,12 +192,12 @@ class Pi0Preprocessor final : public model::Preprocessor {
       return invalid_argument("camera '" + slot + "': " + std::to_string(frame->rgb.size()) + " bytes for a " +
                               std::to_string(frame->height) + "x" + std::to_string(frame->width) + " RGB frame");
     }
-    if (!(view.rgb.shape() == shape)) {
-      EDGEVLA_ASSIGN_OR_RETURN(view.rgb, Tensor::empty(DType::kU8, shape));
-    }
-    std::memcpy(view.rgb.raw_data(), frame->rgb.data(), frame->rgb.size());
+    // The caller's frame, read where it lies (read-only; it outlives this call).
+    auto* bytes = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(frame->rgb.data()));
+    EDGEVLA_ASSIGN_OR_RETURN(const Tensor rgb,
+                             Tensor::from_buffer(Buffer::wrap(bytes, frame->rgb.size(), nullptr, false), DType::kU8, shape));
     EDGEVLA_RETURN_IF_ERROR(
-        view.resizer.resize_with_pad(view.rgb, PixelFormat::kRgb8, view.canvas).with_context("camera '" + slot + "'"));
+        view.resizer.resize_with_pad(rgb, PixelFormat::kRgb8, view.canvas).with_context("camera '" + slot + "'"));
     return to_model_input(view.canvas, img);
   }
 

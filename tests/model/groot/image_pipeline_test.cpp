@@ -54,7 +54,8 @@ TEST(GrootImagePipeline, EveryFrameMatchesTheReferenceByteForByte) {
     const auto x = spec.find('x');
     const int h = std::stoi(spec.substr(0, x));
     const int w = std::stoi(spec.substr(x + 1));
-    Frame in{h, w, read_bytes(base + ".in")};
+    const std::vector<std::uint8_t> bytes = read_bytes(base + ".in");
+    Frame in{h, w, Pixels(bytes.begin(), bytes.end())};
     ASSERT_EQ(in.rgb.size(), static_cast<std::size_t>(h) * w * 3) << spec;
     const auto [eh, ew] = read_pair(base + ".shape");
     const std::vector<std::uint8_t> want = read_bytes(base + ".out");
@@ -100,7 +101,7 @@ TEST(GrootImagePipeline, PixelsAreNormalisedChannelsFirst) {
   EXPECT_FLOAT_EQ(out[4], 1.0f);                     // B of pixel 0
 
   // A frame large enough to be split: the same floats on 3 threads, every one written.
-  Frame big{252, 336, std::vector<std::uint8_t>(252 * 336 * 3)};
+  Frame big{252, 336, Pixels(252 * 336 * 3, 0)};
   for (std::size_t i = 0; i < big.rgb.size(); ++i) big.rgb[i] = static_cast<std::uint8_t>((i * 7919) >> 3);
   std::vector<float> one(big.rgb.size()), split(big.rgb.size(), 9.0f);
   ThreadPool three(3);
@@ -114,14 +115,14 @@ TEST(GrootImagePipeline, BadFramesAreOneClearError) {
   auto e = preprocess_frame(empty);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.status().message().find("uint8 RGB"), std::string::npos) << e.status().message();
-  Frame short_buffer{4, 4, std::vector<std::uint8_t>(10)};
+  Frame short_buffer{4, 4, Pixels(10, 0)};
   EXPECT_FALSE(preprocess_frame(short_buffer).has_value());
   auto wide = smart_resize(10, 2500);
   ASSERT_FALSE(wide.has_value());
   EXPECT_NE(wide.status().message().find("aspect ratio"), std::string::npos) << wide.status().message();
   FrameOptions bad;
   bad.crop_fraction = 0.0;
-  EXPECT_FALSE(preprocess_frame(Frame{2, 2, std::vector<std::uint8_t>(12)}, bad).has_value());
+  EXPECT_FALSE(preprocess_frame(Frame{2, 2, Pixels(12, 0)}, bad).has_value());
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ TEST_F(GrootPreprocessor, MatchesTheReferenceForEveryViewCountAndLetterbox) {
     const int h = std::stoi(c.size.substr(0, x)), w = std::stoi(c.size.substr(x + 1));
     std::vector<Frame> frames;
     for (std::size_t k = 0; k < pre->embodiment().views().size(); ++k) {
-      frames.push_back(Frame{h, w, read_raw<std::uint8_t>(out + "/frame." + std::to_string(k))});
+      const std::vector<std::uint8_t> bytes = read_raw<std::uint8_t>(out + "/frame." + std::to_string(k));
+      frames.push_back(Frame{h, w, Pixels(bytes.begin(), bytes.end())});
     }
     RawState state;
     const json raw = json::parse(read_text(out + "/state.json"));
@@ -162,7 +163,7 @@ TEST_F(GrootPreprocessor, MatchesTheReferenceForEveryViewCountAndLetterbox) {
 TEST_F(GrootPreprocessor, BadInputsAreOneClearError) {
   auto pre = Preprocessor::load(ckpt(), "libero_panda");
   ASSERT_TRUE(pre.has_value()) << pre.status().to_string();
-  const Frame f{64, 64, std::vector<std::uint8_t>(64 * 64 * 3, 100)};
+  const Frame f{64, 64, Pixels(64 * 64 * 3, 100)};
   RawState state;
   for (const auto& g : pre->embodiment().state_groups()) state[g.key].assign(static_cast<std::size_t>(std::max<std::int64_t>(g.dim, 1)), 0.0f);
   // One view for a two-view embodiment: names the views.
@@ -199,7 +200,7 @@ TEST_F(GrootPreprocessor, TheFamilySeamGivesTheStageInputsByName) {
   EXPECT_EQ((*seam)->cameras(), (std::vector<std::string>{"image", "wrist_image"}));
   auto direct = Preprocessor::load(ckpt(), "libero_panda", Letterbox::kAuto);
   ASSERT_TRUE(direct.has_value());
-  const Frame a{120, 160, std::vector<std::uint8_t>(120 * 160 * 3)}, b{96, 96, std::vector<std::uint8_t>(96 * 96 * 3)};
+  const Frame a{120, 160, Pixels(120 * 160 * 3, 0)}, b{96, 96, Pixels(96 * 96 * 3, 0)};
   Frame fa = a, fb = b;
   for (std::size_t i = 0; i < fa.rgb.size(); ++i) fa.rgb[i] = static_cast<std::uint8_t>(i * 7 % 251);
   for (std::size_t i = 0; i < fb.rgb.size(); ++i) fb.rgb[i] = static_cast<std::uint8_t>(i * 13 % 241);
