@@ -153,7 +153,8 @@ Frame area_float(FrameView in, int nh, int nw, double scale_x, double scale_y, T
   std::vector<std::size_t> first(static_cast<std::size_t>(nh) + 1, yt.size());
   for (std::size_t i = yt.size(); i-- > 0;) first[static_cast<std::size_t>(yt[i].dst)] = i;
   for (std::size_t d = static_cast<std::size_t>(nh); d-- > 0;) first[d] = std::min(first[d], first[d + 1]);
-  std::vector<float> out(static_cast<std::size_t>(nh) * row_len, 0.0f);
+  // Each destination row's first tap writes it (every row has one), the others add into it.
+  std::vector<float, UninitAllocator<float>> out(static_cast<std::size_t>(nh) * row_len);
   Frame f = blank(nh, nw);
   for_rows(pool, nh, row_len * 4, [&](int b, int e) {
     area_float_rows(in, xt, yt, first[static_cast<std::size_t>(b)], first[static_cast<std::size_t>(e)], row_len, out.data());
